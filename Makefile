@@ -1,0 +1,49 @@
+# envkit developer targets. `make test` and `make demo` work on a fresh machine:
+# they create .venv and install what they need first.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+
+.PHONY: dev test test-unit test-integration lint reformat golden demo bench gpu-check check-readme clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test,torch,paddle]'
+	touch $(STAMP)
+
+dev: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit
+
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest tests/integration
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check envkit tests benchmarks
+	$(BIN)/ruff check envkit tests benchmarks
+	$(BIN)/mypy
+
+reformat: $(STAMP)
+	$(BIN)/ruff format envkit tests benchmarks
+	$(BIN)/ruff check --fix envkit tests benchmarks
+
+golden: $(STAMP)
+	ENVKIT_UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests/unit/render -q
+
+demo: $(STAMP)
+	$(BIN)/python -m envkit.demo
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+gpu-check: $(STAMP)
+	timeout 180 $(BIN)/python -m pytest -m gpu tests/gpu -q
+
+clean:
+	rm -rf $(VENV) .envkit .pytest_cache .mypy_cache .ruff_cache

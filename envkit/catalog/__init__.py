@@ -1,0 +1,158 @@
+"""The catalog: facts about CUDA, frameworks, base images and installers, each with a source.
+
+Facts live in YAML files beside this module and are validated on load.
+:func:`load_catalog` returns one immutable :class:`Catalog`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import ValidationError
+
+from envkit.catalog.models import (
+    BaseImage,
+    CudaRelease,
+    FrameworkFamily,
+    FrameworkRelease,
+    InstallerFile,
+    KnownBadRule,
+    Wheel,
+)
+from envkit.errors import CatalogError
+
+__all__ = [
+    "FRAMEWORK_PACKAGES",
+    "BaseImage",
+    "Catalog",
+    "CudaRelease",
+    "FrameworkRelease",
+    "InstallerFile",
+    "KnownBadRule",
+    "Wheel",
+    "load_catalog",
+]
+
+# The pip distributions that carry each framework.
+FRAMEWORK_PACKAGES: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "paddle": ("paddlepaddle", "paddlepaddle-gpu"),
+}
+
+
+@dataclass(frozen=True)
+class Catalog:
+    cuda: tuple[CudaRelease, ...]
+    frameworks: dict[str, FrameworkFamily]
+    base_images: tuple[BaseImage, ...]
+    installers: tuple[InstallerFile, ...]
+    known_bad: tuple[KnownBadRule, ...]
+
+    # -- CUDA ---------------------------------------------------------------
+    def cuda_release(self, version: str) -> CudaRelease | None:
+        return next((c for c in self.cuda if c.version == version), None)
+
+    def cuda_versions(self) -> list[str]:
+        return [c.version for c in self.cuda]
+
+    # -- frameworks ---------------------------------------------------------
+    def framework_release(self, framework: str, version: str) -> FrameworkRelease | None:
+        family = self.frameworks.get(framework)
+        if family is None:
+            return None
+        return next((r for r in family.releases if r.version == version), None)
+
+    def framework_versions(self, framework: str) -> list[str]:
+        family = self.frameworks.get(framework)
+        return [r.version for r in family.releases] if family else []
+
+    def wheel(self, framework: str, version: str, cuda: str) -> Wheel | None:
+        release = self.framework_release(framework, version)
+        return release.wheel_for(cuda) if release else None
+
+    # -- base images --------------------------------------------------------
+    def base_image(self, ref: str) -> BaseImage | None:
+        bare = ref.split("@", 1)[0]
+        return next((b for b in self.base_images if b.ref == bare), None)
+
+    def closest_images(self, ref: str, n: int = 3) -> list[str]:
+        refs = [b.ref for b in self.base_images]
+        return difflib.get_close_matches(ref.split("@", 1)[0], refs, n=n, cutoff=0.3)
+
+    def runtime_image(self, cuda: str, *, cudnn_major: str | None = None) -> BaseImage | None:
+        """The nvidia/cuda runtime image for a CUDA version (with cuDNN when known)."""
+        candidates = [b for b in self.base_images if b.kind == "cuda-runtime" and b.cuda == cuda]
+        if cudnn_major:
+            with_cudnn = [b for b in candidates if b.cudnn == cudnn_major]
+            candidates = with_cudnn or candidates
+        candidates.sort(key=lambda b: (b.cudnn is None, b.ref))
+        return candidates[0] if candidates else None
+
+    def os_image(self, os_name: str) -> BaseImage | None:
+        return next((b for b in self.base_images if b.kind == "os" and b.os == os_name), None)
+
+    # -- installers ---------------------------------------------------------
+    def installer(self, kind: str, arch: str, python: str | None = None) -> InstallerFile | None:
+        """The newest verified installer of ``kind`` for ``arch``.
+
+        Miniconda installers differ by their base Python; envkit creates its own
+        environment beside the base, so any base Python works; one matching
+        ``python`` is preferred.
+        """
+        found = [i for i in self.installers if i.kind == kind and i.arch == arch and i.verified]
+        found.sort(key=lambda i: (i.python == python, _version_key(i.version)), reverse=True)
+        return found[0] if found else None
+
+    # -- known-bad combinations ---------------------------------------------
+    def known_bad_hits(self, versions: dict[str, str]) -> list[KnownBadRule]:
+        """Rules whose every condition matches ``versions`` (normalized name -> version)."""
+        hits = []
+        for rule in self.known_bad:
+            if all(_matches(versions.get(pkg), spec) for pkg, spec in rule.when.items()):
+                hits.append(rule)
+        return hits
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.replace("-", ".").split(".") if p.isdigit())
+
+
+def _matches(version: str | None, spec: str) -> bool:
+    if version is None:
+        return False
+    try:
+        return Version(version) in SpecifierSet(spec, prereleases=True)
+    except InvalidVersion:
+        return False
+
+
+def _read(name: str) -> Any:
+    text = resources.files("envkit.catalog").joinpath("data", name).read_text("utf-8")
+    return yaml.safe_load(text)
+
+
+@functools.cache
+def load_catalog() -> Catalog:
+    """Load and validate the packaged catalog (cached: it is immutable)."""
+    try:
+        frameworks = _read("frameworks.yaml")
+        return Catalog(
+            cuda=tuple(CudaRelease.model_validate(r) for r in _read("cuda.yaml")["releases"]),
+            frameworks={k: FrameworkFamily.model_validate(v) for k, v in frameworks.items()},
+            base_images=tuple(BaseImage.model_validate(i) for i in _read("base_images.yaml")["images"]),
+            installers=tuple(
+                InstallerFile.model_validate(i) for i in _read("installers.yaml")["installers"]
+            ),
+            known_bad=tuple(KnownBadRule.model_validate(r) for r in _read("known_bad.yaml")["rules"]),
+        )
+    except (ValidationError, KeyError, yaml.YAMLError, OSError) as e:
+        raise CatalogError(
+            f"the packaged catalog is invalid: {e}", hint="reinstall envkit; this is a bug if it persists"
+        ) from e

@@ -1,0 +1,99 @@
+"""Typed views of the catalog's data files (``envkit/catalog/data/*.yaml``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from envkit.spec.models import StrictModel
+
+__all__ = [
+    "BaseImage",
+    "CudaRelease",
+    "FrameworkFamily",
+    "FrameworkRelease",
+    "InstallerFile",
+    "KnownBadRule",
+    "Wheel",
+]
+
+
+class Sourced(StrictModel):
+    source: str = Field(min_length=1)
+    verified: bool = False
+    note: str | None = None
+
+
+class CudaRelease(Sourced):
+    version: str
+    min_driver: str
+    compat_driver: str
+    cudnn: tuple[str, ...]
+    archs: tuple[str, ...]
+
+
+IndexMode = Literal["index-url", "extra-index-url", "find-links"]
+
+
+class Wheel(StrictModel):
+    cuda: str
+    package: str
+    pip_version: str
+    index: str | None = None
+    index_mode: IndexMode | None = None
+    cudnn: str | None = None
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.pip_version}"
+
+
+class FrameworkRelease(StrictModel):
+    """One release; its ``source`` defaults to the family's."""
+
+    version: str
+    source: str | None = None
+    verified: bool = False
+    note: str | None = None
+    python: tuple[str, ...]
+    wheels: tuple[Wheel, ...]
+    cudnn: str | None = None
+    numpy: str | None = None
+
+    def wheel_for(self, cuda: str) -> Wheel | None:
+        return next((w for w in self.wheels if w.cuda == cuda), None)
+
+
+class FrameworkFamily(StrictModel):
+    source: str
+    releases: tuple[FrameworkRelease, ...]
+
+
+class BaseImage(Sourced):
+    ref: str
+    kind: Literal["os", "python", "cuda-runtime", "cuda-devel", "paddle", "pytorch"]
+    os: str
+    cuda: str | None = None
+    cudnn: str | None = None
+    python: str | None = None
+    framework: str | None = None
+    framework_version: str | None = None
+
+
+class InstallerFile(Sourced):
+    kind: Literal["miniconda", "miniforge", "micromamba"]
+    version: str
+    python: str | None = None
+    arch: Literal["x86_64", "aarch64"]
+    url: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class KnownBadRule(StrictModel):
+    id: str
+    when: dict[str, str]
+    severity: Literal["info", "warning", "critical"]
+    message: str
+    fix: str
+    source: str

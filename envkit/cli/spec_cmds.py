@@ -1,0 +1,114 @@
+"""``envkit validate``, ``envkit render`` and ``envkit catalog``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from envkit.catalog import load_catalog
+from envkit.cli import cli
+from envkit.cli._app import command, project_root
+from envkit.errors import ExitCode, SpecError, UsageError
+from envkit.render import render_image, write_image
+from envkit.result import CommandResult
+from envkit.spec.load import find_specs, load_spec, resolve_spec_path
+
+
+@command(cli, "validate")
+@click.argument("specs", nargs=-1, metavar="[NAME|PATH]...")
+def validate(specs: tuple[str, ...]) -> CommandResult:
+    """Check specs: every problem of a file at once, with line, field and a hint.
+
+    Without arguments, every spec in environments/ is checked. Exits 2 when any
+    spec is invalid.
+    """
+    root = project_root()
+    paths = [resolve_spec_path(s, root) for s in specs] or find_specs(root)
+    if not paths:
+        raise UsageError("no specs found in environments/", hint="create environments/<name>.yaml or run `envkit init`")
+    results: list[dict[str, object]] = []
+    warnings: list[str] = []
+    problems = []
+    for path in paths:
+        try:
+            loaded = load_spec(path)
+        except SpecError as e:
+            problems.extend(e.problems)
+            results.append({"path": str(path), "ok": False, "problems": [p.to_json() for p in e.problems]})
+            continue
+        warnings.extend(loaded.warnings)
+        results.append({"path": str(path), "ok": True, "name": loaded.spec.name, "sha256": loaded.sha256})
+    if problems:
+        raise SpecError(problems)
+
+    def text() -> str:
+        return "\n".join(f"ok  {r['name']}  sha256 {str(r['sha256'])[:12]}" for r in results)
+
+    return CommandResult("validate", {"specs": results}, text, warnings=warnings)
+
+
+@command(cli, "render")
+@click.argument("name", metavar="NAME|PATH")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), help="Directory to write (default images/NAME).")
+def render(name: str, output: Path | None) -> CommandResult:
+    """Write the build context: Dockerfile, environment.yml, .dockerignore, README.md.
+
+    Output is byte-stable; unchanged files are not rewritten. Writes are atomic.
+    """
+    root = project_root()
+    loaded = load_spec(resolve_spec_path(name, root))
+    rendered = render_image(loaded, load_catalog())
+    directory = output or root / "images" / loaded.spec.name
+    changed = write_image(rendered, directory)
+    data = {"name": loaded.spec.name, "directory": str(directory), "files": sorted(rendered.files), "changed": changed}
+
+    def text() -> str:
+        state = f"{len(changed)} changed" if changed else "up to date"
+        return f"rendered {loaded.spec.name} -> {directory} ({state}: {', '.join(changed) or 'no changes'})"
+
+    return CommandResult("render", data, text, warnings=loaded.warnings)
+
+
+@command(cli, "catalog")
+@click.option("--section", type=click.Choice(["cuda", "frameworks", "images", "installers", "rules"]), help="Show one section only.")
+def catalog_cmd(section: str | None) -> CommandResult:
+    """Print what envkit knows: CUDA releases, framework wheels, base images, installers, rules.
+
+    Every fact carries its source; unverified facts are marked.
+    """
+    cat = load_catalog()
+    data: dict[str, object] = {
+        "cuda": [c.model_dump() for c in cat.cuda],
+        "frameworks": {k: v.model_dump() for k, v in cat.frameworks.items()},
+        "images": [b.model_dump() for b in cat.base_images],
+        "installers": [i.model_dump() for i in cat.installers],
+        "rules": [r.model_dump() for r in cat.known_bad],
+    }
+    if section:
+        data = {section: data[section]}
+
+    def text() -> str:
+        lines: list[str] = []
+        mark = {True: " ", False: "?"}
+        if "cuda" in data:
+            lines.append("CUDA (min driver / compat driver / cuDNN)   ? = unverified")
+            lines += [f" {mark[c.verified]} {c.version:<5} {c.min_driver:<10} {c.compat_driver:<10} {', '.join(c.cudnn)}" for c in cat.cuda]
+        if "frameworks" in data:
+            for fw, family in cat.frameworks.items():
+                lines.append(f"{fw}  ({family.source})")
+                for r in family.releases:
+                    flavours = ", ".join(w.cuda for w in r.wheels)
+                    lines.append(f" {mark[r.verified]} {r.version:<7} python {','.join(r.python)}  wheels: {flavours}")
+        if "images" in data:
+            lines.append("base images")
+            lines += [f" {mark[b.verified]} {b.ref}" for b in cat.base_images]
+        if "installers" in data:
+            lines.append("installers (sha256 verified in the Dockerfile)")
+            lines += [f" {mark[i.verified]} {i.url}  {i.sha256[:12]}" for i in cat.installers]
+        if "rules" in data:
+            lines.append("known-bad combinations")
+            lines += [f"   {r.id}: {r.when}  ({r.severity})" for r in cat.known_bad]
+        return "\n".join(lines)
+
+    return CommandResult("catalog", data, text, exit_code=ExitCode.OK)

@@ -1,0 +1,177 @@
+"""The envkit error tree.
+
+Every failure a user can act on is an :class:`EnvkitError` with a ``hint``.
+The CLI catches ``EnvkitError`` once, prints ``error: ...`` and ``hint: ...``
+and exits with the error's :attr:`exit_code`::
+
+    EnvkitError                      exit 3 unless said otherwise
+    ├── UsageError                   exit 2  bad arguments, unknown names
+    │   └── SpecError                exit 2  invalid spec (all problems at once)
+    ├── CatalogError                 exit 3  broken catalog data (a bug in envkit)
+    ├── LockError                    exit 3
+    │   ├── Unsatisfiable            exit 2  the spec's requirements conflict
+    │   └── SolverFailed             exit 3  the solver or a channel failed
+    ├── EngineError                  exit 3  container engine problems
+    │   ├── EngineUnavailable        exit 3
+    │   └── BuildFailed              exit 3  (carries the log tail)
+    ├── ProbeError                   exit 3
+    │   └── ReportError              exit 2  unreadable or incomparable report
+    ├── InventoryError               exit 2  unreadable inventory file
+    └── AuditError                   exit 3  advisory data or service problems
+
+Findings (drift, divergence, vulnerabilities) are results, never exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+__all__ = [
+    "AuditError",
+    "BuildFailed",
+    "CatalogError",
+    "EngineError",
+    "EngineUnavailable",
+    "EnvkitError",
+    "ExitCode",
+    "InventoryError",
+    "LockError",
+    "Problem",
+    "ProbeError",
+    "ReportError",
+    "SolverFailed",
+    "SpecError",
+    "Unsatisfiable",
+    "UsageError",
+]
+
+
+class ExitCode(IntEnum):
+    """Process exit codes shared by every command."""
+
+    OK = 0
+    FINDINGS = 1  # drift, divergence, vulnerabilities, stale locks
+    USAGE = 2  # bad arguments or invalid input files
+    FAILURE = 3  # a tool, engine or service failed
+
+
+class EnvkitError(Exception):
+    """Base class: a message for the user and a hint on what to do."""
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def to_json(self) -> dict[str, object]:
+        return {"type": type(self).__name__, "message": self.message, "hint": self.hint}
+
+
+class UsageError(EnvkitError):
+    exit_code = ExitCode.USAGE
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem found in an input file, located as precisely as possible."""
+
+    file: str
+    line: int | None
+    field: str | None
+    message: str
+    hint: str | None = None
+
+    def location(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.field:
+            where += f": {self.field}"
+        return where
+
+    def __str__(self) -> str:
+        text = f"{self.location()}: {self.message}"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "field": self.field,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+class SpecError(UsageError):
+    """An invalid spec; holds every problem found in it, not only the first."""
+
+    def __init__(self, problems: Sequence[Problem], *, hint: str | None = None) -> None:
+        self.problems = tuple(problems)
+        files = sorted({p.file for p in self.problems})
+        count = len(self.problems)
+        noun = "problem" if count == 1 else "problems"
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(
+            f"{', '.join(files)}: {count} {noun}\n{lines}",
+            hint=hint or "fix the listed fields; `envkit validate` re-checks all specs",
+        )
+
+    def to_json(self) -> dict[str, object]:
+        data = super().to_json()
+        data["problems"] = [p.to_json() for p in self.problems]
+        return data
+
+
+class CatalogError(EnvkitError):
+    pass
+
+
+class LockError(EnvkitError):
+    pass
+
+
+class Unsatisfiable(LockError):
+    exit_code = ExitCode.USAGE
+
+
+class SolverFailed(LockError):
+    pass
+
+
+class EngineError(EnvkitError):
+    pass
+
+
+class EngineUnavailable(EngineError):
+    pass
+
+
+class BuildFailed(EngineError):
+    def __init__(
+        self, message: str, *, hint: str | None = None, log_tail: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.log_tail = tuple(log_tail)
+
+
+class ProbeError(EnvkitError):
+    pass
+
+
+class ReportError(ProbeError):
+    exit_code = ExitCode.USAGE
+
+
+class InventoryError(EnvkitError):
+    exit_code = ExitCode.USAGE
+
+
+class AuditError(EnvkitError):
+    pass

@@ -1,0 +1,216 @@
+"""The multi-stage Dockerfile: a builder stage creates /opt/env, a runtime stage copies it.
+
+Pure: (spec, catalog, inputs) -> text. Every value that reaches the file was
+validated by the spec models; values are still quoted here so that a future
+field cannot inject a line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from envkit.catalog import Catalog, InstallerFile
+from envkit.errors import UsageError
+from envkit.spec.models import Installer, Spec
+
+__all__ = ["ENV_PREFIX", "USER_NAME", "USER_UID", "DockerfileInputs", "dockerfile", "labels"]
+
+ENV_PREFIX = "/opt/env"
+USER_NAME = "envkit"
+USER_UID = 10001
+_ARCH = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
+_CONTEXT = "/tmp/envkit"
+
+
+@dataclass(frozen=True)
+class DockerfileInputs:
+    """What the build context holds besides the spec: lock files, a wheelhouse."""
+
+    spec_sha256: str
+    conda_locks: tuple[str, ...] = ()  # e.g. ("conda-linux-64.lock",): install these, no solve
+    pip_lock: str | None = None  # e.g. "requirements.lock": hashed pins
+    lock_sha256: str | None = None
+    wheelhouse: str | None = None  # e.g. "wheels": install pip packages offline from here
+
+
+def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
+    found = {
+        "org.opencontainers.image.title": spec.name,
+        "org.opencontainers.image.description": spec.description or f"envkit environment {spec.name}",
+        "io.envkit.spec-sha256": inputs.spec_sha256,
+        "io.envkit.python": spec.python,
+        "io.envkit.cuda": spec.cuda,
+        "io.envkit.installer": spec.installer.value,
+    }
+    if inputs.lock_sha256:
+        found["io.envkit.lock-sha256"] = inputs.lock_sha256
+    for framework, version in spec.frameworks.items():
+        found[f"io.envkit.framework.{framework}"] = version
+    return found
+
+
+def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: str) -> str:
+    runtime = _runtime_image(spec, catalog)
+    builder = spec.base_image if spec.installer is Installer.VENV else _builder_image(spec, catalog, runtime)
+    parts = [
+        header,
+        f"FROM {builder} AS builder\n",
+        'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n',
+    ]
+    if spec.installer is Installer.VENV:
+        parts.append(_venv_steps(spec, inputs))
+    else:
+        parts.append(_conda_steps(spec, catalog, inputs))
+    parts.append(_runtime_stage(spec, inputs, runtime))
+    return "".join(parts)
+
+
+def _runtime_image(spec: Spec, catalog: Catalog) -> str:
+    if spec.base_image:
+        return spec.base_image
+    if spec.is_gpu:
+        image = catalog.runtime_image(spec.cuda, cudnn_major=_cudnn_major(spec, catalog))
+        if image is None:
+            raise UsageError(f"no CUDA {spec.cuda} runtime image is known", hint="set base_image")
+        return image.ref
+    os_image = catalog.os_image("ubuntu22.04")
+    return os_image.ref if os_image else "ubuntu:22.04"
+
+
+def _builder_image(spec: Spec, catalog: Catalog, runtime: str) -> str:
+    """An OS image with the runtime image's glibc, so the environment runs there."""
+    known = catalog.base_image(runtime)
+    if known is None:
+        return runtime
+    os_image = catalog.os_image(known.os)
+    return os_image.ref if os_image else runtime
+
+
+def _cudnn_major(spec: Spec, catalog: Catalog) -> str | None:
+    for framework, version in spec.frameworks.items():
+        release = catalog.framework_release(framework, version)
+        wheel = catalog.wheel(framework, version, spec.cuda)
+        cudnn = (wheel.cudnn if wheel else None) or (release.cudnn if release else None)
+        if cudnn:
+            return cudnn.split(".")[0]
+    return None
+
+
+def _installers(spec: Spec, catalog: Catalog) -> list[InstallerFile]:
+    found = []
+    for platform in spec.platforms:
+        arch = _ARCH[platform]
+        installer = catalog.installer(spec.installer.value, arch, spec.python)
+        if installer is None:
+            raise UsageError(
+                f"the catalog has no {spec.installer.value} installer for {arch}",
+                hint="choose another installer or platform",
+            )
+        found.append(installer)
+    return found
+
+
+def _fetch(spec: Spec, catalog: Catalog, dest: str) -> str:
+    cases = "".join(
+        f'      {i.arch}) url={_q(i.url)}; sha256={i.sha256} ;; \\\n' for i in _installers(spec, catalog)
+    )
+    return (
+        "RUN apt-get update \\\n"
+        " && apt-get install -y --no-install-recommends ca-certificates curl \\\n"
+        " && rm -rf /var/lib/apt/lists/*\n"
+        'RUN case "$(uname -m)" in \\\n'
+        f"{cases}"
+        '      *) echo "envkit: no installer for $(uname -m)" >&2; exit 1 ;; \\\n'
+        "    esac \\\n"
+        f' && curl -fsSL --retry 3 -o {dest} "$url" \\\n'
+        f' && echo "$sha256  {dest}" | sha256sum -c -\n'
+    )
+
+
+def _conda_steps(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
+    if spec.installer is Installer.MICROMAMBA:
+        tool = "/usr/local/bin/micromamba"
+        setup = _fetch(spec, catalog, tool) + f"RUN chmod 0755 {tool}\n"
+        create, clean = f"{tool} create -y -p {ENV_PREFIX}", f"{tool} clean -afy"
+    else:
+        setup = _fetch(spec, catalog, "/tmp/installer.sh")
+        setup += "RUN bash /tmp/installer.sh -b -p /opt/conda && rm -f /tmp/installer.sh\n"
+        create, clean = f"/opt/conda/bin/conda create -y -p {ENV_PREFIX}", "/opt/conda/bin/conda clean -afy"
+    text = "ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
+    if spec.mirrors.pypi:
+        text += f"ENV PIP_INDEX_URL={_q(spec.mirrors.pypi)}\n"
+    text += setup
+    if inputs.conda_locks:
+        files = " ".join(inputs.conda_locks)
+        text += f"COPY {files} {_CONTEXT}/\n"
+        platform_file = f'{_CONTEXT}/conda-$(case "$(uname -m)" in aarch64) echo linux-aarch64;; *) echo linux-64;; esac).lock'
+        text += f'RUN {create} --file "{platform_file}" \\\n && {clean}\n'
+        text += _pip_lock_step(inputs)
+    else:
+        text += f"COPY environment.yml {_CONTEXT}/environment.yml\n"
+        if spec.installer is Installer.MICROMAMBA:
+            text += f"RUN {create} -f {_CONTEXT}/environment.yml \\\n && {clean}\n"
+        else:
+            text += (
+                f"RUN /opt/conda/bin/conda env create -p {ENV_PREFIX} -f {_CONTEXT}/environment.yml \\\n"
+                f" && {clean}\n"
+            )
+    return text
+
+
+def _pip_lock_step(inputs: DockerfileInputs) -> str:
+    if not inputs.pip_lock:
+        return ""
+    source = _wheel_source(inputs)
+    return (
+        f"COPY {inputs.pip_lock} {_CONTEXT}/{inputs.pip_lock}\n"
+        f"RUN {ENV_PREFIX}/bin/python -m pip install --no-cache-dir --no-deps --require-hashes{source} "
+        f"-r {_CONTEXT}/{inputs.pip_lock}\n"
+    )
+
+
+def _wheel_source(inputs: DockerfileInputs) -> str:
+    return f" --no-index --find-links {_CONTEXT}/{inputs.wheelhouse}" if inputs.wheelhouse else ""
+
+
+def _venv_steps(spec: Spec, inputs: DockerfileInputs) -> str:
+    text = "ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
+    if spec.mirrors.pypi:
+        text += f"ENV PIP_INDEX_URL={_q(spec.mirrors.pypi)}\n"
+    if inputs.wheelhouse:
+        text += f"COPY {inputs.wheelhouse}/ {_CONTEXT}/{inputs.wheelhouse}/\n"
+    text += f"RUN python3 -m venv --system-site-packages {ENV_PREFIX}\n"
+    if inputs.pip_lock:
+        return text + _pip_lock_step(inputs)
+    return text + (
+        f"COPY requirements.txt {_CONTEXT}/requirements.txt\n"
+        f"RUN {ENV_PREFIX}/bin/python -m pip install --no-cache-dir{_wheel_source(inputs)} "
+        f"-r {_CONTEXT}/requirements.txt\n"
+    )
+
+
+def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
+    label_lines = " \\\n      ".join(f"{k}={_q(v)}" for k, v in sorted(labels(spec, inputs).items()))
+    env = {"PATH": f"{ENV_PREFIX}/bin:$PATH", "PYTHONUNBUFFERED": "1", **dict(sorted(spec.env.items()))}
+    env_lines = " \\\n    ".join(
+        f"{k}={v}" if k == "PATH" else f"{k}={_q(v, dollar=True)}" for k, v in env.items()
+    )
+    return (
+        f"\nFROM {runtime} AS runtime\n"
+        'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
+        f"LABEL {label_lines}\n"
+        f"RUN groupadd --gid {USER_UID} {USER_NAME} \\\n"
+        f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
+        f"COPY --from=builder {ENV_PREFIX} {ENV_PREFIX}\n"
+        f"ENV {env_lines}\n"
+        f"USER {USER_NAME}\n"
+        f"WORKDIR /home/{USER_NAME}\n"
+        'CMD ["python"]\n'
+    )
+
+
+def _q(value: str, *, dollar: bool = False) -> str:
+    """A double-quoted Dockerfile word; ``$`` escaped where the value must stay literal."""
+    text = json.dumps(value)
+    return text.replace("$", "\\$") if dollar else text

@@ -1,0 +1,155 @@
+"""Check a syntactically valid spec against the catalog's facts."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from envkit.catalog import FRAMEWORK_PACKAGES, Catalog, KnownBadRule
+from envkit.errors import Problem
+from envkit.spec.models import Installer, Spec
+from envkit.spec.yamlsrc import Located
+
+__all__ = ["check_against_catalog", "pinned_specifiers"]
+
+# Versions used to decide whether a spec's constraint admits a known-bad range.
+_PROBE_VERSIONS = ("1.21.6", "1.23.5", "1.24.4", "1.26.4", "2.0.2", "2.1.3", "2.2.6", "2.3.5", "3.0.0")
+_CONDA_PIN = re.compile(r"^(?:[^:]+::)?([A-Za-z0-9_.\-]+)\s*([=<>!~].*)?$")
+
+
+def check_against_catalog(
+    spec: Spec, catalog: Catalog, located: Located, filename: str
+) -> tuple[list[Problem], list[str]]:
+    problems: list[Problem] = []
+    warnings: list[str] = []
+
+    def problem(path: tuple[str | int, ...], message: str, hint: str | None = None) -> None:
+        problems.append(Problem(filename, located.line_of(path), ".".join(map(str, path)), message, hint))
+
+    if spec.is_gpu and catalog.cuda_release(spec.cuda) is None:
+        known = catalog.cuda_versions()
+        close = difflib.get_close_matches(spec.cuda, known, n=3, cutoff=0.5)
+        problem(("cuda",), f"CUDA {spec.cuda} is not in the catalog", f"known: {', '.join(close or known)}, or cpu")
+
+    for framework, version in spec.frameworks.items():
+        path = ("frameworks", framework)
+        release = catalog.framework_release(framework, version)
+        if release is None:
+            known = catalog.framework_versions(framework)
+            problem(path, f"{framework} {version} is not in the catalog", f"known: {', '.join(known)}")
+            continue
+        if spec.python not in release.python:
+            problem(
+                path,
+                f"{framework} {version} publishes no wheels for Python {spec.python}",
+                f"use python one of {', '.join(release.python)}",
+            )
+        if release.wheel_for(spec.cuda) is None:
+            flavours = ", ".join(w.cuda for w in release.wheels)
+            problem(
+                path,
+                f"{framework} {version} has no published wheels for CUDA {spec.cuda}",
+                f"available: {flavours}",
+            )
+
+    _check_known_bad(spec, catalog, problem, warnings)
+    _check_base_image(spec, catalog, problem, warnings)
+    for key in ("pypi", "conda"):
+        url = getattr(spec.mirrors, key)
+        if url and (urlsplit(url).username or urlsplit(url).password):
+            problem(
+                ("mirrors", key),
+                "the mirror URL carries credentials, which would be baked into the image",
+                "put credentials in a netrc or pip.conf secret at build time, not in the spec",
+            )
+    return problems, warnings
+
+
+def pinned_specifiers(spec: Spec) -> dict[str, SpecifierSet]:
+    """Version constraints per normalized package name, from frameworks, pip and conda."""
+    found: dict[str, SpecifierSet] = {}
+    for framework, version in spec.frameworks.items():
+        for package in FRAMEWORK_PACKAGES[framework]:
+            found[package] = SpecifierSet(f"=={version}")
+    for line in spec.pip:
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        found[name] = found.get(name, SpecifierSet()) & req.specifier
+    for line in spec.conda:
+        match = _CONDA_PIN.match(line.split("[", 1)[0].strip())
+        if not match:
+            continue
+        name, constraint = canonicalize_name(match.group(1)), (match.group(2) or "").split()[:1]
+        text = constraint[0] if constraint else ""
+        if text.startswith("=") and not text.startswith("=="):
+            text = "==" + text.lstrip("=").split("=", 1)[0]
+        try:
+            found[name] = found.get(name, SpecifierSet()) & SpecifierSet(text.replace("*", "0"))
+        except ValueError:
+            continue
+    return found
+
+
+def _check_known_bad(spec: Spec, catalog: Catalog, problem: _Reporter, warnings: list[str]) -> None:
+    pins = pinned_specifiers(spec)
+    for rule in catalog.known_bad:
+        verdict = _rule_verdict(rule, pins)
+        if verdict == "error":
+            problem(("pip",), f"known-bad combination [{rule.id}]: {rule.message}", rule.fix)
+        elif verdict == "warning":
+            warnings.append(f"{spec.name}: may hit [{rule.id}] ({rule.message}); {rule.fix}")
+
+
+def _rule_verdict(rule: KnownBadRule, pins: dict[str, SpecifierSet]) -> str | None:
+    """'error' when the spec forces the bad combination, 'warning' when it allows it."""
+    forced = True
+    for package, bad in rule.when.items():
+        constraint = pins.get(package)
+        if constraint is None:
+            if package != "numpy":
+                return None
+            forced = False
+            continue
+        admitted = [v for v in _PROBE_VERSIONS if v in constraint] if package == "numpy" else None
+        if admitted is None:
+            version = str(next(iter(constraint))).lstrip("=") if len(constraint) == 1 else None
+            if version is None or version not in SpecifierSet(bad):
+                return None
+            continue
+        bad_set = SpecifierSet(bad)
+        if not any(v in bad_set for v in admitted):
+            return None
+        if any(v not in bad_set for v in admitted):
+            forced = False
+    return "error" if forced else "warning"
+
+
+def _check_base_image(spec: Spec, catalog: Catalog, problem: _Reporter, warnings: list[str]) -> None:
+    if spec.base_image:
+        if catalog.base_image(spec.base_image) is None:
+            close = catalog.closest_images(spec.base_image)
+            hint = f"closest known: {', '.join(close)}" if close else "no similar tag is known"
+            warnings.append(
+                f"{spec.name}: base image {spec.base_image} is not in the catalog ({hint}); "
+                "fine for private registries, but check the tag exists"
+            )
+        return
+    if spec.installer is Installer.VENV:
+        images = [b.ref for b in catalog.base_images if b.cuda == spec.cuda or (not spec.is_gpu and b.python)]
+        problem(
+            ("installer",),
+            "installer venv uses the base image's own Python, so base_image is required",
+            f"e.g. base_image: {images[0]}" if images else "set base_image to an image with python3",
+        )
+    elif spec.is_gpu and catalog.runtime_image(spec.cuda) is None:
+        problem(("cuda",), f"the catalog has no CUDA {spec.cuda} runtime image", "set base_image explicitly")
+
+
+class _Reporter(Protocol):
+    def __call__(self, path: tuple[str | int, ...], message: str, hint: str | None = None) -> None: ...

@@ -1,0 +1,164 @@
+"""Load specs from YAML: every problem of a file at once, each with its line."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from envkit.catalog import Catalog, load_catalog
+from envkit.errors import Problem, SpecError, UsageError
+from envkit.spec.check import check_against_catalog
+from envkit.spec.models import NAME_RE, Spec
+from envkit.spec.yamlsrc import Located, load_located
+
+__all__ = ["LoadedSpec", "find_specs", "load_spec", "resolve_spec_path", "spec_hash"]
+
+SPEC_DIR = "environments"
+_VERSION_KEYS = {("python",), ("cuda",), ("frameworks", "torch"), ("frameworks", "paddle")}
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    spec: Spec
+    path: Path
+    sha256: str
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def display_path(self) -> str:
+        return _display(self.path)
+
+
+def spec_hash(spec: Spec) -> str:
+    """sha256 of the normalized model: stable under key order, comments and formatting."""
+    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def resolve_spec_path(name_or_path: str, root: Path) -> Path:
+    """``NAME`` -> ``root/environments/NAME.yaml``; a path is taken as it is."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") or "/" in name_or_path:
+        if not candidate.is_file():
+            raise UsageError(f"{name_or_path}: no such spec file", hint="check the path")
+        return candidate
+    if not NAME_RE.match(name_or_path):
+        raise UsageError(
+            f"{name_or_path!r} is not an environment name", hint="names match [a-z0-9][a-z0-9._-]*"
+        )
+    path = root / SPEC_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = [p.stem for p in find_specs(root)]
+        close = difflib.get_close_matches(name_or_path, known, n=3)
+        hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known) or 'none'}"
+        raise UsageError(f"{_display(path)}: no such environment", hint=hint)
+    return path
+
+
+def find_specs(root: Path) -> list[Path]:
+    folder = root / SPEC_DIR
+    return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def load_spec(path: Path, catalog: Catalog | None = None) -> LoadedSpec:
+    """Parse and validate one spec file; raise :class:`SpecError` with all problems."""
+    filename = _display(path)
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError([Problem(filename, None, None, f"cannot read: {e}")]) from e
+    located, problems = load_located(text, filename)
+    if located is None:
+        raise SpecError(problems)
+    if not isinstance(located.data, dict):
+        raise SpecError([Problem(filename, 1, None, "a spec is a mapping of keys such as name, python, cuda")])
+    problems += _quoted_versions(located, filename)
+    spec: Spec | None = None
+    try:
+        spec = Spec.model_validate(located.data)
+    except ValidationError as e:
+        problems += _pydantic_problems(e, located, filename)
+    if spec is None:
+        raise SpecError(problems)
+    if spec.name != path.stem:
+        problems.append(
+            Problem(
+                filename,
+                located.line_of(("name",)),
+                "name",
+                f"name {spec.name!r} differs from the file name {path.stem!r}",
+                f"rename the file to {spec.name}.yaml or set name: {path.stem}",
+            )
+        )
+    errors, warnings = check_against_catalog(spec, catalog or load_catalog(), located, filename)
+    problems += errors
+    if problems:
+        raise SpecError(problems)
+    return LoadedSpec(spec=spec, path=path, sha256=spec_hash(spec), warnings=tuple(warnings))
+
+
+def _quoted_versions(located: Located, filename: str) -> list[Problem]:
+    """``python: 3.10`` is the float 3.1 in YAML: ask for quotes instead of guessing."""
+    problems = []
+    for key in sorted(_VERSION_KEYS):
+        value: Any = located.data
+        for part in key:
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            problems.append(
+                Problem(
+                    filename,
+                    located.line_of(key),
+                    ".".join(key),
+                    f"version {value!r} is a number, not a string (YAML reads 3.10 as 3.1)",
+                    f'quote it: {key[-1]}: "{value}"',
+                )
+            )
+    return problems
+
+
+def _pydantic_problems(error: ValidationError, located: Located, filename: str) -> list[Problem]:
+    problems = []
+    for item in error.errors():
+        loc = tuple(item["loc"])
+        field = ".".join(str(p) for p in loc)
+        if loc[:1] in {k[:1] for k in _VERSION_KEYS} and item["type"] == "string_type":
+            continue  # reported by _quoted_versions with a better hint
+        message = str(item["msg"]).removeprefix("Value error, ")
+        hint = None
+        if item["type"] == "extra_forbidden":
+            message = f"unknown key {loc[-1]!r}"
+            hint = _nearest_key(loc)
+        elif item["type"] == "missing":
+            message = f"required key {loc[-1]!r} is missing"
+        problems.append(Problem(filename, located.line_of(loc), field, message, hint))
+    return problems
+
+
+def _nearest_key(loc: tuple[Any, ...]) -> str:
+    from envkit.spec import models
+
+    owner: type[models.StrictModel] = Spec
+    for part in loc[:-1]:
+        info = owner.model_fields.get(str(part))
+        annotation = getattr(info, "annotation", None)
+        if isinstance(annotation, type) and issubclass(annotation, models.StrictModel):
+            owner = annotation
+    valid = sorted(owner.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), valid, n=2)
+    if close:
+        return f"did you mean {' or '.join(close)}? valid keys: {', '.join(valid)}"
+    return f"valid keys: {', '.join(valid)}"
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

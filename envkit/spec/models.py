@@ -1,0 +1,224 @@
+"""The environment spec (``environments/<name>.yaml``) as strict pydantic models.
+
+Syntax-level rules live here (names, shapes, characters that could inject
+into a Dockerfile or shell line). Facts about what exists (CUDA versions,
+framework wheels, base image tags) are checked against the catalog in
+:mod:`envkit.spec.check`.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Annotated
+
+import rattler
+from packaging.requirements import InvalidRequirement, Requirement
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "NAME_RE",
+    "AuditConfig",
+    "AuditIgnore",
+    "Frameworks",
+    "Installer",
+    "Mirrors",
+    "Spec",
+    "StrictModel",
+]
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_PYTHON_RE = re.compile(r"^3\.[0-9]{1,2}$")
+_CUDA_RE = re.compile(r"^(cpu|[0-9]{1,2}\.[0-9])$")
+_VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,3}([a-z]+[0-9]*)?$")
+# conda MatchSpec: name, optional version, optional build, optional channel:: and [key=value] brackets.
+_MATCHSPEC_RE = re.compile(
+    r"^(?:[A-Za-z0-9_.\-/]+::)?[A-Za-z0-9_.\-]+"
+    r"(?:\s*[=<>!~]{0,2}\s*[A-Za-z0-9_.*+!=<>,|\-]+)?"
+    r"(?:\s+[A-Za-z0-9_.*+\-]+)?"
+    r"(?:\[[A-Za-z0-9_.*=,'\"<> \-]+\])?$"
+)
+# Docker image reference: [registry[:port]/]path[:tag][@sha256:digest]
+_IMAGE_RE = re.compile(
+    r"^(?:[a-z0-9]+(?:[.-][a-z0-9]+)*(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+    r"(?:@sha256:[a-f0-9]{64})?$"
+)
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_URL_RE = re.compile(r"^(https?|file)://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+$")
+_CHANNEL_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.\-]*|(?:https?|file)://[^\s'\"`$\\]+)$")
+_PLATFORMS = ("linux-64", "linux-aarch64")
+_MATCHSPEC_FORBIDDEN = set(";&`$\\\n\r\t'\"")
+
+
+class StrictModel(BaseModel):
+    """Base for everything parsed from YAML: unknown keys are errors, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Installer(str, Enum):
+    MINICONDA = "miniconda"
+    MINIFORGE = "miniforge"
+    MICROMAMBA = "micromamba"
+    VENV = "venv"
+
+    @property
+    def uses_conda(self) -> bool:
+        return self is not Installer.VENV
+
+
+def _check_version(value: str) -> str:
+    if not _VERSION_RE.match(value):
+        raise ValueError(f"{value!r} is not a release version such as '2.6.2'")
+    return value
+
+
+FrameworkVersion = Annotated[str, AfterValidator(_check_version)]
+
+
+class Frameworks(StrictModel):
+    paddle: FrameworkVersion | None = None
+    torch: FrameworkVersion | None = None
+
+    def items(self) -> list[tuple[str, str]]:
+        return [(k, v) for k, v in (("paddle", self.paddle), ("torch", self.torch)) if v]
+
+
+class Mirrors(StrictModel):
+    pypi: str | None = Field(None, description="PyPI-compatible simple index URL")
+    conda: str | None = Field(None, description="conda channel alias URL")
+
+    @field_validator("pypi", "conda")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not _URL_RE.match(value):
+            raise ValueError(f"{value!r} is not an http(s):// or file:// URL")
+        return value
+
+
+class AuditIgnore(StrictModel):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+    reason: str = Field(min_length=1)
+
+
+class AuditConfig(StrictModel):
+    ignore: tuple[AuditIgnore, ...] = ()
+
+
+def _check_match_spec(value: str) -> str:
+    bad = any(c in _MATCHSPEC_FORBIDDEN for c in value) or not _MATCHSPEC_RE.match(value)
+    if not bad:
+        try:
+            rattler.MatchSpec(value)
+        except Exception:  # noqa: BLE001 - rattler raises its own parse error types
+            bad = True
+    if bad:
+        raise ValueError(
+            f"{value!r} is not a conda match spec such as 'numpy>=1.26,<2' or 'pytorch=2.1.2=*cuda118*'"
+        )
+    return value
+
+
+def _check_requirement(value: str) -> str:
+    if "\n" in value or "\r" in value or "`" in value or "$(" in value:
+        raise ValueError(f"{value!r} contains a newline or shell substitution")
+    try:
+        req = Requirement(value)
+    except InvalidRequirement as e:
+        raise ValueError(f"{value!r} is not a PEP 508 requirement: {e}") from e
+    if req.url:
+        raise ValueError(f"{value!r}: direct URL requirements cannot be locked with hashes")
+    return value
+
+
+MatchSpec = Annotated[str, AfterValidator(_check_match_spec)]
+PipRequirement = Annotated[str, AfterValidator(_check_requirement)]
+
+
+class Spec(StrictModel):
+    """One named environment."""
+
+    name: str = Field(description="must equal the file's stem; [a-z0-9][a-z0-9._-]*")
+    description: str = ""
+    python: str = Field(description='Python minor version, e.g. "3.10"')
+    cuda: str = Field(description='CUDA version such as "11.8", or "cpu"')
+    frameworks: Frameworks = Frameworks()
+    conda: tuple[MatchSpec, ...] = ()
+    pip: tuple[PipRequirement, ...] = ()
+    channels: tuple[str, ...] = ("conda-forge",)
+    platforms: tuple[str, ...] = ("linux-64",)
+    installer: Installer = Installer.MINICONDA
+    base_image: str | None = None
+    mirrors: Mirrors = Mirrors()
+    env: dict[str, str] = Field(default_factory=dict)
+    offline: bool = False
+    audit: AuditConfig = AuditConfig()
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not NAME_RE.match(value) or len(value) > 100:
+            raise ValueError(f"{value!r} must match [a-z0-9][a-z0-9._-]* (at most 100 characters)")
+        return value
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, value: str) -> str:
+        if not _PYTHON_RE.match(value):
+            raise ValueError(f"{value!r} is not a Python minor version such as '3.10'")
+        return value
+
+    @field_validator("cuda")
+    @classmethod
+    def _cuda(cls, value: str) -> str:
+        if not _CUDA_RE.match(value):
+            raise ValueError(f"{value!r} is not a CUDA version such as '11.8', or 'cpu'")
+        return value
+
+    @field_validator("channels")
+    @classmethod
+    def _channels(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for channel in value:
+            if not _CHANNEL_RE.match(channel):
+                raise ValueError(f"{channel!r} is not a channel name or URL")
+        return value
+
+    @field_validator("platforms")
+    @classmethod
+    def _platforms(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for platform in value:
+            if platform not in _PLATFORMS:
+                raise ValueError(f"{platform!r} is not one of {', '.join(_PLATFORMS)}")
+        if not value:
+            raise ValueError("at least one platform is needed")
+        return value
+
+    @field_validator("base_image")
+    @classmethod
+    def _base_image(cls, value: str | None) -> str | None:
+        if value is not None and not _IMAGE_RE.match(value):
+            raise ValueError(
+                f"{value!r} is not an image reference such as 'nvidia/cuda:11.8.0-runtime-ubuntu22.04'"
+            )
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, val in value.items():
+            if not _ENV_NAME_RE.match(key):
+                raise ValueError(f"{key!r} is not an environment variable name")
+            if any(c in val for c in "\n\r\0"):
+                raise ValueError(f"{key}: the value contains a newline")
+        return value
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.cuda != "cpu"
+
+    @property
+    def python_tag(self) -> str:
+        """``3.10`` -> ``310``."""
+        return self.python.replace(".", "")
