@@ -1,0 +1,50 @@
+"""The one place envkit runs subprocesses: argv lists only, output captured, errors translated."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from envkit.errors import EnvkitError
+
+__all__ = ["ProcResult", "ProcessFailed", "run"]
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class ProcessFailed(EnvkitError):
+    def __init__(self, result: ProcResult, *, hint: str | None = None) -> None:
+        tail = "\n".join(result.stderr.strip().splitlines()[-15:])
+        super().__init__(f"{result.argv[0]} exited with {result.returncode}:\n{tail}", hint=hint)
+        self.result = result
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    check: bool = True,
+    timeout: float | None = None,
+    hint: str | None = None,
+) -> ProcResult:
+    try:
+        done = subprocess.run(
+            list(argv), env=dict(env) if env is not None else None, cwd=cwd,
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )
+    except FileNotFoundError as e:
+        raise EnvkitError(f"{argv[0]}: command not found", hint=hint or f"install {argv[0]}") from e
+    except subprocess.TimeoutExpired as e:
+        raise EnvkitError(f"{argv[0]} timed out after {timeout} s", hint=hint) from e
+    result = ProcResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+    if check and done.returncode != 0:
+        raise ProcessFailed(result, hint=hint)
+    return result

@@ -1,0 +1,78 @@
+"""The container engine interface: plain values in and out, no SDK objects.
+
+Adapters (``docker_api.py``) translate SDK errors into :mod:`envkit.errors`;
+:class:`envkit.build.fake.FakeEngine` serves the unit tests of the layers above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["BuildEvent", "ContainerEngine", "ImageInfo", "Mount", "RunResult"]
+
+
+@dataclass(frozen=True)
+class BuildEvent:
+    """One line of build output; ``step`` is set when a new Dockerfile step starts."""
+
+    message: str
+    step: str | None = None
+    error: bool = False
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    id: str
+    tags: tuple[str, ...]
+    labels: Mapping[str, str]
+    user: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str  # host path
+    target: str  # container path
+    read_only: bool = True
+
+
+@dataclass(frozen=True)
+class RunResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+class ContainerEngine(Protocol):
+    """What envkit needs from Docker (or podman): five operations."""
+
+    def build(
+        self, context: bytes, tag: str, *, labels: Mapping[str, str], nocache: bool = False
+    ) -> Iterator[BuildEvent]:
+        """Build from a tar ``context``; yield events; tag only on success (raise BuildFailed)."""
+        ...
+
+    def inspect(self, image: str) -> ImageInfo | None:
+        """The image's metadata, or None when it does not exist."""
+        ...
+
+    def tag(self, image: str, tag: str) -> None: ...
+
+    def remove(self, image: str) -> None:
+        """Remove an image or tag; a missing one is not an error."""
+        ...
+
+    def run(
+        self,
+        image: str,
+        argv: Sequence[str],
+        *,
+        mounts: Sequence[Mount] = (),
+        env: Mapping[str, str] = field(default_factory=dict),  # type: ignore[assignment]
+        gpus: bool = False,
+        network: bool = False,
+    ) -> RunResult:
+        """Run ``argv`` in a fresh container (removed afterwards) and capture its output."""
+        ...

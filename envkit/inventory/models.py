@@ -1,0 +1,47 @@
+"""One model for every environment listing envkit reads: conda, pip, locks, probe reports."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Inventory", "Package"]
+
+Installer = Literal["conda", "pip"]
+
+
+@dataclass(frozen=True, order=True)
+class Package:
+    """One installed (or locked) package.
+
+    ``name`` is normalized (PEP 503 for pip; lower-case for conda). ``project``
+    is the cross-ecosystem identity used for comparison: the PyPI name of the
+    project when a conda package and a PyPI distribution are the same project
+    (conda ``pytorch`` -> ``torch``), else ``conda:<name>`` for conda-only
+    packages, so unrelated same-name packages never merge.
+    """
+
+    project: str
+    name: str
+    version: str
+    installer: Installer
+    build: str | None = None
+    channel: str | None = None
+    url: str | None = None
+    line: int | None = None  # where it came from in the source file
+
+
+@dataclass(frozen=True)
+class Inventory:
+    label: str  # host name, file stem, or what the user named it
+    path: str
+    format: str  # e.g. conda-list, conda-export, conda-json, conda-explicit, env-export, pip-freeze, ...
+    packages: tuple[Package, ...]
+    meta: Mapping[str, str] = field(default_factory=dict)  # python, platform, cuda, driver, ...
+
+    def by_project(self) -> dict[str, list[Package]]:
+        found: dict[str, list[Package]] = {}
+        for package in self.packages:
+            found.setdefault(package.project, []).append(package)
+        return found
