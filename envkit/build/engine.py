@@ -7,7 +7,7 @@ Adapters (``docker_api.py``) translate SDK errors into :mod:`envkit.errors`;
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = ["BuildEvent", "ContainerEngine", "ImageInfo", "Mount", "RunResult"]
@@ -70,7 +70,7 @@ class ContainerEngine(Protocol):
         argv: Sequence[str],
         *,
         mounts: Sequence[Mount] = (),
-        env: Mapping[str, str] = field(default_factory=dict),  # type: ignore[assignment]
+        env: Mapping[str, str] | None = None,
         gpus: bool = False,
         network: bool = False,
     ) -> RunResult:
