@@ -205,7 +205,7 @@ def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
         f"COPY --from=builder {ENV_PREFIX} {ENV_PREFIX}\n"
         f"ENV {env_lines}\n"
-        f"USER {USER_NAME}\n"
+        f"USER {USER_UID}:{USER_UID}\n"
         f"WORKDIR /home/{USER_NAME}\n"
         'CMD ["python"]\n'
     )
