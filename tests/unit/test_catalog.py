@@ -21,7 +21,9 @@ def test_installer_prefers_verified_and_matching_python() -> None:
 
 def test_known_bad() -> None:
     catalog = load_catalog()
-    assert [r.id for r in catalog.known_bad_hits({"torch": "2.1.2+cu118", "numpy": "2.0.1"})] == ["torch-numpy2"]
+    assert [r.id for r in catalog.known_bad_hits({"torch": "2.1.2+cu118", "numpy": "2.0.1"})] == [
+        "torch-numpy2"
+    ]
     assert catalog.known_bad_hits({"torch": "2.4.1", "numpy": "2.0.1"}) == []
     assert catalog.known_bad_hits({"numpy": "2.0.1"}) == []
 

@@ -48,7 +48,9 @@ def test_validate_json(project: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert data["ok"] is True and data["command"] == "validate"
 
 
-def test_invalid_spec_exits_2_with_file_line_and_hint(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_invalid_spec_exits_2_with_file_line_and_hint(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = project / "environments" / "bad.yaml"
     bad.write_text('name: bad\npython: "3.10"\ncuda: "11.9"\ncuda: "11.8"\n')
     assert main(["validate", "bad"]) == 2

@@ -103,9 +103,9 @@ def test_framework_wheel_follows_cuda() -> None:
     assert "--extra-index-url https://download.pytorch.org/whl/cu121" in env
     paddle = render_image(load_spec(REPO / "environments" / "cuda11.8-paddle2.6.yaml"), catalog)
     assert "paddlepaddle-gpu==2.6.2\n" in paddle.files["environment.yml"].decode()
-    assert "FROM nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04 AS runtime" in paddle.files[
-        "Dockerfile"
-    ].decode()
+    assert (
+        "FROM nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04 AS runtime" in paddle.files["Dockerfile"].decode()
+    )
 
 
 def test_lock_inputs_install_without_solving(tmp_path: Path) -> None:
@@ -121,7 +121,9 @@ def test_lock_inputs_install_without_solving(tmp_path: Path) -> None:
     )
     text = render_image(load_spec(spec), load_catalog(), inputs).files["Dockerfile"].decode()
     assert "conda create -y -p /opt/env --file" in text
-    assert "--require-hashes --no-index --find-links /tmp/envkit/wheels -r /tmp/envkit/requirements.lock" in text
+    assert (
+        "--require-hashes --no-index --find-links /tmp/envkit/wheels -r /tmp/envkit/requirements.lock" in text
+    )
     assert 'io.envkit.lock-sha256="' + "1" * 64 + '"' in text
 
 

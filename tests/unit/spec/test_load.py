@@ -58,7 +58,7 @@ def test_hash_is_stable_under_order_comments_and_formatting(tmp_path: Path) -> N
         "# a comment\n"
         'env: {FLAGS_cudnn_deterministic: "1"}\n'
         'pip: ["scipy>=1.10,<1.14"]\n'
-        "conda: [\"numpy>=1.24,<2\"]\n"
+        'conda: ["numpy>=1.24,<2"]\n'
         'frameworks: {paddle: "2.6.2"}\n'
         'cuda: "11.8"\npython: "3.10"\nname: demo\n'
     )
@@ -72,7 +72,10 @@ def test_hash_is_stable_under_order_comments_and_formatting(tmp_path: Path) -> N
 def test_hash_ignores_explicit_defaults(tmp_path: Path) -> None:
     explicit = GOOD + "installer: miniconda\nplatforms: [linux-64]\nchannels: [conda-forge]\n"
     assert load_spec(write(tmp_path / "a", GOOD)).sha256 == load_spec(write(tmp_path / "b", explicit)).sha256
-    assert spec_hash(load_spec(write(tmp_path / "c", GOOD)).spec) == load_spec(write(tmp_path / "d", GOOD)).sha256
+    assert (
+        spec_hash(load_spec(write(tmp_path / "c", GOOD)).spec)
+        == load_spec(write(tmp_path / "d", GOOD)).sha256
+    )
 
 
 def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
@@ -175,7 +178,9 @@ def test_pip_markers_are_allowed(tmp_path: Path) -> None:
 
 
 def test_mirror_with_credentials_is_refused(tmp_path: Path) -> None:
-    text = 'name: demo\npython: "3.11"\ncuda: cpu\nmirrors: {pypi: "https://user:token@pypi.example/simple"}\n'
+    text = (
+        'name: demo\npython: "3.11"\ncuda: cpu\nmirrors: {pypi: "https://user:token@pypi.example/simple"}\n'
+    )
     found = problems(tmp_path, text)
     assert any("credentials" in m for _, _, m in found)
 
