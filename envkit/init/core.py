@@ -143,5 +143,6 @@ def _add_include(root: Path) -> FileChange:
         f"{current}{separator}\n# envkit targets (make env-help), added by `envkit init`\n{INCLUDE_LINE}\n"
     )
     data = appended.encode("utf-8", errors="surrogateescape")
-    write_bytes_atomic(existing, data, mode=existing.stat().st_mode & 0o777)
+    target = existing.resolve()  # a symlinked Makefile stays a symlink
+    write_bytes_atomic(target, data, mode=target.stat().st_mode & 0o777)
     return FileChange(existing.name, "updated", f"appended `{INCLUDE_LINE}`")

@@ -163,3 +163,16 @@ def test_cli_init_json_and_exit_codes(
     assert "hint" in err
     assert "11.8" in err
     assert main(["init", "--ci", "jenkins"]) == 2
+
+
+def test_symlinked_and_non_utf8_makefile_are_preserved(tmp_path: Path) -> None:
+    shared = tmp_path / "common.mk"
+    shared.write_bytes(b"# caf\xe9 (latin-1)\nall:\n\t@true\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "Makefile").symlink_to(shared)
+    init_repo(repo, "torch", "cpu")
+    assert (repo / "Makefile").is_symlink()
+    data = shared.read_bytes()
+    assert data.startswith(b"# caf\xe9 (latin-1)\nall:\n\t@true\n")
+    assert data.endswith(b"include envkit.mk\n")
