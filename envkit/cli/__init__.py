@@ -29,6 +29,7 @@ def cli(debug: bool) -> None:
 
 
 # Commands register themselves on `cli` when their module is imported.
+from envkit.cli import init_cmd  # noqa: E402,F401,I001
 from envkit.cli import spec_cmds  # noqa: E402,F401
 
 

@@ -1,0 +1,73 @@
+"""``envkit init``: set up a team repository (starter spec, envkit.mk, CI recipe)."""
+
+from __future__ import annotations
+
+from typing import Literal, cast
+
+import click
+
+from envkit.cli import cli
+from envkit.cli._app import command, project_root
+from envkit.init import CI_TARGETS, FRAMEWORKS, InitResult, init_repo
+from envkit.result import CommandResult
+
+
+@command(cli, "init")
+@click.option(
+    "--framework", type=click.Choice(FRAMEWORKS), help="Framework of the starter spec [default: torch]."
+)
+@click.option(
+    "--cuda", metavar="X.Y|cpu", help="CUDA of the starter spec [default: newest the catalog can build]."
+)
+@click.option("--python", metavar="3.X", help="Python minor version [default: 3.11 where supported].")
+@click.option("--name", metavar="NAME", help="Environment name [default: e.g. cuda12.4-torch2.5].")
+@click.option(
+    "--ci", type=click.Choice(sorted(CI_TARGETS)), help="Also write a CI recipe that runs `make env-check`."
+)
+@click.option(
+    "--force", is_flag=True, help="Replace generated files that exist and differ (never the Makefile)."
+)
+def init(
+    framework: str | None,
+    cuda: str | None,
+    python: str | None,
+    name: str | None,
+    ci: str | None,
+    force: bool,
+) -> CommandResult:
+    """Give this repository envkit: a starter spec, `make env-*` targets and a CI recipe.
+
+    Writes environments/NAME.yaml (framework, CUDA and Python chosen from the
+    catalog), envkit.mk (targets env-lock, env-build, env-probe, env-baseline,
+    env-compare, env-snapshot, env-diff, env-audit, env-check; `make env-help`)
+    and appends `include envkit.mk` to the Makefile (creating one if needed).
+    With --ci github it writes .github/workflows/envkit.yml; with --ci gitlab,
+    .gitlab-ci-envkit.yml to include from .gitlab-ci.yml.
+
+    Existing files are never clobbered: a file that differs is kept with a
+    warning unless --force; running init again changes nothing. The project
+    root is the current directory or $ENVKIT_ROOT. Exits 2 for a CUDA or
+    Python the catalog has no wheels for (the hint lists valid ones).
+    """
+    result = init_repo(
+        project_root(),
+        framework,
+        cuda,
+        python,
+        name=name,
+        ci=cast("Literal['github', 'gitlab'] | None", ci),
+        force=force,
+    )
+    return CommandResult("init", result.to_json(), lambda: _text(result), warnings=result.warnings)
+
+
+def _text(result: InitResult) -> str:
+    c = result.choice
+    flavour = "cpu" if c.cuda == "cpu" else f"CUDA {c.cuda}"
+    lines = [f"environment {c.name}: {c.framework} {c.version}, {flavour}, Python {c.python}"]
+    lines += [f"  {f.status:<11} {f.path}" + (f"  ({f.note})" if f.note else "") for f in result.files]
+    if not result.changed:
+        lines.append("unchanged: nothing to do")
+    else:
+        lines.append(f"next: envkit validate {c.name}; make env-lock; make env-help")
+    return "\n".join(lines)
