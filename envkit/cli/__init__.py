@@ -29,8 +29,10 @@ def cli(debug: bool) -> None:
 
 
 # Commands register themselves on `cli` when their module is imported.
-from envkit.cli import init_cmd  # noqa: E402,F401,I001
-from envkit.cli import spec_cmds  # noqa: E402,F401
+from envkit.cli import (  # noqa: E402,F401
+    init_cmd,
+    spec_cmds,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
