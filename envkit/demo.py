@@ -25,7 +25,13 @@ def step(title: str, argv: Sequence[str], *, ok: Sequence[int] = (0,)) -> int:
 
 def main() -> None:
     step("validate every shipped spec", ["validate"])
-    for name in ("cuda11.8-paddle2.6", "cuda12.1-torch2.1", "cuda12.4-torch2.5", "cuda12.6-paddle3.0", "cpu-torch"):
+    for name in (
+        "cuda11.8-paddle2.6",
+        "cuda12.1-torch2.1",
+        "cuda12.4-torch2.5",
+        "cuda12.6-paddle3.0",
+        "cpu-torch",
+    ):
         step(f"render {name}", ["render", name])
     print("\ndemo: done; generated build contexts are in images/")
 
