@@ -47,3 +47,6 @@ gpu-check: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .envkit .pytest_cache .mypy_cache .ruff_cache
+
+check-readme: $(STAMP)
+	$(BIN)/python -m pytest tests/unit/test_readme.py -q

@@ -17,7 +17,9 @@ from envkit.cli._app import err_console
 __all__ = ["cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100, "terminal_width": 100}
+)
 @click.version_option(__version__, prog_name="envkit")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 def cli(debug: bool) -> None:
