@@ -100,14 +100,15 @@ class Catalog:
 
     # -- installers ---------------------------------------------------------
     def installer(self, kind: str, arch: str, python: str | None = None) -> InstallerFile | None:
-        """The newest verified installer of ``kind`` for ``arch``.
+        """The installer of ``kind`` for ``arch``: verified first, then newest.
 
         Miniconda installers differ by their base Python; envkit creates its own
         environment beside the base, so any base Python works; one matching
-        ``python`` is preferred.
+        ``python`` is preferred. An unverified checksum is still safe to use (a
+        wrong one fails the build loudly), so it is a fallback, not a refusal.
         """
-        found = [i for i in self.installers if i.kind == kind and i.arch == arch and i.verified]
-        found.sort(key=lambda i: (i.python == python, _version_key(i.version)), reverse=True)
+        found = [i for i in self.installers if i.kind == kind and i.arch == arch]
+        found.sort(key=lambda i: (i.verified, i.python == python, _version_key(i.version)), reverse=True)
         return found[0] if found else None
 
     # -- known-bad combinations ---------------------------------------------

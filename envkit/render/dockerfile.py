@@ -12,14 +12,13 @@ from dataclasses import dataclass
 
 from envkit.catalog import Catalog, InstallerFile
 from envkit.errors import UsageError
-from envkit.spec.models import Installer, Spec
+from envkit.spec.models import ARCHES, Installer, Spec
 
 __all__ = ["ENV_PREFIX", "USER_NAME", "USER_UID", "DockerfileInputs", "dockerfile", "labels"]
 
 ENV_PREFIX = "/opt/env"
 USER_NAME = "envkit"
 USER_UID = 10001
-_ARCH = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 _CONTEXT = "/tmp/envkit"
 
 
@@ -100,7 +99,7 @@ def _cudnn_major(spec: Spec, catalog: Catalog) -> str | None:
 def _installers(spec: Spec, catalog: Catalog) -> list[InstallerFile]:
     found = []
     for platform in spec.platforms:
-        arch = _ARCH[platform]
+        arch = ARCHES[platform]
         installer = catalog.installer(spec.installer.value, arch, spec.python)
         if installer is None:
             raise UsageError(

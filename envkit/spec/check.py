@@ -13,7 +13,7 @@ from packaging.utils import canonicalize_name
 
 from envkit.catalog import FRAMEWORK_PACKAGES, Catalog, KnownBadRule
 from envkit.errors import Problem
-from envkit.spec.models import Installer, Spec
+from envkit.spec.models import ARCHES, Installer, Spec
 from envkit.spec.yamlsrc import Located
 
 __all__ = ["check_against_catalog", "pinned_specifiers"]
@@ -62,6 +62,7 @@ def check_against_catalog(
                 f"available: {flavours}",
             )
 
+    _check_installers(spec, catalog, problem, warnings)
     _check_known_bad(spec, catalog, problem, warnings)
     _check_base_image(spec, catalog, problem, warnings)
     for key in ("pypi", "conda"):
@@ -132,6 +133,25 @@ def _rule_verdict(rule: KnownBadRule, pins: dict[str, SpecifierSet]) -> str | No
         if any(v not in bad_set for v in admitted):
             forced = False
     return "error" if forced else "warning"
+
+
+def _check_installers(spec: Spec, catalog: Catalog, problem: _Reporter, warnings: list[str]) -> None:
+    if not spec.installer.uses_conda:
+        return
+    for platform in spec.platforms:
+        arch = ARCHES[platform]
+        installer = catalog.installer(spec.installer.value, arch, spec.python)
+        if installer is None:
+            problem(
+                ("installer",),
+                f"the catalog has no {spec.installer.value} installer for {platform}",
+                "use installer miniconda or miniforge, or drop the platform",
+            )
+        elif not installer.verified:
+            warnings.append(
+                f"{spec.name}: the {spec.installer.value} installer's sha256 for {platform} comes from a "
+                f"single secondary source ({installer.source}); the build fails if it is wrong"
+            )
 
 
 def _check_base_image(spec: Spec, catalog: Catalog, problem: _Reporter, warnings: list[str]) -> None:

@@ -17,6 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
+    "ARCHES",
     "NAME_RE",
     "AuditConfig",
     "AuditIgnore",
@@ -48,7 +49,8 @@ _IMAGE_RE = re.compile(
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _URL_RE = re.compile(r"^(https?|file)://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+$")
 _CHANNEL_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.\-]*|(?:https?|file)://[^\s'\"`$\\]+)$")
-_PLATFORMS = ("linux-64", "linux-aarch64")
+ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}  # conda subdir -> uname -m
+_PLATFORMS = tuple(ARCHES)
 _MATCHSPEC_FORBIDDEN = set(";&`$\\\n\r\t'\"")
 
 

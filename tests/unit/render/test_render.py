@@ -150,3 +150,36 @@ def test_write_is_idempotent(tmp_path: Path) -> None:
     assert write_image(rendered, tmp_path) == sorted(rendered.files)
     assert write_image(rendered, tmp_path) == []
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "installer: micromamba\n",
+        "installer: miniforge\nplatforms: [linux-64, linux-aarch64]\n",
+        'installer: venv\nbase_image: "python:3.11-slim-bookworm"\n',
+        'mirrors: {pypi: "https://pypi.tuna.tsinghua.edu.cn/simple", conda: "https://mirrors.tuna.tsinghua.edu.cn/anaconda/cloud"}\n',
+    ],
+    ids=["micromamba", "miniforge-multiarch", "venv", "mirrors"],
+)
+def test_every_installer_passes_hadolint(extra: str, tmp_path: Path) -> None:
+    spec = tmp_path / "environments" / "variant.yaml"
+    spec.parent.mkdir()
+    spec.write_text('name: variant\npython: "3.11"\ncuda: cpu\npip: ["six==1.16.0"]\n' + extra)
+    files = render_image(load_spec(spec), load_catalog()).files
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_bytes(files["Dockerfile"])
+    done = subprocess.run(
+        [hadolint(), "--no-color", "--format", "json", str(dockerfile)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert not [f for f in json.loads(done.stdout or "[]") if f["level"] == "error"]
+    text = files["Dockerfile"].decode()
+    if "mirrors" in extra:
+        assert 'ENV PIP_INDEX_URL="https://pypi.tuna.tsinghua.edu.cn/simple"' in text
+        env = files["environment.yml"].decode()
+        assert "https://mirrors.tuna.tsinghua.edu.cn/anaconda/cloud/conda-forge" in env
+    if "aarch64" in extra:
+        assert "aarch64) url=" in text and "x86_64) url=" in text

@@ -218,3 +218,13 @@ def test_venv_without_base_image_is_refused(tmp_path: Path) -> None:
 def test_not_a_mapping(tmp_path: Path) -> None:
     found = problems(tmp_path, "- a\n- b\n")
     assert found[0][0] == 1
+
+
+def test_micromamba_uses_unverified_checksum_with_a_warning(tmp_path: Path) -> None:
+    loaded = load_spec(write(tmp_path, GOOD + "installer: micromamba\n"))
+    assert any("single secondary source" in w for w in loaded.warnings)
+
+
+def test_platform_without_installer_is_refused(tmp_path: Path) -> None:
+    found = problems(tmp_path, GOOD + "installer: micromamba\nplatforms: [linux-64, linux-aarch64]\n")
+    assert any(f == "installer" and "linux-aarch64" in m for _, f, m in found)
