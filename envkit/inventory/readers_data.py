@@ -116,13 +116,13 @@ def read_snapshot(data: Mapping[str, Any], c: Collector) -> None:
     conda_projects: set[str] = set()
     if isinstance(conda, list):
         read_conda_json(conda, c)
-        conda_projects = {p.name for p in c.packages}
+        conda_projects = {p.project for p in c.packages}
     pip = data.get("pip")
     if not isinstance(pip, list):
         raise c.error(None, "snapshot without a 'pip' list", hint="retake it with `envkit snapshot`")
     extra = Collector(c.path, c.format)
     read_pip_json(pip, extra)
-    c.packages.extend(p for p in extra.packages if p.name not in conda_projects)
+    c.packages.extend(p for p in extra.packages if p.project not in conda_projects)
     for key in ("host", "python", "platform", "machine", "prefix"):
         if isinstance(data.get(key), str):
             c.meta[key] = data[key]
