@@ -7,6 +7,7 @@ value and the outlier inputs. Values are compared with ``packaging`` (never as s
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -25,6 +26,7 @@ INSTALLER_AWARE = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=65536)
 def _public(version: str) -> str:
     try:
         return Version(version).public
