@@ -1,0 +1,131 @@
+"""``envkit diff`` and ``envkit snapshot``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from envkit.cli import cli
+from envkit.cli._app import command, project_root
+from envkit.drift import DriftReport, diff_inventories, spread
+from envkit.errors import ExitCode, UsageError
+from envkit.inventory import FORMATS, Inventory, read_inventory
+from envkit.inventory.snapshot import LocalSource, take_snapshot, write_snapshot
+from envkit.result import CommandResult
+
+_STORE_HELP = "Snapshot store (default $ENVKIT_STORE or .envkit/snapshots)."
+
+
+def store_dir(store: Path | None) -> Path:
+    if store is not None:
+        return store
+    env = os.environ.get("ENVKIT_STORE")
+    return Path(env) if env else project_root() / ".envkit" / "snapshots"
+
+
+def resolve_input(name: str, store: Path) -> tuple[Path, str]:
+    """A file path, or a host name with a snapshot in the store."""
+    path = Path(name)
+    if path.is_file():
+        return path, path.stem
+    stored = store / f"{name}.json"
+    if stored.is_file():
+        return stored, name
+    raise UsageError(
+        f"{name}: no such file, and no snapshot {stored}",
+        hint="pass a file, or take one on that host with `envkit snapshot --store DIR`",
+    )
+
+
+def _unique(labels: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
+    return out
+
+
+def _text(report: DriftReport) -> str:
+    lines = [f"{i.label}: {i.format}, {len(i.packages)} packages ({i.path})" for i in report.inventories]
+    if not report.findings:
+        return "\n".join([*lines, "no differences"])
+    width = max(len(f.package) for f in report.findings)
+    for f in report.findings:
+        tag = f.rule or f.kind
+        lines.append(f"{f.severity.upper():<8} {f.package:<{width}}  [{tag}] {f.message}")
+    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in ("critical", "warning", "info")}
+    lines.append(", ".join(f"{n} {s}" for s, n in counts.items()))
+    return "\n".join(lines)
+
+
+@command(cli, "diff")
+@click.argument("inputs", nargs=-1, metavar="FILE|HOST...")
+@click.option(
+    "--check",
+    "check",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Check one inventory against the rules only.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(FORMATS)),
+    help="Force the input format (default: detected from content).",
+)
+@click.option("--store", type=click.Path(file_okay=False, path_type=Path), help=_STORE_HELP)
+def diff(inputs: tuple[str, ...], check: Path | None, fmt: str | None, store: Path | None) -> CommandResult:
+    """Compare environments and flag drift with known-incompatibility rules.
+
+    Inputs are files (conda list, conda list --export/--json/--explicit, mamba list,
+    conda env export, pip freeze, pip list --format=json, collect_env output,
+    probe reports, conda-lock.yml, requirements.lock, snapshots) or host names with a
+    snapshot in the store. Two inputs: A -> B differences. Three or more: a fleet view
+    naming the majority value and the outliers. Exits 1 on a warning or worse.
+    """
+    if check is not None and inputs:
+        raise UsageError("--check takes one file and no other inputs", hint="drop the positional inputs")
+    if check is None and len(inputs) < 2:
+        raise UsageError(
+            "diff needs two or more inputs", hint="or check one file with `envkit diff --check FILE`"
+        )
+    where = store_dir(store)
+    resolved = [(check, check.stem)] if check is not None else [resolve_input(n, where) for n in inputs]
+    labels = _unique([label for _, label in resolved])
+    inventories: list[Inventory] = [
+        read_inventory(p, fmt, label=lbl) for (p, _), lbl in zip(resolved, labels, strict=True)
+    ]
+    report = diff_inventories(inventories)
+    worst = report.worst
+    code = ExitCode.FINDINGS if worst in {"warning", "critical"} else ExitCode.OK
+    return CommandResult("diff", report.to_json(), lambda: _text(report), exit_code=code)
+
+
+@command(cli, "snapshot")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write (default STORE/<host>.json).",
+)
+@click.option("--store", type=click.Path(file_okay=False, path_type=Path), help=_STORE_HELP)
+def snapshot(output: Path | None, store: Path | None) -> CommandResult:
+    """Capture this environment (conda list --json in a conda env, pip's view, Python, platform, host).
+
+    Written to the store as <host>.json so that `envkit diff host-a host-b` works.
+    """
+    data = take_snapshot(LocalSource())
+    path = output or store_dir(store) / f"{data['host']}.json"
+    changed = write_snapshot(data, path)
+    conda = data["conda"]
+    count = len(data["pip"]) + (len(conda) if conda else 0)
+    result = {"host": data["host"], "path": str(path), "changed": changed, "records": count}
+    state = "written" if changed else "unchanged"
+    return CommandResult(
+        "snapshot", result, f"snapshot of {data['host']} -> {path} ({state}, {count} records)"
+    )
+
+
+__all__ = ["diff", "resolve_input", "snapshot", "spread", "store_dir"]

@@ -1,0 +1,90 @@
+"""Drift findings and the rule set they come from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "KINDS",
+    "SEVERITIES",
+    "DiffPolicy",
+    "Finding",
+    "Kind",
+    "Rule",
+    "RuleSet",
+    "Severity",
+    "severity_rank",
+]
+
+Severity = Literal["info", "warning", "critical"]
+Kind = Literal["added", "removed", "version", "build", "channel", "installer", "rule"]
+SEVERITIES: tuple[Severity, ...] = ("info", "warning", "critical")
+KINDS: tuple[Kind, ...] = ("added", "removed", "version", "build", "channel", "installer", "rule")
+
+
+def severity_rank(severity: str) -> int:
+    return SEVERITIES.index(severity)  # type: ignore[arg-type,unused-ignore]
+
+
+@dataclass(frozen=True)
+class Finding:
+    package: str
+    kind: Kind
+    severity: Severity
+    rule: str | None
+    values: Mapping[str, str | None]  # input label -> value (None: absent)
+    message: str
+
+    def sort_key(self) -> tuple[int, str, str, str]:
+        return (-severity_rank(self.severity), self.package, self.kind, self.rule or "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "package": self.package,
+            "kind": self.kind,
+            "severity": self.severity,
+            "rule": self.rule,
+            "values": dict(sorted(self.values.items())),
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    check: str
+    severity: Severity
+    message: str
+    source: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class KindPolicy:
+    severity: Severity
+    key: Severity
+    major: Severity | None = None
+    rule: str | None = None
+
+
+@dataclass(frozen=True)
+class DiffPolicy:
+    key_projects: frozenset[str]
+    kinds: Mapping[str, KindPolicy]
+
+    def severity(self, kind: str, project: str, *, major: bool = False) -> Severity:
+        policy = self.kinds[kind]
+        if project in self.key_projects:
+            return policy.key
+        if major and policy.major:
+            return policy.major
+        return policy.severity
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    policy: DiffPolicy
+    rules: tuple[Rule, ...]

@@ -1,0 +1,199 @@
+"""Data-driven drift rules: ``envkit/drift/data/rules.yaml`` plus the catalog's known-bad combinations.
+
+A rule names a ``check`` (a function below) and its parameters. ``within`` checks look at one
+inventory (and run for every input and for ``envkit diff --check``); ``across`` checks compare
+inventories.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+import yaml
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envkit.catalog import load_catalog
+from envkit.drift.compare import spread
+from envkit.drift.facts import FACTS, cuda_flavour, major_minor, primary
+from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet
+from envkit.errors import CatalogError
+from envkit.inventory.models import Inventory, Package
+
+__all__ = ["ACROSS", "WITHIN", "apply_rules", "load_rules"]
+
+
+def _kind_policy(data: Mapping[str, Any]) -> KindPolicy:
+    return KindPolicy(
+        data["severity"], data.get("key", data["severity"]), data.get("major"), data.get("rule")
+    )
+
+
+@functools.cache
+def load_rules() -> RuleSet:
+    """The packaged rules, validated (cached: immutable)."""
+    text = resources.files("envkit.drift").joinpath("data").joinpath("rules.yaml").read_text("utf-8")
+    try:
+        data = yaml.safe_load(text)
+        policy = DiffPolicy(
+            frozenset(data["diff"]["key_projects"]),
+            {kind: _kind_policy(v) for kind, v in data["diff"]["kinds"].items()},
+        )
+        rules = [
+            Rule(
+                r["id"],
+                r["check"],
+                r["severity"],
+                r["message"],
+                r["source"],
+                r.get("params", {}),
+                r.get("fix"),
+            )
+            for r in data["rules"]
+        ]
+    except (yaml.YAMLError, KeyError, TypeError) as e:
+        raise CatalogError(f"envkit/drift/data/rules.yaml is invalid: {e}", hint="reinstall envkit") from e
+    for bad in load_catalog().known_bad:
+        when = dict(bad.when)
+        rules.append(Rule(bad.id, "combo", bad.severity, bad.message, bad.source, {"when": when}, bad.fix))
+    unknown = [r.id for r in rules if r.check not in WITHIN and r.check not in ACROSS]
+    if unknown:
+        raise CatalogError(
+            f"drift rules with an unknown check: {', '.join(unknown)}", hint="reinstall envkit"
+        )
+    return RuleSet(policy, tuple(rules))
+
+
+Within = Callable[[Rule, Inventory, dict[str, Package]], list[Finding]]
+Across = Callable[[Rule, Sequence[Inventory], list[dict[str, Package]]], list[Finding]]
+
+
+def _one(
+    rule: Rule, package: str, inv: Inventory, value: str, detail: str, severity: str | None = None
+) -> Finding:
+    text = f"{inv.label}: {rule.message}: {detail}" + (f" (fix: {rule.fix})" if rule.fix else "")
+    return Finding(package, "rule", severity or rule.severity, rule.id, {inv.label: value}, text)  # type: ignore[arg-type]
+
+
+def _matches(version: str | None, spec: str) -> bool:
+    if not version:
+        return False
+    try:
+        return Version(version) in SpecifierSet(spec, prereleases=True)
+    except InvalidVersion:
+        return False
+
+
+def _combo(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+    when: Mapping[str, str] = rule.params["when"]
+    if all(_matches(pkgs[p].version if p in pkgs else None, spec) for p, spec in when.items()):
+        detail = ", ".join(f"{p} {pkgs[p].version}" for p in when)
+        return [_one(rule, next(iter(when)), inv, detail, detail)]
+    return []
+
+
+def _companion_flavour(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+    base = pkgs.get(rule.params["base"])
+    base_flavour = cuda_flavour(base) if base else None
+    found = []
+    for name in rule.params["companions"]:
+        other = pkgs.get(name)
+        flavour = cuda_flavour(other) if other else None
+        if base_flavour and flavour and flavour != base_flavour:
+            detail = f"{rule.params['base']} {base_flavour} vs {name} {flavour}"
+            found.append(_one(rule, name, inv, detail, detail))
+    return found
+
+
+def _companion_release(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+    base = pkgs.get(rule.params["base"])
+    expected = rule.params["pairs"].get(major_minor(base.version) or "") if base else None
+    found = []
+    for name, want in (expected or {}).items():
+        other = pkgs.get(name)
+        have = major_minor(other.version) if other else None
+        if base and other and have and have != want:
+            detail = f"{rule.params['base']} {base.version} pairs with {name} {want}.x, found {other.version}"
+            found.append(_one(rule, name, inv, f"{base.version}/{other.version}", detail))
+    return found
+
+
+def _cuda_components(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+    minors = {p: major_minor(pkgs[p].version) for p in rule.params["projects"] if p in pkgs}
+    distinct = {m for m in minors.values() if m}
+    if len(distinct) <= 1:
+        return []
+    detail = ", ".join(f"{p.removeprefix('conda:')} {pkgs[p].version}" for p in sorted(minors))
+    return [_one(rule, "cuda", inv, " ".join(sorted(distinct)), detail)]
+
+
+def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+    installers: dict[str, dict[str, Package]] = {}
+    for package in inv.packages:
+        installers.setdefault(package.project, {})[package.installer] = package
+    found = []
+    for project, by in sorted(installers.items()):
+        if len(by) > 1:
+            detail = (
+                f"conda {by['conda'].name} {by['conda'].version} and pip {by['pip'].name} {by['pip'].version}"
+            )
+            severity = "critical" if project in rule.params.get("critical_for", ()) else None
+            found.append(_one(rule, project, inv, detail, detail, severity))
+    return found
+
+
+def _across(rule: Rule, package: str, values: dict[str, str | None], what: str) -> list[Finding]:
+    known = {label: v for label, v in values.items() if v is not None}
+    if len(set(known.values())) <= 1:
+        return []
+    if len(values) == 2:
+        detail = " vs ".join(f"{v} ({label})" for label, v in values.items())
+    else:
+        majority, outliers = spread(known)
+        detail = f"majority {majority}; outliers: " + ", ".join(f"{o} {known[o]}" for o in outliers[:10])
+    return [Finding(package, "rule", rule.severity, rule.id, values, f"{what}: {rule.message}: {detail}")]
+
+
+def _fact_differs(
+    rule: Rule, inventories: Sequence[Inventory], tables: list[dict[str, Package]]
+) -> list[Finding]:
+    fact = FACTS[rule.params["fact"]]
+    values = {inv.label: fact(inv, table) for inv, table in zip(inventories, tables, strict=True)}
+    return _across(rule, rule.params["package"], values, rule.params["package"])
+
+
+def _differs_with(
+    rule: Rule, inventories: Sequence[Inventory], tables: list[dict[str, Package]]
+) -> list[Finding]:
+    project, guards = rule.params["project"], rule.params["when_any"]
+    values: dict[str, str | None] = {}
+    for inv, table in zip(inventories, tables, strict=True):
+        if project in table and any(g in table for g in guards):
+            values[inv.label] = table[project].version
+    return _across(rule, project, values, project) if len(values) > 1 else []
+
+
+WITHIN: dict[str, Within] = {
+    "combo": _combo,
+    "companion_flavour": _companion_flavour,
+    "companion_release": _companion_release,
+    "cuda_components": _cuda_components,
+    "shadowed": _shadowed,
+}
+ACROSS: dict[str, Across] = {"fact_differs": _fact_differs, "differs_with": _differs_with}
+
+
+def apply_rules(inventories: Sequence[Inventory], rules: RuleSet) -> list[Finding]:
+    """Within-input rules on every input, and across-input rules when there are two or more."""
+    tables = [primary(inv) for inv in inventories]
+    findings: list[Finding] = []
+    for rule in rules.rules:
+        if rule.check in WITHIN:
+            for inv, table in zip(inventories, tables, strict=True):
+                findings.extend(WITHIN[rule.check](rule, inv, table))
+        elif len(inventories) > 1:
+            findings.extend(ACROSS[rule.check](rule, inventories, tables))
+    return findings

@@ -1,0 +1,109 @@
+"""Shared reader plumbing: build normalized packages and locate errors."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from envkit.errors import InventoryError
+from envkit.inventory.models import Installer, Inventory, Package
+from envkit.inventory.names import canonical, project_of
+
+__all__ = ["Collector", "channel_from_url", "split_conda_filename"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
+_VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*$")
+_PIP_CHANNELS = {"pypi", "<pip>"}
+
+
+@dataclass
+class Collector:
+    """Accumulates packages for one file; ``error`` names the file and the line."""
+
+    path: str
+    format: str
+    packages: list[Package] = field(default_factory=list)
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def error(self, line: int | None, message: str, hint: str | None = None) -> InventoryError:
+        where = f"{self.path}:{line}" if line is not None else self.path
+        return InventoryError(
+            f"{where}: {message} (reading as {self.format})",
+            hint=hint or "check the file is a complete, unedited listing; force the format with --format",
+        )
+
+    def add(
+        self,
+        name: str,
+        version: str,
+        installer: Installer,
+        *,
+        line: int | None,
+        build: str | None = None,
+        channel: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        if not _NAME.match(name):
+            raise self.error(line, f"not a package name: {name!r}")
+        if version and not _VERSION.match(version):
+            raise self.error(line, f"not a version: {version!r} (package {name})")
+        if channel in _PIP_CHANNELS or build in {"pypi_0", "dev_0"}:
+            installer = "pip"
+        if installer == "pip":
+            norm = canonical(name)
+            build = None if build in {"pypi_0", "dev_0"} else build
+            channel = None if channel in _PIP_CHANNELS else channel
+        else:
+            norm = name.lower()
+        project = project_of(norm, installer, build)
+        self.packages.append(
+            Package(project, norm, version, installer, build or None, channel or None, url, line)
+        )
+
+    def inventory(self, label: str) -> Inventory:
+        if not self.packages:
+            raise self.error(None, "no packages found", hint="is this an environment listing? try --format")
+        return Inventory(
+            label, self.path, self.format, tuple(sorted(self.packages)), dict(sorted(self.meta.items()))
+        )
+
+
+def channel_from_url(url: str) -> str:
+    """``https://conda.anaconda.org/conda-forge/linux-64/x.conda`` -> ``conda-forge``;
+    ``https://repo.anaconda.com/pkgs/main/...`` -> ``pkgs/main``."""
+    base = url.split("#", 1)[0]
+    parts = [p for p in base.split("/") if p]
+    if len(parts) < 3:
+        return base
+    host, rest = parts[1], parts[2:]
+    subdirs = {
+        "noarch",
+        "linux-64",
+        "linux-aarch64",
+        "linux-ppc64le",
+        "osx-64",
+        "osx-arm64",
+        "win-64",
+        "win-32",
+    }
+    cut = next((i for i, p in enumerate(rest) if p in subdirs), len(rest))
+    path = rest[:cut]
+    if host in {"conda.anaconda.org", "anaconda.org"} or (path and path[0] != "pkgs" and "anaconda" in host):
+        return "/".join(path) or host
+    if path[:1] == ["pkgs"]:
+        return "/".join(path[:2])
+    return "/".join([host, *path])
+
+
+def split_conda_filename(filename: str) -> tuple[str, str, str] | None:
+    """``pytorch-2.0.1-py3.9_cuda11.7_cudnn8.5.0_0.tar.bz2`` -> (name, version, build)."""
+    for ext in (".tar.bz2", ".conda"):
+        if filename.endswith(ext):
+            stem = filename[: -len(ext)]
+            break
+    else:
+        return None
+    parts = stem.rsplit("-", 2)
+    if len(parts) != 3 or not all(parts):
+        return None
+    return parts[0], parts[1], parts[2]

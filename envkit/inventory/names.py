@@ -1,0 +1,79 @@
+"""Which conda package and which pip distribution are the same project.
+
+:func:`project_of` gives the identity used for comparison: the PyPI (PEP 503) name
+when a conda package is that PyPI project (conda ``pytorch`` -> ``torch``), else
+``conda:<name>``, so a conda C library never merges with an unrelated PyPI project of
+the same name (conda ``graphviz`` vs PyPI ``graphviz``). The mapping is data:
+``envkit/inventory/data/names.yaml``, each entry with its source.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+import yaml
+from packaging.utils import canonicalize_name
+
+from envkit.errors import CatalogError
+
+__all__ = ["NameMap", "canonical", "load_names", "project_of"]
+
+# conda build strings of Python packages: py39h..., py3.9_cuda..., pyhd8ed1ab_0, pyh..., py_0, pypi_0.
+_PY_BUILD = re.compile(r"^(py\d|pyh|py_|pypi_|py3|py2)|_py\d")
+_CONDA_ONLY_PREFIXES = ("lib", "_", "cuda-", "ld_impl", "gcc", "gxx", "sysroot", "kernel-headers")
+_CONDA_ONLY_SUFFIXES = ("-mutex", "-devel", "-dev", "-cuda", "-c", "-cpp", "_linux-64")
+
+
+@dataclass(frozen=True)
+class NameMap:
+    renames: dict[str, str]  # conda name -> PyPI canonical name
+    not_pypi: frozenset[str]  # conda names that never merge with a pip distribution
+
+
+def canonical(name: str) -> str:
+    """PEP 503 normalized name (``PyYAML`` -> ``pyyaml``, ``ruamel.yaml`` -> ``ruamel-yaml``)."""
+    return canonicalize_name(name)
+
+
+@functools.cache
+def load_names() -> NameMap:
+    text = resources.files("envkit.inventory").joinpath("data").joinpath("names.yaml").read_text("utf-8")
+    try:
+        data = yaml.safe_load(text)
+        renames = {str(e["conda"]).lower(): canonical(str(e["pypi"])) for e in data["renames"]}
+        not_pypi = frozenset(str(e["conda"]).lower() for e in data["not_pypi"])
+    except (yaml.YAMLError, KeyError, TypeError) as e:
+        raise CatalogError(
+            f"envkit/inventory/data/names.yaml is invalid: {e}", hint="reinstall envkit"
+        ) from e
+    return NameMap(renames, not_pypi)
+
+
+def _looks_conda_only(name: str) -> bool:
+    return name.startswith(_CONDA_ONLY_PREFIXES) or name.endswith(_CONDA_ONLY_SUFFIXES)
+
+
+@functools.lru_cache(maxsize=65536)
+def project_of(name: str, installer: str, build: str | None = None) -> str:
+    """The comparison identity of a package.
+
+    ``installer`` is ``"pip"`` or ``"conda"``. For pip this is the PEP 503 name. For
+    conda: the mapped PyPI name for known renames; ``conda:<name>`` for names known
+    to collide or to be non-Python; otherwise the build string decides (Python
+    builds -> same-named PyPI project, plain hash builds -> ``conda:<name>``), and
+    without a build string the name's shape does.
+    """
+    if installer != "conda":
+        return canonical(name)
+    conda = name.lower()
+    names = load_names()
+    if conda in names.renames:
+        return names.renames[conda]
+    if conda in names.not_pypi:
+        return f"conda:{conda}"
+    if build is not None and build != "":
+        return canonical(conda) if _PY_BUILD.search(build) else f"conda:{conda}"
+    return f"conda:{conda}" if _looks_conda_only(conda) else canonical(conda)

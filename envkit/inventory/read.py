@@ -1,0 +1,184 @@
+"""Detect an inventory's format from its content and read it into an :class:`Inventory`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envkit.errors import InventoryError
+from envkit.inventory import readers_data as rd
+from envkit.inventory import readers_text as rt
+from envkit.inventory._collect import Collector
+from envkit.inventory.models import Inventory
+
+__all__ = ["FORMATS", "detect_format", "parse_inventory", "read_inventory"]
+
+FORMATS: dict[str, str] = {
+    "conda-list": "conda list (classic or wide columns; pypi rows; prompt/comment lines)",
+    "mamba-list": "mamba list / micromamba list table",
+    "conda-export": "conda list --export (name=version=build)",
+    "conda-json": "conda list --json / micromamba list --json",
+    "conda-explicit": "conda list --explicit (@EXPLICIT URLs, #md5 / #sha256)",
+    "env-export": "conda env export (with or without builds, pip: section, prefix:)",
+    "pip-freeze": "pip freeze (==, name @ url, -e git+...#egg=, editable comments)",
+    "requirements-lock": "requirements.lock (pins with --hash lines)",
+    "pip-json": "pip list --format=json",
+    "collect-env": "python -m torch.utils.collect_env output",
+    "probe-report": "envkit probe report (JSON with fingerprint.distributions)",
+    "snapshot": "envkit snapshot (JSON)",
+    "conda-lock": "conda-lock.yml (v1)",
+}
+
+_YAML_KEY = re.compile(r"^(name|channels|dependencies|prefix|version|metadata|package|variables):")
+_EXPORT_LINE = re.compile(r"^[A-Za-z0-9_][^\s=]*=[^\s=]+(=[^\s=]+)?$")
+
+
+def _first_data_line(text: str) -> str:
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            return stripped
+    return ""
+
+
+def _detect_json(data: Any) -> str | None:
+    if isinstance(data, Mapping):
+        if data.get("kind") == "envkit-snapshot":
+            return "snapshot"
+        if data.get("kind") == "envkit-probe-report" or "fingerprint" in data or "distributions" in data:
+            return "probe-report"
+        return None
+    if isinstance(data, list):
+        first = data[0] if data else {}
+        if not isinstance(first, Mapping):
+            return None
+        conda_keys = {"build_string", "channel", "dist_name", "base_url", "platform", "build_number"}
+        return "conda-json" if conda_keys & set(first) else "pip-json"
+    return None
+
+
+def detect_format(text: str) -> str | None:
+    """The format of ``text`` judged from its content, or None when unrecognized."""
+    body = text.lstrip("\ufeff")
+    head = body.lstrip()
+    if head.startswith(("{", "[")):
+        try:
+            return _detect_json(json.loads(body))
+        except json.JSONDecodeError:
+            return "conda-json" if head.startswith("[") else "probe-report"
+    lines = [line.strip() for line in body.splitlines()]
+    if "@EXPLICIT" in lines:
+        return "conda-explicit"
+    if any(line.startswith(("[pip3] ", "[pip] ", "[conda] ")) for line in lines) or (
+        "Collecting environment information..." in lines
+        or any(line.startswith("PyTorch version:") for line in lines)
+    ):
+        return "collect-env"
+    return _detect_text(body, lines)
+
+
+def _detect_text(body: str, lines: list[str]) -> str | None:
+    first = _first_data_line(body)
+    if _YAML_KEY.match(first):
+        try:
+            data = yaml.safe_load(body)
+        except yaml.YAMLError:
+            return "env-export"
+        if isinstance(data, Mapping) and "package" in data and "metadata" in data:
+            return "conda-lock"
+        return "env-export"
+    if any(
+        line.startswith(("# packages in environment at", "List of packages in environment:"))
+        for line in lines
+    ):
+        return "mamba-list" if any(line.startswith("List of packages") for line in lines) else "conda-list"
+    if not first:
+        return None
+    if "==" in first or " @ " in first or first.startswith("-") or re.match(r"^[A-Za-z0-9._-]+$", first):
+        return "pip-freeze"
+    if _EXPORT_LINE.match(first):
+        return "conda-export"
+    if len(first.split()) >= 2:
+        return "conda-list"
+    return None
+
+
+def _load_json(text: str, c: Collector) -> Any:
+    try:
+        return json.loads(text.lstrip("\ufeff"))
+    except json.JSONDecodeError as e:
+        raise c.error(e.lineno, f"invalid JSON: {e.msg}") from e
+
+
+def _load_yaml(text: str, c: Collector) -> Mapping[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise c.error(mark.line + 1 if mark else None, f"invalid YAML: {getattr(e, 'problem', e)}") from e
+    if not isinstance(data, Mapping):
+        raise c.error(1, "expected a YAML mapping")
+    return data
+
+
+def _json_list(text: str, c: Collector) -> list[Any]:
+    data = _load_json(text, c)
+    if not isinstance(data, list):
+        raise c.error(1, "expected a JSON list")
+    return data
+
+
+def _json_obj(text: str, c: Collector) -> Mapping[str, Any]:
+    data = _load_json(text, c)
+    if not isinstance(data, Mapping):
+        raise c.error(1, "expected a JSON object")
+    return data
+
+
+_READERS: dict[str, Callable[[str, Collector], None]] = {
+    "conda-list": rt.read_conda_list,
+    "mamba-list": rt.read_conda_list,
+    "conda-export": rt.read_conda_export,
+    "conda-explicit": rt.read_conda_explicit,
+    "pip-freeze": rt.read_requirements,
+    "requirements-lock": rt.read_requirements,
+    "collect-env": rt.read_collect_env,
+    "conda-json": lambda t, c: rd.read_conda_json(_json_list(t, c), c),
+    "pip-json": lambda t, c: rd.read_pip_json(_json_list(t, c), c),
+    "probe-report": lambda t, c: rd.read_probe_report(_json_obj(t, c), c),
+    "snapshot": lambda t, c: rd.read_snapshot(_json_obj(t, c), c),
+    "env-export": lambda t, c: rd.read_env_export(_load_yaml(t, c), t, c),
+    "conda-lock": lambda t, c: rd.read_conda_lock(_load_yaml(t, c), c),
+}
+
+
+def parse_inventory(text: str, *, path: str, label: str, format: str | None = None) -> Inventory:
+    """Read an inventory from text; ``format`` forces a reader (see :data:`FORMATS`)."""
+    if format is not None and format not in _READERS:
+        raise InventoryError(f"unknown inventory format {format!r}", hint=f"use one of: {', '.join(FORMATS)}")
+    chosen = format or detect_format(text)
+    if chosen is None:
+        raise InventoryError(
+            f"{path}:1: not a recognized environment listing",
+            hint=f"pass --format with one of: {', '.join(FORMATS)}",
+        )
+    collector = Collector(path, chosen)
+    _READERS[chosen](text, collector)
+    return collector.inventory(label)
+
+
+def read_inventory(path: str | Path, format: str | None = None, *, label: str | None = None) -> Inventory:
+    """Read the inventory file at ``path`` (format detected from content unless given)."""
+    file = Path(path)
+    try:
+        text = file.read_text("utf-8")
+    except UnicodeDecodeError as e:
+        raise InventoryError(f"{file}: not UTF-8 text (byte {e.start})", hint="is this a binary file?") from e
+    except OSError as e:
+        raise InventoryError(f"{file}: cannot read: {e.strerror}", hint="check the path") from e
+    return parse_inventory(text, path=str(file), label=label or file.stem, format=format)

@@ -1,0 +1,203 @@
+"""Readers for structured inventories: JSON (conda/mamba list --json, pip list --format=json,
+envkit probe reports and snapshots) and YAML (conda env export, conda-lock.yml).
+
+Probe reports are read loosely, because the probe's schema evolves on its own: any JSON
+object with ``"kind": "envkit-probe-report"`` or a ``fingerprint`` object. Packages come
+from ``fingerprint.distributions`` (or a top-level ``distributions``), either a map
+``{name: version}`` or a list of ``{"name", "version"}``; scalar fields of the
+fingerprint (one level of nesting, dotted) become the inventory's ``meta``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from envkit.inventory._collect import Collector, channel_from_url, split_conda_filename
+from envkit.inventory.readers_text import _REQ, _version_from_url
+
+__all__ = [
+    "read_conda_json",
+    "read_conda_lock",
+    "read_env_export",
+    "read_pip_json",
+    "read_probe_report",
+    "read_snapshot",
+    "yaml_item_lines",
+]
+
+_DEP = re.compile(
+    r"^(?:(?P<channel>[^:\s]+)::)?(?P<name>[^\s=<>!]+)(?:[=\s]+(?P<version>[^\s=]+))?(?:=(?P<build>\S+))?$"
+)
+
+
+def yaml_item_lines(text: str) -> dict[str, list[int]]:
+    """Line numbers of ``- item`` entries, to point at the line of a bad YAML list item."""
+    found: dict[str, list[int]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("- "):
+            found.setdefault(stripped[2:].strip().strip("'\""), []).append(number)
+    return found
+
+
+def _line(lines: dict[str, list[int]], item: str) -> int | None:
+    numbers = lines.get(item)
+    return numbers.pop(0) if numbers else None
+
+
+def _record(c: Collector, entry: Any, index: int) -> Mapping[str, Any]:
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+        raise c.error(None, f"entry {index} is not an object with a 'name'")
+    if not isinstance(entry.get("version"), str | int | float):
+        raise c.error(None, f"entry {index} ({entry['name']}) has no version")
+    return entry
+
+
+def read_conda_json(data: Any, c: Collector) -> None:
+    """``conda list --json`` / ``micromamba list --json`` (also micromamba 2.0's mangled channels)."""
+    for index, raw in enumerate(data):
+        entry = _record(c, raw, index)
+        channel = str(entry.get("channel") or "") or None
+        platform = entry.get("platform")
+        if channel and isinstance(platform, str) and f"/{platform}/" in channel:
+            channel = channel.split(f"/{platform}/", 1)[0]  # micromamba 2.0.0 (mamba-org/mamba#3480)
+        build = entry.get("build_string") or entry.get("build")
+        c.add(entry["name"], str(entry["version"]), "conda", line=None, build=build, channel=channel)
+        if isinstance(platform, str) and platform != "noarch":
+            c.meta.setdefault("platform", platform)
+
+
+def read_pip_json(data: Any, c: Collector) -> None:
+    """``pip list --format=json``."""
+    for index, raw in enumerate(data):
+        entry = _record(c, raw, index)
+        c.add(
+            entry["name"], str(entry["version"]), "pip", line=None, url=entry.get("editable_project_location")
+        )
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "", depth: int = 0) -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in data.items():
+        if key == "distributions":
+            continue
+        if isinstance(value, bool):
+            flat[f"{prefix}{key}"] = str(value).lower()
+        elif isinstance(value, str | int | float):
+            flat[f"{prefix}{key}"] = str(value)
+        elif isinstance(value, Mapping) and depth == 0:
+            flat.update(_flatten(value, f"{prefix}{key}.", depth + 1))
+    return flat
+
+
+def read_probe_report(data: Mapping[str, Any], c: Collector) -> None:
+    fingerprint = data.get("fingerprint")
+    fingerprint = fingerprint if isinstance(fingerprint, Mapping) else data
+    dists = fingerprint.get("distributions", data.get("distributions"))
+    if isinstance(dists, Mapping):
+        items = [(str(k), str(v)) for k, v in dists.items()]
+    elif isinstance(dists, list):
+        items = [(str(_record(c, d, i)["name"]), str(d["version"])) for i, d in enumerate(dists)]
+    else:
+        raise c.error(None, "probe report without fingerprint.distributions", hint="rerun `envkit probe`")
+    for name, version in items:
+        c.add(name, version, "pip", line=None)
+    c.meta.update(_flatten(fingerprint))
+    for key in ("host", "hostname"):
+        if isinstance(data.get(key), str):
+            c.meta.setdefault("host", data[key])
+
+
+def read_snapshot(data: Mapping[str, Any], c: Collector) -> None:
+    """An ``envkit snapshot`` file: conda records (when taken in a conda env) + pip's view."""
+    conda = data.get("conda")
+    conda_projects: set[str] = set()
+    if isinstance(conda, list):
+        read_conda_json(conda, c)
+        conda_projects = {p.project for p in c.packages}
+    pip = data.get("pip")
+    if not isinstance(pip, list):
+        raise c.error(None, "snapshot without a 'pip' list", hint="retake it with `envkit snapshot`")
+    extra = Collector(c.path, c.format)
+    read_pip_json(pip, extra)
+    c.packages.extend(p for p in extra.packages if p.project not in conda_projects)
+    for key in ("host", "python", "platform", "machine", "prefix"):
+        if isinstance(data.get(key), str):
+            c.meta[key] = data[key]
+
+
+def read_env_export(data: Mapping[str, Any], text: str, c: Collector) -> None:
+    """``conda env export`` (with/without builds, ``pip:`` section, ``prefix:``)."""
+    deps = data.get("dependencies")
+    if not isinstance(deps, list):
+        raise c.error(None, "'dependencies' is not a list")
+    lines = yaml_item_lines(text)
+    for dep in deps:
+        if isinstance(dep, Mapping) and isinstance(dep.get("pip"), list):
+            for req in dep["pip"]:
+                _env_pip(str(req), _line(lines, str(req)), c)
+            continue
+        if not isinstance(dep, str):
+            raise c.error(None, f"unexpected dependency entry {dep!r}")
+        line = _line(lines, dep)
+        match = _DEP.match(dep.strip())
+        if not match:
+            raise c.error(line, f"expected 'name=version=build', got {dep[:80]!r}")
+        c.add(
+            match["name"],
+            match["version"] or "",
+            "conda",
+            line=line,
+            build=match["build"],
+            channel=match["channel"],
+        )
+    for key in ("name", "prefix"):
+        if isinstance(data.get(key), str):
+            c.meta[key] = data[key]
+
+
+def _env_pip(req: str, line: int | None, c: Collector) -> None:
+    if req.startswith("-e "):
+        egg = re.search(r"[#&]egg=([A-Za-z0-9._-]+)", req)
+        if egg:
+            c.add(egg[1], _version_from_url(req), "pip", line=line, url=req[3:])
+        return
+    if req.startswith("-"):
+        return
+    match = _REQ.match(req)
+    if not match:
+        raise c.error(line, f"not a pip requirement: {req[:80]!r}")
+    version = match["version"] if match["op"] in {"==", "==="} else _version_from_url(match["url"] or "")
+    c.add(match["name"], version or "", "pip", line=line, url=match["url"])
+
+
+def read_conda_lock(data: Mapping[str, Any], c: Collector, platform: str | None = None) -> None:
+    """``conda-lock.yml`` (v1): one platform's packages (linux-64 unless asked)."""
+    packages = data.get("package")
+    if not isinstance(packages, list):
+        raise c.error(None, "conda-lock file without a 'package' list")
+    platforms = sorted({str(p.get("platform")) for p in packages if isinstance(p, Mapping)})
+    chosen = platform or ("linux-64" if "linux-64" in platforms else (platforms[0] if platforms else None))
+    c.meta["platform"] = chosen or ""
+    for index, raw in enumerate(packages):
+        entry = _record(c, raw, index)
+        if str(entry.get("platform")) != chosen:
+            continue
+        url = str(entry.get("url") or "")
+        if entry.get("manager") == "pip":
+            c.add(entry["name"], str(entry["version"]), "pip", line=None, url=url or None)
+            continue
+        parts = split_conda_filename(url.rsplit("/", 1)[-1]) if url else None
+        build = parts[2] if parts else None
+        channel = channel_from_url(url) if url else None
+        c.add(
+            entry["name"],
+            str(entry["version"]),
+            "conda",
+            line=None,
+            build=build,
+            channel=channel,
+            url=url or None,
+        )

@@ -1,0 +1,129 @@
+"""``envkit snapshot``: capture the current environment as a JSON inventory.
+
+The environment is read through :class:`EnvironmentSource` (conda list --json when in a
+conda env, pip's view via importlib.metadata, Python, platform, host); :class:`FakeSource`
+serves tests. The snapshot is byte-stable: sorted, no timestamps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+from envkit import _proc
+from envkit._atomic import write_text_atomic
+from envkit.errors import EnvkitError, InventoryError
+
+__all__ = [
+    "SNAPSHOT_KIND",
+    "EnvironmentSource",
+    "FakeSource",
+    "LocalSource",
+    "take_snapshot",
+    "write_snapshot",
+]
+
+SNAPSHOT_KIND = "envkit-snapshot"
+
+
+class EnvironmentSource(Protocol):
+    def host(self) -> str: ...
+    def python(self) -> str: ...
+    def platform(self) -> str: ...
+    def conda_records(self) -> list[dict[str, Any]] | None: ...
+    def distributions(self) -> list[tuple[str, str]]: ...
+
+
+class LocalSource:
+    """The running interpreter's environment."""
+
+    def __init__(self, environ: dict[str, str] | None = None) -> None:
+        self.environ = dict(os.environ if environ is None else environ)
+
+    def host(self) -> str:
+        return socket.gethostname()
+
+    def python(self) -> str:
+        return platform.python_version()
+
+    def platform(self) -> str:
+        return f"{sys.platform}-{platform.machine()}"
+
+    def conda_records(self) -> list[dict[str, Any]] | None:
+        prefix = self.environ.get("CONDA_PREFIX")
+        if not prefix:
+            return None
+        conda = self.environ.get("CONDA_EXE", "conda")
+        try:
+            result = _proc.run([conda, "list", "--json", "-p", prefix], timeout=120, hint="is conda on PATH?")
+            data = json.loads(result.stdout)
+        except (EnvkitError, json.JSONDecodeError) as e:
+            raise InventoryError(
+                f"conda list --json failed in {prefix}: {e}",
+                hint="unset CONDA_PREFIX to snapshot pip's view only",
+            ) from e
+        return data if isinstance(data, list) else None
+
+    def distributions(self) -> list[tuple[str, str]]:
+        found: dict[str, str] = {}
+        for dist in metadata.distributions():
+            name = dist.metadata["Name"]
+            if name:
+                found.setdefault(name, dist.version)
+        return sorted(found.items())
+
+
+@dataclass
+class FakeSource:
+    """A fixed environment for tests."""
+
+    hostname: str = "fake-host"
+    python_version: str = "3.11.9"
+    platform_name: str = "linux-x86_64"
+    conda: list[dict[str, Any]] | None = None
+    dists: list[tuple[str, str]] = field(default_factory=list)
+
+    def host(self) -> str:
+        return self.hostname
+
+    def python(self) -> str:
+        return self.python_version
+
+    def platform(self) -> str:
+        return self.platform_name
+
+    def conda_records(self) -> list[dict[str, Any]] | None:
+        return self.conda
+
+    def distributions(self) -> list[tuple[str, str]]:
+        return list(self.dists)
+
+
+def take_snapshot(source: EnvironmentSource) -> dict[str, Any]:
+    conda = source.conda_records()
+    keep = ("name", "version", "build_string", "channel", "platform")
+    return {
+        "kind": SNAPSHOT_KIND,
+        "schema": 1,
+        "host": source.host(),
+        "python": source.python(),
+        "platform": source.platform(),
+        "conda": None if conda is None else sorted(({k: r.get(k) for k in keep} for r in conda), key=_key),
+        "pip": [{"name": n, "version": v} for n, v in sorted(source.distributions())],
+    }
+
+
+def _key(record: dict[str, Any]) -> tuple[str, str]:
+    return (str(record.get("name")), str(record.get("version")))
+
+
+def write_snapshot(snapshot: dict[str, Any], path: Path) -> bool:
+    """Write atomically; False when the file already held this snapshot."""
+    return write_text_atomic(path, json.dumps(snapshot, indent=2, sort_keys=True) + "\n")
