@@ -42,7 +42,7 @@ def lock(name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: 
     directory = root / "images" / loaded.spec.name
     if check:
         state = current_lock(loaded, directory)
-        data = {
+        found = {
             "name": loaded.spec.name,
             "status": state.status,
             "reason": state.reason,
@@ -50,7 +50,7 @@ def lock(name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: 
         }
         code = ExitCode.OK if state.fresh else ExitCode.FINDINGS
         return CommandResult(
-            "lock", data, f"{loaded.spec.name}: lock is {state.status} ({state.reason})", code
+            "lock", found, f"{loaded.spec.name}: lock is {state.status} ({state.reason})", code
         )
     result = lock_environment(
         loaded, load_catalog(), directory, RattlerSolver(), UvResolver(), platforms=platforms, update=update

@@ -63,7 +63,8 @@ def render(name: str, output: Path | None) -> CommandResult:
     lock = current_lock(loaded, root / "images" / loaded.spec.name)
     warnings = list(loaded.warnings)
     if lock.status == "stale":
-        warnings.append(f"lock is stale ({lock.reason}); rendered without it: `envkit lock {loaded.spec.name}`")
+        name_ = loaded.spec.name
+        warnings.append(f"lock is stale ({lock.reason}); rendered without it: `envkit lock {name_}`")
     rendered = render_image(loaded, load_catalog(), lock.dockerfile_inputs(loaded.sha256))
     changed = write_image(rendered, directory)
     data = {"name": loaded.spec.name, "directory": str(directory), "files": sorted(rendered.files), "changed": changed}

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import re
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from conda_lock.lockfile import parse_conda_lock_file, write_conda_lock_file
-from conda_lock.lockfile.v1.models import HashModel, LockMeta
-from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile
+
+with warnings.catch_warnings():  # conda-lock's vendored conda warns about itself on import
+    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore", PendingDeprecationWarning)
+    from conda_lock.lockfile import parse_conda_lock_file, write_conda_lock_file
+    from conda_lock.lockfile.v1.models import HashModel, LockMeta
+    from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile
 
 from envkit.errors import LockError
 from envkit.lock.solver import CondaPackage, PipPackage
@@ -29,6 +34,7 @@ __all__ = [
     "explicit_file",
     "explicit_name",
     "header_sha256",
+    "parse_conda_lock_file",
     "pinned_environment_yml",
     "read_conda_lock",
     "requirements_lock",
