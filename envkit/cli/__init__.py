@@ -34,6 +34,7 @@ def cli(debug: bool) -> None:
 from envkit.cli import (  # noqa: E402,F401
     diff_cmd,
     init_cmd,
+    lock_cmd,
     spec_cmds,
 )
 

@@ -10,6 +10,7 @@ from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root
 from envkit.errors import ExitCode, Problem, SpecError, UsageError
+from envkit.lock import current_lock
 from envkit.render import render_image, write_image
 from envkit.result import CommandResult
 from envkit.spec.load import find_specs, load_spec, resolve_spec_path
@@ -65,21 +66,27 @@ def render(name: str, output: Path | None) -> CommandResult:
     """
     root = project_root()
     loaded = load_spec(resolve_spec_path(name, root))
-    rendered = render_image(loaded, load_catalog())
     directory = output or root / "images" / loaded.spec.name
+    lock = current_lock(loaded, root / "images" / loaded.spec.name)
+    warnings = list(loaded.warnings)
+    if lock.status == "stale":
+        name_ = loaded.spec.name
+        warnings.append(f"lock is stale ({lock.reason}); rendered without it: `envkit lock {name_}`")
+    rendered = render_image(loaded, load_catalog(), lock.dockerfile_inputs(loaded.sha256))
     changed = write_image(rendered, directory)
     data = {
         "name": loaded.spec.name,
         "directory": str(directory),
         "files": sorted(rendered.files),
         "changed": changed,
+        "lock": lock.status,
     }
 
     def text() -> str:
         state = f"{len(changed)} changed" if changed else "up to date"
         return f"rendered {loaded.spec.name} -> {directory} ({state}: {', '.join(changed) or 'no changes'})"
 
-    return CommandResult("render", data, text, warnings=loaded.warnings)
+    return CommandResult("render", data, text, warnings=warnings)
 
 
 @command(cli, "catalog")

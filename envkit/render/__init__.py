@@ -51,7 +51,8 @@ def render_image(
     }
     if spec.installer is Installer.VENV:
         files["requirements.txt"] = requirements_txt(spec, catalog, header)
-    if spec.installer is not Installer.VENV or not inputs.conda_locks:
+    # with a lock, `envkit lock` writes the pinned environment.yml: never overwrite it here
+    if inputs.lock_sha256 is None and (spec.installer is not Installer.VENV or not inputs.conda_locks):
         files["environment.yml"] = environment_yml(spec, catalog, header)
     return RenderedImage(spec.name, {k: v.encode("utf-8") for k, v in sorted(files.items())})
 

@@ -1,0 +1,223 @@
+"""The lock files in ``images/NAME/``: conda-lock.yml v1, explicit files, requirements.lock, environment.yml.
+
+Pure functions from values to bytes; every file starts with the spec-hash header, is sorted and
+has no timestamps, so relocking an unchanged spec gives identical bytes.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+with warnings.catch_warnings():  # conda-lock's vendored conda warns about itself on import
+    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore", PendingDeprecationWarning)
+    from conda_lock.lockfile import parse_conda_lock_file, write_conda_lock_file
+    from conda_lock.lockfile.v1.models import HashModel, LockMeta
+    from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile
+
+from envkit.errors import LockError
+from envkit.lock.solver import CondaPackage, PipPackage
+
+__all__ = [
+    "CONDA_LOCK",
+    "ENVIRONMENT_YML",
+    "REQUIREMENTS_LOCK",
+    "LockContents",
+    "conda_lock_yml",
+    "explicit_file",
+    "explicit_name",
+    "header_sha256",
+    "parse_conda_lock_file",
+    "pinned_environment_yml",
+    "read_conda_lock",
+    "requirements_lock",
+]
+
+CONDA_LOCK = "conda-lock.yml"
+REQUIREMENTS_LOCK = "requirements.lock"
+ENVIRONMENT_YML = "environment.yml"
+_HEADER_RE = re.compile(r"spec sha256 ([0-9a-f]{64})")
+
+
+@dataclass(frozen=True)
+class LockContents:
+    """Everything locked for one spec: conda and pip packages per platform."""
+
+    platforms: tuple[str, ...]
+    channels: tuple[str, ...]
+    conda: Mapping[str, tuple[CondaPackage, ...]] = field(default_factory=dict)
+    pip: Mapping[str, tuple[PipPackage, ...]] = field(default_factory=dict)
+
+
+def explicit_name(platform: str) -> str:
+    return f"conda-{platform}.lock"
+
+
+def header_sha256(text: str) -> str | None:
+    """The spec hash in a generated file's header (its first lines), or None."""
+    match = _HEADER_RE.search("\n".join(text.splitlines()[:5]))
+    return match.group(1) if match else None
+
+
+def conda_lock_yml(header: str, contents: LockContents, spec_sha256: str, source: str) -> str:
+    """conda-lock's v1 format, written by conda-lock's own models and writer."""
+    packages = [_conda_dep(p) for platform in contents.platforms for p in contents.conda.get(platform, ())]
+    packages += [
+        _pip_dep(p, platform) for platform in contents.platforms for p in contents.pip.get(platform, ())
+    ]
+    lock = Lockfile(
+        package=packages,
+        metadata=LockMeta(
+            content_hash=dict.fromkeys(contents.platforms, spec_sha256),
+            channels=[{"url": c, "used_env_vars": []} for c in contents.channels],
+            platforms=list(contents.platforms),
+            sources=[source],
+        ),
+    )
+    with tempfile.TemporaryDirectory(prefix="envkit-lock-") as tmp:
+        path = Path(tmp) / CONDA_LOCK
+        write_conda_lock_file(lock, path, metadata_choices=None, include_help_text=False)
+        body = path.read_text("utf-8")
+    return header + body
+
+
+def _conda_dep(p: CondaPackage) -> LockedDependency:
+    return LockedDependency(
+        name=p.name,
+        version=p.version,
+        manager="conda",
+        platform=p.platform,
+        dependencies=_dependencies(p.depends),
+        url=p.url,
+        hash=HashModel(md5=p.md5, sha256=p.sha256 or None),
+        build=p.build,
+        categories={"main"},
+    )
+
+
+def _pip_dep(p: PipPackage, platform: str) -> LockedDependency:
+    return LockedDependency(
+        name=p.name,
+        version=p.version,
+        manager="pip",
+        platform=platform,
+        dependencies={},
+        url=p.url,
+        hash=HashModel(sha256=p.sha256),
+        categories={"main"},
+    )
+
+
+def _dependencies(depends: Sequence[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for dep in depends:
+        name, _, rest = dep.strip().partition(" ")
+        found[name] = rest.strip() or "*"
+    return dict(sorted(found.items()))
+
+
+def read_conda_lock(path: Path) -> LockContents:
+    """Read a conda-lock.yml (ours or conda-lock's) back into values."""
+    try:
+        lock = parse_conda_lock_file(path)
+    except (OSError, ValueError, yaml.YAMLError) as e:
+        raise LockError(
+            f"{path}: not a readable conda-lock file: {e}", hint="relock with `envkit lock`"
+        ) from e
+    conda: dict[str, list[CondaPackage]] = {}
+    pip: dict[str, list[PipPackage]] = {}
+    for dep in lock.package:
+        if dep.manager == "conda":
+            conda.setdefault(dep.platform, []).append(
+                CondaPackage(
+                    name=dep.name,
+                    version=dep.version,
+                    build=dep.build or "",
+                    url=dep.url,
+                    md5=dep.hash.md5 or "",
+                    sha256=dep.hash.sha256 or "",
+                    platform=dep.platform,
+                    subdir=dep.url.rsplit("/", 2)[-2] if "/" in dep.url else "",
+                    depends=tuple(f"{k} {v}" if v != "*" else k for k, v in dep.dependencies.items()),
+                )
+            )
+        else:
+            pip.setdefault(dep.platform, []).append(
+                PipPackage(dep.name, dep.version, dep.url, (dep.hash.sha256 or "",))
+            )
+    return LockContents(
+        platforms=tuple(lock.metadata.platforms),
+        channels=tuple(c.url for c in lock.metadata.channels),
+        conda={k: tuple(sorted(v, key=lambda p: p.name)) for k, v in conda.items()},
+        pip={k: tuple(sorted(v, key=lambda p: p.name)) for k, v in pip.items()},
+    )
+
+
+def explicit_file(header: str, platform: str, packages: Sequence[CondaPackage]) -> str:
+    """conda's explicit format, dependencies first: ``conda create --file`` / micromamba."""
+    lines = [f"# platform: {platform}", "@EXPLICIT"]
+    lines += [f"{p.url}#{p.sha256 or p.md5}" for p in _toposort(packages)]
+    return header + "\n".join(lines) + "\n"
+
+
+def _toposort(packages: Sequence[CondaPackage]) -> list[CondaPackage]:
+    """Dependencies before dependents; ties (and cycles) broken by name, so the order is stable."""
+    by_name = {p.name: p for p in packages}
+    needs = {p.name: {d.split(" ")[0] for d in p.depends} & set(by_name) - {p.name} for p in packages}
+    ordered: list[CondaPackage] = []
+    done: set[str] = set()
+    while len(done) < len(by_name):
+        ready = sorted(n for n in by_name if n not in done and needs[n] <= done)
+        if not ready:  # a cycle: take the alphabetically first remaining package
+            ready = [min(n for n in by_name if n not in done)]
+        for name in ready:
+            done.add(name)
+            ordered.append(by_name[name])
+    return ordered
+
+
+def requirements_lock(header: str, pip: Mapping[str, Sequence[PipPackage]], options: Sequence[str]) -> str:
+    """pip's ``--require-hashes`` format; a version that differs per platform gets a marker."""
+    machines = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
+    versions: dict[str, dict[str, PipPackage]] = {}
+    for platform, packages in sorted(pip.items()):
+        for p in packages:
+            versions.setdefault(p.name, {})[platform] = p
+    lines = [f"{o}\n" for o in options]
+    for name in sorted(versions):
+        per_platform = versions[name]
+        groups: dict[str, list[str]] = {}
+        for platform, p in sorted(per_platform.items()):
+            groups.setdefault(p.version, []).append(platform)
+        for version, platforms in sorted(groups.items()):
+            marker = ""
+            if len(groups) > 1 or len(platforms) < len(pip):
+                alts = " or ".join(f'platform_machine == "{machines[p]}"' for p in platforms)
+                marker = f" ; {alts}"
+            hashes = sorted({h for p in platforms for h in per_platform[p].hashes})
+            lines.append(f"{name}=={version}{marker} \\\n")
+            cont = [" \\"] * (len(hashes) - 1) + [""]
+            lines += [f"    --hash=sha256:{h}{c}\n" for h, c in zip(hashes, cont, strict=True)]
+    return header + "".join(lines)
+
+
+def pinned_environment_yml(
+    header: str, name: str, channels: Sequence[str], contents: LockContents, pip_options: Sequence[str]
+) -> str:
+    """environment.yml with ``name=version=build`` pins (the first platform's solve) and ``==`` pip pins."""
+    platform = contents.platforms[0]
+    deps: list[object] = [p.pin for p in contents.conda.get(platform, ())]
+    pip = contents.pip.get(platform, ())
+    if pip:
+        deps.append({"pip": [*pip_options, *(f"{p.name}=={p.version}" for p in pip)]})
+    body = {"name": name, "channels": list(channels), "dependencies": deps}
+    others = ", ".join(contents.platforms[1:]) or "none"
+    note = f"# conda pins are the {platform} solve; other platforms: {others}\n"
+    return header + note + yaml.safe_dump(body, sort_keys=False, default_flow_style=False, width=1000)

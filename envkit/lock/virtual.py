@@ -1,0 +1,54 @@
+"""Virtual packages per target platform: what the image provides, taken from the spec.
+
+No GPU and no host detection: ``__cuda`` is the spec's CUDA version, ``__glibc`` the glibc
+of the base image's OS, so a laptop locks the same environment as a GPU server.
+"""
+
+from __future__ import annotations
+
+from envkit.catalog import Catalog
+from envkit.lock.solver import VirtualPackage
+from envkit.spec.models import Spec
+
+__all__ = ["ARCH", "GLIBC_BY_OS", "glibc_for", "python_platform", "virtual_packages"]
+
+ARCH = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
+# glibc of the distributions the catalog's base images use (from each release's libc6 package).
+GLIBC_BY_OS = {
+    "ubuntu20.04": "2.31",
+    "ubuntu22.04": "2.35",
+    "ubuntu24.04": "2.39",
+    "debian11": "2.31",
+    "debian12": "2.36",
+}
+_DEFAULT_OS = "ubuntu22.04"
+_LINUX_KERNEL = "4.18"  # the oldest kernel envkit claims to run on (RHEL 8's), as pixi assumes
+
+
+def glibc_for(spec: Spec, catalog: Catalog) -> str:
+    """The glibc of the image the environment will run in."""
+    os_name = _DEFAULT_OS
+    image = catalog.base_image(spec.base_image) if spec.base_image else None
+    if image is None and spec.is_gpu and not spec.base_image:
+        image = catalog.runtime_image(spec.cuda)
+    if image is not None:
+        os_name = image.os
+    return GLIBC_BY_OS.get(os_name, GLIBC_BY_OS[_DEFAULT_OS])
+
+
+def virtual_packages(spec: Spec, catalog: Catalog, platform: str) -> tuple[VirtualPackage, ...]:
+    found = [
+        VirtualPackage("__glibc", glibc_for(spec, catalog)),
+        VirtualPackage("__linux", _LINUX_KERNEL),
+        VirtualPackage("__unix", "0"),
+        VirtualPackage("__archspec", "1", ARCH[platform]),
+    ]
+    if spec.is_gpu:
+        found.append(VirtualPackage("__cuda", spec.cuda))
+    return tuple(sorted(found))
+
+
+def python_platform(spec: Spec, catalog: Catalog, platform: str) -> str:
+    """uv's ``--python-platform`` for a conda platform: ``x86_64-manylinux_2_35``."""
+    major, minor = glibc_for(spec, catalog).split(".")
+    return f"{ARCH[platform]}-manylinux_{major}_{minor}"

@@ -1,0 +1,171 @@
+"""Real solves: py-rattler against a generated file:// channel, uv against a local wheel directory."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from envkit.cli import main
+from envkit.lock.lockfile import parse_conda_lock_file
+from envkit.lock.testing import make_channel, make_wheel
+
+BASE = """name: demo
+python: "{python}"
+cuda: "{cuda}"
+conda:
+{conda}
+pip:
+  - alpha
+channels: ["{channel}"]
+platforms: [linux-64, linux-aarch64]
+mirrors:
+  pypi: "{wheels}"
+"""
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("world")
+    wheels = root / "wheels"
+    make_wheel(wheels, "alpha", "1.0", ["beta>=1"])
+    make_wheel(wheels, "beta", "1.0")
+    make_wheel(wheels, "beta", "2.0")
+    return {"channel": make_channel(root / "channel"), "wheels": wheels.as_uri()}
+
+
+def _project(tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, **kw: str) -> Path:
+    values = {"python": "3.11", "cuda": "12.1", "conda": "  - pytorch\n  - numpy", **world, **kw}
+    (tmp_path / "environments").mkdir(exist_ok=True)
+    (tmp_path / "environments" / "demo.yaml").write_text(BASE.format(**values))
+    monkeypatch.setenv("ENVKIT_ROOT", str(tmp_path))
+    return tmp_path / "images" / "demo"
+
+
+def _pins(out: Path, platform: str = "linux-64") -> dict[str, str]:
+    lock = parse_conda_lock_file(out / "conda-lock.yml")
+    return {
+        d.name: f"{d.version}={d.build}"
+        for d in lock.package
+        if d.platform == platform and d.manager == "conda"
+    }
+
+
+@pytest.mark.parametrize(("cuda", "build"), [("12.1", "cuda120"), ("11.8", "cuda118"), ("cpu", "cpu")])
+def test_cuda_variant_follows_the_spec(
+    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, cuda: str, build: str
+) -> None:
+    out = _project(tmp_path, world, monkeypatch, cuda=cuda)
+    assert main(["lock", "demo"]) == 0
+    for platform in ("linux-64", "linux-aarch64"):
+        assert _pins(out, platform)["pytorch"].split("=")[1].startswith(build)
+
+
+def test_lock_is_complete_hashed_and_byte_stable(
+    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _project(tmp_path, world, monkeypatch, python="3.10", conda="  - numpy\n  - libblas * *mkl")
+    assert main(["lock", "demo"]) == 0
+    before = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    lock = parse_conda_lock_file(out / "conda-lock.yml")
+    channel_dir = Path(world["channel"].removeprefix("file://"))
+    for dep in lock.package:
+        if dep.manager == "conda":  # the channel's own hashes, verified against its repodata
+            subdir, filename = dep.url.rsplit("/", 2)[-2:]
+            repodata = json.loads((channel_dir / subdir / "repodata.json").read_text())
+            assert repodata["packages"][filename]["sha256"] == dep.hash.sha256
+            assert repodata["packages"][filename]["md5"] == dep.hash.md5
+    pins = _pins(out)
+    assert pins["python"].startswith("3.10.") and pins["libblas"].endswith("_mkl") and "mkl" in pins
+    wheel_hashes = {
+        p.name: __import__("hashlib").sha256(p.read_bytes()).hexdigest()
+        for p in (channel_dir.parent / "wheels").iterdir()
+    }
+    req = (out / "requirements.lock").read_text()
+    assert f"--hash=sha256:{wheel_hashes['alpha-1.0-py3-none-any.whl']}" in req
+    assert "beta==2.0" in req
+    env = (out / "environment.yml").read_text()
+    assert re.search(r"- numpy=1\.26\.4=py310\w+", env) or re.search(r"- numpy=2\.1\.3=py310\w+", env)
+    assert main(["lock", "demo"]) == 0
+    assert before == {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    capsys.readouterr()
+    assert main(["lock", "demo", "--check"]) == 0
+    (tmp_path / "environments" / "demo.yaml").write_text(
+        (tmp_path / "environments" / "demo.yaml").read_text().replace("- numpy", "- numpy >=1.20")
+    )
+    assert main(["lock", "demo", "--check"]) == 1
+
+
+def test_update_moves_only_that_package(
+    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _project(tmp_path, world, monkeypatch, conda="  - numpy <2\n  - libblas")
+    assert main(["lock", "demo"]) == 0
+    first = _pins(out)
+    assert first["numpy"].startswith("1.26.4")
+    spec = tmp_path / "environments" / "demo.yaml"
+    spec.write_text(spec.read_text().replace("- numpy <2", "- numpy"))
+    assert main(["lock", "demo"]) == 0
+    assert _pins(out)["numpy"].startswith("1.26.4")  # the previous lock is preferred
+    assert main(["lock", "demo", "--update", "numpy"]) == 0
+    after = _pins(out)
+    assert after["numpy"].startswith("2.1.3")
+    assert {k: v for k, v in after.items() if k != "numpy"} == {
+        k: v for k, v in first.items() if k != "numpy"
+    }
+
+
+def test_conflict_is_explained(
+    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path, world, monkeypatch, conda="  - pytorch\n  - numpy >=2")
+    assert main(["lock", "demo"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot all be satisfied" in err and "numpy >=2" in err and "pytorch" in err
+    assert "Traceback" not in err
+
+
+def test_unreachable_channel_hints_at_mirrors(
+    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path, world, monkeypatch, channel=(tmp_path / "nowhere").as_uri())
+    assert main(["lock", "demo"]) == 3
+    assert "mirror" in capsys.readouterr().err
+
+
+def test_tampered_local_package_is_refused(
+    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    channel = tmp_path / "channel"
+    url = make_channel(channel, ("linux-64",))
+    target = next((channel / "linux-64").glob("numpy-1.26.4-py311*.tar.bz2"))
+    target.write_bytes(target.read_bytes() + b"x")
+    _project(tmp_path, world, monkeypatch, channel=url, conda="  - numpy <2")
+    spec = tmp_path / "environments" / "demo.yaml"
+    spec.write_text(spec.read_text().replace("linux-64, linux-aarch64", "linux-64"))
+    assert main(["lock", "demo"]) == 3
+    assert "does not match the channel's repodata" in capsys.readouterr().err
+
+
+def test_render_uses_a_fresh_lock_and_keeps_its_environment_yml(
+    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _project(tmp_path, world, monkeypatch)
+    assert main(["lock", "demo"]) == 0
+    pinned = (out / "environment.yml").read_bytes()
+    assert main(["render", "demo"]) == 0
+    assert (out / "environment.yml").read_bytes() == pinned
+    dockerfile = (out / "Dockerfile").read_text()
+    assert (
+        "conda-linux-64.lock" in dockerfile
+        and "--require-hashes" in dockerfile
+        and "lock-sha256" in dockerfile
+    )
+    spec = tmp_path / "environments" / "demo.yaml"
+    spec.write_text(spec.read_text().replace('cuda: "12.1"', 'cuda: "11.8"'))
+    capsys.readouterr()
+    assert main(["render", "demo"]) == 0
+    assert "stale" in capsys.readouterr().err
+    assert "conda-linux-64.lock" not in (out / "Dockerfile").read_text()
