@@ -1,4 +1,4 @@
-"""``envkit audit``: known vulnerabilities (offline OSV directory or pip-audit's services) and policy checks."""
+"""``envkit audit``: known vulnerabilities (offline OSV directory or pip-audit) and policy checks."""
 
 from __future__ import annotations
 

@@ -29,7 +29,12 @@ from envkit.inventory.models import Installer, Inventory, Package
 __all__ = ["load_inventory", "parse_pip_list_json", "project_of", "read_inventory"]
 
 # conda names that differ from the PyPI project of the same software.
-_CONDA_TO_PYPI = {"pytorch": "torch", "pytorch-cpu": "torch", "pytorch-gpu": "torch", "py-opencv": "opencv-python"}
+_CONDA_TO_PYPI = {
+    "pytorch": "torch",
+    "pytorch-cpu": "torch",
+    "pytorch-gpu": "torch",
+    "py-opencv": "opencv-python",
+}
 _PY_BUILD = re.compile(r"^py(\d|h|_)")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*===?\s*([^\s;\\#]+)")
 _URL_REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*@\s*\S+")
@@ -53,7 +58,9 @@ def _pip(name: str, version: str, line: int | None) -> Package:
     return Package(project=canonical, name=canonical, version=version, installer="pip", line=line)
 
 
-def _conda(name: str, version: str, build: str | None, line: int | None, channel: str | None = None) -> Package:
+def _conda(
+    name: str, version: str, build: str | None, line: int | None, channel: str | None = None
+) -> Package:
     return Package(
         project=project_of(name, "conda", build),
         name=name.lower(),
@@ -70,7 +77,11 @@ def parse_pip_lines(text: str) -> list[Package]:
     found: list[Package] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        if not line or line.startswith(("#", "--", "\\")) or line.startswith("-") and not line.startswith("-e"):
+        if (
+            not line
+            or line.startswith(("#", "--", "\\"))
+            or (line.startswith("-") and not line.startswith("-e"))
+        ):
             continue
         if line.startswith("-e"):
             egg = re.search(r"#egg=([A-Za-z0-9._-]+)", line)
@@ -88,10 +99,16 @@ def parse_pip_list_json(text: str) -> list[Package]:
     try:
         rows = json.loads(text)
     except ValueError as e:
-        raise InventoryError(f"pip list output is not JSON: {e}", hint="run `python -m pip list --format=json`") from e
+        raise InventoryError(
+            f"pip list output is not JSON: {e}", hint="run `python -m pip list --format=json`"
+        ) from e
     if not isinstance(rows, list):
-        raise InventoryError("pip list output is not a JSON list", hint="run `python -m pip list --format=json`")
-    return [_pip(str(r["name"]), str(r["version"]), None) for r in rows if isinstance(r, dict) and "name" in r]
+        raise InventoryError(
+            "pip list output is not a JSON list", hint="run `python -m pip list --format=json`"
+        )
+    return [
+        _pip(str(r["name"]), str(r["version"]), None) for r in rows if isinstance(r, dict) and "name" in r
+    ]
 
 
 def _line_numbers(text: str) -> dict[str, int]:
@@ -145,7 +162,7 @@ def _explicit(text: str) -> list[Package]:
     return found
 
 
-def read_inventory(path: Path, format: str | None = None) -> Inventory:  # noqa: A002 - the shared interface
+def read_inventory(path: Path, format: str | None = None) -> Inventory:
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as e:

@@ -95,7 +95,7 @@ class AuditReport:
         return ExitCode.FINDINGS if self.failing(fail_on) else ExitCode.OK
 
     def counts(self) -> dict[str, int]:
-        counts = {s: 0 for s in ("critical", "high", "medium", "low", "unknown")}
+        counts = dict.fromkeys(("critical", "high", "medium", "low", "unknown"), 0)
         for finding in self.active:
             counts[finding.severity] += 1
         return counts
@@ -156,7 +156,9 @@ def audit_inventory(
     not_covered: list[NotChecked] = []
     for package in sorted(inventory.packages, key=lambda p: (p.project, p.version, p.line or 0)):
         if package.project.startswith("conda:"):
-            not_covered.append(NotChecked(package.name, package.version, "conda-only package: no PyPI advisory applies"))
+            not_covered.append(
+                NotChecked(package.name, package.version, "conda-only package: no PyPI advisory applies")
+            )
             continue
         if not package.version:
             not_checked.append(NotChecked(package.project, "", "no version (URL, VCS or editable install)"))

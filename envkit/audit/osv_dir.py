@@ -28,14 +28,24 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envkit.audit.cvss import cvss3_score, severity_of_score
-from envkit.audit.service import Dep, Severity, Vuln, VulnService
+from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
 from envkit.errors import AuditError, UsageError
+
+_RESTORE = (
+    "restore the advisory database (git checkout / envkit audit --update-db); records are never skipped"
+)
 
 __all__ = ["OsvDirService", "Record", "affects", "parse_record"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_GHSA_SEVERITY: dict[str, Severity] = {"LOW": "low", "MODERATE": "medium", "MEDIUM": "medium", "HIGH": "high", "CRITICAL": "critical"}
+_GHSA_SEVERITY: dict[str, Severity] = {
+    "LOW": "low",
+    "MODERATE": "medium",
+    "MEDIUM": "medium",
+    "HIGH": "high",
+    "CRITICAL": "critical",
+}
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,14 @@ class Record:
     source: str
 
     def fixed_in(self, package: str) -> tuple[str, ...]:
-        fixed = {str(v) for a in self.affected if a.package == package for r in a.ranges for k, v in r if k == "fixed"}
+        fixed = {
+            str(v)
+            for a in self.affected
+            if a.package == package
+            for r in a.ranges
+            for k, v in r
+            if k == "fixed"
+        }
         return tuple(sorted(fixed, key=Version))
 
     def to_vuln(self, package: str) -> Vuln:
@@ -130,7 +147,10 @@ def _parse_range(raw: Any) -> tuple[tuple[str, Version], ...] | None:
 def _parse_affected(raw: Any) -> Affected | None:
     _need(isinstance(raw, dict), "an affected entry is not a mapping")
     package = raw.get("package")
-    _need(isinstance(package, dict) and isinstance(package.get("name"), str), "affected[].package.name is missing")
+    _need(
+        isinstance(package, dict) and isinstance(package.get("name"), str),
+        "affected[].package.name is missing",
+    )
     if package.get("ecosystem") != "PyPI":
         return None
     ranges_raw = raw.get("ranges") or []
@@ -156,12 +176,12 @@ def parse_record(data: Any, source: str) -> Record:
     except _Corrupt as e:
         raise AuditError(
             f"corrupted advisory record {source}: {e}",
-            hint="restore the advisory database (git checkout / envkit audit --update-db); records are never skipped",
+            hint=_RESTORE,
         ) from e
-    summary = str(data.get("summary") or data.get("details") or "").strip().split("\n")[0]
+    summary = short_summary(str(data.get("summary") or data.get("details") or ""))
     return Record(
         id=data["id"],
-        summary=summary[:200],
+        summary=summary,
         aliases=tuple(sorted(str(a) for a in aliases)),
         severity=_severity(data),
         withdrawn=bool(data.get("withdrawn")),
@@ -177,9 +197,7 @@ def _in_range(version: Version, events: tuple[tuple[str, Version], ...]) -> bool
     for kind, at in sorted(events, key=lambda e: (e[1], e[0] != "introduced")):
         if kind == "introduced" and version >= at:
             affected = True
-        elif kind in ("fixed", "limit") and version >= at:
-            affected = False
-        elif kind == "last_affected" and version > at:
+        elif (kind in ("fixed", "limit") and version >= at) or (kind == "last_affected" and version > at):
             affected = False
     return affected
 
@@ -205,8 +223,8 @@ def _load_file(path: Path, display: str) -> Any:
         return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a SafeLoader (C or Python)
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as e:
         raise AuditError(
-            f"corrupted advisory record {display}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
-            hint="restore the advisory database (git checkout / envkit audit --update-db); records are never skipped",
+            f"corrupted advisory record {display}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}",
+            hint=_RESTORE,
         ) from e
 
 
@@ -221,7 +239,8 @@ class OsvDirService(VulnService):
             if not root.is_dir():
                 raise UsageError(
                     f"{root}: no advisory database there",
-                    hint="pass --db DIR (a checkout of github.com/pypa/advisory-database) or run envkit audit --update-db",
+                    hint="pass --db DIR (a checkout of github.com/pypa/advisory-database) "
+                    "or run envkit audit --update-db",
                 )
             vulns = root
         self.root = root
@@ -235,7 +254,9 @@ class OsvDirService(VulnService):
             for folder in sorted(p for p in self._vulns.iterdir() if p.is_dir()):
                 index.setdefault(canonicalize_name(folder.name), []).append(folder)
             if not index:
-                raise AuditError(f"{self._vulns}: the advisory database is empty", hint="run envkit audit --update-db")
+                raise AuditError(
+                    f"{self._vulns}: the advisory database is empty", hint="run envkit audit --update-db"
+                )
             self._index = index
         return self._index
 
@@ -247,7 +268,9 @@ class OsvDirService(VulnService):
             for folder in self._package_index().get(name, []):
                 for path in sorted(folder.iterdir()):
                     if path.suffix in _SUFFIXES and path.is_file():
-                        display = str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
+                        display = (
+                            str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
+                        )
                         found.append(parse_record(_load_file(path, str(path)), display))
             self._records[name] = found
         return self._records[name]

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.audit.service import Dep, Vuln, VulnService
+from envkit.audit.service import Dep, Vuln, VulnService, short_summary
 from envkit.errors import AuditError
 
 __all__ = ["PipAuditService", "online_service"]
@@ -50,7 +50,9 @@ class PipAuditService(VulnService):
                 hint="check the network, or audit offline with --db DIR",
             ) from e
         except ServiceError as e:
-            raise AuditError(f"{self.name}: the service failed for {dep.name} {dep.version}: {e}", hint="retry later") from e
+            raise AuditError(
+                f"{self.name}: the service failed for {dep.name} {dep.version}: {e}", hint="retry later"
+            ) from e
         if isinstance(answered, SkippedDependency):
             return dep.skipped(f"{self.name}: {answered.skip_reason}"), []
         return dep, [self._vuln(r) for r in results]
@@ -58,7 +60,7 @@ class PipAuditService(VulnService):
     def _vuln(self, result: Any) -> Vuln:
         return Vuln(
             id=str(result.id),
-            summary=str(result.description or "").strip().split("\n")[0][:200],
+            summary=short_summary(str(result.description or "")),
             aliases=tuple(sorted(str(a) for a in result.aliases)),
             fixed_in=tuple(sorted(str(v) for v in result.fix_versions)),
             severity="unknown",  # pip-audit's results carry no severity

@@ -74,9 +74,16 @@ class PolicyContext:
     driver: str | None = None
 
 
-def _finding(rule: str, message: str, fix: str, location: str | None, *, severity: Severity | None = None) -> Finding:
+def _finding(
+    rule: str, message: str, fix: str, location: str | None, *, severity: Severity | None = None
+) -> Finding:
     return Finding(
-        kind="policy", id=rule, severity=severity or RULES[rule][0], message=message, fix=fix, location=location
+        kind="policy",
+        id=rule,
+        severity=severity or RULES[rule][0],
+        message=message,
+        fix=fix,
+        location=location,
     )
 
 
@@ -87,7 +94,9 @@ def lock_files(image_dir: Path) -> list[Path]:
     """The lock files of a build context: ``*.lock`` and ``conda-lock.yml``, sorted."""
     if not image_dir.is_dir():
         return []
-    found = [p for p in image_dir.iterdir() if p.is_file() and (p.suffix == ".lock" or p.name == "conda-lock.yml")]
+    found = [
+        p for p in image_dir.iterdir() if p.is_file() and (p.suffix == ".lock" or p.name == "conda-lock.yml")
+    ]
     return sorted(found)
 
 
@@ -103,7 +112,7 @@ def lock_sha256(image_dir: Path) -> str | None:
 def recorded_spec_sha256(path: Path) -> str | None:
     """The ``spec sha256 <hex>`` a lock file's header records, if any."""
     with path.open(encoding="utf-8", errors="replace") as fh:
-        for _, line in zip(range(40), fh):
+        for _, line in zip(range(40), fh, strict=False):
             if match := _SPEC_SHA.search(line):
                 return match.group(1)
     return None
@@ -143,7 +152,9 @@ def _unhashed(path: Path, name: str) -> list[Finding]:
     text = path.read_text("utf-8", errors="replace")
     if path.name == "conda-lock.yml":
         data = yaml.safe_load(text) or {}
-        missing = [str(p.get("name")) for p in data.get("package") or [] if isinstance(p, dict) and not p.get("hash")]
+        missing = [
+            str(p.get("name")) for p in data.get("package") or [] if isinstance(p, dict) and not p.get("hash")
+        ]
     elif "@EXPLICIT" in text:
         urls = [ln for ln in text.splitlines() if "://" in ln and not ln.startswith("#")]
         missing = [u.rsplit("/", 1)[-1] for u in urls if "#" not in u]
@@ -167,22 +178,25 @@ def _unhashed(path: Path, name: str) -> list[Finding]:
 # -- spec -----------------------------------------------------------------------
 
 
+def _no_constraint(line: str) -> bool:
+    try:
+        return not Requirement(line).specifier
+    except InvalidRequirement:
+        return False
+
+
 def check_spec_unpinned(ctx: PolicyContext) -> list[Finding]:
     if ctx.spec is None:
         return []
     bare = [c for c in ctx.spec.conda if re.fullmatch(r"(?:[\w.\-/]+::)?[\w.\-]+", c)]
-    for line in ctx.spec.pip:
-        try:
-            if not Requirement(line).specifier:
-                bare.append(line)
-        except InvalidRequirement:
-            continue
+    bare += [line for line in ctx.spec.pip if _no_constraint(line)]
     if not bare:
         return []
     return [
         _finding(
             "spec-unpinned",
-            f"{len(bare)} spec entr{'y has' if len(bare) == 1 else 'ies have'} no version constraint: {', '.join(bare)}",
+            f"{len(bare)} spec entr{'y has' if len(bare) == 1 else 'ies have'} no version constraint: "
+            + ", ".join(bare),
             "give each a range, e.g. numpy>=1.24,<2 (the lock pins the exact version)",
             ctx.spec_path,
         )
@@ -193,7 +207,11 @@ def _from_images(ctx: PolicyContext) -> list[str]:
     dockerfile = ctx.image_dir / "Dockerfile" if ctx.image_dir else None
     if dockerfile is not None and dockerfile.is_file():
         refs = re.findall(r"^FROM\s+(?:--\S+\s+)*(\S+)", dockerfile.read_text("utf-8"), re.MULTILINE)
-        stages = set(re.findall(r"^FROM\s+.*\s+AS\s+(\S+)", dockerfile.read_text("utf-8"), re.MULTILINE | re.IGNORECASE))
+        stages = set(
+            re.findall(
+                r"^FROM\s+.*\s+AS\s+(\S+)", dockerfile.read_text("utf-8"), re.MULTILINE | re.IGNORECASE
+            )
+        )
         return sorted({r for r in refs if r not in stages and r != "scratch"})
     if ctx.spec is not None and ctx.spec.base_image:
         return [ctx.spec.base_image]
@@ -257,7 +275,7 @@ def check_image(ctx: PolicyContext) -> list[Finding]:
         found.append(
             _finding(
                 "image-user-root",
-                f"{ctx.image_ref or ctx.image.id} runs as {'root (no USER set)' if not user else user}",
+                f"{ctx.image_ref or ctx.image.id} runs as {user or 'root (no USER set)'}",
                 "add a non-root USER to the image (envkit's Dockerfile creates one)",
                 where,
             )
@@ -270,7 +288,8 @@ def check_image(ctx: PolicyContext) -> list[Finding]:
             found.append(
                 _finding(
                     "image-lock-mismatch",
-                    f"{ctx.image_ref or ctx.image.id} was built from {what}; the current lock is {current[:12]}",
+                    f"{ctx.image_ref or ctx.image.id} was built from {what}; "
+                    f"the current lock is {current[:12]}",
                     "rebuild: envkit build " + (ctx.spec.name if ctx.spec else "NAME"),
                     where,
                 )
@@ -336,7 +355,8 @@ def check_cuda_driver(ctx: PolicyContext) -> list[Finding]:
             "cuda-driver",
             f"CUDA {cuda} needs driver >= {release.min_driver}; the driver is {ctx.driver}"
             f" (minor-version compatibility from {release.compat_driver}, without new features)",
-            f"upgrade the driver to {release.min_driver}+, or use a CUDA whose minimum driver is <= {ctx.driver}",
+            f"upgrade the driver to {release.min_driver}+, "
+            f"or use a CUDA whose minimum driver is <= {ctx.driver}",
             ctx.spec_path or (ctx.inventory.path if ctx.inventory else None),
         )
     ]
@@ -345,11 +365,15 @@ def check_cuda_driver(ctx: PolicyContext) -> list[Finding]:
 def python_eol() -> dict[str, date]:
     """Python minor version -> end-of-life date, from the catalog's python_eol.yaml."""
     try:
-        text = resources.files("envkit.catalog").joinpath("data", "python_eol.yaml").read_text("utf-8")
+        text = (
+            resources.files("envkit.catalog").joinpath("data").joinpath("python_eol.yaml").read_text("utf-8")
+        )
         found = {}
         for row in yaml.safe_load(text)["versions"]:
             year, month, *day = (int(p) for p in str(row["end_of_life"]).split("-"))
-            found[str(row["version"])] = date(year, month, day[0] if day else calendar.monthrange(year, month)[1])
+            found[str(row["version"])] = date(
+                year, month, day[0] if day else calendar.monthrange(year, month)[1]
+            )
     except (OSError, KeyError, ValueError, TypeError, yaml.YAMLError) as e:
         raise CatalogError(f"the packaged python_eol.yaml is invalid: {e}", hint="reinstall envkit") from e
     return found

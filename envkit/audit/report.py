@@ -17,12 +17,28 @@ __all__ = ["FORMATS", "render", "to_markdown", "to_sarif", "to_table"]
 
 FORMATS = ("table", "json", "sarif", "markdown")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_SARIF_LEVEL = {"critical": "error", "high": "error", "medium": "warning", "unknown": "warning", "low": "note"}
+_SARIF_LEVEL = {
+    "critical": "error",
+    "high": "error",
+    "medium": "warning",
+    "unknown": "warning",
+    "low": "note",
+}
 _SECURITY_SEVERITY = {"critical": "9.5", "high": "8.0", "medium": "5.5", "unknown": "5.5", "low": "2.0"}
 
 
 def _ordered(findings: tuple[Finding, ...] | list[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (f.ignored is not None, -severity_rank(f.severity), f.kind, f.package or "", f.id))
+    return sorted(
+        findings,
+        key=lambda f: (
+            f.ignored is not None,
+            -severity_rank(f.severity),
+            f.severity == "unknown",
+            f.kind,
+            f.package or "",
+            f.id,
+        ),
+    )
 
 
 def _summary(report: AuditReport, fail_on: str) -> str:
@@ -31,7 +47,8 @@ def _summary(report: AuditReport, fail_on: str) -> str:
     ignored = len(report.findings) - len(report.active)
     failing = len(report.failing(fail_on))
     return (
-        f"{report.target}: {len(report.active)} finding(s) ({', '.join(parts) or 'none'}), {ignored} ignored; "
+        f"{report.target}: {len(report.active)} finding(s) ({', '.join(parts) or 'none'}), "
+        f"{ignored} ignored; "
         f"{report.checked} package(s) checked, {len(report.not_checked)} not checked, "
         f"{len(report.not_covered)} not covered; {failing} at or above --fail-on {fail_on}"
     )
@@ -41,19 +58,31 @@ def to_table(report: AuditReport, fail_on: str) -> str:
     lines: list[str] = []
     ordered = _ordered(report.findings)
     if ordered:
-        rows = [(f.severity + (" (ignored)" if f.ignored else ""), f.id, f"{f.package} {f.version}" if f.package else "-")
-                for f in ordered]
+        rows = [
+            (
+                f.severity + (" (ignored)" if f.ignored else ""),
+                f.id,
+                f"{f.package} {f.version}" if f.package else "-",
+            )
+            for f in ordered
+        ]
         widths = [max(len(r[i]) for r in [("SEVERITY", "ID", "PACKAGE"), *rows]) for i in range(3)]
-        lines.append("  ".join(h.ljust(w) for h, w in zip(("SEVERITY", "ID", "PACKAGE"), widths)) + "  FINDING")
+        lines.append(
+            "  ".join(h.ljust(w) for h, w in zip(("SEVERITY", "ID", "PACKAGE"), widths, strict=True))
+            + "  FINDING"
+        )
         indent = " " * (sum(widths) + 6)
-        for row, f in zip(rows, ordered):
-            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)) + f"  {f.message}")
+        for row, f in zip(rows, ordered, strict=True):
+            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + f"  {f.message}")
             lines.append(f"{indent}fix: {f.fix}")
             if f.ignored:
                 lines.append(f"{indent}ignored: {f.ignored}")
     else:
         lines.append("no findings")
-    for title, items in (("not checked", report.not_checked), ("not covered (conda-only)", report.not_covered)):
+    for title, items in (
+        ("not checked", report.not_checked),
+        ("not covered (conda-only)", report.not_covered),
+    ):
         if items:
             shown = ", ".join(f"{n.name} {n.version}".strip() for n in items[:30])
             more = f" and {len(items) - 30} more" if len(items) > 30 else ""
@@ -77,7 +106,10 @@ def to_markdown(report: AuditReport, fail_on: str) -> str:
             ]
             out.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
         out.append("")
-    for title, items in (("Not checked", report.not_checked), ("Not covered (conda-only packages)", report.not_covered)):
+    for title, items in (
+        ("Not checked", report.not_checked),
+        ("Not covered (conda-only packages)", report.not_covered),
+    ):
         if items:
             out += [f"## {title}", ""] + [f"- {n.name} {n.version}: {n.reason}" for n in items] + [""]
     out += ["## Database", ""] + [f"- {k}: {v}" for k, v in sorted(report.provenance.items())]

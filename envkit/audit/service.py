@@ -22,6 +22,7 @@ __all__ = [
     "Vuln",
     "VulnService",
     "severity_rank",
+    "short_summary",
 ]
 
 Severity = Literal["unknown", "low", "medium", "high", "critical"]
@@ -31,6 +32,15 @@ SEVERITIES: tuple[Severity, ...] = ("low", "medium", "high", "critical")
 # records carry no CVSS vector, and ranking them lowest would let `--fail-on medium`
 # pass known, unrated vulnerabilities.
 _RANK: dict[str, int] = {"low": 1, "unknown": 2, "medium": 2, "high": 3, "critical": 4}
+
+
+def short_summary(text: str, limit: int = 160) -> str:
+    """The first sentence of an advisory's text, whitespace collapsed, at most ``limit`` characters."""
+    flat = " ".join(text.split())
+    end = flat.find(". ")
+    if 0 < end < limit:
+        return flat[: end + 1]
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def severity_rank(severity: str) -> int:
@@ -99,8 +109,8 @@ class FakeVulnService(VulnService):
         *,
         skip: Mapping[str, str] | None = None,
     ) -> None:
-        self._vulns = {(canonicalize_name(n), v): list(vs) for (n, v), vs in (vulns or {}).items()}
-        self._skip = {canonicalize_name(n): r for n, r in (skip or {}).items()}
+        self._vulns = {(str(canonicalize_name(n)), v): list(vs) for (n, v), vs in (vulns or {}).items()}
+        self._skip = {str(canonicalize_name(n)): r for n, r in (skip or {}).items()}
         self.queried: list[Dep] = []
 
     def query(self, dep: Dep) -> tuple[Dep, list[Vuln]]:

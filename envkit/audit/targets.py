@@ -24,7 +24,14 @@ from envkit.inventory.models import Inventory, Package
 from envkit.render.pip import framework_requirements
 from envkit.spec.load import LoadedSpec
 
-__all__ = ["AuditRequest", "audit_environment", "audit_file", "audit_image", "inventory_from_image", "spec_inventory"]
+__all__ = [
+    "AuditRequest",
+    "audit_environment",
+    "audit_file",
+    "audit_image",
+    "inventory_from_image",
+    "spec_inventory",
+]
 
 PIP_LIST = ("python", "-m", "pip", "list", "--format=json", "--disable-pip-version-check")
 
@@ -108,7 +115,9 @@ def audit_environment(loaded: LoadedSpec, image_dir: Path, request: AuditRequest
 def audit_file(path: Path, request: AuditRequest, *, loaded: LoadedSpec | None = None) -> AuditReport:
     """Any inventory file (pip freeze, requirements/lock, conda env export, pip list JSON, ...)."""
     if not path.is_file():
-        raise UsageError(f"{path}: no such file", hint="pass an environment name, an inventory file or --image IMAGE")
+        raise UsageError(
+            f"{path}: no such file", hint="pass an environment name, an inventory file or --image IMAGE"
+        )
     inventory = load_inventory(path)
     ctx = replace(_context(request, loaded, None), inventory=inventory)
     return _report(str(path), "inventory", inventory, ctx, request, loaded)
@@ -137,7 +146,9 @@ def audit_image(
 ) -> AuditReport:
     info = engine.inspect(image)
     if info is None:
-        raise UsageError(f"{image}: no such image", hint="build it first (envkit build NAME) or check the tag")
+        raise UsageError(
+            f"{image}: no such image", hint="build it first (envkit build NAME) or check the tag"
+        )
     inventory = inventory_from_image(engine, image)
     ctx = replace(_context(request, loaded, image_dir), inventory=inventory, image=info, image_ref=image)
     report = _report(image, "image", inventory, ctx, request, loaded, location=f"image:{image}")

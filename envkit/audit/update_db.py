@@ -50,7 +50,9 @@ def update_db(directory: Path, fetch: Fetcher, *, url: str = OSV_PYPI_URL) -> di
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile as e:
-        raise AuditError(f"{url}: the download is not a zip file", hint="retry; the mirror may be broken") from e
+        raise AuditError(
+            f"{url}: the download is not a zip file", hint="retry; the mirror may be broken"
+        ) from e
     staging = directory.with_name(f".{directory.name}.new")
     shutil.rmtree(staging, ignore_errors=True)
     count = 0
@@ -69,7 +71,11 @@ def update_db(directory: Path, fetch: Fetcher, *, url: str = OSV_PYPI_URL) -> di
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(raw)
             count += 1
-        meta: dict[str, object] = {"url": url, "zip_sha256": hashlib.sha256(data).hexdigest(), "records": count}
+        meta: dict[str, object] = {
+            "url": url,
+            "zip_sha256": hashlib.sha256(data).hexdigest(),
+            "records": count,
+        }
         (staging / "SOURCE.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
         old = directory.with_name(f".{directory.name}.old")
         shutil.rmtree(old, ignore_errors=True)

@@ -53,7 +53,9 @@ def _engine() -> ContainerEngine:
     try:
         module = importlib.import_module("envkit.build.docker_api")
     except ImportError as e:
-        raise AuditError("the Docker adapter (envkit.build.docker_api) is not available", hint="install envkit fully") from e
+        raise AuditError(
+            "the Docker adapter (envkit.build.docker_api) is not available", hint="install envkit fully"
+        ) from e
     engine: ContainerEngine = module.DockerEngine()
     return engine
 
@@ -90,18 +92,49 @@ def _update(directory: str) -> CommandResult:
 
 @command(cli, "audit")
 @click.argument("target", required=False, metavar="[NAME|FILE]")
-@click.option("--image", help="Audit a built image: its pip inventory (taken inside a container) and metadata.")
-@click.option("--spec", "spec_name", metavar="NAME", help="Spec whose ignores and policy apply to a FILE or --image.")
-@click.option("--db", type=click.Path(file_okay=False, path_type=Path), envvar="ENVKIT_ADVISORY_DB",
-              help="OSV advisory directory (vulns/<package>/<ID>.yaml). Default: ~/.cache/envkit/advisory-db.")
-@click.option("--online", is_flag=True, help="Ask OSV (api.osv.dev) through pip-audit instead of a local --db.")
-@click.option("--driver", metavar="VERSION", help="NVIDIA driver to check the CUDA minimum against, e.g. 525.60.13.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE (atomic).")
-@click.option("--fail-on", type=click.Choice(SEVERITIES), default="low", show_default=True,
-              help="Exit 1 when a finding at or above this severity remains (unknown severity counts as medium).")
-@click.option("--update-db", "update_dir", is_flag=False, flag_value=_DEFAULT, default=None, metavar="[DIR]",
-              help=f"Download the OSV PyPI export ({OSV_PYPI_URL}) into DIR (default cache) and exit.")
+@click.option(
+    "--image", help="Audit a built image: its pip inventory (taken inside a container) and metadata."
+)
+@click.option(
+    "--spec", "spec_name", metavar="NAME", help="Spec whose ignores and policy apply to a FILE or --image."
+)
+@click.option(
+    "--db",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="ENVKIT_ADVISORY_DB",
+    help="OSV advisory directory (vulns/<package>/<ID>.yaml). Default: ~/.cache/envkit/advisory-db.",
+)
+@click.option(
+    "--online", is_flag=True, help="Ask OSV (api.osv.dev) through pip-audit instead of a local --db."
+)
+@click.option(
+    "--driver", metavar="VERSION", help="NVIDIA driver to check the CUDA minimum against, e.g. 525.60.13."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report to FILE (atomic).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(SEVERITIES),
+    default="low",
+    show_default=True,
+    help="Exit 1 when a finding at or above this severity remains (unknown severity counts as medium).",
+)
+@click.option(
+    "--update-db",
+    "update_dir",
+    is_flag=False,
+    flag_value=_DEFAULT,
+    default=None,
+    metavar="[DIR]",
+    help=f"Download the OSV PyPI export ({OSV_PYPI_URL}) into DIR (default cache) and exit.",
+)
 def audit(
     target: str | None,
     image: str | None,
@@ -129,7 +162,9 @@ def audit(
     """
     if update_dir is not None:
         return _update(update_dir)
-    request = AuditRequest(service=_service(db, online), catalog=load_catalog(), today=date.today(), driver=driver)
+    request = AuditRequest(
+        service=_service(db, online), catalog=load_catalog(), today=date.today(), driver=driver
+    )
     report = _run(target, image, spec_name, request)
     rendered = render(report, fmt, fail_on)
     if output is not None:
