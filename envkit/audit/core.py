@@ -1,0 +1,195 @@
+"""The audit's values and its pure core: inventory + service -> findings; ignores; the exit decision."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from packaging.version import InvalidVersion, Version
+
+from envkit.audit.service import Dep, Severity, Vuln, VulnService, severity_rank
+from envkit.errors import ExitCode
+from envkit.inventory.models import Inventory, Package
+from envkit.spec.models import AuditIgnore
+
+__all__ = [
+    "AuditReport",
+    "Finding",
+    "NotChecked",
+    "apply_ignores",
+    "audit_inventory",
+    "vuln_finding",
+]
+
+Kind = Literal["vulnerability", "policy"]
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One problem: an advisory affecting a package, or a failed policy check."""
+
+    kind: Kind
+    id: str  # advisory id or policy rule id
+    severity: Severity
+    message: str
+    fix: str
+    package: str | None = None
+    version: str | None = None
+    aliases: tuple[str, ...] = ()
+    location: str | None = None  # the file the problem is in (inventory, lock, spec, image:REF)
+    line: int | None = None
+    ignored: str | None = None  # the reason, when the spec ignores it
+    references: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset((self.id, *self.aliases))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "severity": self.severity,
+            "message": self.message,
+            "fix": self.fix,
+            "package": self.package,
+            "version": self.version,
+            "aliases": list(self.aliases),
+            "location": self.location,
+            "line": self.line,
+            "ignored": self.ignored,
+            "references": list(self.references),
+        }
+
+
+@dataclass(frozen=True, order=True)
+class NotChecked:
+    name: str
+    version: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    target: str
+    target_kind: str  # environment | inventory | image
+    provenance: Mapping[str, str]
+    findings: tuple[Finding, ...]
+    checked: int
+    not_checked: tuple[NotChecked, ...] = ()
+    not_covered: tuple[NotChecked, ...] = ()  # conda-only packages: no advisory feed covers them
+
+    @property
+    def active(self) -> list[Finding]:
+        return [f for f in self.findings if f.ignored is None]
+
+    def failing(self, fail_on: str) -> list[Finding]:
+        threshold = severity_rank(fail_on)
+        return [f for f in self.active if severity_rank(f.severity) >= threshold]
+
+    def exit_code(self, fail_on: str) -> ExitCode:
+        return ExitCode.FINDINGS if self.failing(fail_on) else ExitCode.OK
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(("critical", "high", "medium", "low", "unknown"), 0)
+        for finding in self.active:
+            counts[finding.severity] += 1
+        return counts
+
+    def to_json(self, fail_on: str) -> dict[str, object]:
+        return {
+            "target": self.target,
+            "target_kind": self.target_kind,
+            "provenance": dict(sorted(self.provenance.items())),
+            "fail_on": fail_on,
+            "checked": self.checked,
+            "counts": self.counts(),
+            "failing": len(self.failing(fail_on)),
+            "findings": [f.to_json() for f in self.findings],
+            "not_checked": [n.to_json() for n in self.not_checked],
+            "not_covered": [n.to_json() for n in self.not_covered],
+        }
+
+
+def _fix_for(name: str, version: str, vuln: Vuln) -> str:
+    try:
+        current = Version(Version(version).public)
+        later = [v for v in vuln.fixed_in if Version(v) > current]
+    except InvalidVersion:
+        later = list(vuln.fixed_in)
+    if later:
+        return f"upgrade {name} to {later[0]} or later"
+    return f"no fixed release of {name} is known: remove it, or ignore {vuln.id} in the spec with a reason"
+
+
+def vuln_finding(dep: Dep, vuln: Vuln, package: Package | None, location: str | None) -> Finding:
+    return Finding(
+        kind="vulnerability",
+        id=vuln.id,
+        severity=vuln.severity,
+        message=f"{dep.name} {dep.version}: {vuln.summary or vuln.id}",
+        fix=_fix_for(dep.name, dep.version, vuln),
+        package=dep.name,
+        version=dep.version,
+        aliases=vuln.aliases,
+        location=location,
+        line=package.line if package else None,
+        references=vuln.references,
+    )
+
+
+def audit_inventory(
+    inventory: Inventory, service: VulnService, *, location: str | None = None
+) -> tuple[list[Finding], int, list[NotChecked], list[NotChecked]]:
+    """Query ``service`` for every PyPI project in ``inventory``.
+
+    Returns (findings, number checked, not checked, not covered). conda-only
+    packages (project ``conda:<name>``) are *not covered*: never matched by name.
+    """
+    where = location or inventory.path
+    deps: dict[Dep, Package] = {}
+    not_checked: list[NotChecked] = []
+    not_covered: list[NotChecked] = []
+    for package in sorted(inventory.packages, key=lambda p: (p.project, p.version, p.line or 0)):
+        if package.project.startswith("conda:"):
+            not_covered.append(
+                NotChecked(package.name, package.version, "conda-only package: no PyPI advisory applies")
+            )
+            continue
+        if not package.version:
+            not_checked.append(NotChecked(package.project, "", "no version (URL, VCS or editable install)"))
+            continue
+        deps.setdefault(Dep(package.project, package.version), package)
+    findings: list[Finding] = []
+    checked = 0
+    for dep, vulns in service.query_all(list(deps)):
+        original = deps.get(Dep(dep.name, dep.version))
+        if dep.skip_reason is not None:
+            not_checked.append(NotChecked(dep.name, dep.version, dep.skip_reason))
+            continue
+        checked += 1
+        findings += [vuln_finding(dep, v, original, where) for v in _dedupe(vulns)]
+    return findings, checked, sorted(set(not_checked)), sorted(set(not_covered))
+
+
+def _dedupe(vulns: Iterable[Vuln]) -> list[Vuln]:
+    """Drop advisories that are aliases of one already kept (PYSEC and GHSA for one CVE)."""
+    kept: list[Vuln] = []
+    for vuln in sorted(vulns, key=lambda v: (not v.id.startswith("PYSEC"), v.id)):
+        if not any(vuln.ids & k.ids for k in kept):
+            kept.append(vuln)
+    return kept
+
+
+def apply_ignores(findings: Sequence[Finding], ignores: Sequence[AuditIgnore]) -> list[Finding]:
+    """Mark findings whose id or alias the spec ignores; they stay in the report with the reason."""
+    reasons = {i.id: i.reason for i in ignores}
+    marked = []
+    for finding in findings:
+        hit = next((reasons[i] for i in sorted(finding.ids) if i in reasons), None)
+        marked.append(replace(finding, ignored=hit) if hit else finding)
+    return marked

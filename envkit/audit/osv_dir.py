@@ -1,0 +1,303 @@
+"""Offline advisories from an OSV-format directory (``vulns/<package>/<ID>.yaml|json``).
+
+The layout is the PyPA advisory database's; ``envkit audit --update-db`` writes the
+OSV PyPI export in the same layout (as JSON). Package folders are indexed once and
+read lazily, only for the packages asked about, then kept for the run.
+
+Matching follows the OSV schema: ``ECOSYSTEM`` ranges are evaluated with PEP 440
+ordering (``introduced`` / ``fixed`` / ``last_affected`` events, several per range
+allowed), and explicit ``versions`` lists are compared as versions. Local version
+labels (``+cu121``) are dropped before matching: advisories name public releases.
+``GIT`` ranges carry commits and are not used. Withdrawn records are ignored.
+A record that cannot be read or does not have the OSV shape stops the audit with
+an :class:`~envkit.errors.AuditError` naming the file: a security tool does not
+skip data silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envkit.audit.cvss import cvss3_score, severity_of_score
+from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
+from envkit.errors import AuditError, UsageError
+
+_RESTORE = (
+    "restore the advisory database (git checkout / envkit audit --update-db); records are never skipped"
+)
+
+__all__ = ["OsvDirService", "Record", "affects", "parse_record"]
+
+_SUFFIXES = (".yaml", ".yml", ".json")
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_GHSA_SEVERITY: dict[str, Severity] = {
+    "LOW": "low",
+    "MODERATE": "medium",
+    "MEDIUM": "medium",
+    "HIGH": "high",
+    "CRITICAL": "critical",
+}
+
+
+@dataclass(frozen=True)
+class Affected:
+    """The part of a record about one package."""
+
+    package: str  # canonical PyPI name
+    ranges: tuple[tuple[tuple[str, Version], ...], ...]  # ECOSYSTEM ranges: ((kind, version), ...)
+    versions: frozenset[str]  # normalized strings of the explicit list
+
+
+@dataclass(frozen=True)
+class Record:
+    id: str
+    summary: str
+    aliases: tuple[str, ...]
+    severity: Severity
+    withdrawn: bool
+    affected: tuple[Affected, ...]
+    references: tuple[str, ...]
+    source: str
+
+    def fixed_in(self, package: str) -> tuple[str, ...]:
+        fixed = {
+            str(v)
+            for a in self.affected
+            if a.package == package
+            for r in a.ranges
+            for k, v in r
+            if k == "fixed"
+        }
+        return tuple(sorted(fixed, key=Version))
+
+    def to_vuln(self, package: str) -> Vuln:
+        return Vuln(
+            id=self.id,
+            summary=self.summary,
+            aliases=self.aliases,
+            fixed_in=self.fixed_in(package),
+            severity=self.severity,
+            source=self.source,
+            references=self.references,
+        )
+
+
+class _Corrupt(Exception):
+    pass
+
+
+def _need(cond: bool, what: str) -> None:
+    if not cond:
+        raise _Corrupt(what)
+
+
+def _severity(data: dict[str, Any]) -> Severity:
+    specific = data.get("database_specific")
+    if isinstance(specific, dict) and isinstance(specific.get("severity"), str):
+        mapped = _GHSA_SEVERITY.get(specific["severity"].upper())
+        if mapped:
+            return mapped
+    best: Severity = "unknown"
+    for entry in data.get("severity") or ():
+        if isinstance(entry, dict) and isinstance(entry.get("score"), str):
+            score = cvss3_score(entry["score"])
+            if score is not None:
+                best = severity_of_score(score)
+    return best
+
+
+def _version_key(text: str) -> str:
+    try:
+        return str(Version(text))
+    except InvalidVersion:
+        return text
+
+
+def _parse_range(raw: Any) -> tuple[tuple[str, Version], ...] | None:
+    _need(isinstance(raw, dict), "a range is not a mapping")
+    if raw.get("type") != "ECOSYSTEM":
+        return None
+    events = raw.get("events")
+    _need(isinstance(events, list) and bool(events), "an ECOSYSTEM range has no events")
+    parsed: list[tuple[str, Version]] = []
+    for event in events:
+        _need(isinstance(event, dict) and len(event) >= 1, "an event is not a mapping")
+        for kind, value in event.items():
+            if kind not in ("introduced", "fixed", "last_affected", "limit"):
+                continue
+            try:
+                parsed.append((kind, Version(str(value))))
+            except InvalidVersion:
+                # Real records carry a few non-PEP 440 versions ('0.2.0-n653'). Err on the side of
+                # reporting: an unreadable start opens the range at 0, an unreadable end is dropped.
+                if kind == "introduced":
+                    parsed.append((kind, Version("0")))
+    return tuple(parsed)
+
+
+def _parse_affected(raw: Any) -> Affected | None:
+    _need(isinstance(raw, dict), "an affected entry is not a mapping")
+    package = raw.get("package")
+    _need(
+        isinstance(package, dict) and isinstance(package.get("name"), str),
+        "affected[].package.name is missing",
+    )
+    if package.get("ecosystem") != "PyPI":
+        return None
+    ranges_raw = raw.get("ranges") or []
+    versions_raw = raw.get("versions") or []
+    _need(isinstance(ranges_raw, list), "affected[].ranges is not a list")
+    _need(isinstance(versions_raw, list), "affected[].versions is not a list")
+    ranges = tuple(r for r in (_parse_range(x) for x in ranges_raw) if r is not None)
+    versions = frozenset(_version_key(str(v)) for v in versions_raw)
+    return Affected(canonicalize_name(package["name"]), ranges, versions)
+
+
+def parse_record(data: Any, source: str) -> Record:
+    """Validate one OSV record's shape; raise AuditError naming ``source`` when it is broken."""
+    try:
+        _need(isinstance(data, dict), "the file is not an OSV record (no mapping)")
+        _need(isinstance(data.get("id"), str) and bool(data["id"]), "the record has no id")
+        affected = data.get("affected")
+        _need(isinstance(affected, list), "the record has no affected list")
+        aliases = data.get("aliases") or []
+        _need(isinstance(aliases, list), "aliases is not a list")
+        refs = [r.get("url") for r in data.get("references") or [] if isinstance(r, dict)]
+        parsed = tuple(a for a in (_parse_affected(x) for x in affected) if a is not None)
+    except _Corrupt as e:
+        raise AuditError(
+            f"corrupted advisory record {source}: {e}",
+            hint=_RESTORE,
+        ) from e
+    summary = short_summary(str(data.get("summary") or data.get("details") or ""))
+    return Record(
+        id=data["id"],
+        summary=summary,
+        aliases=tuple(sorted(str(a) for a in aliases)),
+        severity=_severity(data),
+        withdrawn=bool(data.get("withdrawn")),
+        affected=parsed,
+        references=tuple(str(u) for u in refs if u),
+        source=source,
+    )
+
+
+def _in_range(version: Version, events: tuple[tuple[str, Version], ...]) -> bool:
+    # OSV: sort events by version; "introduced" opens, "fixed"/"limit" close at, "last_affected" closes after.
+    affected = False
+    for kind, at in sorted(events, key=lambda e: (e[1], e[0] != "introduced")):
+        if kind == "introduced" and version >= at:
+            affected = True
+        elif (kind in ("fixed", "limit") and version >= at) or (kind == "last_affected" and version > at):
+            affected = False
+    return affected
+
+
+def affects(record: Record, package: str, version: Version) -> bool:
+    """Whether ``record`` affects ``package`` at ``version`` (its local label ignored)."""
+    if record.withdrawn:
+        return False
+    public = Version(version.public)
+    for entry in record.affected:
+        if entry.package != package:
+            continue
+        if str(public) in entry.versions or any(_in_range(public, r) for r in entry.ranges):
+            return True
+    return False
+
+
+def _load_file(path: Path, display: str) -> Any:
+    try:
+        text = path.read_text("utf-8")
+        if path.suffix == ".json":
+            return json.loads(text)
+        return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a SafeLoader (C or Python)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as e:
+        raise AuditError(
+            f"corrupted advisory record {display}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}",
+            hint=_RESTORE,
+        ) from e
+
+
+class OsvDirService(VulnService):
+    """Advisories from ``ROOT/vulns/<package>/*.yaml|json`` (or ``ROOT/<package>/...``)."""
+
+    name = "osv-dir"
+
+    def __init__(self, root: Path) -> None:
+        vulns = root / "vulns"
+        if not vulns.is_dir():
+            if not root.is_dir():
+                raise UsageError(
+                    f"{root}: no advisory database there",
+                    hint="pass --db DIR (a checkout of github.com/pypa/advisory-database) "
+                    "or run envkit audit --update-db",
+                )
+            vulns = root
+        self.root = root
+        self._vulns = vulns
+        self._index: dict[str, list[Path]] | None = None
+        self._records: dict[str, list[Record]] = {}
+
+    def _package_index(self) -> dict[str, list[Path]]:
+        if self._index is None:
+            index: dict[str, list[Path]] = {}
+            for folder in sorted(p for p in self._vulns.iterdir() if p.is_dir()):
+                index.setdefault(canonicalize_name(folder.name), []).append(folder)
+            if not index:
+                raise AuditError(
+                    f"{self._vulns}: the advisory database is empty", hint="run envkit audit --update-db"
+                )
+            self._index = index
+        return self._index
+
+    def records(self, package: str) -> list[Record]:
+        """Every record filed under ``package`` (parsed once per run)."""
+        name = canonicalize_name(package)
+        if name not in self._records:
+            found = []
+            for folder in self._package_index().get(name, []):
+                for path in sorted(folder.iterdir()):
+                    if path.suffix in _SUFFIXES and path.is_file():
+                        display = (
+                            str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
+                        )
+                        found.append(parse_record(_load_file(path, str(path)), display))
+            self._records[name] = found
+        return self._records[name]
+
+    def query(self, dep: Dep) -> tuple[Dep, list[Vuln]]:
+        try:
+            version = Version(dep.version)
+        except InvalidVersion:
+            return dep.skipped(f"{dep.version!r} is not a PEP 440 version"), []
+        hits = [r.to_vuln(dep.name) for r in self.records(dep.name) if affects(r, dep.name, version)]
+        return dep, sorted(hits, key=lambda v: v.id)
+
+    def query_all(self, deps: Iterable[Dep]) -> Iterator[tuple[Dep, list[Vuln]]]:
+        for dep in deps:
+            yield self.query(dep)
+
+    def provenance(self) -> dict[str, str]:
+        info = {"service": self.name, "database": str(self.root)}
+        stamp = self.root / "SOURCE.json"
+        if stamp.is_file():
+            try:
+                meta = json.loads(stamp.read_text("utf-8"))
+                info.update({k: str(v) for k, v in meta.items() if isinstance(k, str)})
+            except (OSError, ValueError):
+                info["source_note"] = "SOURCE.json unreadable"
+        else:
+            readme = self.root / "README.md"
+            if readme.is_file():
+                info["readme_sha256"] = hashlib.sha256(readme.read_bytes()).hexdigest()
+        return info

@@ -1,0 +1,426 @@
+"""Policy checks: each has an id, a severity and a one-line fix.
+
+Inputs are plain values gathered by the caller (spec, image build context,
+inventory, image metadata, driver version, today's date), so every check is a
+pure function and testable without files or engines.
+"""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+from envkit.audit.core import Finding
+from envkit.audit.service import Severity
+from envkit.build.engine import ImageInfo
+from envkit.catalog import Catalog
+from envkit.errors import CatalogError
+from envkit.inventory.models import Inventory
+from envkit.spec.models import Spec
+
+__all__ = [
+    "LOCK_LABEL",
+    "RULES",
+    "PolicyContext",
+    "lock_files",
+    "lock_sha256",
+    "python_eol",
+    "recorded_spec_sha256",
+    "run_policy",
+]
+
+LOCK_LABEL = "io.envkit.lock-sha256"
+_ARCH = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
+_SPEC_SHA = re.compile(r"spec sha256 ([0-9a-f]{64})")
+_KNOWN_BAD_SEVERITY: dict[str, Severity] = {"info": "low", "warning": "medium", "critical": "critical"}
+
+# rule id -> (severity, what it checks); known-bad rules are added as known-bad:<id>.
+RULES: dict[str, tuple[Severity, str]] = {
+    "lock-missing": ("medium", "the environment has no lock file"),
+    "lock-stale": ("high", "the lock was made from another version of the spec"),
+    "lock-no-hashes": ("medium", "locked packages without hashes"),
+    "spec-unpinned": ("low", "spec entries without any version constraint"),
+    "base-image-unpinned": ("medium", "base image not pinned by digest"),
+    "installer-unverified": ("high", "installer downloaded without a verified checksum"),
+    "image-user-root": ("medium", "the image runs as root"),
+    "image-lock-mismatch": ("high", "the image was built from a different lock"),
+    "known-bad": ("high", "a known-bad combination of versions is installed"),
+    "cuda-driver": ("high", "CUDA needs a newer driver than the one given"),
+    "python-eol": ("medium", "Python past its end of life"),
+}
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    catalog: Catalog
+    today: date
+    spec: Spec | None = None
+    spec_sha256: str | None = None
+    spec_path: str | None = None
+    image_dir: Path | None = None  # images/<name>: Dockerfile and lock files
+    inventory: Inventory | None = None
+    image: ImageInfo | None = None
+    image_ref: str | None = None
+    driver: str | None = None
+
+
+def _finding(
+    rule: str, message: str, fix: str, location: str | None, *, severity: Severity | None = None
+) -> Finding:
+    return Finding(
+        kind="policy",
+        id=rule,
+        severity=severity or RULES[rule][0],
+        message=message,
+        fix=fix,
+        location=location,
+    )
+
+
+# -- lock files ---------------------------------------------------------------
+
+
+def lock_files(image_dir: Path) -> list[Path]:
+    """The lock files of a build context: ``*.lock`` and ``conda-lock.yml``, sorted."""
+    if not image_dir.is_dir():
+        return []
+    found = [
+        p for p in image_dir.iterdir() if p.is_file() and (p.suffix == ".lock" or p.name == "conda-lock.yml")
+    ]
+    return sorted(found)
+
+
+def lock_sha256(image_dir: Path) -> str | None:
+    """One digest over all lock files: sha256 of ``name NUL sha256(bytes) LF`` lines in name order."""
+    files = lock_files(image_dir)
+    if not files:
+        return None
+    lines = "".join(f"{p.name}\0{hashlib.sha256(p.read_bytes()).hexdigest()}\n" for p in files)
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+
+
+def recorded_spec_sha256(path: Path) -> str | None:
+    """The ``spec sha256 <hex>`` a lock file's header records, if any."""
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for _, line in zip(range(40), fh, strict=False):
+            if match := _SPEC_SHA.search(line):
+                return match.group(1)
+    return None
+
+
+def check_lock(ctx: PolicyContext) -> list[Finding]:
+    if ctx.image_dir is None or ctx.spec is None:
+        return []
+    files = lock_files(ctx.image_dir)
+    if not files:
+        return [
+            _finding(
+                "lock-missing",
+                f"{ctx.spec.name} has no lock in {ctx.image_dir}: builds resolve afresh each time",
+                f"envkit lock {ctx.spec.name}",
+                ctx.spec_path,
+            )
+        ]
+    found = []
+    for path in files:
+        recorded = recorded_spec_sha256(path)
+        if recorded != ctx.spec_sha256:
+            what = f"records spec sha256 {recorded[:12]}" if recorded else "records no spec sha256"
+            found.append(
+                _finding(
+                    "lock-stale",
+                    f"{path.name} {what}, the spec is now {str(ctx.spec_sha256)[:12]}",
+                    f"envkit lock {ctx.spec.name}",
+                    str(path),
+                )
+            )
+        found += _unhashed(path, ctx.spec.name)
+    return found
+
+
+def _unhashed(path: Path, name: str) -> list[Finding]:
+    text = path.read_text("utf-8", errors="replace")
+    if path.name == "conda-lock.yml":
+        data = yaml.safe_load(text) or {}
+        missing = [
+            str(p.get("name")) for p in data.get("package") or [] if isinstance(p, dict) and not p.get("hash")
+        ]
+    elif "@EXPLICIT" in text:
+        urls = [ln for ln in text.splitlines() if "://" in ln and not ln.startswith("#")]
+        missing = [u.rsplit("/", 1)[-1] for u in urls if "#" not in u]
+    else:
+        joined = text.replace("\\\n", " ")
+        pins = [ln for ln in joined.splitlines() if "==" in ln and not ln.lstrip().startswith("#")]
+        missing = [ln.split("==")[0].strip() for ln in pins if "--hash=" not in ln]
+    if not missing:
+        return []
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return [
+        _finding(
+            "lock-no-hashes",
+            f"{path.name}: {len(missing)} package(s) without a hash: {shown}",
+            f"envkit lock {name} (locks carry hashes; pip installs with --require-hashes)",
+            str(path),
+        )
+    ]
+
+
+# -- spec -----------------------------------------------------------------------
+
+
+def _no_constraint(line: str) -> bool:
+    try:
+        return not Requirement(line).specifier
+    except InvalidRequirement:
+        return False
+
+
+def check_spec_unpinned(ctx: PolicyContext) -> list[Finding]:
+    if ctx.spec is None:
+        return []
+    bare = [c for c in ctx.spec.conda if re.fullmatch(r"(?:[\w.\-/]+::)?[\w.\-]+", c)]
+    bare += [line for line in ctx.spec.pip if _no_constraint(line)]
+    if not bare:
+        return []
+    return [
+        _finding(
+            "spec-unpinned",
+            f"{len(bare)} spec entr{'y has' if len(bare) == 1 else 'ies have'} no version constraint: "
+            + ", ".join(bare),
+            "give each a range, e.g. numpy>=1.24,<2 (the lock pins the exact version)",
+            ctx.spec_path,
+        )
+    ]
+
+
+def _from_images(ctx: PolicyContext) -> list[str]:
+    dockerfile = ctx.image_dir / "Dockerfile" if ctx.image_dir else None
+    if dockerfile is not None and dockerfile.is_file():
+        refs = re.findall(r"^FROM\s+(?:--\S+\s+)*(\S+)", dockerfile.read_text("utf-8"), re.MULTILINE)
+        stages = set(
+            re.findall(
+                r"^FROM\s+.*\s+AS\s+(\S+)", dockerfile.read_text("utf-8"), re.MULTILINE | re.IGNORECASE
+            )
+        )
+        return sorted({r for r in refs if r not in stages and r != "scratch"})
+    if ctx.spec is not None and ctx.spec.base_image:
+        return [ctx.spec.base_image]
+    return []
+
+
+def check_base_image(ctx: PolicyContext) -> list[Finding]:
+    loose = [ref for ref in _from_images(ctx) if "@sha256:" not in ref]
+    where = str(ctx.image_dir / "Dockerfile") if ctx.image_dir else ctx.spec_path
+    return [
+        _finding(
+            "base-image-unpinned",
+            f"base image {ref} is not pinned by digest: the tag can move or be deleted",
+            f"set base_image: {ref}@sha256:<digest> (docker buildx imagetools inspect {ref})",
+            where,
+        )
+        for ref in loose
+    ]
+
+
+def check_installer(ctx: PolicyContext) -> list[Finding]:
+    found: list[Finding] = []
+    spec = ctx.spec
+    if spec is not None and spec.installer.uses_conda:
+        for platform in spec.platforms:
+            arch = _ARCH.get(platform, platform)
+            if ctx.catalog.installer(spec.installer.value, arch, spec.python) is None:
+                found.append(
+                    _finding(
+                        "installer-unverified",
+                        f"the catalog has no verified {spec.installer.value} installer checksum for {arch}",
+                        "choose an installer with a verified sha256 (envkit catalog --section installers)",
+                        ctx.spec_path,
+                    )
+                )
+    dockerfile = ctx.image_dir / "Dockerfile" if ctx.image_dir else None
+    if dockerfile is not None and dockerfile.is_file():
+        text = dockerfile.read_text("utf-8")
+        if re.search(r"\b(curl|wget)\b[^\n]*\s-[A-Za-z]*[oO]\b", text) and "sha256sum -c" not in text:
+            found.append(
+                _finding(
+                    "installer-unverified",
+                    "the Dockerfile downloads a file without checking its sha256",
+                    f"regenerate it: envkit render {spec.name if spec else 'NAME'}",
+                    str(dockerfile),
+                )
+            )
+    return found
+
+
+# -- image --------------------------------------------------------------------
+
+
+def check_image(ctx: PolicyContext) -> list[Finding]:
+    if ctx.image is None:
+        return []
+    where = f"image:{ctx.image_ref or ctx.image.id}"
+    found = []
+    user = ctx.image.user.strip()
+    if user.split(":")[0] in ("", "root", "0"):
+        found.append(
+            _finding(
+                "image-user-root",
+                f"{ctx.image_ref or ctx.image.id} runs as {user or 'root (no USER set)'}",
+                "add a non-root USER to the image (envkit's Dockerfile creates one)",
+                where,
+            )
+        )
+    if ctx.image_dir is not None:
+        current = lock_sha256(ctx.image_dir)
+        built = ctx.image.labels.get(LOCK_LABEL)
+        if current and built != current:
+            what = f"lock {built[:12]}" if built else "no lock label"
+            found.append(
+                _finding(
+                    "image-lock-mismatch",
+                    f"{ctx.image_ref or ctx.image.id} was built from {what}; "
+                    f"the current lock is {current[:12]}",
+                    "rebuild: envkit build " + (ctx.spec.name if ctx.spec else "NAME"),
+                    where,
+                )
+            )
+    return found
+
+
+# -- versions -----------------------------------------------------------------
+
+
+def _versions(ctx: PolicyContext) -> dict[str, str]:
+    versions: dict[str, str] = {}
+    if ctx.inventory is not None:
+        for package in ctx.inventory.packages:
+            key = package.project.removeprefix("conda:")
+            versions.setdefault(key, package.version)
+    return versions
+
+
+def check_known_bad(ctx: PolicyContext) -> list[Finding]:
+    versions = _versions(ctx)
+    location = ctx.inventory.path if ctx.inventory else None
+    return [
+        _finding(
+            f"known-bad:{rule.id}",
+            rule.message,
+            rule.fix,
+            location,
+            severity=_KNOWN_BAD_SEVERITY.get(rule.severity, "high"),
+        )
+        for rule in ctx.catalog.known_bad_hits(versions)
+    ]
+
+
+def _cuda_version(ctx: PolicyContext) -> str | None:
+    if ctx.spec is not None:
+        return ctx.spec.cuda if ctx.spec.is_gpu else None
+    if ctx.inventory is not None:
+        if ctx.inventory.meta.get("cuda"):
+            return ctx.inventory.meta["cuda"]
+        for name in ("cuda-version", "cudatoolkit", "cuda-runtime", "cuda-cudart"):
+            version = _versions(ctx).get(name)
+            if version:
+                return ".".join(version.split(".")[:2])
+    return None
+
+
+def check_cuda_driver(ctx: PolicyContext) -> list[Finding]:
+    cuda = _cuda_version(ctx)
+    if not ctx.driver or not cuda:
+        return []
+    release = ctx.catalog.cuda_release(cuda)
+    if release is None:
+        return []
+    try:
+        too_old = Version(release.min_driver) > Version(ctx.driver)
+    except InvalidVersion:
+        return []
+    if not too_old:
+        return []
+    return [
+        _finding(
+            "cuda-driver",
+            f"CUDA {cuda} needs driver >= {release.min_driver}; the driver is {ctx.driver}"
+            f" (minor-version compatibility from {release.compat_driver}, without new features)",
+            f"upgrade the driver to {release.min_driver}+, "
+            f"or use a CUDA whose minimum driver is <= {ctx.driver}",
+            ctx.spec_path or (ctx.inventory.path if ctx.inventory else None),
+        )
+    ]
+
+
+def python_eol() -> dict[str, date]:
+    """Python minor version -> end-of-life date, from the catalog's python_eol.yaml."""
+    try:
+        text = (
+            resources.files("envkit.catalog").joinpath("data").joinpath("python_eol.yaml").read_text("utf-8")
+        )
+        found = {}
+        for row in yaml.safe_load(text)["versions"]:
+            year, month, *day = (int(p) for p in str(row["end_of_life"]).split("-"))
+            found[str(row["version"])] = date(
+                year, month, day[0] if day else calendar.monthrange(year, month)[1]
+            )
+    except (OSError, KeyError, ValueError, TypeError, yaml.YAMLError) as e:
+        raise CatalogError(f"the packaged python_eol.yaml is invalid: {e}", hint="reinstall envkit") from e
+    return found
+
+
+def _python_version(ctx: PolicyContext) -> str | None:
+    if ctx.spec is not None:
+        return ctx.spec.python
+    if ctx.inventory is not None:
+        version = ctx.inventory.meta.get("python") or _versions(ctx).get("python")
+        if version:
+            return ".".join(version.split(".")[:2])
+    return None
+
+
+def check_python_eol(ctx: PolicyContext) -> list[Finding]:
+    python = _python_version(ctx)
+    if python is None:
+        return []
+    eol = python_eol().get(python)
+    if eol is None or eol >= ctx.today:
+        return []
+    newest = max(python_eol(), key=lambda v: tuple(int(p) for p in v.split(".")))
+    return [
+        _finding(
+            "python-eol",
+            f"Python {python} reached its end of life on {eol.isoformat()}: no more security fixes",
+            f"move to a supported Python (e.g. {newest}); see https://devguide.python.org/versions/",
+            ctx.spec_path or (ctx.inventory.path if ctx.inventory else None),
+        )
+    ]
+
+
+CHECKS: Sequence[Callable[[PolicyContext], list[Finding]]] = (
+    check_lock,
+    check_spec_unpinned,
+    check_base_image,
+    check_installer,
+    check_image,
+    check_known_bad,
+    check_cuda_driver,
+    check_python_eol,
+)
+
+
+def run_policy(ctx: PolicyContext) -> list[Finding]:
+    found: list[Finding] = []
+    for check in CHECKS:
+        found += check(ctx)
+    return found

@@ -1,0 +1,157 @@
+"""What ``envkit audit`` audits: an environment (lock + spec), an inventory file, or an image.
+
+Each entry point gathers an inventory and the policy context, then runs the
+vulnerability service and the policy checks. Adapters (service, engine) are
+passed in: the CLI builds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from envkit.audit._inputs import load_inventory, parse_pip_list_json, read_inventory
+from envkit.audit.core import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
+from envkit.audit.policy import PolicyContext, lock_files, run_policy
+from envkit.audit.service import VulnService
+from envkit.build.engine import ContainerEngine
+from envkit.catalog import Catalog
+from envkit.errors import AuditError, UsageError
+from envkit.inventory.models import Inventory, Package
+from envkit.render.pip import framework_requirements
+from envkit.spec.load import LoadedSpec
+
+__all__ = [
+    "AuditRequest",
+    "audit_environment",
+    "audit_file",
+    "audit_image",
+    "inventory_from_image",
+    "spec_inventory",
+]
+
+PIP_LIST = ("python", "-m", "pip", "list", "--format=json", "--disable-pip-version-check")
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    service: VulnService
+    catalog: Catalog
+    today: date
+    driver: str | None = None
+
+
+def spec_inventory(loaded: LoadedSpec, catalog: Catalog) -> Inventory:
+    """The exact pins a spec states (framework wheels, ``==`` lines): what can be audited without a lock."""
+    packages = []
+    for line in [*framework_requirements(loaded.spec, catalog), *loaded.spec.pip]:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        pins = [s.version for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
+        if pins:
+            name = req.name.lower()
+            packages.append(Package(project=name, name=name, version=pins[0], installer="pip"))
+    return Inventory(label=loaded.spec.name, path=str(loaded.path), format="spec", packages=tuple(packages))
+
+
+def _merge(label: str, path: str, inventories: list[Inventory]) -> Inventory:
+    packages = tuple(p for inv in inventories for p in inv.packages)
+    return Inventory(label=label, path=path, format="lock", packages=packages)
+
+
+def _report(
+    target: str,
+    kind: str,
+    inventory: Inventory,
+    ctx: PolicyContext,
+    request: AuditRequest,
+    loaded: LoadedSpec | None,
+    *,
+    location: str | None = None,
+) -> AuditReport:
+    vulns, checked, not_checked, not_covered = audit_inventory(inventory, request.service, location=location)
+    findings: list[Finding] = vulns + run_policy(ctx)
+    if loaded is not None:
+        findings = apply_ignores(findings, loaded.spec.audit.ignore)
+    return AuditReport(
+        target=target,
+        target_kind=kind,
+        provenance=request.service.provenance(),
+        findings=tuple(sorted(findings)),
+        checked=checked,
+        not_checked=tuple(not_checked),
+        not_covered=tuple(not_covered),
+    )
+
+
+def _context(request: AuditRequest, loaded: LoadedSpec | None, image_dir: Path | None) -> PolicyContext:
+    return PolicyContext(
+        catalog=request.catalog,
+        today=request.today,
+        spec=loaded.spec if loaded else None,
+        spec_sha256=loaded.sha256 if loaded else None,
+        spec_path=str(loaded.path) if loaded else None,
+        image_dir=image_dir,
+        driver=request.driver,
+    )
+
+
+def audit_environment(loaded: LoadedSpec, image_dir: Path, request: AuditRequest) -> AuditReport:
+    """The environment's lock files (or, without any, the spec's exact pins) plus every policy check."""
+    locks = lock_files(image_dir)
+    if locks:
+        inventory = _merge(loaded.spec.name, str(image_dir), [read_inventory(p) for p in locks])
+    else:
+        inventory = spec_inventory(loaded, request.catalog)
+    ctx = replace(_context(request, loaded, image_dir), inventory=inventory)
+    return _report(loaded.spec.name, "environment", inventory, ctx, request, loaded)
+
+
+def audit_file(path: Path, request: AuditRequest, *, loaded: LoadedSpec | None = None) -> AuditReport:
+    """Any inventory file (pip freeze, requirements/lock, conda env export, pip list JSON, ...)."""
+    if not path.is_file():
+        raise UsageError(
+            f"{path}: no such file", hint="pass an environment name, an inventory file or --image IMAGE"
+        )
+    inventory = load_inventory(path)
+    ctx = replace(_context(request, loaded, None), inventory=inventory)
+    return _report(str(path), "inventory", inventory, ctx, request, loaded)
+
+
+def inventory_from_image(engine: ContainerEngine, image: str) -> Inventory:
+    """``python -m pip list --format=json`` inside a fresh container of ``image``."""
+    result = engine.run(image, list(PIP_LIST))
+    if result.exit_code != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-5:])
+        raise AuditError(
+            f"{image}: `{' '.join(PIP_LIST)}` exited with {result.exit_code}: {tail}",
+            hint="the image needs python with pip on PATH",
+        )
+    packages = parse_pip_list_json(result.stdout)
+    return Inventory(label=image, path=f"image:{image}", format="pip-list-json", packages=tuple(packages))
+
+
+def audit_image(
+    engine: ContainerEngine,
+    image: str,
+    request: AuditRequest,
+    *,
+    loaded: LoadedSpec | None = None,
+    image_dir: Path | None = None,
+) -> AuditReport:
+    info = engine.inspect(image)
+    if info is None:
+        raise UsageError(
+            f"{image}: no such image", hint="build it first (envkit build NAME) or check the tag"
+        )
+    inventory = inventory_from_image(engine, image)
+    ctx = replace(_context(request, loaded, image_dir), inventory=inventory, image=info, image_ref=image)
+    report = _report(image, "image", inventory, ctx, request, loaded, location=f"image:{image}")
+    # pip inside the image cannot see conda's C libraries: say so rather than imply they are clean.
+    note = NotChecked("conda packages", "", "only pip-visible distributions are listed inside an image")
+    return replace(report, not_covered=(*report.not_covered, note))

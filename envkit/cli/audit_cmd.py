@@ -1,0 +1,175 @@
+"""``envkit audit``: known vulnerabilities and environment policy."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import click
+
+from envkit._atomic import write_text_atomic
+from envkit.audit.core import AuditReport
+from envkit.audit.osv_dir import OsvDirService
+from envkit.audit.report import FORMATS, render
+from envkit.audit.service import SEVERITIES, VulnService
+from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image
+from envkit.audit.update_db import OSV_PYPI_URL, http_fetch, update_db
+from envkit.build.engine import ContainerEngine
+from envkit.catalog import load_catalog
+from envkit.cli import cli
+from envkit.cli._app import command, project_root
+from envkit.errors import AuditError, UsageError
+from envkit.result import CommandResult
+from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
+
+__all__ = ["audit"]
+
+_DEFAULT = "__default__"
+
+
+def default_db() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "envkit" / "advisory-db"
+
+
+def _service(db: Path | None, online: bool) -> VulnService:
+    if online:
+        from envkit.audit.pip_audit_service import online_service
+
+        return online_service("osv")
+    path = db or default_db()
+    if db is None and not path.is_dir():
+        raise UsageError(
+            "no advisory database: pass --db DIR or fetch one",
+            hint="envkit audit --update-db (online), or --db a checkout of github.com/pypa/advisory-database",
+        )
+    return OsvDirService(path)
+
+
+def _engine() -> ContainerEngine:
+    try:
+        module = importlib.import_module("envkit.build.docker_api")
+    except ImportError as e:
+        raise AuditError(
+            "the Docker adapter (envkit.build.docker_api) is not available", hint="install envkit fully"
+        ) from e
+    engine: ContainerEngine = module.DockerEngine()
+    return engine
+
+
+def _is_env_name(target: str, root: Path) -> bool:
+    path = Path(target)
+    if path.is_file():
+        return path.parent.name == "environments" and path.suffix in (".yaml", ".yml")
+    return True
+
+
+def _run(target: str | None, image: str | None, spec_name: str | None, request: AuditRequest) -> AuditReport:
+    root = project_root()
+    loaded: LoadedSpec | None = None
+    if spec_name:
+        loaded = load_spec(resolve_spec_path(spec_name, root))
+    if image:
+        image_dir = root / "images" / loaded.spec.name if loaded else None
+        return audit_image(_engine(), image, request, loaded=loaded, image_dir=image_dir)
+    if target is None:
+        raise UsageError("nothing to audit", hint="envkit audit NAME | FILE | --image IMAGE (see --help)")
+    if _is_env_name(target, root):
+        loaded = load_spec(resolve_spec_path(target, root))
+        return audit_environment(loaded, root / "images" / loaded.spec.name, request)
+    return audit_file(Path(target), request, loaded=loaded)
+
+
+def _update(directory: str) -> CommandResult:
+    path = default_db() if directory == _DEFAULT else Path(directory)
+    meta = update_db(path, http_fetch)
+    data: dict[str, Any] = {"directory": str(path), **meta}
+    return CommandResult("audit", data, f"updated {path}: {meta['records']} records from {OSV_PYPI_URL}")
+
+
+@command(cli, "audit")
+@click.argument("target", required=False, metavar="[NAME|FILE]")
+@click.option(
+    "--image", help="Audit a built image: its pip inventory (taken inside a container) and metadata."
+)
+@click.option(
+    "--spec", "spec_name", metavar="NAME", help="Spec whose ignores and policy apply to a FILE or --image."
+)
+@click.option(
+    "--db",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="ENVKIT_ADVISORY_DB",
+    help="OSV advisory directory (vulns/<package>/<ID>.yaml). Default: ~/.cache/envkit/advisory-db.",
+)
+@click.option(
+    "--online", is_flag=True, help="Ask OSV (api.osv.dev) through pip-audit instead of a local --db."
+)
+@click.option(
+    "--driver", metavar="VERSION", help="NVIDIA driver to check the CUDA minimum against, e.g. 525.60.13."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report to FILE (atomic).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(SEVERITIES),
+    default="low",
+    show_default=True,
+    help="Exit 1 when a finding at or above this severity remains (unknown severity counts as medium).",
+)
+@click.option(
+    "--update-db",
+    "update_dir",
+    is_flag=False,
+    flag_value=_DEFAULT,
+    default=None,
+    metavar="[DIR]",
+    help=f"Download the OSV PyPI export ({OSV_PYPI_URL}) into DIR (default cache) and exit.",
+)
+def audit(
+    target: str | None,
+    image: str | None,
+    spec_name: str | None,
+    db: Path | None,
+    online: bool,
+    driver: str | None,
+    fmt: str,
+    output: Path | None,
+    fail_on: str,
+    update_dir: str | None,
+) -> CommandResult:
+    """Check an environment for known vulnerabilities and policy problems.
+
+    TARGET is an environment name (its lock files in images/NAME/ and its spec), or any
+    inventory file (pip freeze, requirements/lock, conda env export, pip list JSON);
+    --image IMAGE audits a built image. Advisories come from an offline OSV directory
+    (--db) or, with --online, from OSV through pip-audit. Packages a service could not
+    check are listed as "not checked"; conda-only packages (openssl, cudnn, ...) as "not
+    covered": neither is ever reported clean. Ignores live in the spec
+    (audit: ignore: [{id, reason}]) and stay visible in the output.
+
+    Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage, 3 database or
+    service failure (including a corrupted advisory record).
+    """
+    if update_dir is not None:
+        return _update(update_dir)
+    request = AuditRequest(
+        service=_service(db, online), catalog=load_catalog(), today=date.today(), driver=driver
+    )
+    report = _run(target, image, spec_name, request)
+    rendered = render(report, fmt, fail_on)
+    if output is not None:
+        write_text_atomic(output, rendered)
+        text = render(report, "table", fail_on).rstrip("\n") + f"\nwrote {output} ({fmt})"
+    else:
+        text = rendered.rstrip("\n")
+    return CommandResult("audit", report.to_json(fail_on), text, exit_code=report.exit_code(fail_on))
