@@ -15,11 +15,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ENV_NAMES = frozenset({
-    "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
-    "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING", "PYTHONHASHSEED",
-    "LD_PRELOAD", "CONDA_DEFAULT_ENV", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
-})
+ENV_NAMES = frozenset(
+    {
+        "CUBLAS_WORKSPACE_CONFIG",
+        "NVIDIA_TF32_OVERRIDE",
+        "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_LAUNCH_BLOCKING",
+        "CUDA_MODULE_LOADING",
+        "PYTHONHASHSEED",
+        "LD_PRELOAD",
+        "CONDA_DEFAULT_ENV",
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
+    }
+)
 ENV_PREFIXES = ("FLAGS_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "GOMP_", "CUDNN_", "NCCL_", "TORCH_CUDNN_")
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
 
@@ -97,13 +107,20 @@ def collect() -> dict[str, Any]:
     container: dict[str, Any] | None = None
     if in_container() or os.environ.get("ENVKIT_IMAGE_ID"):
         tags = os.environ.get("ENVKIT_IMAGE_TAGS", "")
-        container = {"image_id": os.environ.get("ENVKIT_IMAGE_ID"), "image_tags": [t for t in tags.split(",") if t]}
+        container = {
+            "image_id": os.environ.get("ENVKIT_IMAGE_ID"),
+            "image_tags": [t for t in tags.split(",") if t],
+        }
     return {
         "host": os.environ.get("ENVKIT_HOST") or socket.gethostname(),
         "time": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
         "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
-        "platform": {"system": platform.system(), "release": platform.release(), "machine": platform.machine(),
-                     "libc": "-".join(platform.libc_ver()).strip("-") or None},
+        "platform": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "machine": platform.machine(),
+            "libc": "-".join(platform.libc_ver()).strip("-") or None,
+        },
         "cpu": {"model": cpu_model(), "count": os.cpu_count(), "affinity": affinity},
         "gpu_driver": nvidia_driver(),
         "env": allowed_env(),

@@ -1,7 +1,7 @@
 """The probe's Paddle side: the same functional rnn and bert as torch_probe. Needs only paddle (+ stdlib).
 
 Strict mode sets ``FLAGS_cudnn_deterministic`` and ``FLAGS_embedding_deterministic`` in the environment
-*before* paddle is imported (``run.py`` calls :func:`common.paddle_pre_import`), as Paddle reads its flags then.
+*before* paddle is imported (``run.py`` calls :func:`common.paddle_pre_import`): Paddle reads flags then.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import math
 from typing import Any
 
 import common
-import portable
-
 import paddle
 import paddle.nn.functional as F
+import portable
 
 
 def _core() -> Any:
@@ -29,8 +28,14 @@ def switches() -> dict[str, Any]:
         if fn is not None:
             with contextlib.suppress(Exception):
                 out[name.removeprefix("get_") + "_tf32"] = bool(fn())
-    for flag in ("FLAGS_check_nan_inf", "FLAGS_check_nan_inf_level", "FLAGS_cudnn_deterministic",
-                 "FLAGS_embedding_deterministic", "FLAGS_cpu_deterministic", "FLAGS_enable_cublas_tensor_op_math"):
+    for flag in (
+        "FLAGS_check_nan_inf",
+        "FLAGS_check_nan_inf_level",
+        "FLAGS_cudnn_deterministic",
+        "FLAGS_embedding_deterministic",
+        "FLAGS_cpu_deterministic",
+        "FLAGS_enable_cublas_tensor_op_math",
+    ):
         with contextlib.suppress(Exception):
             value = paddle.get_flags([flag])[flag]
             out[flag] = value if isinstance(value, (bool, int, float, str)) else str(value)
@@ -103,7 +108,13 @@ class Adapter:
         if workload == "rnn":
             return paddle.optimizer.SGD(learning_rate=lr, parameters=params, grad_clip=clip)
         return paddle.optimizer.AdamW(
-            learning_rate=lr, parameters=params, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.01, grad_clip=clip
+            learning_rate=lr,
+            parameters=params,
+            beta1=0.9,
+            beta2=0.999,
+            epsilon=1e-8,
+            weight_decay=0.01,
+            grad_clip=clip,
         )
 
     def autocast(self, cfg: common.Config) -> Any:
@@ -111,7 +122,9 @@ class Adapter:
             return paddle.amp.auto_cast(dtype="bfloat16")
         return contextlib.nullcontext()
 
-    def forward_loss(self, workload: str, params: list[Any], cfg: common.Config, step: int, poison: bool) -> Any:
+    def forward_loss(
+        self, workload: str, params: list[Any], cfg: common.Config, step: int, poison: bool
+    ) -> Any:
         with self.autocast(cfg):
             if workload == "rnn":
                 return self._rnn(params, cfg, step, poison)
@@ -146,14 +159,20 @@ class Adapter:
             x = x + self.tensor([math.nan] + [0.0] * (d - 1), (d,))
         x = F.layer_norm(x, [d], ln_w, ln_b, portable.LN_EPS)
         for _ in range(b["layers"]):
-            qw, qb, kw, kb, vw, vb, ow, ob, l1w, l1b, f1w, f1b, f2w, f2b, l2w, l2b = (next(it) for _ in range(16))
+            qw, qb, kw, kb, vw, vb, ow, ob, l1w, l1b, f1w, f1b, f2w, f2b, l2w, l2b = (
+                next(it) for _ in range(16)
+            )
 
             def heads(t: Any) -> Any:
                 return t.reshape([b["batch"], b["seq"], nh, hd]).transpose([0, 2, 1, 3])
 
             q, k, v = heads(_linear(x, qw, qb)), heads(_linear(x, kw, kb)), heads(_linear(x, vw, vb))
             scores = paddle.matmul(q, k, transpose_y=True) / math.sqrt(hd) + mask
-            ctx = paddle.matmul(F.softmax(scores, axis=-1), v).transpose([0, 2, 1, 3]).reshape([b["batch"], b["seq"], d])
+            ctx = (
+                paddle.matmul(F.softmax(scores, axis=-1), v)
+                .transpose([0, 2, 1, 3])
+                .reshape([b["batch"], b["seq"], d])
+            )
             x = F.layer_norm(x + _linear(ctx, ow, ob), [d], l1w, l1b, portable.LN_EPS)
             f = _linear(F.gelu(_linear(x, f1w, f1b)), f2w, f2b)
             x = F.layer_norm(x + f, [d], l2w, l2b, portable.LN_EPS)

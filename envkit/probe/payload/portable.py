@@ -17,7 +17,17 @@ import random
 MASK64 = (1 << 64) - 1
 
 RNN = {"batch": 32, "seq": 5, "inputs": 10, "hidden": 50, "lr": 0.01}
-BERT = {"batch": 8, "seq": 64, "vocab": 1000, "d": 128, "heads": 4, "layers": 2, "ffn": 512, "classes": 2, "lr": 1e-3}
+BERT = {
+    "batch": 8,
+    "seq": 64,
+    "vocab": 1000,
+    "d": 128,
+    "heads": 4,
+    "layers": 2,
+    "ffn": 512,
+    "classes": 2,
+    "lr": 1e-3,
+}
 CLIP = 1.0
 LN_EPS = 1e-5
 MASK_VALUE = -1e4

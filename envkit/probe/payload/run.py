@@ -48,8 +48,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--tf32", action="store_true", help="allow TF32 matmul/conv (GPU)")
     p.add_argument("--autocast", choices=("none", "bf16"), default="none")
-    p.add_argument("--poison", choices=("none", "input", "lr"), default="none",
-                   help="plant a NaN in one input at --poison-step, or use a huge learning rate")
+    p.add_argument(
+        "--poison",
+        choices=("none", "input", "lr"),
+        default="none",
+        help="plant a NaN in one input at --poison-step, or use a huge learning rate",
+    )
     p.add_argument("--poison-step", type=int, default=2)
     p.add_argument("--nan-check", action="store_true", help="framework op-level NaN/Inf checks")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads (0: the framework's default)")
@@ -80,9 +84,17 @@ def run_frameworks(args: argparse.Namespace, cfg: common.Config) -> dict[str, An
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     cfg = common.Config(
-        seed=args.seed, steps=args.steps, mode=args.mode, dtype=args.dtype, device=args.device, tf32=args.tf32,
-        autocast="" if args.autocast == "none" else args.autocast, poison="" if args.poison == "none" else args.poison,
-        poison_step=args.poison_step, nan_check=args.nan_check, threads=args.threads,
+        seed=args.seed,
+        steps=args.steps,
+        mode=args.mode,
+        dtype=args.dtype,
+        device=args.device,
+        tf32=args.tf32,
+        autocast="" if args.autocast == "none" else args.autocast,
+        poison="" if args.poison == "none" else args.poison,
+        poison_step=args.poison_step,
+        nan_check=args.nan_check,
+        threads=args.threads,
     )
     # Frameworks print from C (Paddle's NaN checker, oneDNN verbose) to fd 1: point fd 1 at stderr while
     # they run, so that stdout carries the report only.
@@ -99,10 +111,18 @@ def main(argv: list[str] | None = None) -> int:
         "schema": SCHEMA,
         "kind": "envkit-probe-report",
         "config": {
-            "seed": cfg.seed, "steps": cfg.steps, "mode": cfg.mode, "dtype": cfg.dtype, "device": cfg.device,
-            "tf32": cfg.tf32, "autocast": cfg.autocast or None, "poison": cfg.poison or None,
-            "poison_step": cfg.poison_step if cfg.poison else None, "nan_check": cfg.nan_check,
-            "threads": cfg.threads or None, "workloads": args.workloads,
+            "seed": cfg.seed,
+            "steps": cfg.steps,
+            "mode": cfg.mode,
+            "dtype": cfg.dtype,
+            "device": cfg.device,
+            "tf32": cfg.tf32,
+            "autocast": cfg.autocast or None,
+            "poison": cfg.poison or None,
+            "poison_step": cfg.poison_step if cfg.poison else None,
+            "nan_check": cfg.nan_check,
+            "threads": cfg.threads or None,
+            "workloads": args.workloads,
         },
         "fingerprint": fingerprint.collect(),
         "frameworks": frameworks,

@@ -50,7 +50,9 @@ def switches() -> dict[str, Any]:
 
 def info() -> dict[str, Any]:
     cfg = torch.__config__.show()
-    blas = sorted({part.split("=", 1)[1] for part in cfg.replace(",", " ").split() if part.startswith("BLAS_INFO=")})
+    blas = sorted(
+        {part.split("=", 1)[1] for part in cfg.replace(",", " ").split() if part.startswith("BLAS_INFO=")}
+    )
     data: dict[str, Any] = {
         "version": torch.__version__,
         "git_version": getattr(torch.version, "git_version", None),
@@ -86,14 +88,18 @@ def configure(cfg: common.Config) -> dict[str, Any]:
         torch.use_deterministic_algorithms(True)
         torch.backends.cudnn.deterministic = True
         torch.backends.cudnn.benchmark = False
-        applied.update({"deterministic_algorithms": True, "cudnn.deterministic": True, "cudnn.benchmark": False})
+        applied.update(
+            {"deterministic_algorithms": True, "cudnn.deterministic": True, "cudnn.benchmark": False}
+        )
     if cfg.mode == "strict" or cfg.tf32:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.backends.cuda.matmul.allow_tf32 = cfg.tf32
             torch.backends.cudnn.allow_tf32 = cfg.tf32
             torch.set_float32_matmul_precision("high" if cfg.tf32 else "highest")
-        applied.update({"allow_tf32": cfg.tf32, "float32_matmul_precision": "high" if cfg.tf32 else "highest"})
+        applied.update(
+            {"allow_tf32": cfg.tf32, "float32_matmul_precision": "high" if cfg.tf32 else "highest"}
+        )
     if cfg.nan_check:
         torch.autograd.set_detect_anomaly(True)
         applied["anomaly_mode"] = True
@@ -124,7 +130,9 @@ class Adapter:
             return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def forward_loss(self, workload: str, params: list[Any], cfg: common.Config, step: int, poison: bool) -> Any:
+    def forward_loss(
+        self, workload: str, params: list[Any], cfg: common.Config, step: int, poison: bool
+    ) -> Any:
         with self.autocast(cfg):
             if workload == "rnn":
                 return self._rnn(params, cfg, step, poison)
@@ -159,14 +167,20 @@ class Adapter:
             x = x + self.tensor([math.nan] + [0.0] * (d - 1), (d,))
         x = F.layer_norm(x, (d,), ln_w, ln_b, portable.LN_EPS)
         for _ in range(b["layers"]):
-            qw, qb, kw, kb, vw, vb, ow, ob, l1w, l1b, f1w, f1b, f2w, f2b, l2w, l2b = (next(it) for _ in range(16))
+            qw, qb, kw, kb, vw, vb, ow, ob, l1w, l1b, f1w, f1b, f2w, f2b, l2w, l2b = (
+                next(it) for _ in range(16)
+            )
 
             def heads(t: Any) -> Any:
                 return t.reshape(b["batch"], b["seq"], nh, hd).transpose(1, 2)
 
             q, k, v = heads(F.linear(x, qw, qb)), heads(F.linear(x, kw, kb)), heads(F.linear(x, vw, vb))
             scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd) + mask
-            ctx = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(b["batch"], b["seq"], d)
+            ctx = (
+                torch.matmul(torch.softmax(scores, dim=-1), v)
+                .transpose(1, 2)
+                .reshape(b["batch"], b["seq"], d)
+            )
             x = F.layer_norm(x + F.linear(ctx, ow, ob), (d,), l1w, l1b, portable.LN_EPS)
             f = F.linear(F.gelu(F.linear(x, f1w, f1b)), f2w, f2b)
             x = F.layer_norm(x + f, (d,), l2w, l2b, portable.LN_EPS)
