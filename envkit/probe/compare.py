@@ -27,6 +27,7 @@ __all__ = ["VERDICTS", "Bands", "Comparison", "MetricComparison", "compare_repor
 
 VERDICTS = ("identical", "equivalent", "precision-drift", "diverged", "invalid")
 METRICS = ("loss", "grad_norm", "param_grad_norms", "final_params")
+PARAM_FLOOR = 1e-3
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,8 @@ def _num(value: Any) -> float:
     return float(value) if not isinstance(value, str) else float(value.replace("inf", "Infinity"))
 
 
-def rel_diff(a: float, b: float) -> float:
-    scale = max(abs(a), abs(b))
+def rel_diff(a: float, b: float, floor: float = 0.0) -> float:
+    scale = max(abs(a), abs(b), floor)
     return 0.0 if a == b else abs(a - b) / scale
 
 
@@ -134,17 +135,22 @@ def _series(
     pairs: list[tuple[int, str, float, float]] = []
     if metric in ("loss", "grad_norm"):
         for sa, sb in zip(ra["steps"], rb["steps"], strict=True):
-            pairs.append((sa["step"], f"step {sa['step']}", _num(sa[metric]), _num(sb[metric])))
-        return pairs, all(x == y for _, _, x, y in pairs)
+            pairs.append((sa["step"], f"step {sa['step']}", _num(sa[metric]), _num(sb[metric]), 0.0))
+        return pairs, all(p[2] == p[3] for p in pairs)
     if metric == "param_grad_norms":
         last = len(ra["steps"])
         for which, step in (("first", 1), ("last", last)):
             ga, gb = ra["param_grad_norms"].get(which, {}), rb["param_grad_norms"].get(which, {})
-            pairs += [(step, name, _num(ga[name]), _num(gb[name])) for name in ga if name in gb]
-        return pairs, all(x == y for _, _, x, y in pairs)
+            # A parameter whose gradient is ~0 carries only rounding noise: measure it against a floor of
+            # PARAM_FLOOR × the step's global grad norm instead of against itself.
+            floor = PARAM_FLOOR * max(
+                _num(ra["steps"][step - 1]["grad_norm"]), _num(rb["steps"][step - 1]["grad_norm"])
+            )
+            pairs += [(step, name, _num(ga[name]), _num(gb[name]), floor) for name in ga if name in gb]
+        return pairs, all(p[2] == p[3] for p in pairs)
     na, nb = ra["final_param_norms"], rb["final_param_norms"]
     last = len(ra["steps"])
-    pairs = [(last, name, _num(na[name]), _num(nb[name])) for name in na if name in nb]
+    pairs = [(last, name, _num(na[name]), _num(nb[name]), 0.0) for name in na if name in nb]
     return pairs, ra["final_params_sha256"] == rb["final_params_sha256"]
 
 
@@ -152,7 +158,7 @@ def _compare_metric(
     ra: dict[str, Any], rb: dict[str, Any], metric: str, bands: Bands, key: tuple[str, str, str]
 ) -> MetricComparison:
     pairs, bitwise = _series(ra, rb, metric)
-    diffs = [(rel_diff(x, y), step, label) for step, label, x, y in pairs]
+    diffs = [(rel_diff(x, y, floor), step, label) for step, label, x, y, floor in pairs]
     max_rel = max((d for d, _, _ in diffs), default=0.0)
     first = next((step for d, step, _ in diffs if d != 0.0), None)
     detail = None
@@ -179,7 +185,7 @@ def _compare_workload(
         if res is None:
             problems.append(f"{wl} did not run on {side}")
         elif res.get("status") != "ok":
-            problems.append(f"{wl} failed on {side}: {res.get('reason')}")
+            problems.append(f"{wl} failed on {side}: {str(res.get('reason'))[:200]}")
         else:
             detail = _nonfinite_detail(side, res)
             if detail:

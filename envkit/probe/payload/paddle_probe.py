@@ -159,14 +159,12 @@ class Adapter:
             x = x + self.tensor([math.nan] + [0.0] * (d - 1), (d,))
         x = F.layer_norm(x, [d], ln_w, ln_b, portable.LN_EPS)
         for _ in range(b["layers"]):
-            qw, qb, kw, kb, vw, vb, ow, ob, l1w, l1b, f1w, f1b, f2w, f2b, l2w, l2b = (
-                next(it) for _ in range(16)
-            )
+            qw, qb, kw, vw, vb, ow, ob, l1w, l1b, f1w, f1b, f2w, f2b, l2w, l2b = (next(it) for _ in range(15))
 
             def heads(t: Any) -> Any:
                 return t.reshape([b["batch"], b["seq"], nh, hd]).transpose([0, 2, 1, 3])
 
-            q, k, v = heads(_linear(x, qw, qb)), heads(_linear(x, kw, kb)), heads(_linear(x, vw, vb))
+            q, k, v = heads(_linear(x, qw, qb)), heads(_linear(x, kw, None)), heads(_linear(x, vw, vb))
             scores = paddle.matmul(q, k, transpose_y=True) / math.sqrt(hd) + mask
             ctx = (
                 paddle.matmul(F.softmax(scores, axis=-1), v)
@@ -213,7 +211,8 @@ class Adapter:
 
 def _linear(x: Any, w: Any, b: Any) -> Any:
     """torch's layout: ``w`` is (out, in)."""
-    return paddle.matmul(x, w, transpose_y=True) + b
+    y = paddle.matmul(x, w, transpose_y=True)
+    return y if b is None else y + b
 
 
 def run(workloads: list[str], cfg: common.Config) -> dict[str, Any]:

@@ -97,7 +97,10 @@ def param_specs(workload: str) -> list[tuple[str, tuple[int, ...], str, float]]:
         for n in range(BERT["layers"]):
             p = f"layer{n}"
             for proj in ("q", "k", "v", "o"):
-                specs += _linear(f"{p}.attn.{proj}", d, d)
+                # No key bias: it adds the same q·b to every score of a row, which softmax cancels, so its
+                # gradient is exactly zero in exact arithmetic and AdamW would turn rounding noise into
+                # full-size updates, making 1 vs 2 threads look like drift.
+                specs += _linear(f"{p}.attn.{proj}", d, d)[: 1 if proj == "k" else 2]
             specs += _layernorm(f"{p}.ln1", d)
             specs += _linear(f"{p}.ffn.in", f, d)
             specs += _linear(f"{p}.ffn.out", d, f)

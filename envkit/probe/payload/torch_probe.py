@@ -167,14 +167,12 @@ class Adapter:
             x = x + self.tensor([math.nan] + [0.0] * (d - 1), (d,))
         x = F.layer_norm(x, (d,), ln_w, ln_b, portable.LN_EPS)
         for _ in range(b["layers"]):
-            qw, qb, kw, kb, vw, vb, ow, ob, l1w, l1b, f1w, f1b, f2w, f2b, l2w, l2b = (
-                next(it) for _ in range(16)
-            )
+            qw, qb, kw, vw, vb, ow, ob, l1w, l1b, f1w, f1b, f2w, f2b, l2w, l2b = (next(it) for _ in range(15))
 
             def heads(t: Any) -> Any:
                 return t.reshape(b["batch"], b["seq"], nh, hd).transpose(1, 2)
 
-            q, k, v = heads(F.linear(x, qw, qb)), heads(F.linear(x, kw, kb)), heads(F.linear(x, vw, vb))
+            q, k, v = heads(F.linear(x, qw, qb)), heads(F.linear(x, kw)), heads(F.linear(x, vw, vb))
             scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd) + mask
             ctx = (
                 torch.matmul(torch.softmax(scores, dim=-1), v)
