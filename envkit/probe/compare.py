@@ -128,11 +128,12 @@ def _nonfinite_detail(side: str, res: dict[str, Any]) -> str | None:
     return where
 
 
-def _series(
-    ra: dict[str, Any], rb: dict[str, Any], metric: str
-) -> tuple[list[tuple[int, str, float, float]], bool]:
-    """(step, label, a, b) pairs for one metric, and whether the metric is bitwise equal overall."""
-    pairs: list[tuple[int, str, float, float]] = []
+Pair = tuple[int, str, float, float, float]
+
+
+def _series(ra: dict[str, Any], rb: dict[str, Any], metric: str) -> tuple[list[Pair], bool]:
+    """(step, label, a, b, floor) for one metric, and whether the metric is bitwise equal overall."""
+    pairs: list[Pair] = []
     if metric in ("loss", "grad_norm"):
         for sa, sb in zip(ra["steps"], rb["steps"], strict=True):
             pairs.append((sa["step"], f"step {sa['step']}", _num(sa[metric]), _num(sb[metric]), 0.0))

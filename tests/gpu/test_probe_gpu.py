@@ -49,7 +49,10 @@ def test_tf32_vs_strict_is_precision_drift(probe: Callable[..., Report]) -> None
 
 
 def test_bf16_autocast_vs_strict_is_precision_drift(probe: Callable[..., Report]) -> None:
-    assert verdict(probe("gpu", device="cuda"), probe("bf16", device="cuda", autocast="bf16")) == "precision-drift"
+    assert (
+        verdict(probe("gpu", device="cuda"), probe("bf16", device="cuda", autocast="bf16"))
+        == "precision-drift"
+    )
 
 
 def test_cpu_vs_gpu_fp32_is_equivalent(probe: Callable[..., Report]) -> None:

@@ -88,7 +88,10 @@ def test_changed_framework_implementation_is_not_identical(probe: Callable[..., 
 def test_torch_and_paddle_start_from_the_same_numbers(probe: Callable[..., Report]) -> None:
     fw = probe("base")["frameworks"]
     for wl in ("rnn", "bert"):
-        t, p = fw["torch"]["workloads"][wl]["steps"][0]["loss"], fw["paddle"]["workloads"][wl]["steps"][0]["loss"]
+        t, p = (
+            fw["torch"]["workloads"][wl]["steps"][0]["loss"],
+            fw["paddle"]["workloads"][wl]["steps"][0]["loss"],
+        )
         assert abs(t - p) / abs(t) < 1e-5, (wl, t, p)
 
 
@@ -114,7 +117,9 @@ def test_nan_check_names_the_op() -> None:
     assert paddle_bad["what"] == "op" and "op=" in paddle_bad["op_error"]
 
 
-def test_cli_end_to_end(tmp_path: Path, probe: Callable[..., Report], capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_end_to_end(
+    tmp_path: Path, probe: Callable[..., Report], capsys: pytest.CaptureFixture[str]
+) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(dump_report(probe("base")))
     b.write_text(dump_report(probe("poison", poison="input", poison_step=2)))
@@ -124,6 +129,8 @@ def test_cli_end_to_end(tmp_path: Path, probe: Callable[..., Report], capsys: py
     assert out["verdict"] == "invalid" and "<svg" in html.read_text()
     # Running the probe itself through the CLI writes the store layout.
     store = tmp_path / "store"
-    code = main(["probe", "--frameworks", "torch", "--workloads", "rnn", "--steps", "1", "--store", str(store)])
+    code = main(
+        ["probe", "--frameworks", "torch", "--workloads", "rnn", "--steps", "1", "--store", str(store)]
+    )
     assert code == 0
     assert len(list(store.glob("*/latest.json"))) == 1

@@ -19,8 +19,13 @@ def test_same_numbers_are_identical() -> None:
 
 @pytest.mark.parametrize(
     ("rel", "expected"),
-    [(2e-7, "equivalent"), (7e-7, "equivalent"), (1.4e-5, "precision-drift"), (7e-4, "precision-drift"),
-     (2e-2, "diverged")],
+    [
+        (2e-7, "equivalent"),
+        (7e-7, "equivalent"),
+        (1.4e-5, "precision-drift"),
+        (7e-4, "precision-drift"),
+        (2e-2, "diverged"),
+    ],
 )
 def test_default_bands_separate_the_design_table_rows(rel: float, expected: str) -> None:
     assert verdict({"scale": 1.0 + rel}) == expected
@@ -36,7 +41,9 @@ def test_nan_on_one_side_is_invalid_and_names_the_parameter() -> None:
     result = compare_reports(make_report(), make_report(host="host-b", nonfinite_step=2))
     assert result.verdict == "invalid"
     bad = [c for c in result.comparisons if c.verdict == "invalid"]
-    assert bad and all("host-b at step 2" in (c.detail or "") and "parameter: w" in (c.detail or "") for c in bad)
+    assert bad and all(
+        "host-b at step 2" in (c.detail or "") and "parameter: w" in (c.detail or "") for c in bad
+    )
     assert bad[0].first_diff_step == 2
 
 
@@ -58,8 +65,11 @@ def test_bitwise_different_parameters_with_equal_norms_are_equivalent() -> None:
 
 @pytest.mark.parametrize(
     ("change", "why"),
-    [({"config": {"seed": 1}}, "different seed"), ({"losses": [1.0, 0.9]}, "different steps"),
-     ({"config": {"workloads": ["rnn"]}}, "different workloads")],
+    [
+        ({"config": {"seed": 1}}, "different seed"),
+        ({"losses": [1.0, 0.9]}, "different steps"),
+        ({"config": {"workloads": ["rnn"]}}, "different workloads"),
+    ],
 )
 def test_incomparable_reports_say_why(change: dict[str, Any], why: str) -> None:
     with pytest.raises(ReportError, match=why) as info:
@@ -83,8 +93,13 @@ def test_failed_run_on_one_side_is_invalid() -> None:
 
 
 def test_causes_are_ranked_tf32_first() -> None:
-    b = make_report(host="host-b", tf32=True, env={"OMP_NUM_THREADS": "2"}, dists={"numpy": "1.21.6", "rich": "13"},
-                    torch="2.1.2+cu121")
+    b = make_report(
+        host="host-b",
+        tf32=True,
+        env={"OMP_NUM_THREADS": "2"},
+        dists={"numpy": "1.21.6", "rich": "13"},
+        torch="2.1.2+cu121",
+    )
     causes = compare_reports(make_report(env={"OMP_NUM_THREADS": "1"}), b).causes
     messages = [c.message for c in causes]
     assert messages[0].startswith("TF32 on host-b only")
@@ -100,4 +115,11 @@ def test_json_shape() -> None:
     data = compare_reports(make_report(), make_report(host="b", scale=1.001)).to_json()
     assert set(data) >= {"verdict", "comparisons", "causes"}
     assert set(data["comparisons"][0]) >= {
-        "framework", "workload", "mode", "metric", "verdict", "max_rel_diff", "first_diff_step"}
+        "framework",
+        "workload",
+        "mode",
+        "metric",
+        "verdict",
+        "max_rel_diff",
+        "first_diff_step",
+    }

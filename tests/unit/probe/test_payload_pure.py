@@ -38,7 +38,7 @@ def test_values_are_in_range() -> None:
 
 
 def test_workload_shapes_match_the_design() -> None:
-    rnn = dict((n, s) for n, s, _, _ in portable.param_specs("rnn"))
+    rnn = {n: s for n, s, _, _ in portable.param_specs("rnn")}
     assert rnn["rnn.weight_ih"] == (50, 10) and rnn["fc.weight"] == (1, 50)
     bert = portable.param_specs("bert")
     assert bert[0][1] == (1000, 128) and sum(n.endswith("attn.q.weight") for n, *_ in bert) == 2
@@ -53,11 +53,20 @@ def test_json_float() -> None:
 
 def test_env_allow_list_keeps_knobs_and_drops_secrets() -> None:
     env = {
-        "OMP_NUM_THREADS": "2", "FLAGS_cudnn_deterministic": "1", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
-        "AWS_SECRET_ACCESS_KEY": "x", "HF_TOKEN": "x", "FLAGS_api_key": "x", "HOME": "/root", "PATH": "/bin",
+        "OMP_NUM_THREADS": "2",
+        "FLAGS_cudnn_deterministic": "1",
+        "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "HF_TOKEN": "x",
+        "FLAGS_api_key": "x",
+        "HOME": "/root",
+        "PATH": "/bin",
     }
     assert fingerprint.allowed_env(env) == {
-        "CUBLAS_WORKSPACE_CONFIG": ":4096:8", "FLAGS_cudnn_deterministic": "1", "OMP_NUM_THREADS": "2"}
+        "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+        "FLAGS_cudnn_deterministic": "1",
+        "OMP_NUM_THREADS": "2",
+    }
 
 
 def test_fingerprint_collects_without_frameworks() -> None:

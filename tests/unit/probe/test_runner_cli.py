@@ -55,7 +55,9 @@ def test_run_on_host_reports_payload_failure() -> None:
 def test_run_in_image_mounts_the_payload_read_only() -> None:
     engine = FakeEngine(handler=lambda run: RunResult(0, payload_output(run.argv), ""))
     engine.add_image("envkit/cuda-paddle:latest", "sha256:abc")
-    report = run_in_image(engine, "envkit/cuda-paddle:latest", ProbeOptions(), label="img", host="host-a", gpus=False)
+    report = run_in_image(
+        engine, "envkit/cuda-paddle:latest", ProbeOptions(), label="img", host="host-a", gpus=False
+    )
     run: FakeRun = engine.runs[0]
     assert run.mounts[0].target == CONTAINER_PAYLOAD and run.mounts[0].read_only
     assert run.env["ENVKIT_IMAGE_ID"] == "sha256:abc"
@@ -88,7 +90,9 @@ def test_cli_compare_exit_codes_json_and_html(
     assert data["result"]["verdict"] == "precision-drift" and html.read_text().startswith("<!DOCTYPE html>")
 
 
-def test_cli_compare_by_host_in_store(tmp_path: Path, write_report: Callable[[dict[str, Any], str], Path]) -> None:
+def test_cli_compare_by_host_in_store(
+    tmp_path: Path, write_report: Callable[[dict[str, Any], str], Path]
+) -> None:
     store = tmp_path / "store"
     for host in ("a", "b"):
         (store / host).mkdir(parents=True)
