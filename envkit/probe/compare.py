@@ -1,0 +1,245 @@
+"""Compare two probe reports: verdict bands per framework × workload × metric, and likely causes.
+
+Verdicts, best to worst: ``identical`` (bitwise) → ``equivalent`` → ``precision-drift`` →
+``diverged`` → ``invalid`` (NaN/Inf or a failed run on one side). The default band edges separate
+the rows measured in DESIGN.md (max relative difference over 20 steps, H200, torch 2.11):
+
+* fp32 reordering noise (CPU vs GPU fp32, 1 vs 2 threads): 1e-7 … 7e-7 → ``equivalent`` ≤ 2e-6,
+  about 3× above the largest noise row and 7× below the smallest TF32 row;
+* TF32 on vs off 1.4e-5 … 2e-4, bf16 autocast 6e-5 … 7e-4 → ``precision-drift`` ≤ 5e-3, about 7×
+  above the largest bf16 row, so a real bug (wrong init, a changed op) lands in ``diverged``.
+
+Both edges are configurable (:class:`Bands`). Pure: reports in, values out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from envkit.errors import ReportError
+from envkit.probe.causes import Cause, likely_causes, side_names
+from envkit.probe.report import Report
+
+__all__ = ["VERDICTS", "Bands", "Comparison", "MetricComparison", "compare_reports", "worst"]
+
+VERDICTS = ("identical", "equivalent", "precision-drift", "diverged", "invalid")
+METRICS = ("loss", "grad_norm", "param_grad_norms", "final_params")
+PARAM_FLOOR = 1e-3
+
+
+@dataclass(frozen=True)
+class Bands:
+    """Upper edges (max relative difference, inclusive) of ``equivalent`` and ``precision-drift``."""
+
+    equivalent: float = 2e-6
+    drift: float = 5e-3
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.equivalent < self.drift:
+            raise ValueError("band edges must satisfy 0 <= equivalent < drift")
+
+    def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> str:
+        if bitwise_equal:
+            return "identical"
+        if max_rel_diff <= self.equivalent:
+            return "equivalent"
+        if max_rel_diff <= self.drift:
+            return "precision-drift"
+        return "diverged"
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    framework: str
+    workload: str
+    mode: str
+    metric: str
+    verdict: str
+    max_rel_diff: float | None
+    first_diff_step: int | None
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    verdict: str
+    comparisons: tuple[MetricComparison, ...]
+    causes: tuple[Cause, ...]
+    names: tuple[str, str]
+    notes: tuple[str, ...]
+    bands: Bands
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "causes": [c.to_json() for c in self.causes],
+            "names": list(self.names),
+            "notes": list(self.notes),
+            "bands": asdict(self.bands),
+        }
+
+
+def worst(verdicts: Sequence[str]) -> str:
+    return max(verdicts, key=VERDICTS.index, default="identical")
+
+
+def _num(value: Any) -> float:
+    return float(value) if not isinstance(value, str) else float(value.replace("inf", "Infinity"))
+
+
+def rel_diff(a: float, b: float, floor: float = 0.0) -> float:
+    scale = max(abs(a), abs(b), floor)
+    return 0.0 if a == b else abs(a - b) / scale
+
+
+def check_comparable(a: Report, b: Report, names: tuple[str, str]) -> None:
+    """Raise ReportError saying why two reports cannot be compared."""
+    for key in ("seed", "steps"):
+        va, vb = a["config"][key], b["config"][key]
+        if va != vb:
+            raise ReportError(
+                f"cannot compare: different {key} ({names[0]}: {va}, {names[1]}: {vb})",
+                hint=f"rerun one probe with --{key} {va}",
+            )
+    wa, wb = sorted(a["config"]["workloads"]), sorted(b["config"]["workloads"])
+    if wa != wb:
+        raise ReportError(
+            f"cannot compare: different workloads ({names[0]}: {','.join(wa)}, {names[1]}: {','.join(wb)})",
+            hint="rerun both probes with the same --workloads",
+        )
+
+
+def _nonfinite_detail(side: str, res: dict[str, Any]) -> str | None:
+    bad = res.get("nonfinite")
+    if not bad:
+        return None
+    where = f"NaN/Inf on {side} at step {bad['step']}"
+    if bad.get("parameter"):
+        where += f" (first offending parameter: {bad['parameter']}, {bad['what']})"
+    if bad.get("op_error"):
+        where += f" (op check: {bad['op_error']})"
+    return where
+
+
+Pair = tuple[int, str, float, float, float]
+
+
+def _series(ra: dict[str, Any], rb: dict[str, Any], metric: str) -> tuple[list[Pair], bool]:
+    """(step, label, a, b, floor) for one metric, and whether the metric is bitwise equal overall."""
+    pairs: list[Pair] = []
+    if metric in ("loss", "grad_norm"):
+        for sa, sb in zip(ra["steps"], rb["steps"], strict=True):
+            pairs.append((sa["step"], f"step {sa['step']}", _num(sa[metric]), _num(sb[metric]), 0.0))
+        return pairs, all(p[2] == p[3] for p in pairs)
+    if metric == "param_grad_norms":
+        last = len(ra["steps"])
+        for which, step in (("first", 1), ("last", last)):
+            ga, gb = ra["param_grad_norms"].get(which, {}), rb["param_grad_norms"].get(which, {})
+            # A parameter whose gradient is ~0 carries only rounding noise: measure it against a floor of
+            # PARAM_FLOOR × the step's global grad norm instead of against itself.
+            floor = PARAM_FLOOR * max(
+                _num(ra["steps"][step - 1]["grad_norm"]), _num(rb["steps"][step - 1]["grad_norm"])
+            )
+            pairs += [(step, name, _num(ga[name]), _num(gb[name]), floor) for name in ga if name in gb]
+        return pairs, all(p[2] == p[3] for p in pairs)
+    na, nb = ra["final_param_norms"], rb["final_param_norms"]
+    last = len(ra["steps"])
+    pairs = [(last, name, _num(na[name]), _num(nb[name]), 0.0) for name in na if name in nb]
+    return pairs, ra["final_params_sha256"] == rb["final_params_sha256"]
+
+
+def _compare_metric(
+    ra: dict[str, Any], rb: dict[str, Any], metric: str, bands: Bands, key: tuple[str, str, str]
+) -> MetricComparison:
+    pairs, bitwise = _series(ra, rb, metric)
+    diffs = [(rel_diff(x, y, floor), step, label) for step, label, x, y, floor in pairs]
+    max_rel = max((d for d, _, _ in diffs), default=0.0)
+    first = next((step for d, step, _ in diffs if d != 0.0), None)
+    detail = None
+    if max_rel > 0:
+        _, _, label = max(diffs)
+        detail = f"largest at {label}"
+    elif not bitwise:
+        first, detail = len(ra["steps"]), "parameters differ bitwise; their norms agree"
+    return MetricComparison(*key, metric, bands.verdict(max_rel, bitwise), max_rel, first, detail)
+
+
+def _compare_workload(
+    fw: str,
+    wl: str,
+    mode: str,
+    ra: dict[str, Any] | None,
+    rb: dict[str, Any] | None,
+    names: tuple[str, str],
+    bands: Bands,
+) -> list[MetricComparison]:
+    key = (fw, wl, mode)
+    problems = []
+    for side, res in zip(names, (ra, rb), strict=True):
+        if res is None:
+            problems.append(f"{wl} did not run on {side}")
+        elif res.get("status") != "ok":
+            problems.append(f"{wl} failed on {side}: {str(res.get('reason'))[:200]}")
+        else:
+            detail = _nonfinite_detail(side, res)
+            if detail:
+                problems.append(detail)
+    if problems or ra is None or rb is None:
+        step = min((r["nonfinite"]["step"] for r in (ra, rb) if r and r.get("nonfinite")), default=None)
+        return [MetricComparison(*key, m, "invalid", None, step, "; ".join(problems)) for m in METRICS]
+    return [_compare_metric(ra, rb, m, bands, key) for m in METRICS]
+
+
+def compare_reports(a: Report, b: Report, bands: Bands | None = None) -> Comparison:
+    """Compare ``a`` with ``b``; raise ReportError when they cannot be compared."""
+    bands = bands or Bands()
+    names = side_names(a, b)
+    check_comparable(a, b, names)
+    ma, mb = a["config"]["mode"], b["config"]["mode"]
+    mode = ma if ma == mb else f"{ma}/{mb}"
+    comparisons: list[MetricComparison] = []
+    notes: list[str] = []
+    for fw in sorted(set(a["frameworks"]) | set(b["frameworks"])):
+        fa, fb = a["frameworks"].get(fw), b["frameworks"].get(fw)
+        bad = [(side, f) for side, f in zip(names, (fa, fb), strict=True) if not f or f.get("status") != "ok"]
+        if bad:
+            why = [
+                f"{fw} on {side}: " + (f"{f.get('status')}: {f.get('reason')}" if f else "not probed")
+                for side, f in bad
+            ]
+            notes += why
+            if any(f and f.get("status") == "error" for _, f in bad):
+                comparisons += [
+                    MetricComparison(fw, wl, mode, "run", "invalid", None, None, "; ".join(why))
+                    for wl in sorted(a["config"]["workloads"])
+                ]
+            continue
+        assert fa is not None and fb is not None
+        for wl in sorted(a["config"]["workloads"]):
+            comparisons += _compare_workload(
+                fw, wl, mode, fa["workloads"].get(wl), fb["workloads"].get(wl), names, bands
+            )
+    if not comparisons:
+        raise ReportError(
+            "cannot compare: no framework ran on both sides" + (f" ({'; '.join(notes)})" if notes else ""),
+            hint="install the same frameworks on both sides, or pick --frameworks that both have",
+        )
+    verdict = worst([c.verdict for c in comparisons])
+    return Comparison(
+        verdict, tuple(comparisons), tuple(likely_causes(a, b, names)), names, tuple(notes), bands
+    )
+
+
+def fmt_rel(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == 0 or math.isnan(value):
+        return "0" if value == 0 else "nan"
+    return f"{value:.1e}"

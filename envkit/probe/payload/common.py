@@ -1,0 +1,140 @@
+"""The training loop shared by the framework probes: NaN/Inf detection, records, final hashes.
+
+Standard library only. A framework module supplies an adapter with the tensor operations; this
+module decides what is measured, so torch and paddle are measured the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import struct
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import portable
+
+POISON_LR = 1e30
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int
+    steps: int
+    mode: str
+    dtype: str
+    device: str
+    tf32: bool
+    autocast: str
+    poison: str
+    poison_step: int
+    nan_check: bool
+    threads: int
+
+
+def lr_for(workload: str, cfg: Config) -> float:
+    if cfg.poison == "lr":
+        return POISON_LR
+    return float(portable.RNN["lr"] if workload == "rnn" else portable.BERT["lr"])
+
+
+def summarize_error(exc: BaseException) -> str:
+    """The last meaningful lines of an exception (framework op checks put the op name there)."""
+    lines = [ln.strip() for ln in traceback.format_exception_only(type(exc), exc) for ln in ln.splitlines()]
+    lines = [ln for ln in lines if ln and not set(ln) <= set("-=_ ")]
+    text = " | ".join(lines[-6:])
+    return text[:600]
+
+
+def first_bad(names: list[str], values: list[float]) -> str | None:
+    for name, value in zip(names, values):
+        if not portable.is_finite(value):
+            return name
+    return None
+
+
+def params_sha256(adapter: Any, names: list[str], params: list[Any], dtype: str) -> str:
+    code = "d" if dtype == "float64" else "f"
+    h = hashlib.sha256()
+    for name, p in zip(names, params):
+        values = adapter.to_list(p)
+        h.update(name.encode() + b"\0")
+        h.update(struct.pack(f"<{len(values)}{code}", *values))
+    return h.hexdigest()
+
+
+def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, Any]:
+    """Train ``cfg.steps`` steps; record per-step loss, grad norm and NaN/Inf flags. Never raises on NaN."""
+    names = [spec[0] for spec in portable.param_specs(workload)]
+    params = adapter.make_params(workload, cfg)
+    opt = adapter.make_optimizer(workload, params, lr_for(workload, cfg))
+    steps: list[dict[str, Any]] = []
+    grad_norms: dict[str, dict[str, Any]] = {}
+    nonfinite: dict[str, Any] | None = None
+    for step in range(1, cfg.steps + 1):
+        poison = cfg.poison == "input" and step == cfg.poison_step
+        rec: dict[str, Any] = {"step": step, "op_error": None}
+        try:
+            loss = adapter.forward_loss(workload, params, cfg, step, poison)
+            loss_value = adapter.item(loss)
+            adapter.backward(loss)
+        except Exception as exc:
+            if not cfg.nan_check:
+                raise
+            # The framework's op-level check stopped this step: report it, skip the update, go on.
+            adapter.zero_grad(opt, params)
+            rec.update(loss="nan", grad_norm="nan", finite={"loss": False, "grads": False, "params": True})
+            rec["op_error"] = summarize_error(exc)
+            rec["first_nonfinite_param"] = None
+            steps.append(rec)
+            if nonfinite is None:
+                nonfinite = {"step": step, "what": "op", "parameter": None, "op_error": rec["op_error"]}
+            continue
+        norms = [adapter.grad_norm(p) for p in params]
+        total = math.sqrt(math.fsum(n * n for n in norms))
+        bad_grad = next((n for n, p in zip(names, params) if not adapter.grad_finite(p)), None)
+        if step in (1, cfg.steps):
+            grad_norms["first" if step == 1 else "last"] = {
+                n: portable.json_float(v) for n, v in zip(names, norms)
+            }
+        adapter.step(opt, params)
+        bad_param = next((n for n, p in zip(names, params) if not adapter.finite(p)), None)
+        finite = {
+            "loss": portable.is_finite(loss_value),
+            "grads": bad_grad is None,
+            "params": bad_param is None,
+        }
+        rec.update(loss=portable.json_float(loss_value), grad_norm=portable.json_float(total), finite=finite)
+        rec["first_nonfinite_param"] = bad_grad or bad_param
+        steps.append(rec)
+        if nonfinite is None and not all(finite.values()):
+            what = "loss" if not finite["loss"] else "grad" if bad_grad else "param"
+            nonfinite = {"step": step, "what": what, "parameter": bad_grad or bad_param, "op_error": None}
+    if cfg.steps == 1:
+        grad_norms["last"] = grad_norms.get("first", {})
+    return {
+        "params": names,
+        "steps": steps,
+        "param_grad_norms": grad_norms,
+        "final_param_norms": {n: portable.json_float(adapter.param_norm(p)) for n, p in zip(names, params)},
+        "final_params_sha256": params_sha256(adapter, names, params, cfg.dtype),
+        "nonfinite": nonfinite,
+    }
+
+
+STRICT_FLAGS = {"FLAGS_cudnn_deterministic": "1", "FLAGS_embedding_deterministic": "1"}
+
+
+def paddle_pre_import(cfg: Config) -> dict[str, Any]:
+    applied: dict[str, Any] = {}
+    if cfg.mode == "strict":
+        for key, value in STRICT_FLAGS.items():
+            if key not in os.environ:
+                os.environ[key] = value
+                applied[key] = value
+    if cfg.nan_check:
+        os.environ["FLAGS_check_nan_inf"] = "1"
+        applied["FLAGS_check_nan_inf"] = "1"
+    return applied

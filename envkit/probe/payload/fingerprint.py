@@ -1,0 +1,130 @@
+"""What moves the numbers, recorded next to them. Standard library only; no secrets.
+
+Environment variables are copied from an allow-list (exact names and prefixes), and even an
+allowed name is dropped when it looks like a credential.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+ENV_NAMES = frozenset(
+    {
+        "CUBLAS_WORKSPACE_CONFIG",
+        "NVIDIA_TF32_OVERRIDE",
+        "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_LAUNCH_BLOCKING",
+        "CUDA_MODULE_LOADING",
+        "PYTHONHASHSEED",
+        "LD_PRELOAD",
+        "CONDA_DEFAULT_ENV",
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
+    }
+)
+ENV_PREFIXES = ("FLAGS_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "GOMP_", "CUDNN_", "NCCL_", "TORCH_CUDNN_")
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
+
+
+def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    env = os.environ if environ is None else environ
+    out = {}
+    for name, value in env.items():
+        if name not in ENV_NAMES and not name.startswith(ENV_PREFIXES):
+            continue
+        if any(word in name.upper() for word in SECRET_WORDS):
+            continue
+        out[name] = value
+    return dict(sorted(out.items()))
+
+
+def cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def nvidia_driver() -> str | None:
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text(errors="replace")
+    except OSError:
+        return None
+    for word in text.split():
+        parts = word.split(".")
+        if len(parts) >= 2 and all(p.isdigit() for p in parts):
+            return word
+    return None
+
+
+def distributions() -> dict[str, str]:
+    from importlib import metadata
+
+    out: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            out[name.lower().replace("_", "-")] = dist.version
+    return dict(sorted(out.items()))
+
+
+def conda_meta() -> list[str] | None:
+    meta = Path(sys.prefix) / "conda-meta"
+    if not meta.is_dir():
+        return None
+    records = []
+    for path in sorted(meta.glob("*.json")):
+        try:
+            rec = json.loads(path.read_text())
+            records.append(f"{rec.get('name')}={rec.get('version')}={rec.get('build')}")
+        except (OSError, ValueError):
+            records.append(path.stem)
+    return records
+
+
+def in_container() -> bool:
+    if Path("/.dockerenv").exists() or Path("/run/.containerenv").exists():
+        return True
+    try:
+        return any(w in Path("/proc/1/cgroup").read_text() for w in ("docker", "containerd", "kubepods"))
+    except OSError:
+        return False
+
+
+def collect() -> dict[str, Any]:
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    container: dict[str, Any] | None = None
+    if in_container() or os.environ.get("ENVKIT_IMAGE_ID"):
+        tags = os.environ.get("ENVKIT_IMAGE_TAGS", "")
+        container = {
+            "image_id": os.environ.get("ENVKIT_IMAGE_ID"),
+            "image_tags": [t for t in tags.split(",") if t],
+        }
+    return {
+        "host": os.environ.get("ENVKIT_HOST") or socket.gethostname(),
+        "time": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
+        "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
+        "platform": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "machine": platform.machine(),
+            "libc": "-".join(platform.libc_ver()).strip("-") or None,
+        },
+        "cpu": {"model": cpu_model(), "count": os.cpu_count(), "affinity": affinity},
+        "gpu_driver": nvidia_driver(),
+        "env": allowed_env(),
+        "distributions": distributions(),
+        "conda_meta": conda_meta(),
+        "container": container,
+    }

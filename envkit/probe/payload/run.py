@@ -1,0 +1,136 @@
+"""The probe payload: ``python run.py --frameworks torch,paddle --workloads rnn,bert`` prints a JSON report.
+
+Standard library + the frameworks only. Mounted read-only into containers and run as a script,
+never installed. Frameworks that are not installed are skipped and said so. Exit 0 unless the
+payload itself is broken (NaN/Inf and failing workloads are reported, not raised).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.dont_write_bytecode = True  # the payload directory may be read-only
+
+import common  # noqa: E402
+import fingerprint  # noqa: E402
+
+SCHEMA = 1
+FRAMEWORKS = ("torch", "paddle")
+WORKLOADS = ("rnn", "bert")
+
+
+def _csv(allowed: tuple[str, ...]) -> Any:
+    def parse(text: str) -> list[str]:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        bad = [t for t in items if t not in allowed]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(allowed)}")
+        return list(dict.fromkeys(items))
+
+    return parse
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="run.py", description=__doc__)
+    p.add_argument("--frameworks", type=_csv(FRAMEWORKS), default=list(FRAMEWORKS))
+    p.add_argument("--workloads", type=_csv(WORKLOADS), default=list(WORKLOADS))
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mode", choices=("strict", "default"), default="strict")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--tf32", action="store_true", help="allow TF32 matmul/conv (GPU)")
+    p.add_argument("--autocast", choices=("none", "bf16"), default="none")
+    p.add_argument(
+        "--poison",
+        choices=("none", "input", "lr"),
+        default="none",
+        help="plant a NaN in one input at --poison-step, or use a huge learning rate",
+    )
+    p.add_argument("--poison-step", type=int, default=2)
+    p.add_argument("--nan-check", action="store_true", help="framework op-level NaN/Inf checks")
+    p.add_argument("--threads", type=int, default=0, help="intra-op threads (0: the framework's default)")
+    args = p.parse_args(argv)
+    if args.steps < 1:
+        p.error("--steps must be at least 1")
+    return args
+
+
+def run_frameworks(args: argparse.Namespace, cfg: common.Config) -> dict[str, Any]:
+    frameworks: dict[str, Any] = {}
+    for name in args.frameworks:
+        if importlib.util.find_spec(name) is None:
+            frameworks[name] = {"status": "skipped", "reason": f"{name} is not installed"}
+            continue
+        pre: dict[str, Any] = common.paddle_pre_import(cfg) if name == "paddle" else {}
+        try:
+            module = __import__(f"{name}_probe")
+            result = module.run(args.workloads, cfg)
+        except Exception as exc:
+            frameworks[name] = {"status": "error", "reason": common.summarize_error(exc)}
+            continue
+        result["applied"] = {**pre, **result["applied"]}
+        frameworks[name] = {"status": "ok", **result}
+    return frameworks
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    cfg = common.Config(
+        seed=args.seed,
+        steps=args.steps,
+        mode=args.mode,
+        dtype=args.dtype,
+        device=args.device,
+        tf32=args.tf32,
+        autocast="" if args.autocast == "none" else args.autocast,
+        poison="" if args.poison == "none" else args.poison,
+        poison_step=args.poison_step,
+        nan_check=args.nan_check,
+        threads=args.threads,
+    )
+    # Frameworks print from C (Paddle's NaN checker, oneDNN verbose) to fd 1: point fd 1 at stderr while
+    # they run, so that stdout carries the report only.
+    sys.stdout.flush()
+    saved_stdout = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        frameworks = run_frameworks(args, cfg)
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved_stdout, 1)
+        os.close(saved_stdout)
+    report = {
+        "schema": SCHEMA,
+        "kind": "envkit-probe-report",
+        "config": {
+            "seed": cfg.seed,
+            "steps": cfg.steps,
+            "mode": cfg.mode,
+            "dtype": cfg.dtype,
+            "device": cfg.device,
+            "tf32": cfg.tf32,
+            "autocast": cfg.autocast or None,
+            "poison": cfg.poison or None,
+            "poison_step": cfg.poison_step if cfg.poison else None,
+            "nan_check": cfg.nan_check,
+            "threads": cfg.threads or None,
+            "workloads": args.workloads,
+        },
+        "fingerprint": fingerprint.collect(),
+        "frameworks": frameworks,
+    }
+    json.dump(report, sys.stdout, indent=1, sort_keys=True, allow_nan=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envkit import _proc
+from envkit.build.engine import RunResult
+from envkit.build.fake import FakeEngine, FakeRun
+from envkit.cli import main
+from envkit.errors import ProbeError
+from envkit.probe.compare import compare_reports
+from envkit.probe.html import render_html
+from envkit.probe.runner import CONTAINER_PAYLOAD, ProbeOptions, payload_argv, run_in_image, run_on_host
+from tests.unit.probe.conftest import make_report
+
+
+def payload_output(argv: Sequence[str]) -> str:
+    fw = argv[argv.index("--frameworks") + 1]
+    report = make_report(host="box")
+    report["frameworks"] = {fw: report["frameworks"]["torch"]}
+    return json.dumps(report)
+
+
+def test_payload_argv_carries_every_option() -> None:
+    argv = payload_argv(ProbeOptions(steps=3, tf32=True, nan_check=True, poison="input"), ["torch"])
+    assert argv[:2] == ["--frameworks", "torch"]
+    assert {"--tf32", "--nan-check"} <= set(argv) and argv[argv.index("--poison") + 1] == "input"
+
+
+def test_run_on_host_runs_one_process_per_framework() -> None:
+    calls: list[tuple[list[str], Mapping[str, str]]] = []
+
+    def fake_run(argv: Sequence[str], *, env: Mapping[str, str], **kw: Any) -> _proc.ProcResult:
+        calls.append((list(argv), env))
+        return _proc.ProcResult(tuple(argv), 0, payload_output(argv), "")
+
+    report = run_on_host(ProbeOptions(threads=1), label="x", run=fake_run)
+    assert sorted(report["frameworks"]) == ["paddle", "torch"]
+    assert len(calls) == 2 and all(env["OMP_NUM_THREADS"] == "1" for _, env in calls)
+    assert report["label"] == "x" and report["fingerprint"]["envkit_version"]
+
+
+def test_run_on_host_reports_payload_failure() -> None:
+    def failing(argv: Sequence[str], **kw: Any) -> _proc.ProcResult:
+        return _proc.ProcResult(tuple(argv), 1, "", "Traceback\nSyntaxError: bad")
+
+    with pytest.raises(ProbeError, match="SyntaxError"):
+        run_on_host(ProbeOptions(frameworks=("torch",)), label="x", run=failing)
+
+
+def test_run_in_image_mounts_the_payload_read_only() -> None:
+    engine = FakeEngine(handler=lambda run: RunResult(0, payload_output(run.argv), ""))
+    engine.add_image("envkit/cuda-paddle:latest", "sha256:abc")
+    report = run_in_image(
+        engine, "envkit/cuda-paddle:latest", ProbeOptions(), label="img", host="host-a", gpus=False
+    )
+    run: FakeRun = engine.runs[0]
+    assert run.mounts[0].target == CONTAINER_PAYLOAD and run.mounts[0].read_only
+    assert run.env["ENVKIT_IMAGE_ID"] == "sha256:abc"
+    assert report["fingerprint"]["host"] == "host-a"
+    assert report["fingerprint"]["container"]["image_id"] == "sha256:abc"
+
+
+def test_run_in_image_missing_image() -> None:
+    with pytest.raises(ProbeError, match="does not exist"):
+        run_in_image(FakeEngine(), "nope", ProbeOptions(), label="x", host="h")
+
+
+def test_html_is_self_contained() -> None:
+    a, b = make_report(), make_report(host="b", scale=1.01, nonfinite_step=None)
+    page = render_html(a, b, compare_reports(a, b))
+    assert page.count("<svg") >= 6 and "<script" not in page and "http" not in page
+
+
+def test_cli_compare_exit_codes_json_and_html(
+    tmp_path: Path, write_report: Callable[[dict[str, Any], str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = write_report(make_report(), "a.json")
+    same = write_report(make_report(host="b"), "same.json")
+    drift = write_report(make_report(host="b", scale=1.0001), "drift.json")
+    assert main(["probe", "--compare", str(a), str(same)]) == 0
+    capsys.readouterr()
+    html = tmp_path / "out.html"
+    assert main(["probe", "--compare", str(a), str(drift), "--json", "--html", str(html)]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["result"]["verdict"] == "precision-drift" and html.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_cli_compare_by_host_in_store(
+    tmp_path: Path, write_report: Callable[[dict[str, Any], str], Path]
+) -> None:
+    store = tmp_path / "store"
+    for host in ("a", "b"):
+        (store / host).mkdir(parents=True)
+        (store / host / "latest.json").write_text(json.dumps(make_report(host=host)))
+    assert main(["probe", "--store", str(store), "--compare", "a", "b"]) == 0
+
+
+def test_cli_truncated_report_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": 1, "kind": "envkit-probe-re')
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(make_report()))
+    assert main(["probe", "--compare", str(bad), str(good)]) == 2
+    assert "bad.json" in capsys.readouterr().err
+
+
+def test_cli_image_through_the_engine_interface(tmp_path: Path) -> None:
+    # The hidden --engine fake has no images: the run fails as an engine/probe failure (exit 3).
+    assert main(["probe", "--engine", "fake", "--image", "missing", "--store", str(tmp_path)]) == 3
+
+
+def test_cli_html_without_compare_is_a_usage_error() -> None:
+    assert main(["probe", "--html", "x.html"]) == 2
