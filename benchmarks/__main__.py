@@ -14,7 +14,9 @@ from pathlib import Path
 
 def main() -> None:
     wanted = set(sys.argv[1:])
-    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("bench_"))
+    names = sorted(
+        m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("bench_")
+    )
     for name in names:
         if wanted and name.removeprefix("bench_") not in wanted and name not in wanted:
             continue

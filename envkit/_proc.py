@@ -37,8 +37,13 @@ def run(
 ) -> ProcResult:
     try:
         done = subprocess.run(
-            list(argv), env=dict(env) if env is not None else None, cwd=cwd,
-            capture_output=True, text=True, timeout=timeout, check=False,
+            list(argv),
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
     except FileNotFoundError as e:
         raise EnvkitError(f"{argv[0]}: command not found", hint=hint or f"install {argv[0]}") from e

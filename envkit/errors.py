@@ -38,8 +38,8 @@ __all__ = [
     "ExitCode",
     "InventoryError",
     "LockError",
-    "Problem",
     "ProbeError",
+    "Problem",
     "ReportError",
     "SolverFailed",
     "SpecError",
@@ -154,9 +154,7 @@ class EngineUnavailable(EngineError):
 
 
 class BuildFailed(EngineError):
-    def __init__(
-        self, message: str, *, hint: str | None = None, log_tail: Sequence[str] = ()
-    ) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, log_tail: Sequence[str] = ()) -> None:
         super().__init__(message, hint=hint)
         self.log_tail = tuple(log_tail)
 

@@ -113,11 +113,11 @@ class Catalog:
     # -- known-bad combinations ---------------------------------------------
     def known_bad_hits(self, versions: dict[str, str]) -> list[KnownBadRule]:
         """Rules whose every condition matches ``versions`` (normalized name -> version)."""
-        hits = []
-        for rule in self.known_bad:
-            if all(_matches(versions.get(pkg), spec) for pkg, spec in rule.when.items()):
-                hits.append(rule)
-        return hits
+        return [
+            rule
+            for rule in self.known_bad
+            if all(_matches(versions.get(pkg), spec) for pkg, spec in rule.when.items())
+        ]
 
 
 def _version_key(text: str) -> tuple[int, ...]:
@@ -134,7 +134,7 @@ def _matches(version: str | None, spec: str) -> bool:
 
 
 def _read(name: str) -> Any:
-    text = resources.files("envkit.catalog").joinpath("data", name).read_text("utf-8")
+    text = resources.files("envkit.catalog").joinpath("data").joinpath(name).read_text("utf-8")
     return yaml.safe_load(text)
 
 
@@ -147,9 +147,7 @@ def load_catalog() -> Catalog:
             cuda=tuple(CudaRelease.model_validate(r) for r in _read("cuda.yaml")["releases"]),
             frameworks={k: FrameworkFamily.model_validate(v) for k, v in frameworks.items()},
             base_images=tuple(BaseImage.model_validate(i) for i in _read("base_images.yaml")["images"]),
-            installers=tuple(
-                InstallerFile.model_validate(i) for i in _read("installers.yaml")["installers"]
-            ),
+            installers=tuple(InstallerFile.model_validate(i) for i in _read("installers.yaml")["installers"]),
             known_bad=tuple(KnownBadRule.model_validate(r) for r in _read("known_bad.yaml")["rules"]),
         )
     except (ValidationError, KeyError, yaml.YAMLError, OSError) as e:

@@ -9,7 +9,7 @@ import click
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root
-from envkit.errors import ExitCode, SpecError, UsageError
+from envkit.errors import ExitCode, Problem, SpecError, UsageError
 from envkit.render import render_image, write_image
 from envkit.result import CommandResult
 from envkit.spec.load import find_specs, load_spec, resolve_spec_path
@@ -26,10 +26,12 @@ def validate(specs: tuple[str, ...]) -> CommandResult:
     root = project_root()
     paths = [resolve_spec_path(s, root) for s in specs] or find_specs(root)
     if not paths:
-        raise UsageError("no specs found in environments/", hint="create environments/<name>.yaml or run `envkit init`")
+        raise UsageError(
+            "no specs found in environments/", hint="create environments/<name>.yaml or run `envkit init`"
+        )
     results: list[dict[str, object]] = []
     warnings: list[str] = []
-    problems = []
+    problems: list[Problem] = []
     for path in paths:
         try:
             loaded = load_spec(path)
@@ -50,7 +52,12 @@ def validate(specs: tuple[str, ...]) -> CommandResult:
 
 @command(cli, "render")
 @click.argument("name", metavar="NAME|PATH")
-@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), help="Directory to write (default images/NAME).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write (default images/NAME).",
+)
 def render(name: str, output: Path | None) -> CommandResult:
     """Write the build context: Dockerfile, environment.yml, .dockerignore, README.md.
 
@@ -61,7 +68,12 @@ def render(name: str, output: Path | None) -> CommandResult:
     rendered = render_image(loaded, load_catalog())
     directory = output or root / "images" / loaded.spec.name
     changed = write_image(rendered, directory)
-    data = {"name": loaded.spec.name, "directory": str(directory), "files": sorted(rendered.files), "changed": changed}
+    data = {
+        "name": loaded.spec.name,
+        "directory": str(directory),
+        "files": sorted(rendered.files),
+        "changed": changed,
+    }
 
     def text() -> str:
         state = f"{len(changed)} changed" if changed else "up to date"
@@ -71,7 +83,11 @@ def render(name: str, output: Path | None) -> CommandResult:
 
 
 @command(cli, "catalog")
-@click.option("--section", type=click.Choice(["cuda", "frameworks", "images", "installers", "rules"]), help="Show one section only.")
+@click.option(
+    "--section",
+    type=click.Choice(["cuda", "frameworks", "images", "installers", "rules"]),
+    help="Show one section only.",
+)
 def catalog_cmd(section: str | None) -> CommandResult:
     """Print what envkit knows: CUDA releases, framework wheels, base images, installers, rules.
 
@@ -93,13 +109,19 @@ def catalog_cmd(section: str | None) -> CommandResult:
         mark = {True: " ", False: "?"}
         if "cuda" in data:
             lines.append("CUDA (min driver / compat driver / cuDNN)   ? = unverified")
-            lines += [f" {mark[c.verified]} {c.version:<5} {c.min_driver:<10} {c.compat_driver:<10} {', '.join(c.cudnn)}" for c in cat.cuda]
+            lines += [
+                f" {mark[c.verified]} {c.version:<5} {c.min_driver:<10} {c.compat_driver:<10} "
+                + ", ".join(c.cudnn)
+                for c in cat.cuda
+            ]
         if "frameworks" in data:
             for fw, family in cat.frameworks.items():
                 lines.append(f"{fw}  ({family.source})")
                 for r in family.releases:
                     flavours = ", ".join(w.cuda for w in r.wheels)
-                    lines.append(f" {mark[r.verified]} {r.version:<7} python {','.join(r.python)}  wheels: {flavours}")
+                    lines.append(
+                        f" {mark[r.verified]} {r.version:<7} python {','.join(r.python)}  wheels: {flavours}"
+                    )
         if "images" in data:
             lines.append("base images")
             lines += [f" {mark[b.verified]} {b.ref}" for b in cat.base_images]

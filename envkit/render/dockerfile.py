@@ -113,7 +113,7 @@ def _installers(spec: Spec, catalog: Catalog) -> list[InstallerFile]:
 
 def _fetch(spec: Spec, catalog: Catalog, dest: str) -> str:
     cases = "".join(
-        f'      {i.arch}) url={_q(i.url)}; sha256={i.sha256} ;; \\\n' for i in _installers(spec, catalog)
+        f"      {i.arch}) url={_q(i.url)}; sha256={i.sha256} ;; \\\n" for i in _installers(spec, catalog)
     )
     return (
         "RUN apt-get update \\\n"
@@ -144,7 +144,8 @@ def _conda_steps(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
     if inputs.conda_locks:
         files = " ".join(inputs.conda_locks)
         text += f"COPY {files} {_CONTEXT}/\n"
-        platform_file = f'{_CONTEXT}/conda-$(case "$(uname -m)" in aarch64) echo linux-aarch64;; *) echo linux-64;; esac).lock'
+        subdir = '$(case "$(uname -m)" in aarch64) echo linux-aarch64;; *) echo linux-64;; esac)'
+        platform_file = f"{_CONTEXT}/conda-{subdir}.lock"
         text += f'RUN {create} --file "{platform_file}" \\\n && {clean}\n'
         text += _pip_lock_step(inputs)
     else:
@@ -204,7 +205,7 @@ def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
         f"COPY --from=builder {ENV_PREFIX} {ENV_PREFIX}\n"
         f"ENV {env_lines}\n"
-        f"USER {USER_NAME}\n"
+        f"USER {USER_UID}:{USER_UID}\n"
         f"WORKDIR /home/{USER_NAME}\n"
         'CMD ["python"]\n'
     )

@@ -35,7 +35,11 @@ def check_against_catalog(
     if spec.is_gpu and catalog.cuda_release(spec.cuda) is None:
         known = catalog.cuda_versions()
         close = difflib.get_close_matches(spec.cuda, known, n=3, cutoff=0.5)
-        problem(("cuda",), f"CUDA {spec.cuda} is not in the catalog", f"known: {', '.join(close or known)}, or cpu")
+        problem(
+            ("cuda",),
+            f"CUDA {spec.cuda} is not in the catalog",
+            f"known: {', '.join(close or known)}, or cpu",
+        )
 
     for framework, version in spec.frameworks.items():
         path = ("frameworks", framework)

@@ -77,7 +77,9 @@ def load_spec(path: Path, catalog: Catalog | None = None) -> LoadedSpec:
     if located is None:
         raise SpecError(problems)
     if not isinstance(located.data, dict):
-        raise SpecError([Problem(filename, 1, None, "a spec is a mapping of keys such as name, python, cuda")])
+        raise SpecError(
+            [Problem(filename, 1, None, "a spec is a mapping of keys such as name, python, cuda")]
+        )
     problems += _quoted_versions(located, filename)
     spec: Spec | None = None
     try:

@@ -42,7 +42,9 @@ def load_located(text: str, filename: str) -> tuple[Located | None, list[Problem
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else None
         msg = " ".join(str(part) for part in (e.context, e.problem) if part)
-        return None, [Problem(filename, line, None, f"YAML syntax error: {msg}", "check indentation and quoting")]
+        return None, [
+            Problem(filename, line, None, f"YAML syntax error: {msg}", "check indentation and quoting")
+        ]
     except yaml.YAMLError as e:
         return None, [Problem(filename, None, None, f"YAML error: {e}")]
     lines: dict[Path, int] = {}
