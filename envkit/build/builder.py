@@ -9,6 +9,7 @@ full log is in ``.envkit/logs/NAME-<hash12>.log``.
 from __future__ import annotations
 
 import collections
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +25,6 @@ from envkit.catalog import Catalog
 from envkit.errors import BuildFailed, EngineError, UsageError
 from envkit.render import DockerfileInputs, generated_header, render_image
 from envkit.render.conda_env import requirements_txt
-from envkit.render.dockerfile import labels as dockerfile_labels
 from envkit.spec.load import LoadedSpec
 
 __all__ = ["BuildOptions", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
@@ -161,13 +161,15 @@ class Builder:
         )
         rendered = render_image(loaded, self.catalog, inputs)
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)
-        build_labels = {
-            **dockerfile_labels(spec, inputs),
+        build_labels = {  # the Dockerfile's LABELs carry spec/lock hashes, CUDA and frameworks
             NAME_LABEL: spec.name,
             CONTEXT_LABEL: context.digest,
             "io.envkit.version": __version__,
             "io.envkit.offline": str(offline).lower(),
         }
+        if WHEELHOUSE_LOCK in lock_files:
+            pins = lock_files[WHEELHOUSE_LOCK]
+            build_labels["io.envkit.wheelhouse-sha256"] = hashlib.sha256(pins).hexdigest()
         return PreparedBuild(spec.name, context, build_labels, offline, lock, wheelhouse, tuple(warnings))
 
     def _lock(self, loaded: LoadedSpec, options: BuildOptions, warnings: list[str]) -> LockFiles:

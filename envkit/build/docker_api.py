@@ -96,7 +96,7 @@ def build_failure(error: str, tail: Sequence[str]) -> BuildFailed:
         image = froms[-1] if froms else "the base image"
         return BuildFailed(
             f"base image {image} is not present locally and cannot be pulled: {error}",
-            hint="`docker pull` or `docker load` it (from a connected machine), or set base_image to a local image",
+            hint="`docker pull` or `docker load` it, or set base_image to an image present locally",
             log_tail=tail,
         )
     return BuildFailed(

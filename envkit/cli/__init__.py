@@ -29,8 +29,8 @@ def cli(debug: bool) -> None:
 
 
 # Commands register themselves on `cli` when their module is imported.
+import envkit.cli.build_cmd  # noqa: E402,F401
 from envkit.cli import spec_cmds  # noqa: E402,F401
-from envkit.cli import build_cmd  # noqa: E402,F401
 
 
 def main(argv: Sequence[str] | None = None) -> int:
