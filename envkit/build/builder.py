@@ -164,9 +164,12 @@ class Builder:
         build_labels = {  # the Dockerfile's LABELs carry spec/lock hashes, CUDA and frameworks
             NAME_LABEL: spec.name,
             CONTEXT_LABEL: context.digest,
+            "io.envkit.spec-sha256": loaded.sha256,
             "io.envkit.version": __version__,
             "io.envkit.offline": str(offline).lower(),
         }
+        if inputs.lock_sha256:
+            build_labels["io.envkit.lock-sha256"] = inputs.lock_sha256
         if WHEELHOUSE_LOCK in lock_files:
             pins = lock_files[WHEELHOUSE_LOCK]
             build_labels["io.envkit.wheelhouse-sha256"] = hashlib.sha256(pins).hexdigest()

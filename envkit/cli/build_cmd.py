@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 from rich.markup import escape
@@ -13,14 +14,14 @@ from envkit.build.builder import Builder, BuildOptions, BuildResult
 from envkit.build.engine import BuildEvent, ContainerEngine
 from envkit.build.images import list_images, smoke_check
 from envkit.build.locks import default_locker
-from envkit.catalog import load_catalog
+from envkit.catalog import Catalog, load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root
 from envkit.errors import BuildFailed, EngineError
 from envkit.result import CommandResult
 from envkit.spec.load import load_spec, resolve_spec_path
 
-__all__ = ["build", "images", "make_engine"]
+__all__ = ["build", "images", "make_builder", "make_engine"]
 
 
 def make_engine() -> ContainerEngine:
@@ -28,6 +29,10 @@ def make_engine() -> ContainerEngine:
     from envkit.build.docker_api import DockerEngine
 
     return DockerEngine()
+
+
+def make_builder(root: Path, catalog: Catalog) -> Builder:
+    return Builder(make_engine(), catalog, root, locker=default_locker(root))
 
 
 def _find_links(given: tuple[str, ...]) -> tuple[str, ...]:
@@ -87,7 +92,7 @@ def build(
     options = BuildOptions(
         offline=offline, frozen=frozen, nocache=no_cache, find_links=_find_links(find_links)
     )
-    builder = Builder(make_engine(), catalog, root, locker=default_locker(root))
+    builder = make_builder(root, catalog)
     show_progress = err_console.is_terminal or bool(os.environ.get("ENVKIT_PROGRESS"))
     try:
         with _progress(show_progress) as on_event:
