@@ -81,7 +81,8 @@ def test_inspect_missing_is_none_and_info_is_plain() -> None:
     assert engine.inspect("missing") is None
     api.inspect_image.side_effect = None
     config = {"User": "10001:10001", "Labels": {"k": "v"}}
-    api.inspect_image.return_value = {"Id": "sha256:1", "RepoTags": ["b:1", "a:1"], "Size": 5, "Config": config}
+    tags = ["b:1", "a:1"]
+    api.inspect_image.return_value = {"Id": "sha256:1", "RepoTags": tags, "Size": 5, "Config": config}
     info = engine.inspect("a:1")
     assert (
         info is not None
