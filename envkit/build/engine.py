@@ -46,16 +46,29 @@ class RunResult:
 
 
 class ContainerEngine(Protocol):
-    """What envkit needs from Docker (or podman): five operations."""
+    """What envkit needs from Docker (or podman): six operations."""
 
     def build(
-        self, context: bytes, tag: str, *, labels: Mapping[str, str], nocache: bool = False
+        self,
+        context: bytes,
+        tag: str,
+        *,
+        labels: Mapping[str, str],
+        nocache: bool = False,
+        network: bool = True,
     ) -> Iterator[BuildEvent]:
-        """Build from a tar ``context``; yield events; tag only on success (raise BuildFailed)."""
+        """Build from a tar ``context``; yield events; tag only on success (raise BuildFailed).
+
+        ``network=False`` runs the build steps without any network (air-gapped builds).
+        """
         ...
 
     def inspect(self, image: str) -> ImageInfo | None:
         """The image's metadata, or None when it does not exist."""
+        ...
+
+    def images(self, label: str) -> list[ImageInfo]:
+        """Every image carrying ``label`` (a key, or ``key=value``)."""
         ...
 
     def tag(self, image: str, tag: str) -> None: ...

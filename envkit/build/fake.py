@@ -1,17 +1,32 @@
-"""FakeEngine: an in-memory ContainerEngine for unit tests (shipped like httpx's MockTransport).
+"""An in-memory :class:`~envkit.build.engine.ContainerEngine` for unit tests (like httpx's MockTransport).
 
-Images are plain :class:`ImageInfo` values; ``run`` answers through ``handler`` (argv, env, mounts)
-and records each call in ``runs``.
+It records every call, keeps an ``images`` dict (tag -> ImageInfo), can be told
+to fail a build (``build_error``) or to be unreachable (``unavailable``), and
+answers ``run`` from ``run_results`` (keyed by image, by the argv joined with
+spaces, or by a callable), else ``default_run``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from envkit.build.engine import BuildEvent, ImageInfo, Mount, RunResult
+from envkit.errors import BuildFailed, EngineError, EngineUnavailable
 
-__all__ = ["FakeEngine", "FakeRun"]
+__all__ = ["FakeBuild", "FakeEngine", "FakeRun", "failing"]
+
+RunAnswer = RunResult | Callable[[str, Sequence[str]], RunResult]
+
+
+@dataclass(frozen=True)
+class FakeBuild:
+    context: bytes
+    tag: str
+    labels: Mapping[str, str]
+    nocache: bool
+    network: bool = True
 
 
 @dataclass(frozen=True)
@@ -19,44 +34,101 @@ class FakeRun:
     image: str
     argv: tuple[str, ...]
     mounts: tuple[Mount, ...]
-    env: Mapping[str, str]
+    env: Mapping[str, str] | None
     gpus: bool
-
-
-Handler = Callable[[FakeRun], RunResult]
-
-
-def _no_handler(run: FakeRun) -> RunResult:
-    return RunResult(127, "", f"FakeEngine: nothing answers {run.argv[0]}")
+    network: bool
 
 
 @dataclass
 class FakeEngine:
-    images: dict[str, ImageInfo] = field(default_factory=dict)
-    handler: Handler = _no_handler
+    images_by_tag: dict[str, ImageInfo] = field(default_factory=dict)
+    run_results: dict[str, RunAnswer] = field(default_factory=dict)
+    default_run: RunResult = field(default_factory=lambda: RunResult(0, "", ""))
+    handler: Callable[[FakeRun], RunResult] | None = None  # answers every run() when set
+    build_events: Sequence[BuildEvent] = (
+        BuildEvent("Step 1/2 : FROM base", step="1/2 FROM base"),
+        BuildEvent("Step 2/2 : RUN pip install", step="2/2 RUN pip install"),
+        BuildEvent("Successfully built"),
+    )
+    build_error: EngineError | None = None
+    fail_after_events: int = 0  # with build_error: how many events come out before it is raised
+    interrupt_build: bool = False  # raise KeyboardInterrupt mid-build (after tagging, as a race would)
+    unavailable: bool = False
+    user: str = "envkit"
+    size: int = 123_456_789
+    builds: list[FakeBuild] = field(default_factory=list)
     runs: list[FakeRun] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    tagged: list[tuple[str, str]] = field(default_factory=list)
 
-    def add_image(self, ref: str, image_id: str = "sha256:fake") -> ImageInfo:
-        info = ImageInfo(id=image_id, tags=(ref,), labels={}, user="root", size=0)
-        self.images[ref] = info
+    def add_image(
+        self, ref: str, image_id: str = "sha256:fake", labels: Mapping[str, str] | None = None
+    ) -> ImageInfo:
+        info = ImageInfo(image_id, (ref,), dict(labels or {}), self.user, self.size)
+        self.images_by_tag[ref] = info
         return info
 
+    def _check(self) -> None:
+        if self.unavailable:
+            raise EngineUnavailable("cannot reach the Docker daemon (fake)", hint="start dockerd")
+
     def build(
-        self, context: bytes, tag: str, *, labels: Mapping[str, str], nocache: bool = False
+        self,
+        context: bytes,
+        tag: str,
+        *,
+        labels: Mapping[str, str],
+        nocache: bool = False,
+        network: bool = True,
     ) -> Iterator[BuildEvent]:
-        self.images[tag] = ImageInfo(
-            id=f"sha256:{len(context):064x}", tags=(tag,), labels=dict(labels), user="root", size=len(context)
-        )
-        yield BuildEvent(f"built {tag}", step="fake")
+        self._check()
+        self.builds.append(FakeBuild(context, tag, dict(labels), nocache, network))
+        events = list(self.build_events)
+        if self.build_error is not None:
+            yield from events[: self.fail_after_events]
+            raise self.build_error
+        yield from events[: len(events) // 2]
+        if self.interrupt_build:
+            self._store(tag, context, labels)
+            raise KeyboardInterrupt
+        yield from events[len(events) // 2 :]
+        self._store(tag, context, labels)
+
+    def _store(self, tag: str, context: bytes, labels: Mapping[str, str]) -> None:
+        image_id = "sha256:" + hashlib.sha256(context + tag.encode()).hexdigest()
+        self.images_by_tag[tag] = ImageInfo(image_id, (tag,), dict(labels), self.user, self.size)
 
     def inspect(self, image: str) -> ImageInfo | None:
-        return self.images.get(image)
+        self._check()
+        found = self.images_by_tag.get(image)
+        if found is None:
+            found = next((i for i in self.images_by_tag.values() if i.id == image), None)
+        if found is None:
+            return None
+        tags = tuple(sorted(t for t, i in self.images_by_tag.items() if i.id == found.id))
+        return replace(found, tags=tags)
+
+    def images(self, label: str) -> list[ImageInfo]:
+        self._check()
+        key, _, value = label.partition("=")
+        seen: dict[str, ImageInfo] = {}
+        for info in self.images_by_tag.values():
+            if key in info.labels and (not value or info.labels[key] == value):
+                seen[info.id] = info
+        return [i for i in (self.inspect(i.id) for i in seen.values()) if i is not None]
 
     def tag(self, image: str, tag: str) -> None:
-        self.images[tag] = self.images[image]
+        self._check()
+        found = self.inspect(image)
+        if found is None:
+            raise EngineError(f"no such image: {image}")
+        self.tagged.append((image, tag))
+        self.images_by_tag[tag] = found
 
     def remove(self, image: str) -> None:
-        self.images.pop(image, None)
+        self._check()
+        self.removed.append(image)
+        self.images_by_tag.pop(image, None)
 
     def run(
         self,
@@ -68,6 +140,17 @@ class FakeEngine:
         gpus: bool = False,
         network: bool = False,
     ) -> RunResult:
-        call = FakeRun(image, tuple(argv), tuple(mounts), dict(env or {}), gpus)
-        self.runs.append(call)
-        return self.handler(call)
+        self._check()
+        record = FakeRun(image, tuple(argv), tuple(mounts), env, gpus, network)
+        self.runs.append(record)
+        if self.handler is not None:
+            return self.handler(record)
+        if self.inspect(image) is None and image not in self.run_results:
+            raise EngineError(f"no such image: {image}", hint="build it first")
+        answer = self.run_results.get(" ".join(argv), self.run_results.get(image, self.default_run))
+        return answer(image, argv) if callable(answer) else answer
+
+
+def failing(message: str = "step 2 failed", tail: Sequence[str] = ("ERROR: boom",)) -> BuildFailed:
+    """A ready-made build error for ``FakeEngine(build_error=failing())``."""
+    return BuildFailed(message, hint="see the log", log_tail=tail)

@@ -33,6 +33,7 @@ def cli(debug: bool) -> None:
 # Commands register themselves on `cli` when their module is imported.
 from envkit.cli import (  # noqa: E402,F401
     audit_cmd,
+    build_cmd,
     diff_cmd,
     init_cmd,
     lock_cmd,

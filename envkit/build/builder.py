@@ -1,0 +1,287 @@
+"""``Builder(engine).build(...)``: spec -> lock -> render -> context -> image, content-addressed.
+
+The image is tagged ``envkit/NAME:<hash12>`` (the build context's digest) and
+``envkit/NAME:latest``. When the image for that digest exists, nothing is
+built ("up to date"). A failed or interrupted build leaves no tag behind; its
+full log is in ``.envkit/logs/NAME-<hash12>.log``.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from envkit import __version__, _proc
+from envkit.build.context import ContextEntry, ContextFiles, context_tar
+from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
+from envkit.build.locks import FileLocks, Locker, LockFiles, LockState
+from envkit.build.wheelhouse import Runner, Wheelhouse, WheelhouseRequest, fill_wheelhouse
+from envkit.catalog import Catalog
+from envkit.errors import BuildFailed, EngineError, UsageError
+from envkit.render import DockerfileInputs, generated_header, render_image
+from envkit.render.conda_env import requirements_txt
+from envkit.spec.load import LoadedSpec
+
+__all__ = ["BuildOptions", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
+
+WHEELS = "wheels"
+WHEELHOUSE_LOCK = "wheelhouse.lock"
+NAME_LABEL = "io.envkit.name"
+CONTEXT_LABEL = "io.envkit.context-sha256"
+TAIL_LINES = 25
+
+EventSink = Callable[[BuildEvent], None]
+
+
+def image_repo(name: str) -> str:
+    return f"envkit/{name}"
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    offline: bool = False
+    frozen: bool = False
+    nocache: bool = False
+    find_links: tuple[str, ...] = ()  # local wheel directories for the wheelhouse
+
+
+@dataclass(frozen=True)
+class PreparedBuild:
+    """Everything decided before the engine is called."""
+
+    name: str
+    context: ContextFiles
+    labels: dict[str, str]
+    offline: bool
+    lock: LockFiles
+    wheelhouse: Wheelhouse | None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def digest(self) -> str:
+        return self.context.digest
+
+    @property
+    def tag(self) -> str:
+        return f"{image_repo(self.name)}:{self.digest[:12]}"
+
+    @property
+    def latest(self) -> str:
+        return f"{image_repo(self.name)}:latest"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    name: str
+    status: str  # "built" or "up-to-date"
+    tag: str
+    latest: str
+    context_sha256: str
+    image_id: str
+    size: int
+    user: str
+    labels: dict[str, str]
+    log_path: str | None
+    offline: bool
+    lock: str  # LockState value
+    wheels: int
+    seconds: float
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, object]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+class Builder:
+    def __init__(
+        self,
+        engine: ContainerEngine,
+        catalog: Catalog,
+        root: Path,
+        *,
+        locker: Locker | None = None,
+        pip_runner: Runner = _proc.run,
+    ) -> None:
+        self.engine = engine
+        self.catalog = catalog
+        self.root = root
+        self.locker = locker or FileLocks(root)
+        self.pip_runner = pip_runner
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / ".envkit" / "logs"
+
+    # -- preparation (no engine calls) -------------------------------------------------------
+
+    def prepare(
+        self, loaded: LoadedSpec, options: BuildOptions, on_event: EventSink | None = None
+    ) -> PreparedBuild:
+        spec = loaded.spec
+        warnings: list[str] = []
+        lock = self._lock(loaded, options, warnings)
+        offline = options.offline or spec.offline
+        fresh = lock.state is LockState.FRESH
+        pip_lock = lock.pip_lock.name if fresh and lock.pip_lock else None
+        conda_locks = tuple(p.name for p in lock.conda_locks) if fresh else ()
+        extra: list[ContextEntry] = []
+        wheelhouse = None
+        lock_files = dict(lock.files) if fresh else {}
+        if offline:
+            if spec.installer.uses_conda:
+                raise UsageError(
+                    f"offline builds of {spec.installer.value} environments are not supported yet",
+                    hint="use installer: venv for air-gapped builds, or build without --offline",
+                )
+            wanted = (
+                lock.files[pip_lock].decode("utf-8") if pip_lock else requirements_txt(spec, self.catalog, "")
+            )
+            if on_event:
+                on_event(BuildEvent("filling the wheelhouse (pip download on the host)", step="wheelhouse"))
+            request = WheelhouseRequest(wanted, spec.python, spec.platforms, options.find_links)
+            wheelhouse = fill_wheelhouse(
+                request, self.root / ".envkit" / "wheelhouse", runner=self.pip_runner
+            )
+            extra = wheelhouse.entries(WHEELS)
+            if not pip_lock:
+                header = generated_header(loaded, f"envkit build {spec.name} --offline")
+                lock_files[WHEELHOUSE_LOCK] = wheelhouse.lock_text(header).encode("utf-8")
+                pip_lock = WHEELHOUSE_LOCK
+        inputs = DockerfileInputs(
+            spec_sha256=loaded.sha256,
+            conda_locks=conda_locks,
+            pip_lock=pip_lock,
+            lock_sha256=lock.sha256 if fresh else None,
+            wheelhouse=WHEELS if offline else None,
+        )
+        rendered = render_image(loaded, self.catalog, inputs)
+        context = ContextFiles.build({**rendered.files, **lock_files}, extra)
+        build_labels = {  # the Dockerfile's LABELs carry spec/lock hashes, CUDA and frameworks
+            NAME_LABEL: spec.name,
+            CONTEXT_LABEL: context.digest,
+            "io.envkit.spec-sha256": loaded.sha256,
+            "io.envkit.version": __version__,
+            "io.envkit.offline": str(offline).lower(),
+        }
+        if inputs.lock_sha256:
+            build_labels["io.envkit.lock-sha256"] = inputs.lock_sha256
+        if WHEELHOUSE_LOCK in lock_files:
+            pins = lock_files[WHEELHOUSE_LOCK]
+            build_labels["io.envkit.wheelhouse-sha256"] = hashlib.sha256(pins).hexdigest()
+        return PreparedBuild(spec.name, context, build_labels, offline, lock, wheelhouse, tuple(warnings))
+
+    def _lock(self, loaded: LoadedSpec, options: BuildOptions, warnings: list[str]) -> LockFiles:
+        lock = self.locker.status(loaded)
+        if lock.state is LockState.FRESH:
+            return lock
+        if options.frozen:
+            raise UsageError(
+                f"--frozen: {loaded.spec.name} has no fresh lock ({lock.state.value}: {lock.reason})",
+                hint=f"run `envkit lock {loaded.spec.name}` and commit the lock, or build without --frozen",
+            )
+        if getattr(self.locker, "can_lock", True):
+            lock = self.locker.lock(loaded)  # the stale-lock hook: solve now
+            if lock.state is LockState.FRESH:
+                return lock
+        if lock.state is LockState.STALE:
+            warnings.append(
+                f"{loaded.spec.name}: the lock is stale ({lock.reason}); building from the spec's ranges"
+            )
+        return lock
+
+    # -- building ---------------------------------------------------------------------------
+
+    def build(
+        self, loaded: LoadedSpec, options: BuildOptions = BuildOptions(), on_event: EventSink | None = None
+    ) -> BuildResult:
+        start = time.monotonic()
+        prepared = self.prepare(loaded, options, on_event)
+        existing = self.engine.inspect(prepared.tag)
+        if existing is not None and not options.nocache:
+            if prepared.latest not in existing.tags:
+                self.engine.tag(prepared.tag, prepared.latest)
+            return self._result(prepared, existing, "up-to-date", None, start)
+        log_path = self.log_dir / f"{prepared.name}-{prepared.digest[:12]}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("w", encoding="utf-8") as log:
+            log.write(f"# envkit {__version__} build of {prepared.tag}\n")
+            self._stream(prepared, options, existing, log, log_path, on_event)
+        info = self.engine.inspect(prepared.tag)
+        if info is None:
+            raise BuildFailed(f"the engine reported success but {prepared.tag} does not exist",
+                              hint=f"see the log: {log_path}")  # fmt: skip
+        self.engine.tag(prepared.tag, prepared.latest)
+        return self._result(prepared, info, "built", log_path, start)
+
+    def _stream(
+        self,
+        prepared: PreparedBuild,
+        options: BuildOptions,
+        existing: ImageInfo | None,
+        log: TextIO,
+        log_path: Path,
+        on_event: EventSink | None,
+    ) -> None:
+        tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        try:
+            events = self.engine.build(
+                context_tar(prepared.context),
+                prepared.tag,
+                labels=prepared.labels,
+                nocache=options.nocache,
+                network=not prepared.offline,
+            )
+            for event in events:
+                for line in event.message.splitlines():
+                    log.write(line + "\n")
+                    tail.append(line)
+                if on_event:
+                    on_event(event)
+        except BuildFailed as e:
+            log.write(f"# FAILED: {e.message}\n")
+            self._drop_tag(prepared.tag, existing)
+            lines = e.log_tail or tuple(tail)
+            raise BuildFailed(
+                f"building {prepared.tag} failed: {e.message}\nfull log: {log_path}",
+                hint=e.hint or f"read the log: {log_path}",
+                log_tail=lines,
+            ) from e
+        except (KeyboardInterrupt, EngineError):
+            log.write("# INTERRUPTED or engine error\n")
+            self._drop_tag(prepared.tag, existing)
+            raise
+
+    def _drop_tag(self, tag: str, existing: ImageInfo | None) -> None:
+        """Remove ``tag`` unless it still points at the image it named before this build."""
+        try:
+            now = self.engine.inspect(tag)
+            if now is not None and (existing is None or now.id != existing.id):
+                self.engine.remove(tag)
+        except EngineError:
+            pass  # best effort: the original error is more useful than this one
+
+    def _result(
+        self, prepared: PreparedBuild, info: ImageInfo, status: str, log_path: Path | None, start: float
+    ) -> BuildResult:
+        return BuildResult(
+            name=prepared.name,
+            status=status,
+            tag=prepared.tag,
+            latest=prepared.latest,
+            context_sha256=prepared.digest,
+            image_id=info.id,
+            size=info.size,
+            user=info.user,
+            labels=dict(info.labels),
+            log_path=str(log_path) if log_path else None,
+            offline=prepared.offline,
+            lock=prepared.lock.state.value,
+            wheels=len(prepared.wheelhouse.wheels) if prepared.wheelhouse else 0,
+            seconds=round(time.monotonic() - start, 3),
+            warnings=prepared.warnings,
+        )

@@ -1,0 +1,245 @@
+"""The Docker Engine API adapter (docker SDK, low-level ``APIClient`` for streamed builds).
+
+Only this module imports ``docker``. Every SDK or ``requests`` error becomes an
+:class:`~envkit.errors.EngineError` with a hint, at this edge.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import docker
+import docker.errors
+import docker.types
+import requests.exceptions
+
+from envkit.build.engine import BuildEvent, ImageInfo, Mount, RunResult
+from envkit.errors import BuildFailed, EngineError, EngineUnavailable
+
+__all__ = ["DockerEngine", "build_failure", "translate_error"]
+
+BUILD_TIMEOUT_S = 3 * 3600  # a quiet `pip install torch` step can take minutes between lines
+_STEP = re.compile(r"^Step (\d+/\d+) : (.*)$")
+_TAIL = 25
+
+_BASE_IMAGE = re.compile(
+    r"pull access denied|repository does not exist|manifest unknown|manifest for .* not found|"
+    r"no such host|failed to resolve|dial tcp|TLS handshake timeout|i/o timeout|"
+    r"server misbehaving|connection refused.*registry|requested access to the resource is denied",
+    re.IGNORECASE,
+)
+_PIP_PIN = re.compile(
+    r"No matching distribution found for (\S+)|Could not find a version that satisfies the requirement (\S+)"
+)
+_DISK_FULL = re.compile(r"no space left on device", re.IGNORECASE)
+_FROM = re.compile(r"^Step \d+/\d+ : FROM (\S+)", re.MULTILINE)
+
+_DAEMON_HINT = (
+    "start the Docker daemon (`sudo systemctl start docker`, or `sudo dockerd &`), "
+    "or point DOCKER_HOST at a running engine (e.g. unix:///run/user/1000/docker.sock)"
+)
+_SOCKET_HINT = (
+    "add your user to the docker group (`sudo usermod -aG docker $USER`, then log in again), "
+    "run rootless Docker, or set DOCKER_HOST to a socket you may use"
+)
+_DISK_HINT = "free disk space: `docker system df`, then `docker image prune` (or remove old envkit/* tags)"
+
+
+def translate_error(error: BaseException, *, what: str = "the Docker engine") -> EngineError:
+    """Map docker / requests exceptions to an envkit error with a hint."""
+    text = _chain_text(error)
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if "Permission denied" in text or "PermissionError" in text:
+        return EngineUnavailable(f"permission denied on the Docker socket ({host})", hint=_SOCKET_HINT)
+    if _DISK_FULL.search(text):
+        return EngineError(f"{what}: the disk is full ({_first_line(text)})", hint=_DISK_HINT)
+    unreachable = (
+        isinstance(error, requests.exceptions.ConnectionError)
+        or "Connection aborted" in text
+        or "Connection refused" in text
+        or "No such file or directory" in text
+        or "Error while fetching server API version" in text
+    )
+    if unreachable:
+        return EngineUnavailable(f"cannot reach the Docker daemon at {host}", hint=_DAEMON_HINT)
+    if isinstance(error, requests.exceptions.Timeout):
+        return EngineError(
+            f"{what} did not answer in time", hint="is the daemon overloaded? retry, or check `docker info`"
+        )
+    return EngineError(
+        f"{what}: {_first_line(text)}", hint="check `docker info`; rerun with --debug for details"
+    )
+
+
+def build_failure(error: str, tail: Sequence[str]) -> BuildFailed:
+    """Classify a failed build from its error message and the last lines of output."""
+    text = "\n".join([*tail, error])
+    pin = _PIP_PIN.search(text)
+    froms = _FROM.findall(text)
+    if _DISK_FULL.search(text):
+        return BuildFailed(f"the disk is full: {error}", hint=_DISK_HINT, log_tail=tail)
+    if pin:
+        name = pin.group(1) or pin.group(2)
+        return BuildFailed(
+            f"pip found no distribution for {name} inside the image",
+            hint="check that pin in the spec's pip: list (does that version exist for this Python?); "
+            "with --offline envkit fetches wheels on the host and reports this before building",
+            log_tail=tail,
+        )
+    if _BASE_IMAGE.search(error):
+        image = froms[-1] if froms else "the base image"
+        return BuildFailed(
+            f"base image {image} is not present locally and cannot be pulled: {error}",
+            hint="`docker pull` or `docker load` it, or set base_image to an image present locally",
+            log_tail=tail,
+        )
+    return BuildFailed(
+        f"a build step failed: {error}", hint="read the last lines above and the full log", log_tail=tail
+    )
+
+
+class DockerEngine:
+    """:class:`~envkit.build.engine.ContainerEngine` on the Docker Engine API."""
+
+    def __init__(self, client: Any | None = None, *, timeout: int = 60) -> None:
+        if client is None:
+            try:
+                client = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=timeout)
+            except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+                raise translate_error(e) from e
+        self.api = client
+
+    def build(
+        self,
+        context: bytes,
+        tag: str,
+        *,
+        labels: Mapping[str, str],
+        nocache: bool = False,
+        network: bool = True,
+    ) -> Iterator[BuildEvent]:
+        tail: collections.deque[str] = collections.deque(maxlen=_TAIL)
+        try:
+            stream = self.api.build(
+                fileobj=io.BytesIO(context), custom_context=True, tag=tag, labels=dict(labels),
+                nocache=nocache, rm=True, forcerm=True, pull=False, decode=True, timeout=BUILD_TIMEOUT_S,
+                network_mode=None if network else "none",
+            )  # fmt: skip
+            for chunk in stream:
+                if "error" in chunk:
+                    detail = chunk.get("errorDetail") or {}
+                    raise build_failure(str(detail.get("message") or chunk["error"]).strip(), tuple(tail))
+                message = str(chunk.get("stream") or chunk.get("status") or "").rstrip("\n")
+                if not message:
+                    continue
+                tail.extend(message.splitlines())
+                step = _STEP.match(message.strip())
+                yield BuildEvent(message, step=f"{step.group(1)} {step.group(2)}" if step else None)
+        except BuildFailed:
+            raise
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+            failure = translate_error(e, what="the build")
+            if isinstance(e, docker.errors.APIError) and not isinstance(failure, EngineUnavailable):
+                raise build_failure(_first_line(_chain_text(e)), tuple(tail)) from e
+            raise failure from e
+
+    def inspect(self, image: str) -> ImageInfo | None:
+        try:
+            data = self.api.inspect_image(image)
+        except docker.errors.ImageNotFound:
+            return None
+        except docker.errors.NotFound:
+            return None
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+            raise translate_error(e) from e
+        return _image_info(data)
+
+    def images(self, label: str) -> list[ImageInfo]:
+        try:
+            listed = self.api.images(filters={"label": label})
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+            raise translate_error(e) from e
+        found = [self.inspect(str(item["Id"])) for item in listed]
+        return [i for i in found if i is not None]
+
+    def tag(self, image: str, tag: str) -> None:
+        repository, _, name = tag.rpartition(":")
+        try:
+            self.api.tag(image, repository, name, force=True)
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+            raise translate_error(e, what=f"tagging {tag}") from e
+
+    def remove(self, image: str) -> None:
+        try:
+            self.api.remove_image(image, noprune=False)
+        except docker.errors.NotFound:
+            return
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+            raise translate_error(e, what=f"removing {image}") from e
+
+    def run(
+        self,
+        image: str,
+        argv: Sequence[str],
+        *,
+        mounts: Sequence[Mount] = (),
+        env: Mapping[str, str] | None = None,
+        gpus: bool = False,
+        network: bool = False,
+    ) -> RunResult:
+        binds = {m.source: {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in mounts}
+        requests_ = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None
+        container: dict[str, Any] | None = None
+        try:
+            host_config = self.api.create_host_config(
+                binds=binds, network_mode=None if network else "none", device_requests=requests_
+            )
+            container = self.api.create_container(
+                image, command=list(argv), environment=dict(env or {}), host_config=host_config
+            )
+            self.api.start(container)
+            status = self.api.wait(container, timeout=BUILD_TIMEOUT_S)
+            stdout = self.api.logs(container, stdout=True, stderr=False).decode("utf-8", "replace")
+            stderr = self.api.logs(container, stdout=False, stderr=True).decode("utf-8", "replace")
+        except docker.errors.ImageNotFound as e:
+            raise EngineError(
+                f"no such image: {image}", hint=f"build it first: envkit build NAME ({e})"
+            ) from e
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+            raise translate_error(e, what=f"running {image}") from e
+        finally:
+            if container is not None:
+                # A leftover container is not worth masking the real result.
+                with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
+                    self.api.remove_container(container, force=True)
+        return RunResult(int(status.get("StatusCode", -1)), stdout, stderr)
+
+
+def _image_info(data: Mapping[str, Any]) -> ImageInfo:
+    config = data.get("Config") or {}
+    return ImageInfo(
+        id=str(data.get("Id", "")),
+        tags=tuple(sorted(data.get("RepoTags") or ())),
+        labels=dict(config.get("Labels") or {}),
+        user=str(config.get("User") or ""),
+        size=int(data.get("Size") or 0),
+    )
+
+
+def _chain_text(error: BaseException) -> str:
+    parts: list[str] = []
+    seen: BaseException | None = error
+    while seen is not None and len(parts) < 6:
+        parts.append(f"{type(seen).__name__}: {seen}")
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(parts)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "unknown error"

@@ -1,0 +1,98 @@
+"""``envkit images``: built images per environment, and whether they are stale; a smoke check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from envkit.build.builder import CONTEXT_LABEL, NAME_LABEL, image_repo
+from envkit.build.engine import ContainerEngine, RunResult
+from envkit.build.locks import FileLocks, LockState
+from envkit.catalog import Catalog
+from envkit.errors import EnvkitError
+from envkit.spec.load import SPEC_DIR, load_spec
+from envkit.spec.models import Spec
+
+__all__ = ["ImageRow", "list_images", "smoke_check"]
+
+SPEC_LABEL = "io.envkit.spec-sha256"
+LOCK_LABEL = "io.envkit.lock-sha256"
+
+
+@dataclass(frozen=True)
+class ImageRow:
+    name: str
+    id: str
+    tags: tuple[str, ...]
+    context_sha256: str
+    spec_sha256: str
+    lock_sha256: str | None
+    size: int
+    latest: bool
+    stale: bool
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+def list_images(engine: ContainerEngine, root: Path, catalog: Catalog) -> list[ImageRow]:
+    """Every envkit image, sorted by environment then tag; stale against the current spec and lock."""
+    current: dict[str, tuple[str | None, str | None, str]] = {}
+    rows = []
+    for info in engine.images(NAME_LABEL):
+        name = info.labels[NAME_LABEL]
+        if name not in current:
+            current[name] = _current(root, name, catalog)
+        spec_sha, lock_sha, problem = current[name]
+        image_spec = info.labels.get(SPEC_LABEL, "")
+        image_lock = info.labels.get(LOCK_LABEL)
+        if problem:
+            reason = problem
+        elif image_spec != spec_sha:
+            reason = "the spec changed since this image was built"
+        elif image_lock != lock_sha:
+            reason = "the lock changed since this image was built"
+        else:
+            reason = ""
+        repo = image_repo(name)
+        tags = tuple(sorted(t for t in info.tags if t.startswith(repo + ":")))
+        rows.append(
+            ImageRow(
+                name=name,
+                id=info.id,
+                tags=tags,
+                context_sha256=info.labels.get(CONTEXT_LABEL, ""),
+                spec_sha256=image_spec,
+                lock_sha256=image_lock,
+                size=info.size,
+                latest=f"{repo}:latest" in tags,
+                stale=bool(reason),
+                reason=reason,
+            )
+        )
+    return sorted(rows, key=lambda r: (r.name, not r.latest, r.tags))
+
+
+def _current(root: Path, name: str, catalog: Catalog) -> tuple[str | None, str | None, str]:
+    path = root / SPEC_DIR / f"{name}.yaml"
+    if not path.is_file():
+        return None, None, f"no spec {SPEC_DIR}/{name}.yaml any more"
+    try:
+        loaded = load_spec(path, catalog)
+    except EnvkitError as e:
+        return None, None, f"the spec is invalid now: {e.message.splitlines()[0]}"
+    lock = FileLocks(root).status(loaded)
+    return loaded.sha256, lock.sha256 if lock.state is LockState.FRESH else None, ""
+
+
+def smoke_check(engine: ContainerEngine, image: str, spec: Spec) -> RunResult:
+    """Run the image's Python once: user id, Python version and each framework's version, no network."""
+    modules = [("paddle" if fw == "paddle" else "torch") for fw, _ in spec.frameworks.items()]
+    code = (
+        "import os, sys, importlib\n"
+        "print('uid', os.getuid(), 'python', sys.version.split()[0])\n"
+        f"for m in {modules!r}:\n"
+        "    print(m, importlib.import_module(m).__version__)\n"
+    )
+    return engine.run(image, ["python", "-c", code])

@@ -1,0 +1,157 @@
+"""``envkit build`` and ``envkit images``: the composition root for the Docker engine."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from envkit.build.builder import Builder, BuildOptions, BuildResult
+from envkit.build.engine import BuildEvent, ContainerEngine
+from envkit.build.images import list_images, smoke_check
+from envkit.build.locks import default_locker
+from envkit.catalog import Catalog, load_catalog
+from envkit.cli import cli
+from envkit.cli._app import command, err_console, project_root
+from envkit.errors import BuildFailed, EngineError
+from envkit.result import CommandResult
+from envkit.spec.load import load_spec, resolve_spec_path
+
+__all__ = ["build", "images", "make_builder", "make_engine"]
+
+
+def make_engine() -> ContainerEngine:
+    """The engine the CLI uses (the only place a concrete adapter is built)."""
+    from envkit.build.docker_api import DockerEngine
+
+    return DockerEngine()
+
+
+def make_builder(root: Path, catalog: Catalog) -> Builder:
+    return Builder(make_engine(), catalog, root, locker=default_locker(root))
+
+
+def _find_links(given: tuple[str, ...]) -> tuple[str, ...]:
+    env = os.environ.get("ENVKIT_FIND_LINKS", "")
+    return tuple(given) + tuple(p for p in env.split(os.pathsep) if p)
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[BuildEvent], None] | None]:
+    """A spinner with the current step; each step is also printed once (to stderr)."""
+    if not enabled:
+        yield None
+        return
+    with err_console.status("starting the build") as status:
+
+        def show(event: BuildEvent) -> None:
+            if event.step:
+                err_console.print(f"[cyan]step[/] {escape(event.step)}", highlight=False)
+                status.update(f"[bold]{escape(event.step)}")
+            elif event.message.strip():
+                status.update(f"{escape(event.message.strip().splitlines()[-1][:100])}")
+
+        yield show
+
+
+@command(cli, "build")
+@click.argument("name", metavar="NAME|PATH")
+@click.option(
+    "--offline", is_flag=True, help="Fill a wheelhouse on the host; the image builds with no network."
+)
+@click.option("--frozen", is_flag=True, help="Refuse to build unless a fresh lock exists (never lock).")
+@click.option("--no-cache", "no_cache", is_flag=True, help="Rebuild every step, even when the image exists.")
+@click.option(
+    "--probe", is_flag=True, help="After building, run the image's Python and import the frameworks."
+)
+@click.option(
+    "--find-links", "find_links", multiple=True, metavar="DIR",
+    help="Local wheel directory for the wheelhouse (repeatable; also $ENVKIT_FIND_LINKS, ':'-separated).",
+)  # fmt: skip
+def build(
+    name: str, offline: bool, frozen: bool, no_cache: bool, probe: bool, find_links: tuple[str, ...]
+) -> CommandResult:
+    """Build the image for environment NAME through the Docker engine.
+
+    Tags: envkit/NAME:<hash12> (digest of the build context) and envkit/NAME:latest.
+    When that image exists the build is skipped ("up to date"). The full log is
+    written to .envkit/logs/NAME-<hash12>.log; a failed or interrupted build prints
+    the last lines, leaves no tag and exits 3.
+
+    Offline (--offline or `offline: true` in the spec): wheels are fetched on the host
+    (pip download, hashes recorded or checked against requirements.lock) into the
+    context and installed with --no-index --require-hashes; the build has no network.
+    """
+    root = project_root()
+    catalog = load_catalog()
+    loaded = load_spec(resolve_spec_path(name, root), catalog)
+    options = BuildOptions(
+        offline=offline, frozen=frozen, nocache=no_cache, find_links=_find_links(find_links)
+    )
+    builder = make_builder(root, catalog)
+    show_progress = err_console.is_terminal or bool(os.environ.get("ENVKIT_PROGRESS"))
+    try:
+        with _progress(show_progress) as on_event:
+            result = builder.build(loaded, options, on_event)
+    except BuildFailed as e:
+        if e.log_tail:
+            err_console.print("[bold]last lines of the build:[/]")
+            for line in e.log_tail[-15:]:
+                err_console.print(f"  {escape(line)}", highlight=False)
+        raise
+    data = result.to_json()
+    warnings = list(loaded.warnings) + list(result.warnings)
+    if probe:
+        run = smoke_check(builder.engine, result.tag, loaded.spec)
+        data["probe"] = {"exit_code": run.exit_code, "stdout": run.stdout, "stderr": run.stderr}
+        if run.exit_code != 0:
+            raise EngineError(
+                f"the smoke check in {result.tag} exited {run.exit_code}: {run.stderr.strip()[-500:]}",
+                hint="the image builds but its Python or a framework does not import; see the output",
+            )
+    return CommandResult("build", data, lambda: _build_text(result, data), warnings=warnings)
+
+
+def _build_text(result: BuildResult, data: dict[str, object]) -> str:
+    size = f"{result.size / 1e6:.0f} MB"
+    if result.status == "up-to-date":
+        head = f"{result.name}: up to date ({result.tag}, {size}, {result.seconds:.2f} s)"
+    else:
+        head = f"{result.name}: built {result.tag} ({size}, {result.seconds:.1f} s; log {result.log_path})"
+    lines = [
+        head,
+        f"  also tagged {result.latest}; lock: {result.lock}; offline: {str(result.offline).lower()}",
+    ]
+    probe = data.get("probe")
+    if isinstance(probe, dict):
+        lines += [f"  {line}" for line in str(probe["stdout"]).strip().splitlines()]
+    return "\n".join(lines)
+
+
+@command(cli, "images")
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+def images(names: tuple[str, ...]) -> CommandResult:
+    """List images built by envkit, per environment: tags, context hash, size, staleness.
+
+    An image is stale when the spec or the lock changed since it was built.
+    """
+    root = project_root()
+    rows = [r for r in list_images(make_engine(), root, load_catalog()) if not names or r.name in names]
+
+    def text() -> str:
+        if not rows:
+            return "no envkit images (build one with `envkit build NAME`)"
+        out = []
+        for r in rows:
+            tags = ", ".join(t.split(":", 1)[1] for t in r.tags) or "<untagged>"
+            state = f"stale: {r.reason}" if r.stale else "current"
+            out.append(
+                f"{r.name:<24} {tags:<24} {r.context_sha256[:12]:<12} {r.size / 1e6:>7.0f} MB  {state}"
+            )
+        return "\n".join(out)
+
+    return CommandResult("images", {"images": [r.to_json() for r in rows]}, text)

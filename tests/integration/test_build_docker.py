@@ -1,0 +1,173 @@
+"""``envkit build`` against a real Docker engine (marker ``docker``).
+
+No registry is reachable: a session fixture debootstraps a minimal Debian with
+python3 + venv and ``docker import``s it as ``envkit-test/debian-python:bookworm``
+(skipped when that image exists). Specs live in a temporary project root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envkit.build.docker_api import DockerEngine
+from envkit.cli import main
+
+pytestmark = pytest.mark.docker
+
+BASE = "envkit-test/debian-python:bookworm"
+TORCH_WHEELS = Path(os.environ.get("ENVKIT_TORCH_WHEELS", "/opt/wheels"))
+
+
+def _debian_mirror() -> str:
+    if os.environ.get("ENVKIT_DEBIAN_MIRROR"):
+        return os.environ["ENVKIT_DEBIAN_MIRROR"]
+    sources = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+    for path in sources:
+        text = path.read_text() if path.is_file() else ""
+        found = re.search(r"^URIs:\s*(\S+/debian)\s*$", text, re.M) or re.search(
+            r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+/debian)\s+bookworm\b", text, re.M
+        )
+        if found:
+            return found.group(1)
+    return "http://deb.debian.org/debian"
+
+
+@pytest.fixture(scope="session")
+def engine() -> DockerEngine:
+    return DockerEngine()
+
+
+@pytest.fixture(scope="session")
+def base_image(engine: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Build the local base image once (debootstrap + docker import, a few minutes)."""
+    if engine.inspect(BASE) is not None:
+        return BASE
+    if shutil.which("debootstrap") is None or os.geteuid() != 0:
+        pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
+    rootfs = tmp_path_factory.mktemp("rootfs") / "bookworm"
+    subprocess.run(
+        ["debootstrap", "--variant=minbase", "--include=python3,python3-venv,python3-pip",
+         "bookworm", str(rootfs), _debian_mirror()],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    subprocess.run(
+        f"tar -C {rootfs} -c . | docker import - {BASE}", shell=True, check=True, capture_output=True
+    )
+    shutil.rmtree(rootfs, ignore_errors=True)
+    return BASE
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory: pytest.TempPathFactory, engine: DockerEngine) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("project")
+    (root / "environments").mkdir()
+    yield root
+    for info in engine.images("io.envkit.name"):
+        for tag in info.tags:
+            if tag.startswith("envkit/itest-"):
+                engine.remove(tag)
+
+
+def _spec(root: Path, name: str, base: str, pins: list[str], extra: str = "") -> None:
+    lines = "".join(f"  - {p}\n" for p in pins)
+    text = (
+        f'name: {name}\npython: "3.11"\ncuda: cpu\ninstaller: venv\nbase_image: {base}\n{extra}pip:\n{lines}'
+    )
+    (root / "environments" / f"{name}.yaml").write_text(text)
+
+
+def _build(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, dict[str, Any]]:
+    monkeypatch.setenv("ENVKIT_ROOT", str(root))
+    code = main(["build", *args, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else {}
+
+
+def _tags(engine: DockerEngine, name: str) -> set[str]:
+    return {t for i in engine.images(f"io.envkit.name={name}") for t in i.tags}
+
+
+def test_offline_build_run_skip_rebuild_and_refuse(
+    engine: DockerEngine, base_image: str, project: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    _spec(project, "itest-tiny", base_image, ["packaging==24.1", "six==1.16.0"])
+    code, env = _build(project, monkeypatch, capsys, "itest-tiny", "--offline")
+    assert code == 0, env
+    result = env["result"]
+    assert result["status"] == "built" and result["offline"] is True
+    tag = result["tag"]
+
+    code_line = "import os, packaging, six; print(os.getuid(), packaging.__version__, six.__version__)"
+    run = engine.run(tag, ["python", "-c", code_line])
+    assert run.exit_code == 0, run.stderr
+    uid, packaging_version, six_version = run.stdout.split()
+    assert (packaging_version, six_version) == ("24.1", "1.16.0")
+    assert uid != "0"
+    info = engine.inspect(tag)
+    assert info is not None
+    assert info.labels["io.envkit.context-sha256"] == result["context_sha256"]
+    assert info.labels["io.envkit.cuda"] == "cpu"
+    assert len(info.labels["io.envkit.spec-sha256"]) == 64
+    assert info.labels["io.envkit.offline"] == "true"
+    assert "envkit/itest-tiny:latest" in info.tags
+
+    code, again = _build(project, monkeypatch, capsys, "itest-tiny", "--offline")
+    assert code == 0 and again["result"]["status"] == "up-to-date" and again["result"]["tag"] == tag
+
+    _spec(project, "itest-tiny", base_image, ["packaging==24.1", "six==1.17.0"])
+    code, changed = _build(project, monkeypatch, capsys, "itest-tiny", "--offline")
+    assert code == 0 and changed["result"]["status"] == "built" and changed["result"]["tag"] != tag
+    new = engine.inspect("envkit/itest-tiny:latest")
+    assert new is not None and new.labels["io.envkit.context-sha256"] == changed["result"]["context_sha256"]
+
+    before = _tags(engine, "itest-tiny")
+    _spec(project, "itest-tiny", base_image, ["packaging==24.1", "six==99.0.0"])
+    code, failed = _build(project, monkeypatch, capsys, "itest-tiny", "--offline")
+    assert code == 2 and failed["ok"] is False
+    assert "six==99.0.0" in failed["errors"][0]["message"]
+    assert _tags(engine, "itest-tiny") == before
+
+
+def test_missing_base_image_fails_cleanly(
+    engine: DockerEngine, base_image: str, project: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    _spec(project, "itest-nobase", "envkit-test/does-not-exist:1", ["six==1.16.0"])
+    code, failed = _build(project, monkeypatch, capsys, "itest-nobase", "--offline")
+    assert code == 3
+    error = failed["errors"][0]
+    assert "envkit-test/does-not-exist:1" in error["message"] and "full log:" in error["message"]
+    assert "base_image" in error["hint"]
+    assert _tags(engine, "itest-nobase") == set()
+    logs = list((project / ".envkit" / "logs").glob("itest-nobase-*.log"))
+    assert logs and "FAILED" in logs[0].read_text()
+
+
+@pytest.mark.slow  # ~165 s here (wheelhouse of torch + deps, then a ~700 MB install): `pytest -m slow`
+def test_cpu_torch_image(
+    engine: DockerEngine, base_image: str, project: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    if not list(TORCH_WHEELS.glob("torch-2.13.0+cpu-cp311-*.whl")):
+        pytest.skip(f"no torch 2.13.0 CPU wheel in {TORCH_WHEELS}")
+    _spec(project, "itest-torch", base_image, ["numpy>=1.26,<3"], extra='frameworks:\n  torch: "2.13.0"\n')
+    monkeypatch.setenv("ENVKIT_FIND_LINKS", str(TORCH_WHEELS))
+    code, env = _build(project, monkeypatch, capsys, "itest-torch", "--offline", "--probe")
+    assert code == 0, env
+    assert "torch 2.13.0+cpu" in env["result"]["probe"]["stdout"]
+    run = engine.run(
+        env["result"]["tag"], ["python", "-c", "import torch; print(float(torch.ones(3).sum()))"]
+    )
+    assert run.exit_code == 0 and run.stdout.strip() == "3.0", run.stderr

@@ -1,0 +1,78 @@
+"""``envkit build`` / ``envkit images`` through ``main(argv)``, on a FakeEngine (no daemon)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from envkit.build.builder import Builder
+from envkit.build.engine import RunResult
+from envkit.build.fake import FakeEngine, failing
+from envkit.cli import build_cmd, main
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, root: Path, pip: object) -> FakeEngine:
+    engine = FakeEngine(default_run=RunResult(0, "uid 10001 python 3.11.2\n", ""))
+    monkeypatch.setattr(build_cmd, "make_engine", lambda: engine)
+    monkeypatch.setattr(
+        build_cmd, "make_builder", lambda root, catalog: Builder(engine, catalog, root, pip_runner=pip)
+    )
+    monkeypatch.setenv("ENVKIT_ROOT", str(root))
+    return engine
+
+
+def test_build_then_up_to_date_json(fake: FakeEngine, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", "tiny", "--offline", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["ok"] is True and first["result"]["status"] == "built"
+    assert main(["build", "tiny", "--offline", "--json"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["result"]["status"] == "up-to-date"
+    assert second["result"]["tag"] == first["result"]["tag"]
+
+
+def test_probe_runs_the_smoke_check(fake: FakeEngine, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", "tiny", "--offline", "--probe"]) == 0
+    assert "uid 10001" in capsys.readouterr().out
+    assert fake.runs[0].argv[0] == "python"
+
+
+def test_failed_build_exits_3_with_tail(fake: FakeEngine, capsys: pytest.CaptureFixture[str]) -> None:
+    fake.build_error = failing("boom", ("ERROR: the last line",))
+    assert main(["build", "tiny", "--offline"]) == 3
+    err = capsys.readouterr().err
+    assert "ERROR: the last line" in err and "full log:" in err and "hint:" in err
+    assert fake.images_by_tag == {}
+
+
+def test_missing_pin_exits_2(
+    fake: FakeEngine, root: Path, spec_writer: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec_writer(root, ("doesnotexist==1.0",))
+    assert main(["build", "tiny", "--offline"]) == 2
+    assert "doesnotexist" in capsys.readouterr().err
+
+
+def test_frozen_without_lock_exits_2(fake: FakeEngine) -> None:
+    assert main(["build", "tiny", "--frozen"]) == 2
+
+
+def test_images_lists_and_marks_stale(
+    fake: FakeEngine, root: Path, spec_writer: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["build", "tiny", "--offline"]) == 0
+    capsys.readouterr()
+    assert main(["images", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["result"]["images"]
+    assert row["name"] == "tiny" and row["latest"] is True and row["stale"] is False
+    spec_writer(root, ("six==1.17.0",))
+    assert main(["images"]) == 0
+    assert "stale: the spec changed" in capsys.readouterr().out
+
+
+def test_build_help_explains() -> None:
+    assert main(["build", "--help"]) == 0
