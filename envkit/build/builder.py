@@ -1,36 +1,39 @@
-"""``Builder(engine).build(...)``: spec -> lock -> render -> context -> image, content-addressed.
+"""``Builder(engine, catalog, root, locker=...).build(...)``: spec -> lock -> render -> context -> image.
 
 The image is tagged ``envkit/NAME:<hash12>`` (the build context's digest) and
 ``envkit/NAME:latest``. When the image for that digest exists, nothing is
 built ("up to date"). A failed or interrupted build leaves no tag behind; its
-full log is in ``.envkit/logs/NAME-<hash12>.log``.
+full log is in ``.envkit/logs/NAME-<hash12>.log``. The builder stage's image
+(left untagged by the legacy builder) is removed after every build.
+
+The image always installs from a fresh lock (``images/NAME/``, see
+:mod:`envkit.build.locks`): a missing or stale lock is solved first, or refused
+with ``--frozen``.
 """
 
 from __future__ import annotations
 
 import collections
-import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
 from envkit import __version__, _proc
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
 from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
-from envkit.build.locks import FileLocks, Locker, LockFiles, LockState
+from envkit.build.locks import Locker, image_dir, lock_state
 from envkit.build.wheelhouse import Runner, Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.catalog import Catalog
-from envkit.errors import BuildFailed, EngineError, UsageError
-from envkit.render import DockerfileInputs, generated_header, render_image
-from envkit.render.conda_env import requirements_txt
+from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
+from envkit.lock import LockState
+from envkit.render import render_image
 from envkit.spec.load import LoadedSpec
 
 __all__ = ["BuildOptions", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
 
 WHEELS = "wheels"
-WHEELHOUSE_LOCK = "wheelhouse.lock"
 NAME_LABEL = "io.envkit.name"
 CONTEXT_LABEL = "io.envkit.context-sha256"
 TAIL_LINES = 25
@@ -58,9 +61,10 @@ class PreparedBuild:
     context: ContextFiles
     labels: dict[str, str]
     offline: bool
-    lock: LockFiles
+    lock: LockState
     wheelhouse: Wheelhouse | None
     warnings: tuple[str, ...] = ()
+    relocked: bool = False  # this build solved the lock
 
     @property
     def digest(self) -> str:
@@ -88,7 +92,7 @@ class BuildResult:
     labels: dict[str, str]
     log_path: str | None
     offline: bool
-    lock: str  # LockState value
+    lock: str  # "fresh", or "locked" when this build solved it
     wheels: int
     seconds: float
     warnings: tuple[str, ...] = field(default_factory=tuple)
@@ -104,13 +108,13 @@ class Builder:
         catalog: Catalog,
         root: Path,
         *,
-        locker: Locker | None = None,
+        locker: Locker,
         pip_runner: Runner = _proc.run,
     ) -> None:
         self.engine = engine
         self.catalog = catalog
         self.root = root
-        self.locker = locker or FileLocks(root)
+        self.locker = locker
         self.pip_runner = pip_runner
 
     @property
@@ -124,40 +128,35 @@ class Builder:
     ) -> PreparedBuild:
         spec = loaded.spec
         warnings: list[str] = []
-        lock = self._lock(loaded, options, warnings)
+        relocked = not (lock := lock_state(self.root, loaded)).fresh
+        if relocked:
+            lock = self._lock(loaded, lock, options, warnings, on_event)
         offline = options.offline or spec.offline
-        fresh = lock.state is LockState.FRESH
-        pip_lock = lock.pip_lock.name if fresh and lock.pip_lock else None
-        conda_locks = tuple(p.name for p in lock.conda_locks) if fresh else ()
+        folder = image_dir(self.root, spec.name)
+        lock_names = [*lock.conda_locks, *([lock.pip_lock] if lock.pip_lock else [])]
+        lock_files = {name: (folder / name).read_bytes() for name in lock_names}
         extra: list[ContextEntry] = []
         wheelhouse = None
-        lock_files = dict(lock.files) if fresh else {}
         if offline:
             if spec.installer.uses_conda:
                 raise UsageError(
                     f"offline builds of {spec.installer.value} environments are not supported yet",
                     hint="use installer: venv for air-gapped builds, or build without --offline",
                 )
-            wanted = (
-                lock.files[pip_lock].decode("utf-8") if pip_lock else requirements_txt(spec, self.catalog, "")
-            )
-            if on_event:
-                on_event(BuildEvent("filling the wheelhouse (pip download on the host)", step="wheelhouse"))
-            request = WheelhouseRequest(wanted, spec.python, spec.platforms, options.find_links)
-            wheelhouse = fill_wheelhouse(
-                request, self.root / ".envkit" / "wheelhouse", runner=self.pip_runner
-            )
-            extra = wheelhouse.entries(WHEELS)
-            if not pip_lock:
-                header = generated_header(loaded, f"envkit build {spec.name} --offline")
-                lock_files[WHEELHOUSE_LOCK] = wheelhouse.lock_text(header).encode("utf-8")
-                pip_lock = WHEELHOUSE_LOCK
-        inputs = DockerfileInputs(
-            spec_sha256=loaded.sha256,
-            conda_locks=conda_locks,
-            pip_lock=pip_lock,
-            lock_sha256=lock.sha256 if fresh else None,
-            wheelhouse=WHEELS if offline else None,
+            if lock.pip_lock:  # else there is no pip package to fetch
+                if on_event:
+                    on_event(
+                        BuildEvent("filling the wheelhouse (pip download on the host)", step="wheelhouse")
+                    )
+                request = WheelhouseRequest(
+                    lock_files[lock.pip_lock].decode("utf-8"), spec.python, spec.platforms, options.find_links
+                )
+                wheelhouse = fill_wheelhouse(
+                    request, self.root / ".envkit" / "wheelhouse", runner=self.pip_runner
+                )
+                extra = wheelhouse.entries(WHEELS)
+        inputs = replace(
+            lock.dockerfile_inputs(loaded.sha256), wheelhouse=WHEELS if wheelhouse is not None else None
         )
         rendered = render_image(loaded, self.catalog, inputs)
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)
@@ -170,29 +169,43 @@ class Builder:
         }
         if inputs.lock_sha256:
             build_labels["io.envkit.lock-sha256"] = inputs.lock_sha256
-        if WHEELHOUSE_LOCK in lock_files:
-            pins = lock_files[WHEELHOUSE_LOCK]
-            build_labels["io.envkit.wheelhouse-sha256"] = hashlib.sha256(pins).hexdigest()
-        return PreparedBuild(spec.name, context, build_labels, offline, lock, wheelhouse, tuple(warnings))
+        return PreparedBuild(
+            spec.name, context, build_labels, offline, lock, wheelhouse, tuple(warnings), relocked
+        )
 
-    def _lock(self, loaded: LoadedSpec, options: BuildOptions, warnings: list[str]) -> LockFiles:
-        lock = self.locker.status(loaded)
-        if lock.state is LockState.FRESH:
-            return lock
+    def _lock(
+        self,
+        loaded: LoadedSpec,
+        lock: LockState,
+        options: BuildOptions,
+        warnings: list[str],
+        on_event: EventSink | None,
+    ) -> LockState:
+        """Solve a missing or stale lock now (``--frozen`` refuses); return the fresh state."""
+        name = loaded.spec.name
         if options.frozen:
             raise UsageError(
-                f"--frozen: {loaded.spec.name} has no fresh lock ({lock.state.value}: {lock.reason})",
-                hint=f"run `envkit lock {loaded.spec.name}` and commit the lock, or build without --frozen",
+                f"--frozen: {name} has no fresh lock ({lock.status}: {lock.reason})",
+                hint=f"run `envkit lock {name}` and commit images/{name}/, or build without --frozen",
             )
-        if getattr(self.locker, "can_lock", True):
-            lock = self.locker.lock(loaded)  # the stale-lock hook: solve now
-            if lock.state is LockState.FRESH:
-                return lock
-        if lock.state is LockState.STALE:
-            warnings.append(
-                f"{loaded.spec.name}: the lock is stale ({lock.reason}); building from the spec's ranges"
+        if on_event:
+            on_event(BuildEvent(f"locking {name} (the lock is {lock.status})", step="lock"))
+        try:
+            self.locker.lock(loaded, image_dir(self.root, name))
+        except SolverFailed as e:
+            raise SolverFailed(
+                f"cannot build {name}: the lock is {lock.status} and locking failed: {e.message}",
+                hint=f"{e.hint}; or run `envkit lock {name}` where the channels are reachable, commit "
+                f"images/{name}/ and build with --frozen",
+            ) from e
+        locked = lock_state(self.root, loaded)
+        if not locked.fresh:
+            raise LockError(
+                f"locking {name} did not give a fresh lock ({locked.reason})",
+                hint=f"run `envkit lock {name}` and read its output",
             )
-        return lock
+        warnings.append(f"{name}: the lock was {lock.status}; locked it now (images/{name}/)")
+        return locked
 
     # -- building ---------------------------------------------------------------------------
 
@@ -280,7 +293,7 @@ class Builder:
             labels=dict(info.labels),
             log_path=str(log_path) if log_path else None,
             offline=prepared.offline,
-            lock=prepared.lock.state.value,
+            lock="locked" if prepared.relocked else prepared.lock.status,
             wheels=len(prepared.wheelhouse.wheels) if prepared.wheelhouse else 0,
             seconds=round(time.monotonic() - start, 3),
             warnings=prepared.warnings,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from envkit.build.builder import CONTEXT_LABEL, NAME_LABEL, image_repo
 from envkit.build.engine import ContainerEngine, RunResult
-from envkit.build.locks import FileLocks, LockState
+from envkit.build.locks import lock_state
 from envkit.catalog import Catalog
 from envkit.errors import EnvkitError
 from envkit.spec.load import SPEC_DIR, load_spec
@@ -82,8 +82,8 @@ def _current(root: Path, name: str, catalog: Catalog) -> tuple[str | None, str |
         loaded = load_spec(path, catalog)
     except EnvkitError as e:
         return None, None, f"the spec is invalid now: {e.message.splitlines()[0]}"
-    lock = FileLocks(root).status(loaded)
-    return loaded.sha256, lock.sha256 if lock.state is LockState.FRESH else None, ""
+    lock = lock_state(root, loaded)  # the digest render/build put in io.envkit.lock-sha256
+    return loaded.sha256, lock.lock_sha256 if lock.fresh else None, ""
 
 
 def smoke_check(engine: ContainerEngine, image: str, spec: Spec) -> RunResult:

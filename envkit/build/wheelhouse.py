@@ -1,10 +1,9 @@
 """Fill a wheelhouse on the host with ``pip download`` so that the image builds without network.
 
 Wheels are fetched for the image's Python and platform (not the host's), binary
-only. With a hashed lock (``requirements.lock``) pip checks every hash itself;
-without one, envkit records the sha256 of each file it fetched and writes
-``wheelhouse.lock`` (``name==version --hash=sha256:…``), so the install inside
-the image is hash-checked either way. Wheelhouses are cached by request under
+only. With the hashed lock (``requirements.lock``, which every build has) pip
+checks every hash itself, and the install inside the image checks them again
+(``--require-hashes``). Wheelhouses are cached by request under
 ``.envkit/wheelhouse/<key>/`` and reused: a no-op rebuild needs no network.
 """
 
@@ -85,17 +84,6 @@ class Wheelhouse:
             ContextEntry(f"{prefix}/{w.filename}", w.sha256, w.size, source=self.directory / w.filename)
             for w in self.wheels
         ]
-
-    def lock_text(self, header: str = "") -> str:
-        """Hashed pins of exactly the fetched files, for ``pip install --require-hashes --no-deps``."""
-        grouped: dict[tuple[str, str], list[str]] = {}
-        for w in self.wheels:
-            grouped.setdefault((w.name, w.version), []).append(w.sha256)
-        lines = [
-            f"{name}=={version}" + "".join(f" --hash=sha256:{h}" for h in sorted(hashes))
-            for (name, version), hashes in sorted(grouped.items())
-        ]
-        return header + "".join(f"{line}\n" for line in lines)
 
 
 def fill_wheelhouse(

@@ -13,7 +13,7 @@ from rich.markup import escape
 from envkit.build.builder import Builder, BuildOptions, BuildResult
 from envkit.build.engine import BuildEvent, ContainerEngine
 from envkit.build.images import list_images, smoke_check
-from envkit.build.locks import default_locker
+from envkit.build.locks import solving_locker
 from envkit.catalog import Catalog, load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root
@@ -32,7 +32,7 @@ def make_engine() -> ContainerEngine:
 
 
 def make_builder(root: Path, catalog: Catalog) -> Builder:
-    return Builder(make_engine(), catalog, root, locker=default_locker(root))
+    return Builder(make_engine(), catalog, root, locker=solving_locker(catalog))
 
 
 def _find_links(given: tuple[str, ...]) -> tuple[str, ...]:
@@ -77,13 +77,18 @@ def build(
 ) -> CommandResult:
     """Build the image for environment NAME through the Docker engine.
 
+    The image installs from the lock in images/NAME/: a missing or stale lock is
+    solved first, as `envkit lock NAME` would (py-rattler for conda, uv for pip);
+    --frozen refuses instead. If the channels cannot be reached, the build exits 3:
+    set mirrors in the spec, or commit a lock and build with --frozen.
+
     Tags: envkit/NAME:<hash12> (digest of the build context) and envkit/NAME:latest.
     When that image exists the build is skipped ("up to date"). The full log is
     written to .envkit/logs/NAME-<hash12>.log; a failed or interrupted build prints
     the last lines, leaves no tag and exits 3.
 
     Offline (--offline or `offline: true` in the spec): wheels are fetched on the host
-    (pip download, hashes recorded or checked against requirements.lock) into the
+    (pip download, hashes checked against requirements.lock) into the
     context and installed with --no-index --require-hashes; the build has no network.
     """
     root = project_root()

@@ -1,7 +1,8 @@
-"""Fixtures for the build stage: a tmp project root with a venv spec, a fake pip, a FakeEngine."""
+"""Fixtures for the build stage: a tmp project root with a venv spec, fake pip/uv, a FakeEngine."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,7 +11,11 @@ import pytest
 from envkit._proc import ProcResult
 from envkit.build.builder import Builder
 from envkit.build.fake import FakeEngine
+from envkit.build.locks import EnvLocker
 from envkit.catalog import load_catalog
+from envkit.errors import Unsatisfiable
+from envkit.lock import PipPackage, PipRequest
+from envkit.lock.testing import FakeCondaSolver, FakePipResolver
 from envkit.spec.load import LoadedSpec, load_spec
 
 SPEC = """\
@@ -48,6 +53,27 @@ class FakePip:
         return ProcResult(tuple(args), 0, "", "")
 
 
+class PinResolver(FakePipResolver):
+    """envkit.lock's fake uv that follows the spec's ``name==version`` pins; ``doesnotexist`` fails."""
+
+    def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]:
+        self.requests.append(request)
+        found = []
+        for requirement in request.requirements:
+            name, _, version = requirement.partition("==")
+            if name == "doesnotexist":
+                raise Unsatisfiable(f"no version of {requirement}", hint="relax it")
+            digest = hashlib.sha256(requirement.encode()).hexdigest()
+            found.append(
+                PipPackage(name, version, f"https://example.invalid/{name}-{version}.whl", (digest,))
+            )
+        return tuple(found)
+
+
+def fake_locker(resolver: FakePipResolver | None = None) -> EnvLocker:
+    return EnvLocker(load_catalog(), FakeCondaSolver(), resolver or PinResolver())
+
+
 def write_spec(root: Path, pins: Sequence[str] = ("six==1.16.0", "packaging==24.1"), **extra: str) -> Path:
     folder = root / "environments"
     folder.mkdir(parents=True, exist_ok=True)
@@ -80,8 +106,13 @@ def pip() -> FakePip:
 
 
 @pytest.fixture
-def builder(engine: FakeEngine, root: Path, pip: FakePip) -> Builder:
-    return Builder(engine, load_catalog(), root, pip_runner=pip)
+def resolver() -> PinResolver:
+    return PinResolver()
+
+
+@pytest.fixture
+def builder(engine: FakeEngine, root: Path, pip: FakePip, resolver: PinResolver) -> Builder:
+    return Builder(engine, load_catalog(), root, locker=fake_locker(resolver), pip_runner=pip)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from envkit.build.builder import Builder
 from envkit.build.engine import RunResult
 from envkit.build.fake import FakeEngine, failing
 from envkit.cli import build_cmd, main
+from tests.unit.build.conftest import fake_locker
 
 
 @pytest.fixture
@@ -19,7 +20,9 @@ def fake(monkeypatch: pytest.MonkeyPatch, root: Path, pip: object) -> FakeEngine
     engine = FakeEngine(default_run=RunResult(0, "uid 10001 python 3.11.2\n", ""))
     monkeypatch.setattr(build_cmd, "make_engine", lambda: engine)
     monkeypatch.setattr(
-        build_cmd, "make_builder", lambda root, catalog: Builder(engine, catalog, root, pip_runner=pip)
+        build_cmd,
+        "make_builder",
+        lambda root, catalog: Builder(engine, catalog, root, locker=fake_locker(), pip_runner=pip),
     )
     monkeypatch.setenv("ENVKIT_ROOT", str(root))
     return engine

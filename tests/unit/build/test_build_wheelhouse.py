@@ -15,8 +15,7 @@ def test_fill_records_hashes_and_is_cached(tmp_path: Path, pip: object) -> None:
     house = fill_wheelhouse(request, tmp_path, runner=pip)  # type: ignore[arg-type]
     assert [w.name for w in house.wheels] == ["packaging", "six"]
     assert house.cached is False
-    lock = house.lock_text()
-    assert lock.startswith("packaging==24.1 --hash=sha256:")
+    assert all(len(w.sha256) == 64 for w in house.wheels)
     (argv,) = pip.calls  # type: ignore[attr-defined]
     assert argv[argv.index("--python-version") + 1] == "3.11"
     assert argv[argv.index("--abi") + 1] == "cp311"
