@@ -14,12 +14,25 @@ from envkit.catalog import Catalog, InstallerFile
 from envkit.errors import UsageError
 from envkit.spec.models import ARCHES, Installer, Spec
 
-__all__ = ["ENV_PREFIX", "USER_NAME", "USER_UID", "DockerfileInputs", "dockerfile", "labels"]
+__all__ = [
+    "BUILDER_OF_LABEL",
+    "ENV_PREFIX",
+    "STAGE_LABEL",
+    "USER_NAME",
+    "USER_UID",
+    "DockerfileInputs",
+    "dockerfile",
+    "labels",
+]
 
 ENV_PREFIX = "/opt/env"
 USER_NAME = "envkit"
 USER_UID = 10001
 _CONTEXT = "/tmp/envkit"
+# The builder stage's image is left untagged by the legacy builder; these labels let
+# `envkit build` find and remove it (a different key than io.envkit.name, which marks images).
+STAGE_LABEL = "io.envkit.stage"
+BUILDER_OF_LABEL = "io.envkit.builder-of"
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,7 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
     parts = [
         header,
         f"FROM {builder} AS builder\n",
+        f'LABEL {STAGE_LABEL}="builder" {BUILDER_OF_LABEL}={_q(spec.name)}\n',
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n',
     ]
     if spec.installer is Installer.VENV:
