@@ -96,6 +96,7 @@ class BuildResult:
     wheels: int
     seconds: float
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    pruned_bytes: int = 0  # the builder stage's untagged image(s), removed after the build
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -223,13 +224,26 @@ class Builder:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("w", encoding="utf-8") as log:
             log.write(f"# envkit {__version__} build of {prepared.tag}\n")
-            self._stream(prepared, options, existing, log, log_path, on_event)
+            try:
+                self._stream(prepared, options, existing, log, log_path, on_event)
+            finally:
+                pruned = self._prune(prepared.name, log)
         info = self.engine.inspect(prepared.tag)
         if info is None:
             raise BuildFailed(f"the engine reported success but {prepared.tag} does not exist",
                               hint=f"see the log: {log_path}")  # fmt: skip
         self.engine.tag(prepared.tag, prepared.latest)
-        return self._result(prepared, info, "built", log_path, start)
+        return replace(self._result(prepared, info, "built", log_path, start), pruned_bytes=pruned)
+
+    def _prune(self, name: str, log: TextIO) -> int:
+        """Remove the builder stage's untagged image (hundreds of MB); best effort."""
+        try:
+            freed = self.engine.prune_builder_images(name)
+        except EngineError as e:
+            log.write(f"# could not remove the builder-stage images: {e.message}\n")
+            return 0
+        log.write(f"# removed the builder-stage images: {freed} bytes\n")
+        return freed
 
     def _stream(
         self,

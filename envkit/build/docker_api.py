@@ -21,6 +21,7 @@ import requests.exceptions
 
 from envkit.build.engine import BuildEvent, ImageInfo, Mount, RunResult
 from envkit.errors import BuildFailed, EngineError, EngineUnavailable
+from envkit.render.dockerfile import BUILDER_OF_LABEL, STAGE_LABEL
 
 __all__ = ["DockerEngine", "build_failure", "translate_error"]
 
@@ -182,6 +183,14 @@ class DockerEngine:
             return
         except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
             raise translate_error(e, what=f"removing {image}") from e
+
+    def prune_builder_images(self, name: str) -> int:
+        filters = {"dangling": True, "label": [f"{STAGE_LABEL}=builder", f"{BUILDER_OF_LABEL}={name}"]}
+        try:
+            pruned = self.api.prune_images(filters=filters)
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+            raise translate_error(e, what=f"removing the builder images of {name}") from e
+        return int((pruned or {}).get("SpaceReclaimed") or 0)
 
     def run(
         self,

@@ -46,7 +46,7 @@ class RunResult:
 
 
 class ContainerEngine(Protocol):
-    """What envkit needs from Docker (or podman): six operations."""
+    """What envkit needs from Docker (or podman): seven operations."""
 
     def build(
         self,
@@ -75,6 +75,14 @@ class ContainerEngine(Protocol):
 
     def remove(self, image: str) -> None:
         """Remove an image or tag; a missing one is not an error."""
+        ...
+
+    def prune_builder_images(self, name: str) -> int:
+        """Remove the untagged builder-stage images of environment ``name``; return bytes freed.
+
+        Those images carry ``io.envkit.stage=builder`` and ``io.envkit.builder-of=NAME``
+        (see :mod:`envkit.render.dockerfile`); tagged images are never touched.
+        """
         ...
 
     def run(

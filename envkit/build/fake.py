@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from envkit.build.engine import BuildEvent, ImageInfo, Mount, RunResult
 from envkit.errors import BuildFailed, EngineError, EngineUnavailable
+from envkit.render.dockerfile import BUILDER_OF_LABEL, STAGE_LABEL
 
 __all__ = ["FakeBuild", "FakeEngine", "FakeRun", "failing"]
 
@@ -60,6 +61,8 @@ class FakeEngine:
     runs: list[FakeRun] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     tagged: list[tuple[str, str]] = field(default_factory=list)
+    dangling: dict[str, ImageInfo] = field(default_factory=dict)  # id -> untagged image (builder stages)
+    pruned: list[str] = field(default_factory=list)  # names given to prune_builder_images
 
     def add_image(
         self, ref: str, image_id: str = "sha256:fake", labels: Mapping[str, str] | None = None
@@ -95,6 +98,10 @@ class FakeEngine:
         self._store(tag, context, labels)
 
     def _store(self, tag: str, context: bytes, labels: Mapping[str, str]) -> None:
+        # like the legacy builder, leave the builder stage behind as an untagged image
+        stage = {STAGE_LABEL: "builder", BUILDER_OF_LABEL: tag.split("/", 1)[-1].split(":")[0]}
+        stage_id = "sha256:" + hashlib.sha256(b"builder" + context).hexdigest()
+        self.dangling[stage_id] = ImageInfo(stage_id, (), stage, self.user, self.size // 2)
         image_id = "sha256:" + hashlib.sha256(context + tag.encode()).hexdigest()
         self.images_by_tag[tag] = ImageInfo(image_id, (tag,), dict(labels), self.user, self.size)
 
@@ -129,6 +136,17 @@ class FakeEngine:
         self._check()
         self.removed.append(image)
         self.images_by_tag.pop(image, None)
+
+    def prune_builder_images(self, name: str) -> int:
+        self._check()
+        self.pruned.append(name)
+        gone = [
+            i for i in self.dangling.values()
+            if i.labels.get(STAGE_LABEL) == "builder" and i.labels.get(BUILDER_OF_LABEL) == name
+        ]  # fmt: skip
+        for info in gone:
+            del self.dangling[info.id]
+        return sum(i.size for i in gone)
 
     def run(
         self,

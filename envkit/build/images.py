@@ -1,4 +1,4 @@
-"""``envkit images``: built images per environment, and whether they are stale; a smoke check."""
+"""``envkit images``: built images per environment, and whether they are stale."""
 
 from __future__ import annotations
 
@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit.build.builder import CONTEXT_LABEL, NAME_LABEL, image_repo
-from envkit.build.engine import ContainerEngine, RunResult
+from envkit.build.engine import ContainerEngine
 from envkit.build.locks import lock_state
 from envkit.catalog import Catalog
 from envkit.errors import EnvkitError
 from envkit.spec.load import SPEC_DIR, load_spec
-from envkit.spec.models import Spec
 
-__all__ = ["ImageRow", "list_images", "smoke_check"]
+__all__ = ["ImageRow", "list_images"]
 
 SPEC_LABEL = "io.envkit.spec-sha256"
 LOCK_LABEL = "io.envkit.lock-sha256"
@@ -84,15 +83,3 @@ def _current(root: Path, name: str, catalog: Catalog) -> tuple[str | None, str |
         return None, None, f"the spec is invalid now: {e.message.splitlines()[0]}"
     lock = lock_state(root, loaded)  # the digest render/build put in io.envkit.lock-sha256
     return loaded.sha256, lock.lock_sha256 if lock.fresh else None, ""
-
-
-def smoke_check(engine: ContainerEngine, image: str, spec: Spec) -> RunResult:
-    """Run the image's Python once: user id, Python version and each framework's version, no network."""
-    modules = [("paddle" if fw == "paddle" else "torch") for fw, _ in spec.frameworks.items()]
-    code = (
-        "import os, sys, importlib\n"
-        "print('uid', os.getuid(), 'python', sys.version.split()[0])\n"
-        f"for m in {modules!r}:\n"
-        "    print(m, importlib.import_module(m).__version__)\n"
-    )
-    return engine.run(image, ["python", "-c", code])

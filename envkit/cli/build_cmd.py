@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,14 +13,16 @@ from rich.markup import escape
 
 from envkit.build.builder import Builder, BuildOptions, BuildResult
 from envkit.build.engine import BuildEvent, ContainerEngine
-from envkit.build.images import list_images, smoke_check
+from envkit.build.images import list_images
 from envkit.build.locks import solving_locker
 from envkit.catalog import Catalog, load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root
-from envkit.errors import BuildFailed, EngineError
+from envkit.errors import BuildFailed, ProbeError
+from envkit.probe.report import default_store, safe_name, save_to_store
+from envkit.probe.runner import FRAMEWORKS, ProbeOptions, run_in_image
 from envkit.result import CommandResult
-from envkit.spec.load import load_spec, resolve_spec_path
+from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
 
 __all__ = ["build", "images", "make_builder", "make_engine"]
 
@@ -66,7 +69,10 @@ def _progress(enabled: bool) -> Iterator[Callable[[BuildEvent], None] | None]:
 @click.option("--frozen", is_flag=True, help="Refuse to build unless a fresh lock exists (never lock).")
 @click.option("--no-cache", "no_cache", is_flag=True, help="Rebuild every step, even when the image exists.")
 @click.option(
-    "--probe", is_flag=True, help="After building, run the image's Python and import the frameworks."
+    "--probe",
+    is_flag=True,
+    help="After building, run the numerical probe inside the image (as `envkit probe --image`) and store "
+    "its report; exit 3 when a framework of the spec does not run there.",
 )
 @click.option(
     "--find-links", "find_links", multiple=True, metavar="DIR",
@@ -111,14 +117,39 @@ def build(
     data = result.to_json()
     warnings = list(loaded.warnings) + list(result.warnings)
     if probe:
-        run = smoke_check(builder.engine, result.tag, loaded.spec)
-        data["probe"] = {"exit_code": run.exit_code, "stdout": run.stdout, "stderr": run.stderr}
-        if run.exit_code != 0:
-            raise EngineError(
-                f"the smoke check in {result.tag} exited {run.exit_code}: {run.stderr.strip()[-500:]}",
-                hint="the image builds but its Python or a framework does not import; see the output",
-            )
+        data["probe"] = _probe(builder.engine, result, loaded, root)
     return CommandResult("build", data, lambda: _build_text(result, data), warnings=warnings)
+
+
+def _probe(engine: ContainerEngine, result: BuildResult, loaded: LoadedSpec, root: Path) -> dict[str, object]:
+    """The numerical probe in the new image; every framework of the spec must run ("ok")."""
+    declared = tuple(fw for fw, _ in loaded.spec.frameworks.items())
+    label = f"image-{safe_name(result.tag)}"
+    report = run_in_image(
+        engine,
+        result.tag,
+        ProbeOptions(frameworks=declared or FRAMEWORKS),
+        label=label,
+        host=socket.gethostname(),
+    )
+    path = save_to_store(report, default_store(root), label)
+    frameworks = {fw: entry["status"] for fw, entry in report["frameworks"].items()}
+    lines = []
+    for fw, entry in report["frameworks"].items():
+        if entry["status"] != "ok":
+            lines.append(f"{fw}: {entry['status']} ({entry.get('reason')})")
+        for workload, res in entry.get("workloads", {}).items():
+            steps = res.get("steps") or [{}]
+            lines.append(
+                f"{fw} {workload}: {res['status']}, loss {steps[0].get('loss')} -> {steps[-1].get('loss')}"
+            )
+    broken = [fw for fw in declared if frameworks.get(fw) != "ok"]
+    if broken:
+        raise ProbeError(
+            f"the probe in {result.tag} could not run {', '.join(broken)}: " + "; ".join(lines),
+            hint=f"the image builds but a framework does not work there; report: {path}",
+        )
+    return {"report": str(path), "frameworks": frameworks, "lines": lines}
 
 
 def _build_text(result: BuildResult, data: dict[str, object]) -> str:
@@ -131,9 +162,11 @@ def _build_text(result: BuildResult, data: dict[str, object]) -> str:
         head,
         f"  also tagged {result.latest}; lock: {result.lock}; offline: {str(result.offline).lower()}",
     ]
+    if result.pruned_bytes:
+        lines.append(f"  removed the builder stage's untagged image ({result.pruned_bytes / 1e6:.0f} MB)")
     probe = data.get("probe")
     if isinstance(probe, dict):
-        lines += [f"  {line}" for line in str(probe["stdout"]).strip().splitlines()]
+        lines += [f"  probe: {line}" for line in probe["lines"]] + [f"  probe report: {probe['report']}"]
     return "\n".join(lines)
 
 

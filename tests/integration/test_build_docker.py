@@ -7,11 +7,13 @@ python3 + venv and ``docker import``s it as ``envkit-test/debian-python:bookworm
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,11 @@ import pytest
 
 from envkit.build.docker_api import DockerEngine
 from envkit.cli import main
+from envkit.lock import current_lock
+from envkit.probe.compare import compare_reports
+from envkit.probe.report import validate_report
+from envkit.probe.runner import ProbeOptions, run_on_host
+from envkit.spec.load import load_spec
 
 pytestmark = pytest.mark.docker
 
@@ -98,6 +105,12 @@ def _tags(engine: DockerEngine, name: str) -> set[str]:
     return {t for i in engine.images(f"io.envkit.name={name}") for t in i.tags}
 
 
+def _dangling_builders(engine: DockerEngine, name: str) -> list[str]:
+    """Untagged builder-stage images of ``name`` that a build left behind (there must be none)."""
+    filters = {"dangling": True, "label": ["io.envkit.stage=builder", f"io.envkit.builder-of={name}"]}
+    return [str(i["Id"]) for i in engine.api.images(filters=filters)]
+
+
 def test_offline_build_run_skip_rebuild_and_refuse(
     engine: DockerEngine, base_image: str, project: Path,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
@@ -122,15 +135,26 @@ def test_offline_build_run_skip_rebuild_and_refuse(
     assert len(info.labels["io.envkit.spec-sha256"]) == 64
     assert info.labels["io.envkit.offline"] == "true"
     assert "envkit/itest-tiny:latest" in info.tags
+    # the build locked the spec (uv) and the image carries that lock's digest
+    assert result["lock"] == "locked"
+    loaded = load_spec(project / "environments" / "itest-tiny.yaml")
+    lock = current_lock(loaded, project / "images" / "itest-tiny")
+    assert lock.fresh and info.labels["io.envkit.lock-sha256"] == lock.lock_sha256
+    # the builder stage's image was removed: no dangling envkit builder images remain
+    assert result["pruned_bytes"] > 0
+    assert _dangling_builders(engine, "itest-tiny") == []
 
-    code, again = _build(project, monkeypatch, capsys, "itest-tiny", "--offline")
+    code, again = _build(project, monkeypatch, capsys, "itest-tiny", "--offline", "--frozen")
     assert code == 0 and again["result"]["status"] == "up-to-date" and again["result"]["tag"] == tag
+    assert again["result"]["lock"] == "fresh"
 
     _spec(project, "itest-tiny", base_image, ["packaging==24.1", "six==1.17.0"])
     code, changed = _build(project, monkeypatch, capsys, "itest-tiny", "--offline")
     assert code == 0 and changed["result"]["status"] == "built" and changed["result"]["tag"] != tag
     new = engine.inspect("envkit/itest-tiny:latest")
     assert new is not None and new.labels["io.envkit.context-sha256"] == changed["result"]["context_sha256"]
+    assert changed["result"]["lock"] == "locked"  # the spec changed: the stale lock was solved again
+    assert _dangling_builders(engine, "itest-tiny") == []
 
     before = _tags(engine, "itest-tiny")
     _spec(project, "itest-tiny", base_image, ["packaging==24.1", "six==99.0.0"])
@@ -155,6 +179,47 @@ def test_missing_base_image_fails_cleanly(
     assert logs and "FAILED" in logs[0].read_text()
 
 
+def test_probe_runs_inside_a_built_image(
+    engine: DockerEngine, base_image: str, project: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """No framework in the image: the payload runs there and reports both frameworks as skipped."""
+    _spec(project, "itest-probe", base_image, ["six==1.16.0"])
+    code, env = _build(project, monkeypatch, capsys, "itest-probe", "--offline", "--probe")
+    assert code == 0, env
+    probe = env["result"]["probe"]
+    assert probe["frameworks"] == {"paddle": "skipped", "torch": "skipped"}
+    stored = json.loads(Path(probe["report"]).read_text())
+    assert stored["fingerprint"]["container"]["image"] == env["result"]["tag"]
+
+    monkeypatch.setenv("ENVKIT_STORE", str(project / "reports"))
+    code = main(["probe", "--image", "itest-probe", "--json", "--no-store"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["ok"] is True, out
+    report = validate_report(out["result"]["report"], "probe --image")
+    assert {fw: e["status"] for fw, e in report["frameworks"].items()} == {
+        "paddle": "skipped",
+        "torch": "skipped",
+    }
+    container = report["fingerprint"]["container"]
+    info = engine.inspect("envkit/itest-probe:latest")
+    assert info is not None and container["image_id"] == info.id
+    assert report["fingerprint"]["python"]["version"].startswith("3.11"), report["fingerprint"]
+    assert any("torch: skipped" in e["message"] for e in out["errors"] if e["level"] == "warning")
+
+
+def _torch_wheel_dir(tmp: Path) -> Path:
+    """torch from TORCH_WHEELS plus its dependencies (from PyPI): the lock's and the build's only source."""
+    folder = tmp / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--dest", str(folder), "--only-binary=:all:",
+         "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", "--find-links", str(TORCH_WHEELS),
+         "torch==2.13.0+cpu", "numpy>=1.26,<3", "--disable-pip-version-check", "--progress-bar", "off"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return folder
+
+
 @pytest.mark.slow  # ~165 s here (wheelhouse of torch + deps, then a ~700 MB install): `pytest -m slow`
 def test_cpu_torch_image(
     engine: DockerEngine, base_image: str, project: Path,
@@ -162,11 +227,19 @@ def test_cpu_torch_image(
 ) -> None:  # fmt: skip
     if not list(TORCH_WHEELS.glob("torch-2.13.0+cpu-cp311-*.whl")):
         pytest.skip(f"no torch 2.13.0 CPU wheel in {TORCH_WHEELS}")
-    _spec(project, "itest-torch", base_image, ["numpy>=1.26,<3"], extra='frameworks:\n  torch: "2.13.0"\n')
-    monkeypatch.setenv("ENVKIT_FIND_LINKS", str(TORCH_WHEELS))
+    wheels = _torch_wheel_dir(project)  # no torch index here: lock and build from a local wheel directory
+    extra = f'frameworks:\n  torch: "2.13.0"\nmirrors:\n  pypi: {wheels.as_uri()}\n'
+    _spec(project, "itest-torch", base_image, ["numpy>=1.26,<3"], extra=extra)
+    monkeypatch.setenv("ENVKIT_FIND_LINKS", str(wheels))
     code, env = _build(project, monkeypatch, capsys, "itest-torch", "--offline", "--probe")
     assert code == 0, env
-    assert "torch 2.13.0+cpu" in env["result"]["probe"]["stdout"]
+    assert env["result"]["probe"]["frameworks"] == {"torch": "ok"}
+    in_image = json.loads(Path(env["result"]["probe"]["report"]).read_text())
+    assert in_image["frameworks"]["torch"]["info"]["version"].startswith("2.13.0")
+    if importlib.util.find_spec("torch") is not None:  # the same wheel on the host: compare the numbers
+        host = run_on_host(ProbeOptions(frameworks=("torch",)), label="host")
+        verdicts = {m.verdict for m in compare_reports(host, in_image).comparisons if m.framework == "torch"}
+        assert verdicts <= {"identical", "equivalent", "precision-drift"}, verdicts
     run = engine.run(
         env["result"]["tag"], ["python", "-c", "import torch; print(float(torch.ones(3).sum()))"]
     )

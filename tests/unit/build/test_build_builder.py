@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from envkit.build.builder import Builder, BuildOptions
+from envkit.build.engine import ImageInfo
 from envkit.build.fake import FakeEngine, failing
 from envkit.build.locks import lock_state
 from envkit.catalog import load_catalog
@@ -191,3 +192,23 @@ def test_offline_conda_is_refused(root: Path, builder: Builder) -> None:
     )
     with pytest.raises(UsageError, match="offline"):
         builder.build(load_spec(root / "environments" / "tiny.yaml"), OFFLINE)
+
+
+def test_builder_stage_images_are_pruned_after_each_build(
+    root: Path, builder: Builder, engine: FakeEngine, loaded: LoadedSpec, pip: object
+) -> None:
+    engine.dangling["sha256:other"] = ImageInfo(
+        "sha256:other", (), {"io.envkit.stage": "builder", "io.envkit.builder-of": "other"}, "root", 7
+    )
+    result = builder.build(loaded, OFFLINE)
+    assert engine.pruned == ["tiny"] and result.pruned_bytes == engine.size // 2
+    assert list(engine.dangling) == ["sha256:other"]  # another environment's are left alone
+    assert builder.build(loaded, OFFLINE).pruned_bytes == 0 and engine.pruned == ["tiny"]  # up to date
+    failing_engine = FakeEngine(build_error=failing(), fail_after_events=1)
+    failing_engine.dangling["sha256:half"] = ImageInfo(
+        "sha256:half", (), {"io.envkit.stage": "builder", "io.envkit.builder-of": "tiny"}, "root", 9
+    )
+    again = Builder(failing_engine, load_catalog(), root, locker=fake_locker(), pip_runner=pip)  # type: ignore[arg-type]
+    with pytest.raises(BuildFailed):
+        again.build(loaded, OFFLINE)
+    assert failing_engine.dangling == {}  # a failed build's finished builder stage goes too

@@ -10,9 +10,10 @@ import pytest
 
 from envkit.build.builder import Builder
 from envkit.build.engine import RunResult
-from envkit.build.fake import FakeEngine, failing
+from envkit.build.fake import FakeEngine, FakeRun, failing
 from envkit.cli import build_cmd, main
 from tests.unit.build.conftest import fake_locker
+from tests.unit.probe.conftest import make_report
 
 
 @pytest.fixture
@@ -38,10 +39,43 @@ def test_build_then_up_to_date_json(fake: FakeEngine, capsys: pytest.CaptureFixt
     assert second["result"]["tag"] == first["result"]["tag"]
 
 
-def test_probe_runs_the_smoke_check(fake: FakeEngine, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["build", "tiny", "--offline", "--probe"]) == 0
-    assert "uid 10001" in capsys.readouterr().out
-    assert fake.runs[0].argv[0] == "python"
+def _payload(frameworks: dict[str, str]) -> Callable[[FakeRun], RunResult]:
+    """Answers the probe payload's run in the image with a valid report (one framework per run)."""
+
+    def answer(run: FakeRun) -> RunResult:
+        fw = run.argv[run.argv.index("--frameworks") + 1]
+        report = make_report(host="container")
+        entry = report["frameworks"]["torch"]
+        if frameworks.get(fw, "skipped") != "ok":
+            entry = {"status": frameworks.get(fw, "skipped"), "reason": f"{fw} is not installed"}
+        report["frameworks"] = {fw: entry}
+        return RunResult(0, json.dumps(report), "")
+
+    return answer
+
+
+def test_probe_runs_the_payload_in_the_image(
+    fake: FakeEngine, root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake.handler = _payload({})
+    assert main(["build", "tiny", "--offline", "--probe", "--json"]) == 0
+    probe = json.loads(capsys.readouterr().out)["result"]["probe"]
+    assert probe["frameworks"] == {"paddle": "skipped", "torch": "skipped"}  # no framework in the spec
+    assert Path(probe["report"]).is_file() and str(root / ".envkit" / "reports") in probe["report"]
+    (run,) = [r for r in fake.runs if "torch" in r.argv]
+    assert run.argv[:2] == ("sh", "-c") and run.mounts[0].target == "/opt/envkit-probe"
+
+
+def test_probe_fails_when_a_spec_framework_does_not_run(
+    fake: FakeEngine, root: Path, spec_writer: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec_writer(root, ("six==1.16.0",), frameworks='\n  torch: "2.5.1"')
+    fake.handler = _payload({"torch": "error"})
+    assert main(["build", "tiny", "--probe"]) == 3
+    assert "could not run torch" in capsys.readouterr().err
+    fake.handler = _payload({"torch": "ok"})
+    assert main(["build", "tiny", "--probe"]) == 0
+    assert "probe: torch bert: ok" in capsys.readouterr().out
 
 
 def test_failed_build_exits_3_with_tail(fake: FakeEngine, capsys: pytest.CaptureFixture[str]) -> None:

@@ -112,3 +112,13 @@ def test_tag_and_remove() -> None:
 def test_build_failure_without_a_known_cause_keeps_the_tail() -> None:
     failure = build_failure("exit 1", ("a", "b"))
     assert failure.log_tail == ("a", "b")
+
+
+def test_prune_builder_images_filters_dangling_builder_stages_of_one_env() -> None:
+    engine, api = _engine(prune_images={"ImagesDeleted": [{"Deleted": "sha256:a"}], "SpaceReclaimed": 1234})
+    assert engine.prune_builder_images("tiny") == 1234
+    filters = api.prune_images.call_args.kwargs["filters"]
+    assert filters == {"dangling": True, "label": ["io.envkit.stage=builder", "io.envkit.builder-of=tiny"]}
+    api.prune_images.side_effect = requests.exceptions.ConnectionError("Connection refused")
+    with pytest.raises(EngineUnavailable):
+        engine.prune_builder_images("tiny")
