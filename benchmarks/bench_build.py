@@ -3,8 +3,9 @@
 Builds a tiny offline venv image (packaging, six) in a temporary project, then
 times ``Builder.build`` when nothing changed (the "up to date" path), and
 prints the size of every envkit image present and the disk the removal of the
-builder stage's untagged image saved per build. The first build locks with uv (PyPI). ``ENVKIT_BENCH_TORCH=1`` also
-builds the CPU torch image (wheel from ``/opt/wheels`` or ``$ENVKIT_FIND_LINKS``).
+builder stage's untagged image saved per build. The first build locks with uv (PyPI).
+``ENVKIT_BENCH_TORCH=1`` also builds the CPU torch image; the lock then needs torch and its
+dependencies in a wheel directory given as ``$ENVKIT_FIND_LINKS`` (used as the spec's PyPI mirror).
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ def _spec(root: Path, name: str, pins: list[str], extra: str = "") -> Path:
         f'name: {name}\npython: "3.11"\ncuda: cpu\ninstaller: venv\nbase_image: {BASE}\n{extra}pip:\n{body}'
     )
     return path
+
+
+def _torch_extra() -> str:
+    wheels = Path(os.environ.get("ENVKIT_FIND_LINKS", "/opt/wheels")).resolve()
+    return f'frameworks:\n  torch: "2.13.0"\nmirrors:\n  pypi: {wheels.as_uri()}\n'
 
 
 def main() -> None:
@@ -66,9 +72,7 @@ def main() -> None:
         median, worst = statistics.median(times) * 1000, max(times) * 1000
         print(f"   no-op rebuild (up to date): median {median:.0f} ms, max {worst:.0f} ms")
         if os.environ.get("ENVKIT_BENCH_TORCH"):
-            torch = load_spec(
-                _spec(root, "bench-torch", ["numpy>=1.26,<3"], 'frameworks:\n  torch: "2.13.0"\n'), catalog
-            )
+            torch = load_spec(_spec(root, "bench-torch", ["numpy>=1.26,<3"], _torch_extra()), catalog)
             built = builder.build(torch, options)
             print(f"   bench-torch build: {built.status} in {built.seconds:.1f} s")
             print(f"   bench-torch builder-stage image removed: {built.pruned_bytes / 1e6:.0f} MB saved")

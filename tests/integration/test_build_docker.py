@@ -239,7 +239,7 @@ def test_cpu_torch_image(
     if importlib.util.find_spec("torch") is not None:  # the same wheel on the host: compare the numbers
         host = run_on_host(ProbeOptions(frameworks=("torch",)), label="host")
         verdicts = {m.verdict for m in compare_reports(host, in_image).comparisons if m.framework == "torch"}
-        assert verdicts <= {"identical", "equivalent", "precision-drift"}, verdicts
+        assert verdicts <= {"identical", "equivalent"}, verdicts  # measured here: identical
     run = engine.run(
         env["result"]["tag"], ["python", "-c", "import torch; print(float(torch.ones(3).sum()))"]
     )
