@@ -14,11 +14,12 @@ from envkit.catalog import Catalog, InstallerFile
 from envkit.errors import UsageError
 from envkit.spec.models import ARCHES, Installer, Spec
 
-__all__ = ["ENV_PREFIX", "USER_NAME", "USER_UID", "DockerfileInputs", "dockerfile", "labels"]
+__all__ = ["ENV_PREFIX", "LOCK_LABEL", "USER_NAME", "USER_UID", "DockerfileInputs", "dockerfile", "labels"]
 
 ENV_PREFIX = "/opt/env"
 USER_NAME = "envkit"
 USER_UID = 10001
+LOCK_LABEL = "io.envkit.lock-sha256"  # sha256 of conda-lock.yml (envkit.lock.LockState.lock_sha256)
 _CONTEXT = "/tmp/envkit"
 
 
@@ -43,7 +44,7 @@ def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
         "io.envkit.installer": spec.installer.value,
     }
     if inputs.lock_sha256:
-        found["io.envkit.lock-sha256"] = inputs.lock_sha256
+        found[LOCK_LABEL] = inputs.lock_sha256
     for framework, version in spec.frameworks.items():
         found[f"io.envkit.framework.{framework}"] = version
     return found
