@@ -218,7 +218,7 @@ def _summary(report: dict[str, Any]) -> list[dict[str, Any]]:
                 {
                     "framework": fw,
                     "workload": wl,
-                    "status": res["status"],
+                    "status": "nan/inf" if bad and res["status"] == "ok" else res["status"],
                     "loss_first": steps[0].get("loss"),
                     "loss_last": steps[-1].get("loss"),
                     "sha256": res.get("final_params_sha256"),
