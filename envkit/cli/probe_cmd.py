@@ -189,7 +189,7 @@ def _run(kw: dict[str, Any]) -> CommandResult:
 
     def text() -> str:
         lines = [
-            f"{row['framework']:<7}{row['workload']:<6}{row['status']:<7}loss {row['loss_first']} -> "
+            f"{row['framework']:<7}{row['workload']:<6}{row['status']:<8}loss {row['loss_first']} -> "
             f"{row['loss_last']}  {row['note']}"
             for row in summary
         ]
