@@ -15,7 +15,7 @@ from envkit.lock import CondaPackage, PipPackage, current_lock, lock_environment
 from envkit.lock.testing import FakeCondaSolver, FakePipResolver
 from envkit.render.dockerfile import LOCK_LABEL, labels
 from envkit.spec.load import LoadedSpec, load_spec
-from tests.unit.audit.test_audit_outputs import FakeEngine, request
+from tests.unit.audit.test_audit_outputs import fake_engine, request
 
 SHA = "ab" * 32
 PLATFORMS = ("linux-64", "linux-aarch64")
@@ -84,7 +84,7 @@ def test_image_labelled_by_the_build_matches_the_lock(tmp_path: Path) -> None:
     for image_labels, expected in ((built, []), ({}, ["image-lock-mismatch"])):
         info = ImageInfo(id="sha256:1", tags=("demo:1",), labels=image_labels, user="envkit", size=1)
         report = audit_image(
-            FakeEngine(info, listing), "demo:1", request(FakeVulnService()), loaded=loaded, image_dir=out
+            fake_engine(info, listing), "demo:1", request(FakeVulnService()), loaded=loaded, image_dir=out
         )
         assert [f.id for f in report.findings if f.id.startswith(("image-", "lock-"))] == expected
     assert LOCK_LABEL in built
@@ -93,5 +93,5 @@ def test_image_labelled_by_the_build_matches_the_lock(tmp_path: Path) -> None:
 def test_image_with_garbled_pip_list_is_an_input_error() -> None:
     info = ImageInfo(id="sha256:1", tags=(), labels={}, user="app", size=1)
     with pytest.raises(InventoryError, match="image:t:1") as caught:
-        audit_image(FakeEngine(info, "pip: warning\n[oops"), "t:1", request(FakeVulnService()))
+        audit_image(fake_engine(info, "pip: warning\n[oops"), "t:1", request(FakeVulnService()))
     assert caught.value.exit_code == ExitCode.USAGE
