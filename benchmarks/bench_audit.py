@@ -14,12 +14,12 @@ import tracemalloc
 from datetime import date
 from pathlib import Path
 
-from envkit.audit._inputs import read_inventory
 from envkit.audit.osv_dir import OsvDirService
 from envkit.audit.policy import PolicyContext
 from envkit.audit.report import render
 from envkit.audit.targets import AuditRequest, _report
 from envkit.catalog import load_catalog
+from envkit.inventory import read_inventory
 from envkit.inventory.models import Inventory, Package
 
 N = 400

@@ -10,7 +10,7 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.audit.service import Dep, Severity, Vuln, VulnService, severity_rank
 from envkit.errors import ExitCode
-from envkit.inventory.models import Inventory, Package
+from envkit.inventory.models import VCS_VERSION_PREFIX, Inventory, Package
 from envkit.spec.models import AuditIgnore
 
 __all__ = [
@@ -160,8 +160,12 @@ def audit_inventory(
                 NotChecked(package.name, package.version, "conda-only package: no PyPI advisory applies")
             )
             continue
-        if not package.version:
-            not_checked.append(NotChecked(package.project, "", "no version (URL, VCS or editable install)"))
+        if not package.version or package.version.startswith(VCS_VERSION_PREFIX):
+            not_checked.append(
+                NotChecked(
+                    package.project, package.version, "no release version (URL, VCS or editable install)"
+                )
+            )
             continue
         deps.setdefault(Dep(package.project, package.version), package)
     findings: list[Finding] = []

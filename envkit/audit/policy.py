@@ -8,7 +8,6 @@ pure function and testable without files or engines.
 from __future__ import annotations
 
 import calendar
-import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,9 @@ from envkit.build.engine import ImageInfo
 from envkit.catalog import Catalog
 from envkit.errors import CatalogError
 from envkit.inventory.models import Inventory
+from envkit.lock import LockState
+from envkit.lock.lockfile import CONDA_LOCK, ENVIRONMENT_YML
+from envkit.render.dockerfile import LOCK_LABEL
 from envkit.spec.models import Spec
 
 __all__ = [
@@ -33,15 +35,11 @@ __all__ = [
     "RULES",
     "PolicyContext",
     "lock_files",
-    "lock_sha256",
     "python_eol",
-    "recorded_spec_sha256",
     "run_policy",
 ]
 
-LOCK_LABEL = "io.envkit.lock-sha256"
 _ARCH = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
-_SPEC_SHA = re.compile(r"spec sha256 ([0-9a-f]{64})")
 _KNOWN_BAD_SEVERITY: dict[str, Severity] = {"info": "low", "warning": "medium", "critical": "critical"}
 
 # rule id -> (severity, what it checks); known-bad rules are added as known-bad:<id>.
@@ -68,6 +66,7 @@ class PolicyContext:
     spec_sha256: str | None = None
     spec_path: str | None = None
     image_dir: Path | None = None  # images/<name>: Dockerfile and lock files
+    lock: LockState | None = None  # envkit.lock.current_lock(spec, image_dir)
     inventory: Inventory | None = None
     image: ImageInfo | None = None
     image_ref: str | None = None
@@ -90,67 +89,45 @@ def _finding(
 # -- lock files ---------------------------------------------------------------
 
 
-def lock_files(image_dir: Path) -> list[Path]:
-    """The lock files of a build context: ``*.lock`` and ``conda-lock.yml``, sorted."""
-    if not image_dir.is_dir():
-        return []
-    found = [
-        p for p in image_dir.iterdir() if p.is_file() and (p.suffix == ".lock" or p.name == "conda-lock.yml")
+def lock_files(lock: LockState, image_dir: Path) -> list[Path]:
+    """The lock files (not the pinned environment.yml) among those ``lock`` expects, present on disk."""
+    return [
+        image_dir / name for name in lock.files if name != ENVIRONMENT_YML and (image_dir / name).is_file()
     ]
-    return sorted(found)
-
-
-def lock_sha256(image_dir: Path) -> str | None:
-    """One digest over all lock files: sha256 of ``name NUL sha256(bytes) LF`` lines in name order."""
-    files = lock_files(image_dir)
-    if not files:
-        return None
-    lines = "".join(f"{p.name}\0{hashlib.sha256(p.read_bytes()).hexdigest()}\n" for p in files)
-    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
-
-
-def recorded_spec_sha256(path: Path) -> str | None:
-    """The ``spec sha256 <hex>`` a lock file's header records, if any."""
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for _, line in zip(range(40), fh, strict=False):
-            if match := _SPEC_SHA.search(line):
-                return match.group(1)
-    return None
 
 
 def check_lock(ctx: PolicyContext) -> list[Finding]:
-    if ctx.image_dir is None or ctx.spec is None:
+    if ctx.lock is None or ctx.image_dir is None or ctx.spec is None:
         return []
-    files = lock_files(ctx.image_dir)
-    if not files:
+    name = ctx.spec.name
+    if ctx.lock.status == "missing":
         return [
             _finding(
                 "lock-missing",
-                f"{ctx.spec.name} has no lock in {ctx.image_dir}: builds resolve afresh each time",
-                f"envkit lock {ctx.spec.name}",
+                f"{name} has no lock in {ctx.image_dir} ({ctx.lock.reason}): builds resolve afresh each time",
+                f"envkit lock {name}",
                 ctx.spec_path,
             )
         ]
     found = []
-    for path in files:
-        recorded = recorded_spec_sha256(path)
-        if recorded != ctx.spec_sha256:
-            what = f"records spec sha256 {recorded[:12]}" if recorded else "records no spec sha256"
-            found.append(
-                _finding(
-                    "lock-stale",
-                    f"{path.name} {what}, the spec is now {str(ctx.spec_sha256)[:12]}",
-                    f"envkit lock {ctx.spec.name}",
-                    str(path),
-                )
+    if ctx.lock.status == "stale":
+        found.append(
+            _finding(
+                "lock-stale",
+                f"the lock in {ctx.image_dir} is stale: {ctx.lock.reason} "
+                f"(the spec is now {str(ctx.spec_sha256)[:12]}); builds ignore it",
+                f"envkit lock {name}",
+                str(ctx.image_dir / CONDA_LOCK),
             )
-        found += _unhashed(path, ctx.spec.name)
+        )
+    for path in lock_files(ctx.lock, ctx.image_dir):
+        found += _unhashed(path, name)
     return found
 
 
 def _unhashed(path: Path, name: str) -> list[Finding]:
     text = path.read_text("utf-8", errors="replace")
-    if path.name == "conda-lock.yml":
+    if path.name == CONDA_LOCK:
         data = yaml.safe_load(text) or {}
         missing = [
             str(p.get("name")) for p in data.get("package") or [] if isinstance(p, dict) and not p.get("hash")
@@ -280,10 +257,12 @@ def check_image(ctx: PolicyContext) -> list[Finding]:
                 where,
             )
         )
-    if ctx.image_dir is not None:
-        current = lock_sha256(ctx.image_dir)
+    # The build labels the image with the fresh lock's digest (LockState.lock_sha256 -> DockerfileInputs);
+    # a stale or missing lock is not built from, and check_lock reports it.
+    current = ctx.lock.lock_sha256 if ctx.lock is not None and ctx.lock.fresh else None
+    if current:
         built = ctx.image.labels.get(LOCK_LABEL)
-        if current and built != current:
+        if built != current:
             what = f"lock {built[:12]}" if built else "no lock label"
             found.append(
                 _finding(

@@ -13,14 +13,17 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from envkit.audit._inputs import load_inventory, parse_pip_list_json, read_inventory
 from envkit.audit.core import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
 from envkit.audit.policy import PolicyContext, lock_files, run_policy
 from envkit.audit.service import VulnService
 from envkit.build.engine import ContainerEngine
 from envkit.catalog import Catalog
 from envkit.errors import AuditError, UsageError
+from envkit.inventory import parse_inventory, read_inventory
 from envkit.inventory.models import Inventory, Package
+from envkit.inventory.names import project_of
+from envkit.lock import LockState, current_lock
+from envkit.lock.lockfile import CONDA_LOCK, REQUIREMENTS_LOCK
 from envkit.render.pip import framework_requirements
 from envkit.spec.load import LoadedSpec
 
@@ -54,7 +57,7 @@ def spec_inventory(loaded: LoadedSpec, catalog: Catalog) -> Inventory:
             continue
         pins = [s.version for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
         if pins:
-            name = req.name.lower()
+            name = project_of(req.name, "pip")
             packages.append(Package(project=name, name=name, version=pins[0], installer="pip"))
     return Inventory(label=loaded.spec.name, path=str(loaded.path), format="spec", packages=tuple(packages))
 
@@ -97,19 +100,41 @@ def _context(request: AuditRequest, loaded: LoadedSpec | None, image_dir: Path |
         spec_sha256=loaded.sha256 if loaded else None,
         spec_path=str(loaded.path) if loaded else None,
         image_dir=image_dir,
+        lock=current_lock(loaded, image_dir) if loaded is not None and image_dir is not None else None,
         driver=request.driver,
     )
 
 
+def _lists_packages(path: Path) -> bool:
+    """False for a requirements.lock that holds only its header and options (a conda-only spec)."""
+    lines = path.read_text("utf-8", errors="replace").splitlines()
+    return any(line.strip() and not line.lstrip().startswith(("#", "-")) for line in lines)
+
+
+def _inventory_files(lock: LockState, image_dir: Path) -> list[Path]:
+    """What to audit in a lock: every platform's explicit file plus requirements.lock.
+
+    conda-lock.yml holds the same packages, but the inventory reader takes one platform of it;
+    it is read only when the per-platform files are absent.
+    """
+    present = [p for p in lock_files(lock, image_dir) if p.name != CONDA_LOCK]
+    files = [p for p in present if p.name != REQUIREMENTS_LOCK or _lists_packages(p)]
+    if not files and (image_dir / CONDA_LOCK).is_file():
+        files = [image_dir / CONDA_LOCK]
+    return files
+
+
 def audit_environment(loaded: LoadedSpec, image_dir: Path, request: AuditRequest) -> AuditReport:
     """The environment's lock files (or, without any, the spec's exact pins) plus every policy check."""
-    locks = lock_files(image_dir)
-    if locks:
-        inventory = _merge(loaded.spec.name, str(image_dir), [read_inventory(p) for p in locks])
+    ctx = _context(request, loaded, image_dir)
+    files = _inventory_files(ctx.lock, image_dir) if ctx.lock is not None else []
+    if files:
+        inventory = _merge(loaded.spec.name, str(image_dir), [read_inventory(p) for p in files])
     else:
         inventory = spec_inventory(loaded, request.catalog)
-    ctx = replace(_context(request, loaded, image_dir), inventory=inventory)
-    return _report(loaded.spec.name, "environment", inventory, ctx, request, loaded)
+    return _report(
+        loaded.spec.name, "environment", inventory, replace(ctx, inventory=inventory), request, loaded
+    )
 
 
 def audit_file(path: Path, request: AuditRequest, *, loaded: LoadedSpec | None = None) -> AuditReport:
@@ -118,7 +143,7 @@ def audit_file(path: Path, request: AuditRequest, *, loaded: LoadedSpec | None =
         raise UsageError(
             f"{path}: no such file", hint="pass an environment name, an inventory file or --image IMAGE"
         )
-    inventory = load_inventory(path)
+    inventory = read_inventory(path)
     ctx = replace(_context(request, loaded, None), inventory=inventory)
     return _report(str(path), "inventory", inventory, ctx, request, loaded)
 
@@ -132,8 +157,7 @@ def inventory_from_image(engine: ContainerEngine, image: str) -> Inventory:
             f"{image}: `{' '.join(PIP_LIST)}` exited with {result.exit_code}: {tail}",
             hint="the image needs python with pip on PATH",
         )
-    packages = parse_pip_list_json(result.stdout)
-    return Inventory(label=image, path=f"image:{image}", format="pip-list-json", packages=tuple(packages))
+    return parse_inventory(result.stdout, path=f"image:{image}", label=image, format="pip-json")
 
 
 def audit_image(

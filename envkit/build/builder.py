@@ -29,6 +29,7 @@ from envkit.catalog import Catalog
 from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
 from envkit.lock import LockState
 from envkit.render import render_image
+from envkit.render.dockerfile import LOCK_LABEL
 from envkit.spec.load import LoadedSpec
 
 __all__ = ["BuildOptions", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
@@ -169,7 +170,7 @@ class Builder:
             "io.envkit.offline": str(offline).lower(),
         }
         if inputs.lock_sha256:
-            build_labels["io.envkit.lock-sha256"] = inputs.lock_sha256
+            build_labels[LOCK_LABEL] = inputs.lock_sha256
         return PreparedBuild(
             spec.name, context, build_labels, offline, lock, wheelhouse, tuple(warnings), relocked
         )

@@ -48,16 +48,23 @@ def _unique(labels: list[str]) -> list[str]:
     return out
 
 
-def _text(report: DriftReport) -> str:
+_SEVERITIES = ("info", "warning", "critical")
+
+
+def _text(report: DriftReport, min_severity: str) -> str:
     lines = [f"{i.label}: {i.format}, {len(i.packages)} packages ({i.path})" for i in report.inventories]
     if not report.findings:
         return "\n".join([*lines, "no differences"])
-    width = max(len(f.package) for f in report.findings)
-    for f in report.findings:
+    floor = _SEVERITIES.index(min_severity)
+    shown = [f for f in report.findings if _SEVERITIES.index(f.severity) >= floor]
+    width = max((len(f.package) for f in shown), default=0)
+    for f in shown:
         tag = f.rule or f.kind
         lines.append(f"{f.severity.upper():<8} {f.package:<{width}}  [{tag}] {f.message}")
-    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in ("critical", "warning", "info")}
-    lines.append(", ".join(f"{n} {s}" for s, n in counts.items()))
+    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in reversed(_SEVERITIES)}
+    hidden = len(report.findings) - len(shown)
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items())
+    lines.append(summary + (f" ({hidden} below {min_severity} not shown)" if hidden else ""))
     return "\n".join(lines)
 
 
@@ -76,7 +83,16 @@ def _text(report: DriftReport) -> str:
     help="Force the input format (default: detected from content).",
 )
 @click.option("--store", type=click.Path(file_okay=False, path_type=Path), help=_STORE_HELP)
-def diff(inputs: tuple[str, ...], check: Path | None, fmt: str | None, store: Path | None) -> CommandResult:
+@click.option(
+    "--min-severity",
+    type=click.Choice(_SEVERITIES),
+    default="info",
+    show_default=True,
+    help="Hide findings below this severity in the text output (JSON keeps all).",
+)
+def diff(
+    inputs: tuple[str, ...], check: Path | None, fmt: str | None, store: Path | None, min_severity: str
+) -> CommandResult:
     """Compare environments and flag drift with known-incompatibility rules.
 
     Inputs are files (conda list, conda list --export/--json/--explicit, mamba list,
@@ -100,7 +116,7 @@ def diff(inputs: tuple[str, ...], check: Path | None, fmt: str | None, store: Pa
     report = diff_inventories(inventories)
     worst = report.worst
     code = ExitCode.FINDINGS if worst in {"warning", "critical"} else ExitCode.OK
-    return CommandResult("diff", report.to_json(), lambda: _text(report), exit_code=code)
+    return CommandResult("diff", report.to_json(), lambda: _text(report, min_severity), exit_code=code)
 
 
 @command(cli, "snapshot")

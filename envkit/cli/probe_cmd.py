@@ -189,7 +189,7 @@ def _run(kw: dict[str, Any]) -> CommandResult:
 
     def text() -> str:
         lines = [
-            f"{row['framework']:<7}{row['workload']:<6}{row['status']:<7}loss {row['loss_first']} -> "
+            f"{row['framework']:<7}{row['workload']:<6}{row['status']:<8}loss {row['loss_first']} -> "
             f"{row['loss_last']}  {row['note']}"
             for row in summary
         ]
@@ -218,7 +218,7 @@ def _summary(report: dict[str, Any]) -> list[dict[str, Any]]:
                 {
                     "framework": fw,
                     "workload": wl,
-                    "status": res["status"],
+                    "status": "nan/inf" if bad and res["status"] == "ok" else res["status"],
                     "loss_first": steps[0].get("loss"),
                     "loss_last": steps[-1].get("loss"),
                     "sha256": res.get("final_params_sha256"),

@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Inventory", "Package"]
+__all__ = ["VCS_VERSION_PREFIX", "Inventory", "Package"]
 
 Installer = Literal["conda", "pip"]
+# The version readers give a VCS checkout (``name @ git+...@<sha>``): 0+git.<sha12>, not a release.
+VCS_VERSION_PREFIX = "0+git."
 
 
 @dataclass(frozen=True, order=True)

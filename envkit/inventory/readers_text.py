@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 
 from envkit.inventory._collect import Collector, channel_from_url, split_conda_filename
+from envkit.inventory.models import VCS_VERSION_PREFIX
 
 __all__ = [
     "read_collect_env",
@@ -123,7 +124,7 @@ def _version_from_url(url: str) -> str:
     if wheel:
         return wheel[2]
     sha = _GIT_SHA.search(url)
-    return f"0+git.{sha[1][:12]}" if sha else ""
+    return f"{VCS_VERSION_PREFIX}{sha[1][:12]}" if sha else ""
 
 
 def read_requirements(text: str, c: Collector) -> None:

@@ -17,6 +17,7 @@ from envkit.spec.models import ARCHES, Installer, Spec
 __all__ = [
     "BUILDER_OF_LABEL",
     "ENV_PREFIX",
+    "LOCK_LABEL",
     "STAGE_LABEL",
     "USER_NAME",
     "USER_UID",
@@ -28,6 +29,7 @@ __all__ = [
 ENV_PREFIX = "/opt/env"
 USER_NAME = "envkit"
 USER_UID = 10001
+LOCK_LABEL = "io.envkit.lock-sha256"  # sha256 of conda-lock.yml (envkit.lock.LockState.lock_sha256)
 _CONTEXT = "/tmp/envkit"
 # The builder stage's image is left untagged by the legacy builder; these labels let
 # `envkit build` find and remove it (a different key than io.envkit.name, which marks images).
@@ -56,7 +58,7 @@ def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
         "io.envkit.installer": spec.installer.value,
     }
     if inputs.lock_sha256:
-        found["io.envkit.lock-sha256"] = inputs.lock_sha256
+        found[LOCK_LABEL] = inputs.lock_sha256
     for framework, version in spec.frameworks.items():
         found[f"io.envkit.framework.{framework}"] = version
     return found

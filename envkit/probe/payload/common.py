@@ -34,6 +34,25 @@ class Config:
     threads: int
 
 
+class AdapterBase:
+    """What both framework adapters share: the workload dispatch under autocast."""
+
+    def autocast(self, cfg: Config) -> Any:
+        raise NotImplementedError
+
+    def _rnn(self, params: list[Any], cfg: Config, step: int, poison: bool) -> Any:
+        raise NotImplementedError
+
+    def _bert(self, params: list[Any], cfg: Config, step: int, poison: bool) -> Any:
+        raise NotImplementedError
+
+    def forward_loss(self, workload: str, params: list[Any], cfg: Config, step: int, poison: bool) -> Any:
+        with self.autocast(cfg):
+            if workload == "rnn":
+                return self._rnn(params, cfg, step, poison)
+            return self._bert(params, cfg, step, poison)
+
+
 def lr_for(workload: str, cfg: Config) -> float:
     if cfg.poison == "lr":
         return POISON_LR

@@ -88,7 +88,7 @@ def configure(cfg: common.Config) -> dict[str, Any]:
     return applied
 
 
-class Adapter:
+class Adapter(common.AdapterBase):
     def __init__(self, cfg: common.Config) -> None:
         self.dtype = "float64" if cfg.dtype == "float64" else "float32"
 
@@ -121,14 +121,6 @@ class Adapter:
         if cfg.autocast == "bf16":
             return paddle.amp.auto_cast(dtype="bfloat16")
         return contextlib.nullcontext()
-
-    def forward_loss(
-        self, workload: str, params: list[Any], cfg: common.Config, step: int, poison: bool
-    ) -> Any:
-        with self.autocast(cfg):
-            if workload == "rnn":
-                return self._rnn(params, cfg, step, poison)
-            return self._bert(params, cfg, step, poison)
 
     def _rnn(self, params: list[Any], cfg: common.Config, step: int, poison: bool) -> Any:
         w_ih, w_hh, b_ih, b_hh, fc_w, fc_b = params

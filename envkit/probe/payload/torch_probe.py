@@ -106,7 +106,7 @@ def configure(cfg: common.Config) -> dict[str, Any]:
     return applied
 
 
-class Adapter:
+class Adapter(common.AdapterBase):
     def __init__(self, cfg: common.Config) -> None:
         self.dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
         self.device = torch.device("cuda" if cfg.device == "cuda" else "cpu")
@@ -129,14 +129,6 @@ class Adapter:
         if cfg.autocast == "bf16":
             return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
-
-    def forward_loss(
-        self, workload: str, params: list[Any], cfg: common.Config, step: int, poison: bool
-    ) -> Any:
-        with self.autocast(cfg):
-            if workload == "rnn":
-                return self._rnn(params, cfg, step, poison)
-            return self._bert(params, cfg, step, poison)
 
     def _rnn(self, params: list[Any], cfg: common.Config, step: int, poison: bool) -> Any:
         w_ih, w_hh, b_ih, b_hh, fc_w, fc_b = params

@@ -4,11 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from envkit.audit._inputs import parse_pip_lines, project_of, read_inventory
 from envkit.audit.core import AuditReport, Finding, apply_ignores, audit_inventory
 from envkit.audit.service import Dep, FakeVulnService, Vuln
 from envkit.errors import ExitCode
+from envkit.inventory import parse_inventory, read_inventory
 from envkit.inventory.models import Inventory, Package
+from envkit.inventory.names import project_of
 from envkit.spec.models import AuditIgnore
 
 EXPORT = """\
@@ -63,19 +64,20 @@ def test_project_mapping() -> None:
 def test_pip_lines_url_and_editable_are_not_checked() -> None:
     text = (
         "a==1.0\nb @ file:///x/y\n-e git+https://h/r.git#egg=Cee\n--index-url x\n# c\n"
-        "d===2.0 ; python_version>'3'\n"
+        "d===2.0 ; python_version>'3'\ne @ git+https://h/e.git@0123456789abcdef0123\n"
     )
-    packages = parse_pip_lines(text)
+    packages = parse_inventory(text, path="x.txt", label="x", format="pip-freeze").packages
     assert [(p.name, p.version, p.line) for p in packages] == [
         ("a", "1.0", 1),
         ("b", "", 2),
         ("cee", "", 3),
         ("d", "2.0", 6),
+        ("e", "0+git.0123456789ab", 7),
     ]
-    inventory = Inventory("x", "x.txt", "pip-freeze", tuple(packages))
+    inventory = Inventory("x", "x.txt", "pip-freeze", packages)
     _, checked, not_checked, _ = audit_inventory(inventory, FakeVulnService())
     assert checked == 2
-    assert {n.name for n in not_checked} == {"b", "cee"}
+    assert {n.name for n in not_checked} == {"b", "cee", "e"}  # a VCS checkout is not release 0
 
 
 def test_skipped_dependencies_are_not_checked_not_clean() -> None:
@@ -131,3 +133,19 @@ def test_ignored_findings_do_not_fail() -> None:
 
 def test_dep_names_are_canonical() -> None:
     assert Dep("Typing_Extensions", "1").name == "typing-extensions"
+
+
+def test_conda_c_libraries_without_build_strings_are_not_covered(tmp_path: Path) -> None:
+    # `conda env export --no-builds`: only the name decides; brotli/zstd are the C libraries,
+    # brotli-python is PyPI Brotli, pytorch is PyPI torch.
+    path = tmp_path / "env.yml"
+    path.write_text(
+        "name: nb\ndependencies:\n  - brotli=1.0.7\n  - brotli-python=1.0.7\n  - zstd=1.5.2\n"
+        "  - openssl=1.1.1s\n  - cudnn=8.2.1\n  - pytorch=1.11.0\n",
+        "utf-8",
+    )
+    service = FakeVulnService({("brotli", "1.0.7"): [V]})
+    findings, _, _, not_covered = audit_inventory(read_inventory(path), service)
+    assert {n.name for n in not_covered} == {"brotli", "zstd", "openssl", "cudnn"}
+    assert {(d.name, d.version) for d in service.queried} == {("brotli", "1.0.7"), ("torch", "1.11.0")}
+    assert [(f.package, f.line) for f in findings] == [("brotli", 4)]

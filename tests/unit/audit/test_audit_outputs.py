@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,8 @@ from envkit.audit.report import render, to_sarif
 from envkit.audit.service import Dep, FakeVulnService, Vuln
 from envkit.audit.targets import AuditRequest, audit_image
 from envkit.audit.update_db import update_db
-from envkit.build.engine import BuildEvent, ImageInfo, Mount, RunResult
+from envkit.build.engine import ImageInfo, RunResult
+from envkit.build.fake import FakeEngine
 from envkit.catalog import load_catalog
 from envkit.cli import main
 from envkit.errors import AuditError, ExitCode, UsageError
@@ -206,37 +206,13 @@ def test_update_db_offline_is_exit_3_and_keeps_the_old_database(tmp_path: Path) 
     assert (target / "vulns" / "demo-pkg" / "PYSEC-5.json").is_file()
 
 
-class FakeEngine:
-    def __init__(self, info: ImageInfo | None, stdout: str, exit_code: int = 0) -> None:
-        self.info, self.stdout, self.exit_code = info, stdout, exit_code
-        self.ran: list[Sequence[str]] = []
-
-    def build(
-        self, context: bytes, tag: str, *, labels: Mapping[str, str], nocache: bool = False
-    ) -> Iterator[BuildEvent]:
-        raise NotImplementedError
-
-    def inspect(self, image: str) -> ImageInfo | None:
-        return self.info
-
-    def tag(self, image: str, tag: str) -> None:
-        raise NotImplementedError
-
-    def remove(self, image: str) -> None:
-        raise NotImplementedError
-
-    def run(
-        self,
-        image: str,
-        argv: Sequence[str],
-        *,
-        mounts: Sequence[Mount] = (),
-        env: Mapping[str, str] | None = None,
-        gpus: bool = False,
-        network: bool = False,
-    ) -> RunResult:
-        self.ran.append(argv)
-        return RunResult(self.exit_code, self.stdout, "boom" if self.exit_code else "")
+def fake_engine(info: ImageInfo | None, stdout: str, exit_code: int = 0) -> FakeEngine:
+    """An engine holding ``info`` (when given) whose runs print ``stdout``."""
+    engine = FakeEngine(default_run=RunResult(exit_code, stdout, "boom" if exit_code else ""))
+    if info is not None:
+        engine.user = info.user
+        engine.add_image(info.tags[0] if info.tags else "t:1", info.id, info.labels)
+    return engine
 
 
 def request(service: FakeVulnService) -> AuditRequest:
@@ -245,12 +221,12 @@ def request(service: FakeVulnService) -> AuditRequest:
 
 def test_image_target_uses_pip_list_inside_the_container() -> None:
     info = ImageInfo(id="sha256:1", tags=("t:1",), labels={}, user="", size=1)
-    engine = FakeEngine(
+    engine = fake_engine(
         info, json.dumps([{"name": "Pillow", "version": "9.2.0"}, {"name": "pip", "version": "24.0"}])
     )
     service = FakeVulnService({("pillow", "9.2.0"): [Vuln("PYSEC-1", "bad", fixed_in=("9.3.0",))]})
     report = audit_image(engine, "t:1", request(service))
-    assert list(engine.ran[0][:3]) == ["python", "-m", "pip"]
+    assert list(engine.runs[0].argv[:3]) == ["python", "-m", "pip"]
     assert sorted(f.id for f in report.findings) == ["PYSEC-1", "image-user-root"]
     assert report.checked == 2
     assert any("pip-visible" in n.reason for n in report.not_covered)
@@ -258,10 +234,10 @@ def test_image_target_uses_pip_list_inside_the_container() -> None:
 
 def test_image_target_errors() -> None:
     with pytest.raises(UsageError):
-        audit_image(FakeEngine(None, "[]"), "nope:1", request(FakeVulnService()))
+        audit_image(fake_engine(None, "[]"), "nope:1", request(FakeVulnService()))
     info = ImageInfo(id="sha256:1", tags=(), labels={}, user="app", size=1)
     with pytest.raises(AuditError, match="boom"):
-        audit_image(FakeEngine(info, "", exit_code=127), "t:1", request(FakeVulnService()))
+        audit_image(fake_engine(info, "", exit_code=127), "t:1", request(FakeVulnService()))
 
 
 def test_cli_file_target_sarif_output_and_exit_codes(

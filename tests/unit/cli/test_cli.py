@@ -121,3 +121,16 @@ def test_catalog_text(capsys: pytest.CaptureFixture[str]) -> None:
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
     assert envkit.__version__ in capsys.readouterr().out
+
+
+def test_diff_min_severity_hides_only_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("numpy==1.26.4\nsix==1.16.0\ntorch==2.1.2\n")
+    b.write_text("numpy==1.24.4\nsix==1.17.0\ntorch==2.1.2\n")
+    assert main(["diff", str(a), str(b), "--min-severity", "warning"]) == 1
+    out = capsys.readouterr().out
+    assert "numpy" in out and "six" not in out.split("\n", 2)[2].split("(")[0]
+    assert "below warning not shown" in out
+    assert main(["diff", str(a), str(b), "--min-severity", "warning", "--json"]) == 1
+    findings = envelope(capsys)["result"]["findings"]  # type: ignore[index]
+    assert {f["package"] for f in findings} >= {"numpy", "six"}
