@@ -12,6 +12,7 @@ import io
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -191,6 +192,19 @@ class DockerEngine:
         except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
             raise translate_error(e, what=f"removing the builder images of {name}") from e
         return int((pruned or {}).get("SpaceReclaimed") or 0)
+
+    def import_image(self, rootfs_tar: Path, tag: str, *, changes: Sequence[str] = ()) -> ImageInfo:
+        repository, _, name = tag.rpartition(":")
+        try:
+            self.api.import_image_from_file(
+                str(rootfs_tar), repository=repository, tag=name, changes=list(changes)
+            )
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+            raise translate_error(e, what=f"importing {tag}") from e
+        info = self.inspect(tag)
+        if info is None:
+            raise EngineError(f"the engine imported {tag} but cannot find it", hint="run `docker images`")
+        return info
 
     def run(
         self,

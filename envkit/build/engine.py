@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 __all__ = ["BuildEvent", "ContainerEngine", "ImageInfo", "Mount", "RunResult"]
@@ -83,6 +84,10 @@ class ContainerEngine(Protocol):
         Those images carry ``io.envkit.stage=builder`` and ``io.envkit.builder-of=NAME``
         (see :mod:`envkit.render.dockerfile`); tagged images are never touched.
         """
+        ...
+
+    def import_image(self, rootfs_tar: Path, tag: str, *, changes: Sequence[str] = ()) -> ImageInfo:
+        """``docker import``: make an image from a root filesystem tarball (no registry needed)."""
         ...
 
     def run(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from envkit.build.engine import BuildEvent, ImageInfo, Mount, RunResult
 from envkit.errors import BuildFailed, EngineError, EngineUnavailable
@@ -61,6 +62,7 @@ class FakeEngine:
     runs: list[FakeRun] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     tagged: list[tuple[str, str]] = field(default_factory=list)
+    imports: list[tuple[bytes, str, tuple[str, ...]]] = field(default_factory=list)
     dangling: dict[str, ImageInfo] = field(default_factory=dict)  # id -> untagged image (builder stages)
     pruned: list[str] = field(default_factory=list)  # names given to prune_builder_images
 
@@ -147,6 +149,12 @@ class FakeEngine:
         for info in gone:
             del self.dangling[info.id]
         return sum(i.size for i in gone)
+
+    def import_image(self, rootfs_tar: Path, tag: str, *, changes: Sequence[str] = ()) -> ImageInfo:
+        self._check()
+        self.imports.append((rootfs_tar.read_bytes(), tag, tuple(changes)))
+        labels = dict(c.removeprefix("LABEL ").split("=", 1) for c in changes if c.startswith("LABEL "))
+        return self.add_image(tag, "sha256:" + hashlib.sha256(rootfs_tar.read_bytes()).hexdigest(), labels)
 
     def run(
         self,

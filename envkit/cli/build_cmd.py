@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from envkit.build.bootstrap import DEFAULT_PACKAGES, bootstrap_image
 from envkit.build.builder import Builder, BuildOptions, BuildResult
 from envkit.build.engine import BuildEvent, ContainerEngine
 from envkit.build.images import list_images
@@ -24,7 +25,7 @@ from envkit.probe.runner import FRAMEWORKS, ProbeOptions, run_in_image
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
 
-__all__ = ["build", "images", "make_builder", "make_engine"]
+__all__ = ["base_image", "build", "images", "make_builder", "make_engine"]
 
 
 def make_engine() -> ContainerEngine:
@@ -193,3 +194,39 @@ def images(names: tuple[str, ...]) -> CommandResult:
         return "\n".join(out)
 
     return CommandResult("images", {"images": [r.to_json() for r in rows]}, text)
+
+
+@command(cli, "base-image")
+@click.argument("tag", default="envkit/debian-python:bookworm", metavar="[TAG]")
+@click.option("--suite", default="bookworm", show_default=True, help="Debian suite to bootstrap.")
+@click.option("--mirror", metavar="URL", help="Debian mirror [default: $ENVKIT_DEBIAN_MIRROR or apt's].")
+@click.option(
+    "--include",
+    "packages",
+    multiple=True,
+    metavar="PKG",
+    help=f"Debian packages to install [default: {', '.join(DEFAULT_PACKAGES)}] (repeatable).",
+)
+@click.option("--force", is_flag=True, help="Recreate the image even when it exists.")
+def base_image(
+    tag: str, suite: str, mirror: str | None, packages: tuple[str, ...], force: bool
+) -> CommandResult:
+    """Make a base image without a registry: debootstrap a minimal Debian, import it into the engine.
+
+    For air-gapped machines that cannot pull python or nvidia/cuda images: the result (Debian with
+    python3, venv and pip) serves as `base_image` of an `installer: venv` spec. Needs root and
+    debootstrap; takes a few minutes; does nothing when TAG exists (unless --force).
+    """
+    result = bootstrap_image(
+        make_engine(), tag, suite=suite, mirror=mirror, packages=packages or DEFAULT_PACKAGES, force=force
+    )
+    data = {
+        "tag": tag,
+        "id": result.image.id,
+        "created": result.created,
+        "suite": suite,
+        "mirror": result.mirror,
+        "size": result.image.size,
+    }
+    state = f"created from {result.mirror}" if result.created else "exists"
+    return CommandResult("base-image", data, f"{tag}: {state} ({result.image.size / 1e6:.0f} MB)")

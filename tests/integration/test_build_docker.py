@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from envkit.build.bootstrap import bootstrap_image
 from envkit.build.docker_api import DockerEngine
 from envkit.cli import main
 from envkit.lock import current_lock
@@ -34,43 +34,17 @@ BASE = "envkit-test/debian-python:bookworm"
 TORCH_WHEELS = Path(os.environ.get("ENVKIT_TORCH_WHEELS", "/opt/wheels"))
 
 
-def _debian_mirror() -> str:
-    if os.environ.get("ENVKIT_DEBIAN_MIRROR"):
-        return os.environ["ENVKIT_DEBIAN_MIRROR"]
-    sources = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
-    for path in sources:
-        text = path.read_text() if path.is_file() else ""
-        found = re.search(r"^URIs:\s*(\S+/debian)\s*$", text, re.M) or re.search(
-            r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+/debian)\s+bookworm\b", text, re.M
-        )
-        if found:
-            return found.group(1)
-    return "http://deb.debian.org/debian"
-
-
 @pytest.fixture(scope="session")
 def engine() -> DockerEngine:
     return DockerEngine()
 
 
 @pytest.fixture(scope="session")
-def base_image(engine: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Build the local base image once (debootstrap + docker import, a few minutes)."""
-    if engine.inspect(BASE) is not None:
-        return BASE
-    if shutil.which("debootstrap") is None or os.geteuid() != 0:
+def base_image(engine: DockerEngine) -> str:
+    """The local base image, made once by envkit itself (debootstrap + import, a few minutes)."""
+    if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
         pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
-    rootfs = tmp_path_factory.mktemp("rootfs") / "bookworm"
-    subprocess.run(
-        ["debootstrap", "--variant=minbase", "--include=python3,python3-venv,python3-pip",
-         "bookworm", str(rootfs), _debian_mirror()],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    subprocess.run(
-        f"tar -C {rootfs} -c . | docker import - {BASE}", shell=True, check=True, capture_output=True
-    )
-    shutil.rmtree(rootfs, ignore_errors=True)
-    return BASE
+    return bootstrap_image(engine, BASE).image.tags[0]
 
 
 @pytest.fixture(scope="session")
