@@ -5,8 +5,9 @@ printed before it runs. Findings (exit 1) are expected in some steps, e.g.
 the audit of an old export; any other failure stops the demo.
 
 1. validate and render every shipped spec;
-2. build the CPU demo image when a Docker engine is reachable (otherwise say
-   so), probe inside it and on the host;
+2. when a Docker engine is reachable (otherwise say so): make a base image
+   without a registry, build the CPU demo image offline from a local wheel
+   directory, probe inside it and on the host, compare;
 3. probe the host twice with 1 and 2 threads and compare (verdict, causes, HTML);
 4. diff two inventories and audit one against the advisory data available.
 """
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from envkit import _proc
 from envkit.cli import main as envkit
 
 __all__ = ["main"]
@@ -43,6 +45,83 @@ def specs_step() -> None:
     step("validate every shipped spec", ["validate"])
     for spec in sorted(Path("environments").glob("*.yaml")):
         step(f"render {spec.stem}", ["render", spec.stem])
+
+
+DEMO_SPEC = """\
+# The CPU demo image: Debian bookworm (made by `envkit base-image`), CPU torch, built offline.
+name: demo-cpu
+description: CPU torch on a debootstrapped Debian, built offline from a local wheel directory
+python: "3.11"
+cuda: cpu
+installer: venv
+base_image: envkit/debian-python:bookworm
+frameworks:
+  torch: "2.13.0"
+pip:
+  - numpy>=1.26,<3
+mirrors:
+  pypi: {wheels}
+offline: true
+"""
+
+
+def docker_reachable() -> bool:
+    try:
+        from envkit.build.docker_api import DockerEngine
+
+        DockerEngine(timeout=5).images("io.envkit.name")
+    except Exception:  # noqa: BLE001 - any failure means "no engine"
+        return False
+    return True
+
+
+def image_step() -> list[str]:
+    if not docker_reachable():
+        note("no Docker engine reachable (start dockerd or set DOCKER_HOST): probing the host only")
+        return []
+    step("make a base image without a registry (debootstrap, once: a few minutes)", ["base-image"])
+    wheels = (OUT / "wheels").resolve()
+    note(f"fill a local wheel directory through your pip configuration: {wheels}")
+    _proc.run(
+        [sys.executable, "-m", "pip", "download", "--dest", str(wheels), "--only-binary=:all:",
+         "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", "--disable-pip-version-check",
+         "--progress-bar", "off", "torch==2.13.0+cpu", "numpy>=1.26,<3"],
+        timeout=1800,
+        hint="the torch CPU wheel comes through pip's configuration: e.g. PIP_EXTRA_INDEX_URL="
+        "https://download.pytorch.org/whl/cpu",
+    )  # fmt: skip
+    project = (OUT / "project").resolve()
+    (project / "environments").mkdir(parents=True, exist_ok=True)
+    (project / "environments" / "demo-cpu.yaml").write_text(DEMO_SPEC.format(wheels=wheels.as_uri()))
+    reports = str((OUT / "reports").resolve())
+    probe = [
+        "--frameworks",
+        "torch",
+        "--workloads",
+        "rnn,bert",
+        "--steps",
+        "5",
+        "--threads",
+        "1",
+        "--store",
+        reports,
+    ]
+    os.environ.update(ENVKIT_ROOT=str(project), ENVKIT_FIND_LINKS=str(wheels))
+    try:
+        step(f"build the CPU demo image offline (project {project})", ["build", "demo-cpu", "--offline"])
+        step("probe inside the image", ["probe", "--image", "demo-cpu", *probe, "--label", "image"])
+        step("list the images", ["images"])
+    finally:
+        del os.environ["ENVKIT_ROOT"]
+    step("probe the host the same way", ["probe", *probe, "--label", "host"])
+    host = next(p.name for p in Path(reports).iterdir() if p.is_dir())
+    html = OUT / "compare-image-host.html"
+    step(
+        "compare the image with the host",
+        ["probe", "--compare", f"{host}/image", f"{host}/host", "--store", reports, "--html", str(html)],
+        ok=(0, 1),
+    )
+    return [str(project / "images" / "demo-cpu"), str(html)]
 
 
 def probe_step() -> list[str]:
@@ -104,7 +183,7 @@ def inventory_step() -> list[str]:
 def main(steps: Sequence[Callable[[], list[str] | None]] | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     outputs: list[str] = []
-    for run in steps or (specs_step, probe_step, inventory_step):
+    for run in steps or (specs_step, image_step, probe_step, inventory_step):
         outputs += run() or []
     print("\n\033[1mdemo: done.\033[0m Generated build contexts: images/. Reports:")
     for path in outputs:
