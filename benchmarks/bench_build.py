@@ -22,7 +22,7 @@ from envkit.catalog import load_catalog
 from envkit.errors import EnvkitError
 from envkit.spec.load import load_spec
 
-BASE = "envkit-test/debian-python:bookworm"
+BASE = "envkit/debian-python:bookworm"
 
 
 def _spec(root: Path, name: str, pins: list[str], extra: str = "") -> Path:

@@ -1,7 +1,7 @@
 """``envkit build`` against a real Docker engine (marker ``docker``).
 
 No registry is reachable: a session fixture debootstraps a minimal Debian with
-python3 + venv and ``docker import``s it as ``envkit-test/debian-python:bookworm``
+python3 + venv and ``docker import``s it as ``envkit/debian-python:bookworm``
 (skipped when that image exists). Specs live in a temporary project root.
 """
 
@@ -30,7 +30,7 @@ from envkit.spec.load import load_spec
 
 pytestmark = pytest.mark.docker
 
-BASE = "envkit-test/debian-python:bookworm"
+BASE = "envkit/debian-python:bookworm"
 TORCH_WHEELS = Path(os.environ.get("ENVKIT_TORCH_WHEELS", "/opt/wheels"))
 
 
