@@ -194,7 +194,7 @@ def _torch_wheel_dir(tmp: Path) -> Path:
     return folder
 
 
-@pytest.mark.slow  # ~165 s here (wheelhouse of torch + deps, then a ~700 MB install): `pytest -m slow`
+@pytest.mark.slow  # ~165 s here (wheelhouse of torch + deps, then a ~700 MB install)
 def test_cpu_torch_image(
     engine: DockerEngine, base_image: str, project: Path,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
