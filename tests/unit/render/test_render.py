@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from envkit.catalog import load_catalog
-from envkit.render import DockerfileInputs, render_image, write_image
 from envkit.lock import current_lock
+from envkit.render import DockerfileInputs, render_image, write_image
 from envkit.spec.load import find_specs, load_spec
 
 REPO = Path(__file__).resolve().parents[3]
