@@ -43,6 +43,7 @@ class Wheel(StrictModel):
     index: str | None = None
     index_mode: IndexMode | None = None
     cudnn: str | None = None
+    experimental: bool = False  # the release matrix lists this CUDA flavour as experimental
 
     @property
     def requirement(self) -> str:

@@ -125,7 +125,7 @@ def catalog_cmd(section: str | None) -> CommandResult:
             for fw, family in cat.frameworks.items():
                 lines.append(f"{fw}  ({family.source})")
                 for r in family.releases:
-                    flavours = ", ".join(w.cuda for w in r.wheels)
+                    flavours = ", ".join(w.cuda + ("(exp)" if w.experimental else "") for w in r.wheels)
                     lines.append(
                         f" {mark[r.verified]} {r.version:<7} python {','.join(r.python)}  wheels: {flavours}"
                     )

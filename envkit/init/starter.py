@@ -103,7 +103,11 @@ def choose_starter(
     releases = sorted(family.releases, key=_release_key, reverse=True)
     if cuda is None:
         newest = releases[0]
-        gpu = [w.cuda for w in newest.wheels if w.cuda != "cpu" and _buildable(catalog, w.cuda)]
+        gpu = [
+            w.cuda
+            for w in newest.wheels
+            if w.cuda != "cpu" and not w.experimental and _buildable(catalog, w.cuda)
+        ]
         cuda = max(gpu, key=_cuda_key) if gpu else "cpu"
     candidates = [r for r in releases if r.wheel_for(cuda) is not None]
     if python is not None:

@@ -36,3 +36,14 @@ def test_wheel_lookup_and_closest_images() -> None:
     assert "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime" in catalog.closest_images(
         "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel"
     )
+
+
+def test_init_default_avoids_experimental_flavours() -> None:
+    from envkit.init.starter import choose_starter
+
+    catalog = load_catalog()
+    choice = choose_starter(catalog, "torch")
+    release = catalog.framework_release("torch", choice.version)
+    assert release is not None
+    wheel = release.wheel_for(choice.cuda)
+    assert wheel is not None and not wheel.experimental
