@@ -25,11 +25,11 @@ from envkit import _proc
 from envkit._atomic import write_text_atomic
 from envkit.build.context import ContextEntry, file_sha256
 from envkit.errors import BuildFailed, Unsatisfiable
+from envkit.spec.models import ARCHES
 
 __all__ = ["Wheel", "Wheelhouse", "WheelhouseRequest", "fill_wheelhouse", "pip_platforms"]
 
 MANIFEST = "manifest.json"
-_ARCH = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 _MAX_GLIBC_MINOR = 28  # manylinux_2_28: the oldest glibc the supported base images ship is newer
 _MISSING = re.compile(
     r"(?:No matching distribution found for|Could not find a version that satisfies the requirement)\s+(\S+)"
@@ -40,7 +40,7 @@ Runner = Callable[..., _proc.ProcResult]
 
 def pip_platforms(platform: str) -> tuple[str, ...]:
     """pip ``--platform`` tags for a conda-style platform name, best first."""
-    arch = _ARCH[platform]
+    arch = ARCHES[platform]
     many = [f"manylinux_2_{minor}_{arch}" for minor in range(_MAX_GLIBC_MINOR, 16, -1)]
     return (*many, f"manylinux2014_{arch}", f"linux_{arch}")
 

@@ -24,6 +24,7 @@ with warnings.catch_warnings():  # conda-lock's vendored conda warns about itsel
 
 from envkit.errors import LockError
 from envkit.lock.solver import CondaPackage, PipPackage
+from envkit.spec.models import ARCHES
 
 __all__ = [
     "CONDA_LOCK",
@@ -185,7 +186,6 @@ def _toposort(packages: Sequence[CondaPackage]) -> list[CondaPackage]:
 
 def requirements_lock(header: str, pip: Mapping[str, Sequence[PipPackage]], options: Sequence[str]) -> str:
     """pip's ``--require-hashes`` format; a version that differs per platform gets a marker."""
-    machines = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
     versions: dict[str, dict[str, PipPackage]] = {}
     for platform, packages in sorted(pip.items()):
         for p in packages:
@@ -199,7 +199,7 @@ def requirements_lock(header: str, pip: Mapping[str, Sequence[PipPackage]], opti
         for version, platforms in sorted(groups.items()):
             marker = ""
             if len(groups) > 1 or len(platforms) < len(pip):
-                alts = " or ".join(f'platform_machine == "{machines[p]}"' for p in platforms)
+                alts = " or ".join(f'platform_machine == "{ARCHES[p]}"' for p in platforms)
                 marker = f" ; {alts}"
             hashes = sorted({h for p in platforms for h in per_platform[p].hashes})
             lines.append(f"{name}=={version}{marker} \\\n")

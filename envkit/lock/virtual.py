@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from envkit.catalog import Catalog
 from envkit.lock.solver import VirtualPackage
-from envkit.spec.models import Spec
+from envkit.spec.models import ARCHES, Spec
 
-__all__ = ["ARCH", "GLIBC_BY_OS", "glibc_for", "python_platform", "virtual_packages"]
+__all__ = ["GLIBC_BY_OS", "glibc_for", "python_platform", "virtual_packages"]
 
-ARCH = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 # glibc of the distributions the catalog's base images use (from each release's libc6 package).
 GLIBC_BY_OS = {
     "ubuntu20.04": "2.31",
@@ -41,7 +40,7 @@ def virtual_packages(spec: Spec, catalog: Catalog, platform: str) -> tuple[Virtu
         VirtualPackage("__glibc", glibc_for(spec, catalog)),
         VirtualPackage("__linux", _LINUX_KERNEL),
         VirtualPackage("__unix", "0"),
-        VirtualPackage("__archspec", "1", ARCH[platform]),
+        VirtualPackage("__archspec", "1", ARCHES[platform]),
     ]
     if spec.is_gpu:
         found.append(VirtualPackage("__cuda", spec.cuda))
@@ -51,4 +50,4 @@ def virtual_packages(spec: Spec, catalog: Catalog, platform: str) -> tuple[Virtu
 def python_platform(spec: Spec, catalog: Catalog, platform: str) -> str:
     """uv's ``--python-platform`` for a conda platform: ``x86_64-manylinux_2_35``."""
     major, minor = glibc_for(spec, catalog).split(".")
-    return f"{ARCH[platform]}-manylinux_{major}_{minor}"
+    return f"{ARCHES[platform]}-manylinux_{major}_{minor}"
