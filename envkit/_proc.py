@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from envkit.errors import EnvkitError
 
-__all__ = ["ProcResult", "ProcessFailed", "run"]
+__all__ = ["ProcResult", "ProcessFailed", "Runner", "run"]
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,10 @@ class ProcResult:
     returncode: int
     stdout: str
     stderr: str
+
+
+Runner = Callable[..., ProcResult]
+"""The type of :func:`run`, for code that takes a runner to inject a fake in tests."""
 
 
 class ProcessFailed(EnvkitError):

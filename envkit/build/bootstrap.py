@@ -13,7 +13,7 @@ import re
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,8 +28,6 @@ DEFAULT_PACKAGES = ("python3", "python3-venv", "python3-pip")
 _SUITE = re.compile(r"^[a-z]+$")
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")
 _TIMEOUT_S = 1800
-
-Runner = Callable[..., _proc.ProcResult]
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,7 @@ def bootstrap_image(
     mirror: str | None = None,
     packages: Sequence[str] = DEFAULT_PACKAGES,
     force: bool = False,
-    run: Runner = _proc.run,
+    run: _proc.Runner = _proc.run,
 ) -> BootstrapResult:
     """Return the image ``tag``, creating it first when it is missing (or ``force``)."""
     if not _SUITE.match(suite):

@@ -24,7 +24,7 @@ from envkit import __version__, _proc
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
 from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
 from envkit.build.locks import Locker, image_dir, lock_state
-from envkit.build.wheelhouse import Runner, Wheelhouse, WheelhouseRequest, fill_wheelhouse
+from envkit.build.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.catalog import Catalog
 from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
 from envkit.lock import LockState
@@ -111,7 +111,7 @@ class Builder:
         root: Path,
         *,
         locker: Locker,
-        pip_runner: Runner = _proc.run,
+        pip_runner: _proc.Runner = _proc.run,
     ) -> None:
         self.engine = engine
         self.catalog = catalog

@@ -15,7 +15,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +34,6 @@ _MAX_GLIBC_MINOR = 28  # manylinux_2_28: the oldest glibc the supported base ima
 _MISSING = re.compile(
     r"(?:No matching distribution found for|Could not find a version that satisfies the requirement)\s+(\S+)"
 )
-
-Runner = Callable[..., _proc.ProcResult]
 
 
 def pip_platforms(platform: str) -> tuple[str, ...]:
@@ -90,7 +88,7 @@ def fill_wheelhouse(
     request: WheelhouseRequest,
     cache_root: Path,
     *,
-    runner: Runner = _proc.run,
+    runner: _proc.Runner = _proc.run,
     pip: Sequence[str] = (sys.executable, "-m", "pip"),
 ) -> Wheelhouse:
     """Return the cached wheelhouse for ``request`` or download it (atomically) into the cache."""
@@ -122,7 +120,7 @@ def _download(
     platform: str,
     requirements: Path,
     dest: Path,
-    runner: Runner,
+    runner: _proc.Runner,
     pip: Sequence[str],
 ) -> None:
     argv = [
