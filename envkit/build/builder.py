@@ -29,7 +29,7 @@ from envkit.catalog import Catalog
 from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
 from envkit.lock import LockState
 from envkit.render import render_image
-from envkit.render.dockerfile import LOCK_LABEL
+from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL
 from envkit.spec.load import LoadedSpec
 
 __all__ = ["BuildOptions", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
@@ -165,7 +165,7 @@ class Builder:
         build_labels = {  # the Dockerfile's LABELs carry spec/lock hashes, CUDA and frameworks
             NAME_LABEL: spec.name,
             CONTEXT_LABEL: context.digest,
-            "io.envkit.spec-sha256": loaded.sha256,
+            SPEC_LABEL: loaded.sha256,
             "io.envkit.version": __version__,
             "io.envkit.offline": str(offline).lower(),
         }

@@ -10,12 +10,10 @@ from envkit.build.engine import ContainerEngine
 from envkit.build.locks import lock_state
 from envkit.catalog import Catalog
 from envkit.errors import EnvkitError
-from envkit.render.dockerfile import LOCK_LABEL
+from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL
 from envkit.spec.load import SPEC_DIR, load_spec
 
 __all__ = ["ImageRow", "list_images"]
-
-SPEC_LABEL = "io.envkit.spec-sha256"
 
 
 @dataclass(frozen=True)

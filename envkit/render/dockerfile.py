@@ -18,6 +18,7 @@ __all__ = [
     "BUILDER_OF_LABEL",
     "ENV_PREFIX",
     "LOCK_LABEL",
+    "SPEC_LABEL",
     "STAGE_LABEL",
     "USER_NAME",
     "USER_UID",
@@ -29,6 +30,7 @@ __all__ = [
 ENV_PREFIX = "/opt/env"
 USER_NAME = "envkit"
 USER_UID = 10001
+SPEC_LABEL = "io.envkit.spec-sha256"  # envkit.spec.load.spec_hash of the spec
 LOCK_LABEL = "io.envkit.lock-sha256"  # sha256 of conda-lock.yml (envkit.lock.LockState.lock_sha256)
 _CONTEXT = "/tmp/envkit"
 # The builder stage's image is left untagged by the legacy builder; these labels let
@@ -52,7 +54,7 @@ def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
     found = {
         "org.opencontainers.image.title": spec.name,
         "org.opencontainers.image.description": spec.description or f"envkit environment {spec.name}",
-        "io.envkit.spec-sha256": inputs.spec_sha256,
+        SPEC_LABEL: inputs.spec_sha256,
         "io.envkit.python": spec.python,
         "io.envkit.cuda": spec.cuda,
         "io.envkit.installer": spec.installer.value,
