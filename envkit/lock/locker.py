@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
+
+from packaging.utils import canonicalize_name
 
 from envkit._atomic import write_text_atomic
 from envkit.catalog import Catalog
@@ -38,6 +40,7 @@ from envkit.spec.models import Spec
 __all__ = ["LockResult", "LockState", "current_lock", "expected_files", "lock_environment"]
 
 Status = Literal["fresh", "stale", "missing"]
+_Package = TypeVar("_Package", CondaPackage, PipPackage)
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def lock_environment(
     wanted = platforms or spec.platforms
     previous = _previous(image_dir)
     keep_previous = previous is not None and _same_spec(image_dir, loaded.sha256)
-    updates = {_norm(u) for u in update}
+    updates: set[str] = {canonicalize_name(u) for u in update}
     channels = tuple(c for c in render_channels(spec) if c != "nodefaults")
     conda: dict[str, tuple[CondaPackage, ...]] = {}
     pip: dict[str, tuple[PipPackage, ...]] = {}
@@ -158,13 +161,13 @@ def lock_environment(
                     platform=platform,
                     virtual_packages=virtual_packages(spec, catalog, platform),
                     cuda=spec.cuda if spec.is_gpu else None,
-                    preferred=tuple(p for p in old_conda if p.name not in updates),
+                    preferred=_kept(old_conda, updates),
                 )
             )
             conda[platform] = solution.packages
             warnings += solution.warnings
         pip[platform] = pip_resolver.resolve(
-            _pip_request(spec, catalog, platform, tuple(p for p in old_pip if p.name not in updates), updates)
+            _pip_request(spec, catalog, platform, _kept(old_pip, updates), updates)
         )
     contents = LockContents(
         platforms=tuple(p for p in spec.platforms if p in pip),
@@ -243,5 +246,6 @@ def _same_spec(image_dir: Path, sha256: str) -> bool:
     return header_sha256((image_dir / CONDA_LOCK).read_text("utf-8")) == sha256
 
 
-def _norm(name: str) -> str:
-    return name.strip().lower().replace("_", "-")
+def _kept(packages: tuple[_Package, ...], updates: set[str]) -> tuple[_Package, ...]:
+    """The previous lock's packages the solver should keep: all but those named by ``--update``."""
+    return tuple(p for p in packages if canonicalize_name(p.name) not in updates)

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from envkit import _proc
 from envkit.errors import EnvkitError, SolverFailed, Unsatisfiable
 from envkit.lock.solver import PipPackage, PipRequest
@@ -112,7 +114,9 @@ def read_pylock(text: str) -> tuple[PipPackage, ...]:
         url = str(files[0].get("url") or files[0].get("path", ""))
         first = files[0]["hashes"]["sha256"]
         rest = sorted({f["hashes"]["sha256"] for f in files[1:]} - {first})
-        packages.append(PipPackage(_normalize(entry["name"]), str(entry["version"]), url, (first, *rest)))
+        packages.append(
+            PipPackage(canonicalize_name(entry["name"]), str(entry["version"]), url, (first, *rest))
+        )
     return tuple(sorted(packages, key=lambda p: p.name))
 
 
@@ -133,7 +137,3 @@ def pylock_text(packages: Sequence[PipPackage], python_version: str) -> str:
             "",
         ]
     return "\n".join(lines)
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()

@@ -86,6 +86,18 @@ def test_previous_lock_is_the_preference_and_update_releases_it(tmp_path: Path) 
     assert {p.name for p in conda.requests[-1].preferred} == {"numpy", "python"}
 
 
+def test_update_matches_names_as_pip_normalizes_them(tmp_path: Path) -> None:
+    """``--update typing-extensions`` releases conda's ``typing_extensions`` too."""
+    loaded = load_spec(_spec(tmp_path))
+    out = tmp_path / "images" / "demo"
+    conda, pip = _solvers()
+    conda.packages = {p: (*v, _pkg("typing_extensions", "4.12.2", p)) for p, v in conda.packages.items()}
+    lock_environment(loaded, load_catalog(), out, conda, pip)
+    lock_environment(loaded, load_catalog(), out, conda, pip, update=("Typing-Extensions",))
+    assert {p.name for p in conda.requests[-1].preferred} == {"numpy", "python"}
+    assert pip.requests[-1].upgrade == ("typing-extensions",)
+
+
 def test_check_tells_fresh_stale_and_missing(tmp_path: Path) -> None:
     path = _spec(tmp_path)
     out = tmp_path / "images" / "demo"
