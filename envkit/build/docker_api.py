@@ -50,6 +50,8 @@ _SOCKET_HINT = (
     "add your user to the docker group (`sudo usermod -aG docker $USER`, then log in again), "
     "run rootless Docker, or set DOCKER_HOST to a socket you may use"
 )
+# what the SDK raises at this edge; every one becomes an EngineError (translate_error)
+_SDK_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
 _DISK_HINT = "free disk space: `docker system df`, then `docker image prune` (or remove old envkit/* tags)"
 
 
@@ -113,7 +115,7 @@ class DockerEngine:
         if client is None:
             try:
                 client = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=timeout)
-            except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+            except _SDK_ERRORS as e:
                 raise translate_error(e) from e
         self.api = client
 
@@ -145,7 +147,7 @@ class DockerEngine:
                 yield BuildEvent(message, step=f"{step.group(1)} {step.group(2)}" if step else None)
         except BuildFailed:
             raise
-        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+        except _SDK_ERRORS as e:
             failure = translate_error(e, what="the build")
             if isinstance(e, docker.errors.APIError) and not isinstance(failure, EngineUnavailable):
                 raise build_failure(_first_line(_chain_text(e)), tuple(tail)) from e
@@ -154,18 +156,16 @@ class DockerEngine:
     def inspect(self, image: str) -> ImageInfo | None:
         try:
             data = self.api.inspect_image(image)
-        except docker.errors.ImageNotFound:
+        except docker.errors.NotFound:  # ImageNotFound is one
             return None
-        except docker.errors.NotFound:
-            return None
-        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+        except _SDK_ERRORS as e:
             raise translate_error(e) from e
         return _image_info(data)
 
     def images(self, label: str) -> list[ImageInfo]:
         try:
             listed = self.api.images(filters={"label": label})
-        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+        except _SDK_ERRORS as e:
             raise translate_error(e) from e
         found = [self.inspect(str(item["Id"])) for item in listed]
         return [i for i in found if i is not None]
@@ -174,7 +174,7 @@ class DockerEngine:
         repository, _, name = tag.rpartition(":")
         try:
             self.api.tag(image, repository, name, force=True)
-        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+        except _SDK_ERRORS as e:
             raise translate_error(e, what=f"tagging {tag}") from e
 
     def remove(self, image: str) -> None:
@@ -182,14 +182,14 @@ class DockerEngine:
             self.api.remove_image(image, noprune=False)
         except docker.errors.NotFound:
             return
-        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+        except _SDK_ERRORS as e:
             raise translate_error(e, what=f"removing {image}") from e
 
     def prune_builder_images(self, name: str) -> int:
         filters = {"dangling": True, "label": [f"{STAGE_LABEL}=builder", f"{BUILDER_OF_LABEL}={name}"]}
         try:
             pruned = self.api.prune_images(filters=filters)
-        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+        except _SDK_ERRORS as e:
             raise translate_error(e, what=f"removing the builder images of {name}") from e
         return int((pruned or {}).get("SpaceReclaimed") or 0)
 
@@ -199,7 +199,7 @@ class DockerEngine:
             self.api.import_image_from_file(
                 str(rootfs_tar), repository=repository, tag=name, changes=list(changes)
             )
-        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+        except _SDK_ERRORS as e:
             raise translate_error(e, what=f"importing {tag}") from e
         info = self.inspect(tag)
         if info is None:
@@ -234,7 +234,7 @@ class DockerEngine:
             raise EngineError(
                 f"no such image: {image}", hint=f"build it first: envkit build NAME ({e})"
             ) from e
-        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as e:
+        except _SDK_ERRORS as e:
             raise translate_error(e, what=f"running {image}") from e
         finally:
             if container is not None:
