@@ -21,6 +21,7 @@ import docker.types
 import requests.exceptions
 
 from envkit.build.engine import BuildEvent, ImageInfo, Mount, RunResult
+from envkit.build.wheelhouse import PIP_NO_MATCH
 from envkit.errors import BuildFailed, EngineError, EngineUnavailable
 from envkit.render.dockerfile import BUILDER_OF_LABEL, STAGE_LABEL
 
@@ -35,9 +36,6 @@ _BASE_IMAGE = re.compile(
     r"no such host|failed to resolve|dial tcp|TLS handshake timeout|i/o timeout|"
     r"server misbehaving|connection refused.*registry|requested access to the resource is denied",
     re.IGNORECASE,
-)
-_PIP_PIN = re.compile(
-    r"No matching distribution found for (\S+)|Could not find a version that satisfies the requirement (\S+)"
 )
 _DISK_FULL = re.compile(r"no space left on device", re.IGNORECASE)
 _FROM = re.compile(r"^Step \d+/\d+ : FROM (\S+)", re.MULTILINE)
@@ -84,14 +82,13 @@ def translate_error(error: BaseException, *, what: str = "the Docker engine") ->
 def build_failure(error: str, tail: Sequence[str]) -> BuildFailed:
     """Classify a failed build from its error message and the last lines of output."""
     text = "\n".join([*tail, error])
-    pin = _PIP_PIN.search(text)
+    pin = PIP_NO_MATCH.search(text)
     froms = _FROM.findall(text)
     if _DISK_FULL.search(text):
         return BuildFailed(f"the disk is full: {error}", hint=_DISK_HINT, log_tail=tail)
     if pin:
-        name = pin.group(1) or pin.group(2)
         return BuildFailed(
-            f"pip found no distribution for {name} inside the image",
+            f"pip found no distribution for {pin.group(1)} inside the image",
             hint="check that pin in the spec's pip: list (does that version exist for this Python?); "
             "with --offline envkit fetches wheels on the host and reports this before building",
             log_tail=tail,

@@ -27,11 +27,12 @@ from envkit.build.context import ContextEntry, file_sha256
 from envkit.errors import BuildFailed, Unsatisfiable
 from envkit.spec.models import ARCHES
 
-__all__ = ["Wheel", "Wheelhouse", "WheelhouseRequest", "fill_wheelhouse", "pip_platforms"]
+__all__ = ["PIP_NO_MATCH", "Wheel", "Wheelhouse", "WheelhouseRequest", "fill_wheelhouse", "pip_platforms"]
 
 MANIFEST = "manifest.json"
 _MAX_GLIBC_MINOR = 28  # manylinux_2_28: the oldest glibc the supported base images ship is newer
-_MISSING = re.compile(
+# pip names the requirement it found nothing for (pip download on the host, pip install in a build)
+PIP_NO_MATCH = re.compile(
     r"(?:No matching distribution found for|Could not find a version that satisfies the requirement)\s+(\S+)"
 )
 
@@ -143,7 +144,7 @@ def _download(
 def _translate(result: _proc.ProcResult) -> Exception:
     text = result.stderr + result.stdout
     tail = tuple(text.strip().splitlines()[-15:])
-    missing = _MISSING.search(text)
+    missing = PIP_NO_MATCH.search(text)
     if missing:
         return Unsatisfiable(
             f"pip download: no wheel matches {missing.group(1)} for this image's Python and platform",
