@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from envkit.build.locks import image_dir
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root
@@ -39,7 +40,7 @@ def lock(name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: 
     """
     root = project_root()
     loaded = load_spec(resolve_spec_path(name, root))
-    directory = root / "images" / loaded.spec.name
+    directory = image_dir(root, loaded.spec.name)
     if check:
         state = current_lock(loaded, directory)
         found = {

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
+from envkit.build.locks import image_dir, lock_state
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root
 from envkit.errors import ExitCode, Problem, SpecError, UsageError
-from envkit.lock import current_lock
 from envkit.render import render_image, write_image
 from envkit.result import CommandResult
 from envkit.spec.load import find_specs, load_spec, resolve_spec_path
@@ -66,12 +66,13 @@ def render(name: str, output: Path | None) -> CommandResult:
     """
     root = project_root()
     loaded = load_spec(resolve_spec_path(name, root))
-    directory = output or root / "images" / loaded.spec.name
-    lock = current_lock(loaded, root / "images" / loaded.spec.name)
+    directory = output or image_dir(root, loaded.spec.name)
+    lock = lock_state(root, loaded)
     warnings = list(loaded.warnings)
     if lock.status == "stale":
-        name_ = loaded.spec.name
-        warnings.append(f"lock is stale ({lock.reason}); rendered without it: `envkit lock {name_}`")
+        warnings.append(
+            f"lock is stale ({lock.reason}); rendered without it: `envkit lock {loaded.spec.name}`"
+        )
     rendered = render_image(loaded, load_catalog(), lock.dockerfile_inputs(loaded.sha256))
     changed = write_image(rendered, directory)
     data = {
