@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
+from urllib.parse import unquote, urlsplit
 
 from packaging.utils import canonicalize_name
 
@@ -137,19 +138,20 @@ def lock_environment(
         )
     wanted = platforms or spec.platforms
     previous = _previous(image_dir)
-    keep_previous = previous is not None and _same_spec(image_dir, loaded.sha256)
+    # the other platforms' packages stay as locked when the lock is of this very spec
+    same_spec = previous if previous is not None and _same_spec(image_dir, loaded.sha256) else None
     updates: set[str] = {canonicalize_name(u) for u in update}
     channels = tuple(c for c in render_channels(spec) if c != "nodefaults")
     conda: dict[str, tuple[CondaPackage, ...]] = {}
     pip: dict[str, tuple[PipPackage, ...]] = {}
     warnings: list[str] = []
     for platform in spec.platforms:
-        if platform not in wanted and keep_previous and previous is not None:
-            conda[platform] = previous.conda.get(platform, ())
-            pip[platform] = previous.pip.get(platform, ())
-            continue
         if platform not in wanted:
-            warnings.append(f"{platform} is not locked: run `envkit lock {spec.name}` for every platform")
+            if same_spec is not None:
+                conda[platform] = same_spec.conda.get(platform, ())
+                pip[platform] = same_spec.pip.get(platform, ())
+            else:
+                warnings.append(f"{platform} is not locked: run `envkit lock {spec.name}` for every platform")
             continue
         old_conda = previous.conda.get(platform, ()) if previous else ()
         old_pip = previous.pip.get(platform, ()) if previous else ()
@@ -232,8 +234,6 @@ def _pip_request(
 
 
 def _is_simple_index(url: str) -> bool:
-    from urllib.parse import unquote, urlsplit
-
     return (Path(unquote(urlsplit(url).path)) / "index.html").is_file()
 
 

@@ -26,13 +26,13 @@ _LINUX_KERNEL = "4.18"  # the oldest kernel envkit claims to run on (RHEL 8's), 
 
 def glibc_for(spec: Spec, catalog: Catalog) -> str:
     """The glibc of the image the environment will run in."""
-    os_name = _DEFAULT_OS
-    image = catalog.base_image(spec.base_image) if spec.base_image else None
-    if image is None and spec.is_gpu and not spec.base_image:
+    if spec.base_image:
+        image = catalog.base_image(spec.base_image)
+    elif spec.is_gpu:
         image = catalog.runtime_image(spec.cuda)
-    if image is not None:
-        os_name = image.os
-    return GLIBC_BY_OS.get(os_name, GLIBC_BY_OS[_DEFAULT_OS])
+    else:
+        image = None
+    return GLIBC_BY_OS.get(image.os if image else _DEFAULT_OS, GLIBC_BY_OS[_DEFAULT_OS])
 
 
 def virtual_packages(spec: Spec, catalog: Catalog, platform: str) -> tuple[VirtualPackage, ...]:
