@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import hashlib
 import re
 from collections.abc import Sequence
@@ -81,11 +82,7 @@ class RattlerSolver:
             for v in request.virtual_packages
         ]
         constraints = [f"cuda-version {request.cuda}.*"] if request.cuda else None
-        timeout = None
-        if self._timeout_s is not None:
-            import datetime
-
-            timeout = datetime.timedelta(seconds=self._timeout_s)
+        timeout = datetime.timedelta(seconds=self._timeout_s) if self._timeout_s is not None else None
         try:
             records: list[Any] = await rattler.solve(
                 sources,
@@ -176,8 +173,7 @@ def _unsat_hint(request: CondaRequest) -> str:
 
 
 def _spec_name(spec: str) -> str:
-    name = re.split(r"[\s=<>!~\[]", spec.split("::")[-1], maxsplit=1)[0]
-    return name
+    return re.split(r"[\s=<>!~\[]", spec.split("::")[-1], maxsplit=1)[0]
 
 
 async def _variant_pins(
@@ -195,8 +191,7 @@ async def _variant_pins(
         sources, platforms, sorted(chosen), recursive=False, channel_relations="disabled"
     )
     pins = []
-    for candidates in _by_name(result).items():
-        name, found = candidates
+    for name, found in _by_name(result).items():
         record = chosen[name]
         same = [c for c in found if str(c.version) == str(record.version)]
         best = max(same, key=lambda c: (_score(c, cuda), -int(c.build_number), str(c.build)), default=None)
