@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from envkit.catalog import Catalog, load_catalog
 from envkit.errors import Problem, SpecError, UsageError
 from envkit.spec.check import check_against_catalog
-from envkit.spec.models import NAME_RE, Spec
+from envkit.spec.models import NAME_RE, Spec, StrictModel
 from envkit.spec.yamlsrc import Located, load_located
 
 __all__ = ["LoadedSpec", "find_specs", "load_spec", "resolve_spec_path", "spec_hash"]
@@ -144,13 +144,11 @@ def _pydantic_problems(error: ValidationError, located: Located, filename: str) 
 
 
 def _nearest_key(loc: tuple[Any, ...]) -> str:
-    from envkit.spec import models
-
-    owner: type[models.StrictModel] = Spec
+    owner: type[StrictModel] = Spec
     for part in loc[:-1]:
         info = owner.model_fields.get(str(part))
         annotation = getattr(info, "annotation", None)
-        if isinstance(annotation, type) and issubclass(annotation, models.StrictModel):
+        if isinstance(annotation, type) and issubclass(annotation, StrictModel):
             owner = annotation
     valid = sorted(owner.model_fields)
     close = difflib.get_close_matches(str(loc[-1]), valid, n=2)
