@@ -31,6 +31,7 @@ from envkit.spec.load import load_spec
 pytestmark = pytest.mark.docker
 
 BASE = "envkit/debian-python:bookworm"
+RUN = os.getpid()  # image names unique per test run: one dockerd serves every checkout
 TORCH_WHEELS = Path(os.environ.get("ENVKIT_TORCH_WHEELS", "/opt/wheels"))
 
 
@@ -54,7 +55,7 @@ def project(tmp_path_factory: pytest.TempPathFactory, engine: DockerEngine) -> I
     yield root
     for info in engine.images("io.envkit.name"):
         for tag in info.tags:
-            if tag.startswith("envkit/itest-"):
+            if tag.startswith(f"envkit/itest{RUN}-"):
                 engine.remove(tag)
 
 
@@ -89,8 +90,8 @@ def test_offline_build_run_skip_rebuild_and_refuse(
     engine: DockerEngine, base_image: str, project: Path,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    _spec(project, "itest-tiny", base_image, ["packaging==24.1", "six==1.16.0"])
-    code, env = _build(project, monkeypatch, capsys, "itest-tiny", "--offline")
+    _spec(project, f"itest{RUN}-tiny", base_image, ["packaging==24.1", "six==1.16.0"])
+    code, env = _build(project, monkeypatch, capsys, f"itest{RUN}-tiny", "--offline")
     assert code == 0, env
     result = env["result"]
     assert result["status"] == "built" and result["offline"] is True
@@ -108,48 +109,48 @@ def test_offline_build_run_skip_rebuild_and_refuse(
     assert info.labels["io.envkit.cuda"] == "cpu"
     assert len(info.labels["io.envkit.spec-sha256"]) == 64
     assert info.labels["io.envkit.offline"] == "true"
-    assert "envkit/itest-tiny:latest" in info.tags
+    assert f"envkit/itest{RUN}-tiny:latest" in info.tags
     # the build locked the spec (uv) and the image carries that lock's digest
     assert result["lock"] == "locked"
-    loaded = load_spec(project / "environments" / "itest-tiny.yaml")
-    lock = current_lock(loaded, project / "images" / "itest-tiny")
+    loaded = load_spec(project / "environments" / f"itest{RUN}-tiny.yaml")
+    lock = current_lock(loaded, project / "images" / f"itest{RUN}-tiny")
     assert lock.fresh and info.labels["io.envkit.lock-sha256"] == lock.lock_sha256
     # the builder stage's image was removed: no dangling envkit builder images remain
     assert result["pruned_bytes"] > 0
-    assert _dangling_builders(engine, "itest-tiny") == []
+    assert _dangling_builders(engine, f"itest{RUN}-tiny") == []
 
-    code, again = _build(project, monkeypatch, capsys, "itest-tiny", "--offline", "--frozen")
+    code, again = _build(project, monkeypatch, capsys, f"itest{RUN}-tiny", "--offline", "--frozen")
     assert code == 0 and again["result"]["status"] == "up-to-date" and again["result"]["tag"] == tag
     assert again["result"]["lock"] == "fresh"
 
-    _spec(project, "itest-tiny", base_image, ["packaging==24.1", "six==1.17.0"])
-    code, changed = _build(project, monkeypatch, capsys, "itest-tiny", "--offline")
+    _spec(project, f"itest{RUN}-tiny", base_image, ["packaging==24.1", "six==1.17.0"])
+    code, changed = _build(project, monkeypatch, capsys, f"itest{RUN}-tiny", "--offline")
     assert code == 0 and changed["result"]["status"] == "built" and changed["result"]["tag"] != tag
-    new = engine.inspect("envkit/itest-tiny:latest")
+    new = engine.inspect(f"envkit/itest{RUN}-tiny:latest")
     assert new is not None and new.labels["io.envkit.context-sha256"] == changed["result"]["context_sha256"]
     assert changed["result"]["lock"] == "locked"  # the spec changed: the stale lock was solved again
-    assert _dangling_builders(engine, "itest-tiny") == []
+    assert _dangling_builders(engine, f"itest{RUN}-tiny") == []
 
-    before = _tags(engine, "itest-tiny")
-    _spec(project, "itest-tiny", base_image, ["packaging==24.1", "six==99.0.0"])
-    code, failed = _build(project, monkeypatch, capsys, "itest-tiny", "--offline")
+    before = _tags(engine, f"itest{RUN}-tiny")
+    _spec(project, f"itest{RUN}-tiny", base_image, ["packaging==24.1", "six==99.0.0"])
+    code, failed = _build(project, monkeypatch, capsys, f"itest{RUN}-tiny", "--offline")
     assert code == 2 and failed["ok"] is False
     assert "six==99.0.0" in failed["errors"][0]["message"]
-    assert _tags(engine, "itest-tiny") == before
+    assert _tags(engine, f"itest{RUN}-tiny") == before
 
 
 def test_missing_base_image_fails_cleanly(
     engine: DockerEngine, base_image: str, project: Path,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    _spec(project, "itest-nobase", "envkit-test/does-not-exist:1", ["six==1.16.0"])
-    code, failed = _build(project, monkeypatch, capsys, "itest-nobase", "--offline")
+    _spec(project, f"itest{RUN}-nobase", "envkit-test/does-not-exist:1", ["six==1.16.0"])
+    code, failed = _build(project, monkeypatch, capsys, f"itest{RUN}-nobase", "--offline")
     assert code == 3
     error = failed["errors"][0]
     assert "envkit-test/does-not-exist:1" in error["message"] and "full log:" in error["message"]
     assert "base_image" in error["hint"]
-    assert _tags(engine, "itest-nobase") == set()
-    logs = list((project / ".envkit" / "logs").glob("itest-nobase-*.log"))
+    assert _tags(engine, f"itest{RUN}-nobase") == set()
+    logs = list((project / ".envkit" / "logs").glob(f"itest{RUN}-nobase-*.log"))
     assert logs and "FAILED" in logs[0].read_text()
 
 
@@ -158,8 +159,8 @@ def test_probe_runs_inside_a_built_image(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     """No framework in the image: the payload runs there and reports both frameworks as skipped."""
-    _spec(project, "itest-probe", base_image, ["six==1.16.0"])
-    code, env = _build(project, monkeypatch, capsys, "itest-probe", "--offline", "--probe")
+    _spec(project, f"itest{RUN}-probe", base_image, ["six==1.16.0"])
+    code, env = _build(project, monkeypatch, capsys, f"itest{RUN}-probe", "--offline", "--probe")
     assert code == 0, env
     probe = env["result"]["probe"]
     assert probe["frameworks"] == {"paddle": "skipped", "torch": "skipped"}
@@ -167,7 +168,7 @@ def test_probe_runs_inside_a_built_image(
     assert stored["fingerprint"]["container"]["image"] == env["result"]["tag"]
 
     monkeypatch.setenv("ENVKIT_STORE", str(project / "reports"))
-    code = main(["probe", "--image", "itest-probe", "--json", "--no-store"])
+    code = main(["probe", "--image", f"itest{RUN}-probe", "--json", "--no-store"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["ok"] is True, out
     report = validate_report(out["result"]["report"], "probe --image")
@@ -176,7 +177,7 @@ def test_probe_runs_inside_a_built_image(
         "torch": "skipped",
     }
     container = report["fingerprint"]["container"]
-    info = engine.inspect("envkit/itest-probe:latest")
+    info = engine.inspect(f"envkit/itest{RUN}-probe:latest")
     assert info is not None and container["image_id"] == info.id
     assert report["fingerprint"]["python"]["version"].startswith("3.11"), report["fingerprint"]
     assert any("torch: skipped" in e["message"] for e in out["errors"] if e["level"] == "warning")
@@ -203,9 +204,9 @@ def test_cpu_torch_image(
         pytest.skip(f"no torch 2.13.0 CPU wheel in {TORCH_WHEELS}")
     wheels = _torch_wheel_dir(project)  # no torch index here: lock and build from a local wheel directory
     extra = f'frameworks:\n  torch: "2.13.0"\nmirrors:\n  pypi: {wheels.as_uri()}\n'
-    _spec(project, "itest-torch", base_image, ["numpy>=1.26,<3"], extra=extra)
+    _spec(project, f"itest{RUN}-torch", base_image, ["numpy>=1.26,<3"], extra=extra)
     monkeypatch.setenv("ENVKIT_FIND_LINKS", str(wheels))
-    code, env = _build(project, monkeypatch, capsys, "itest-torch", "--offline", "--probe")
+    code, env = _build(project, monkeypatch, capsys, f"itest{RUN}-torch", "--offline", "--probe")
     assert code == 0, env
     assert env["result"]["probe"]["frameworks"] == {"torch": "ok"}
     in_image = json.loads(Path(env["result"]["probe"]["report"]).read_text())
