@@ -27,7 +27,7 @@ def switches() -> dict[str, Any]:
         fn = getattr(core, name, None)
         if fn is not None:
             with contextlib.suppress(Exception):
-                out[name.removeprefix("get_") + "_tf32"] = bool(fn())
+                out[name[len("get_") :] + "_tf32"] = bool(fn())
     for flag in (
         "FLAGS_check_nan_inf",
         "FLAGS_check_nan_inf_level",
@@ -81,7 +81,7 @@ def configure(cfg: common.Config) -> dict[str, Any]:
             if fn is not None:
                 with contextlib.suppress(Exception):
                     fn(cfg.tf32)
-                    applied[name.removeprefix("set_") + "_tf32"] = cfg.tf32
+                    applied[name[len("set_") :] + "_tf32"] = cfg.tf32
     if cfg.nan_check:
         with contextlib.suppress(Exception):
             paddle.set_flags({"FLAGS_check_nan_inf": True, "FLAGS_check_nan_inf_level": 0})
