@@ -8,6 +8,7 @@ import math
 import sys
 from types import ModuleType
 
+from envkit.probe import report, runner
 from envkit.probe.runner import PAYLOAD_DIR
 
 
@@ -88,3 +89,21 @@ def test_payload_runs_on_python_3_8() -> None:
                 assert node.attr not in PY39_PLUS, f"{path.name}:{node.lineno}: .{node.attr} is 3.9+"
             if isinstance(node, ast.Call):
                 assert all(k.arg != "strict" for k in node.keywords), f"{path.name}:{node.lineno}: strict="
+
+
+def test_payload_and_envkit_agree_on_names() -> None:
+    tree = ast.parse((PAYLOAD_DIR / "run.py").read_text())
+    wanted = {"SCHEMA", "KIND", "FRAMEWORKS", "WORKLOADS"}
+    found = {
+        t.id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name) and t.id in wanted
+    }
+    assert found == {
+        "SCHEMA": report.SCHEMA,
+        "KIND": report.KIND,
+        "FRAMEWORKS": runner.FRAMEWORKS,
+        "WORKLOADS": runner.WORKLOADS,
+    }
