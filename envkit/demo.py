@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envkit import _proc
+from envkit._atomic import write_text_atomic
 from envkit.cli import main as envkit
 
 __all__ = ["main"]
@@ -39,6 +40,11 @@ def step(title: str, argv: Sequence[str], *, ok: Sequence[int] = (0,)) -> int:
 
 def note(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m", flush=True)
+
+
+def store_host(store: Path) -> str:
+    """The host directory the demo's probes wrote into ``store``."""
+    return next(p.name for p in store.iterdir() if p.is_dir())
 
 
 def specs_step() -> None:
@@ -91,8 +97,7 @@ def image_step() -> list[str]:
         "https://download.pytorch.org/whl/cpu",
     )  # fmt: skip
     project = (OUT / "project").resolve()
-    (project / "environments").mkdir(parents=True, exist_ok=True)
-    (project / "environments" / "demo-cpu.yaml").write_text(DEMO_SPEC.format(wheels=wheels.as_uri()))
+    write_text_atomic(project / "environments" / "demo-cpu.yaml", DEMO_SPEC.format(wheels=wheels.as_uri()))
     reports = str((OUT / "reports").resolve())
     probe = [
         "--frameworks",
@@ -114,7 +119,7 @@ def image_step() -> list[str]:
     finally:
         del os.environ["ENVKIT_ROOT"]
     step("probe the host the same way", ["probe", *probe, "--label", "host"])
-    host = next(p.name for p in Path(reports).iterdir() if p.is_dir())
+    host = store_host(Path(reports))
     html = OUT / "compare-image-host.html"
     step(
         "compare the image with the host",
@@ -129,7 +134,7 @@ def probe_step() -> list[str]:
     common = ["--workloads", "rnn,bert", "--steps", "5", "--store", str(reports)]
     step("probe this host, 1 thread", ["probe", *common, "--label", "threads-1", "--threads", "1"])
     step("probe this host, 2 threads", ["probe", *common, "--label", "threads-2", "--threads", "2"])
-    host = next(p.name for p in reports.iterdir() if p.is_dir())
+    host = store_host(reports)
     html = OUT / "compare-threads.html"
     step(
         "compare the two runs: verdict per framework, workload and metric, and the likely causes",

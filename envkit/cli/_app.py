@@ -18,7 +18,7 @@ from typing import Any, ParamSpec
 import click
 from rich.console import Console
 
-from envkit.errors import EnvkitError, ExitCode
+from envkit.errors import EnvkitError
 from envkit.result import CommandResult, envelope, error_envelope
 
 __all__ = ["command", "err_console", "json_option", "out_console", "project_root"]
@@ -77,4 +77,4 @@ def _report_error(name: str, error: EnvkitError, *, as_json: bool, debug: bool) 
     err_console.print(f"[bold red]error:[/] {error.message}", markup=True, highlight=False)
     if error.hint:
         err_console.print(f"[bold]hint:[/] {error.hint}", markup=True, highlight=False)
-    return int(error.exit_code if error.exit_code else ExitCode.FAILURE)
+    return int(error.exit_code)

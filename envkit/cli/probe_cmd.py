@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
 import click
 
-from envkit._atomic import write_text_atomic
 from envkit.build.engine import ContainerEngine
-from envkit.cli import cli
+from envkit.build.fake import FakeEngine
+from envkit.cli import build_cmd, cli
 from envkit.cli._app import command, project_root
 from envkit.errors import ExitCode, UsageError
-from envkit.probe.compare import Bands, Comparison, compare_reports, fmt_rel
-from envkit.probe.html import render_html
-from envkit.probe.report import (
-    default_store,
-    dump_report,
-    load_report,
-    resolve_report,
-    safe_name,
-    save_to_store,
-)
-from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions, run_in_image, run_on_host
+from envkit.probe import core
+from envkit.probe.compare import Bands, Comparison, fmt_rel
+from envkit.probe.report import default_store
+from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions
 from envkit.result import CommandResult
 
 
@@ -39,25 +31,10 @@ def _csv(allowed: tuple[str, ...]) -> Any:
 
 
 def make_engine(name: str) -> ContainerEngine:
-    """The composition root for engines: chosen by name, imported lazily."""
+    """The engine for ``--image``: Docker (built where ``envkit build`` builds it) or the hidden fake."""
     if name == "fake":
-        from envkit.build.fake import FakeEngine
-
         return FakeEngine()
-    from envkit.build import docker_api  # type: ignore[attr-defined,unused-ignore]
-
-    engine: ContainerEngine = docker_api.DockerEngine()
-    return engine
-
-
-def resolve_image(engine: ContainerEngine, ref: str) -> str:
-    """An image reference, or an environment name built as ``envkit/NAME``."""
-    if engine.inspect(ref) is not None or ":" in ref or "/" in ref:
-        return ref
-    for candidate in (f"envkit/{ref}:latest", f"envkit/{ref}"):
-        if engine.inspect(candidate) is not None:
-            return candidate
-    return ref
+    return build_cmd.make_engine()
 
 
 @command(cli, "probe")
@@ -161,91 +138,36 @@ def _options(kw: dict[str, Any]) -> ProbeOptions:
 
 
 def _run(kw: dict[str, Any]) -> CommandResult:
-    opts = _options(kw)
-    host = socket.gethostname()
-    if kw["image"]:
-        engine = make_engine(kw["engine_name"])
-        image = resolve_image(engine, kw["image"])
-        label = kw["label"] or f"image-{safe_name(image)}"
-        report = run_in_image(engine, image, opts, label=label, host=host)
-    else:
-        label = kw["label"] or "latest"
-        report = run_on_host(opts, label=label)
-    written = []
-    if kw["output"]:
-        write_text_atomic(kw["output"], dump_report(report))
-        written.append(str(kw["output"]))
-    if not kw["no_store"]:
-        written.append(str(save_to_store(report, kw["store"] or default_store(project_root()), label)))
-    summary = _summary(report)
-    warnings = [
-        f"{fw}: {e['status']}: {e.get('reason')}"
-        for fw, e in report["frameworks"].items()
-        if e["status"] != "ok"
-    ]
-    nonfinite = any(
-        r.get("nonfinite") for e in report["frameworks"].values() for r in e.get("workloads", {}).values()
+    run = core.probe(
+        _options(kw),
+        store=None if kw["no_store"] else kw["store"] or default_store(project_root()),
+        label=kw["label"],
+        output=kw["output"],
+        image=kw["image"],
+        engine=make_engine(kw["engine_name"]) if kw["image"] else None,
     )
 
     def text() -> str:
         lines = [
             f"{row['framework']:<7}{row['workload']:<6}{row['status']:<8}loss {row['loss_first']} -> "
             f"{row['loss_last']}  {row['note']}"
-            for row in summary
+            for row in run.summary
         ]
-        return "\n".join([*lines, *(f"report: {w}" for w in written)])
+        return "\n".join([*lines, *(f"report: {w}" for w in run.written)])
 
-    data = {"label": label, "written": written, "summary": summary, "report": report}
-    return CommandResult(
-        "probe", data, text, exit_code=ExitCode.FINDINGS if nonfinite else ExitCode.OK, warnings=warnings
-    )
-
-
-def _summary(report: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for fw, entry in report["frameworks"].items():
-        for wl, res in entry.get("workloads", {}).items():
-            steps = res.get("steps") or [{}]
-            bad = res.get("nonfinite")
-            note = res.get("reason") or ""
-            if bad:
-                note = f"NaN/Inf at step {bad['step']} ({bad['what']}" + (
-                    f", first parameter {bad['parameter']})"
-                    if bad.get("parameter")
-                    else f": {bad.get('op_error')})"
-                )
-            rows.append(
-                {
-                    "framework": fw,
-                    "workload": wl,
-                    "status": "nan/inf" if bad and res["status"] == "ok" else res["status"],
-                    "loss_first": steps[0].get("loss"),
-                    "loss_last": steps[-1].get("loss"),
-                    "sha256": res.get("final_params_sha256"),
-                    "note": note,
-                }
-            )
-    return rows
+    code = ExitCode.FINDINGS if run.nonfinite else ExitCode.OK
+    return CommandResult("probe", run.to_json(), text, exit_code=code, warnings=run.warnings)
 
 
 def _compare(kw: dict[str, Any]) -> CommandResult:
-    store = kw["store"] or default_store(project_root())
     try:
         bands = Bands(kw["equivalent_edge"], kw["drift_edge"])
     except ValueError as e:
         raise UsageError(str(e), hint="e.g. --equivalent-edge 2e-6 --drift-edge 5e-3") from e
-    path_a, path_b = (resolve_report(ref, store, kw["label"]) for ref in kw["compare"])
-    a, b = load_report(path_a), load_report(path_b)
-    result = compare_reports(a, b, bands)
-    if kw["html_out"]:
-        write_text_atomic(kw["html_out"], render_html(a, b, result))
-    data = {**result.to_json(), "a": str(path_a), "b": str(path_b)}
-    if kw["html_out"]:
-        data["html"] = str(kw["html_out"])
-    ok = result.verdict in ("identical", "equivalent")
-    return CommandResult(
-        "probe", data, lambda: _compare_text(result), exit_code=ExitCode.OK if ok else ExitCode.FINDINGS
-    )
+    store = kw["store"] or default_store(project_root())
+    done = core.compare(kw["compare"], store, label=kw["label"], bands=bands, html=kw["html_out"])
+    code = ExitCode.OK if done.ok else ExitCode.FINDINGS
+    return CommandResult("probe", done.to_json(), lambda: _compare_text(done.comparison), exit_code=code)
 
 
 def _compare_text(result: Comparison) -> str:
@@ -271,4 +193,4 @@ def _compare_text(result: Comparison) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["make_engine", "probe", "resolve_image"]
+__all__ = ["make_engine", "probe"]

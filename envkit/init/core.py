@@ -9,15 +9,21 @@ gains one ``include envkit.mk`` line at its end.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from envkit import __version__
 from envkit._atomic import write_bytes_atomic, write_text_atomic
 from envkit.catalog import Catalog, load_catalog
 from envkit.errors import EnvkitError, UsageError
-from envkit.init.starter import StarterChoice, choose_starter, render_spec, substitute, template
+from envkit.init.starter import (
+    StarterChoice,
+    choose_starter,
+    render_spec,
+    substitute,
+    template,
+    template_tokens,
+)
 from envkit.spec.models import NAME_RE
 
 __all__ = ["CI_TARGETS", "FileChange", "InitResult", "init_repo"]
@@ -54,7 +60,15 @@ class InitResult:
     root: Path
     choice: StarterChoice
     files: tuple[FileChange, ...]
-    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """One per existing file that differs from what init writes and was kept."""
+        return tuple(
+            f"{f.path} exists and differs from what init writes; kept it ({f.note})"
+            for f in self.files
+            if f.status == "kept"
+        )
 
     @property
     def changed(self) -> bool:
@@ -88,7 +102,7 @@ def init_repo(
     if ci is not None and ci not in CI_TARGETS:
         raise UsageError(f"unknown CI kind {ci!r}", hint=f"use one of {', '.join(CI_TARGETS)}")
     choice = choose_starter(catalog or load_catalog(), framework, cuda, python, name)
-    tokens = {"@@VERSION@@": __version__, "@@ENV@@": choice.name}
+    tokens = template_tokens(choice)
     writes = [
         (f"environments/{choice.name}.yaml", render_spec(choice)),
         (MK_NAME, substitute(template("envkit.mk"), tokens)),
@@ -96,20 +110,12 @@ def init_repo(
     if ci is not None:
         target, source = CI_TARGETS[ci]
         writes.append((target, substitute(template(source), tokens)))
-    changes: list[FileChange] = []
-    warnings: list[str] = []
     try:
-        for relative, text in writes:
-            change = _write_new(root, relative, text, force=force)
-            changes.append(change)
-            if change.status == "kept":
-                warnings.append(
-                    f"{relative} exists and differs from what init writes; kept it ({change.note})"
-                )
+        changes = [_write_new(root, relative, text, force=force) for relative, text in writes]
         changes.append(_add_include(root))
     except OSError as e:
         raise EnvkitError(f"cannot write in {root}: {e}", hint="check permissions of the repository") from e
-    return InitResult(root=root, choice=choice, files=tuple(changes), warnings=tuple(warnings))
+    return InitResult(root=root, choice=choice, files=tuple(changes))
 
 
 def _write_new(root: Path, relative: str, text: str, *, force: bool) -> FileChange:

@@ -25,6 +25,7 @@ __all__ = [
     "render_spec",
     "substitute",
     "template",
+    "template_tokens",
     "valid_cudas",
 ]
 
@@ -136,6 +137,11 @@ def choose_starter(
     )
 
 
+def template_tokens(choice: StarterChoice) -> dict[str, str]:
+    """The tokens every template shares: envkit's version and the environment's name."""
+    return {"@@VERSION@@": __version__, "@@ENV@@": choice.name}
+
+
 def render_spec(choice: StarterChoice) -> str:
     """The starter spec's YAML text (byte-stable for a given choice)."""
     flavour = "CPU" if choice.cuda == "cpu" else f"CUDA {choice.cuda}"
@@ -153,8 +159,7 @@ def render_spec(choice: StarterChoice) -> str:
     extra.append("env:")
     extra += [f"  {key}: {json.dumps(value)}" for key, value in sorted(env.items())]
     replacements = {
-        "@@VERSION@@": __version__,
-        "@@ENV@@": choice.name,
+        **template_tokens(choice),
         "@@DESCRIPTION@@": json.dumps(description),
         "@@PYTHON@@": choice.python,
         "@@CUDA@@": choice.cuda,

@@ -86,19 +86,39 @@ def thread_env(opts: ProbeOptions) -> dict[str, str]:
     return {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n}
 
 
+def _tail(text: str) -> str:
+    return "\n".join(text.strip().splitlines()[-10:])
+
+
 def parse_output(stdout: str, stderr: str, where: str) -> Report:
     try:
         data = json.loads(stdout)
     except ValueError as e:
-        tail = "\n".join(stderr.strip().splitlines()[-10:])
         raise ProbeError(
-            f"the probe payload in {where} printed no report:\n{tail}",
+            f"the probe payload in {where} printed no report:\n{_tail(stderr)}",
             hint="rerun with --debug; is Python >= 3.8 on that side?",
         ) from e
     try:
         return validate_report(data, f"payload output ({where})")
     except ReportError as e:
         raise ProbeError(e.message, hint="the payload and envkit versions disagree; reinstall envkit") from e
+
+
+Execute = Callable[[list[str]], tuple[int, str, str]]
+
+
+def _run_each(opts: ProbeOptions, execute: Execute, where: str, hint: str) -> Report:
+    """One payload process per framework (``execute`` gets its arguments), their reports merged."""
+    parts = []
+    for fw in opts.frameworks:
+        code, stdout, stderr = execute(payload_argv(opts, [fw]))
+        if code != 0:
+            raise ProbeError(
+                f"the probe payload failed {where} ({fw}, exit {code}):\n{_tail(stderr)}",
+                hint=hint,
+            )
+        parts.append(parse_output(stdout, stderr, f"{fw} {where}"))
+    return merge_parts(parts)
 
 
 def merge_parts(parts: Sequence[Report]) -> Report:
@@ -127,18 +147,12 @@ def run_on_host(
     """Run each framework's payload in a subprocess of ``python`` (default: this interpreter)."""
     exe = python or sys.executable
     env = {**os.environ, **thread_env(opts), **opts.env, "PYTHONDONTWRITEBYTECODE": "1"}
-    parts = []
-    for fw in opts.frameworks:
-        argv = [exe, str(PAYLOAD_DIR / "run.py"), *payload_argv(opts, [fw])]
-        result = run(argv, env=env, check=False, timeout=1800)
-        if result.returncode != 0:
-            tail = "\n".join(result.stderr.strip().splitlines()[-10:])
-            raise ProbeError(
-                f"the probe payload failed ({fw}, exit {result.returncode}):\n{tail}",
-                hint="rerun with --debug",
-            )
-        parts.append(parse_output(result.stdout, result.stderr, f"{fw} on the host"))
-    return finish(merge_parts(parts), label)
+
+    def execute(args: list[str]) -> tuple[int, str, str]:
+        result = run([exe, str(PAYLOAD_DIR / "run.py"), *args], env=env, check=False, timeout=1800)
+        return result.returncode, result.stdout, result.stderr
+
+    return finish(_run_each(opts, execute, "on the host", hint="rerun with --debug"), label)
 
 
 def host_has_gpu() -> bool:
@@ -167,24 +181,15 @@ def run_in_image(
         "ENVKIT_IMAGE_TAGS": ",".join(info.tags),
     }
     script = 'exec "$(command -v python3 || command -v python)" "$0" "$@"'
-    parts = []
-    for fw in opts.frameworks:
-        argv = ["sh", "-c", script, f"{CONTAINER_PAYLOAD}/run.py", *payload_argv(opts, [fw])]
-        result = engine.run(
-            image,
-            argv,
-            mounts=[Mount(str(PAYLOAD_DIR), CONTAINER_PAYLOAD, read_only=True)],
-            env=env,
-            gpus=use_gpus,
-        )
-        if result.exit_code != 0:
-            tail = "\n".join(result.stderr.strip().splitlines()[-10:])
-            raise ProbeError(
-                f"the probe payload failed in {image} ({fw}, exit {result.exit_code}):\n{tail}",
-                hint="does the image have python3? run `envkit probe --image ... --debug`",
-            )
-        parts.append(parse_output(result.stdout, result.stderr, f"{fw} in {image}"))
-    report = merge_parts(parts)
+    mounts = [Mount(str(PAYLOAD_DIR), CONTAINER_PAYLOAD, read_only=True)]
+
+    def execute(args: list[str]) -> tuple[int, str, str]:
+        argv = ["sh", "-c", script, f"{CONTAINER_PAYLOAD}/run.py", *args]
+        result = engine.run(image, argv, mounts=mounts, env=env, gpus=use_gpus)
+        return result.exit_code, result.stdout, result.stderr
+
+    hint = "does the image have python3? run `envkit probe --image ... --debug`"
+    report = _run_each(opts, execute, f"in {image}", hint=hint)
     container_host = report["fingerprint"].get("host")
     return finish(
         report,

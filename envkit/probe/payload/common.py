@@ -11,6 +11,7 @@ import math
 import os
 import struct
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,15 @@ class AdapterBase:
             if workload == "rnn":
                 return self._rnn(params, cfg, step, poison)
             return self._bert(params, cfg, step, poison)
+
+    def finite(self, t: Any) -> bool:
+        raise NotImplementedError
+
+    def backward(self, loss: Any) -> None:
+        loss.backward()
+
+    def grad_finite(self, p: Any) -> bool:
+        return self.finite(p.grad)
 
 
 def lr_for(workload: str, cfg: Config) -> float:
@@ -141,6 +151,19 @@ def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, Any]:
         "final_params_sha256": params_sha256(adapter, names, params, cfg.dtype),
         "nonfinite": nonfinite,
     }
+
+
+def run_workloads(
+    adapter: Any, workloads: list[str], cfg: Config, applied: dict[str, Any], info: Callable[[], Any]
+) -> dict[str, Any]:
+    """A framework's part of the report: each workload's result (an error is reported, not raised)."""
+    results: dict[str, Any] = {}
+    for workload in workloads:
+        try:
+            results[workload] = {"status": "ok", **run_workload(adapter, workload, cfg)}
+        except Exception as exc:
+            results[workload] = {"status": "error", "reason": summarize_error(exc)}
+    return {"applied": applied, "info": info(), "workloads": results}
 
 
 STRICT_FLAGS = {"FLAGS_cudnn_deterministic": "1", "FLAGS_embedding_deterministic": "1"}

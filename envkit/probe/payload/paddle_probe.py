@@ -27,7 +27,7 @@ def switches() -> dict[str, Any]:
         fn = getattr(core, name, None)
         if fn is not None:
             with contextlib.suppress(Exception):
-                out[name.removeprefix("get_") + "_tf32"] = bool(fn())
+                out[name[len("get_") :] + "_tf32"] = bool(fn())
     for flag in (
         "FLAGS_check_nan_inf",
         "FLAGS_check_nan_inf_level",
@@ -81,7 +81,7 @@ def configure(cfg: common.Config) -> dict[str, Any]:
             if fn is not None:
                 with contextlib.suppress(Exception):
                     fn(cfg.tf32)
-                    applied[name.removeprefix("set_") + "_tf32"] = cfg.tf32
+                    applied[name[len("set_") :] + "_tf32"] = cfg.tf32
     if cfg.nan_check:
         with contextlib.suppress(Exception):
             paddle.set_flags({"FLAGS_check_nan_inf": True, "FLAGS_check_nan_inf_level": 0})
@@ -173,9 +173,6 @@ class Adapter(common.AdapterBase):
     def item(self, t: Any) -> float:
         return float(t.astype("float64").item())
 
-    def backward(self, loss: Any) -> None:
-        loss.backward()
-
     def grad_norm(self, p: Any) -> float:
         if p.grad is None:
             return 0.0
@@ -183,9 +180,6 @@ class Adapter(common.AdapterBase):
 
     def finite(self, t: Any) -> bool:
         return t is None or bool(paddle.isfinite(t.detach()).all().item())
-
-    def grad_finite(self, p: Any) -> bool:
-        return self.finite(p.grad)
 
     def param_norm(self, p: Any) -> float:
         return float(paddle.linalg.norm(p.detach().flatten()).item())
@@ -209,11 +203,4 @@ def _linear(x: Any, w: Any, b: Any) -> Any:
 
 def run(workloads: list[str], cfg: common.Config) -> dict[str, Any]:
     applied = configure(cfg)
-    adapter = Adapter(cfg)
-    results: dict[str, Any] = {}
-    for workload in workloads:
-        try:
-            results[workload] = {"status": "ok", **common.run_workload(adapter, workload, cfg)}
-        except Exception as exc:
-            results[workload] = {"status": "error", "reason": common.summarize_error(exc)}
-    return {"applied": applied, "info": info(), "workloads": results}
+    return common.run_workloads(Adapter(cfg), workloads, cfg, applied, info)

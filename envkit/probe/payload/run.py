@@ -21,7 +21,9 @@ sys.dont_write_bytecode = True  # the payload directory may be read-only
 import common  # noqa: E402
 import fingerprint  # noqa: E402
 
+# The same values as envkit.probe.report.SCHEMA / KIND and envkit.probe.runner (a test checks).
 SCHEMA = 1
+KIND = "envkit-probe-report"
 FRAMEWORKS = ("torch", "paddle")
 WORKLOADS = ("rnn", "bert")
 
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         os.close(saved_stdout)
     report = {
         "schema": SCHEMA,
-        "kind": "envkit-probe-report",
+        "kind": KIND,
         "config": {
             "seed": cfg.seed,
             "steps": cfg.steps,

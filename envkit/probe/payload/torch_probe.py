@@ -181,9 +181,6 @@ class Adapter(common.AdapterBase):
     def item(self, t: Any) -> float:
         return float(t.detach().double().item())
 
-    def backward(self, loss: Any) -> None:
-        loss.backward()
-
     def grad_norm(self, p: Any) -> float:
         if p.grad is None:
             return 0.0
@@ -191,9 +188,6 @@ class Adapter(common.AdapterBase):
 
     def finite(self, t: Any) -> bool:
         return t is None or bool(torch.isfinite(t.detach()).all().item())
-
-    def grad_finite(self, p: Any) -> bool:
-        return self.finite(p.grad)
 
     def param_norm(self, p: Any) -> float:
         return float(torch.linalg.vector_norm(p.detach()).item())
@@ -214,11 +208,4 @@ def run(workloads: list[str], cfg: common.Config) -> dict[str, Any]:
     applied = configure(cfg)
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("--device cuda: torch sees no CUDA device")
-    adapter = Adapter(cfg)
-    results: dict[str, Any] = {}
-    for workload in workloads:
-        try:
-            results[workload] = {"status": "ok", **common.run_workload(adapter, workload, cfg)}
-        except Exception as exc:
-            results[workload] = {"status": "error", "reason": common.summarize_error(exc)}
-    return {"applied": applied, "info": info(), "workloads": results}
+    return common.run_workloads(Adapter(cfg), workloads, cfg, applied, info)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import math
 import sys
 from types import ModuleType
 
+from envkit.probe import report, runner
 from envkit.probe.runner import PAYLOAD_DIR
 
 
@@ -73,3 +75,35 @@ def test_fingerprint_collects_without_frameworks() -> None:
     data = fingerprint.collect()
     assert {"host", "time", "python", "cpu", "env", "distributions"} <= set(data)
     assert data["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
+
+
+# Names the payload must not use: they appeared after Python 3.8, the oldest Python it runs on.
+PY39_PLUS = {"removeprefix", "removesuffix", "is_relative_to", "cache", "lcm", "nextafter", "ulp"}
+
+
+def test_payload_runs_on_python_3_8() -> None:
+    for path in sorted(PAYLOAD_DIR.glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path), feature_version=(3, 8))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                assert node.attr not in PY39_PLUS, f"{path.name}:{node.lineno}: .{node.attr} is 3.9+"
+            if isinstance(node, ast.Call):
+                assert all(k.arg != "strict" for k in node.keywords), f"{path.name}:{node.lineno}: strict="
+
+
+def test_payload_and_envkit_agree_on_names() -> None:
+    tree = ast.parse((PAYLOAD_DIR / "run.py").read_text())
+    wanted = {"SCHEMA", "KIND", "FRAMEWORKS", "WORKLOADS"}
+    found = {
+        t.id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name) and t.id in wanted
+    }
+    assert found == {
+        "SCHEMA": report.SCHEMA,
+        "KIND": report.KIND,
+        "FRAMEWORKS": runner.FRAMEWORKS,
+        "WORKLOADS": runner.WORKLOADS,
+    }

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,11 @@ import pytest
 from envkit import _proc
 from envkit.build.engine import RunResult
 from envkit.build.fake import FakeEngine, FakeRun
-from envkit.cli import main
+from envkit.cli import main, probe_cmd
 from envkit.errors import ProbeError
 from envkit.probe.compare import compare_reports
 from envkit.probe.html import render_html
+from envkit.probe.report import load_report, safe_name
 from envkit.probe.runner import CONTAINER_PAYLOAD, ProbeOptions, payload_argv, run_in_image, run_on_host
 from tests.unit.probe.conftest import make_report
 
@@ -116,3 +118,38 @@ def test_cli_image_through_the_engine_interface(tmp_path: Path) -> None:
 
 def test_cli_html_without_compare_is_a_usage_error() -> None:
     assert main(["probe", "--html", "x.html"]) == 2
+
+
+def test_cli_probe_in_image_writes_summarises_and_flags_nan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def answer(run: FakeRun) -> RunResult:
+        fw = run.argv[run.argv.index("--frameworks") + 1]
+        report = make_report(host="box", nonfinite_step=2)
+        skipped = {"status": "skipped", "reason": f"{fw} is not installed"}
+        report["frameworks"] = {fw: report["frameworks"]["torch"] if fw == "torch" else skipped}
+        return RunResult(0, json.dumps(report), "")
+
+    engine = FakeEngine(handler=answer)
+    engine.add_image("envkit/demo:latest", "sha256:abc")
+    monkeypatch.setattr(probe_cmd, "make_engine", lambda name: engine)
+    out, store = tmp_path / "out.json", tmp_path / "store"
+    argv = ["probe", "--image", "demo", "--store", str(store), "-o", str(out)]
+    assert main([*argv, "--json"]) == 1  # NaN/Inf is a finding
+    data = json.loads(capsys.readouterr().out)
+    result = data["result"]
+    assert result["label"] == "image-envkit_demo_latest"
+    stored = store / safe_name(socket.gethostname()) / "image-envkit_demo_latest.json"
+    assert result["written"] == [str(out), str(stored)]
+    assert load_report(out) == load_report(stored) == result["report"]
+    assert data["errors"] == [{"level": "warning", "message": "paddle: skipped: paddle is not installed"}]
+    assert [(r["framework"], r["workload"], r["status"]) for r in result["summary"]] == [
+        ("torch", "bert", "nan/inf"),
+        ("torch", "rnn", "nan/inf"),
+    ]
+    assert result["summary"][0]["note"] == "NaN/Inf at step 2 (loss, first parameter w)"
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "torch  bert  nan/inf loss 1.0 -> nan  NaN/Inf at step 2" in captured.out
+    assert f"report: {stored}" in captured.out
+    assert "paddle: skipped" in captured.err

@@ -1,0 +1,168 @@
+"""What ``envkit probe`` does, as values: run the probe and file its report, or compare two reports.
+
+The CLI parses options, calls :func:`probe` or :func:`compare` and renders the result.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envkit._atomic import write_text_atomic
+from envkit.build.engine import ContainerEngine
+from envkit.probe.compare import Bands, Comparison, compare_reports
+from envkit.probe.html import render_html
+from envkit.probe.report import (
+    DEFAULT_LABEL,
+    Report,
+    dump_report,
+    load_report,
+    resolve_report,
+    safe_name,
+    save_to_store,
+)
+from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
+
+__all__ = ["Compared", "ProbeRun", "compare", "probe", "resolve_image", "summarize"]
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """A finished probe: its report, where it was written and one summary row per workload."""
+
+    label: str
+    report: Report
+    written: tuple[str, ...]
+    summary: tuple[dict[str, Any], ...]
+
+    @property
+    def nonfinite(self) -> bool:
+        """NaN/Inf in any workload (a finding)."""
+        entries = self.report["frameworks"].values()
+        return any(r.get("nonfinite") for e in entries for r in e.get("workloads", {}).values())
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """One line per framework that did not run (skipped or failed)."""
+        return tuple(
+            f"{fw}: {e['status']}: {e.get('reason')}"
+            for fw, e in self.report["frameworks"].items()
+            if e["status"] != "ok"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "written": list(self.written),
+            "summary": list(self.summary),
+            "report": self.report,
+        }
+
+
+def resolve_image(engine: ContainerEngine, ref: str) -> str:
+    """An image reference, or an environment name built as ``envkit/NAME``."""
+    if engine.inspect(ref) is not None or ":" in ref or "/" in ref:
+        return ref
+    for candidate in (f"envkit/{ref}:latest", f"envkit/{ref}"):
+        if engine.inspect(candidate) is not None:
+            return candidate
+    return ref
+
+
+def probe(
+    opts: ProbeOptions,
+    *,
+    store: Path | None,
+    label: str | None = None,
+    output: Path | None = None,
+    image: str | None = None,
+    engine: ContainerEngine | None = None,
+) -> ProbeRun:
+    """Run the probe on the host, or in ``image`` through ``engine``; write it to ``output`` and ``store``.
+
+    ``store`` None keeps the report out of the store. The label defaults to ``latest`` on the host and
+    ``image-<image>`` in an image.
+    """
+    if image is not None:
+        if engine is None:
+            raise ValueError("probe(image=...) needs an engine")
+        image = resolve_image(engine, image)
+        label = label or f"image-{safe_name(image)}"
+        report = run_in_image(engine, image, opts, label=label, host=socket.gethostname())
+    else:
+        label = label or DEFAULT_LABEL
+        report = run_on_host(opts, label=label)
+    written = []
+    if output is not None:
+        write_text_atomic(output, dump_report(report))
+        written.append(str(output))
+    if store is not None:
+        written.append(str(save_to_store(report, store, label)))
+    return ProbeRun(label, report, tuple(written), tuple(summarize(report)))
+
+
+def summarize(report: Report) -> list[dict[str, Any]]:
+    """One row per framework × workload: status (``nan/inf`` when NaN/Inf showed), first and last loss."""
+    rows = []
+    for fw, entry in report["frameworks"].items():
+        for wl, res in entry.get("workloads", {}).items():
+            steps = res.get("steps") or [{}]
+            bad = res.get("nonfinite")
+            note = res.get("reason") or ""
+            if bad:
+                note = f"NaN/Inf at step {bad['step']} ({bad['what']}" + (
+                    f", first parameter {bad['parameter']})"
+                    if bad.get("parameter")
+                    else f": {bad.get('op_error')})"
+                )
+            rows.append(
+                {
+                    "framework": fw,
+                    "workload": wl,
+                    "status": "nan/inf" if bad and res["status"] == "ok" else res["status"],
+                    "loss_first": steps[0].get("loss"),
+                    "loss_last": steps[-1].get("loss"),
+                    "sha256": res.get("final_params_sha256"),
+                    "note": note,
+                }
+            )
+    return rows
+
+
+@dataclass(frozen=True)
+class Compared:
+    """Two reports compared: the comparison, the files read and the HTML page written (if any)."""
+
+    comparison: Comparison
+    a: Path
+    b: Path
+    html: Path | None
+
+    @property
+    def ok(self) -> bool:
+        return self.comparison.verdict in ("identical", "equivalent")
+
+    def to_json(self) -> dict[str, Any]:
+        data = {**self.comparison.to_json(), "a": str(self.a), "b": str(self.b)}
+        if self.html is not None:
+            data["html"] = str(self.html)
+        return data
+
+
+def compare(
+    refs: tuple[str, str],
+    store: Path,
+    *,
+    label: str | None = None,
+    bands: Bands | None = None,
+    html: Path | None = None,
+) -> Compared:
+    """Compare two reports (files, ``HOST`` or ``HOST/LABEL`` in ``store``); optionally write an HTML page."""
+    path_a, path_b = (resolve_report(ref, store, label) for ref in refs)
+    a, b = load_report(path_a), load_report(path_b)
+    comparison = compare_reports(a, b, bands)
+    if html is not None:
+        write_text_atomic(html, render_html(a, b, comparison))
+    return Compared(comparison, path_a, path_b, html)
