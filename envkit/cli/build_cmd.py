@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,8 +19,9 @@ from envkit.catalog import Catalog, load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root
 from envkit.errors import BuildFailed, ProbeError
-from envkit.probe.report import default_store, safe_name, save_to_store
-from envkit.probe.runner import FRAMEWORKS, ProbeOptions, run_in_image
+from envkit.probe.core import probe
+from envkit.probe.report import default_store
+from envkit.probe.runner import FRAMEWORKS, ProbeOptions
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
 
@@ -125,32 +125,21 @@ def build(
 def _probe(engine: ContainerEngine, result: BuildResult, loaded: LoadedSpec, root: Path) -> dict[str, object]:
     """The numerical probe in the new image; every framework of the spec must run ("ok")."""
     declared = tuple(fw for fw, _ in loaded.spec.frameworks.items())
-    label = f"image-{safe_name(result.tag)}"
-    report = run_in_image(
-        engine,
-        result.tag,
-        ProbeOptions(frameworks=declared or FRAMEWORKS),
-        label=label,
-        host=socket.gethostname(),
-    )
-    path = save_to_store(report, default_store(root), label)
-    frameworks = {fw: entry["status"] for fw, entry in report["frameworks"].items()}
-    lines = []
-    for fw, entry in report["frameworks"].items():
-        if entry["status"] != "ok":
-            lines.append(f"{fw}: {entry['status']} ({entry.get('reason')})")
-        for workload, res in entry.get("workloads", {}).items():
-            steps = res.get("steps") or [{}]
-            lines.append(
-                f"{fw} {workload}: {res['status']}, loss {steps[0].get('loss')} -> {steps[-1].get('loss')}"
-            )
+    opts = ProbeOptions(frameworks=declared or FRAMEWORKS)
+    run = probe(opts, store=default_store(root), image=result.tag, engine=engine)
+    path = run.written[-1]
+    frameworks = {fw: entry["status"] for fw, entry in run.report["frameworks"].items()}
+    lines = list(run.warnings) + [
+        f"{r['framework']} {r['workload']}: {r['status']}, loss {r['loss_first']} -> {r['loss_last']}"
+        for r in run.summary
+    ]
     broken = [fw for fw in declared if frameworks.get(fw) != "ok"]
     if broken:
         raise ProbeError(
             f"the probe in {result.tag} could not run {', '.join(broken)}: " + "; ".join(lines),
             hint=f"the image builds but a framework does not work there; report: {path}",
         )
-    return {"report": str(path), "frameworks": frameworks, "lines": lines}
+    return {"report": path, "frameworks": frameworks, "lines": lines}
 
 
 def _build_text(result: BuildResult, data: dict[str, object]) -> str:
