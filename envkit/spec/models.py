@@ -142,21 +142,38 @@ PipRequirement = Annotated[str, AfterValidator(_check_requirement)]
 class Spec(StrictModel):
     """One named environment."""
 
-    name: str = Field(description="must equal the file's stem; [a-z0-9][a-z0-9._-]*")
-    description: str = ""
-    python: str = Field(description='Python minor version, e.g. "3.10"')
-    cuda: str = Field(description='CUDA version such as "11.8", or "cpu"')
-    frameworks: Frameworks = Frameworks()
-    conda: tuple[MatchSpec, ...] = ()
-    pip: tuple[PipRequirement, ...] = ()
-    channels: tuple[str, ...] = ("conda-forge",)
-    platforms: tuple[str, ...] = ("linux-64",)
-    installer: Installer = Installer.MINICONDA
-    base_image: str | None = None
-    mirrors: Mirrors = Mirrors()
-    env: dict[str, str] = Field(default_factory=dict)
-    offline: bool = False
-    audit: AuditConfig = AuditConfig()
+    name: str = Field(description="must equal the file's stem; `[a-z0-9][a-z0-9._-]*`")
+    description: str = Field("", description="one line for people; becomes the image's OCI description")
+    python: str = Field(description='Python minor version, quoted: `"3.10"`')
+    cuda: str = Field(description='CUDA version, quoted (`"11.8"`), or `cpu`; sets `__cuda` and the wheels')
+    frameworks: Frameworks = Field(
+        Frameworks(), description="`paddle: VERSION` and/or `torch: VERSION`; the wheel follows `cuda`"
+    )
+    conda: tuple[MatchSpec, ...] = Field((), description="conda match specs, e.g. `numpy>=1.24,<2`")
+    pip: tuple[PipRequirement, ...] = Field((), description="PEP 508 requirements, installed after conda")
+    channels: tuple[str, ...] = Field(
+        ("conda-forge",), description="conda channels (names or URLs), in order"
+    )
+    platforms: tuple[str, ...] = Field(("linux-64",), description="`linux-64` and/or `linux-aarch64`")
+    installer: Installer = Field(
+        Installer.MINICONDA,
+        description="`miniconda`, `miniforge`, `micromamba`, or `venv` (the base image's own Python)",
+    )
+    base_image: str | None = Field(
+        None, description="runtime base image, tag or `@sha256:` digest; default from the catalog"
+    )
+    mirrors: Mirrors = Field(
+        Mirrors(), description="`pypi:` index URL, `conda:` channel alias (no credentials)"
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="environment variables baked into the image (no newlines)"
+    )
+    offline: bool = Field(
+        False, description="build from a host-side wheelhouse with no network (`--offline`)"
+    )
+    audit: AuditConfig = Field(
+        AuditConfig(), description="`ignore: [{id, reason}]` for `envkit audit`, shown in its output"
+    )
 
     @field_validator("name")
     @classmethod

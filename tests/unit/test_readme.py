@@ -29,3 +29,13 @@ def test_help_matches_cli(command: str, expected: str, capsys: pytest.CaptureFix
     assert main(shlex.split(command)[1:]) == 0
     actual = capsys.readouterr().out
     assert actual.strip() == expected.strip(), f"README's `{command}` is stale: paste the new output"
+
+
+def test_spec_reference_is_generated_from_the_models() -> None:
+    from envkit.spec.reference import spec_reference
+
+    text = README.read_text("utf-8")
+    start, end = "<!-- spec-reference:start -->\n", "<!-- spec-reference:end -->"
+    assert start in text and end in text
+    quoted = text.split(start, 1)[1].split(end, 1)[0]
+    assert quoted == spec_reference(), "README's spec reference is stale: paste envkit.spec.reference output"
