@@ -170,13 +170,17 @@ def audit_inventory(
         deps.setdefault(Dep(package.project, package.version), package)
     findings: list[Finding] = []
     checked = 0
+    unanswered = set(deps)
     for dep, vulns in service.query_all(list(deps)):
-        original = deps.get(Dep(dep.name, dep.version))
+        asked = Dep(dep.name, dep.version)
+        unanswered.discard(asked)
         if dep.skip_reason is not None:
             not_checked.append(NotChecked(dep.name, dep.version, dep.skip_reason))
             continue
         checked += 1
-        findings += [vuln_finding(dep, v, original, where) for v in _dedupe(vulns)]
+        findings += [vuln_finding(dep, v, deps.get(asked), where) for v in _dedupe(vulns)]
+    # A dependency the service never answered for is not checked: never let it pass as clean.
+    not_checked += [NotChecked(d.name, d.version, f"{service.name} gave no answer") for d in unanswered]
     return findings, checked, sorted(set(not_checked)), sorted(set(not_covered))
 
 
