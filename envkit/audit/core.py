@@ -8,7 +8,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.audit.service import Dep, Severity, Vuln, VulnService, severity_rank
+from envkit.audit.service import SEVERITIES, Dep, Severity, Vuln, VulnService, severity_rank
 from envkit.errors import ExitCode
 from envkit.inventory.models import VCS_VERSION_PREFIX, Inventory, Package
 from envkit.spec.models import AuditIgnore
@@ -95,7 +95,7 @@ class AuditReport:
         return ExitCode.FINDINGS if self.failing(fail_on) else ExitCode.OK
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(("critical", "high", "medium", "low", "unknown"), 0)
+        counts: dict[str, int] = dict.fromkeys((*reversed(SEVERITIES), "unknown"), 0)
         for finding in self.active:
             counts[finding.severity] += 1
         return counts
