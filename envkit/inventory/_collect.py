@@ -22,6 +22,7 @@ __all__ = [
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 _VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*$")
 _PIP_CHANNELS = {"pypi", "<pip>"}
+_PIP_BUILDS = {"pypi_0", "dev_0"}  # conda list's build column for pip-installed packages
 
 # One pip requirement line: ``name[extras] <op> version ; marker`` or ``name @ url``.
 REQUIREMENT = re.compile(
@@ -64,11 +65,11 @@ class Collector:
             raise self.error(line, f"not a package name: {name!r}")
         if version and not _VERSION.match(version):
             raise self.error(line, f"not a version: {version!r} (package {name})")
-        if channel in _PIP_CHANNELS or build in {"pypi_0", "dev_0"}:
+        if channel in _PIP_CHANNELS or build in _PIP_BUILDS:
             installer = "pip"
         if installer == "pip":
             norm = canonical(name)
-            build = None if build in {"pypi_0", "dev_0"} else build
+            build = None if build in _PIP_BUILDS else build
             channel = None if channel in _PIP_CHANNELS else channel
         else:
             norm = name.lower()

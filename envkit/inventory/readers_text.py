@@ -56,10 +56,20 @@ def read_conda_list(text: str, c: Collector) -> None:
         fields = stripped.split()
         if len(fields) < 2 or len(fields) > 5:
             raise c.error(number, f"expected 'name version [build [channel]]', got {stripped[:80]!r}")
-        name, version = fields[0], fields[1]
-        build = fields[2] if len(fields) > 2 else None
-        channel = fields[3] if len(fields) > 3 else "pkgs/main"
-        c.add(name, version, "conda", line=number, build=build, channel=channel)
+        _add_conda_row(fields, number, c)
+
+
+def _add_conda_row(fields: list[str], number: int, c: Collector) -> None:
+    """``name version [build [channel]]`` columns; no channel column means defaults (pkgs/main)."""
+    build = fields[2] if len(fields) > 2 else None
+    channel = fields[3] if len(fields) > 3 else "pkgs/main"
+    c.add(fields[0], fields[1], "conda", line=number, build=build, channel=channel)
+
+
+def _platform_comment(comment: str, c: Collector) -> None:
+    """``# platform: linux-64`` in an export or explicit listing."""
+    if comment.startswith("# platform:"):
+        c.meta["platform"] = comment.split(":", 1)[1].strip()
 
 
 def read_conda_export(text: str, c: Collector) -> None:
@@ -69,8 +79,7 @@ def read_conda_export(text: str, c: Collector) -> None:
         if not stripped:
             continue
         if stripped.startswith("#"):
-            if stripped.startswith("# platform:"):
-                c.meta["platform"] = stripped.split(":", 1)[1].strip()
+            _platform_comment(stripped, c)
             continue
         match = _EXPORT.match(stripped)
         if not match:
@@ -86,8 +95,7 @@ def read_conda_explicit(text: str, c: Collector) -> None:
         if not stripped:
             continue
         if stripped.startswith("#"):
-            if stripped.startswith("# platform:"):
-                c.meta["platform"] = stripped.split(":", 1)[1].strip()
+            _platform_comment(stripped, c)
             continue
         if stripped == "@EXPLICIT":
             seen_marker = True
@@ -205,6 +213,4 @@ def _collect_env_row(kind: str, row: str, number: int, c: Collector) -> None:
     fields = row.split()
     if len(fields) < 2 or len(fields) > 4:
         raise c.error(number, f"expected '[conda] name version build [channel]', got {row[:80]!r}")
-    build = fields[2] if len(fields) > 2 else None
-    channel = fields[3] if len(fields) > 3 else "pkgs/main"
-    c.add(fields[0], fields[1], "conda", line=number, build=build, channel=channel)
+    _add_conda_row(fields, number, c)
