@@ -8,7 +8,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.audit.service import Dep, Severity, Vuln, VulnService, severity_rank
+from envkit.audit.service import SEVERITIES, Dep, Severity, Vuln, VulnService, severity_rank
 from envkit.errors import ExitCode
 from envkit.inventory.models import VCS_VERSION_PREFIX, Inventory, Package
 from envkit.spec.models import AuditIgnore
@@ -95,7 +95,7 @@ class AuditReport:
         return ExitCode.FINDINGS if self.failing(fail_on) else ExitCode.OK
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(("critical", "high", "medium", "low", "unknown"), 0)
+        counts: dict[str, int] = dict.fromkeys((*reversed(SEVERITIES), "unknown"), 0)
         for finding in self.active:
             counts[finding.severity] += 1
         return counts
@@ -170,13 +170,17 @@ def audit_inventory(
         deps.setdefault(Dep(package.project, package.version), package)
     findings: list[Finding] = []
     checked = 0
+    unanswered = set(deps)
     for dep, vulns in service.query_all(list(deps)):
-        original = deps.get(Dep(dep.name, dep.version))
+        asked = Dep(dep.name, dep.version)
+        unanswered.discard(asked)
         if dep.skip_reason is not None:
             not_checked.append(NotChecked(dep.name, dep.version, dep.skip_reason))
             continue
         checked += 1
-        findings += [vuln_finding(dep, v, original, where) for v in _dedupe(vulns)]
+        findings += [vuln_finding(dep, v, deps.get(asked), where) for v in _dedupe(vulns)]
+    # A dependency the service never answered for is not checked: never let it pass as clean.
+    not_checked += [NotChecked(d.name, d.version, f"{service.name} gave no answer") for d in unanswered]
     return findings, checked, sorted(set(not_checked)), sorted(set(not_covered))
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -282,10 +281,6 @@ class OsvDirService(VulnService):
             return dep.skipped(f"{dep.version!r} is not a PEP 440 version"), []
         hits = [r.to_vuln(dep.name) for r in self.records(dep.name) if affects(r, dep.name, version)]
         return dep, sorted(hits, key=lambda v: v.id)
-
-    def query_all(self, deps: Iterable[Dep]) -> Iterator[tuple[Dep, list[Vuln]]]:
-        for dep in deps:
-            yield self.query(dep)
 
     def provenance(self) -> dict[str, str]:
         info = {"service": self.name, "database": str(self.root)}

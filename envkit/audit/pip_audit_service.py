@@ -67,9 +67,6 @@ class PipAuditService(VulnService):
             source=self.name,
         )
 
-    def provenance(self) -> dict[str, str]:
-        return {"service": self.name}
-
 
 def online_service(kind: OnlineKind = "osv", *, timeout: int = 15) -> PipAuditService:
     """pip-audit's OSV (api.osv.dev) or PyPI JSON service."""

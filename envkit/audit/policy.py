@@ -180,15 +180,18 @@ def check_spec_unpinned(ctx: PolicyContext) -> list[Finding]:
     ]
 
 
-def _from_images(ctx: PolicyContext) -> list[str]:
+def _dockerfile(ctx: PolicyContext) -> Path | None:
+    """The image directory's Dockerfile, when there is one."""
     dockerfile = ctx.image_dir / "Dockerfile" if ctx.image_dir else None
-    if dockerfile is not None and dockerfile.is_file():
-        refs = re.findall(r"^FROM\s+(?:--\S+\s+)*(\S+)", dockerfile.read_text("utf-8"), re.MULTILINE)
-        stages = set(
-            re.findall(
-                r"^FROM\s+.*\s+AS\s+(\S+)", dockerfile.read_text("utf-8"), re.MULTILINE | re.IGNORECASE
-            )
-        )
+    return dockerfile if dockerfile is not None and dockerfile.is_file() else None
+
+
+def _from_images(ctx: PolicyContext) -> list[str]:
+    dockerfile = _dockerfile(ctx)
+    if dockerfile is not None:
+        text = dockerfile.read_text("utf-8")
+        refs = re.findall(r"^FROM\s+(?:--\S+\s+)*(\S+)", text, re.MULTILINE)
+        stages = set(re.findall(r"^FROM\s+.*\s+AS\s+(\S+)", text, re.MULTILINE | re.IGNORECASE))
         return sorted({r for r in refs if r not in stages and r != "scratch"})
     if ctx.spec is not None and ctx.spec.base_image:
         return [ctx.spec.base_image]
@@ -224,8 +227,8 @@ def check_installer(ctx: PolicyContext) -> list[Finding]:
                         ctx.spec_path,
                     )
                 )
-    dockerfile = ctx.image_dir / "Dockerfile" if ctx.image_dir else None
-    if dockerfile is not None and dockerfile.is_file():
+    dockerfile = _dockerfile(ctx)
+    if dockerfile is not None:
         text = dockerfile.read_text("utf-8")
         if re.search(r"\b(curl|wget)\b[^\n]*\s-[A-Za-z]*[oO]\b", text) and "sha256sum -c" not in text:
             found.append(
@@ -303,16 +306,25 @@ def check_known_bad(ctx: PolicyContext) -> list[Finding]:
     ]
 
 
+def _minor(version: str) -> str:
+    """``3.10.12`` -> ``3.10``."""
+    return ".".join(version.split(".")[:2])
+
+
+def _inventory_location(ctx: PolicyContext) -> str | None:
+    return ctx.spec_path or (ctx.inventory.path if ctx.inventory else None)
+
+
 def _cuda_version(ctx: PolicyContext) -> str | None:
     if ctx.spec is not None:
         return ctx.spec.cuda if ctx.spec.is_gpu else None
     if ctx.inventory is not None:
         if ctx.inventory.meta.get("cuda"):
             return ctx.inventory.meta["cuda"]
+        versions = _versions(ctx)
         for name in ("cuda-version", "cudatoolkit", "cuda-runtime", "cuda-cudart"):
-            version = _versions(ctx).get(name)
-            if version:
-                return ".".join(version.split(".")[:2])
+            if versions.get(name):
+                return _minor(versions[name])
     return None
 
 
@@ -336,7 +348,7 @@ def check_cuda_driver(ctx: PolicyContext) -> list[Finding]:
             f" (minor-version compatibility from {release.compat_driver}, without new features)",
             f"upgrade the driver to {release.min_driver}+, "
             f"or use a CUDA whose minimum driver is <= {ctx.driver}",
-            ctx.spec_path or (ctx.inventory.path if ctx.inventory else None),
+            _inventory_location(ctx),
         )
     ]
 
@@ -364,7 +376,7 @@ def _python_version(ctx: PolicyContext) -> str | None:
     if ctx.inventory is not None:
         version = ctx.inventory.meta.get("python") or _versions(ctx).get("python")
         if version:
-            return ".".join(version.split(".")[:2])
+            return _minor(version)
     return None
 
 
@@ -372,16 +384,17 @@ def check_python_eol(ctx: PolicyContext) -> list[Finding]:
     python = _python_version(ctx)
     if python is None:
         return []
-    eol = python_eol().get(python)
+    eols = python_eol()
+    eol = eols.get(python)
     if eol is None or eol >= ctx.today:
         return []
-    newest = max(python_eol(), key=lambda v: tuple(int(p) for p in v.split(".")))
+    newest = max(eols, key=lambda v: tuple(int(p) for p in v.split(".")))
     return [
         _finding(
             "python-eol",
             f"Python {python} reached its end of life on {eol.isoformat()}: no more security fixes",
             f"move to a supported Python (e.g. {newest}); see https://devguide.python.org/versions/",
-            ctx.spec_path or (ctx.inventory.path if ctx.inventory else None),
+            _inventory_location(ctx),
         )
     ]
 

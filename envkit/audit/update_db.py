@@ -18,8 +18,6 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from envkit.audit.osv_dir import parse_record
 from envkit.errors import AuditError
 
@@ -65,9 +63,9 @@ def update_db(directory: Path, fetch: Fetcher, *, url: str = OSV_PYPI_URL) -> di
                 record = parse_record(json.loads(raw), f"{url}!{info.filename}")
             except ValueError as e:
                 raise AuditError(f"{url}!{info.filename}: not JSON", hint="retry the update") from e
-            packages = sorted({a.package for a in record.affected}) or [str(canonicalize_name("unknown"))]
+            packages = sorted({a.package for a in record.affected}) or ["unknown"]
             for package in packages:
-                target = staging / "vulns" / package / f"{Path(info.filename).name}"
+                target = staging / "vulns" / package / Path(info.filename).name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(raw)
             count += 1

@@ -60,7 +60,7 @@ def _engine() -> ContainerEngine:
     return engine
 
 
-def _is_env_name(target: str, root: Path) -> bool:
+def _is_env_name(target: str) -> bool:
     path = Path(target)
     if path.is_file():
         return path.parent.name == "environments" and path.suffix in (".yaml", ".yml")
@@ -77,7 +77,7 @@ def _run(target: str | None, image: str | None, spec_name: str | None, request: 
         return audit_image(_engine(), image, request, loaded=loaded, image_dir=image_dir)
     if target is None:
         raise UsageError("nothing to audit", hint="envkit audit NAME | FILE | --image IMAGE (see --help)")
-    if _is_env_name(target, root):
+    if _is_env_name(target):
         loaded = load_spec(resolve_spec_path(target, root))
         return audit_environment(loaded, root / "images" / loaded.spec.name, request)
     return audit_file(Path(target), request, loaded=loaded)

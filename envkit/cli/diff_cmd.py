@@ -9,7 +9,8 @@ import click
 
 from envkit.cli import cli
 from envkit.cli._app import command, project_root
-from envkit.drift import DriftReport, diff_inventories, spread
+from envkit.drift import DriftReport, diff_inventories
+from envkit.drift.models import SEVERITIES, severity_rank
 from envkit.errors import ExitCode, UsageError
 from envkit.inventory import FORMATS, Inventory, read_inventory
 from envkit.inventory.snapshot import LocalSource, take_snapshot, write_snapshot
@@ -48,20 +49,17 @@ def _unique(labels: list[str]) -> list[str]:
     return out
 
 
-_SEVERITIES = ("info", "warning", "critical")
-
-
 def _text(report: DriftReport, min_severity: str) -> str:
     lines = [f"{i.label}: {i.format}, {len(i.packages)} packages ({i.path})" for i in report.inventories]
     if not report.findings:
         return "\n".join([*lines, "no differences"])
-    floor = _SEVERITIES.index(min_severity)
-    shown = [f for f in report.findings if _SEVERITIES.index(f.severity) >= floor]
+    floor = severity_rank(min_severity)
+    shown = [f for f in report.findings if severity_rank(f.severity) >= floor]
     width = max((len(f.package) for f in shown), default=0)
     for f in shown:
         tag = f.rule or f.kind
         lines.append(f"{f.severity.upper():<8} {f.package:<{width}}  [{tag}] {f.message}")
-    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in reversed(_SEVERITIES)}
+    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in reversed(SEVERITIES)}
     hidden = len(report.findings) - len(shown)
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     lines.append(summary + (f" ({hidden} below {min_severity} not shown)" if hidden else ""))
@@ -85,7 +83,7 @@ def _text(report: DriftReport, min_severity: str) -> str:
 @click.option("--store", type=click.Path(file_okay=False, path_type=Path), help=_STORE_HELP)
 @click.option(
     "--min-severity",
-    type=click.Choice(_SEVERITIES),
+    type=click.Choice(SEVERITIES),
     default="info",
     show_default=True,
     help="Hide findings below this severity in the text output (JSON keeps all).",
@@ -144,4 +142,4 @@ def snapshot(output: Path | None, store: Path | None) -> CommandResult:
     )
 
 
-__all__ = ["diff", "resolve_input", "snapshot", "spread", "store_dir"]
+__all__ = ["diff", "resolve_input", "snapshot", "store_dir"]

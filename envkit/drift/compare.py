@@ -57,12 +57,12 @@ def _show(value: str | None) -> str:
 def _message(project: str, what: str, values: Mapping[str, str | None], labels: Sequence[str]) -> str:
     if len(labels) == 2:
         a, b = labels
-        return f"{project}: {what}{' ' if what else ''}{_show(values[a])} ({a}) -> {_show(values[b])} ({b})"
+        return f"{project}: {what} {_show(values[a])} ({a}) -> {_show(values[b])} ({b})"
     majority, outliers = spread(values)
     shown = ", ".join(f"{label} {_show(values[label])}" for label in outliers[:10])
     more = f" and {len(outliers) - 10} more" if len(outliers) > 10 else ""
     count = len(values) - len(outliers)
-    head = f"{project}: {what}{' ' if what else ''}majority {_show(majority)} ({count}/{len(values)})"
+    head = f"{project}: {what} majority {_show(majority)} ({count}/{len(values)})"
     return f"{head}; outliers: {shown}{more}"
 
 
@@ -74,11 +74,10 @@ def _finding(
     policy: DiffPolicy,
     *,
     major: bool = False,
-    what: str | None = None,
 ) -> Finding:
     severity = policy.severity(kind, project, major=major)
     rule = policy.kinds[kind].rule
-    return Finding(project, kind, severity, rule, values, _message(project, what or kind, values, labels))
+    return Finding(project, kind, severity, rule, values, _message(project, kind, values, labels))
 
 
 def _major(version: str) -> int:
@@ -104,25 +103,25 @@ def _compare_project(
         kind: Kind = "added" if majority is None else "removed"
         if len(labels) == 2:
             kind = "added" if labels[0] not in present else "removed"
-        return _finding(project, kind, values, labels, policy, what="")
+        return _finding(project, kind, values, labels, policy)
     pkgs = [present[label] for label in labels]
     known = {label: present[label].version for label in labels if present[label].version}
     if len({_public(v) for v in known.values()}) > 1:
         values = {label: present[label].version or None for label in labels}
         major = _is_major(list(known.values()))
-        return _finding(project, "version", values, labels, policy, major=major, what="version")
+        return _finding(project, "version", values, labels, policy, major=major)
     if len({p.installer for p in pkgs}) == 1:
         builds = {label: _local(present[label]) for label in labels}
         if None not in builds.values() and len(set(builds.values())) > 1:
-            return _finding(project, "build", builds, labels, policy, what="build")
+            return _finding(project, "build", builds, labels, policy)
         channels = {label: present[label].channel for label in labels}
         if pkgs[0].installer == "conda" and None not in channels.values() and len(set(channels.values())) > 1:
-            return _finding(project, "channel", channels, labels, policy, what="channel")
+            return _finding(project, "channel", channels, labels, policy)
         return None
     aware = {inv.label for inv in inventories if inv.format in INSTALLER_AWARE}
     if len(aware) == len(labels):
         values = {label: present[label].installer for label in labels}
-        return _finding(project, "installer", dict(values), labels, policy, what="installer")
+        return _finding(project, "installer", dict(values), labels, policy)
     return None
 
 

@@ -12,7 +12,7 @@ __all__ = ["FACTS", "cuda_flavour", "major_minor", "primary"]
 _LOCAL_CU = re.compile(r"\+(cu\d+|cpu|rocm[\d.]+)$")
 _BUILD_CUDA = re.compile(r"cuda(\d+)\.?(\d+)")
 _BUILD_CU = re.compile(r"(?:^|_)cu(\d{3,})(?:_|$)")
-_CUDA_META = re.compile(r"^(\d+)\.(\d+)")
+_MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
 
 
 _PIP_VIEW_FORMATS = {
@@ -36,7 +36,7 @@ def primary(inventory: Inventory) -> dict[str, Package]:
 
 
 def major_minor(version: str) -> str | None:
-    match = re.match(r"^(\d+)\.(\d+)", version)
+    match = _MAJOR_MINOR.match(version)
     return f"{match[1]}.{match[2]}" if match else None
 
 
@@ -65,7 +65,7 @@ def _torch_cuda(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
         return flavour
     built = inv.meta.get("torch_cuda") or inv.meta.get("torch.cuda")
     if built:
-        match = _CUDA_META.match(built)
+        match = _MAJOR_MINOR.match(built)
         return f"cu{match[1]}{match[2]}" if match else ("cpu" if built.lower() == "none" else None)
     cuda_pin = pkgs.get("pytorch-cuda") or pkgs.get("conda:pytorch-cuda")
     if torch and cuda_pin:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
-    "KINDS",
     "SEVERITIES",
     "DiffPolicy",
     "Finding",
@@ -21,7 +20,6 @@ __all__ = [
 Severity = Literal["info", "warning", "critical"]
 Kind = Literal["added", "removed", "version", "build", "channel", "installer", "rule"]
 SEVERITIES: tuple[Severity, ...] = ("info", "warning", "critical")
-KINDS: tuple[Kind, ...] = ("added", "removed", "version", "build", "channel", "installer", "rule")
 
 
 def severity_rank(severity: str) -> int:

@@ -1,4 +1,4 @@
-"""Data-driven drift rules: ``envkit/drift/data/rules.yaml`` plus the catalog's known-bad combinations.
+"""Data-driven drift rules: ``envkit/drift/data/rules.yaml`` (its ``known_bad`` rule applies the catalog's).
 
 A rule names a ``check`` (a function below) and its parameters. ``within`` checks look at one
 inventory (and run for every input and for ``envkit diff --check``); ``across`` checks compare
@@ -13,13 +13,11 @@ from importlib import resources
 from typing import Any
 
 import yaml
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
 
 from envkit.catalog import load_catalog
 from envkit.drift.compare import spread
 from envkit.drift.facts import FACTS, cuda_flavour, major_minor, primary
-from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet
+from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet, Severity
 from envkit.errors import CatalogError
 from envkit.inventory.models import Inventory, Package
 
@@ -56,9 +54,6 @@ def load_rules() -> RuleSet:
         ]
     except (yaml.YAMLError, KeyError, TypeError) as e:
         raise CatalogError(f"envkit/drift/data/rules.yaml is invalid: {e}", hint="reinstall envkit") from e
-    for bad in load_catalog().known_bad:
-        when = dict(bad.when)
-        rules.append(Rule(bad.id, "combo", bad.severity, bad.message, bad.source, {"when": when}, bad.fix))
     unknown = [r.id for r in rules if r.check not in WITHIN and r.check not in ACROSS]
     if unknown:
         raise CatalogError(
@@ -72,27 +67,21 @@ Across = Callable[[Rule, Sequence[Inventory], list[dict[str, Package]]], list[Fi
 
 
 def _one(
-    rule: Rule, package: str, inv: Inventory, value: str, detail: str, severity: str | None = None
+    rule: Rule, package: str, inv: Inventory, value: str, detail: str, severity: Severity | None = None
 ) -> Finding:
     text = f"{inv.label}: {rule.message}: {detail}" + (f" (fix: {rule.fix})" if rule.fix else "")
-    return Finding(package, "rule", severity or rule.severity, rule.id, {inv.label: value}, text)  # type: ignore[arg-type]
+    return Finding(package, "rule", severity or rule.severity, rule.id, {inv.label: value}, text)
 
 
-def _matches(version: str | None, spec: str) -> bool:
-    if not version:
-        return False
-    try:
-        return Version(version) in SpecifierSet(spec, prereleases=True)
-    except InvalidVersion:
-        return False
-
-
-def _combo(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
-    when: Mapping[str, str] = rule.params["when"]
-    if all(_matches(pkgs[p].version if p in pkgs else None, spec) for p, spec in when.items()):
-        detail = ", ".join(f"{p} {pkgs[p].version}" for p in when)
-        return [_one(rule, next(iter(when)), inv, detail, detail)]
-    return []
+def _known_bad(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+    """The catalog's known-bad combinations (the same matching as spec validation and the audit)."""
+    versions = {project: package.version for project, package in pkgs.items()}
+    found = []
+    for bad in load_catalog().known_bad_hits(versions):
+        hit = Rule(bad.id, rule.check, bad.severity, bad.message, bad.source, fix=bad.fix)
+        detail = ", ".join(f"{p} {pkgs[p].version}" for p in bad.when)
+        found.append(_one(hit, next(iter(bad.when)), inv, detail, detail))
+    return found
 
 
 def _companion_flavour(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
@@ -140,7 +129,7 @@ def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Find
             detail = (
                 f"conda {by['conda'].name} {by['conda'].version} and pip {by['pip'].name} {by['pip'].version}"
             )
-            severity = "critical" if project in rule.params.get("critical_for", ()) else None
+            severity: Severity | None = "critical" if project in rule.params.get("critical_for", ()) else None
             found.append(_one(rule, project, inv, detail, detail, severity))
     return found
 
@@ -177,7 +166,7 @@ def _differs_with(
 
 
 WITHIN: dict[str, Within] = {
-    "combo": _combo,
+    "known_bad": _known_bad,
     "companion_flavour": _companion_flavour,
     "companion_release": _companion_release,
     "cuda_components": _cuda_components,

@@ -6,14 +6,32 @@ import re
 from dataclasses import dataclass, field
 
 from envkit.errors import InventoryError
-from envkit.inventory.models import Installer, Inventory, Package
+from envkit.inventory.models import VCS_VERSION_PREFIX, Installer, Inventory, Package
 from envkit.inventory.names import canonical, project_of
 
-__all__ = ["Collector", "channel_from_url", "split_conda_filename"]
+__all__ = [
+    "EGG",
+    "REQUIREMENT",
+    "Collector",
+    "channel_from_url",
+    "requirement_version",
+    "split_conda_filename",
+    "version_from_url",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 _VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*$")
 _PIP_CHANNELS = {"pypi", "<pip>"}
+_PIP_BUILDS = {"pypi_0", "dev_0"}  # conda list's build column for pip-installed packages
+
+# One pip requirement line: ``name[extras] <op> version ; marker`` or ``name @ url``.
+REQUIREMENT = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*"
+    r"(?:(?P<op>===|==|~=|!=|>=|<=|>|<)\s*(?P<version>[^\s;,]+)[^;]*|@\s*(?P<url>\S+))?\s*(?:;.*)?$"
+)
+EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")
+_GIT_SHA = re.compile(r"@([0-9a-f]{7,40})(?:#|$)")
+_WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-([0-9][^-/]*)-[^/]*\.whl")
 
 
 @dataclass
@@ -47,11 +65,11 @@ class Collector:
             raise self.error(line, f"not a package name: {name!r}")
         if version and not _VERSION.match(version):
             raise self.error(line, f"not a version: {version!r} (package {name})")
-        if channel in _PIP_CHANNELS or build in {"pypi_0", "dev_0"}:
+        if channel in _PIP_CHANNELS or build in _PIP_BUILDS:
             installer = "pip"
         if installer == "pip":
             norm = canonical(name)
-            build = None if build in {"pypi_0", "dev_0"} else build
+            build = None if build in _PIP_BUILDS else build
             channel = None if channel in _PIP_CHANNELS else channel
         else:
             norm = name.lower()
@@ -66,6 +84,22 @@ class Collector:
         return Inventory(
             label, self.path, self.format, tuple(sorted(self.packages)), dict(sorted(self.meta.items()))
         )
+
+
+def version_from_url(url: str) -> str:
+    """A wheel URL's version, ``0+git.<sha12>`` for a VCS URL pinned to a commit, else ``""``."""
+    wheel = _WHEEL.search(url)
+    if wheel:
+        return wheel[2]
+    sha = _GIT_SHA.search(url)
+    return f"{VCS_VERSION_PREFIX}{sha[1][:12]}" if sha else ""
+
+
+def requirement_version(match: re.Match[str]) -> str:
+    """The installed version a :data:`REQUIREMENT` match states: its ``==`` pin or its URL's, else ``""``."""
+    if match["url"]:
+        return version_from_url(match["url"])
+    return match["version"] if match["op"] in {"==", "==="} else ""
 
 
 def channel_from_url(url: str) -> str:

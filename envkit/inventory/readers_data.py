@@ -14,8 +14,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from envkit.inventory._collect import Collector, channel_from_url, split_conda_filename
-from envkit.inventory.readers_text import _REQ, _version_from_url
+from envkit.inventory._collect import (
+    EGG,
+    REQUIREMENT,
+    Collector,
+    channel_from_url,
+    requirement_version,
+    split_conda_filename,
+    version_from_url,
+)
 
 __all__ = [
     "read_conda_json",
@@ -160,17 +167,16 @@ def read_env_export(data: Mapping[str, Any], text: str, c: Collector) -> None:
 
 def _env_pip(req: str, line: int | None, c: Collector) -> None:
     if req.startswith("-e "):
-        egg = re.search(r"[#&]egg=([A-Za-z0-9._-]+)", req)
+        egg = EGG.search(req)
         if egg:
-            c.add(egg[1], _version_from_url(req), "pip", line=line, url=req[3:])
+            c.add(egg[1], version_from_url(req), "pip", line=line, url=req[3:])
         return
     if req.startswith("-"):
         return
-    match = _REQ.match(req)
+    match = REQUIREMENT.match(req)
     if not match:
         raise c.error(line, f"not a pip requirement: {req[:80]!r}")
-    version = match["version"] if match["op"] in {"==", "==="} else _version_from_url(match["url"] or "")
-    c.add(match["name"], version or "", "pip", line=line, url=match["url"])
+    c.add(match["name"], requirement_version(match), "pip", line=line, url=match["url"])
 
 
 def read_conda_lock(data: Mapping[str, Any], c: Collector, platform: str | None = None) -> None:

@@ -7,8 +7,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from envkit.inventory._collect import Collector, channel_from_url, split_conda_filename
-from envkit.inventory.models import VCS_VERSION_PREFIX
+from envkit.inventory._collect import (
+    EGG,
+    REQUIREMENT,
+    Collector,
+    channel_from_url,
+    requirement_version,
+    split_conda_filename,
+    version_from_url,
+)
 
 __all__ = [
     "read_collect_env",
@@ -22,14 +29,7 @@ _PROMPT = re.compile(r"^(\(.*?\)\s*)?\S*[@:]\S*[$#>]\s|^[$>]\s|conda list|mamba 
 _TABLE_HEADER = re.compile(r"^#?\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
 _SEPARATOR = re.compile(r"^[\s\-=─━_]+$")
 _EXPORT = re.compile(r"^([^\s=]+)=([^\s=]+)(?:=([^\s=]+))?$")
-_REQ = re.compile(
-    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*"
-    r"(?:(?P<op>===|==|~=|!=|>=|<=|>|<)\s*(?P<version>[^\s;,]+)[^;]*|@\s*(?P<url>\S+))?\s*(?:;.*)?$"
-)
-_EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")
-_GIT_SHA = re.compile(r"@([0-9a-f]{7,40})(?:#|$)")
 _EDITABLE_NOTE = re.compile(r"^#\s*Editable install.*\(([A-Za-z0-9._-]+)==([^)\s]+)\)")
-_WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-([0-9][^-/]*)-[^/]*\.whl")
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
@@ -56,10 +56,20 @@ def read_conda_list(text: str, c: Collector) -> None:
         fields = stripped.split()
         if len(fields) < 2 or len(fields) > 5:
             raise c.error(number, f"expected 'name version [build [channel]]', got {stripped[:80]!r}")
-        name, version = fields[0], fields[1]
-        build = fields[2] if len(fields) > 2 else None
-        channel = fields[3] if len(fields) > 3 else "pkgs/main"
-        c.add(name, version, "conda", line=number, build=build, channel=channel)
+        _add_conda_row(fields, number, c)
+
+
+def _add_conda_row(fields: list[str], number: int, c: Collector) -> None:
+    """``name version [build [channel]]`` columns; no channel column means defaults (pkgs/main)."""
+    build = fields[2] if len(fields) > 2 else None
+    channel = fields[3] if len(fields) > 3 else "pkgs/main"
+    c.add(fields[0], fields[1], "conda", line=number, build=build, channel=channel)
+
+
+def _platform_comment(comment: str, c: Collector) -> None:
+    """``# platform: linux-64`` in an export or explicit listing."""
+    if comment.startswith("# platform:"):
+        c.meta["platform"] = comment.split(":", 1)[1].strip()
 
 
 def read_conda_export(text: str, c: Collector) -> None:
@@ -69,8 +79,7 @@ def read_conda_export(text: str, c: Collector) -> None:
         if not stripped:
             continue
         if stripped.startswith("#"):
-            if stripped.startswith("# platform:"):
-                c.meta["platform"] = stripped.split(":", 1)[1].strip()
+            _platform_comment(stripped, c)
             continue
         match = _EXPORT.match(stripped)
         if not match:
@@ -86,8 +95,7 @@ def read_conda_explicit(text: str, c: Collector) -> None:
         if not stripped:
             continue
         if stripped.startswith("#"):
-            if stripped.startswith("# platform:"):
-                c.meta["platform"] = stripped.split(":", 1)[1].strip()
+            _platform_comment(stripped, c)
             continue
         if stripped == "@EXPLICIT":
             seen_marker = True
@@ -119,14 +127,6 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield start, " ".join(p.strip() for p in pending)
 
 
-def _version_from_url(url: str) -> str:
-    wheel = _WHEEL.search(url)
-    if wheel:
-        return wheel[2]
-    sha = _GIT_SHA.search(url)
-    return f"{VCS_VERSION_PREFIX}{sha[1][:12]}" if sha else ""
-
-
 def read_requirements(text: str, c: Collector) -> None:
     """``pip freeze`` and requirements locks: ``==`` pins, ``name @ url``, ``-e`` lines, hashes."""
     editable: tuple[str, str] | None = None
@@ -143,9 +143,9 @@ def read_requirements(text: str, c: Collector) -> None:
             c.format = "requirements-lock" if c.format == "pip-freeze" else c.format
         if stripped.startswith(("-e ", "--editable")):
             target = stripped.split(None, 1)[1] if " " in stripped else ""
-            egg = _EGG.search(target)
+            egg = EGG.search(target)
             if egg:
-                c.add(egg[1], _version_from_url(target), "pip", line=number, url=target)
+                c.add(egg[1], version_from_url(target), "pip", line=number, url=target)
             elif editable:
                 c.add(editable[0], editable[1], "pip", line=number, url=target)
             else:
@@ -155,14 +155,10 @@ def read_requirements(text: str, c: Collector) -> None:
         if stripped.startswith("-"):
             continue  # --index-url, --extra-index-url, -f, -c, -r, --hash on its own, ...
         stripped = re.sub(r"\s--hash[= ]\S+", "", stripped).strip()
-        match = _REQ.match(stripped)
+        match = REQUIREMENT.match(stripped)
         if not match:
             raise c.error(number, f"not a requirement line: {stripped[:100]!r}")
-        url = match["url"]
-        version = match["version"] if match["op"] in {"==", "==="} else ""
-        if url:
-            version = _version_from_url(url)
-        c.add(match["name"], version or "", "pip", line=number, url=url)
+        c.add(match["name"], requirement_version(match), "pip", line=number, url=match["url"])
 
 
 _CE_KEYS = {
@@ -209,7 +205,7 @@ def _collect_env_row(kind: str, row: str, number: int, c: Collector) -> None:
     if row.lower().startswith("could not collect") or not row:
         return
     if kind.startswith("pip"):
-        match = _REQ.match(row)
+        match = REQUIREMENT.match(row)
         if not match or match["op"] not in {"==", "==="}:
             raise c.error(number, f"expected '[{kind}] name==version', got {row[:80]!r}")
         c.add(match["name"], match["version"], "pip", line=number)
@@ -217,6 +213,4 @@ def _collect_env_row(kind: str, row: str, number: int, c: Collector) -> None:
     fields = row.split()
     if len(fields) < 2 or len(fields) > 4:
         raise c.error(number, f"expected '[conda] name version build [channel]', got {row[:80]!r}")
-    build = fields[2] if len(fields) > 2 else None
-    channel = fields[3] if len(fields) > 3 else "pkgs/main"
-    c.add(fields[0], fields[1], "conda", line=number, build=build, channel=channel)
+    _add_conda_row(fields, number, c)

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from envkit import _proc
 from envkit._atomic import write_text_atomic
-from envkit.errors import EnvkitError, InventoryError
+from envkit.errors import EnvkitError
 
 __all__ = [
     "SNAPSHOT_KIND",
@@ -65,7 +65,8 @@ class LocalSource:
             result = _proc.run([conda, "list", "--json", "-p", prefix], timeout=120, hint="is conda on PATH?")
             data = json.loads(result.stdout)
         except (EnvkitError, json.JSONDecodeError) as e:
-            raise InventoryError(
+            # conda failing is a tool failure (exit 3), not an unreadable input file.
+            raise EnvkitError(
                 f"conda list --json failed in {prefix}: {e}",
                 hint="unset CONDA_PREFIX to snapshot pip's view only",
             ) from e

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,23 @@ def test_skipped_dependencies_are_not_checked_not_clean() -> None:
     findings, checked, not_checked, _ = audit_inventory(Inventory("x", "x", "pip", packages), service)
     assert checked == 1
     assert [(n.name, n.reason) for n in not_checked] == [("torch", "Dependency not found on PyPI")]
+    assert findings == []
+
+
+class _Forgetful(FakeVulnService):
+    """A service whose batch answer leaves a dependency out."""
+
+    def query_all(self, deps: Iterable[Dep]) -> Iterator[tuple[Dep, list[Vuln]]]:
+        for dep in deps:
+            if dep.name != "torch":
+                yield self.query(dep)
+
+
+def test_dependencies_a_service_does_not_answer_are_not_checked_not_clean() -> None:
+    packages = (Package("torch", "torch", "2.1.0", "pip"), Package("numpy", "numpy", "1.26.4", "pip"))
+    findings, checked, not_checked, _ = audit_inventory(Inventory("x", "x", "pip", packages), _Forgetful())
+    assert checked == 1
+    assert [(n.name, n.version, n.reason) for n in not_checked] == [("torch", "2.1.0", "fake gave no answer")]
     assert findings == []
 
 

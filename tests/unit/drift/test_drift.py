@@ -7,8 +7,9 @@ import pytest
 
 from envkit.cli import main
 from envkit.drift import diff_inventories
+from envkit.errors import EnvkitError, ExitCode
 from envkit.inventory import Inventory, parse_inventory, read_inventory
-from envkit.inventory.snapshot import FakeSource, take_snapshot, write_snapshot
+from envkit.inventory.snapshot import FakeSource, LocalSource, take_snapshot, write_snapshot
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "inventories"
 
@@ -122,6 +123,14 @@ def test_fleet_names_majority_and_outlier() -> None:
     missing = [*hosts, inv("numpy==1.26.4\nrich==13.0\n", "host-notorch")]
     removed = next(f for f in diff_inventories(missing).findings if f.package == "torch")
     assert removed.kind == "removed" and "host-notorch absent" in removed.message
+
+
+def test_snapshot_conda_failure_is_a_tool_failure(tmp_path: Path) -> None:
+    source = LocalSource({"CONDA_PREFIX": str(tmp_path), "CONDA_EXE": "false"})
+    with pytest.raises(EnvkitError) as info:
+        source.conda_records()
+    assert info.value.exit_code == ExitCode.FAILURE
+    assert info.value.hint
 
 
 def test_snapshot_roundtrip(tmp_path: Path) -> None:
