@@ -283,12 +283,10 @@ def check_image(ctx: PolicyContext) -> list[Finding]:
 
 
 def _versions(ctx: PolicyContext) -> dict[str, str]:
-    versions: dict[str, str] = {}
-    if ctx.inventory is not None:
-        for package in ctx.inventory.packages:
-            key = package.project.removeprefix("conda:")
-            versions.setdefault(key, package.version)
-    return versions
+    """Project -> version as Python imports it (pip shadows conda), ``conda:`` prefixes dropped."""
+    if ctx.inventory is None:
+        return {}
+    return {project.removeprefix("conda:"): p.version for project, p in ctx.inventory.primary().items()}
 
 
 def check_known_bad(ctx: PolicyContext) -> list[Finding]:

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.drift.facts import primary
 from envkit.drift.models import DiffPolicy, Finding, Kind
 from envkit.inventory.models import Inventory, Package
 
@@ -129,7 +128,7 @@ def diff_packages(inventories: Sequence[Inventory], policy: DiffPolicy) -> list[
     """Package differences across two or more inventories (one finding per project at most)."""
     if len(inventories) < 2:
         return []
-    tables = [(inv.label, primary(inv)) for inv in inventories]
+    tables = [(inv.label, inv.primary()) for inv in inventories]
     projects: set[str] = set()
     for _, table in tables:
         projects.update(table)

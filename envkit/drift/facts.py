@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from envkit.inventory.models import Inventory, Package
 
-__all__ = ["FACTS", "cuda_flavour", "major_minor", "primary"]
+__all__ = ["FACTS", "cuda_flavour", "major_minor"]
 
 _LOCAL_CU = re.compile(r"\+(cu\d+|cpu|rocm[\d.]+)$")
 _BUILD_CUDA = re.compile(r"cuda(\d+)\.?(\d+)")
@@ -23,16 +23,6 @@ _PIP_VIEW_FORMATS = {
     "env-export",
     "conda-export",
 }
-
-
-def primary(inventory: Inventory) -> dict[str, Package]:
-    """One package per project; pip wins when both installers have it (pip's files shadow conda's)."""
-    chosen: dict[str, Package] = {}
-    for package in inventory.packages:
-        held = chosen.get(package.project)
-        if held is None or (held.installer == "conda" and package.installer == "pip"):
-            chosen[package.project] = package
-    return chosen
 
 
 def major_minor(version: str) -> str | None:

@@ -16,7 +16,7 @@ import yaml
 
 from envkit.catalog import load_catalog
 from envkit.drift.compare import spread
-from envkit.drift.facts import FACTS, cuda_flavour, major_minor, primary
+from envkit.drift.facts import FACTS, cuda_flavour, major_minor
 from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet, Severity
 from envkit.errors import CatalogError
 from envkit.inventory.models import Inventory, Package
@@ -177,7 +177,7 @@ ACROSS: dict[str, Across] = {"fact_differs": _fact_differs, "differs_with": _dif
 
 def apply_rules(inventories: Sequence[Inventory], rules: RuleSet) -> list[Finding]:
     """Within-input rules on every input, and across-input rules when there are two or more."""
-    tables = [primary(inv) for inv in inventories]
+    tables = [inv.primary() for inv in inventories]
     findings: list[Finding] = []
     for rule in rules.rules:
         if rule.check in WITHIN:

@@ -42,6 +42,15 @@ class Inventory:
     packages: tuple[Package, ...]
     meta: Mapping[str, str] = field(default_factory=dict)  # python, platform, cuda, driver, ...
 
+    def primary(self) -> dict[str, Package]:
+        """One package per project; pip wins when both installers have it (pip's files shadow conda's)."""
+        chosen: dict[str, Package] = {}
+        for package in self.packages:
+            held = chosen.get(package.project)
+            if held is None or (held.installer == "conda" and package.installer == "pip"):
+                chosen[package.project] = package
+        return chosen
+
     def by_project(self) -> dict[str, list[Package]]:
         found: dict[str, list[Package]] = {}
         for package in self.packages:

@@ -181,3 +181,14 @@ def test_python_end_of_life() -> None:
     assert ids(ctx(inventory=inventory(("conda:python", "3.8.18")))) == ["python-eol"]
     # a scheduled month-only date counts until that month's last day
     assert python_eol()["3.10"] == date(2026, 10, 31)
+
+
+def test_known_bad_uses_the_version_python_imports() -> None:
+    """conda numpy 1.26 shadowed by pip numpy 2.0: torch 2.1 meets NumPy 2 (pip wins, as on sys.path)."""
+    packages = (
+        Package("torch", "torch", "2.1.2", "pip"),
+        Package("numpy", "numpy", "1.26.4", "conda", build="py311h64a7726_0"),
+        Package("numpy", "numpy", "2.0.1", "pip"),
+    )
+    found = ids(ctx(inventory=Inventory("x", "x.yml", "env-export", packages)))
+    assert found == ["known-bad:torch-numpy2"]
