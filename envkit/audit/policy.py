@@ -28,7 +28,7 @@ from envkit.inventory.models import Inventory
 from envkit.lock import LockState
 from envkit.lock.lockfile import CONDA_LOCK, ENVIRONMENT_YML
 from envkit.render.dockerfile import LOCK_LABEL
-from envkit.spec.models import Spec
+from envkit.spec.models import ARCHES, Spec
 
 __all__ = [
     "LOCK_LABEL",
@@ -39,7 +39,6 @@ __all__ = [
     "run_policy",
 ]
 
-_ARCH = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 _KNOWN_BAD_SEVERITY: dict[str, Severity] = {"info": "low", "warning": "medium", "critical": "critical"}
 
 # rule id -> (severity, what it checks); known-bad rules are added as known-bad:<id>.
@@ -217,7 +216,7 @@ def check_installer(ctx: PolicyContext) -> list[Finding]:
     spec = ctx.spec
     if spec is not None and spec.installer.uses_conda:
         for platform in spec.platforms:
-            arch = _ARCH.get(platform, platform)
+            arch = ARCHES.get(platform, platform)
             if ctx.catalog.installer(spec.installer.value, arch, spec.python) is None:
                 found.append(
                     _finding(

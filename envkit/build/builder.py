@@ -23,14 +23,14 @@ from typing import TextIO
 from envkit import __version__, _proc
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
 from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
-from envkit.build.locks import Locker, image_dir, lock_state
+from envkit.build.locks import Locker, lock_state
 from envkit.build.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.catalog import Catalog
 from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
 from envkit.lock import LockState
 from envkit.render import render_image
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL
-from envkit.spec.load import LoadedSpec
+from envkit.spec.load import LoadedSpec, image_dir
 
 __all__ = ["BuildOptions", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
 

@@ -15,14 +15,9 @@ from typing import Protocol
 
 from envkit.catalog import Catalog
 from envkit.lock import CondaSolver, LockState, PipResolver, current_lock, lock_environment
-from envkit.spec.load import LoadedSpec
+from envkit.spec.load import LoadedSpec, image_dir
 
-__all__ = ["EnvLocker", "Locker", "image_dir", "lock_state", "solving_locker"]
-
-
-def image_dir(root: Path, name: str) -> Path:
-    """Where ``envkit render`` / ``envkit lock`` write an environment's files."""
-    return root / "images" / name
+__all__ = ["EnvLocker", "Locker", "lock_state", "solving_locker"]
 
 
 def lock_state(root: Path, loaded: LoadedSpec) -> LockState:

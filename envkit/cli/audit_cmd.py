@@ -23,7 +23,7 @@ from envkit.cli import cli
 from envkit.cli._app import command, project_root
 from envkit.errors import AuditError, UsageError
 from envkit.result import CommandResult
-from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
+from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
 
 __all__ = ["audit"]
 
@@ -73,13 +73,13 @@ def _run(target: str | None, image: str | None, spec_name: str | None, request: 
     if spec_name:
         loaded = load_spec(resolve_spec_path(spec_name, root))
     if image:
-        image_dir = root / "images" / loaded.spec.name if loaded else None
-        return audit_image(_engine(), image, request, loaded=loaded, image_dir=image_dir)
+        folder = image_dir(root, loaded.spec.name) if loaded else None
+        return audit_image(_engine(), image, request, loaded=loaded, image_dir=folder)
     if target is None:
         raise UsageError("nothing to audit", hint="envkit audit NAME | FILE | --image IMAGE (see --help)")
     if _is_env_name(target):
         loaded = load_spec(resolve_spec_path(target, root))
-        return audit_environment(loaded, root / "images" / loaded.spec.name, request)
+        return audit_environment(loaded, image_dir(root, loaded.spec.name), request)
     return audit_file(Path(target), request, loaded=loaded)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from envkit.build.locks import image_dir
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root
@@ -13,7 +12,7 @@ from envkit.lock import current_lock, lock_environment
 from envkit.lock.conda import RattlerSolver
 from envkit.lock.pip import UvResolver
 from envkit.result import CommandResult
-from envkit.spec.load import load_spec, resolve_spec_path
+from envkit.spec.load import image_dir, load_spec, resolve_spec_path
 
 
 @command(cli, "lock")

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from envkit.build.locks import image_dir, lock_state
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root
 from envkit.errors import ExitCode, Problem, SpecError, UsageError
+from envkit.lock import current_lock
 from envkit.render import render_image, write_image
 from envkit.result import CommandResult
-from envkit.spec.load import find_specs, load_spec, resolve_spec_path
+from envkit.spec.load import find_specs, image_dir, load_spec, resolve_spec_path
 
 
 @command(cli, "validate")
@@ -67,7 +67,7 @@ def render(name: str, output: Path | None) -> CommandResult:
     root = project_root()
     loaded = load_spec(resolve_spec_path(name, root))
     directory = output or image_dir(root, loaded.spec.name)
-    lock = lock_state(root, loaded)
+    lock = current_lock(loaded, directory)
     warnings = list(loaded.warnings)
     if lock.status == "stale":
         warnings.append(

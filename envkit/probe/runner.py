@@ -138,11 +138,8 @@ def finish(report: Report, label: str, extra: Mapping[str, Any] | None = None) -
     return report
 
 
-Runner = Callable[..., _proc.ProcResult]
-
-
 def run_on_host(
-    opts: ProbeOptions, *, label: str, python: str | None = None, run: Runner = _proc.run
+    opts: ProbeOptions, *, label: str, python: str | None = None, run: _proc.Runner = _proc.run
 ) -> Report:
     """Run each framework's payload in a subprocess of ``python`` (default: this interpreter)."""
     exe = python or sys.executable

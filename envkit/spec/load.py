@@ -17,9 +17,10 @@ from envkit.spec.check import check_against_catalog
 from envkit.spec.models import NAME_RE, Spec, StrictModel
 from envkit.spec.yamlsrc import Located, load_located
 
-__all__ = ["LoadedSpec", "find_specs", "load_spec", "resolve_spec_path", "spec_hash"]
+__all__ = ["LoadedSpec", "find_specs", "image_dir", "load_spec", "resolve_spec_path", "spec_hash"]
 
 SPEC_DIR = "environments"
+IMAGES_DIR = "images"
 _VERSION_KEYS = {("python",), ("cuda",), ("frameworks", "torch"), ("frameworks", "paddle")}
 
 
@@ -59,6 +60,11 @@ def resolve_spec_path(name_or_path: str, root: Path) -> Path:
         hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known) or 'none'}"
         raise UsageError(f"{_display(path)}: no such environment", hint=hint)
     return path
+
+
+def image_dir(root: Path, name: str) -> Path:
+    """Where ``envkit render`` / ``envkit lock`` write an environment's files: ``images/NAME``."""
+    return root / IMAGES_DIR / name
 
 
 def find_specs(root: Path) -> list[Path]:
