@@ -6,12 +6,13 @@ Every command is a function returning a :class:`~envkit.result.CommandResult`;
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ParamSpec
 
@@ -21,7 +22,7 @@ from rich.console import Console
 from envkit.errors import EnvkitError
 from envkit.result import CommandResult, envelope, error_envelope
 
-__all__ = ["command", "err_console", "json_option", "out_console", "project_root"]
+__all__ = ["command", "err_console", "json_option", "out_console", "project_root", "working"]
 
 P = ParamSpec("P")
 
@@ -29,6 +30,16 @@ out_console = Console(soft_wrap=True, highlight=False)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a versioned JSON envelope.")
+
+
+@contextlib.contextmanager
+def working(message: str) -> Iterator[None]:
+    """A spinner on stderr while long work runs (only on a terminal; silent in pipes and CI logs)."""
+    if not err_console.is_terminal:
+        yield
+        return
+    with err_console.status(message):
+        yield
 
 
 def project_root() -> Path:

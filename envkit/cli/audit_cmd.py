@@ -20,7 +20,7 @@ from envkit.audit.update_db import OSV_PYPI_URL, http_fetch, update_db
 from envkit.build.engine import ContainerEngine
 from envkit.catalog import load_catalog
 from envkit.cli import cli
-from envkit.cli._app import command, project_root
+from envkit.cli._app import command, project_root, working
 from envkit.errors import AuditError, UsageError
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
@@ -165,7 +165,8 @@ def audit(
     request = AuditRequest(
         service=_service(db, online), catalog=load_catalog(), today=date.today(), driver=driver
     )
-    report = _run(target, image, spec_name, request)
+    with working(f"auditing {target or image}"):
+        report = _run(target, image, spec_name, request)
     rendered = render(report, fmt, fail_on)
     if output is not None:
         write_text_atomic(output, rendered)

@@ -6,7 +6,7 @@ import click
 
 from envkit.catalog import load_catalog
 from envkit.cli import cli
-from envkit.cli._app import command, project_root
+from envkit.cli._app import command, project_root, working
 from envkit.errors import ExitCode
 from envkit.lock import current_lock, lock_environment
 from envkit.lock.conda import RattlerSolver
@@ -52,9 +52,17 @@ def lock(name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: 
         return CommandResult(
             "lock", found, f"{loaded.spec.name}: lock is {state.status} ({state.reason})", code
         )
-    result = lock_environment(
-        loaded, load_catalog(), directory, RattlerSolver(), UvResolver(), platforms=platforms, update=update
-    )
+    targets = ", ".join(platforms or loaded.spec.platforms)
+    with working(f"locking {loaded.spec.name} ({targets})"):
+        result = lock_environment(
+            loaded,
+            load_catalog(),
+            directory,
+            RattlerSolver(),
+            UvResolver(),
+            platforms=platforms,
+            update=update,
+        )
     counts = {p: len(result.contents.conda.get(p, ())) for p in result.contents.platforms}
     pip_counts = {p: len(result.contents.pip.get(p, ())) for p in result.contents.platforms}
     data: dict[str, object] = {

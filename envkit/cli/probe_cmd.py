@@ -10,7 +10,7 @@ import click
 from envkit.build.engine import ContainerEngine
 from envkit.build.fake import FakeEngine
 from envkit.cli import build_cmd, cli
-from envkit.cli._app import command, project_root
+from envkit.cli._app import command, project_root, working
 from envkit.errors import ExitCode, UsageError
 from envkit.probe import core
 from envkit.probe.compare import Bands, Comparison, fmt_rel
@@ -138,14 +138,17 @@ def _options(kw: dict[str, Any]) -> ProbeOptions:
 
 
 def _run(kw: dict[str, Any]) -> CommandResult:
-    run = core.probe(
-        _options(kw),
-        store=None if kw["no_store"] else kw["store"] or default_store(project_root()),
-        label=kw["label"],
-        output=kw["output"],
-        image=kw["image"],
-        engine=make_engine(kw["engine_name"]) if kw["image"] else None,
-    )
+    where = f"in {kw['image']}" if kw["image"] else "on this host"
+    opts = _options(kw)
+    with working(f"probing {','.join(opts.frameworks)} × {','.join(opts.workloads)} {where}"):
+        run = core.probe(
+            opts,
+            store=None if kw["no_store"] else kw["store"] or default_store(project_root()),
+            label=kw["label"],
+            output=kw["output"],
+            image=kw["image"],
+            engine=make_engine(kw["engine_name"]) if kw["image"] else None,
+        )
 
     def text() -> str:
         lines = [
