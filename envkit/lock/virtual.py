@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from envkit.catalog import Catalog
 from envkit.lock.solver import VirtualPackage
+from envkit.spec.images import runtime_image_ref
 from envkit.spec.models import ARCHES, Spec
 
 __all__ = ["GLIBC_BY_OS", "glibc_for", "python_platform", "virtual_packages"]
@@ -26,12 +27,7 @@ _LINUX_KERNEL = "4.18"  # the oldest kernel envkit claims to run on (RHEL 8's), 
 
 def glibc_for(spec: Spec, catalog: Catalog) -> str:
     """The glibc of the image the environment will run in."""
-    if spec.base_image:
-        image = catalog.base_image(spec.base_image)
-    elif spec.is_gpu:
-        image = catalog.runtime_image(spec.cuda)
-    else:
-        image = None
+    image = catalog.base_image(runtime_image_ref(spec, catalog))
     return GLIBC_BY_OS.get(image.os if image else _DEFAULT_OS, GLIBC_BY_OS[_DEFAULT_OS])
 
 

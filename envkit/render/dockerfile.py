@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from envkit.catalog import Catalog, InstallerFile
 from envkit.errors import UsageError
+from envkit.spec.images import runtime_image_ref
 from envkit.spec.models import ARCHES, Installer, Spec
 
 __all__ = [
@@ -67,7 +68,7 @@ def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
 
 
 def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: str) -> str:
-    runtime = _runtime_image(spec, catalog)
+    runtime = runtime_image_ref(spec, catalog)
     builder = spec.base_image if spec.installer is Installer.VENV else _builder_image(spec, catalog, runtime)
     parts = [
         header,
@@ -83,18 +84,6 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
     return "".join(parts)
 
 
-def _runtime_image(spec: Spec, catalog: Catalog) -> str:
-    if spec.base_image:
-        return spec.base_image
-    if spec.is_gpu:
-        image = catalog.runtime_image(spec.cuda, cudnn_major=_cudnn_major(spec, catalog))
-        if image is None:
-            raise UsageError(f"no CUDA {spec.cuda} runtime image is known", hint="set base_image")
-        return image.ref
-    os_image = catalog.os_image("ubuntu22.04")
-    return os_image.ref if os_image else "ubuntu:22.04"
-
-
 def _builder_image(spec: Spec, catalog: Catalog, runtime: str) -> str:
     """An OS image with the runtime image's glibc, so the environment runs there."""
     known = catalog.base_image(runtime)
@@ -102,16 +91,6 @@ def _builder_image(spec: Spec, catalog: Catalog, runtime: str) -> str:
         return runtime
     os_image = catalog.os_image(known.os)
     return os_image.ref if os_image else runtime
-
-
-def _cudnn_major(spec: Spec, catalog: Catalog) -> str | None:
-    for framework, version in spec.frameworks.items():
-        release = catalog.framework_release(framework, version)
-        wheel = catalog.wheel(framework, version, spec.cuda)
-        cudnn = (wheel.cudnn if wheel else None) or (release.cudnn if release else None)
-        if cudnn:
-            return cudnn.split(".")[0]
-    return None
 
 
 def _installers(spec: Spec, catalog: Catalog) -> list[InstallerFile]:

@@ -153,3 +153,19 @@ def test_requirements_lock_marks_platform_specific_versions() -> None:
 )
 def test_variant_score(build: str, depends: list[str], cuda: str | None, expected: int) -> None:
     assert variant_score(build, depends, cuda) == expected
+
+
+def test_lock_glibc_follows_the_image_the_dockerfile_uses(tmp_path: Path) -> None:
+    """The lock's __glibc comes from the same runtime image render picks (cuDNN major included)."""
+    from envkit.catalog import load_catalog
+    from envkit.lock.virtual import glibc_for
+    from envkit.spec.images import runtime_image_ref
+    from envkit.spec.load import load_spec
+
+    path = tmp_path / "gpu.yaml"
+    path.write_text('name: gpu\npython: "3.10"\ncuda: "11.8"\nframeworks: {paddle: "2.6.2"}\n')
+    loaded = load_spec(path)
+    catalog = load_catalog()
+    image = catalog.base_image(runtime_image_ref(loaded.spec, catalog))
+    assert image is not None and image.cudnn == "8"
+    assert glibc_for(loaded.spec, catalog) == "2.35"  # ubuntu22.04
