@@ -10,6 +10,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import socket
 import sys
 from pathlib import Path
@@ -32,6 +33,14 @@ ENV_NAMES = frozenset(
 )
 ENV_PREFIXES = ("FLAGS_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "GOMP_", "CUDNN_", "NCCL_", "TORCH_CUDNN_")
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
+# Values that carry credentials whatever the variable is called: URLs with user:password@, bearer/basic
+# headers, and the token formats of the usual hosts (GitHub, GitLab, Hugging Face, AWS, Slack, JWTs).
+SECRET_VALUE = re.compile(
+    r"://[^/\s:@]+:[^/\s@]+@|\b(?:bearer|basic)\s+\S|\b(?:gh[pousr]_|github_pat_|glpat-|hf_|xox[abpr]-|AKIA)"
+    r"[A-Za-z0-9_-]{8,}|\beyJ[A-Za-z0-9_-]{10,}\.",
+    re.IGNORECASE,
+)
+REDACTED = "<redacted: looks like a credential>"
 
 
 def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -42,7 +51,7 @@ def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
             continue
         if any(word in name.upper() for word in SECRET_WORDS):
             continue
-        out[name] = value
+        out[name] = REDACTED if SECRET_VALUE.search(value) else value
     return dict(sorted(out.items()))
 
 

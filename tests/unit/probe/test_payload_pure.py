@@ -8,6 +8,8 @@ import math
 import sys
 from types import ModuleType
 
+import pytest
+
 from envkit.probe import report, runner
 from envkit.probe.runner import PAYLOAD_DIR
 
@@ -68,6 +70,25 @@ def test_env_allow_list_keeps_knobs_and_drops_secrets() -> None:
         "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
         "FLAGS_cudnn_deterministic": "1",
         "OMP_NUM_THREADS": "2",
+    }
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "https://user:s3cr3t@mirror.example/simple",
+        "Bearer abcdef",
+        "ghp_0123456789abcdefghij",
+        "hf_abcdefghijklmnop",
+        "AKIAABCDEFGHIJKLMNOP",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig",
+    ],
+)
+def test_credentials_in_allowed_variables_are_redacted(value: str) -> None:
+    env = {"NCCL_SOCKET_IFNAME": "eth0", "FLAGS_custom": value}
+    assert fingerprint.allowed_env(env) == {
+        "FLAGS_custom": fingerprint.REDACTED,
+        "NCCL_SOCKET_IFNAME": "eth0",
     }
 
 
