@@ -28,7 +28,12 @@ else:  # pragma: no cover
 
 __all__ = ["UvResolver", "find_uv", "pylock_text", "read_pylock"]
 
-_NETWORK = re.compile(r"(?i)(failed to fetch|connect|dns|timed out|network|could not resolve host|403|404)")
+# uv's wording for an index it cannot reach (not for a resolution that failed).
+_NETWORK = re.compile(
+    r"(?i)(failed to fetch|error sending request|dns error|connection (?:refused|reset|closed|error)|"
+    r"connect error|timed out|network is unreachable|could not resolve host|"
+    r"HTTP status (?:client|server) error)"
+)
 
 
 def find_uv() -> str:

@@ -169,3 +169,24 @@ def test_lock_glibc_follows_the_image_the_dockerfile_uses(tmp_path: Path) -> Non
     image = catalog.base_image(runtime_image_ref(loaded.spec, catalog))
     assert image is not None and image.cudnn == "8"
     assert glibc_for(loaded.spec, catalog) == "2.35"  # ubuntu22.04
+
+
+@pytest.mark.parametrize(
+    ("stderr", "unreachable"),
+    [
+        ("error: Failed to fetch: `https://pypi.example/simple/six/`\n  Caused by: dns error", True),
+        ("error: Request failed after 3 retries\n  Caused by: error sending request for url", True),
+        ("error: HTTP status client error (403 Forbidden) for url (https://idx/simple/six/)", True),
+        ("error: Failed to parse: `six==1.16.0; python_version >= '404'`", False),
+        ("error: No solution found when resolving dependencies:\n  six==99 is unavailable", False),
+    ],
+)
+def test_uv_errors_are_classified(stderr: str, unreachable: bool) -> None:
+    from envkit.lock.pip import _translate
+    from envkit.lock.solver import PipRequest
+
+    request = PipRequest(
+        requirements=("six",), python_version="3.11", python_platform="x86_64-manylinux_2_35"
+    )
+    error = _translate(stderr, request)
+    assert ("could not reach the package index" in error.message) is unreachable
