@@ -56,3 +56,21 @@ def test_existing_workflow_is_not_clobbered(repo: Path) -> None:
     result = init_repo(repo, "torch", "cpu", ci="github")
     assert target.read_text() == "name: ours\n"
     assert any(".github/workflows/envkit.yml" in w for w in result.warnings)
+
+
+def test_github_workflow_passes_zizmor(repo: Path) -> None:
+    """zizmor (GitHub Actions security linter, test extra) finds nothing in the generated workflow."""
+    import subprocess
+    import sys
+
+    init_repo(repo, "torch", "cpu", ci="github")
+    zizmor = Path(sys.executable).parent / "zizmor"
+    assert zizmor.exists(), "zizmor is missing: install the test extra"
+    done = subprocess.run(
+        [str(zizmor), "--offline", "--format", "plain", str(repo / ".github" / "workflows" / "envkit.yml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "No findings to report" in done.stdout + done.stderr
