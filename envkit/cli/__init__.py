@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 import click
+from rich.markup import escape
 
 from envkit import __version__
 from envkit.cli._app import err_console
@@ -51,9 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo(e.ctx.get_help() if e.ctx else str(e))
         return 2
     except click.UsageError as e:
-        err_console.print(f"[bold red]error:[/] {e.format_message()}")
+        err_console.print(f"[bold red]error:[/] {escape(e.format_message())}")
         if e.ctx is not None:
-            err_console.print(f"[bold]hint:[/] see `{e.ctx.command_path} --help`")
+            err_console.print(f"[bold]hint:[/] see `{escape(e.ctx.command_path)} --help`")
         return 2
     except click.Abort:
         err_console.print("aborted", style="red")
@@ -61,6 +62,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.Exit as e:
         return int(e.exit_code)
     except click.ClickException as e:
-        err_console.print(f"[bold red]error:[/] {e.format_message()}")
+        err_console.print(f"[bold red]error:[/] {escape(e.format_message())}")
         return 2
     return int(rv) if isinstance(rv, int) else 0

@@ -18,6 +18,7 @@ from typing import Any, ParamSpec
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from envkit.errors import EnvkitError
 from envkit.result import CommandResult, envelope, error_envelope
@@ -38,7 +39,7 @@ def working(message: str) -> Iterator[None]:
     if not err_console.is_terminal:
         yield
         return
-    with err_console.status(message):
+    with err_console.status(escape(message)):
         yield
 
 
@@ -69,7 +70,7 @@ def command(
                 click.echo(json.dumps(envelope(result), indent=2, sort_keys=True))
             else:
                 for warning in result.warnings:
-                    err_console.print(f"[yellow]warning:[/] {warning}")
+                    err_console.print(f"[yellow]warning:[/] {escape(warning)}")
                 text = result.render_text()
                 if text:
                     out_console.print(text, markup=False)
@@ -85,7 +86,7 @@ def _report_error(name: str, error: EnvkitError, *, as_json: bool, debug: bool) 
         traceback.print_exception(error, file=sys.stderr)
     if as_json:
         click.echo(json.dumps(error_envelope(name, error), indent=2, sort_keys=True))
-    err_console.print(f"[bold red]error:[/] {error.message}", markup=True, highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False)
     if error.hint:
-        err_console.print(f"[bold]hint:[/] {error.hint}", markup=True, highlight=False)
+        err_console.print(f"[bold]hint:[/] {escape(error.hint)}", highlight=False)
     return int(error.exit_code)

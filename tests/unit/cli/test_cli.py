@@ -134,3 +134,14 @@ def test_diff_min_severity_hides_only_text(tmp_path: Path, capsys: pytest.Captur
     assert main(["diff", str(a), str(b), "--min-severity", "warning", "--json"]) == 1
     findings = envelope(capsys)["result"]["findings"]  # type: ignore[index]
     assert {f["package"] for f in findings} >= {"numpy", "six"}
+
+
+def test_messages_keep_square_brackets(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Errors, hints and warnings are text, not rich markup: '[torch-numpy2]' must survive."""
+    spec = project / "environments" / "bad.yaml"
+    spec.write_text('name: bad\npython: "3.11"\ncuda: "12.1"\nframeworks: {torch: "2.1.2"}\n')
+    assert main(["validate", "bad"]) == 0
+    assert "[torch-numpy2]" in capsys.readouterr().err
+    spec.write_text(spec.read_text() + 'pip: ["numpy>=2"]\n')
+    assert main(["validate", "bad"]) == 2
+    assert "known-bad combination [torch-numpy2]" in capsys.readouterr().err
