@@ -17,7 +17,9 @@ and exits with the error's :attr:`exit_code`::
     ├── ProbeError                   exit 3
     │   └── ReportError              exit 2  unreadable or incomparable report
     ├── InventoryError               exit 2  unreadable inventory file
-    └── AuditError                   exit 3  advisory data or service problems
+    ├── AuditError                   exit 3  advisory data or service problems
+    └── PackError                    exit 3  a download for a pack failed or did not match the lock
+        └── PackMismatch             exit 2  a pack file that does not belong to this lock
 
 Findings (drift, divergence, vulnerabilities) are results, never exceptions.
 """
@@ -38,6 +40,8 @@ __all__ = [
     "ExitCode",
     "InventoryError",
     "LockError",
+    "PackError",
+    "PackMismatch",
     "ProbeError",
     "Problem",
     "ReportError",
@@ -173,3 +177,11 @@ class InventoryError(EnvkitError):
 
 class AuditError(EnvkitError):
     pass
+
+
+class PackError(EnvkitError):
+    pass
+
+
+class PackMismatch(PackError):
+    exit_code = ExitCode.USAGE
