@@ -14,12 +14,15 @@ from envkit.errors import InventoryError
 from envkit.inventory import readers_data as rd
 from envkit.inventory import readers_text as rt
 from envkit.inventory._collect import Collector
+from envkit.inventory.collect_env import SECTION, read_collect_env
 from envkit.inventory.models import Inventory
+from envkit.inventory.not_inventory import not_an_inventory
 
 __all__ = ["FORMATS", "MAX_INVENTORY_BYTES", "detect_format", "parse_inventory", "read_inventory"]
 
 # The largest real listing beside the project is 120 KB; a 2,000-package conda-lock.yml is ~3 MB.
 MAX_INVENTORY_BYTES = 64 * 1024 * 1024
+_JSON_ERRORS = (ValueError, RecursionError)  # also a 5,000-digit number, nesting beyond the recursion limit
 
 FORMATS: dict[str, str] = {
     "conda-list": "conda list (classic or wide columns; pypi rows; prompt/comment lines)",
@@ -69,23 +72,25 @@ def detect_format(text: str) -> str | None:
     """The format of ``text`` judged from its content, or None when unrecognized."""
     body = text.lstrip("\ufeff")
     head = body.lstrip()
-    if head.startswith(("{", "[")):
-        try:
-            return _detect_json(json.loads(body))
-        except json.JSONDecodeError:
-            return "conda-json" if head.startswith("[") else "probe-report"
-        except (ValueError, RecursionError):  # a 5,000-digit number, nesting beyond the recursion limit
-            return "conda-json" if head.startswith("[") else "probe-report"
-    if _json_scalar(head):
-        return None  # `null`, `42`, `"text"`: JSON, but not a listing
     lines = [line.strip() for line in body.splitlines()]
-    if "@EXPLICIT" in lines:
-        return "conda-explicit"
-    if any(line.startswith(("[pip3] ", "[pip] ", "[conda] ")) for line in lines) or (
+    # Before JSON: a paste of collect_env's package rows starts with "[pip3] ...".
+    if any(SECTION.match(line) for line in lines) or (
         "Collecting environment information..." in lines
         or any(line.startswith("PyTorch version:") for line in lines)
     ):
         return "collect-env"
+    if head.startswith(("{", "[")):
+        try:
+            return _detect_json(json.loads(body))
+        except _JSON_ERRORS:
+            partial = _partial_json_list(body)
+            if partial is not None:
+                return _detect_json(partial[0])
+            return "conda-json" if head.startswith("[") else "probe-report"
+    if _json_scalar(head):
+        return None  # `null`, `42`, `"text"`: JSON, but not a listing
+    if "@EXPLICIT" in lines:
+        return "conda-explicit"
     return _detect_text(body, lines)
 
 
@@ -119,12 +124,36 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
     return None
 
 
+def _partial_json_list(text: str) -> tuple[list[Any], int] | None:
+    """The complete entries of a JSON list cut off part-way, and the line where it breaks."""
+    body = text.lstrip("\ufeff").lstrip()
+    if not body.startswith("["):
+        return None
+    decoder = json.JSONDecoder()
+    entries: list[Any] = []
+    index = 1
+    while True:
+        while index < len(body) and body[index] in " \t\r\n,":
+            index += 1
+        if index >= len(body) or body[index] == "]":
+            break
+        try:
+            entry, index = decoder.raw_decode(body, index)
+        except _JSON_ERRORS:
+            break
+        entries.append(entry)
+    if not entries:
+        return None
+    offset = len(text) - len(body)
+    return entries, text.count("\n", 0, offset + index) + 1
+
+
 def _json_scalar(head: str) -> bool:
     if len(head) > 4096 or "\n" in head.strip():
         return False
     try:
         json.loads(head)
-    except (ValueError, RecursionError):
+    except _JSON_ERRORS:
         return False
     return True
 
@@ -132,12 +161,20 @@ def _json_scalar(head: str) -> bool:
 def _load_json(text: str, c: Collector) -> Any:
     try:
         return json.loads(text.lstrip("\ufeff"))
-    except json.JSONDecodeError as e:
-        raise c.error(e.lineno, f"invalid JSON: {e.msg}") from e
-    except ValueError as e:  # integers beyond Python's 4,300-digit limit
-        raise c.error(None, f"invalid JSON: {str(e).splitlines()[0]}") from e
     except RecursionError as e:
         raise c.error(None, "invalid JSON: nested too deeply") from e
+    except json.JSONDecodeError as e:
+        partial = _partial_json_list(text)
+        if partial is None:
+            raise c.error(e.lineno, f"invalid JSON: {e.msg}") from e
+        entries, line = partial
+        c.warnings.append(
+            f"{c.path}:{line}: the JSON list is cut off here ({e.msg}); "
+            f"read its {len(entries)} complete entries"
+        )
+        return entries
+    except ValueError as e:  # integers beyond Python's 4,300-digit limit
+        raise c.error(None, f"invalid JSON: {(str(e).splitlines() or ['?'])[0]}") from e
 
 
 def _load_yaml(text: str, c: Collector) -> Mapping[str, Any]:
@@ -171,7 +208,7 @@ _READERS: dict[str, Callable[[str, Collector], None]] = {
     "conda-explicit": rt.read_conda_explicit,
     "pip-freeze": rt.read_requirements,
     "requirements-lock": rt.read_requirements,
-    "collect-env": rt.read_collect_env,
+    "collect-env": read_collect_env,
     "conda-json": lambda t, c: rd.read_conda_json(_json_list(t, c), c),
     "pip-json": lambda t, c: rd.read_pip_json(_json_list(t, c), c),
     "probe-report": lambda t, c: rd.read_probe_report(_json_obj(t, c), c),
@@ -191,6 +228,13 @@ def parse_inventory(text: str, *, path: str, label: str, format: str | None = No
         )
     if format is not None and format not in _READERS:
         raise InventoryError(f"unknown inventory format {format!r}", hint=f"use one of: {', '.join(FORMATS)}")
+    if format is None:
+        what = not_an_inventory(text)
+        if what is not None:
+            raise InventoryError(
+                f"{path}: this is {what}, not a list of packages",
+                hint=f"envkit reads: {'; '.join(FORMATS.values())}",
+            )
     chosen = format or detect_format(text)
     if chosen is None:
         raise InventoryError(
@@ -199,7 +243,7 @@ def parse_inventory(text: str, *, path: str, label: str, format: str | None = No
         )
     collector = Collector(path, chosen)
     _READERS[chosen](text, collector)
-    return collector.inventory(label)
+    return collector.inventory(label, facts_only=chosen == "collect-env" and "torch" in collector.meta)
 
 
 def read_inventory(path: str | Path, format: str | None = None, *, label: str | None = None) -> Inventory:

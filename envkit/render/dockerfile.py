@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from envkit.catalog import Catalog, InstallerFile
 from envkit.errors import UsageError
 from envkit.spec.images import runtime_image_ref
 from envkit.spec.models import ARCHES, Installer, Spec
+
+if TYPE_CHECKING:
+    from envkit.lock import LockState
 
 __all__ = [
     "BUILDER_OF_LABEL",
@@ -50,6 +54,19 @@ class DockerfileInputs:
     pip_lock: str | None = None  # e.g. "requirements.lock": hashed pins
     lock_sha256: str | None = None
     wheelhouse: str | None = None  # e.g. "wheels": install pip packages offline from here
+
+    @classmethod
+    def from_lock(cls, spec_sha256: str, lock: LockState, wheelhouse: str | None = None) -> DockerfileInputs:
+        """Install from ``lock`` when it is fresh; the unlocked defaults otherwise."""
+        if not lock.fresh:
+            return cls(spec_sha256=spec_sha256, wheelhouse=wheelhouse)
+        return cls(
+            spec_sha256=spec_sha256,
+            conda_locks=lock.conda_locks,
+            pip_lock=lock.pip_lock,
+            lock_sha256=lock.lock_sha256,
+            wheelhouse=wheelhouse,
+        )
 
 
 def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
