@@ -33,7 +33,7 @@ from envkit.pack.collect import INSTALLER, PackProgress
 from envkit.pack.fetch import Fetcher, UrlFetcher
 from envkit.pack.request import pack_request
 from envkit.render import render_image
-from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL
+from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.spec.load import LoadedSpec, image_dir
 
 __all__ = ["BuildOptions", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
@@ -169,8 +169,11 @@ class Builder:
             )
             extra = wheelhouse.entries(WHEELS)
         inputs = replace(
-            lock.dockerfile_inputs(loaded.sha256),
-            wheelhouse=WHEELS if wheelhouse is not None or (packed and packed.has_wheels) else None,
+            DockerfileInputs.from_lock(
+                loaded.sha256,
+                lock,
+                wheelhouse=WHEELS if wheelhouse is not None or (packed and packed.has_wheels) else None,
+            ),
             conda_pack=INSTALLER if packed is not None else None,
         )
         rendered = render_image(loaded, self.catalog, inputs)

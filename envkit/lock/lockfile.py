@@ -50,7 +50,7 @@ ENVIRONMENT_YML = "environment.yml"
 # every conda and micromamba); the sha256 stays in conda-lock.yml and envkit checks it itself (pack,
 # offline builds). The catalog's ``explicit_hashes`` facts and tests/unit/test_catalog.py hold this.
 EXPLICIT_HASH = "md5"
-_HEADER_RE = re.compile(r"spec sha256 ([0-9a-f]{64})")
+_HEADER_RE = re.compile(r"lock inputs sha256 ([0-9a-f]{64})")
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def explicit_name(platform: str) -> str:
 
 
 def header_sha256(text: str) -> str | None:
-    """The spec hash in a generated file's header (its first lines), or None."""
+    """The lock-inputs hash in a lock file's header (its first lines), or None."""
     match = _HEADER_RE.search("\n".join(text.splitlines()[:5]))
     return match.group(1) if match else None
 
