@@ -17,7 +17,8 @@ and exits with the error's :attr:`exit_code`::
     ├── ProbeError                   exit 3
     │   └── ReportError              exit 2  unreadable or incomparable report
     ├── InventoryError               exit 2  unreadable inventory file
-    └── AuditError                   exit 3  advisory data or service problems
+    ├── AuditError                   exit 3  advisory data or service problems
+    └── FleetError                   exit 3  the batch scheduler (Slurm) refused or failed
 
 Findings (drift, divergence, vulnerabilities) are results, never exceptions.
 """
@@ -36,6 +37,7 @@ __all__ = [
     "EngineUnavailable",
     "EnvkitError",
     "ExitCode",
+    "FleetError",
     "InventoryError",
     "LockError",
     "ProbeError",
@@ -172,4 +174,8 @@ class InventoryError(EnvkitError):
 
 
 class AuditError(EnvkitError):
+    pass
+
+
+class FleetError(EnvkitError):
     pass

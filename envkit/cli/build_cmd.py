@@ -15,6 +15,7 @@ from envkit.build.builder import Builder, BuildOptions, BuildResult
 from envkit.build.engine import BuildEvent, ContainerEngine
 from envkit.build.images import list_images
 from envkit.build.locks import solving_locker
+from envkit.build.transport import ImageTransport
 from envkit.catalog import Catalog, load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root
@@ -25,7 +26,7 @@ from envkit.probe.runner import FRAMEWORKS, ProbeOptions
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
 
-__all__ = ["base_image", "build", "images", "make_builder", "make_engine"]
+__all__ = ["base_image", "build", "images", "make_builder", "make_engine", "make_transport"]
 
 
 def make_engine() -> ContainerEngine:
@@ -33,6 +34,15 @@ def make_engine() -> ContainerEngine:
     from envkit.build.docker_api import DockerEngine
 
     return DockerEngine()
+
+
+def make_transport() -> tuple[ContainerEngine, ImageTransport]:
+    """The engine and its image transport (push/pull/save/load) for registries and fleet runs."""
+    from envkit.build.docker_api import DockerEngine
+    from envkit.build.docker_transport import DockerTransport
+
+    engine = DockerEngine()
+    return engine, DockerTransport(engine)
 
 
 def make_builder(root: Path, catalog: Catalog) -> Builder:
