@@ -79,6 +79,7 @@ start_munge() {
   else
     setsid munged --force
   fi
+  touch "$DIR/munged.ours"
   for _ in $(seq 1 20); do munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && return; sleep 0.5; done
   echo "munged did not start" >&2
   exit 1
@@ -91,6 +92,7 @@ start() {
     echo "slurm: already running ($DIR)"
     return
   fi
+  mkdir -p "$DIR"
   write_conf "$nodes"
   start_munge
   # -i: ignore saved state (a fresh cluster every time)
@@ -116,7 +118,10 @@ stop() {
     kill "$(cat "$pid_file")" 2>/dev/null || true
     rm -f "$pid_file"
   done
-  if [ -f /run/munge/munged.pid ]; then kill "$(cat /run/munge/munged.pid)" 2>/dev/null || true; fi
+  if [ -f "$DIR/munged.ours" ] && [ -f /run/munge/munged.pid ]; then
+    kill "$(cat /run/munge/munged.pid)" 2>/dev/null || true
+    rm -f "$DIR/munged.ours"
+  fi
 }
 
 case "${1:-}" in

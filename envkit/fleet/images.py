@@ -9,40 +9,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from envkit._atomic import write_text_atomic
 from envkit.build.engine import ContainerEngine
-from envkit.build.transport import ImageTransport, Pushed
+from envkit.build.push import read_pushed
+from envkit.build.transport import ImageTransport
 from envkit.errors import ProbeError
 from envkit.probe.core import resolve_image
-from envkit.probe.report import safe_name
 
-__all__ = ["image_for_fleet", "pushed_path", "read_pushed", "record_pushed"]
-
-
-def pushed_path(root: Path, name: str) -> Path:
-    return root / ".envkit" / "pushed" / f"{safe_name(name)}.json"
-
-
-def record_pushed(root: Path, name: str, image_id: str, pushed: Pushed) -> Path:
-    """Remember where ``envkit build NAME --push`` put the image (read by the fleet probe)."""
-    path = pushed_path(root, name)
-    data = {"name": name, "image_id": image_id, "repository": pushed.repository, "tag": pushed.tag,
-            "digest": pushed.digest, "ref": pushed.ref}  # fmt: skip
-    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
-    return path
-
-
-def read_pushed(root: Path, name: str) -> dict[str, Any] | None:
-    path = pushed_path(root, name)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get("ref") else None
+__all__ = ["image_for_fleet"]
 
 
 def image_for_fleet(
