@@ -20,6 +20,7 @@ and exits with the error's :attr:`exit_code`::
     ├── AuditError                   exit 3  advisory data or service problems
     ├── PackError                    exit 3  a download for a pack failed or did not match the lock
     │   └── PackMismatch             exit 2  a pack file that does not belong to this lock
+    ├── FleetError                   exit 3  the batch scheduler (Slurm) refused or failed
     └── Interrupted                  exit 130 Ctrl-C (no traceback)
 
 Findings (drift, divergence, vulnerabilities) are results, never exceptions.
@@ -39,6 +40,7 @@ __all__ = [
     "EngineUnavailable",
     "EnvkitError",
     "ExitCode",
+    "FleetError",
     "Interrupted",
     "InventoryError",
     "LockError",
@@ -188,6 +190,10 @@ class PackError(EnvkitError):
 
 class PackMismatch(PackError):
     exit_code = ExitCode.USAGE
+
+
+class FleetError(EnvkitError):
+    pass
 
 
 class Interrupted(EnvkitError):
