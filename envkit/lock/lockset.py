@@ -207,8 +207,11 @@ def _check_contents(contents: LockContents, platforms: tuple[str, ...], inputs_s
         return f"{CONDA_LOCK}: metadata.content_hash is not the spec's lock-inputs hash"
     for platform in platforms:
         for c in contents.conda.get(platform, ()):
-            if not (_HEX64.match(c.sha256) or (not c.sha256 and _HEX32.match(c.md5))) or "://" not in c.url:
-                return f"{CONDA_LOCK}: {c.name} {c.version} ({platform}) has no well-formed hash or url"
+            # the explicit files carry md5 (what every conda reads): a package without one would
+            # be installed unchecked
+            well_formed = _HEX32.match(c.md5) and (not c.sha256 or _HEX64.match(c.sha256))
+            if not well_formed or "://" not in c.url:
+                return f"{CONDA_LOCK}: {c.name} {c.version} ({platform}) has no well-formed md5/sha256 or url"
         for p in contents.pip.get(platform, ()):
             if not p.hashes or not all(_HEX64.match(h) for h in p.hashes):
                 return f"{CONDA_LOCK}: pip {p.name} {p.version} ({platform}) has no well-formed sha256"

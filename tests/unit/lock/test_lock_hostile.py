@@ -25,6 +25,7 @@ from envkit.lock.testing import FakeCondaSolver, FakePipResolver
 from envkit.spec.load import LoadedSpec, load_spec
 
 H1, H2, H3 = "a1" * 32, "b2" * 32, "c3" * 32
+M1, M2 = "d4" * 16, "e5" * 16
 PLATFORMS = ("linux-64", "linux-aarch64")
 SPEC = (
     'name: demo\npython: "3.11"\ncuda: cpu\ninstaller: miniforge\nconda: [numpy]\npip: [alpha]\n'
@@ -36,9 +37,9 @@ def _conda(version: str, digest: str) -> FakeCondaSolver:
     return FakeCondaSolver(
         {
             p: (
-                CondaPackage("python", "3.11.9", "h0", f"https://x/{p}/python-3.11.9-h0.conda", "", H3, p, p),
+                CondaPackage("python", "3.11.9", "h0", f"https://x/{p}/python-3.11.9-h0.conda", M1, H3, p, p),
                 CondaPackage(
-                    "numpy", version, "h0", f"https://x/{p}/numpy-{version}-h0.conda", "", digest, p, p,
+                    "numpy", version, "h0", f"https://x/{p}/numpy-{version}-h0.conda", M1, digest, p, p,
                     ("python",),
                 ),
             )
@@ -185,7 +186,7 @@ def _cut(fraction: float) -> Callable[[str], str]:
 
 CONTENT_CASES: dict[str, tuple[str, Callable[[str], str], str]] = {
     # name: (file, edit, words in the reason once lockset.json is forged to match)
-    "explicit hash edited": ("conda-linux-64.lock", lambda t: t.replace(H1, H2), "conda-linux-64.lock"),
+    "explicit hash edited": ("conda-linux-64.lock", lambda t: t.replace(M1, M2, 1), "conda-linux-64.lock"),
     "explicit emptied to its header": (
         "conda-linux-64.lock",
         lambda t: "".join(t.splitlines(keepends=True)[:2]),
@@ -206,7 +207,12 @@ CONTENT_CASES: dict[str, tuple[str, Callable[[str], str], str]] = {
         lambda t: t.replace("version: 0.1.26.4", "version: 0.1.26.5"),
         "requirements.lock does not pin",
     ),
-    "conda-lock hash emptied": ("conda-lock.yml", lambda t: t.replace(f"sha256: {H1}", "sha256: ''"), "hash"),
+    "conda-lock hash emptied": ("conda-lock.yml", lambda t: t.replace(f"md5: {M1}", "md5: ''"), "md5"),
+    "conda-lock sha256 garbled": (
+        "conda-lock.yml",
+        lambda t: t.replace(f"sha256: {H1}", "sha256: xyz"),
+        "sha256",
+    ),
     "conda-lock truncated": ("conda-lock.yml", _cut(0.5), "conda-lock"),
     "conda-lock truncated to its header": ("conda-lock.yml", _cut(0.02), "conda-lock"),
     "conda-lock content_hash edited": (

@@ -56,7 +56,7 @@ def write(root: Path, **changes: str) -> Path:
 def solvers() -> tuple[FakeCondaSolver, FakePipResolver]:
     conda = FakeCondaSolver(
         {
-            p: (CondaPackage("numpy", "1.26.4", "h0", f"https://x/{p}/numpy.conda", "", SHA, p, p),)
+            p: (CondaPackage("numpy", "1.26.4", "h0", f"https://x/{p}/numpy.conda", "cd" * 16, SHA, p, p),)
             for p in ("linux-64", "linux-aarch64")
         }
     )
