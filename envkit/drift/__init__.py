@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from envkit.drift.compare import diff_packages, spread
+from envkit.drift.duplicates import duplicate_findings
 from envkit.drift.models import Finding, RuleSet, Severity, severity_rank
 from envkit.drift.rules import apply_rules, load_rules
 from envkit.inventory.models import Inventory
@@ -43,4 +44,5 @@ def diff_inventories(inventories: Sequence[Inventory], rules: RuleSet | None = N
     """Differences and rule findings across ``inventories`` (one inventory: rules only)."""
     rules = rules or load_rules()
     findings = diff_packages(inventories, rules.policy) + apply_rules(inventories, rules)
+    findings += [f for inv in inventories for f in duplicate_findings(inv)]
     return DriftReport(tuple(inventories), tuple(sorted(findings, key=Finding.sort_key)))
