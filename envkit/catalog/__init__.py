@@ -129,9 +129,12 @@ def _matches(version: str | None, spec: str) -> bool:
     if version is None:
         return False
     try:
-        return Version(version) in SpecifierSet(spec, prereleases=True)
+        parsed = Version(version)
     except InvalidVersion:
         return False
+    if parsed.is_prerelease or parsed.is_devrelease:
+        parsed = Version(parsed.base_version)  # numpy 2.0.0rc1 behaves as numpy 2, not as numpy 1
+    return parsed in SpecifierSet(spec, prereleases=True)
 
 
 def _read(name: str) -> Any:
