@@ -17,7 +17,11 @@ and exits with the error's :attr:`exit_code`::
     ├── ProbeError                   exit 3
     │   └── ReportError              exit 2  unreadable or incomparable report
     ├── InventoryError               exit 2  unreadable inventory file
-    └── AuditError                   exit 3  advisory data or service problems
+    ├── AuditError                   exit 3  advisory data or service problems
+    ├── PackError                    exit 3  a download for a pack failed or did not match the lock
+    │   └── PackMismatch             exit 2  a pack file that does not belong to this lock
+    ├── FleetError                   exit 3  the batch scheduler (Slurm) refused or failed
+    └── Interrupted                  exit 130 Ctrl-C (no traceback)
 
 Findings (drift, divergence, vulnerabilities) are results, never exceptions.
 """
@@ -36,8 +40,12 @@ __all__ = [
     "EngineUnavailable",
     "EnvkitError",
     "ExitCode",
+    "FleetError",
+    "Interrupted",
     "InventoryError",
     "LockError",
+    "PackError",
+    "PackMismatch",
     "ProbeError",
     "Problem",
     "ReportError",
@@ -55,6 +63,7 @@ class ExitCode(IntEnum):
     FINDINGS = 1  # drift, divergence, vulnerabilities, stale locks
     USAGE = 2  # bad arguments or invalid input files
     FAILURE = 3  # a tool, engine or service failed
+    INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 
 class EnvkitError(Exception):
@@ -173,3 +182,24 @@ class InventoryError(EnvkitError):
 
 class AuditError(EnvkitError):
     pass
+
+
+class PackError(EnvkitError):
+    pass
+
+
+class PackMismatch(PackError):
+    exit_code = ExitCode.USAGE
+
+
+class FleetError(EnvkitError):
+    pass
+
+
+class Interrupted(EnvkitError):
+    """Ctrl-C: exit 130 like a shell, with no traceback."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+    def __init__(self) -> None:
+        super().__init__("interrupted", hint="files are written atomically: rerun the command")

@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from envkit._io import TooLarge, read_text_bounded
+from envkit._yaml import YamlProblem, load_bounded
 from envkit.errors import InventoryError
 from envkit.inventory import readers_data as rd
 from envkit.inventory import readers_text as rt
@@ -18,7 +18,11 @@ from envkit.inventory.collect_env import SECTION, read_collect_env
 from envkit.inventory.models import Inventory
 from envkit.inventory.not_inventory import not_an_inventory
 
-__all__ = ["FORMATS", "detect_format", "parse_inventory", "read_inventory"]
+__all__ = ["FORMATS", "MAX_INVENTORY_BYTES", "detect_format", "parse_inventory", "read_inventory"]
+
+# The largest real listing beside the project is 120 KB; a 2,000-package conda-lock.yml is ~3 MB.
+MAX_INVENTORY_BYTES = 64 * 1024 * 1024
+_JSON_ERRORS = (ValueError, RecursionError)  # also a 5,000-digit number, nesting beyond the recursion limit
 
 FORMATS: dict[str, str] = {
     "conda-list": "conda list (classic or wide columns; pypi rows; prompt/comment lines)",
@@ -78,11 +82,13 @@ def detect_format(text: str) -> str | None:
     if head.startswith(("{", "[")):
         try:
             return _detect_json(json.loads(body))
-        except json.JSONDecodeError:
+        except _JSON_ERRORS:
             partial = _partial_json_list(body)
             if partial is not None:
                 return _detect_json(partial[0])
             return "conda-json" if head.startswith("[") else "probe-report"
+    if _json_scalar(head):
+        return None  # `null`, `42`, `"text"`: JSON, but not a listing
     if "@EXPLICIT" in lines:
         return "conda-explicit"
     return _detect_text(body, lines)
@@ -92,8 +98,8 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
     first = _first_data_line(body)
     if _YAML_KEY.match(first):
         try:
-            data = yaml.safe_load(body)
-        except yaml.YAMLError:
+            data = load_bounded(body, max_bytes=MAX_INVENTORY_BYTES)
+        except YamlProblem:
             return "env-export"
         if isinstance(data, Mapping) and "package" in data and "metadata" in data:
             return "conda-lock"
@@ -105,8 +111,12 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
         return "mamba-list" if any(line.startswith("List of packages") for line in lines) else "conda-list"
     if not first:
         return None
-    if "==" in first or " @ " in first or first.startswith("-") or re.match(r"^[A-Za-z0-9._-]+$", first):
+    if "==" in first or " @ " in first or first.startswith("-"):
         return "pip-freeze"
+    if re.match(r"^[A-Za-z0-9._-]+$", first):
+        # a bare name is a pip freeze line only among real pins: one word alone is not a listing
+        pinned = any("==" in line or " @ " in line for line in lines)
+        return "pip-freeze" if pinned else None
     if _EXPORT_LINE.match(first):
         return "conda-export"
     if len(first.split()) >= 2:
@@ -129,7 +139,7 @@ def _partial_json_list(text: str) -> tuple[list[Any], int] | None:
             break
         try:
             entry, index = decoder.raw_decode(body, index)
-        except json.JSONDecodeError:
+        except _JSON_ERRORS:
             break
         entries.append(entry)
     if not entries:
@@ -138,9 +148,21 @@ def _partial_json_list(text: str) -> tuple[list[Any], int] | None:
     return entries, text.count("\n", 0, offset + index) + 1
 
 
+def _json_scalar(head: str) -> bool:
+    if len(head) > 4096 or "\n" in head.strip():
+        return False
+    try:
+        json.loads(head)
+    except _JSON_ERRORS:
+        return False
+    return True
+
+
 def _load_json(text: str, c: Collector) -> Any:
     try:
         return json.loads(text.lstrip("\ufeff"))
+    except RecursionError as e:
+        raise c.error(None, "invalid JSON: nested too deeply") from e
     except json.JSONDecodeError as e:
         partial = _partial_json_list(text)
         if partial is None:
@@ -151,14 +173,15 @@ def _load_json(text: str, c: Collector) -> Any:
             f"read its {len(entries)} complete entries"
         )
         return entries
+    except ValueError as e:  # integers beyond Python's 4,300-digit limit
+        raise c.error(None, f"invalid JSON: {(str(e).splitlines() or ['?'])[0]}") from e
 
 
 def _load_yaml(text: str, c: Collector) -> Mapping[str, Any]:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise c.error(mark.line + 1 if mark else None, f"invalid YAML: {getattr(e, 'problem', e)}") from e
+        data = load_bounded(text, max_bytes=MAX_INVENTORY_BYTES)
+    except YamlProblem as e:
+        raise c.error(e.line, f"invalid YAML: {e.message}") from e
     if not isinstance(data, Mapping):
         raise c.error(1, "expected a YAML mapping")
     return data
@@ -197,6 +220,12 @@ _READERS: dict[str, Callable[[str, Collector], None]] = {
 
 def parse_inventory(text: str, *, path: str, label: str, format: str | None = None) -> Inventory:
     """Read an inventory from text; ``format`` forces a reader (see :data:`FORMATS`)."""
+    text = text.removeprefix("\ufeff")  # a UTF-8 BOM (Windows editors, PowerShell redirection)
+    if len(text) > MAX_INVENTORY_BYTES:
+        raise InventoryError(
+            f"{path}: larger than {MAX_INVENTORY_BYTES} bytes: not an environment listing",
+            hint="check the path",
+        )
     if format is not None and format not in _READERS:
         raise InventoryError(f"unknown inventory format {format!r}", hint=f"use one of: {', '.join(FORMATS)}")
     if format is None:
@@ -221,7 +250,11 @@ def read_inventory(path: str | Path, format: str | None = None, *, label: str | 
     """Read the inventory file at ``path`` (format detected from content unless given)."""
     file = Path(path)
     try:
-        text = file.read_text("utf-8")
+        text = read_text_bounded(file, MAX_INVENTORY_BYTES)
+    except TooLarge as e:
+        raise InventoryError(
+            f"{file}: larger than {e.limit} bytes: not an environment listing", hint="check the path"
+        ) from e
     except UnicodeDecodeError as e:
         raise InventoryError(f"{file}: not UTF-8 text (byte {e.start})", hint="is this a binary file?") from e
     except OSError as e:

@@ -28,6 +28,7 @@ __all__ = [
     "USER_NAME",
     "USER_UID",
     "DockerfileInputs",
+    "docker_word",
     "dockerfile",
     "labels",
 ]
@@ -38,6 +39,7 @@ USER_UID = 10001
 SPEC_LABEL = "io.envkit.spec-sha256"  # envkit.spec.load.spec_hash of the spec
 LOCK_LABEL = "io.envkit.lock-sha256"  # sha256 of conda-lock.yml (envkit.lock.LockState.lock_sha256)
 _CONTEXT = "/tmp/envkit"
+_PACK_CHANNEL = "channel"  # envkit.pack.collect.CHANNEL: the packed local channel in the context
 # The builder stage's image is left untagged by the legacy builder; these labels let
 # `envkit build` find and remove it (a different key than io.envkit.name, which marks images).
 STAGE_LABEL = "io.envkit.stage"
@@ -53,6 +55,7 @@ class DockerfileInputs:
     pip_lock: str | None = None  # e.g. "requirements.lock": hashed pins
     lock_sha256: str | None = None
     wheelhouse: str | None = None  # e.g. "wheels": install pip packages offline from here
+    conda_pack: str | None = None  # e.g. "installer": offline conda install from the packed local channel
 
     @classmethod
     def from_lock(cls, spec_sha256: str, lock: LockState, wheelhouse: str | None = None) -> DockerfileInputs:
@@ -90,7 +93,7 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
     parts = [
         header,
         f"FROM {builder} AS builder\n",
-        f'LABEL {STAGE_LABEL}="builder" {BUILDER_OF_LABEL}={_q(spec.name)}\n',
+        f'LABEL {STAGE_LABEL}="builder" {BUILDER_OF_LABEL}={docker_word(spec.name)}\n',
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n',
     ]
     if spec.installer is Installer.VENV:
@@ -126,7 +129,8 @@ def _installers(spec: Spec, catalog: Catalog) -> list[InstallerFile]:
 
 def _fetch(spec: Spec, catalog: Catalog, dest: str) -> str:
     cases = "".join(
-        f"      {i.arch}) url={_q(i.url)}; sha256={i.sha256} ;; \\\n" for i in _installers(spec, catalog)
+        f"      {i.arch}) url={json.dumps(i.url)}; sha256={i.sha256} ;; \\\n"
+        for i in _installers(spec, catalog)
     )
     return (
         "RUN apt-get update \\\n"
@@ -141,7 +145,40 @@ def _fetch(spec: Spec, catalog: Catalog, dest: str) -> str:
     )
 
 
+def _offline_conda_steps(spec: Spec, inputs: DockerfileInputs) -> str:
+    """Install the explicit lock from the packed local channel with py-rattler: no network, no solve.
+
+    The labels and the runtime stage are those of the online build of the same lock; only the
+    builder stage differs (the pack's py-rattler wheel instead of the catalog's installer download).
+    """
+    tools = inputs.conda_pack
+    text = "ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
+    if spec.mirrors.pypi:
+        text += f"ENV PIP_INDEX_URL={docker_word(spec.mirrors.pypi)}\n"
+    files = " ".join(inputs.conda_locks)
+    subdir = '$(case "$(uname -m)" in aarch64) echo linux-aarch64;; *) echo linux-64;; esac)'
+    text += (
+        f"COPY {tools}/ {_CONTEXT}/{tools}/\n"
+        f"COPY {_PACK_CHANNEL}/ {_CONTEXT}/{_PACK_CHANNEL}/\n"
+        f"COPY {files} {_CONTEXT}/\n"
+        "RUN if ! command -v python3 >/dev/null; then \\\n"
+        '      echo "envkit: offline conda installs run py-rattler with python3 >= 3.10, and the builder '
+        'image has none" >&2; exit 1; \\\n'
+        "    fi \\\n"
+        f' && python3 -m zipfile -e {_CONTEXT}/{tools}/py_rattler-*_"$(uname -m)".whl {_CONTEXT}/rattler \\\n'
+        f" && PYTHONPATH={_CONTEXT}/rattler python3 {_CONTEXT}/{tools}/conda_install.py \\\n"
+        f'      "{_CONTEXT}/conda-{subdir}.lock" {_CONTEXT}/{tools}/packages.json {_CONTEXT}/{_PACK_CHANNEL} '
+        f"{ENV_PREFIX} \\\n"
+        f" && rm -rf {_CONTEXT}/rattler {_CONTEXT}/pkgs {ENV_PREFIX}/CACHEDIR.TAG\n"
+    )
+    if inputs.wheelhouse:
+        text += f"COPY {inputs.wheelhouse}/ {_CONTEXT}/{inputs.wheelhouse}/\n"
+    return text + _pip_lock_step(inputs)
+
+
 def _conda_steps(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
+    if inputs.conda_pack and inputs.conda_locks:
+        return _offline_conda_steps(spec, inputs)
     if spec.installer is Installer.MICROMAMBA:
         tool = "/usr/local/bin/micromamba"
         setup = _fetch(spec, catalog, tool) + f"RUN chmod 0755 {tool}\n"
@@ -152,7 +189,7 @@ def _conda_steps(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
         create, clean = f"/opt/conda/bin/conda create -y -p {ENV_PREFIX}", "/opt/conda/bin/conda clean -afy"
     text = "ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
     if spec.mirrors.pypi:
-        text += f"ENV PIP_INDEX_URL={_q(spec.mirrors.pypi)}\n"
+        text += f"ENV PIP_INDEX_URL={docker_word(spec.mirrors.pypi)}\n"
     text += setup
     if inputs.conda_locks:
         files = " ".join(inputs.conda_locks)
@@ -191,7 +228,7 @@ def _wheel_source(inputs: DockerfileInputs) -> str:
 def _venv_steps(spec: Spec, inputs: DockerfileInputs) -> str:
     text = "ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
     if spec.mirrors.pypi:
-        text += f"ENV PIP_INDEX_URL={_q(spec.mirrors.pypi)}\n"
+        text += f"ENV PIP_INDEX_URL={docker_word(spec.mirrors.pypi)}\n"
     if inputs.wheelhouse:
         text += f"COPY {inputs.wheelhouse}/ {_CONTEXT}/{inputs.wheelhouse}/\n"
     text += f"RUN python3 -m venv --system-site-packages {ENV_PREFIX}\n"
@@ -205,11 +242,8 @@ def _venv_steps(spec: Spec, inputs: DockerfileInputs) -> str:
 
 
 def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
-    label_lines = " \\\n      ".join(f"{k}={_q(v)}" for k, v in sorted(labels(spec, inputs).items()))
-    env = {"PATH": f"{ENV_PREFIX}/bin:$PATH", "PYTHONUNBUFFERED": "1", **dict(sorted(spec.env.items()))}
-    env_lines = " \\\n    ".join(
-        f"{k}={v}" if k == "PATH" else f"{k}={_q(v, dollar=True)}" for k, v in env.items()
-    )
+    label_lines = " \\\n      ".join(f"{k}={docker_word(v)}" for k, v in sorted(labels(spec, inputs).items()))
+    env_lines = " \\\n    ".join(f"{k}={v}" for k, v in _env_words(spec).items())
     return (
         f"\nFROM {runtime} AS runtime\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
@@ -224,7 +258,29 @@ def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
     )
 
 
-def _q(value: str, *, dollar: bool = False) -> str:
-    """A double-quoted Dockerfile word; ``$`` escaped where the value must stay literal."""
-    text = json.dumps(value)
-    return text.replace("$", "\\$") if dollar else text
+def _env_words(spec: Spec) -> dict[str, str]:
+    """``ENV`` words: every spec value literal; a spec's PATH goes before the environment's own."""
+    own_path = f"{ENV_PREFIX}/bin:$PATH"  # $PATH: the base image's, expanded by Docker
+    words = {"PATH": own_path, "PYTHONUNBUFFERED": docker_word("1")}
+    for key, value in sorted(spec.env.items()):
+        if key == "PATH":
+            # empty entries would put the working directory on PATH: drop them
+            entries = [entry for entry in value.split(":") if entry]
+            if entries:
+                words["PATH"] = docker_word(":".join(entries))[:-1] + f':{own_path}"'
+        else:
+            words[key] = docker_word(value)
+    return words
+
+
+def docker_word(value: str) -> str:
+    """``value`` as one double-quoted Dockerfile word that ENV and LABEL read back unchanged.
+
+    Inside double quotes Docker's word lexer unescapes only ``\\\\``, ``\\"`` and ``\\$``
+    (moby/buildkit ``frontend/dockerfile/shell/lex.go``, ``processDoubleQuote``) and passes
+    every other character through, tabs and non-ASCII included; so escape exactly those three.
+    (``json.dumps`` is not Dockerfile quoting: Docker would keep ``\\u00e9`` and ``\\t`` literally.)
+    Newlines never reach here: the spec refuses them.
+    """
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
