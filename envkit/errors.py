@@ -18,6 +18,9 @@ and exits with the error's :attr:`exit_code`::
     │   └── ReportError              exit 2  unreadable or incomparable report
     ├── InventoryError               exit 2  unreadable inventory file
     ├── AuditError                   exit 3  advisory data or service problems
+    ├── PackError                    exit 3  a download for a pack failed or did not match the lock
+    │   └── PackMismatch             exit 2  a pack file that does not belong to this lock
+    ├── FleetError                   exit 3  the batch scheduler (Slurm) refused or failed
     └── Interrupted                  exit 130 Ctrl-C (no traceback)
 
 Findings (drift, divergence, vulnerabilities) are results, never exceptions.
@@ -37,9 +40,12 @@ __all__ = [
     "EngineUnavailable",
     "EnvkitError",
     "ExitCode",
+    "FleetError",
     "Interrupted",
     "InventoryError",
     "LockError",
+    "PackError",
+    "PackMismatch",
     "ProbeError",
     "Problem",
     "ReportError",
@@ -175,6 +181,18 @@ class InventoryError(EnvkitError):
 
 
 class AuditError(EnvkitError):
+    pass
+
+
+class PackError(EnvkitError):
+    pass
+
+
+class PackMismatch(PackError):
+    exit_code = ExitCode.USAGE
+
+
+class FleetError(EnvkitError):
     pass
 
 
