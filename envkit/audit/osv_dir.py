@@ -164,7 +164,9 @@ def _parse_affected(raw: Any) -> Affected | None:
     versions_raw = raw.get("versions") or []
     _need(isinstance(ranges_raw, list), "affected[].ranges is not a list")
     _need(isinstance(versions_raw, list), "affected[].versions is not a list")
-    _need(all(isinstance(v, str | int | float) for v in versions_raw), "affected[].versions has a non-version")
+    _need(
+        all(isinstance(v, str | int | float) for v in versions_raw), "affected[].versions has a non-version"
+    )
     ranges = tuple(r for r in (_parse_range(x) for x in ranges_raw) if r is not None)
     versions = frozenset(_version_key(str(v)) for v in versions_raw)
     return Affected(canonicalize_name(package["name"]), ranges, versions)
@@ -186,7 +188,9 @@ def _withdrawn(value: Any) -> bool:
 
 def _strings(data: dict[str, Any], key: str) -> list[str]:
     value = data.get(key) or []
-    _need(isinstance(value, list) and all(isinstance(v, str) for v in value), f"{key} is not a list of strings")
+    _need(
+        isinstance(value, list) and all(isinstance(v, str) for v in value), f"{key} is not a list of strings"
+    )
     return value
 
 

@@ -125,7 +125,9 @@ def take_snapshot(source: EnvironmentSource) -> dict[str, Any]:
 def _record(raw: Any, keep: tuple[str, ...]) -> dict[str, Any]:
     """The fields kept of one conda record; credentials in channel URLs redacted (snapshots are shared)."""
     if not isinstance(raw, dict):
-        raise EnvkitError("conda list --json returned a non-object entry", hint="check the conda installation")
+        raise EnvkitError(
+            "conda list --json returned a non-object entry", hint="check the conda installation"
+        )
     return {k: redact(v) if isinstance(v, str) else v for k, v in ((k, raw.get(k)) for k in keep)}
 
 

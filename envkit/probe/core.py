@@ -93,11 +93,13 @@ def probe(
     output: Path | None = None,
     image: str | None = None,
     engine: ContainerEngine | None = None,
+    require_framework: bool = True,
 ) -> ProbeRun:
     """Run the probe on the host, or in ``image`` through ``engine``; write it to ``output`` and ``store``.
 
     ``store`` None keeps the report out of the store. The label defaults to ``latest`` on the host and
-    ``image-<image>`` in an image.
+    ``image-<image>`` in an image. When no framework ran, :class:`ProbeError` (exit 3) unless
+    ``require_framework`` is False (a build's probe of a spec without frameworks).
     """
     if image is not None:
         if engine is None:
@@ -108,7 +110,8 @@ def probe(
     else:
         label = label or DEFAULT_LABEL
         report = run_on_host(opts, label=label)
-    _require_a_framework(report, where=f"in {image}" if image else "on this host")
+    if require_framework:
+        _require_a_framework(report, where=f"in {image}" if image else "on this host")
     written = []
     if output is not None:
         write_text_atomic(output, dump_report(report))

@@ -97,7 +97,8 @@ CORRUPT = {
     "severity a string": json.dumps(record("PYSEC-1") | {"severity": "HIGH"}),
     "references a string": json.dumps(record("PYSEC-1") | {"references": "x"}),
     "versions with a list": json.dumps(
-        record("PYSEC-1") | {"affected": [{"package": {"name": "demo", "ecosystem": "PyPI"}, "versions": [[1]]}]}
+        record("PYSEC-1")
+        | {"affected": [{"package": {"name": "demo", "ecosystem": "PyPI"}, "versions": [[1]]}]}
     ),
     "empty id": json.dumps(record("")),
     "not a mapping": "[1, 2, 3]",
@@ -118,7 +119,9 @@ def test_corrupt_records_stop_the_audit_naming_the_file(
 
 YAML_CORRUPT = {
     "alias bomb": "id: PYSEC-1\naffected: []\na: &a [x, x, x, x, x, x, x, x]\n"
-    + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 8) + "]\n" for i in range(8)),
+    + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 8) + "]\n" for i in range(8)
+    ),
     "withdrawn yes": "id: PYSEC-1\nwithdrawn: yes\naffected: []\n",
     "python tag": "id: PYSEC-1\naffected: !!python/object/apply:os.system ['id']\n",
     "deep flow nesting": "id: PYSEC-1\naffected: []\nx: " + "[" * 3000 + "]" * 3000 + "\n",
