@@ -23,7 +23,7 @@ from rich.markup import escape
 from envkit.errors import EnvkitError
 from envkit.result import CommandResult, envelope, error_envelope
 
-__all__ = ["command", "err_console", "json_option", "out_console", "project_root", "working"]
+__all__ = ["command", "err_console", "json_option", "out_console", "project_root", "run_result", "working"]
 
 P = ParamSpec("P")
 
@@ -57,28 +57,33 @@ def command(
         @functools.wraps(fn)
         def run(*args: P.args, **kw: P.kwargs) -> int:
             as_json = bool(kw.pop("as_json", False))
-            ctx = click.get_current_context()
-            debug = bool(ctx.find_root().params.get("debug"))
-            try:
-                result = fn(*args, **kw)
-            except EnvkitError as e:
-                return _report_error(name, e, as_json=as_json, debug=debug)
-            except KeyboardInterrupt:
-                err_console.print("interrupted", style="red")
-                return 130
-            if as_json:
-                click.echo(json.dumps(envelope(result), indent=2, sort_keys=True))
-            else:
-                for warning in result.warnings:
-                    err_console.print(f"[yellow]warning:[/] {escape(warning)}")
-                text = result.render_text()
-                if text:
-                    out_console.print(text, markup=False)
-            return int(result.exit_code)
+            return run_result(name, lambda: fn(*args, **kw), as_json=as_json)
 
         return group.command(name, **kwargs)(json_option(run))
 
     return decorate
+
+
+def run_result(name: str, produce: Callable[[], CommandResult], *, as_json: bool) -> int:
+    """Call ``produce`` and print its result (or its error) as every command does; return the exit code."""
+    ctx = click.get_current_context()
+    debug = bool(ctx.find_root().params.get("debug"))
+    try:
+        result = produce()
+    except EnvkitError as e:
+        return _report_error(name, e, as_json=as_json, debug=debug)
+    except KeyboardInterrupt:
+        err_console.print("interrupted", style="red")
+        return 130
+    if as_json:
+        click.echo(json.dumps(envelope(result), indent=2, sort_keys=True))
+    else:
+        for warning in result.warnings:
+            err_console.print(f"[yellow]warning:[/] {escape(warning)}")
+        text = result.render_text()
+        if text:
+            out_console.print(text, markup=False)
+    return int(result.exit_code)
 
 
 def _report_error(name: str, error: EnvkitError, *, as_json: bool, debug: bool) -> int:
