@@ -18,11 +18,15 @@ from envkit.spec.load import find_specs, image_dir, load_spec, resolve_spec_path
 
 @command(cli, "validate")
 @click.argument("specs", nargs=-1, metavar="[NAME|PATH]...")
-def validate(specs: tuple[str, ...]) -> CommandResult:
+@click.option(
+    "--strict", is_flag=True, help="A framework release the catalog does not know is an error, not a warning."
+)
+def validate(specs: tuple[str, ...], strict: bool) -> CommandResult:
     """Check specs: every problem of a file at once, with line, field and a hint.
 
     Without arguments, every spec in environments/ is checked. Exits 2 when any
-    spec is invalid.
+    spec is invalid. A framework release the catalog does not know is a warning
+    (an error with --strict): `envkit lock` then tells whether its wheel exists.
     """
     root = project_root()
     paths = [resolve_spec_path(s, root) for s in specs] or find_specs(root)
@@ -35,7 +39,7 @@ def validate(specs: tuple[str, ...]) -> CommandResult:
     problems: list[Problem] = []
     for path in paths:
         try:
-            loaded = load_spec(path)
+            loaded = load_spec(path, strict=strict)
         except SpecError as e:
             problems.extend(e.problems)
             results.append({"path": str(path), "ok": False, "problems": [p.to_json() for p in e.problems]})

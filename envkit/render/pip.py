@@ -12,8 +12,8 @@ def framework_requirements(spec: Spec, catalog: Catalog) -> list[str]:
     """``paddlepaddle-gpu==2.6.2``, ``torch==2.1.2+cu118``, … for the spec's CUDA."""
     lines = []
     for framework, version in spec.frameworks.items():
-        wheel = catalog.wheel(framework, version, spec.cuda)
-        if wheel is not None:  # validation guarantees it
+        wheel = catalog.requested_wheel(framework, version, spec.cuda)
+        if wheel is not None:  # validation guarantees it for releases the catalog knows
             lines.append(wheel.requirement)
     return lines
 
@@ -22,7 +22,7 @@ def index_options(spec: Spec, catalog: Catalog) -> list[str]:
     """pip options for the spec's mirror and the framework indexes, sorted and deduplicated."""
     options: set[str] = set()
     for framework, version in spec.frameworks.items():
-        wheel = catalog.wheel(framework, version, spec.cuda)
+        wheel = catalog.requested_wheel(framework, version, spec.cuda)
         if wheel is not None and wheel.index and wheel.index_mode:
             mode = "find-links" if wheel.index_mode == "find-links" else "extra-index-url"
             options.add(f"--{mode} {wheel.index}")
