@@ -1,3 +1,3 @@
-from envkit.cli import main
+from envkit._entry import main
 
 raise SystemExit(main())

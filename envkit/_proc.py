@@ -5,10 +5,11 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from envkit.errors import EnvkitError
 
-__all__ = ["ProcResult", "ProcessFailed", "Runner", "run"]
+__all__ = ["ProcResult", "ProcessFailed", "Runner", "run", "spawn"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +58,19 @@ def run(
     if check and done.returncode != 0:
         raise ProcessFailed(result, hint=hint)
     return result
+
+
+def spawn(argv: Sequence[str], *, env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in the background (its own session), stdout and stderr appended to ``log``.
+
+    For the local fleet scheduler; the caller polls and ends it (``terminate``/``kill`` by handle).
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with log.open("ab") as out:
+            return subprocess.Popen(
+                list(argv), env=dict(env), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+    except FileNotFoundError as e:
+        raise EnvkitError(f"{argv[0]}: command not found", hint=f"install {argv[0]}") from e

@@ -17,7 +17,9 @@ and exits with the error's :attr:`exit_code`::
     ├── ProbeError                   exit 3
     │   └── ReportError              exit 2  unreadable or incomparable report
     ├── InventoryError               exit 2  unreadable inventory file
-    └── AuditError                   exit 3  advisory data or service problems
+    ├── AuditError                   exit 3  advisory data or service problems
+    ├── FleetError                   exit 3  the batch scheduler (Slurm) refused or failed
+    └── Interrupted                  exit 130 Ctrl-C (no traceback)
 
 Findings (drift, divergence, vulnerabilities) are results, never exceptions.
 """
@@ -36,6 +38,8 @@ __all__ = [
     "EngineUnavailable",
     "EnvkitError",
     "ExitCode",
+    "FleetError",
+    "Interrupted",
     "InventoryError",
     "LockError",
     "ProbeError",
@@ -55,6 +59,7 @@ class ExitCode(IntEnum):
     FINDINGS = 1  # drift, divergence, vulnerabilities, stale locks
     USAGE = 2  # bad arguments or invalid input files
     FAILURE = 3  # a tool, engine or service failed
+    INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 
 class EnvkitError(Exception):
@@ -173,3 +178,16 @@ class InventoryError(EnvkitError):
 
 class AuditError(EnvkitError):
     pass
+
+
+class FleetError(EnvkitError):
+    pass
+
+
+class Interrupted(EnvkitError):
+    """Ctrl-C: exit 130 like a shell, with no traceback."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+    def __init__(self) -> None:
+        super().__init__("interrupted", hint="files are written atomically: rerun the command")

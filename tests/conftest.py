@@ -11,6 +11,8 @@ import functools
 import importlib.util
 import os
 import shutil
+import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -44,6 +46,29 @@ def docker_available() -> bool:
 
 
 @functools.cache
+def slurm_available() -> bool:
+    """A Slurm controller answers and has a node (``.ci/slurm.sh start`` makes one here)."""
+    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
+        return False
+    try:
+        done = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and bool(done.stdout.strip())
+
+
+@functools.cache
+def registry_address() -> str | None:
+    """A Docker registry on the loopback (``.ci/registry.sh start``), or None."""
+    address = os.environ.get("ENVKIT_REGISTRY", "127.0.0.1:5000")
+    try:
+        with urllib.request.urlopen(f"http://{address}/v2/", timeout=3):
+            return address
+    except OSError:
+        return None
+
+
+@functools.cache
 def gpu_available() -> bool:
     return shutil.which("nvidia-smi") is not None and importlib.util.find_spec("torch") is not None
 
@@ -53,5 +78,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if os.environ.get("CI"):
             pytest.fail("CI must run the docker tests: no Docker engine is reachable")
         pytest.skip("no Docker engine reachable (start dockerd or set DOCKER_HOST)")
+    for marker, available, start in (
+        ("slurm", slurm_available, ".ci/slurm.sh start"),
+        ("registry", lambda: registry_address() is not None, ".ci/registry.sh start"),
+    ):
+        if item.get_closest_marker(marker) and not available():
+            if os.environ.get("CI"):
+                pytest.fail(f"CI must run the {marker} tests: start it with {start}")
+            pytest.skip(f"no {marker} here (start one: {start})")
     if item.get_closest_marker("gpu") and not gpu_available():
         pytest.skip("no NVIDIA GPU")

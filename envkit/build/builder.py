@@ -29,7 +29,7 @@ from envkit.catalog import Catalog
 from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
 from envkit.lock import LockState
 from envkit.render import render_image
-from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL
+from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.spec.load import LoadedSpec, image_dir
 
 __all__ = ["BuildOptions", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
@@ -157,8 +157,8 @@ class Builder:
                     request, self.root / ".envkit" / "wheelhouse", runner=self.pip_runner
                 )
                 extra = wheelhouse.entries(WHEELS)
-        inputs = replace(
-            lock.dockerfile_inputs(loaded.sha256), wheelhouse=WHEELS if wheelhouse is not None else None
+        inputs = DockerfileInputs.from_lock(
+            loaded.sha256, lock, wheelhouse=WHEELS if wheelhouse is not None else None
         )
         rendered = render_image(loaded, self.catalog, inputs)
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)

@@ -10,10 +10,10 @@ import sys
 from collections.abc import Sequence
 
 import click
-from rich.markup import escape
 
 from envkit import __version__
-from envkit.cli._app import err_console
+from envkit.cli._app import report_error
+from envkit.errors import Interrupted, UsageError
 
 __all__ = ["cli", "main"]
 
@@ -47,22 +47,35 @@ from envkit.cli import (  # noqa: E402,F401
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return the exit code (never raises SystemExit)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
     try:
         rv = cli.main(args=args, prog_name="envkit", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as e:
+        if as_json:
+            return _usage(e, args, "arguments are missing", as_json=True)
         click.echo(e.ctx.get_help() if e.ctx else str(e))
         return 2
     except click.UsageError as e:
-        err_console.print(f"[bold red]error:[/] {escape(e.format_message())}")
-        if e.ctx is not None:
-            err_console.print(f"[bold]hint:[/] see `{escape(e.ctx.command_path)} --help`")
-        return 2
-    except click.Abort:
-        err_console.print("aborted", style="red")
-        return 130
+        return _usage(e, args, e.format_message(), as_json=as_json)
+    except (click.Abort, KeyboardInterrupt):
+        return report_error(_command_name(None, args), Interrupted(), as_json=as_json, debug=False)
     except click.exceptions.Exit as e:
         return int(e.exit_code)
     except click.ClickException as e:
-        err_console.print(f"[bold red]error:[/] {escape(e.format_message())}")
-        return 2
+        return _usage(e, args, e.format_message(), as_json=as_json)
     return int(rv) if isinstance(rv, int) else 0
+
+
+def _command_name(ctx: click.Context | None, args: list[str]) -> str:
+    if ctx is not None and ctx.parent is not None and ctx.info_name:
+        return ctx.info_name
+    return next((a for a in args if not a.startswith("-") and a in cli.commands), "envkit")
+
+
+def _usage(e: click.ClickException, args: list[str], message: str, *, as_json: bool) -> int:
+    """A usage error: ``error:``/``hint:`` on stderr and, with ``--json``, one envelope on stdout."""
+    ctx = getattr(e, "ctx", None)
+    hint = f"see `{ctx.command_path} --help`" if ctx is not None else "see `envkit --help`"
+    return report_error(
+        _command_name(ctx, args), UsageError(message, hint=hint), as_json=as_json, debug=False
+    )

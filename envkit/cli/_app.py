@@ -20,10 +20,22 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from envkit.errors import EnvkitError
+from envkit._safe import neutralise, redact
+from envkit.errors import EnvkitError, Interrupted
 from envkit.result import CommandResult, envelope, error_envelope
 
-__all__ = ["command", "err_console", "json_option", "out_console", "project_root", "run_result", "working"]
+__all__ = [
+    "command",
+    "err_console",
+    "json_option",
+    "out_console",
+    "print_json",
+    "project_root",
+    "report_error",
+    "run_result",
+    "shown",
+    "working",
+]
 
 P = ParamSpec("P")
 
@@ -71,27 +83,56 @@ def run_result(name: str, produce: Callable[[], CommandResult], *, as_json: bool
     try:
         result = produce()
     except EnvkitError as e:
-        return _report_error(name, e, as_json=as_json, debug=debug)
+        return report_error(name, e, as_json=as_json, debug=debug)
     except KeyboardInterrupt:
-        err_console.print("interrupted", style="red")
-        return 130
+        return report_error(name, Interrupted(), as_json=as_json, debug=False)
+    except OSError as e:
+        return report_error(name, _os_error(e), as_json=as_json, debug=debug)
     if as_json:
-        click.echo(json.dumps(envelope(result), indent=2, sort_keys=True))
+        print_json(envelope(result))
     else:
         for warning in result.warnings:
-            err_console.print(f"[yellow]warning:[/] {escape(warning)}")
+            err_console.print(f"[yellow]warning:[/] {escape(shown(warning))}")
         text = result.render_text()
         if text:
-            out_console.print(text, markup=False)
+            out_console.print(shown(text), markup=False)
     return int(result.exit_code)
 
 
-def _report_error(name: str, error: EnvkitError, *, as_json: bool, debug: bool) -> int:
+def _os_error(error: OSError) -> EnvkitError:
+    """An OS error no stage translated (a read-only directory, a full disk): exit 3 with the path."""
+    where = error.filename if error.filename is not None else "a file"
+    reason = error.strerror or str(error)
+    hint = "check the path exists and is writable (permissions, free space), or choose another output"
+    return EnvkitError(f"{where}: {reason}", hint=hint)
+
+
+def shown(text: str) -> str:
+    """What envkit may print: credentials redacted, terminal control characters made visible."""
+    return neutralise(redact(text))
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def print_json(data: Any) -> None:
+    """One envelope on stdout; credentials redacted (control characters are escaped by JSON)."""
+    click.echo(json.dumps(_scrub(data), indent=2, sort_keys=True))
+
+
+def report_error(name: str, error: EnvkitError, *, as_json: bool, debug: bool) -> int:
     if debug:
         traceback.print_exception(error, file=sys.stderr)
     if as_json:
-        click.echo(json.dumps(error_envelope(name, error), indent=2, sort_keys=True))
-    err_console.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False)
+        print_json(error_envelope(name, error))
+    err_console.print(f"[bold red]error:[/] {escape(shown(error.message))}", highlight=False)
     if error.hint:
-        err_console.print(f"[bold]hint:[/] {escape(error.hint)}", highlight=False)
+        err_console.print(f"[bold]hint:[/] {escape(shown(error.hint))}", highlight=False)
     return int(error.exit_code)

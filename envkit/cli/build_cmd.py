@@ -15,6 +15,8 @@ from envkit.build.builder import Builder, BuildOptions, BuildResult
 from envkit.build.engine import BuildEvent, ContainerEngine
 from envkit.build.images import list_images
 from envkit.build.locks import solving_locker
+from envkit.build.push import check_registry, push_image
+from envkit.build.transport import ImageTransport
 from envkit.catalog import Catalog, load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root
@@ -25,7 +27,7 @@ from envkit.probe.runner import FRAMEWORKS, ProbeOptions
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
 
-__all__ = ["base_image", "build", "images", "make_builder", "make_engine"]
+__all__ = ["base_image", "build", "images", "make_builder", "make_engine", "make_transport"]
 
 
 def make_engine() -> ContainerEngine:
@@ -33,6 +35,15 @@ def make_engine() -> ContainerEngine:
     from envkit.build.docker_api import DockerEngine
 
     return DockerEngine()
+
+
+def make_transport() -> tuple[ContainerEngine, ImageTransport]:
+    """The engine and its image transport (push/pull/save/load) for registries and fleet runs."""
+    from envkit.build.docker_api import DockerEngine
+    from envkit.build.docker_transport import DockerTransport
+
+    engine = DockerEngine()
+    return engine, DockerTransport(engine)
 
 
 def make_builder(root: Path, catalog: Catalog) -> Builder:
@@ -76,11 +87,24 @@ def _progress(enabled: bool) -> Iterator[Callable[[BuildEvent], None] | None]:
     "its report; exit 3 when a framework of the spec does not run there.",
 )
 @click.option(
+    "--push",
+    "registry",
+    metavar="REGISTRY",
+    help="Then tag and push REGISTRY/envkit/NAME:<hash12> and record the pushed digest "
+    "(.envkit/pushed/NAME.json), which `envkit probe --slurm --image NAME` runs by digest.",
+)
+@click.option(
     "--find-links", "find_links", multiple=True, metavar="DIR",
     help="Local wheel directory for the wheelhouse (repeatable; also $ENVKIT_FIND_LINKS, ':'-separated).",
 )  # fmt: skip
 def build(
-    name: str, offline: bool, frozen: bool, no_cache: bool, probe: bool, find_links: tuple[str, ...]
+    name: str,
+    offline: bool,
+    frozen: bool,
+    no_cache: bool,
+    probe: bool,
+    registry: str | None,
+    find_links: tuple[str, ...],
 ) -> CommandResult:
     """Build the image for environment NAME through the Docker engine.
 
@@ -99,6 +123,8 @@ def build(
     context and installed with --no-index --require-hashes; the build has no network.
     """
     root = project_root()
+    if registry is not None:
+        check_registry(registry)
     catalog = load_catalog()
     loaded = load_spec(resolve_spec_path(name, root), catalog)
     options = BuildOptions(
@@ -119,6 +145,10 @@ def build(
     warnings = list(loaded.warnings) + list(result.warnings)
     if probe:
         data["probe"] = _probe(builder.engine, result, loaded, root)
+    if registry is not None:
+        _, transport = make_transport()
+        pushed, record = push_image(transport, root, result.name, result.tag, result.image_id, registry)
+        data["pushed"] = {"ref": pushed.ref, "digest": pushed.digest, "record": str(record)}
     return CommandResult("build", data, lambda: _build_text(result, data), warnings=warnings)
 
 
@@ -154,6 +184,9 @@ def _build_text(result: BuildResult, data: dict[str, object]) -> str:
     ]
     if result.pruned_bytes:
         lines.append(f"  removed the builder stage's untagged image ({result.pruned_bytes / 1e6:.0f} MB)")
+    pushed = data.get("pushed")
+    if isinstance(pushed, dict):
+        lines.append(f"  pushed {pushed['ref']} (recorded in {pushed['record']})")
     probe = data.get("probe")
     if isinstance(probe, dict):
         lines += [f"  probe: {line}" for line in probe["lines"]] + [f"  probe report: {probe['report']}"]

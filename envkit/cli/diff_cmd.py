@@ -49,8 +49,15 @@ def _unique(labels: list[str]) -> list[str]:
     return out
 
 
+def _describe(inv: Inventory) -> str:
+    """``label: format (choice), N packages (path)``: says which platform/environment of a lock was read."""
+    chosen = inv.meta.get("selected")
+    what = f"{inv.format} ({chosen})" if chosen else inv.format
+    return f"{inv.label}: {what}, {len(inv.packages)} packages ({inv.path})"
+
+
 def _text(report: DriftReport, min_severity: str) -> str:
-    lines = [f"{i.label}: {i.format}, {len(i.packages)} packages ({i.path})" for i in report.inventories]
+    lines = [_describe(i) for i in report.inventories]
     if not report.findings:
         return "\n".join([*lines, "no differences"])
     floor = severity_rank(min_severity)
@@ -62,7 +69,12 @@ def _text(report: DriftReport, min_severity: str) -> str:
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in reversed(SEVERITIES)}
     hidden = len(report.findings) - len(shown)
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
-    lines.append(summary + (f" ({hidden} below {min_severity} not shown)" if hidden else ""))
+    if hidden:
+        below = ", ".join(s for s in SEVERITIES if severity_rank(s) < floor)
+        summary += (
+            f"; {hidden} {below} finding{'s' if hidden != 1 else ''} hidden (--min-severity info shows all)"
+        )
+    lines.append(summary)
     return "\n".join(lines)
 
 
@@ -84,9 +96,9 @@ def _text(report: DriftReport, min_severity: str) -> str:
 @click.option(
     "--min-severity",
     type=click.Choice(SEVERITIES),
-    default="info",
+    default="warning",
     show_default=True,
-    help="Hide findings below this severity in the text output (JSON keeps all).",
+    help="Hide findings below this severity in the text output (JSON keeps all; `info` shows all).",
 )
 def diff(
     inputs: tuple[str, ...], check: Path | None, fmt: str | None, store: Path | None, min_severity: str
@@ -114,7 +126,10 @@ def diff(
     report = diff_inventories(inventories)
     worst = report.worst
     code = ExitCode.FINDINGS if worst in {"warning", "critical"} else ExitCode.OK
-    return CommandResult("diff", report.to_json(), lambda: _text(report, min_severity), exit_code=code)
+    warnings = [w for inv in inventories for w in inv.warnings]
+    return CommandResult(
+        "diff", report.to_json(), lambda: _text(report, min_severity), exit_code=code, warnings=warnings
+    )
 
 
 @command(cli, "snapshot")

@@ -9,7 +9,7 @@ import click
 
 from envkit.build.engine import ContainerEngine
 from envkit.build.fake import FakeEngine
-from envkit.cli import build_cmd, cli
+from envkit.cli import build_cmd, cli, fleet_cmd
 from envkit.cli._app import command, project_root, working
 from envkit.errors import ExitCode, UsageError
 from envkit.probe import core
@@ -60,7 +60,13 @@ def make_engine(name: str) -> ContainerEngine:
     help="strict: deterministic algorithms, TF32 off, cuDNN benchmark off; default: the framework's.",
 )
 @click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True)
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
+@click.option(
+    "--device",
+    type=click.Choice(["auto", "cpu", "cuda"]),
+    default="auto",
+    show_default=True,
+    help="auto: CUDA when the framework sees a GPU, else CPU; the report records the device used.",
+)
 @click.option("--tf32", is_flag=True, help="Allow TF32 matmul/convolution (GPU).")
 @click.option("--autocast", type=click.Choice(["none", "bf16"]), default="none", show_default=True)
 @click.option(
@@ -102,6 +108,7 @@ def make_engine(name: str) -> ContainerEngine:
     show_default=True,
     help="Largest max-relative-difference still 'precision-drift'; beyond is 'diverged'.",
 )
+@fleet_cmd.fleet_options
 def probe(**kw: Any) -> CommandResult:
     """Run a seeded rnn and tiny-BERT training in torch and paddle and record the numbers.
 
@@ -111,12 +118,35 @@ def probe(**kw: Any) -> CommandResult:
 
     With --compare A B: a verdict per framework × workload × metric (identical, equivalent,
     precision-drift, diverged, invalid) and the likely causes. Exit 0 for identical/equivalent, 1 otherwise.
+
+    Fleet (--slurm): one task per node (sbatch --parsable, --exclusive; followed with squeue/sacct), each
+    writing STORE/RUN/NODE.json into a store every node sees (--store on a shared filesystem); the run id
+    is printed; tasks that fail or never run are listed per node (exit 1). With --image the nodes' Docker
+    engines run the image by digest: pulled from the registry `envkit build NAME --push REGISTRY` pushed
+    it to, or saved once into STORE/images and loaded on each node (checked by image id).
     """
+    if kw["slurm"] or kw["scheduler"]:
+        kw["scheduler"] = kw["scheduler"] or "slurm"
+        if kw["compare"]:
+            raise UsageError(
+                "--compare does not fan out", hint="run the fleet probe, then --compare STORE/RUN"
+            )
+        image = fleet_image(kw) if kw["image"] else None
+        return fleet_cmd.run_fleet(kw, _options(kw), image)
     if kw["compare"]:
         return _compare(kw)
     if kw["html_out"]:
         raise UsageError("--html needs --compare A B", hint="envkit probe --compare A B --html out.html")
     return _run(kw)
+
+
+def fleet_image(kw: dict[str, Any]) -> dict[str, Any]:
+    """How the image reaches the nodes: its registry digest, or a tar in the store (saved once)."""
+    from envkit.fleet.images import image_for_fleet
+
+    engine, transport = build_cmd.make_transport()
+    store = kw["store"] or default_store(project_root())
+    return image_for_fleet(engine, transport, kw["image"], Path(store), project_root())
 
 
 def _options(kw: dict[str, Any]) -> ProbeOptions:

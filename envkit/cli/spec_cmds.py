@@ -11,7 +11,7 @@ from envkit.cli import cli
 from envkit.cli._app import command, project_root
 from envkit.errors import Problem, SpecError, UsageError
 from envkit.lock import current_lock
-from envkit.render import render_image, write_image
+from envkit.render import DockerfileInputs, render_image, write_image
 from envkit.result import CommandResult
 from envkit.spec.load import find_specs, image_dir, load_spec, resolve_spec_path
 
@@ -77,7 +77,7 @@ def render(name: str, output: Path | None) -> CommandResult:
         warnings.append(
             f"lock is stale ({lock.reason}); rendered without it: `envkit lock {loaded.spec.name}`"
         )
-    rendered = render_image(loaded, load_catalog(), lock.dockerfile_inputs(loaded.sha256))
+    rendered = render_image(loaded, load_catalog(), DockerfileInputs.from_lock(loaded.sha256, lock))
     changed = write_image(rendered, directory)
     data = {
         "name": loaded.spec.name,

@@ -25,7 +25,14 @@ class DriftReport:
     def to_json(self) -> dict[str, object]:
         return {
             "inputs": [
-                {"label": i.label, "path": i.path, "format": i.format, "packages": len(i.packages)}
+                {
+                    "label": i.label,
+                    "path": i.path,
+                    "format": i.format,
+                    "packages": len(i.packages),
+                    "selected": i.meta.get("selected"),
+                    "warnings": list(i.warnings),
+                }
                 for i in self.inventories
             ],
             "findings": [f.to_json() for f in self.findings],

@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any
 
 import yaml
+from packaging.version import InvalidVersion, Version
 
 from envkit.catalog import load_catalog
 from envkit.drift.compare import spread
@@ -120,18 +121,39 @@ def _cuda_components(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> li
 
 
 def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+    """pip and conda both installed one project. In collect_env, whose ``[pip]`` rows are pip's
+    view of the same environment, only a different version is a second install; two separate
+    environments (``meta["environments"]``) are not shadowing at all."""
+    if "environments" in inv.meta:
+        return []
+    view_only = inv.format == "collect-env"
     installers: dict[str, dict[str, Package]] = {}
     for package in inv.packages:
-        installers.setdefault(package.project, {})[package.installer] = package
+        held = installers.setdefault(package.project, {}).get(package.installer)
+        if held is None or package.name == package.project or held.name != held.project:
+            installers[package.project][package.installer] = package
     found = []
     for project, by in sorted(installers.items()):
-        if len(by) > 1:
-            detail = (
-                f"conda {by['conda'].name} {by['conda'].version} and pip {by['pip'].name} {by['pip'].version}"
-            )
-            severity: Severity | None = "critical" if project in rule.params.get("critical_for", ()) else None
-            found.append(_one(rule, project, inv, detail, detail, severity))
+        if len(by) < 2:
+            continue
+        conda, pip = by["conda"], by["pip"]
+        if view_only and _public(conda.version) == _public(pip.version):
+            continue
+        if view_only:
+            others = [p for p in inv.packages if p.project == project and p.installer == "conda"]
+            if any(_public(p.version) == _public(pip.version) for p in others):
+                continue
+        detail = f"conda {conda.name} {conda.version} and pip {pip.name} {pip.version}"
+        severity: Severity | None = "critical" if project in rule.params.get("critical_for", ()) else None
+        found.append(_one(rule, project, inv, detail, detail, severity))
     return found
+
+
+def _public(version: str) -> str:
+    try:
+        return Version(version).public
+    except InvalidVersion:
+        return version
 
 
 def _across(rule: Rule, package: str, values: dict[str, str | None], what: str) -> list[Finding]:

@@ -22,7 +22,10 @@ __all__ = [
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 _VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*$")
 _PIP_CHANNELS = {"pypi", "<pip>"}
-_PIP_BUILDS = {"pypi_0", "dev_0"}  # conda list's build column for pip-installed packages
+# conda list's build column for pip-installed packages; ``<pip>`` is conda < 4.6's three-column row.
+_PIP_BUILDS = {"pypi_0", "dev_0", "<pip>"}
+# ``defaults`` is the name conda prints for its main channel (repo.anaconda.com/pkgs/main).
+_CHANNEL_ALIASES = {"defaults": "pkgs/main"}
 
 # One pip requirement line: ``name[extras] <op> version ; marker`` or ``name @ url``.
 REQUIREMENT = re.compile(
@@ -42,6 +45,8 @@ class Collector:
     format: str
     packages: list[Package] = field(default_factory=list)
     meta: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    unreadable: list[InventoryError] = field(default_factory=list)
 
     def error(self, line: int | None, message: str, hint: str | None = None) -> InventoryError:
         where = f"{self.path}:{line}" if line is not None else self.path
@@ -49,6 +54,12 @@ class Collector:
             f"{where}: {message} (reading as {self.format})",
             hint=hint or "check the file is a complete, unedited listing; force the format with --format",
         )
+
+    def skip(self, line: int | None, message: str) -> None:
+        """A row that cannot be read: kept as a warning; the file fails only when most rows do."""
+        error = self.error(line, message)
+        self.unreadable.append(error)
+        self.warnings.append(f"{error.message}: row skipped")
 
     def add(
         self,
@@ -60,11 +71,15 @@ class Collector:
         build: str | None = None,
         channel: str | None = None,
         url: str | None = None,
+        env: str | None = None,
     ) -> None:
         if not _NAME.match(name):
-            raise self.error(line, f"not a package name: {name!r}")
+            self.skip(line, f"not a package name: {name!r}")
+            return
         if version and not _VERSION.match(version):
-            raise self.error(line, f"not a version: {version!r} (package {name})")
+            self.skip(line, f"not a version: {version!r} (package {name})")
+            return
+        channel = _CHANNEL_ALIASES.get(channel or "", channel)
         if channel in _PIP_CHANNELS or build in _PIP_BUILDS:
             installer = "pip"
         if installer == "pip":
@@ -75,15 +90,32 @@ class Collector:
             norm = name.lower()
         project = project_of(norm, installer, build)
         self.packages.append(
-            Package(project, norm, version, installer, build or None, channel or None, url, line)
+            Package(project, norm, version, installer, build or None, channel or None, url, line, env)
         )
 
-    def inventory(self, label: str) -> Inventory:
-        if not self.packages:
+    def inventory(self, label: str, *, facts_only: bool = False) -> Inventory:
+        """The inventory read; an error when nothing, or at least half the rows, could be read.
+
+        ``facts_only``: a file whose host facts are the content (collect_env without package rows).
+        """
+        if self.unreadable and len(self.unreadable) >= len(self.packages):
+            first = self.unreadable[0]
+            read = f"{len(self.packages)} rows read, {len(self.unreadable)} unreadable"
+            raise InventoryError(f"{first.message}; {read}", hint=first.hint)
+        if not self.packages and not facts_only:
             raise self.error(None, "no packages found", hint="is this an environment listing? try --format")
         return Inventory(
-            label, self.path, self.format, tuple(sorted(self.packages)), dict(sorted(self.meta.items()))
+            label,
+            self.path,
+            self.format,
+            tuple(sorted(self.packages, key=_order)),
+            dict(sorted(self.meta.items())),
+            tuple(self.warnings),
         )
+
+
+def _order(package: Package) -> tuple[str, str, str, str, int]:
+    return (package.project, package.name, package.version, package.installer, package.line or 0)
 
 
 def version_from_url(url: str) -> str:

@@ -32,6 +32,7 @@ class Package:
     channel: str | None = None
     url: str | None = None
     line: int | None = None  # where it came from in the source file
+    env: str | None = None  # which environment of a multi-environment file (collect_env's [pip3]/[conda])
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,20 @@ class Inventory:
     format: str  # e.g. conda-list, conda-export, conda-json, conda-explicit, env-export, pip-freeze, ...
     packages: tuple[Package, ...]
     meta: Mapping[str, str] = field(default_factory=dict)  # python, platform, cuda, driver, ...
+    warnings: tuple[str, ...] = ()  # rows that could not be read ("file:line: why"), choices made
 
     def primary(self) -> dict[str, Package]:
-        """One package per project; pip wins when both installers have it (pip's files shadow conda's)."""
+        """One package per project, by precedence, never by sort order.
+
+        The active environment's row first (``meta["active_env"]``: collect_env's environment
+        that ran torch), then pip over conda (pip's files shadow conda's), then the row that
+        is the project itself (``numpy`` over ``numpy-base``), then the earlier line.
+        """
+        active = self.meta.get("active_env")
         chosen: dict[str, Package] = {}
         for package in self.packages:
             held = chosen.get(package.project)
-            if held is None or (held.installer == "conda" and package.installer == "pip"):
+            if held is None or _rank(package, active) > _rank(held, active):
                 chosen[package.project] = package
         return chosen
 
@@ -56,3 +64,8 @@ class Inventory:
         for package in self.packages:
             found.setdefault(package.project, []).append(package)
         return found
+
+
+def _rank(package: Package, active: str | None) -> tuple[bool, bool, bool, int]:
+    line = package.line if package.line is not None else 0
+    return (package.env == active, package.installer == "pip", package.name == package.project, -line)

@@ -8,15 +8,21 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from envkit._io import TooLarge, read_text_bounded
+from envkit._yaml import YamlProblem, load_bounded
 from envkit.errors import InventoryError
 from envkit.inventory import readers_data as rd
 from envkit.inventory import readers_text as rt
 from envkit.inventory._collect import Collector
+from envkit.inventory.collect_env import SECTION, read_collect_env
 from envkit.inventory.models import Inventory
+from envkit.inventory.not_inventory import not_an_inventory
 
-__all__ = ["FORMATS", "detect_format", "parse_inventory", "read_inventory"]
+__all__ = ["FORMATS", "MAX_INVENTORY_BYTES", "detect_format", "parse_inventory", "read_inventory"]
+
+# The largest real listing beside the project is 120 KB; a 2,000-package conda-lock.yml is ~3 MB.
+MAX_INVENTORY_BYTES = 64 * 1024 * 1024
+_JSON_ERRORS = (ValueError, RecursionError)  # also a 5,000-digit number, nesting beyond the recursion limit
 
 FORMATS: dict[str, str] = {
     "conda-list": "conda list (classic or wide columns; pypi rows; prompt/comment lines)",
@@ -66,19 +72,25 @@ def detect_format(text: str) -> str | None:
     """The format of ``text`` judged from its content, or None when unrecognized."""
     body = text.lstrip("\ufeff")
     head = body.lstrip()
-    if head.startswith(("{", "[")):
-        try:
-            return _detect_json(json.loads(body))
-        except json.JSONDecodeError:
-            return "conda-json" if head.startswith("[") else "probe-report"
     lines = [line.strip() for line in body.splitlines()]
-    if "@EXPLICIT" in lines:
-        return "conda-explicit"
-    if any(line.startswith(("[pip3] ", "[pip] ", "[conda] ")) for line in lines) or (
+    # Before JSON: a paste of collect_env's package rows starts with "[pip3] ...".
+    if any(SECTION.match(line) for line in lines) or (
         "Collecting environment information..." in lines
         or any(line.startswith("PyTorch version:") for line in lines)
     ):
         return "collect-env"
+    if head.startswith(("{", "[")):
+        try:
+            return _detect_json(json.loads(body))
+        except _JSON_ERRORS:
+            partial = _partial_json_list(body)
+            if partial is not None:
+                return _detect_json(partial[0])
+            return "conda-json" if head.startswith("[") else "probe-report"
+    if _json_scalar(head):
+        return None  # `null`, `42`, `"text"`: JSON, but not a listing
+    if "@EXPLICIT" in lines:
+        return "conda-explicit"
     return _detect_text(body, lines)
 
 
@@ -86,8 +98,8 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
     first = _first_data_line(body)
     if _YAML_KEY.match(first):
         try:
-            data = yaml.safe_load(body)
-        except yaml.YAMLError:
+            data = load_bounded(body, max_bytes=MAX_INVENTORY_BYTES)
+        except YamlProblem:
             return "env-export"
         if isinstance(data, Mapping) and "package" in data and "metadata" in data:
             return "conda-lock"
@@ -99,8 +111,12 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
         return "mamba-list" if any(line.startswith("List of packages") for line in lines) else "conda-list"
     if not first:
         return None
-    if "==" in first or " @ " in first or first.startswith("-") or re.match(r"^[A-Za-z0-9._-]+$", first):
+    if "==" in first or " @ " in first or first.startswith("-"):
         return "pip-freeze"
+    if re.match(r"^[A-Za-z0-9._-]+$", first):
+        # a bare name is a pip freeze line only among real pins: one word alone is not a listing
+        pinned = any("==" in line or " @ " in line for line in lines)
+        return "pip-freeze" if pinned else None
     if _EXPORT_LINE.match(first):
         return "conda-export"
     if len(first.split()) >= 2:
@@ -108,19 +124,64 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
     return None
 
 
+def _partial_json_list(text: str) -> tuple[list[Any], int] | None:
+    """The complete entries of a JSON list cut off part-way, and the line where it breaks."""
+    body = text.lstrip("\ufeff").lstrip()
+    if not body.startswith("["):
+        return None
+    decoder = json.JSONDecoder()
+    entries: list[Any] = []
+    index = 1
+    while True:
+        while index < len(body) and body[index] in " \t\r\n,":
+            index += 1
+        if index >= len(body) or body[index] == "]":
+            break
+        try:
+            entry, index = decoder.raw_decode(body, index)
+        except _JSON_ERRORS:
+            break
+        entries.append(entry)
+    if not entries:
+        return None
+    offset = len(text) - len(body)
+    return entries, text.count("\n", 0, offset + index) + 1
+
+
+def _json_scalar(head: str) -> bool:
+    if len(head) > 4096 or "\n" in head.strip():
+        return False
+    try:
+        json.loads(head)
+    except _JSON_ERRORS:
+        return False
+    return True
+
+
 def _load_json(text: str, c: Collector) -> Any:
     try:
         return json.loads(text.lstrip("\ufeff"))
+    except RecursionError as e:
+        raise c.error(None, "invalid JSON: nested too deeply") from e
     except json.JSONDecodeError as e:
-        raise c.error(e.lineno, f"invalid JSON: {e.msg}") from e
+        partial = _partial_json_list(text)
+        if partial is None:
+            raise c.error(e.lineno, f"invalid JSON: {e.msg}") from e
+        entries, line = partial
+        c.warnings.append(
+            f"{c.path}:{line}: the JSON list is cut off here ({e.msg}); "
+            f"read its {len(entries)} complete entries"
+        )
+        return entries
+    except ValueError as e:  # integers beyond Python's 4,300-digit limit
+        raise c.error(None, f"invalid JSON: {(str(e).splitlines() or ['?'])[0]}") from e
 
 
 def _load_yaml(text: str, c: Collector) -> Mapping[str, Any]:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise c.error(mark.line + 1 if mark else None, f"invalid YAML: {getattr(e, 'problem', e)}") from e
+        data = load_bounded(text, max_bytes=MAX_INVENTORY_BYTES)
+    except YamlProblem as e:
+        raise c.error(e.line, f"invalid YAML: {e.message}") from e
     if not isinstance(data, Mapping):
         raise c.error(1, "expected a YAML mapping")
     return data
@@ -147,7 +208,7 @@ _READERS: dict[str, Callable[[str, Collector], None]] = {
     "conda-explicit": rt.read_conda_explicit,
     "pip-freeze": rt.read_requirements,
     "requirements-lock": rt.read_requirements,
-    "collect-env": rt.read_collect_env,
+    "collect-env": read_collect_env,
     "conda-json": lambda t, c: rd.read_conda_json(_json_list(t, c), c),
     "pip-json": lambda t, c: rd.read_pip_json(_json_list(t, c), c),
     "probe-report": lambda t, c: rd.read_probe_report(_json_obj(t, c), c),
@@ -159,8 +220,21 @@ _READERS: dict[str, Callable[[str, Collector], None]] = {
 
 def parse_inventory(text: str, *, path: str, label: str, format: str | None = None) -> Inventory:
     """Read an inventory from text; ``format`` forces a reader (see :data:`FORMATS`)."""
+    text = text.removeprefix("\ufeff")  # a UTF-8 BOM (Windows editors, PowerShell redirection)
+    if len(text) > MAX_INVENTORY_BYTES:
+        raise InventoryError(
+            f"{path}: larger than {MAX_INVENTORY_BYTES} bytes: not an environment listing",
+            hint="check the path",
+        )
     if format is not None and format not in _READERS:
         raise InventoryError(f"unknown inventory format {format!r}", hint=f"use one of: {', '.join(FORMATS)}")
+    if format is None:
+        what = not_an_inventory(text)
+        if what is not None:
+            raise InventoryError(
+                f"{path}: this is {what}, not a list of packages",
+                hint=f"envkit reads: {'; '.join(FORMATS.values())}",
+            )
     chosen = format or detect_format(text)
     if chosen is None:
         raise InventoryError(
@@ -169,14 +243,18 @@ def parse_inventory(text: str, *, path: str, label: str, format: str | None = No
         )
     collector = Collector(path, chosen)
     _READERS[chosen](text, collector)
-    return collector.inventory(label)
+    return collector.inventory(label, facts_only=chosen == "collect-env" and "torch" in collector.meta)
 
 
 def read_inventory(path: str | Path, format: str | None = None, *, label: str | None = None) -> Inventory:
     """Read the inventory file at ``path`` (format detected from content unless given)."""
     file = Path(path)
     try:
-        text = file.read_text("utf-8")
+        text = read_text_bounded(file, MAX_INVENTORY_BYTES)
+    except TooLarge as e:
+        raise InventoryError(
+            f"{file}: larger than {e.limit} bytes: not an environment listing", hint="check the path"
+        ) from e
     except UnicodeDecodeError as e:
         raise InventoryError(f"{file}: not UTF-8 text (byte {e.start})", hint="is this a binary file?") from e
     except OSError as e:

@@ -18,7 +18,6 @@ from envkit.inventory._collect import (
 )
 
 __all__ = [
-    "read_collect_env",
     "read_conda_explicit",
     "read_conda_export",
     "read_conda_list",
@@ -53,17 +52,26 @@ def read_conda_list(text: str, c: Collector) -> None:
             continue
         if _PROMPT.search(stripped):
             continue
-        fields = stripped.split()
-        if len(fields) < 2 or len(fields) > 5:
-            raise c.error(number, f"expected 'name version [build [channel]]', got {stripped[:80]!r}")
+        fields = _without_features(stripped.split())
+        if len(fields) < 2 or len(fields) > 4:
+            c.skip(number, f"expected 'name version [build [channel]]', got {stripped[:80]!r}")
+            continue
         _add_conda_row(fields, number, c)
 
 
-def _add_conda_row(fields: list[str], number: int, c: Collector) -> None:
-    """``name version [build [channel]]`` columns; no channel column means defaults (pkgs/main)."""
+def _without_features(fields: list[str]) -> list[str]:
+    """Drop conda < 4.6's feature column (``[blas_openblas]``, ``[vc14]``): it is not a channel."""
+    return [f for f in fields if not (f.startswith("[") and f.endswith("]"))]
+
+
+def _add_conda_row(fields: list[str], number: int, c: Collector, env: str | None = None) -> None:
+    """``name version [build [channel]]`` columns; no channel column means defaults (pkgs/main).
+
+    A ``<pip>`` build (conda < 4.6) or a ``pypi`` channel is a pip-installed PyPI project.
+    """
     build = fields[2] if len(fields) > 2 else None
-    channel = fields[3] if len(fields) > 3 else "pkgs/main"
-    c.add(fields[0], fields[1], "conda", line=number, build=build, channel=channel)
+    channel = fields[3] if len(fields) > 3 else (None if build == "<pip>" else "pkgs/main")
+    c.add(fields[0], fields[1], "conda", line=number, build=build, channel=channel, env=env)
 
 
 def _platform_comment(comment: str, c: Collector) -> None:
@@ -83,7 +91,8 @@ def read_conda_export(text: str, c: Collector) -> None:
             continue
         match = _EXPORT.match(stripped)
         if not match:
-            raise c.error(number, f"expected 'name=version=build', got {stripped[:80]!r}")
+            c.skip(number, f"expected 'name=version=build', got {stripped[:80]!r}")
+            continue
         c.add(match[1], match[2], "conda", line=number, build=match[3])
 
 
@@ -105,7 +114,8 @@ def read_conda_explicit(text: str, c: Collector) -> None:
         url = stripped.split("#", 1)[0]
         parts = split_conda_filename(url.rsplit("/", 1)[-1])
         if parts is None or "://" not in url:
-            raise c.error(number, f"not a conda package URL: {stripped[:100]!r}")
+            c.skip(number, f"not a conda package URL: {stripped[:100]!r}")
+            continue
         name, version, build = parts
         c.add(name, version, "conda", line=number, build=build, channel=channel_from_url(url), url=stripped)
 
@@ -149,7 +159,7 @@ def read_requirements(text: str, c: Collector) -> None:
             elif editable:
                 c.add(editable[0], editable[1], "pip", line=number, url=target)
             else:
-                raise c.error(number, f"editable install without a name: {stripped[:100]!r}")
+                c.skip(number, f"editable install without a name: {stripped[:100]!r}")
             editable = None
             continue
         if stripped.startswith("-"):
@@ -157,60 +167,6 @@ def read_requirements(text: str, c: Collector) -> None:
         stripped = re.sub(r"\s--hash[= ]\S+", "", stripped).strip()
         match = REQUIREMENT.match(stripped)
         if not match:
-            raise c.error(number, f"not a requirement line: {stripped[:100]!r}")
+            c.skip(number, f"not a requirement line: {stripped[:100]!r}")
+            continue
         c.add(match["name"], requirement_version(match), "pip", line=number, url=match["url"])
-
-
-_CE_KEYS = {
-    "PyTorch version": "torch",
-    "CUDA used to build PyTorch": "torch_cuda",
-    "Python version": "python",
-    "OS": "os",
-    "CUDA runtime version": "cuda_runtime",
-    "Nvidia driver version": "driver",
-    "cuDNN version": "cudnn",
-    "GPU models and configuration": "gpu",
-    "Is CUDA available": "cuda_available",
-    "Python platform": "platform",
-}
-_CUDNN_SO = re.compile(r"libcudnn\.so\.(\d+(?:\.\d+)*)")
-
-
-def read_collect_env(text: str, c: Collector) -> None:
-    """``python -m torch.utils.collect_env``: header facts plus ``[pip3]``/``[conda]`` rows."""
-    last_key: str | None = None
-    for number, line in _lines(text):
-        stripped = line.strip()
-        section = re.match(r"^\[(pip3?|conda)\]\s+(.*)$", stripped)
-        if section:
-            last_key = None
-            _collect_env_row(section[1], section[2].strip(), number, c)
-            continue
-        key, sep, value = stripped.partition(":")
-        if sep and key in _CE_KEYS:
-            last_key = _CE_KEYS[key]
-            if value.strip():
-                c.meta[last_key] = value.strip()
-            continue
-        so = _CUDNN_SO.search(stripped)
-        if last_key == "cudnn" and so and "cudnn" not in c.meta:
-            c.meta["cudnn"] = so[1]
-        elif last_key == "gpu" and stripped.startswith("GPU 0:"):
-            c.meta.setdefault("gpu", stripped.split(":", 1)[1].strip())
-    if "python" in c.meta:
-        c.meta["python"] = c.meta["python"].split()[0]
-
-
-def _collect_env_row(kind: str, row: str, number: int, c: Collector) -> None:
-    if row.lower().startswith("could not collect") or not row:
-        return
-    if kind.startswith("pip"):
-        match = REQUIREMENT.match(row)
-        if not match or match["op"] not in {"==", "==="}:
-            raise c.error(number, f"expected '[{kind}] name==version', got {row[:80]!r}")
-        c.add(match["name"], match["version"], "pip", line=number)
-        return
-    fields = row.split()
-    if len(fields) < 2 or len(fields) > 4:
-        raise c.error(number, f"expected '[conda] name version build [channel]', got {row[:80]!r}")
-    _add_conda_row(fields, number, c)

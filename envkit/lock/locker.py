@@ -10,13 +10,13 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
-from urllib.parse import unquote, urlsplit
 
 from packaging.utils import canonicalize_name
 
 from envkit._atomic import write_text_atomic
-from envkit.catalog import Catalog
+from envkit.catalog import Catalog, load_catalog
 from envkit.errors import UsageError
+from envkit.lock.inputs import LockInputs, lock_inputs
 from envkit.lock.lockfile import (
     CONDA_LOCK,
     ENVIRONMENT_YML,
@@ -30,11 +30,7 @@ from envkit.lock.lockfile import (
     read_conda_lock,
     requirements_lock,
 )
-from envkit.lock.solver import CondaPackage, CondaRequest, CondaSolver, PipPackage, PipRequest, PipResolver
-from envkit.lock.virtual import python_platform, virtual_packages
-from envkit.render import DockerfileInputs, generated_header
-from envkit.render.conda_env import channels as render_channels
-from envkit.render.pip import framework_requirements, index_options
+from envkit.lock.solver import CondaPackage, CondaSolver, PipPackage, PipResolver
 from envkit.spec.load import LoadedSpec
 from envkit.spec.models import Spec
 
@@ -59,17 +55,6 @@ class LockState:
     def fresh(self) -> bool:
         return self.status == "fresh"
 
-    def dockerfile_inputs(self, spec_sha256: str) -> DockerfileInputs:
-        """The Dockerfile's lock inputs when fresh; the unlocked defaults otherwise."""
-        if not self.fresh:
-            return DockerfileInputs(spec_sha256=spec_sha256)
-        return DockerfileInputs(
-            spec_sha256=spec_sha256,
-            conda_locks=self.conda_locks,
-            pip_lock=self.pip_lock,
-            lock_sha256=self.lock_sha256,
-        )
-
 
 @dataclass(frozen=True)
 class LockResult:
@@ -88,8 +73,9 @@ def expected_files(spec: Spec) -> tuple[str, ...]:
     return tuple(sorted(files))
 
 
-def current_lock(loaded: LoadedSpec, image_dir: Path) -> LockState:
-    """fresh (every lock file carries the spec's hash), stale (some do not) or missing."""
+def current_lock(loaded: LoadedSpec, image_dir: Path, catalog: Catalog | None = None) -> LockState:
+    """fresh (every lock file carries the hash of what the solvers see now), stale or missing."""
+    inputs = lock_inputs(loaded.spec, catalog or load_catalog())
     files = expected_files(loaded.spec)
     present = [f for f in files if (image_dir / f).is_file()]
     if CONDA_LOCK not in present:
@@ -97,15 +83,20 @@ def current_lock(loaded: LoadedSpec, image_dir: Path) -> LockState:
     for name in files:
         if name not in present:
             return LockState("stale", f"{name} is missing", files)
-        found = header_sha256((image_dir / name).read_text("utf-8", errors="replace"))
-        if found != loaded.sha256:
-            return LockState("stale", f"{name} was locked from another version of the spec", files)
+        text = (image_dir / name).read_text("utf-8", errors="replace")
+        found = header_sha256(text)
+        if found is None:
+            return LockState(
+                "stale", f"{name} has no lock-inputs hash (written by an older envkit: relock once)", files
+            )
+        if found != inputs.sha256:
+            return LockState("stale", f"{name} was locked from other solver inputs (conda, pip, ...)", files)
     data = (image_dir / CONDA_LOCK).read_bytes()
     pip_lock = REQUIREMENTS_LOCK if _has_requirements(image_dir / REQUIREMENTS_LOCK) else None
     conda = tuple(explicit_name(p) for p in loaded.spec.platforms) if loaded.spec.installer.uses_conda else ()
     return LockState(
         "fresh",
-        "every lock file carries the spec's hash",
+        "every lock file carries the hash of the spec's solver inputs",
         files,
         conda,
         pip_lock,
@@ -137,11 +128,12 @@ def lock_environment(
             hint=f"the spec has {', '.join(spec.platforms)}",
         )
     wanted = platforms or spec.platforms
+    inputs = lock_inputs(spec, catalog)
     previous = _previous(image_dir)
-    # the other platforms' packages stay as locked when the lock is of this very spec
-    same_spec = previous if previous is not None and _same_spec(image_dir, loaded.sha256) else None
+    # the other platforms' packages stay as locked when the lock is of these very inputs
+    same_spec = previous if previous is not None and _same_inputs(image_dir, inputs.sha256) else None
     updates: set[str] = {canonicalize_name(u) for u in update}
-    channels = tuple(c for c in render_channels(spec) if c != "nodefaults")
+    upgrade = tuple(sorted(updates))
     conda: dict[str, tuple[CondaPackage, ...]] = {}
     pip: dict[str, tuple[PipPackage, ...]] = {}
     warnings: list[str] = []
@@ -155,86 +147,49 @@ def lock_environment(
             continue
         old_conda = previous.conda.get(platform, ()) if previous else ()
         old_pip = previous.pip.get(platform, ()) if previous else ()
-        if spec.installer.uses_conda:
-            solution = conda_solver.solve(
-                CondaRequest(
-                    specs=_conda_specs(spec),
-                    channels=channels,
-                    platform=platform,
-                    virtual_packages=virtual_packages(spec, catalog, platform),
-                    cuda=spec.cuda if spec.is_gpu else None,
-                    preferred=_kept(old_conda, updates),
-                )
-            )
+        request = inputs.conda_request(platform, _kept(old_conda, updates))
+        if request is not None:
+            solution = conda_solver.solve(request)
             conda[platform] = solution.packages
             warnings += solution.warnings
-        pip[platform] = pip_resolver.resolve(
-            _pip_request(spec, catalog, platform, _kept(old_pip, updates), updates)
-        )
+        pip[platform] = pip_resolver.resolve(inputs.pip_request(platform, _kept(old_pip, updates), upgrade))
     contents = LockContents(
         platforms=tuple(p for p in spec.platforms if p in pip),
-        channels=channels,
+        channels=inputs.channels,
         conda={k: v for k, v in conda.items() if v},
         pip={k: v for k, v in pip.items() if v},
     )
-    files = _render(loaded, catalog, contents)
+    files = _render(loaded, inputs, contents)
     changed = tuple(name for name, text in files.items() if write_text_atomic(image_dir / name, text))
     lock_sha = hashlib.sha256(files[CONDA_LOCK].encode("utf-8")).hexdigest()
     return LockResult(image_dir, contents, changed, tuple(files), tuple(warnings), lock_sha)
 
 
-def _render(loaded: LoadedSpec, catalog: Catalog, contents: LockContents) -> dict[str, str]:
-    spec = loaded.spec
-    header = generated_header(loaded, f"envkit lock {spec.name}")
+def lock_header(loaded: LoadedSpec, inputs: LockInputs) -> str:
+    """The lock files' header: the source spec and the hash of what the solvers saw (not the spec's)."""
     source = f"{loaded.path.parent.name}/{loaded.path.name}"
-    options = [o for o in index_options(spec, catalog) if "file://" not in o]
+    return (
+        f"# GENERATED by envkit from {source} (lock inputs sha256 {inputs.sha256}).\n"
+        f"# Do not edit: regenerate with `envkit lock {loaded.spec.name}`.\n"
+    )
+
+
+def _render(loaded: LoadedSpec, inputs: LockInputs, contents: LockContents) -> dict[str, str]:
+    spec = loaded.spec
+    header = lock_header(loaded, inputs)
+    source = f"{loaded.path.parent.name}/{loaded.path.name}"
+    options = list(inputs.pip_options)
     files = {
-        CONDA_LOCK: conda_lock_yml(header, contents, loaded.sha256, source),
+        CONDA_LOCK: conda_lock_yml(header, contents, inputs.sha256, source),
         REQUIREMENTS_LOCK: requirements_lock(header, contents.pip, options if contents.pip else []),
     }
-    if spec.installer.uses_conda:
+    if inputs.uses_conda:
         for platform in contents.platforms:
             files[explicit_name(platform)] = explicit_file(header, platform, contents.conda.get(platform, ()))
         files[ENVIRONMENT_YML] = pinned_environment_yml(
-            header, spec.name, render_channels(spec), contents, [o for o in options if o.startswith("--")]
+            header, spec.name, inputs.env_channels, contents, [o for o in options if o.startswith("--")]
         )
     return dict(sorted(files.items()))
-
-
-def _conda_specs(spec: Spec) -> tuple[str, ...]:
-    specs = [f"python {spec.python}.*", *spec.conda]
-    if spec.pip or spec.frameworks.items():
-        specs.append("pip")
-    return tuple(specs)
-
-
-def _pip_request(
-    spec: Spec, catalog: Catalog, platform: str, preferred: tuple[PipPackage, ...], updates: set[str]
-) -> PipRequest:
-    requirements = (*framework_requirements(spec, catalog), *spec.pip)
-    mirror = spec.mirrors.pypi
-    if mirror and mirror.startswith("file://") and not _is_simple_index(mirror):
-        # a local directory of wheels: air-gapped, every wheel (frameworks too) must be in it
-        return PipRequest(
-            requirements, spec.python, python_platform(spec, catalog, platform),
-            find_links=(mirror,), no_index=True, preferred=preferred, upgrade=tuple(sorted(updates)),
-        )  # fmt: skip
-    extra, links, index = [], [], mirror
-    for option in index_options(spec, catalog):
-        flag, _, url = option.partition(" ")
-        if flag == "--extra-index-url":
-            extra.append(url)
-        elif flag == "--find-links":
-            links.append(url)
-    return PipRequest(
-        requirements, spec.python, python_platform(spec, catalog, platform), index_url=index,
-        extra_index_urls=tuple(extra), find_links=tuple(links), preferred=preferred,
-        upgrade=tuple(sorted(updates)),
-    )  # fmt: skip
-
-
-def _is_simple_index(url: str) -> bool:
-    return (Path(unquote(urlsplit(url).path)) / "index.html").is_file()
 
 
 def _previous(image_dir: Path) -> LockContents | None:
@@ -242,7 +197,7 @@ def _previous(image_dir: Path) -> LockContents | None:
     return read_conda_lock(path) if path.is_file() else None
 
 
-def _same_spec(image_dir: Path, sha256: str) -> bool:
+def _same_inputs(image_dir: Path, sha256: str) -> bool:
     return header_sha256((image_dir / CONDA_LOCK).read_text("utf-8")) == sha256
 
 

@@ -44,7 +44,7 @@ __all__ = [
 CONDA_LOCK = "conda-lock.yml"
 REQUIREMENTS_LOCK = "requirements.lock"
 ENVIRONMENT_YML = "environment.yml"
-_HEADER_RE = re.compile(r"spec sha256 ([0-9a-f]{64})")
+_HEADER_RE = re.compile(r"lock inputs sha256 ([0-9a-f]{64})")
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def explicit_name(platform: str) -> str:
 
 
 def header_sha256(text: str) -> str | None:
-    """The spec hash in a generated file's header (its first lines), or None."""
+    """The lock-inputs hash in a lock file's header (its first lines), or None."""
     match = _HEADER_RE.search("\n".join(text.splitlines()[:5]))
     return match.group(1) if match else None
 

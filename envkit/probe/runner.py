@@ -37,7 +37,7 @@ class ProbeOptions:
     seed: int = 0
     mode: str = "strict"
     dtype: str = "float32"
-    device: str = "cpu"
+    device: str = "auto"  # auto: CUDA when the framework sees a GPU, else CPU
     tf32: bool = False
     autocast: str = "none"
     poison: str = "none"

@@ -5,22 +5,11 @@ from __future__ import annotations
 import yaml
 
 from envkit.catalog import Catalog
+from envkit.lock.inputs import conda_channels as channels
 from envkit.render.pip import pip_lines
 from envkit.spec.models import Spec
 
 __all__ = ["channels", "environment_yml", "requirements_txt"]
-
-
-def channels(spec: Spec) -> list[str]:
-    """The spec's channels, rewritten to the conda mirror when one is set."""
-    result = []
-    for channel in spec.channels:
-        if spec.mirrors.conda and "://" not in channel:
-            channel = f"{spec.mirrors.conda.rstrip('/')}/{channel}"
-        result.append(channel)
-    if "defaults" not in spec.channels:
-        result.append("nodefaults")  # never fall back to Anaconda's default channels
-    return result
 
 
 def environment_yml(spec: Spec, catalog: Catalog, header: str) -> str:

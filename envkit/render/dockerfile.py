@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from envkit.catalog import Catalog, InstallerFile
 from envkit.errors import UsageError
 from envkit.spec.images import runtime_image_ref
 from envkit.spec.models import ARCHES, Installer, Spec
+
+if TYPE_CHECKING:
+    from envkit.lock import LockState
 
 __all__ = [
     "BUILDER_OF_LABEL",
@@ -24,6 +28,7 @@ __all__ = [
     "USER_NAME",
     "USER_UID",
     "DockerfileInputs",
+    "docker_word",
     "dockerfile",
     "labels",
 ]
@@ -50,6 +55,19 @@ class DockerfileInputs:
     lock_sha256: str | None = None
     wheelhouse: str | None = None  # e.g. "wheels": install pip packages offline from here
 
+    @classmethod
+    def from_lock(cls, spec_sha256: str, lock: LockState, wheelhouse: str | None = None) -> DockerfileInputs:
+        """Install from ``lock`` when it is fresh; the unlocked defaults otherwise."""
+        if not lock.fresh:
+            return cls(spec_sha256=spec_sha256, wheelhouse=wheelhouse)
+        return cls(
+            spec_sha256=spec_sha256,
+            conda_locks=lock.conda_locks,
+            pip_lock=lock.pip_lock,
+            lock_sha256=lock.lock_sha256,
+            wheelhouse=wheelhouse,
+        )
+
 
 def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
     found = {
@@ -73,7 +91,7 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
     parts = [
         header,
         f"FROM {builder} AS builder\n",
-        f'LABEL {STAGE_LABEL}="builder" {BUILDER_OF_LABEL}={_q(spec.name)}\n',
+        f'LABEL {STAGE_LABEL}="builder" {BUILDER_OF_LABEL}={docker_word(spec.name)}\n',
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n',
     ]
     if spec.installer is Installer.VENV:
@@ -109,7 +127,8 @@ def _installers(spec: Spec, catalog: Catalog) -> list[InstallerFile]:
 
 def _fetch(spec: Spec, catalog: Catalog, dest: str) -> str:
     cases = "".join(
-        f"      {i.arch}) url={_q(i.url)}; sha256={i.sha256} ;; \\\n" for i in _installers(spec, catalog)
+        f"      {i.arch}) url={json.dumps(i.url)}; sha256={i.sha256} ;; \\\n"
+        for i in _installers(spec, catalog)
     )
     return (
         "RUN apt-get update \\\n"
@@ -135,7 +154,7 @@ def _conda_steps(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
         create, clean = f"/opt/conda/bin/conda create -y -p {ENV_PREFIX}", "/opt/conda/bin/conda clean -afy"
     text = "ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
     if spec.mirrors.pypi:
-        text += f"ENV PIP_INDEX_URL={_q(spec.mirrors.pypi)}\n"
+        text += f"ENV PIP_INDEX_URL={docker_word(spec.mirrors.pypi)}\n"
     text += setup
     if inputs.conda_locks:
         files = " ".join(inputs.conda_locks)
@@ -174,7 +193,7 @@ def _wheel_source(inputs: DockerfileInputs) -> str:
 def _venv_steps(spec: Spec, inputs: DockerfileInputs) -> str:
     text = "ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
     if spec.mirrors.pypi:
-        text += f"ENV PIP_INDEX_URL={_q(spec.mirrors.pypi)}\n"
+        text += f"ENV PIP_INDEX_URL={docker_word(spec.mirrors.pypi)}\n"
     if inputs.wheelhouse:
         text += f"COPY {inputs.wheelhouse}/ {_CONTEXT}/{inputs.wheelhouse}/\n"
     text += f"RUN python3 -m venv --system-site-packages {ENV_PREFIX}\n"
@@ -188,11 +207,8 @@ def _venv_steps(spec: Spec, inputs: DockerfileInputs) -> str:
 
 
 def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
-    label_lines = " \\\n      ".join(f"{k}={_q(v)}" for k, v in sorted(labels(spec, inputs).items()))
-    env = {"PATH": f"{ENV_PREFIX}/bin:$PATH", "PYTHONUNBUFFERED": "1", **dict(sorted(spec.env.items()))}
-    env_lines = " \\\n    ".join(
-        f"{k}={v}" if k == "PATH" else f"{k}={_q(v, dollar=True)}" for k, v in env.items()
-    )
+    label_lines = " \\\n      ".join(f"{k}={docker_word(v)}" for k, v in sorted(labels(spec, inputs).items()))
+    env_lines = " \\\n    ".join(f"{k}={v}" for k, v in _env_words(spec).items())
     return (
         f"\nFROM {runtime} AS runtime\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
@@ -207,7 +223,29 @@ def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
     )
 
 
-def _q(value: str, *, dollar: bool = False) -> str:
-    """A double-quoted Dockerfile word; ``$`` escaped where the value must stay literal."""
-    text = json.dumps(value)
-    return text.replace("$", "\\$") if dollar else text
+def _env_words(spec: Spec) -> dict[str, str]:
+    """``ENV`` words: every spec value literal; a spec's PATH goes before the environment's own."""
+    own_path = f"{ENV_PREFIX}/bin:$PATH"  # $PATH: the base image's, expanded by Docker
+    words = {"PATH": own_path, "PYTHONUNBUFFERED": docker_word("1")}
+    for key, value in sorted(spec.env.items()):
+        if key == "PATH":
+            # empty entries would put the working directory on PATH: drop them
+            entries = [entry for entry in value.split(":") if entry]
+            if entries:
+                words["PATH"] = docker_word(":".join(entries))[:-1] + f':{own_path}"'
+        else:
+            words[key] = docker_word(value)
+    return words
+
+
+def docker_word(value: str) -> str:
+    """``value`` as one double-quoted Dockerfile word that ENV and LABEL read back unchanged.
+
+    Inside double quotes Docker's word lexer unescapes only ``\\\\``, ``\\"`` and ``\\$``
+    (moby/buildkit ``frontend/dockerfile/shell/lex.go``, ``processDoubleQuote``) and passes
+    every other character through, tabs and non-ASCII included; so escape exactly those three.
+    (``json.dumps`` is not Dockerfile quoting: Docker would keep ``\\u00e9`` and ``\\t`` literally.)
+    Newlines never reach here: the spec refuses them.
+    """
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'

@@ -5,12 +5,12 @@ from __future__ import annotations
 import difflib
 import re
 from typing import Protocol
-from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from envkit._safe import redact, url_credentials
 from envkit.catalog import FRAMEWORK_PACKAGES, Catalog, KnownBadRule
 from envkit.errors import Problem
 from envkit.spec.models import ARCHES, Installer, Spec
@@ -78,15 +78,27 @@ def check_against_catalog(
     _check_installers(spec, catalog, problem, warnings)
     _check_known_bad(spec, catalog, problem, warnings)
     _check_base_image(spec, catalog, problem, warnings)
-    for key in ("pypi", "conda"):
-        url = getattr(spec.mirrors, key)
-        if url and (urlsplit(url).username or urlsplit(url).password):
-            problem(
-                ("mirrors", key),
-                "the mirror URL carries credentials, which would be baked into the image",
-                "put credentials in a netrc or pip.conf secret at build time, not in the spec",
-            )
+    _check_credentials(spec, problem)
     return problems, warnings
+
+
+def _check_credentials(spec: Spec, problem: _Reporter) -> None:
+    """URLs in a spec end up in environment.yml, lock files and image layers: no credentials."""
+    urls: list[tuple[tuple[str | int, ...], str]] = [
+        (("channels", i), c) for i, c in enumerate(spec.channels)
+    ]
+    urls += [(("mirrors", k), u) for k in ("pypi", "conda") if (u := getattr(spec.mirrors, k))]
+    for path, url in urls:
+        found = url_credentials(url)
+        if found:
+            problem(
+                path,
+                f"{redact(url)} carries credentials ({found}); they would be written into "
+                "environment.yml, the lock files and the image",
+                "remove them from the spec: put them in ~/.netrc (machine HOST login USER password TOKEN) "
+                "or the tool's own credential store (`conda token set`, pip's keyring), "
+                "which conda, pip and uv read at lock and build time",
+            )
 
 
 def pinned_specifiers(spec: Spec) -> dict[str, SpecifierSet]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import hashlib
 import json
@@ -11,11 +12,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from envkit._io import TooLarge, read_text_bounded
 from envkit.catalog import Catalog, load_catalog
 from envkit.errors import Problem, SpecError, UsageError
 from envkit.spec.check import check_against_catalog
 from envkit.spec.models import NAME_RE, Spec, StrictModel
-from envkit.spec.yamlsrc import Located, load_located
+from envkit.spec.yamlsrc import MAX_SPEC_BYTES, Located, load_located
 
 __all__ = ["LoadedSpec", "find_specs", "image_dir", "load_spec", "resolve_spec_path", "spec_hash"]
 
@@ -79,9 +81,15 @@ def load_spec(path: Path, catalog: Catalog | None = None, *, strict: bool = Fals
     """
     filename = _display(path)
     try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError([Problem(filename, None, None, f"cannot read: {e}")]) from e
+        text = read_text_bounded(path, MAX_SPEC_BYTES)
+    except TooLarge as e:
+        raise SpecError(
+            [Problem(filename, None, None, f"larger than {e.limit} bytes: not a spec", "check the path")]
+        ) from e
+    except UnicodeDecodeError as e:
+        raise SpecError([Problem(filename, None, None, f"not UTF-8 text (byte {e.start})")]) from e
+    except OSError as e:
+        raise SpecError([Problem(filename, None, None, f"cannot read: {e.strerror or e}")]) from e
     located, problems = load_located(text, filename)
     if located is None:
         raise SpecError(problems)
@@ -89,14 +97,15 @@ def load_spec(path: Path, catalog: Catalog | None = None, *, strict: bool = Fals
         raise SpecError(
             [Problem(filename, 1, None, "a spec is a mapping of keys such as name, python, cuda")]
         )
-    problems += _quoted_versions(located, filename)
+    version_problems = _quoted_versions(located, filename)
+    problems += version_problems
     spec: Spec | None = None
     try:
         spec = Spec.model_validate(located.data)
     except ValidationError as e:
-        problems += _pydantic_problems(e, located, filename)
+        problems += _pydantic_problems(e, located, filename, {p.field for p in version_problems})
     if spec is None:
-        raise SpecError(problems)
+        raise SpecError(problems or [Problem(filename, None, None, "not a valid spec")])
     if spec.name != path.stem:
         problems.append(
             Problem(
@@ -117,31 +126,43 @@ def load_spec(path: Path, catalog: Catalog | None = None, *, strict: bool = Fals
 
 
 def _quoted_versions(located: Located, filename: str) -> list[Problem]:
-    """``python: 3.10`` is the float 3.1 in YAML: ask for quotes instead of guessing."""
+    """Versions are quoted strings: ``python: 3.10`` is the float 3.1, ``yes`` a boolean, a date a date."""
     problems = []
     for key in sorted(_VERSION_KEYS):
         value: Any = located.data
         for part in key:
             value = value.get(part) if isinstance(value, dict) else None
+        if value is None or isinstance(value, str):
+            continue
         if isinstance(value, int | float) and not isinstance(value, bool):
-            problems.append(
-                Problem(
-                    filename,
-                    located.line_of(key),
-                    ".".join(key),
-                    f"version {value!r} is a number, not a string (YAML reads 3.10 as 3.1)",
-                    f'quote it: {key[-1]}: "{value}"',
-                )
-            )
+            message = f"version {value!r} is a number, not a string (YAML reads 3.10 as 3.1)"
+            hint = f'quote it: {key[-1]}: "{value}"'
+        else:
+            kind = _YAML_KINDS.get(type(value), type(value).__name__)
+            message = f"version is {kind}, not a string"
+            hint = f'write a quoted version, e.g. {key[-1]}: "{_EXAMPLES[key[-1]]}"'
+        problems.append(Problem(filename, located.line_of(key), ".".join(key), message, hint))
     return problems
 
 
-def _pydantic_problems(error: ValidationError, located: Located, filename: str) -> list[Problem]:
+_YAML_KINDS: dict[type, str] = {
+    bool: "a boolean (YAML reads yes/no/on/off/true/false as booleans)",
+    list: "a list",
+    dict: "a mapping",
+    datetime.date: "a date (YAML reads 2024-01-01 as a date)",
+    datetime.datetime: "a timestamp",
+}
+_EXAMPLES = {"python": "3.11", "cuda": "12.1", "torch": "2.5.1", "paddle": "2.6.2"}
+
+
+def _pydantic_problems(
+    error: ValidationError, located: Located, filename: str, reported: set[str | None]
+) -> list[Problem]:
     problems = []
     for item in error.errors():
         loc = tuple(item["loc"])
         field = ".".join(str(p) for p in loc)
-        if loc[:1] in {k[:1] for k in _VERSION_KEYS} and item["type"] == "string_type":
+        if field in reported and item["type"] == "string_type":
             continue  # reported by _quoted_versions with a better hint
         message = str(item["msg"]).removeprefix("Value error, ")
         hint = None

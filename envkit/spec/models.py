@@ -16,8 +16,11 @@ import rattler
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from envkit._safe import printable_line
+
 __all__ = [
     "ARCHES",
+    "MAX_DESCRIPTION",
     "NAME_RE",
     "AuditConfig",
     "AuditIgnore",
@@ -52,6 +55,8 @@ _CHANNEL_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.\-]*|(?:https?|file)://[^\
 ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}  # conda subdir -> uname -m
 _PLATFORMS = tuple(ARCHES)
 _MATCHSPEC_FORBIDDEN = set(";&`$\\\n\r\t'\"")
+MAX_DESCRIPTION = 300  # one line; it becomes an OCI label and a README paragraph
+MAX_ENV_VALUE = 4096
 
 
 class StrictModel(BaseModel):
@@ -143,7 +148,9 @@ class Spec(StrictModel):
     """One named environment."""
 
     name: str = Field(description="must equal the file's stem; `[a-z0-9][a-z0-9._-]*`")
-    description: str = Field("", description="one line for people; becomes the image's OCI description")
+    description: str = Field(
+        "", description="one printable line for people (≤ 300 characters); the image's OCI description"
+    )
     python: str = Field(description='Python minor version, quoted: `"3.10"`')
     cuda: str = Field(description='CUDA version, quoted (`"11.8"`), or `cpu`; sets `__cuda` and the wheels')
     frameworks: Frameworks = Field(
@@ -166,7 +173,9 @@ class Spec(StrictModel):
         Mirrors(), description="`pypi:` index URL, `conda:` channel alias (no credentials)"
     )
     env: dict[str, str] = Field(
-        default_factory=dict, description="environment variables baked into the image (no newlines)"
+        default_factory=dict,
+        description="environment variables baked into the image (one printable line each); "
+        "a `PATH` is prepended to the environment's own",
     )
     offline: bool = Field(
         False, description="build from a host-side wheelhouse with no network (`--offline`)"
@@ -180,6 +189,17 @@ class Spec(StrictModel):
     def _name(cls, value: str) -> str:
         if not NAME_RE.match(value) or len(value) > 100:
             raise ValueError(f"{value!r} must match [a-z0-9][a-z0-9._-]* (at most 100 characters)")
+        return value
+
+    @field_validator("description")
+    @classmethod
+    def _description(cls, value: str) -> str:
+        if len(value) > MAX_DESCRIPTION:
+            raise ValueError(f"the description is {len(value)} characters; at most {MAX_DESCRIPTION}")
+        if not printable_line(value):
+            raise ValueError(
+                "the description must be one line of printable text (no newline, NUL or control characters)"
+            )
         return value
 
     @field_validator("python")
@@ -229,8 +249,10 @@ class Spec(StrictModel):
         for key, val in value.items():
             if not _ENV_NAME_RE.match(key):
                 raise ValueError(f"{key!r} is not an environment variable name")
-            if any(c in val for c in "\n\r\0"):
-                raise ValueError(f"{key}: the value contains a newline")
+            if not printable_line(val):
+                raise ValueError(f"{key}: the value contains a newline or a control character")
+            if len(val) > MAX_ENV_VALUE:
+                raise ValueError(f"{key}: the value is longer than {MAX_ENV_VALUE} characters")
         return value
 
     @property

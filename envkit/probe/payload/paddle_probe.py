@@ -71,6 +71,15 @@ def _blas() -> str:
     return "mkl" if str(flag).upper() == "ON" else "openblas"
 
 
+def auto_device() -> str:
+    """``--device auto``: CUDA when this paddle is built with CUDA and sees a GPU, else CPU."""
+    try:
+        seen = paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0
+    except Exception:
+        seen = False
+    return "cuda" if seen else "cpu"
+
+
 def configure(cfg: common.Config) -> dict[str, Any]:
     applied: dict[str, Any] = {}
     paddle.set_device("gpu" if cfg.device == "cuda" else "cpu")

@@ -8,6 +8,7 @@ payload itself is broken (NaN/Inf and failing workloads are reported, not raised
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -47,7 +48,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", choices=("strict", "default"), default="strict")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="auto: CUDA when the framework sees a GPU, else CPU (recorded in the report)",
+    )
     p.add_argument("--tf32", action="store_true", help="allow TF32 matmul/conv (GPU)")
     p.add_argument("--autocast", choices=("none", "bf16"), default="none")
     p.add_argument(
@@ -74,13 +80,21 @@ def run_frameworks(args: argparse.Namespace, cfg: common.Config) -> dict[str, An
         pre: dict[str, Any] = common.paddle_pre_import(cfg) if name == "paddle" else {}
         try:
             module = __import__(f"{name}_probe")
-            result = module.run(args.workloads, cfg)
+            used = dataclasses.replace(cfg, device=module.auto_device()) if cfg.device == "auto" else cfg
+            result = module.run(args.workloads, used)
+            result["device"] = used.device
         except Exception as exc:
             frameworks[name] = {"status": "error", "reason": common.summarize_error(exc)}
             continue
         result["applied"] = {**pre, **result["applied"]}
         frameworks[name] = {"status": "ok", **result}
     return frameworks
+
+
+def _device_used(cfg: common.Config, frameworks: dict[str, Any]) -> str:
+    """The device the frameworks ran on (``auto`` resolved); the first framework's when they differ."""
+    used = [e["device"] for e in frameworks.values() if e.get("device")]
+    return used[0] if used else ("cpu" if cfg.device == "auto" else cfg.device)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             "steps": cfg.steps,
             "mode": cfg.mode,
             "dtype": cfg.dtype,
-            "device": cfg.device,
+            "device": _device_used(cfg, frameworks),
+            "device_requested": cfg.device,
             "tf32": cfg.tf32,
             "autocast": cfg.autocast or None,
             "poison": cfg.poison or None,

@@ -204,6 +204,11 @@ class Adapter(common.AdapterBase):
         return [float(v) for v in p.detach().cpu().reshape(-1).tolist()]
 
 
+def auto_device() -> str:
+    """``--device auto``: CUDA when torch sees a GPU, else CPU."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def run(workloads: list[str], cfg: common.Config) -> dict[str, Any]:
     applied = configure(cfg)
     if cfg.device == "cuda" and not torch.cuda.is_available():

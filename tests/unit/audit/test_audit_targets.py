@@ -13,7 +13,7 @@ from envkit.catalog import load_catalog
 from envkit.errors import ExitCode, InventoryError
 from envkit.lock import CondaPackage, PipPackage, current_lock, lock_environment
 from envkit.lock.testing import FakeCondaSolver, FakePipResolver
-from envkit.render.dockerfile import LOCK_LABEL, labels
+from envkit.render.dockerfile import LOCK_LABEL, DockerfileInputs, labels
 from envkit.spec.load import LoadedSpec, load_spec
 from tests.unit.audit.test_audit_outputs import fake_engine, request
 
@@ -71,7 +71,8 @@ def test_environment_audits_its_lock_and_the_lock_is_fresh(tmp_path: Path) -> No
 
 def test_environment_with_an_edited_spec_reports_a_stale_lock(tmp_path: Path) -> None:
     loaded, out = _locked(tmp_path)
-    edited = LoadedSpec(loaded.spec, loaded.path, "f" * 64)
+    spec = loaded.spec.model_copy(update={"pip": ("requests>=2.30",)})
+    edited = LoadedSpec(spec, loaded.path, "f" * 64)
     report = audit_environment(edited, out, request(FakeVulnService()))
     assert [f.id for f in report.findings if f.id.startswith("lock-")] == ["lock-stale"]
     assert report.exit_code("high") == ExitCode.FINDINGS
@@ -79,7 +80,7 @@ def test_environment_with_an_edited_spec_reports_a_stale_lock(tmp_path: Path) ->
 
 def test_image_labelled_by_the_build_matches_the_lock(tmp_path: Path) -> None:
     loaded, out = _locked(tmp_path)
-    built = labels(loaded.spec, current_lock(loaded, out).dockerfile_inputs(loaded.sha256))
+    built = labels(loaded.spec, DockerfileInputs.from_lock(loaded.sha256, current_lock(loaded, out)))
     listing = '[{"name": "requests", "version": "2.28.1"}]'
     for image_labels, expected in ((built, []), ({}, ["image-lock-mismatch"])):
         info = ImageInfo(id="sha256:1", tags=("demo:1",), labels=image_labels, user="envkit", size=1)

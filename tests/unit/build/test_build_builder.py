@@ -212,3 +212,14 @@ def test_builder_stage_images_are_pruned_after_each_build(
     with pytest.raises(BuildFailed):
         again.build(loaded, OFFLINE)
     assert failing_engine.dangling == {}  # a failed build's finished builder stage goes too
+
+
+def test_frozen_builds_after_edits_no_solver_sees(
+    builder: Builder, loaded: LoadedSpec, root: Path, spec_writer: Callable[..., Path], resolver: PinResolver
+) -> None:
+    builder.build(loaded)
+    spec_writer(root, ("six==1.16.0", "packaging==24.1"), description='"edited"', env="{A: '1'}")
+    edited = load_spec(root / "environments" / "tiny.yaml")
+    assert edited.sha256 != loaded.sha256 and lock_state(root, edited).fresh
+    result = builder.build(edited, BuildOptions(frozen=True))
+    assert result.lock == "fresh" and result.status == "built" and len(resolver.requests) == 1

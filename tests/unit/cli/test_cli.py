@@ -130,7 +130,7 @@ def test_diff_min_severity_hides_only_text(tmp_path: Path, capsys: pytest.Captur
     assert main(["diff", str(a), str(b), "--min-severity", "warning"]) == 1
     out = capsys.readouterr().out
     assert "numpy" in out and "six" not in out.split("\n", 2)[2].split("(")[0]
-    assert "below warning not shown" in out
+    assert "1 info finding hidden (--min-severity info shows all)" in out
     assert main(["diff", str(a), str(b), "--min-severity", "warning", "--json"]) == 1
     findings = envelope(capsys)["result"]["findings"]  # type: ignore[index]
     assert {f["package"] for f in findings} >= {"numpy", "six"}

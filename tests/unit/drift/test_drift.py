@@ -153,8 +153,22 @@ def test_cli_diff_json_shape_and_exit(tmp_path: Path, capsys: pytest.CaptureFixt
     result = json.loads(capsys.readouterr().out)["result"]
     assert result == {
         "inputs": [
-            {"label": "a", "path": str(tmp_path / "a.txt"), "format": "pip-freeze", "packages": 1},
-            {"label": "b", "path": str(tmp_path / "b.txt"), "format": "pip-freeze", "packages": 1},
+            {
+                "label": "a",
+                "path": str(tmp_path / "a.txt"),
+                "format": "pip-freeze",
+                "packages": 1,
+                "selected": None,
+                "warnings": [],
+            },
+            {
+                "label": "b",
+                "path": str(tmp_path / "b.txt"),
+                "format": "pip-freeze",
+                "packages": 1,
+                "selected": None,
+                "warnings": [],
+            },
         ],
         "findings": [],
     }

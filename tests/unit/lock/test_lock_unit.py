@@ -9,8 +9,10 @@ import pytest
 from envkit.catalog import load_catalog
 from envkit.lock import CondaPackage, PipPackage, current_lock, lock_environment
 from envkit.lock.conda import variant_score
+from envkit.lock.inputs import lock_inputs
 from envkit.lock.lockfile import explicit_file, parse_conda_lock_file, requirements_lock
 from envkit.lock.testing import FakeCondaSolver, FakePipResolver
+from envkit.render import DockerfileInputs
 from envkit.spec.load import load_spec
 
 SHA = "ab" * 32
@@ -64,8 +66,9 @@ def test_lock_writes_parseable_byte_stable_files(tmp_path: Path) -> None:
     assert numpy[0].hash.sha256 == SHA and numpy[0].hash.md5 == "cd" * 16
     assert numpy[0].dependencies == {"python": ">=3.11,<3.12"}
     assert {d.manager for d in parsed.package} == {"conda", "pip"}
+    digest = lock_inputs(loaded.spec, load_catalog()).sha256
     for name, data in before.items():
-        assert f"spec sha256 {loaded.sha256}" in data.decode().splitlines()[0], name
+        assert f"lock inputs sha256 {digest}" in data.decode().splitlines()[0], name
     # the request carried the spec's virtual packages and CUDA
     request = conda.requests[0]
     assert request.cuda == "12.1"
@@ -107,11 +110,11 @@ def test_check_tells_fresh_stale_and_missing(tmp_path: Path) -> None:
     state = current_lock(loaded, out)
     assert state.fresh and state.pip_lock == "requirements.lock"
     assert state.conda_locks == ("conda-linux-64.lock", "conda-linux-aarch64.lock")
-    inputs = state.dockerfile_inputs(loaded.sha256)
+    inputs = DockerfileInputs.from_lock(loaded.sha256, state)
     assert inputs.lock_sha256 == state.lock_sha256 and inputs.conda_locks
-    changed = load_spec(_spec(tmp_path, 'description: "changed"\n'))
+    changed = load_spec(_spec(tmp_path, "channels: [conda-forge, bioconda]\n"))
     assert current_lock(changed, out).status == "stale"
-    assert current_lock(changed, out).dockerfile_inputs(changed.sha256).conda_locks == ()
+    assert DockerfileInputs.from_lock(changed.sha256, current_lock(changed, out)).conda_locks == ()
     (out / "conda-linux-aarch64.lock").unlink()
     assert current_lock(loaded, out).status == "stale"
 

@@ -50,7 +50,7 @@ def test_committed_images_are_fresh(path: Path) -> None:
     """images/<env>/ is generated and committed: it must be what `envkit render` writes now."""
     loaded = load_spec(path)
     folder = REPO / "images" / loaded.spec.name
-    inputs = current_lock(loaded, folder).dockerfile_inputs(loaded.sha256)
+    inputs = DockerfileInputs.from_lock(loaded.sha256, current_lock(loaded, folder))
     rendered = render_image(loaded, load_catalog(), inputs)
     stale = [n for n, data in rendered.files.items() if (folder / n).read_bytes() != data]
     assert not stale, f"images/{loaded.spec.name}: {stale} differ: run `envkit render {loaded.spec.name}`"

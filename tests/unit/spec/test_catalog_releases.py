@@ -1,4 +1,4 @@
-"""The must-shows of the refreshed catalog: real releases validate, unknown ones warn (or fail with --strict)."""
+"""Must-shows of the refreshed catalog: real releases validate, unknown ones warn (fail with --strict)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,105 @@
+"""YAML for untrusted files: safe tags only, no aliases, bounded size and depth.
+
+``yaml.safe_load`` already refuses arbitrary objects, but an alias bomb (``a: &a [*a, *a, ...]``
+nested nine times) expands to 10^9 nodes, deep nesting exhausts the recursion limit, and
+constructor errors (``!!int abc``, a 5,000-digit integer, ``!!timestamp`` garbage, a list
+as a mapping key) escape as ``ValueError`` / ``TypeError``. Everything here raises
+:class:`YamlProblem` with the 1-based line instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+__all__ = ["MAX_DEPTH", "BoundedLoader", "YamlProblem", "compose_bounded", "construct", "load_bounded"]
+
+MAX_DEPTH = 64  # real specs, env exports and conda-lock files nest fewer than 8 levels
+# What a constructor raises on a malformed scalar (int(), date parsing, base64, hashing a key).
+CONSTRUCT_ERRORS = (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError, RecursionError)
+
+
+class YamlProblem(Exception):
+    """A YAML document envkit refuses; ``line`` is 1-based when known."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+class BoundedLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses aliases and nesting deeper than :data:`MAX_DEPTH`."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise YamlProblem(
+                "YAML aliases (*name) are not allowed: write the value out", event.start_mark.line + 1
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                raise YamlProblem(f"nested deeper than {MAX_DEPTH} levels", event.start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def compose_bounded(text: str, *, max_bytes: int) -> yaml.Node | None:
+    """The node tree of ``text``; raise :class:`YamlProblem` for syntax errors, aliases, size, depth."""
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        raise YamlProblem(f"the file is {size} bytes; envkit reads at most {max_bytes}", None)
+    try:
+        loader = BoundedLoader(text)
+    except yaml.YAMLError as e:  # the reader refuses NUL and other non-printable characters up front
+        raise YamlProblem(f"not YAML text: {e}".splitlines()[0], None) from e
+    try:
+        return loader.get_single_node()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        message = " ".join(str(part) for part in (e.context, e.problem) if part)
+        raise YamlProblem(f"YAML syntax error: {message}", mark.line + 1 if mark else None) from e
+    except yaml.YAMLError as e:
+        raise YamlProblem(f"YAML error: {e}", None) from e
+    except RecursionError as e:  # pragma: no cover - MAX_DEPTH stops nesting long before
+        raise YamlProblem("nested too deeply", None) from e
+    finally:
+        loader.dispose()
+
+
+def construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """One node's value; malformed scalars and unhashable keys become :class:`YamlProblem`."""
+    try:
+        return loader.construct_object(node, deep=True)
+    except CONSTRUCT_ERRORS as e:
+        line = node.start_mark.line + 1
+        lines = str(e).splitlines()
+        detail = getattr(e, "problem", None) or (lines[0] if lines else type(e).__name__)
+        raise YamlProblem(f"cannot read the value {_excerpt(node)}: {detail}", line) from e
+
+
+def load_bounded(text: str, *, max_bytes: int) -> Any:
+    """``yaml.safe_load`` with the bounds above."""
+    node = compose_bounded(text, max_bytes=max_bytes)
+    if node is None:
+        return None
+    loader = BoundedLoader("")
+    try:
+        return construct(loader, node)
+    finally:
+        loader.dispose()
+
+
+def _excerpt(node: yaml.Node) -> str:
+    if isinstance(node, yaml.ScalarNode):
+        value = str(node.value)
+        return repr(value if len(value) <= 40 else value[:37] + "...")
+    return f"at {node.tag}"

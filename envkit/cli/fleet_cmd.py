@@ -1,0 +1,138 @@
+"""``envkit probe --slurm``: the fleet options of ``envkit probe`` and the fan-out's rendering.
+
+The composition root for schedulers: ``--slurm`` builds :class:`SlurmScheduler`, ``--scheduler
+local`` a :class:`LocalScheduler` (tasks as processes on this machine, to try a run without a cluster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from envkit.cli._app import err_console, project_root
+from envkit.errors import ExitCode, UsageError
+from envkit.fleet.fanout import FleetOptions, FleetRun, Progress, fan_out
+from envkit.fleet.scheduler import Scheduler
+from envkit.probe.report import default_store
+from envkit.probe.runner import ProbeOptions
+from envkit.result import CommandResult
+
+__all__ = ["fleet_options", "make_scheduler", "run_fleet"]
+
+_FLEET_OPTIONS = [
+    click.option(
+        "--slurm", is_flag=True, help="Fan out: one probe task per node through Slurm (sbatch); see below."
+    ),
+    click.option(
+        "--scheduler",
+        type=click.Choice(["slurm", "local"]),
+        help="The fan-out's scheduler (--slurm is --scheduler slurm); local: tasks as processes here.",
+    ),
+    click.option("--nodes", type=click.IntRange(1), default=1, show_default=True, help="Fleet: node count."),
+    click.option("--nodelist", metavar="N1,N2", help="Fleet: these nodes (overrides --nodes)."),
+    click.option(
+        "--tasks-per-node",
+        type=click.IntRange(1),
+        default=1,
+        show_default=True,
+        help="Fleet: tasks per node (e.g. one per GPU); reports are NODE-K.json.",
+    ),
+    click.option("--partition", help="Fleet: Slurm partition."),
+    click.option("--account", help="Fleet: Slurm account."),
+    click.option("--time", "time_limit", metavar="LIMIT", help="Fleet: time limit (Slurm syntax, e.g. 30)."),
+    click.option(
+        "--sbatch-arg",
+        "sbatch_args",
+        multiple=True,
+        metavar="ARG",
+        help="Fleet: extra sbatch argument, as given (repeatable).",
+    ),
+    click.option("--run-id", help="Fleet: the run's name in the store (default run-DATE-TIME-XXXX)."),
+    click.option(
+        "--repeat",
+        type=click.IntRange(1, 100),
+        default=1,
+        show_default=True,
+        help="Fleet: run the probe N times per task; reruns that differ make the node 'suspect'.",
+    ),
+    click.option(
+        "--wait-timeout",
+        type=click.FloatRange(1),
+        metavar="SECONDS",
+        help="Fleet: cancel the job when it has not ended after this long.",
+    ),
+]
+
+
+def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_FLEET_OPTIONS):
+        fn = option(fn)
+    return fn
+
+
+def make_scheduler(name: str) -> Scheduler:
+    """The one place a concrete scheduler is built."""
+    if name == "local":
+        from envkit.fleet.local import LocalScheduler
+
+        return LocalScheduler()
+    from envkit.fleet.slurm import SlurmScheduler
+
+    return SlurmScheduler()
+
+
+def _fleet_options(kw: dict[str, Any], store: Path, image: dict[str, Any] | None) -> FleetOptions:
+    nodelist = tuple(n.strip() for n in (kw["nodelist"] or "").split(",") if n.strip())
+    return FleetOptions(
+        store=store,
+        run_id=kw["run_id"],
+        nodes=len(nodelist) or kw["nodes"],
+        nodelist=nodelist,
+        tasks_per_node=kw["tasks_per_node"],
+        partition=kw["partition"],
+        account=kw["account"],
+        time_limit=kw["time_limit"],
+        extra_args=tuple(kw["sbatch_args"]),
+        image=image,
+        repeat=kw["repeat"],
+        timeout_s=kw["wait_timeout"],
+    )
+
+
+def run_fleet(kw: dict[str, Any], probe: ProbeOptions, image: dict[str, Any] | None = None) -> CommandResult:
+    if kw["output"] or kw["no_store"]:
+        raise UsageError("a fleet run writes into the store", hint="drop -o/--no-store; use --store DIR")
+    store = kw["store"] or default_store(project_root())
+    opts = _fleet_options(kw, Path(store).resolve(), image)
+    scheduler = make_scheduler(kw["scheduler"] or "slurm")
+
+    def submitted(run_id: str, run_dir: Path, job_id: str) -> None:
+        err_console.print(f"run {run_id}: {scheduler.name} job {job_id}; reports in {run_dir}", markup=False)
+
+    last: list[str] = []
+
+    def progress(p: Progress) -> None:
+        line = p.line()
+        if not last or line.split(" (")[0] != last[-1].split(" (")[0]:
+            err_console.print(line, markup=False, highlight=False)
+        last.append(line)
+
+    run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
+    code = ExitCode.OK if run.ok else ExitCode.FINDINGS
+    return CommandResult("probe", run.to_json(), lambda: fleet_text(run), exit_code=code)
+
+
+def fleet_text(run: FleetRun) -> str:
+    lines = [f"run {run.run_id} ({run.scheduler} job {run.job_id}, {run.job_state.value}): {run.run_dir}"]
+    width = max((len(t.task) for t in run.tasks), default=4) + 2
+    for t in run.tasks:
+        what = t.report if t.state == "ok" else t.error or ""
+        lines.append(f"  {t.task:<{width}}{t.state:<10}{what}")
+    ok = sum(t.state == "ok" for t in run.tasks)
+    lines.append(f"{ok} of {len(run.tasks)} tasks wrote a report")
+    if ok >= 2:
+        lines.append(f"compare them: envkit probe --compare {run.run_dir}")
+    return "\n".join(lines)

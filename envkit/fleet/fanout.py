@@ -1,0 +1,237 @@
+"""A fleet probe: submit one probe task per node through a :class:`Scheduler`, follow it, say per node.
+
+``fan_out`` writes the run's manifest into the shared store, submits one job (``nodes`` ×
+``tasks_per_node`` tasks running ``python -m envkit.fleet.task STORE/RUN``), then polls the
+scheduler and the tasks' own records until the job ends. Every expected task ends as ``ok``
+(its report is in the store), ``failed`` (the task's error, or "ended without a result" when it
+was killed) or ``never-ran`` (the job ended before the task started, with the scheduler's reason).
+Core code: values in, values out; progress goes to a callback.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envkit import __version__
+from envkit.errors import UsageError
+from envkit.fleet import store
+from envkit.fleet.scheduler import JobRequest, JobState, JobStatus, Scheduler
+from envkit.probe.runner import ProbeOptions
+
+__all__ = ["FleetOptions", "FleetRun", "Progress", "TaskOutcome", "fan_out", "follow", "submit"]
+
+UNKNOWN_POLLS = 5  # the scheduler forgot the job this many polls in a row: it is over
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    store: Path
+    run_id: str | None = None
+    nodes: int = 1
+    nodelist: tuple[str, ...] = ()
+    tasks_per_node: int = 1
+    partition: str | None = None
+    account: str | None = None
+    time_limit: str | None = None
+    extra_args: tuple[str, ...] = ()
+    image: dict[str, Any] | None = None  # {"ref": REPO@sha256:…} or {"id": sha256:…, "tar": PATH}
+    container: str = "docker"  # docker (the node's engine) or pyxis (srun --container-image)
+    repeat: int = 1
+    python: str = field(default_factory=lambda: sys.executable)
+    poll_s: float = 2.0
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    task: str
+    node: str
+    state: str  # ok | failed | never-ran | running | pending
+    report: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    job_id: str
+    job_state: JobState
+    counts: dict[str, int]
+    elapsed: float
+
+    def line(self) -> str:
+        parts = [f"{k} {self.counts.get(k, 0)}" for k in ("pending", "running", "ok", "failed", "never-ran")]
+        return f"job {self.job_id} {self.job_state.value}: " + ", ".join(parts) + f" ({self.elapsed:.0f} s)"
+
+
+@dataclass(frozen=True)
+class FleetRun:
+    run_id: str
+    run_dir: Path
+    scheduler: str
+    job_id: str
+    job_state: JobState
+    tasks: tuple[TaskOutcome, ...]
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.tasks) and all(t.state == "ok" for t in self.tasks)
+
+    @property
+    def reports(self) -> tuple[Path, ...]:
+        return tuple(self.run_dir / t.report for t in self.tasks if t.report)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id,
+            "run_dir": str(self.run_dir),
+            "scheduler": self.scheduler,
+            "job": self.job_id,
+            "job_state": self.job_state.value,
+            "reason": self.reason,
+            "tasks": [asdict(t) for t in self.tasks],
+        }
+
+
+def _request(opts: FleetOptions, run_id: str, run_dir: Path) -> JobRequest:
+    argv: tuple[str, ...] = (opts.python, "-m", "envkit.fleet.task", str(run_dir))
+    image = None
+    if opts.image and opts.container == "pyxis":
+        raise UsageError(
+            "--container pyxis is not supported by this envkit yet",
+            hint="use --container docker (the node's Docker engine runs the image by digest)",
+        )
+    return JobRequest(
+        name=f"envkit-{run_id}"[:64],
+        argv=argv,
+        workdir=run_dir / store.SCHED,
+        nodes=opts.nodes,
+        nodelist=opts.nodelist,
+        tasks_per_node=opts.tasks_per_node,
+        partition=opts.partition,
+        account=opts.account,
+        time_limit=opts.time_limit,
+        extra_args=opts.extra_args,
+        container_image=image,
+        env={"PYTHONDONTWRITEBYTECODE": "1"},
+    )
+
+
+def submit(scheduler: Scheduler, opts: FleetOptions, probe: ProbeOptions) -> tuple[str, Path, str]:
+    """Write the manifest and submit the job; return (run id, run directory, job id)."""
+    run_id = store.check_run_id(opts.run_id or store.new_run_id())
+    run_dir = (opts.store / run_id).resolve()
+    if (run_dir / store.MANIFEST).exists():
+        raise UsageError(f"run {run_id} exists in {opts.store}", hint="pick another --run-id, or omit it")
+    (run_dir / store.SCHED).mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "run": run_id,
+        "created": time.time(),
+        "envkit_version": __version__,
+        "scheduler": scheduler.name,
+        "options": asdict(probe),
+        "tasks_per_node": opts.tasks_per_node,
+        "repeat": opts.repeat,
+        "image": opts.image,
+        "requested": {"nodes": opts.nodes, "nodelist": list(opts.nodelist)},
+    }
+    store.write_json(run_dir / store.MANIFEST, manifest)
+    job_id = scheduler.submit(_request(opts, run_id, run_dir))
+    store.write_json(run_dir / store.MANIFEST, {**manifest, "job": job_id})
+    return run_id, run_dir, job_id
+
+
+def outcomes(
+    run_dir: Path, status: JobStatus, expected: tuple[str, ...], tasks_per_node: int, finished: bool
+) -> tuple[TaskOutcome, ...]:
+    """Each task's state from its record and the job's state."""
+    records = store.read_tasks(run_dir)
+    names = dict.fromkeys(
+        store.task_name(node, k, tasks_per_node) for node in expected for k in range(tasks_per_node)
+    )
+    out = []
+    for name in [*names, *(n for n in records if n not in names)]:
+        rec = records.get(name)
+        node = rec.node if rec else name.rsplit("-", 1)[0] if tasks_per_node > 1 else name
+        if rec is None:
+            why = f"job {status.state.value}" + (f": {status.reason}" if status.reason else "")
+            out.append(TaskOutcome(name, node, "never-ran" if finished else "pending", error=why))
+        elif rec.state == "ok" and rec.report and (run_dir / rec.report).is_file():
+            out.append(TaskOutcome(name, node, "ok", report=rec.report))
+        elif rec.state == "failed":
+            out.append(TaskOutcome(name, node, "failed", error=rec.error))
+        elif finished:
+            error = f"the task ended without a result (killed? job {status.state.value})"
+            out.append(TaskOutcome(name, node, "failed", error=error))
+        else:
+            out.append(TaskOutcome(name, node, "running"))
+    return tuple(out)
+
+
+def follow(
+    scheduler: Scheduler,
+    run_dir: Path,
+    job_id: str,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    poll_s: float = 2.0,
+    timeout_s: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> FleetRun:
+    """Poll until the job ends (or ``timeout_s`` passes: then cancel it); every task's outcome."""
+    manifest = store.read_manifest(run_dir)
+    per_node = int(manifest.get("tasks_per_node", 1))
+    requested = manifest.get("requested", {})
+    expected: tuple[str, ...] = tuple(requested.get("nodelist") or ())
+    start, unknown, reason = clock(), 0, None
+    while True:
+        status = scheduler.status(job_id)
+        expected = status.nodes or expected
+        unknown = unknown + 1 if status.state is JobState.UNKNOWN else 0
+        timed_out = timeout_s is not None and clock() - start > timeout_s
+        if timed_out:
+            scheduler.cancel(job_id)
+            status = scheduler.status(job_id)
+            reason = f"cancelled after {timeout_s:.0f} s (--wait-timeout)"
+        finished = status.state.finished or unknown >= UNKNOWN_POLLS or timed_out
+        tasks = outcomes(run_dir, status, expected, per_node, finished)
+        if not expected and not tasks:  # nodes not allocated yet (or never)
+            count = int(requested.get("nodes") or 1) * per_node
+            state = "never-ran" if finished else "pending"
+            why = f"job {status.state.value}" + (f": {status.reason}" if status.reason else "")
+            tasks = tuple(TaskOutcome(f"unallocated-{i}", "?", state, error=why) for i in range(1, count + 1))
+        if on_progress is not None:
+            counts: dict[str, int] = {}
+            for t in tasks:
+                counts[t.state] = counts.get(t.state, 0) + 1
+            on_progress(Progress(job_id, status.state, counts, clock() - start))
+        if finished:
+            break
+        sleep(poll_s)
+    result = FleetRun(
+        str(manifest["run"]), run_dir, scheduler.name, job_id, status.state, tasks, reason or status.reason
+    )
+    store.write_json(run_dir / store.MANIFEST, {**manifest, "result": result.to_json()})
+    return result
+
+
+def fan_out(
+    scheduler: Scheduler,
+    opts: FleetOptions,
+    probe: ProbeOptions,
+    *,
+    on_submit: Callable[[str, Path, str], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> FleetRun:
+    run_id, run_dir, job_id = submit(scheduler, opts, probe)
+    if on_submit is not None:
+        on_submit(run_id, run_dir, job_id)
+    return follow(
+        scheduler, run_dir, job_id, on_progress=on_progress, poll_s=opts.poll_s, timeout_s=opts.timeout_s
+    )

@@ -1,0 +1,42 @@
+"""How a fleet run's image reaches every node, by digest.
+
+* A pushed build (``envkit build NAME --push REGISTRY`` records ``.envkit/pushed/NAME.json``) or an
+  ``--image REPO@sha256:…`` reference: each node pulls that reference; the engine checks the digest.
+* Otherwise the local image is saved once into ``STORE/images/<id>.tar`` (the store every node sees)
+  and each node loads it and checks that the loaded image id (the sha256 of the image config) is
+  the one recorded in the run's manifest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from envkit.build.engine import ContainerEngine
+from envkit.build.push import read_pushed
+from envkit.build.transport import ImageTransport
+from envkit.errors import ProbeError
+from envkit.probe.core import resolve_image
+
+__all__ = ["image_for_fleet"]
+
+
+def image_for_fleet(
+    engine: ContainerEngine, transport: ImageTransport, image: str, store: Path, root: Path
+) -> dict[str, Any]:
+    """The manifest's ``image``: ``{"ref": REPO@sha256:…}`` or ``{"id": …, "tar": STORE/images/….tar}``."""
+    if "@sha256:" in image:
+        return {"ref": image, "name": image}
+    ref = resolve_image(engine, image)
+    info = engine.inspect(ref)
+    if info is None:
+        raise ProbeError(f"image {image} does not exist here", hint=f"build it first: `envkit build {image}`")
+    name = ref.split("/", 1)[-1].split(":", 1)[0] if ref.startswith("envkit/") else image
+    pushed = read_pushed(root, name)
+    if pushed is not None and pushed.get("image_id") == info.id:
+        return {"ref": pushed["ref"], "id": info.id, "name": image}
+    tar = (store / "images" / f"{info.id.removeprefix('sha256:')[:24]}.tar").resolve()
+    if not tar.is_file():
+        tar.parent.mkdir(parents=True, exist_ok=True)
+        transport.save(info.id, tar)
+    return {"id": info.id, "tar": str(tar), "name": image}

@@ -1,0 +1,163 @@
+"""``python -m torch.utils.collect_env`` output: host facts plus ``[pip3]``/``[conda]`` rows.
+
+collect_env is not one environment. Its ``[pip]`` rows are what the ``pip`` on PATH sees and
+its ``[conda]`` rows what ``conda list`` sees: in a clean conda install they are the same
+packages seen twice (not a second install); when they disagree on many packages they are two
+environments. Each row keeps the section it came from (``Package.env``); the environment
+whose torch is the one collect_env ran with (the header's ``PyTorch version``) is the active
+one (``meta["active_env"]``), else pip's, by installer precedence.
+
+The header is read even when the package sections say ``Could not collect``: torch's version
+(a row of its own), the CUDA it was built with, the CUDA runtime, driver, GPU, cuDNN (from
+the list of libcudnn files when collect_env could not pick one), OS, libc and CPU.
+"""
+
+from __future__ import annotations
+
+import re
+
+from packaging.version import InvalidVersion, Version
+
+from envkit.inventory._collect import REQUIREMENT, Collector
+
+__all__ = ["SECTION", "read_collect_env"]
+
+SECTION = re.compile(r"^\[(pip3?|conda)\]\s+(.*)$")
+_KEYS = {
+    "PyTorch version": "torch",
+    "CUDA used to build PyTorch": "torch_cuda",
+    "Python version": "python",
+    "OS": "os",
+    "Libc version": "libc",
+    "CUDA runtime version": "cuda_runtime",
+    "Nvidia driver version": "driver",
+    "cuDNN version": "cudnn",
+    "GPU models and configuration": "gpu",
+    "Is CUDA available": "cuda_available",
+    "Python platform": "platform",
+    "CPU": "cpu",
+}
+_UNKNOWN = ("could not collect", "probably one of the following", "n/a", "none")
+_CUDNN_FILE = re.compile(r"libcudnn\.so\.(\d+(?:\.\d+)*)|cudnn64_(\d+)\.dll", re.IGNORECASE)
+
+
+def _known(value: str) -> bool:
+    return bool(value) and not value.lower().startswith(_UNKNOWN)
+
+
+def read_collect_env(text: str, c: Collector) -> None:
+    """Header facts (one ``meta`` key each) and the package rows of every section."""
+    last_key: str | None = None
+    cudnn_files: list[str] = []
+    gpus: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        section = SECTION.match(stripped)
+        if section:
+            last_key = None
+            _row(section[1], section[2].strip(), number, c)
+            continue
+        key, sep, value = stripped.partition(":")
+        value = value.strip()
+        if sep and key in _KEYS:
+            last_key = _KEYS[key]
+            if last_key == "gpu" and re.match(r"^GPU \d+:", value):
+                gpus.append(value.split(":", 1)[1].strip())
+            elif _known(value):
+                c.meta[last_key] = value
+                c.meta.setdefault(f"{last_key}_line", str(number))
+            continue
+        so = _CUDNN_FILE.search(stripped)
+        if last_key == "cudnn" and so:
+            cudnn_files.append(so[1] or so[2])
+        elif last_key == "gpu" and re.match(r"^GPU \d+:", stripped):
+            gpus.append(stripped.split(":", 1)[1].strip())
+        elif last_key == "cpu" and key.strip() == "Model name" and _known(value):
+            c.meta["cpu"] = value
+    _finish(c, cudnn_files, gpus)
+
+
+def _row(kind: str, row: str, number: int, c: Collector) -> None:
+    if not row or row.lower().startswith("could not collect"):
+        return
+    if kind.startswith("pip"):
+        match = REQUIREMENT.match(row)
+        if not match or match["op"] not in {"==", "==="}:
+            c.skip(number, f"expected '[{kind}] name==version', got {row[:80]!r}")
+            return
+        c.add(match["name"], match["version"], "pip", line=number, env=kind)
+        return
+    fields = [f for f in row.split() if not (f.startswith("[") and f.endswith("]"))]
+    if len(fields) < 2 or len(fields) > 4:
+        c.skip(number, f"expected '[conda] name version build [channel]', got {row[:80]!r}")
+        return
+    build = fields[2] if len(fields) > 2 else None
+    channel = fields[3] if len(fields) > 3 else None
+    c.add(fields[0], fields[1], "conda", line=number, build=build, channel=channel, env=kind)
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _finish(c: Collector, cudnn_files: list[str], gpus: list[str]) -> None:
+    if "python" in c.meta:
+        c.meta["python"] = c.meta["python"].split()[0]
+    if gpus:
+        c.meta["gpu"] = gpus[0] if len(set(gpus)) == 1 else ", ".join(sorted(set(gpus)))
+        c.meta["gpu_count"] = str(len(gpus))
+    if cudnn_files and "cudnn" not in c.meta:
+        versions = sorted({v for v in cudnn_files if _version(v)}, key=lambda v: Version(v))
+        if versions:
+            c.meta["cudnn"] = versions[-1]
+            if len(versions) > 1:
+                c.meta["cudnn_candidates"] = ", ".join(versions)
+    _header_torch(c)
+    _environments(c)
+    c.meta.pop("torch_line", None)
+    for key in [k for k in c.meta if k.endswith("_line")]:
+        del c.meta[key]
+
+
+def _header_torch(c: Collector) -> None:
+    """No torch row (``Could not collect``): the header's torch is the one installed."""
+    header = c.meta.get("torch")
+    if not header or _version(header) is None or any(p.project == "torch" for p in c.packages):
+        return
+    line = int(c.meta.get("torch_line", "0")) or None
+    c.add("torch", header, "pip", line=line, env="header")
+
+
+def _environments(c: Collector) -> None:
+    """Which section is the environment that ran collect_env; say so when pip and conda disagree."""
+    by_env: dict[str, dict[str, str]] = {}
+    for package in c.packages:
+        if package.env in {"pip", "pip3", "conda"}:
+            by_env.setdefault(package.env, {})[package.project] = package.version
+    pip_env = "pip3" if "pip3" in by_env else "pip"
+    pip, conda = by_env.get(pip_env, {}), by_env.get("conda", {})
+    shared = sorted(set(pip) & set(conda))
+    differ = [p for p in shared if _public(pip[p]) != _public(conda[p])]
+    header = c.meta.get("torch")
+    active = pip_env if pip else ("conda" if conda else None)
+    if header and conda.get("torch") and _public(conda["torch"]) == _public(header):
+        active = "conda" if not pip.get("torch") or _public(pip["torch"]) != _public(header) else active
+    if active:
+        c.meta["active_env"] = active
+    if len(differ) >= 2 and 2 * len(differ) >= len(shared):
+        c.meta["environments"] = f"{pip_env}, conda"
+        examples = ", ".join(f"{p} {pip[p]} vs {conda[p]}" for p in differ[:3])
+        ran = header is not None and _public(by_env.get(active or "", {}).get("torch", "")) == _public(header)
+        why = "its torch is the one collect_env ran with" if ran else "pip precedes conda"
+        c.warnings.append(
+            f"{c.path}: the [{pip_env}] and [conda] rows disagree on {len(differ)} of {len(shared)} "
+            f"packages ({examples}): two environments; the [{active}] one is compared ({why})"
+        )
+
+
+def _public(version: str) -> str:
+    parsed = _version(version)
+    return parsed.public if parsed else version

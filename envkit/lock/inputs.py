@@ -1,0 +1,182 @@
+"""What the solvers see for one spec, and its hash: the lock's identity.
+
+``lock_inputs(spec, catalog)`` translates a spec into the conda and pip requests of every
+platform (channels after the conda mirror, virtual packages, framework wheels and their
+indexes, the pip mirror). Its :attr:`LockInputs.sha256` is what the lock files record and what
+``envkit lock --check`` compares: editing what no solver reads (``description``, ``env``,
+``audit``, ``offline``, a ``base_image`` on the same OS) leaves a lock fresh; editing a conda
+or pip line, the Python, CUDA, a framework, a channel, a mirror or a platform makes it stale.
+
+Render reuses the same translation (:func:`conda_channels`, :func:`framework_requirements`,
+:func:`index_options`), so the unlocked ``environment.yml`` and the lock agree by construction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from envkit.catalog import Catalog
+from envkit.lock.solver import CondaPackage, CondaRequest, PipPackage, PipRequest
+from envkit.lock.virtual import python_platform, virtual_packages
+from envkit.spec.models import Spec
+
+__all__ = [
+    "INPUTS_VERSION",
+    "LockInputs",
+    "PipIndexes",
+    "conda_channels",
+    "framework_requirements",
+    "index_options",
+    "lock_inputs",
+    "pip_indexes",
+]
+
+INPUTS_VERSION = 1  # bump when the meaning of a field changes: every lock becomes stale once
+
+
+@dataclass(frozen=True)
+class PipIndexes:
+    """Where pip looks: the spec's mirror and the framework wheels' own indexes."""
+
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+
+    def options(self) -> list[str]:
+        """pip options in a stable order: ``--index-url`` first, then sorted extra indexes and links."""
+        head = [f"--index-url {self.index_url}"] if self.index_url else []
+        rest = {f"--extra-index-url {u}" for u in self.extra_index_urls}
+        rest |= {f"--find-links {u}" for u in self.find_links}
+        return head + sorted(rest)
+
+
+def conda_channels(spec: Spec) -> list[str]:
+    """The spec's channels, rewritten to the conda mirror when one is set, plus ``nodefaults``."""
+    result = []
+    for channel in spec.channels:
+        if spec.mirrors.conda and "://" not in channel:
+            channel = f"{spec.mirrors.conda.rstrip('/')}/{channel}"
+        result.append(channel)
+    if "defaults" not in spec.channels:
+        result.append("nodefaults")  # never fall back to Anaconda's default channels
+    return result
+
+
+def framework_requirements(spec: Spec, catalog: Catalog) -> list[str]:
+    """``paddlepaddle-gpu==2.6.2``, ``torch==2.1.2+cu118``, … for the spec's CUDA."""
+    lines = []
+    for framework, version in spec.frameworks.items():
+        wheel = catalog.requested_wheel(framework, version, spec.cuda)
+        if wheel is not None:  # validation guarantees it for releases the catalog knows
+            lines.append(wheel.requirement)
+    return lines
+
+
+def pip_indexes(spec: Spec, catalog: Catalog) -> PipIndexes:
+    extra: set[str] = set()
+    links: set[str] = set()
+    for framework, version in spec.frameworks.items():
+        wheel = catalog.requested_wheel(framework, version, spec.cuda)
+        if wheel is not None and wheel.index and wheel.index_mode:
+            (links if wheel.index_mode == "find-links" else extra).add(wheel.index)
+    return PipIndexes(spec.mirrors.pypi, tuple(sorted(extra)), tuple(sorted(links)))
+
+
+def index_options(spec: Spec, catalog: Catalog) -> list[str]:
+    """pip options for the spec's mirror and the framework indexes, sorted and deduplicated."""
+    return pip_indexes(spec, catalog).options()
+
+
+@dataclass(frozen=True)
+class PlatformInputs:
+    """One platform's requests, without the previous lock's preferences."""
+
+    platform: str
+    conda: CondaRequest | None
+    pip: PipRequest
+
+
+@dataclass(frozen=True)
+class LockInputs:
+    """Everything the solvers see for one spec; :attr:`sha256` is the lock's identity."""
+
+    uses_conda: bool
+    channels: tuple[str, ...]  # as the solver gets them (mirror applied, no ``nodefaults``)
+    platforms: tuple[PlatformInputs, ...]
+    pip_options: tuple[str, ...]  # the index options written into requirements.lock
+    env_channels: tuple[str, ...]  # the channels written into the pinned environment.yml
+
+    @property
+    def sha256(self) -> str:
+        data = {"version": INPUTS_VERSION, **asdict(self)}
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def platform(self, name: str) -> PlatformInputs:
+        return next(p for p in self.platforms if p.platform == name)
+
+    def conda_request(self, platform: str, preferred: tuple[CondaPackage, ...]) -> CondaRequest | None:
+        request = self.platform(platform).conda
+        return replace(request, preferred=preferred) if request is not None else None
+
+    def pip_request(
+        self, platform: str, preferred: tuple[PipPackage, ...], upgrade: tuple[str, ...]
+    ) -> PipRequest:
+        return replace(self.platform(platform).pip, preferred=preferred, upgrade=upgrade)
+
+
+def lock_inputs(spec: Spec, catalog: Catalog) -> LockInputs:
+    channels = conda_channels(spec)
+    solver_channels = tuple(c for c in channels if c != "nodefaults")
+    indexes = pip_indexes(spec, catalog)
+    requirements = (*framework_requirements(spec, catalog), *spec.pip)
+    platforms = []
+    for platform in spec.platforms:
+        conda = None
+        if spec.installer.uses_conda:
+            conda = CondaRequest(
+                specs=_conda_specs(spec),
+                channels=solver_channels,
+                platform=platform,
+                virtual_packages=virtual_packages(spec, catalog, platform),
+                cuda=spec.cuda if spec.is_gpu else None,
+            )
+        platforms.append(
+            PlatformInputs(platform, conda, _pip_request(spec, requirements, indexes, catalog, platform))
+        )
+    return LockInputs(
+        uses_conda=spec.installer.uses_conda,
+        channels=solver_channels,
+        platforms=tuple(platforms),
+        pip_options=tuple(o for o in indexes.options() if "file://" not in o),
+        env_channels=tuple(channels),
+    )
+
+
+def _conda_specs(spec: Spec) -> tuple[str, ...]:
+    specs = [f"python {spec.python}.*", *spec.conda]
+    if spec.pip or spec.frameworks.items():
+        specs.append("pip")
+    return tuple(specs)
+
+
+def _pip_request(
+    spec: Spec, requirements: tuple[str, ...], indexes: PipIndexes, catalog: Catalog, platform: str
+) -> PipRequest:
+    target = python_platform(spec, catalog, platform)
+    mirror = indexes.index_url
+    if mirror and mirror.startswith("file://") and not _is_simple_index(mirror):
+        # a local directory of wheels: air-gapped, every wheel (frameworks too) must be in it
+        return PipRequest(requirements, spec.python, target, find_links=(mirror,), no_index=True)
+    return PipRequest(
+        requirements, spec.python, target, index_url=mirror,
+        extra_index_urls=indexes.extra_index_urls, find_links=indexes.find_links,
+    )  # fmt: skip
+
+
+def _is_simple_index(url: str) -> bool:
+    return (Path(unquote(urlsplit(url).path)) / "index.html").is_file()

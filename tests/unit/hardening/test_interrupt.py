@@ -1,0 +1,103 @@
+"""Class: Ctrl-C and endless inputs (issue 16, item 17)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from envkit import _entry
+from envkit.cli import main
+
+from .conftest import REPO, Run
+
+
+def test_ctrl_c_during_start_up_prints_no_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import envkit.cli
+
+    def interrupted(argv: object = None) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(envkit.cli, "main", interrupted)
+    monkeypatch.setattr(sys, "argv", ["envkit", "validate", "--json"])
+    assert _entry.main() == 130
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and "interrupted" in captured.err
+    assert json.loads(captured.out)["ok"] is False
+
+
+def test_ctrl_c_in_a_command_exits_130(
+    project: Path, monkeypatch: pytest.MonkeyPatch, envkit: Callable[..., Run]
+) -> None:
+    import envkit.cli.spec_cmds as spec_cmds
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(spec_cmds, "load_spec", interrupted)
+    run = envkit("validate", "cpu-torch", "--json")
+    assert run.code == 130
+    assert run.envelope()["errors"][0]["type"] == "Interrupted"
+
+
+@pytest.mark.slow
+def test_sigint_in_a_real_process(tmp_path: Path) -> None:
+    """A real SIGINT while envkit imports its dependencies: exit 130, no traceback."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envkit", "validate"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err
+    assert proc.returncode in (130, 2), (proc.returncode, err)  # 2: it finished before the signal
+
+
+ENDLESS = ["/dev/zero", "/dev/urandom"]
+
+
+@pytest.mark.parametrize("device", ENDLESS)
+def test_endless_inventory_is_refused(device: str, envkit: Callable[..., Run]) -> None:
+    if not Path(device).exists():
+        pytest.skip(f"{device} is absent")
+    start = time.monotonic()
+    run = envkit("diff", device, device, "--json")
+    assert time.monotonic() - start < 30
+    assert run.code == 2
+    assert device in run.envelope()["errors"][0]["message"]
+
+
+@pytest.mark.parametrize("device", ENDLESS)
+def test_endless_spec_is_refused(device: str, envkit: Callable[..., Run]) -> None:
+    run = envkit("validate", device, "--json")
+    assert run.code == 2
+
+
+def test_main_is_the_guarded_entry_point() -> None:
+    text = (REPO / "pyproject.toml").read_text()
+    assert 'envkit = "envkit._entry:main"' in text
+    assert main(["--version"]) == 0
+
+
+def test_huge_inventory_is_refused_without_reading_it(tmp_path: Path, envkit: Callable[..., Run]) -> None:
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as fh:  # sparse: 100 MB of NUL bytes that take no disk
+        fh.truncate(100 * 1024 * 1024)
+    run = envkit("diff", str(huge), str(huge), "--json")
+    assert run.code == 2
+    assert "larger than" in run.envelope()["errors"][0]["message"]
