@@ -18,6 +18,8 @@ and exits with the error's :attr:`exit_code`::
     │   └── ReportError              exit 2  unreadable or incomparable report
     ├── InventoryError               exit 2  unreadable inventory file
     ├── AuditError                   exit 3  advisory data or service problems
+    ├── PackError                    exit 3  a download for a pack failed or did not match the lock
+    │   └── PackMismatch             exit 2  a pack file that does not belong to this lock
     ├── FleetError                   exit 3  the batch scheduler (Slurm) refused or failed
     └── Interrupted                  exit 130 Ctrl-C (no traceback)
 
@@ -42,6 +44,8 @@ __all__ = [
     "Interrupted",
     "InventoryError",
     "LockError",
+    "PackError",
+    "PackMismatch",
     "ProbeError",
     "Problem",
     "ReportError",
@@ -178,6 +182,14 @@ class InventoryError(EnvkitError):
 
 class AuditError(EnvkitError):
     pass
+
+
+class PackError(EnvkitError):
+    pass
+
+
+class PackMismatch(PackError):
+    exit_code = ExitCode.USAGE
 
 
 class FleetError(EnvkitError):

@@ -24,10 +24,14 @@ from envkit import __version__, _proc
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
 from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
 from envkit.build.locks import Locker, lock_state
+from envkit.build.offline_conda import PackedContext, packed_context
 from envkit.build.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.catalog import Catalog
 from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
 from envkit.lock import LockState
+from envkit.pack.collect import INSTALLER, PackProgress
+from envkit.pack.fetch import Fetcher, UrlFetcher
+from envkit.pack.request import pack_request
 from envkit.render import render_image
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.spec.load import LoadedSpec, image_dir
@@ -52,6 +56,7 @@ class BuildOptions:
     frozen: bool = False
     nocache: bool = False
     find_links: tuple[str, ...] = ()  # local wheel directories for the wheelhouse
+    pack: Path | None = None  # a pack from `envkit pack` (implies offline; conda specs)
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class PreparedBuild:
     wheelhouse: Wheelhouse | None
     warnings: tuple[str, ...] = ()
     relocked: bool = False  # this build solved the lock
+    packed: PackedContext | None = None  # offline conda builds: the packed local channel
 
     @property
     def digest(self) -> str:
@@ -98,6 +104,8 @@ class BuildResult:
     seconds: float
     warnings: tuple[str, ...] = field(default_factory=tuple)
     pruned_bytes: int = 0  # the builder stage's untagged image(s), removed after the build
+    pack: str | None = None  # offline conda builds: the pack file, or "collected" (gathered on the host)
+    pack_files: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -112,12 +120,14 @@ class Builder:
         *,
         locker: Locker,
         pip_runner: _proc.Runner = _proc.run,
+        fetcher: Fetcher | None = None,
     ) -> None:
         self.engine = engine
         self.catalog = catalog
         self.root = root
         self.locker = locker
         self.pip_runner = pip_runner
+        self.fetcher = fetcher if fetcher is not None else UrlFetcher()
 
     @property
     def log_dir(self) -> Path:
@@ -133,32 +143,38 @@ class Builder:
         relocked = not (lock := lock_state(self.root, loaded)).fresh
         if relocked:
             lock = self._lock(loaded, lock, options, warnings, on_event)
-        offline = options.offline or spec.offline
+        offline = options.offline or spec.offline or options.pack is not None
         folder = image_dir(self.root, spec.name)
         lock_names = [*lock.conda_locks, *([lock.pip_lock] if lock.pip_lock else [])]
         lock_files = {name: (folder / name).read_bytes() for name in lock_names}
         extra: list[ContextEntry] = []
         wheelhouse = None
-        if offline:
-            if spec.installer.uses_conda:
-                raise UsageError(
-                    f"offline builds of {spec.installer.value} environments are not supported yet",
-                    hint="use installer: venv for air-gapped builds, or build without --offline",
-                )
-            if lock.pip_lock:  # else there is no pip package to fetch
-                if on_event:
-                    on_event(
-                        BuildEvent("filling the wheelhouse (pip download on the host)", step="wheelhouse")
-                    )
-                request = WheelhouseRequest(
-                    lock_files[lock.pip_lock].decode("utf-8"), spec.python, spec.platforms, options.find_links
-                )
-                wheelhouse = fill_wheelhouse(
-                    request, self.root / ".envkit" / "wheelhouse", runner=self.pip_runner
-                )
-                extra = wheelhouse.entries(WHEELS)
-        inputs = DockerfileInputs.from_lock(
-            loaded.sha256, lock, wheelhouse=WHEELS if wheelhouse is not None else None
+        packed = None
+        if options.pack is not None and not spec.installer.uses_conda:
+            raise UsageError(
+                f"--pack is for conda environments; {spec.name} uses installer {spec.installer.value}",
+                hint=f"build it with `envkit build {spec.name} --offline` (a wheelhouse)",
+            )
+        if offline and spec.installer.uses_conda:
+            packed = self._packed(loaded, lock, options, on_event)
+            extra = list(packed.entries)
+        elif offline and lock.pip_lock:  # else there is no pip package to fetch
+            if on_event:
+                on_event(BuildEvent("filling the wheelhouse (pip download on the host)", step="wheelhouse"))
+            request = WheelhouseRequest(
+                lock_files[lock.pip_lock].decode("utf-8"), spec.python, spec.platforms, options.find_links
+            )
+            wheelhouse = fill_wheelhouse(
+                request, self.root / ".envkit" / "wheelhouse", runner=self.pip_runner
+            )
+            extra = wheelhouse.entries(WHEELS)
+        inputs = replace(
+            DockerfileInputs.from_lock(
+                loaded.sha256,
+                lock,
+                wheelhouse=WHEELS if wheelhouse is not None or (packed and packed.has_wheels) else None,
+            ),
+            conda_pack=INSTALLER if packed is not None else None,
         )
         rendered = render_image(loaded, self.catalog, inputs)
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)
@@ -172,8 +188,30 @@ class Builder:
         if inputs.lock_sha256:
             build_labels[LOCK_LABEL] = inputs.lock_sha256
         return PreparedBuild(
-            spec.name, context, build_labels, offline, lock, wheelhouse, tuple(warnings), relocked
+            spec.name, context, build_labels, offline, lock, wheelhouse, tuple(warnings), relocked, packed
         )
+
+    def _packed(
+        self, loaded: LoadedSpec, lock: LockState, options: BuildOptions, on_event: EventSink | None
+    ) -> PackedContext:
+        """The packed local channel: ``--pack FILE`` verified against the lock, or collected now."""
+        request = pack_request(
+            loaded, lock, image_dir(self.root, loaded.spec.name), self.catalog, options.find_links
+        )
+        step = (
+            f"verifying the pack {options.pack}" if options.pack else "collecting the conda packages (host)"
+        )
+        if on_event:
+            on_event(BuildEvent(step, step="pack"))
+
+        def progress(p: PackProgress) -> None:
+            if on_event:
+                on_event(BuildEvent(f"[{p.done}/{p.total}] {p.item}"))
+
+        return packed_context(
+            request, self.root / ".envkit" / "cache", self.fetcher, pack=options.pack,
+            pip_runner=self.pip_runner, on_progress=progress,
+        )  # fmt: skip
 
     def _lock(
         self,
@@ -312,4 +350,6 @@ class Builder:
             wheels=len(prepared.wheelhouse.wheels) if prepared.wheelhouse else 0,
             seconds=round(time.monotonic() - start, 3),
             warnings=prepared.warnings,
+            pack=prepared.packed.source if prepared.packed else None,
+            pack_files=prepared.packed.files if prepared.packed else 0,
         )

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Protocol
 
 from envkit.catalog import Catalog
+from envkit.errors import LockError, UsageError
 from envkit.lock import CondaSolver, LockState, PipResolver, current_lock, lock_environment
 from envkit.spec.load import LoadedSpec, image_dir
 
-__all__ = ["EnvLocker", "Locker", "lock_state", "solving_locker"]
+__all__ = ["EnvLocker", "Locker", "ensure_fresh_lock", "lock_state", "solving_locker"]
 
 
 def lock_state(root: Path, loaded: LoadedSpec) -> LockState:
@@ -48,3 +49,28 @@ def solving_locker(catalog: Catalog) -> EnvLocker:
     from envkit.lock.pip import UvResolver
 
     return EnvLocker(catalog, RattlerSolver(), UvResolver())
+
+
+def ensure_fresh_lock(
+    root: Path, loaded: LoadedSpec, locker: Locker, *, frozen: bool = False
+) -> tuple[LockState, bool]:
+    """The fresh lock of ``loaded``, solving it first when missing or stale; ``(state, relocked)``.
+
+    ``frozen`` refuses instead of solving (what ``envkit build --frozen`` and ``envkit pack
+    --frozen`` do). Errors: :class:`UsageError` (frozen), the locker's :class:`LockError`.
+    """
+    state = lock_state(root, loaded)
+    if state.fresh:
+        return state, False
+    name = loaded.spec.name
+    if frozen:
+        raise UsageError(
+            f"--frozen: {name} has no fresh lock ({state.status}: {state.reason})",
+            hint=f"run `envkit lock {name}` and commit images/{name}/, or drop --frozen",
+        )
+    locker.lock(loaded, image_dir(root, name))
+    locked = lock_state(root, loaded)
+    if not locked.fresh:
+        raise LockError(f"locking {name} did not give a fresh lock ({locked.reason})",
+                        hint=f"run `envkit lock {name}` and read its output")  # fmt: skip
+    return locked, True

@@ -20,10 +20,12 @@ from pydantic import ValidationError
 from envkit.catalog.models import (
     BaseImage,
     CudaRelease,
+    ExplicitHashSupport,
     FrameworkFamily,
     FrameworkRelease,
     InstallerFile,
     KnownBadRule,
+    OfflineInstaller,
     Wheel,
 )
 from envkit.errors import CatalogError
@@ -33,9 +35,11 @@ __all__ = [
     "BaseImage",
     "Catalog",
     "CudaRelease",
+    "ExplicitHashSupport",
     "FrameworkRelease",
     "InstallerFile",
     "KnownBadRule",
+    "OfflineInstaller",
     "Wheel",
     "load_catalog",
 ]
@@ -54,6 +58,8 @@ class Catalog:
     base_images: tuple[BaseImage, ...]
     installers: tuple[InstallerFile, ...]
     known_bad: tuple[KnownBadRule, ...]
+    explicit_hashes: tuple[ExplicitHashSupport, ...] = ()
+    offline_installers: tuple[OfflineInstaller, ...] = ()
 
     # -- CUDA ---------------------------------------------------------------
     def cuda_release(self, version: str) -> CudaRelease | None:
@@ -111,6 +117,14 @@ class Catalog:
         found.sort(key=lambda i: (i.verified, i.python == python, _version_key(i.version)), reverse=True)
         return found[0] if found else None
 
+    def explicit_hash_since(self, tool: str, hash_kind: str) -> ExplicitHashSupport | None:
+        """From which ``tool`` version ``url#<hash_kind>`` lines of an explicit lock are read."""
+        return next((h for h in self.explicit_hashes if h.tool == tool and h.hash == hash_kind), None)
+
+    def offline_installer(self, arch: str) -> OfflineInstaller | None:
+        """The pinned installer wheel an offline conda build runs (py-rattler), for ``arch``."""
+        return next((i for i in self.offline_installers if i.arch == arch), None)
+
     # -- known-bad combinations ---------------------------------------------
     def known_bad_hits(self, versions: dict[str, str]) -> list[KnownBadRule]:
         """Rules whose every condition matches ``versions`` (normalized name -> version)."""
@@ -129,9 +143,12 @@ def _matches(version: str | None, spec: str) -> bool:
     if version is None:
         return False
     try:
-        return Version(version) in SpecifierSet(spec, prereleases=True)
+        parsed = Version(version)
     except InvalidVersion:
         return False
+    if parsed.is_prerelease or parsed.is_devrelease:
+        parsed = Version(parsed.base_version)  # numpy 2.0.0rc1 behaves as numpy 2, not as numpy 1
+    return parsed in SpecifierSet(spec, prereleases=True)
 
 
 def _read(name: str) -> Any:
@@ -144,12 +161,17 @@ def load_catalog() -> Catalog:
     """Load and validate the packaged catalog (cached: it is immutable)."""
     try:
         frameworks = _read("frameworks.yaml")
+        installers = _read("installers.yaml")
         return Catalog(
             cuda=tuple(CudaRelease.model_validate(r) for r in _read("cuda.yaml")["releases"]),
             frameworks={k: FrameworkFamily.model_validate(v) for k, v in frameworks.items()},
             base_images=tuple(BaseImage.model_validate(i) for i in _read("base_images.yaml")["images"]),
-            installers=tuple(InstallerFile.model_validate(i) for i in _read("installers.yaml")["installers"]),
+            installers=tuple(InstallerFile.model_validate(i) for i in installers["installers"]),
             known_bad=tuple(KnownBadRule.model_validate(r) for r in _read("known_bad.yaml")["rules"]),
+            explicit_hashes=tuple(
+                ExplicitHashSupport.model_validate(h) for h in installers["explicit_hashes"]
+            ),
+            offline_installers=tuple(OfflineInstaller.model_validate(i) for i in installers["offline"]),
         )
     except (ValidationError, KeyError, yaml.YAMLError, OSError) as e:
         raise CatalogError(

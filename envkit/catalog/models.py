@@ -11,10 +11,12 @@ from envkit.spec.models import StrictModel
 __all__ = [
     "BaseImage",
     "CudaRelease",
+    "ExplicitHashSupport",
     "FrameworkFamily",
     "FrameworkRelease",
     "InstallerFile",
     "KnownBadRule",
+    "OfflineInstaller",
     "Wheel",
 ]
 
@@ -89,6 +91,35 @@ class InstallerFile(Sourced):
     arch: Literal["x86_64", "aarch64"]
     url: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    # the conda (Miniconda/Miniforge) or micromamba version inside: it must read envkit's explicit lock
+    tool_version: str
+    tool_version_source: str = Field(min_length=1)
+
+    @property
+    def tool(self) -> Literal["conda", "micromamba"]:
+        return "micromamba" if self.kind == "micromamba" else "conda"
+
+
+class ExplicitHashSupport(Sourced):
+    """From which version a tool reads ``url#<hash>`` lines of this kind in an @EXPLICIT file."""
+
+    tool: Literal["conda", "micromamba"]
+    hash: Literal["md5", "sha256"]
+    since: str
+
+
+class OfflineInstaller(Sourced):
+    """The installer an offline (packed) conda build runs in its builder stage: a pinned wheel."""
+
+    kind: Literal["py-rattler"]
+    version: str
+    arch: Literal["x86_64", "aarch64"]
+    filename: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.kind}=={self.version} --hash=sha256:{self.sha256}"
 
 
 class KnownBadRule(StrictModel):

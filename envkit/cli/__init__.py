@@ -38,6 +38,7 @@ from envkit.cli import (  # noqa: E402,F401
     diff_cmd,
     init_cmd,
     lock_cmd,
+    pack_cmd,
     probe_cmd,
     spec_cmds,
 )

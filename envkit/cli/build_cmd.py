@@ -21,13 +21,22 @@ from envkit.catalog import Catalog, load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root
 from envkit.errors import BuildFailed, ProbeError
+from envkit.pack.fetch import UrlFetcher
 from envkit.probe.core import probe
 from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, ProbeOptions
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
 
-__all__ = ["base_image", "build", "images", "make_builder", "make_engine", "make_transport"]
+__all__ = [
+    "base_image",
+    "build",
+    "find_links_from_env",
+    "images",
+    "make_builder",
+    "make_engine",
+    "make_transport",
+]
 
 
 def make_engine() -> ContainerEngine:
@@ -47,12 +56,16 @@ def make_transport() -> tuple[ContainerEngine, ImageTransport]:
 
 
 def make_builder(root: Path, catalog: Catalog) -> Builder:
-    return Builder(make_engine(), catalog, root, locker=solving_locker(catalog))
+    return Builder(make_engine(), catalog, root, locker=solving_locker(catalog), fetcher=UrlFetcher())
+
+
+def find_links_from_env() -> tuple[str, ...]:
+    env = os.environ.get("ENVKIT_FIND_LINKS", "")
+    return tuple(p for p in env.split(os.pathsep) if p)
 
 
 def _find_links(given: tuple[str, ...]) -> tuple[str, ...]:
-    env = os.environ.get("ENVKIT_FIND_LINKS", "")
-    return tuple(given) + tuple(p for p in env.split(os.pathsep) if p)
+    return tuple(given) + find_links_from_env()
 
 
 @contextmanager
@@ -97,6 +110,10 @@ def _progress(enabled: bool) -> Iterator[Callable[[BuildEvent], None] | None]:
     "--find-links", "find_links", multiple=True, metavar="DIR",
     help="Local wheel directory for the wheelhouse (repeatable; also $ENVKIT_FIND_LINKS, ':'-separated).",
 )  # fmt: skip
+@click.option(
+    "--pack", "pack", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+    help="Build a conda environment from a pack made by `envkit pack` (implies --offline).",
+)  # fmt: skip
 def build(
     name: str,
     offline: bool,
@@ -105,6 +122,7 @@ def build(
     probe: bool,
     registry: str | None,
     find_links: tuple[str, ...],
+    pack: Path | None,
 ) -> CommandResult:
     """Build the image for environment NAME through the Docker engine.
 
@@ -121,6 +139,10 @@ def build(
     Offline (--offline or `offline: true` in the spec): wheels are fetched on the host
     (pip download, hashes checked against requirements.lock) into the
     context and installed with --no-index --require-hashes; the build has no network.
+    Conda environments get the lock's packages as a local channel in the context, from a
+    pack (--pack FILE, verified against the lock first: another lock or a changed file exits
+    2) or downloaded on the host now (sha256-checked); py-rattler, from the pack, installs the
+    explicit lock in the builder stage (needs python3 >= 3.10 there).
     """
     root = project_root()
     if registry is not None:
@@ -128,8 +150,9 @@ def build(
     catalog = load_catalog()
     loaded = load_spec(resolve_spec_path(name, root), catalog)
     options = BuildOptions(
-        offline=offline, frozen=frozen, nocache=no_cache, find_links=_find_links(find_links)
-    )
+        offline=offline or pack is not None, frozen=frozen, nocache=no_cache,
+        find_links=_find_links(find_links), pack=pack.resolve() if pack else None,
+    )  # fmt: skip
     builder = make_builder(root, catalog)
     show_progress = err_console.is_terminal or bool(os.environ.get("ENVKIT_PROGRESS"))
     try:
@@ -182,6 +205,8 @@ def _build_text(result: BuildResult, data: dict[str, object]) -> str:
         head,
         f"  also tagged {result.latest}; lock: {result.lock}; offline: {str(result.offline).lower()}",
     ]
+    if result.pack:
+        lines.append(f"  conda packages: {result.pack_files} files from {result.pack}")
     if result.pruned_bytes:
         lines.append(f"  removed the builder stage's untagged image ({result.pruned_bytes / 1e6:.0f} MB)")
     pushed = data.get("pushed")

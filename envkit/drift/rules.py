@@ -112,7 +112,11 @@ def _companion_release(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> 
 
 
 def _cuda_components(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
-    minors = {p: major_minor(pkgs[p].version) for p in rule.params["projects"] if p in pkgs}
+    """Runtime components from different CUDA minors. The ``cuda-version`` metapackage is a
+    constraint, not the runtime in use: it counts only when no runtime component is there."""
+    present = [p for p in rule.params["projects"] if p in pkgs]
+    runtime = [p for p in present if p != "conda:cuda-version"]
+    minors = {p: major_minor(pkgs[p].version) for p in (runtime or present)}
     distinct = {m for m in minors.values() if m}
     if len(distinct) <= 1:
         return []

@@ -29,6 +29,7 @@ from envkit.spec.models import ARCHES
 __all__ = [
     "CONDA_LOCK",
     "ENVIRONMENT_YML",
+    "EXPLICIT_HASH",
     "REQUIREMENTS_LOCK",
     "LockContents",
     "conda_lock_yml",
@@ -44,6 +45,11 @@ __all__ = [
 CONDA_LOCK = "conda-lock.yml"
 REQUIREMENTS_LOCK = "requirements.lock"
 ENVIRONMENT_YML = "environment.yml"
+# The hash written after ``#`` in explicit files. conda reads sha256 there only from 24.9.0 (conda PR
+# #14048) and the catalog's Miniconda installers ship 23.5.2 / 24.3.0, so the line carries md5 (read by
+# every conda and micromamba); the sha256 stays in conda-lock.yml and envkit checks it itself (pack,
+# offline builds). The catalog's ``explicit_hashes`` facts and tests/unit/test_catalog.py hold this.
+EXPLICIT_HASH = "md5"
 _HEADER_RE = re.compile(r"lock inputs sha256 ([0-9a-f]{64})")
 
 
@@ -162,9 +168,13 @@ def read_conda_lock(path: Path) -> LockContents:
 
 
 def explicit_file(header: str, platform: str, packages: Sequence[CondaPackage]) -> str:
-    """conda's explicit format, dependencies first: ``conda create --file`` / micromamba."""
+    """conda's explicit format, dependencies first: ``conda create --file`` / micromamba.
+
+    Each line is ``url#md5`` (:data:`EXPLICIT_HASH`); a package without an md5 gets no fragment
+    rather than a sha256 that older conda cannot parse.
+    """
     lines = [f"# platform: {platform}", "@EXPLICIT"]
-    lines += [f"{p.url}#{p.sha256 or p.md5}" for p in _toposort(packages)]
+    lines += [f"{p.url}#{p.md5}" if p.md5 else p.url for p in _toposort(packages)]
     return header + "\n".join(lines) + "\n"
 
 

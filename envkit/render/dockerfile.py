@@ -39,6 +39,7 @@ USER_UID = 10001
 SPEC_LABEL = "io.envkit.spec-sha256"  # envkit.spec.load.spec_hash of the spec
 LOCK_LABEL = "io.envkit.lock-sha256"  # sha256 of conda-lock.yml (envkit.lock.LockState.lock_sha256)
 _CONTEXT = "/tmp/envkit"
+_PACK_CHANNEL = "channel"  # envkit.pack.collect.CHANNEL: the packed local channel in the context
 # The builder stage's image is left untagged by the legacy builder; these labels let
 # `envkit build` find and remove it (a different key than io.envkit.name, which marks images).
 STAGE_LABEL = "io.envkit.stage"
@@ -54,6 +55,7 @@ class DockerfileInputs:
     pip_lock: str | None = None  # e.g. "requirements.lock": hashed pins
     lock_sha256: str | None = None
     wheelhouse: str | None = None  # e.g. "wheels": install pip packages offline from here
+    conda_pack: str | None = None  # e.g. "installer": offline conda install from the packed local channel
 
     @classmethod
     def from_lock(cls, spec_sha256: str, lock: LockState, wheelhouse: str | None = None) -> DockerfileInputs:
@@ -143,7 +145,40 @@ def _fetch(spec: Spec, catalog: Catalog, dest: str) -> str:
     )
 
 
+def _offline_conda_steps(spec: Spec, inputs: DockerfileInputs) -> str:
+    """Install the explicit lock from the packed local channel with py-rattler: no network, no solve.
+
+    The labels and the runtime stage are those of the online build of the same lock; only the
+    builder stage differs (the pack's py-rattler wheel instead of the catalog's installer download).
+    """
+    tools = inputs.conda_pack
+    text = "ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
+    if spec.mirrors.pypi:
+        text += f"ENV PIP_INDEX_URL={docker_word(spec.mirrors.pypi)}\n"
+    files = " ".join(inputs.conda_locks)
+    subdir = '$(case "$(uname -m)" in aarch64) echo linux-aarch64;; *) echo linux-64;; esac)'
+    text += (
+        f"COPY {tools}/ {_CONTEXT}/{tools}/\n"
+        f"COPY {_PACK_CHANNEL}/ {_CONTEXT}/{_PACK_CHANNEL}/\n"
+        f"COPY {files} {_CONTEXT}/\n"
+        "RUN if ! command -v python3 >/dev/null; then \\\n"
+        '      echo "envkit: offline conda installs run py-rattler with python3 >= 3.10, and the builder '
+        'image has none" >&2; exit 1; \\\n'
+        "    fi \\\n"
+        f' && python3 -m zipfile -e {_CONTEXT}/{tools}/py_rattler-*_"$(uname -m)".whl {_CONTEXT}/rattler \\\n'
+        f" && PYTHONPATH={_CONTEXT}/rattler python3 {_CONTEXT}/{tools}/conda_install.py \\\n"
+        f'      "{_CONTEXT}/conda-{subdir}.lock" {_CONTEXT}/{tools}/packages.json {_CONTEXT}/{_PACK_CHANNEL} '
+        f"{ENV_PREFIX} \\\n"
+        f" && rm -rf {_CONTEXT}/rattler {_CONTEXT}/pkgs {ENV_PREFIX}/CACHEDIR.TAG\n"
+    )
+    if inputs.wheelhouse:
+        text += f"COPY {inputs.wheelhouse}/ {_CONTEXT}/{inputs.wheelhouse}/\n"
+    return text + _pip_lock_step(inputs)
+
+
 def _conda_steps(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
+    if inputs.conda_pack and inputs.conda_locks:
+        return _offline_conda_steps(spec, inputs)
     if spec.installer is Installer.MICROMAMBA:
         tool = "/usr/local/bin/micromamba"
         setup = _fetch(spec, catalog, tool) + f"RUN chmod 0755 {tool}\n"

@@ -186,12 +186,10 @@ def test_unreachable_channel_exits_3_with_a_hint(root: Path, loaded: LoadedSpec,
     assert "mirrors" in info.value.hint and "--frozen" in info.value.hint
 
 
-def test_offline_conda_is_refused(root: Path, builder: Builder) -> None:
-    (root / "environments" / "tiny.yaml").write_text(
-        'name: tiny\npython: "3.11"\ncuda: cpu\ninstaller: micromamba\n'
-    )
-    with pytest.raises(UsageError, match="offline"):
-        builder.build(load_spec(root / "environments" / "tiny.yaml"), OFFLINE)
+def test_pack_is_for_conda_specs(root: Path, builder: Builder, loaded: LoadedSpec) -> None:
+    """Offline conda builds are tested in tests/unit/pack; a venv spec has no use for a pack."""
+    with pytest.raises(UsageError, match="--pack is for conda environments"):
+        builder.build(loaded, BuildOptions(pack=root / "x.tar"))
 
 
 def test_builder_stage_images_are_pruned_after_each_build(

@@ -130,7 +130,7 @@ def test_explicit_file_lists_dependencies_first() -> None:
     assert body[:3] == ["# h", "# platform: linux-64", "@EXPLICIT"]
     names = [line.rsplit("/", 1)[1].split("-")[0] for line in body[3:]]
     assert names == ["zlib", "python", "numpy"]
-    assert all(line.endswith("#" + SHA) for line in body[3:])
+    assert all(line.endswith("#" + "cd" * 16) for line in body[3:])  # md5: every catalog conda reads it
 
 
 def test_requirements_lock_marks_platform_specific_versions() -> None:

@@ -1,0 +1,150 @@
+"""Write a pack (one byte-stable tar) and open one again, checking it against the lock.
+
+``write_pack`` writes ``manifest.json`` and the collected files in path order into a temporary
+file beside the target and renames it into place: a failure leaves no tarball. ``open_pack``
+extracts a pack into a cache folder keyed by the tarball's sha256 and verifies, before any
+build starts, that it was made from *this* lock (the lock digest, every locked conda package with
+the lock's sha256, every wheel hash among requirements.lock's) and that every file still has the
+sha256 its manifest records. Anything else is a :class:`~envkit.errors.PackMismatch` (exit 2)
+naming the file.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+from envkit.build.context import file_sha256
+from envkit.errors import PackError, PackMismatch
+from envkit.pack.collect import Collected, PackRequest, conda_path, requirement_hashes
+from envkit.pack.manifest import MANIFEST, PackManifest
+
+__all__ = ["open_pack", "verify_against_lock", "write_pack"]
+
+_CHUNK = 1 << 20
+
+
+def write_pack(collected: Collected, out: Path) -> str:
+    """Write the pack to ``out`` atomically; return the tarball's sha256."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            manifest = collected.manifest.to_json().encode("utf-8")
+            tar.addfile(_info(MANIFEST, len(manifest)), io.BytesIO(manifest))
+            for entry in collected.manifest.files:
+                source = collected.sources[entry.path]
+                if file_sha256(source) != entry.sha256:  # the cache changed under us
+                    raise PackError(f"{source} changed while packing", hint="run `envkit pack` again")
+                with source.open("rb") as data:
+                    tar.addfile(_info(entry.path, entry.size), data)
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return file_sha256(out)
+
+
+def _info(name: str, size: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = size, 0o644, 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def open_pack(pack: Path, request: PackRequest, cache_root: Path) -> Collected:
+    """Extract ``pack`` (once, cached by its sha256) and verify it against ``request``'s lock."""
+    if not pack.is_file():
+        raise PackMismatch(f"{pack}: no such pack file", hint="make one with `envkit pack NAME -o FILE`")
+    digest = file_sha256(pack)
+    target = cache_root / "packs" / digest[:32]
+    if not (target / MANIFEST).is_file():
+        _extract(pack, target)
+    manifest = PackManifest.from_json((target / MANIFEST).read_text("utf-8"), str(pack))
+    verify_against_lock(manifest, request, str(pack))
+    sources: dict[str, Path] = {}
+    for entry in manifest.files:
+        path = target / entry.path
+        if not path.is_file() or file_sha256(path) != entry.sha256:
+            raise PackMismatch(
+                f"{pack}: {entry.path} ({entry.name} {entry.version}) does not match its sha256 "
+                f"{entry.sha256} (the file in the pack was changed)",
+                hint="make the pack again on the connected machine and carry it unchanged",
+            )
+        sources[entry.path] = path
+    return Collected(manifest, sources, 0, len(sources))
+
+
+def verify_against_lock(manifest: PackManifest, request: PackRequest, where: str) -> None:
+    """The pack must be of this environment and lock, and hold every locked file with its sha256."""
+    if manifest.name != request.name:
+        raise PackMismatch(f"{where} is a pack of {manifest.name}, not {request.name}",
+                           hint=f"use a pack made with `envkit pack {request.name}`")  # fmt: skip
+    if manifest.lock_sha256 != request.lock_sha256:
+        raise PackMismatch(
+            f"{where} was made from another lock of {request.name} (lock {manifest.lock_sha256[:12]}, "
+            f"images/{request.name}/ has {request.lock_sha256[:12]})",
+            hint=f"make the pack again from the committed lock (`envkit pack {request.name}`), or check out "
+            "the lock the pack was made from",
+        )
+    files = manifest.by_path()
+    for platform in request.platforms:
+        for package in request.conda.get(platform, ()):
+            path = conda_path(package)
+            entry = files.get(path)
+            if entry is None or entry.sha256 != package.sha256:
+                state = "is missing" if entry is None else f"has sha256 {entry.sha256}"
+                raise PackMismatch(
+                    f"{where}: {path} ({package.name} {package.version}) {state}; "
+                    f"the lock has {package.sha256}",
+                    hint=f"make the pack again with `envkit pack {request.name}`",
+                )
+        installer = request.installers[platform]
+        entry = files.get(f"installer/{installer.filename}")
+        if entry is None or entry.sha256 != installer.sha256:
+            raise PackMismatch(f"{where}: the installer {installer.filename} is missing or changed",
+                               hint=f"make the pack again with `envkit pack {request.name}`")  # fmt: skip
+    allowed = requirement_hashes(request.requirements or "")
+    for entry in manifest.files:
+        if entry.kind == "wheel" and entry.sha256 not in allowed:
+            raise PackMismatch(
+                f"{where}: {entry.path} is not a wheel of requirements.lock (sha256 {entry.sha256})",
+                hint=f"make the pack again with `envkit pack {request.name}`",
+            )
+
+
+def _extract(pack: Path, target: Path) -> None:
+    """Extract regular files only, each under ``target`` (no links, no absolute or ``..`` paths)."""
+    work = Path(tempfile.mkdtemp(dir=target.parent if target.parent.exists() else _mk(target.parent)))
+    try:
+        with tarfile.open(pack, mode="r:") as tar:
+            for member in tar:
+                name = member.name
+                if not member.isfile() or name.startswith("/") or ".." in name.split("/"):
+                    raise PackMismatch(f"{pack}: unexpected entry {name!r}",
+                                       hint="this is not a pack made by `envkit pack`")  # fmt: skip
+                dest = work / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                if source is None:
+                    continue
+                with dest.open("wb") as out:
+                    shutil.copyfileobj(source, out, _CHUNK)
+        if target.exists():
+            shutil.rmtree(target)
+        work.rename(target)
+    except tarfile.TarError as e:
+        raise PackMismatch(f"{pack}: not a readable pack ({e})",
+                           hint="carry the file again; make it with `envkit pack NAME`") from e  # fmt: skip
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _mk(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,77 @@
+"""Downloading one file: the :class:`Fetcher` seam, a urllib adapter and a fake.
+
+A fetcher streams bytes; the caller hashes them as they arrive (see
+:func:`envkit.pack.collect.fetch_verified`), so a file is never trusted before its sha256 is known.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Protocol
+from urllib.parse import unquote, urlsplit
+
+from envkit.errors import PackError
+
+__all__ = ["CHUNK", "FakeFetcher", "Fetcher", "UrlFetcher"]
+
+CHUNK = 1 << 20
+
+
+class Fetcher(Protocol):
+    def fetch(self, url: str, sink: Callable[[bytes], None]) -> None:
+        """Stream the bytes at ``url`` into ``sink`` (raises :class:`PackError` when unreachable)."""
+        ...
+
+
+class UrlFetcher:
+    """``http(s)://`` and ``file://`` through urllib (proxies from the environment, as pip does)."""
+
+    def __init__(self, timeout_s: float = 60.0) -> None:
+        self.timeout_s = timeout_s
+
+    def fetch(self, url: str, sink: Callable[[bytes], None]) -> None:
+        with self._open(url) as stream:
+            while chunk := stream.read(CHUNK):
+                sink(chunk)
+
+    @contextmanager
+    def _open(self, url: str) -> Iterator[BinaryIO]:
+        parts = urlsplit(url)
+        try:
+            if parts.scheme == "file":
+                with Path(unquote(parts.path)).open("rb") as fh:
+                    yield fh
+                return
+            if parts.scheme not in {"http", "https"}:
+                raise PackError(
+                    f"cannot download {url}: unsupported URL scheme", hint="use https:// or file://"
+                )
+            request = urllib.request.Request(url, headers={"User-Agent": "envkit"})  # noqa: S310 - scheme checked
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
+                yield response
+        except (OSError, urllib.error.URLError) as e:
+            raise PackError(
+                f"cannot download {url}: {e}",
+                hint="check the network, or point mirrors.conda in the spec at a reachable mirror",
+            ) from e
+
+
+@dataclass
+class FakeFetcher:
+    """Serves ``files[url]``; records every URL asked for (tests count downloads with it)."""
+
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    requests: list[str] = field(default_factory=list)
+
+    def fetch(self, url: str, sink: Callable[[bytes], None]) -> None:
+        self.requests.append(url)
+        if url not in self.files:
+            raise PackError(f"cannot download {url}: 404", hint="(fake fetcher: no such file)")
+        data = self.files[url]
+        for start in range(0, len(data), CHUNK):
+            sink(data[start : start + CHUNK])
