@@ -7,6 +7,7 @@ import time
 import tracemalloc
 
 from envkit.drift import diff_inventories
+from envkit.inventory import parse_inventory
 from envkit.inventory.models import Inventory, Package
 
 HOSTS = 1000
@@ -46,6 +47,13 @@ def main() -> None:
     print(f"   fleet diff: {HOSTS} inventories x {PACKAGES} packages -> {len(report.findings)} findings")
     print(f"   time {untraced:.2f} s ({elapsed:.2f} s traced), peak traced memory {peak / 2**20:.1f} MiB")
     print(f"   {numpy.message[:110]}")
+    texts = ["".join(f"{p.name}=={p.version}\n" for p in inv.packages) for inv in fleet(seed=1)]
+    start = time.perf_counter()
+    read = [parse_inventory(t, path=f"host-{i:04d}.txt", label=f"host-{i:04d}") for i, t in enumerate(texts)]
+    parsed = time.perf_counter() - start
+    diff_inventories(read)
+    total = time.perf_counter() - start
+    print(f"   read {HOSTS} pip freezes in {parsed:.2f} s; read + diff {total:.2f} s")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from envkit.drift.compare import diff_packages, spread
+from envkit.drift.duplicates import duplicate_findings
+from envkit.drift.host import host_findings
 from envkit.drift.models import Finding, RuleSet, Severity, severity_rank
 from envkit.drift.rules import apply_rules, load_rules
 from envkit.inventory.models import Inventory
@@ -42,5 +44,26 @@ class DriftReport:
 def diff_inventories(inventories: Sequence[Inventory], rules: RuleSet | None = None) -> DriftReport:
     """Differences and rule findings across ``inventories`` (one inventory: rules only)."""
     rules = rules or load_rules()
-    findings = diff_packages(inventories, rules.policy) + apply_rules(inventories, rules)
+    packages = diff_packages(inventories, rules.policy)
+    findings = _once(packages, apply_rules(inventories, rules), rules) + host_findings(inventories)
+    findings += [f for inv in inventories for f in duplicate_findings(inv)]
     return DriftReport(tuple(inventories), tuple(sorted(findings, key=Finding.sort_key)))
+
+
+def _once(packages: list[Finding], ruled: list[Finding], rules: RuleSet) -> list[Finding]:
+    """Each outlier once: a ``differs_with`` rule (numpy under a framework) that repeats a version
+    difference raises that finding's severity and adds its reason instead of a second finding."""
+    merging = {r.id: r for r in rules.rules if r.check == "differs_with"}
+    versions = {f.package: i for i, f in enumerate(packages) if f.kind == "version"}
+    out = list(packages)
+    kept = []
+    for finding in ruled:
+        index = versions.get(finding.package)
+        rule = merging.get(finding.rule or "")
+        if rule is None or index is None:
+            kept.append(finding)
+            continue
+        held = out[index]
+        severity = max(held.severity, finding.severity, key=severity_rank)
+        out[index] = replace(held, severity=severity, rule=rule.id, message=f"{held.message}: {rule.message}")
+    return out + kept

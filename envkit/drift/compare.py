@@ -36,8 +36,13 @@ def _public(version: str) -> str:
 def _local(package: Package) -> str | None:
     if package.installer == "conda":
         return package.build
+    return _local_part(package.version)
+
+
+@functools.lru_cache(maxsize=65536)
+def _local_part(version: str) -> str | None:
     try:
-        return Version(package.version).local
+        return Version(version).local
     except InvalidVersion:
         return None
 
@@ -79,6 +84,7 @@ def _finding(
     return Finding(project, kind, severity, rule, values, _message(project, kind, values, labels))
 
 
+@functools.lru_cache(maxsize=65536)
 def _major(version: str) -> int:
     try:
         return Version(version).major

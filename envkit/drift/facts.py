@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from envkit.inventory.models import Inventory, Package
 
-__all__ = ["FACTS", "cuda_flavour", "major_minor"]
+__all__ = ["FACTS", "cuda_flavour", "major_minor", "wheel_cuda"]
 
 _LOCAL_CU = re.compile(r"\+(cu\d+|cpu|rocm[\d.]+)$")
 _BUILD_CUDA = re.compile(r"cuda(\d+)\.?(\d+)")
@@ -48,6 +48,36 @@ def cuda_flavour(package: Package) -> str | None:
     return None
 
 
+# PyPI's CUDA runtime wheels, most telling first. From CUDA 13 on the wheels drop the -cuXX
+# suffix (nvidia-cuda-runtime 13.0.96) and torch requires them through the cuda-toolkit
+# metapackage (torch 2.15.0: cuda-toolkit[cublas,cudart,...]==13.2.2); before, torch 2.x
+# required nvidia-cuda-runtime-cu12 etc. directly. Source: the wheels' metadata on PyPI.
+_CUDA_WHEELS = (
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-runtime-cu13",
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cuda-runtime-cu11",
+    "cuda-toolkit",
+    "nvidia-cuda-nvrtc",
+    "nvidia-cuda-nvrtc-cu12",
+    "nvidia-cuda-nvrtc-cu11",
+    "nvidia-cublas",
+    "nvidia-cublas-cu12",
+    "nvidia-cublas-cu11",
+)
+_POST_CUDA = re.compile(r"\.post(\d{2,3})$")
+
+
+def wheel_cuda(pkgs: dict[str, Package]) -> str | None:
+    """``cu130`` from the CUDA runtime wheels present (nvidia-cuda-runtime 13.0.96, cuda-toolkit 13.0.2)."""
+    for project in _CUDA_WHEELS:
+        package = pkgs.get(project)
+        match = _MAJOR_MINOR.match(package.version) if package else None
+        if match:
+            return f"cu{match[1]}{match[2]}"
+    return None
+
+
 def _torch_cuda(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
     torch = pkgs.get("torch")
     flavour = cuda_flavour(torch) if torch else None
@@ -60,26 +90,66 @@ def _torch_cuda(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
     cuda_pin = pkgs.get("pytorch-cuda") or pkgs.get("conda:pytorch-cuda")
     if torch and cuda_pin:
         return "cu" + cuda_pin.version.replace(".", "")
+    if torch and torch.installer == "pip":
+        return wheel_cuda(pkgs)  # a PyPI torch without +cuXXX: its CUDA is the nvidia wheels'
     return None
 
 
+def _paddle_cuda(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
+    """``cpu`` for paddlepaddle; for paddlepaddle-gpu its ``.postXYZ`` (2.6.1.post120: CUDA 12.0),
+    else the CUDA runtime wheels beside it, else ``gpu`` (CUDA unknown)."""
+    gpu = pkgs.get("paddlepaddle-gpu")
+    if gpu is not None:
+        local = _LOCAL_CU.search(gpu.version)
+        if local:
+            return local[1]
+        post = _POST_CUDA.search(gpu.version)
+        if post:
+            return _post_cuda(gpu.version, post[1])
+        return wheel_cuda(pkgs) or "gpu"
+    return "cpu" if "paddlepaddle" in pkgs else None
+
+
+def _post_cuda(version: str, digits: str) -> str:
+    """paddle >= 2: ``.post120`` is CUDA 12.0, ``.post117`` 11.7, ``.post101`` 10.1 (paddle's own index);
+    paddle 1.x on PyPI: ``.post107`` is CUDA 10 with cuDNN 7, ``.post97`` CUDA 9 with cuDNN 7."""
+    if version.split(".", 1)[0] in {"0", "1"}:
+        return f"cu{digits[:-1]}0"
+    return f"cu{digits}"
+
+
+_RUNTIME_PROJECTS = (
+    "conda:cuda-cudart",
+    "conda:cuda-runtime",
+    "conda:cudatoolkit",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-runtime-cu13",
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cuda-runtime-cu11",
+    "cuda-toolkit",
+)
+
+
 def _cuda_toolkit(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
-    for project in (
-        "conda:cuda-version",
-        "conda:cudatoolkit",
-        "nvidia-cuda-runtime-cu12",
-        "nvidia-cuda-runtime-cu11",
-    ):
+    """The CUDA runtime the packages install. The ``cuda-version`` metapackage only when no runtime
+    package says otherwise: it is a constraint (cuda-version 12.6 beside a 12.4 runtime is common)."""
+    for project in (*_RUNTIME_PROJECTS, "conda:cuda-version"):
         if project in pkgs:
             return major_minor(pkgs[project].version)
     return None
 
 
 def _cudnn_major(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
-    for project in ("conda:cudnn", "nvidia-cudnn-cu12", "nvidia-cudnn-cu11", "nvidia-cudnn-cu13"):
+    for project in (
+        "conda:cudnn",
+        "nvidia-cudnn-cu13",
+        "nvidia-cudnn-cu12",
+        "nvidia-cudnn-cu11",
+        "nvidia-cudnn",
+    ):
         if project in pkgs:
             return pkgs[project].version.split(".", 1)[0]
-    for key in ("cudnn", "torch.cudnn", "cudnn_version"):
+    for key in ("torch.cudnn", "cudnn_version"):  # collect_env's `cudnn` is a host fact (drift.host)
         value = inv.meta.get(key, "")
         match = re.match(r"^(\d)(\d{3})$|^(\d+)\.", value)  # torch reports 8902 for 8.9.2
         if match:
@@ -116,6 +186,7 @@ def _python_minor(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
 
 FACTS: dict[str, Callable[[Inventory, dict[str, Package]], str | None]] = {
     "torch_cuda": _torch_cuda,
+    "paddle_cuda": _paddle_cuda,
     "cuda_toolkit": _cuda_toolkit,
     "cudnn_major": _cudnn_major,
     "blas": _blas,

@@ -18,7 +18,7 @@ __all__ = [
 ]
 
 Severity = Literal["info", "warning", "critical"]
-Kind = Literal["added", "removed", "version", "build", "channel", "installer", "rule"]
+Kind = Literal["added", "removed", "version", "build", "channel", "installer", "rule", "host"]
 SEVERITIES: tuple[Severity, ...] = ("info", "warning", "critical")
 
 

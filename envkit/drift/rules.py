@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.catalog import load_catalog
 from envkit.drift.compare import spread
+from envkit.drift.duplicates import variants
 from envkit.drift.facts import FACTS, cuda_flavour, major_minor
 from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet, Severity
 from envkit.errors import CatalogError
@@ -112,7 +113,11 @@ def _companion_release(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> 
 
 
 def _cuda_components(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
-    minors = {p: major_minor(pkgs[p].version) for p in rule.params["projects"] if p in pkgs}
+    """Runtime components from different CUDA minors. The ``cuda-version`` metapackage is a
+    constraint, not the runtime in use: it counts only when no runtime component is there."""
+    present = [p for p in rule.params["projects"] if p in pkgs]
+    runtime = [p for p in present if p != "conda:cuda-version"]
+    minors = {p: major_minor(pkgs[p].version) for p in (runtime or present)}
     distinct = {m for m in minors.values() if m}
     if len(distinct) <= 1:
         return []
@@ -200,11 +205,13 @@ ACROSS: dict[str, Across] = {"fact_differs": _fact_differs, "differs_with": _dif
 def apply_rules(inventories: Sequence[Inventory], rules: RuleSet) -> list[Finding]:
     """Within-input rules on every input, and across-input rules when there are two or more."""
     tables = [inv.primary() for inv in inventories]
+    every = [list(variants(inv)) for inv in inventories]  # duplicated rows: each version present
     findings: list[Finding] = []
     for rule in rules.rules:
         if rule.check in WITHIN:
-            for inv, table in zip(inventories, tables, strict=True):
-                findings.extend(WITHIN[rule.check](rule, inv, table))
+            for inv, tried in zip(inventories, every, strict=True):
+                for table in tried:
+                    findings.extend(f for f in WITHIN[rule.check](rule, inv, table) if f not in findings)
         elif len(inventories) > 1:
             findings.extend(ACROSS[rule.check](rule, inventories, tables))
     return findings

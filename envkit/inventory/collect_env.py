@@ -61,8 +61,11 @@ def read_collect_env(text: str, c: Collector) -> None:
         value = value.strip()
         if sep and key in _KEYS:
             last_key = _KEYS[key]
+            so = _CUDNN_FILE.search(value)
             if last_key == "gpu" and re.match(r"^GPU \d+:", value):
                 gpus.append(value.split(":", 1)[1].strip())
+            elif last_key == "cudnn" and so:
+                cudnn_files.append(so[1] or so[2])
             elif _known(value):
                 c.meta[last_key] = value
                 c.meta.setdefault(f"{last_key}_line", str(number))

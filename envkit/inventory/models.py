@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -44,7 +45,15 @@ class Inventory:
     meta: Mapping[str, str] = field(default_factory=dict)  # python, platform, cuda, driver, ...
     warnings: tuple[str, ...] = ()  # rows that could not be read ("file:line: why"), choices made
 
+    @functools.cached_property
+    def _primary(self) -> dict[str, Package]:
+        return self.primary_table()
+
     def primary(self) -> dict[str, Package]:
+        """:meth:`primary_table`, computed once per inventory (callers must not change it)."""
+        return self._primary
+
+    def primary_table(self) -> dict[str, Package]:
         """One package per project, by precedence, never by sort order.
 
         The active environment's row first (``meta["active_env"]``: collect_env's environment

@@ -33,6 +33,7 @@ class NameMap:
     not_pypi: frozenset[str]  # conda names that never merge with a pip distribution
 
 
+@functools.lru_cache(maxsize=65536)
 def canonical(name: str) -> str:
     """PEP 503 normalized name (``PyYAML`` -> ``pyyaml``, ``ruamel.yaml`` -> ``ruamel-yaml``)."""
     return canonicalize_name(name)

@@ -126,6 +126,9 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
     start = 0
     for number, line in _lines(text):
         if not pending:
+            if not line.endswith("\\"):
+                yield number, line.strip()
+                continue
             start = number
         if line.endswith("\\"):
             pending.append(line[:-1])
@@ -148,7 +151,8 @@ def read_requirements(text: str, c: Collector) -> None:
             note = _EDITABLE_NOTE.match(stripped)
             editable = (note[1], note[2]) if note else editable
             continue
-        stripped = re.sub(r"\s+#.*$", "", stripped)
+        if "#" in stripped:
+            stripped = re.sub(r"\s+#.*$", "", stripped)
         if "--hash" in stripped:
             c.format = "requirements-lock" if c.format == "pip-freeze" else c.format
         if stripped.startswith(("-e ", "--editable")):
@@ -164,7 +168,8 @@ def read_requirements(text: str, c: Collector) -> None:
             continue
         if stripped.startswith("-"):
             continue  # --index-url, --extra-index-url, -f, -c, -r, --hash on its own, ...
-        stripped = re.sub(r"\s--hash[= ]\S+", "", stripped).strip()
+        if "--hash" in stripped:
+            stripped = re.sub(r"\s--hash[= ]\S+", "", stripped).strip()
         match = REQUIREMENT.match(stripped)
         if not match:
             c.skip(number, f"not a requirement line: {stripped[:100]!r}")

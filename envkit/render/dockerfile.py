@@ -37,7 +37,7 @@ ENV_PREFIX = "/opt/env"
 USER_NAME = "envkit"
 USER_UID = 10001
 SPEC_LABEL = "io.envkit.spec-sha256"  # envkit.spec.load.spec_hash of the spec
-LOCK_LABEL = "io.envkit.lock-sha256"  # sha256 of conda-lock.yml (envkit.lock.LockState.lock_sha256)
+LOCK_LABEL = "io.envkit.lock-sha256"  # digest over the lock set (envkit.lock.Lock.sha256)
 _CONTEXT = "/tmp/envkit"
 _PACK_CHANNEL = "channel"  # envkit.pack.collect.CHANNEL: the packed local channel in the context
 # The builder stage's image is left untagged by the legacy builder; these labels let

@@ -1,0 +1,104 @@
+"""Host facts compared across inventories: findings of kind ``host``.
+
+collect_env, probe reports and snapshots carry the machine, not only its packages: NVIDIA
+driver, GPU model, CUDA runtime, cuDNN, whether CUDA is usable, OS, C library, CPU. Each
+source names them its own way; :func:`host_facts` reads them into one set of keys, and
+:func:`host_findings` compares them (driver/GPU/CUDA runtime/cuDNN differences at warning or
+above, OS/libc/CPU at info), with the values in the message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from envkit.drift.compare import spread
+from envkit.drift.models import Finding, Severity
+from envkit.inventory.models import Inventory
+
+__all__ = ["HOST_FACTS", "host_facts", "host_findings"]
+
+# fact -> (label in messages, meta keys in order of preference: collect_env, probe report, snapshot)
+HOST_FACTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "driver": ("NVIDIA driver", ("driver", "gpu_driver", "facts.driver")),
+    "gpu": ("GPU", ("gpu", "facts.gpu")),
+    "cuda_runtime": ("CUDA runtime", ("cuda_runtime", "torch.cuda_runtime", "paddle.cuda_runtime")),
+    "cudnn": ("cuDNN", ("cudnn", "torch.cudnn", "paddle.cudnn")),
+    "cuda_available": ("CUDA available", ("cuda_available", "torch.cuda_available")),
+    "os": ("OS", ("os", "facts.os")),
+    "libc": ("C library", ("libc", "platform.libc", "facts.libc")),
+    "cpu": ("CPU", ("cpu", "cpu.model", "facts.cpu")),
+}
+_LEADING = re.compile(r"^(\d+)(?:\.(\d+))?")
+
+
+def _cudnn(value: str) -> str:
+    """torch reports cuDNN as one integer: 8902 is 8.9.2, 90100 is 9.1.0."""
+    if value.isdigit() and len(value) == 4:
+        return f"{value[0]}.{int(value[1])}.{int(value[2:])}"
+    if value.isdigit() and len(value) == 5:
+        return f"{value[0]}.{int(value[1:3])}.{int(value[3:])}"
+    return value
+
+
+def _cuda_available(value: str) -> str:
+    return {"true": "yes", "false": "no"}.get(value.lower(), value.lower())
+
+
+def host_facts(inv: Inventory) -> dict[str, str]:
+    """The host facts ``inv`` records (only those it has)."""
+    facts: dict[str, str] = {}
+    for fact, (_, keys) in HOST_FACTS.items():
+        value = next((inv.meta[k] for k in keys if inv.meta.get(k) not in (None, "", "None")), None)
+        if value is None:
+            continue
+        if fact == "cudnn":
+            value = _cudnn(value)
+        elif fact == "cuda_available":
+            value = _cuda_available(value)
+        facts[fact] = value
+    return facts
+
+
+def _part(value: str, parts: int) -> str:
+    match = _LEADING.match(value)
+    if not match:
+        return value
+    return match[1] if parts == 1 or match[2] is None else f"{match[1]}.{match[2]}"
+
+
+def _severity(fact: str, values: Sequence[str]) -> Severity:
+    if fact == "cuda_runtime":
+        if len({_part(v, 1) for v in values}) > 1:
+            return "critical"
+        return "warning" if len({_part(v, 2) for v in values}) > 1 else "info"
+    if fact in {"driver", "cudnn"}:
+        return "warning" if len({_part(v, 1) for v in values}) > 1 else "info"
+    if fact in {"gpu", "cuda_available"}:
+        return "warning"
+    return "info"
+
+
+def host_findings(inventories: Sequence[Inventory]) -> list[Finding]:
+    """One ``host`` finding per fact that differs among the inputs that record it."""
+    if len(inventories) < 2:
+        return []
+    tables = [(inv.label, host_facts(inv)) for inv in inventories]
+    findings = []
+    for fact, (label, _) in HOST_FACTS.items():
+        known = {name: facts[fact] for name, facts in tables if fact in facts}
+        if len(known) < 2 or len(set(known.values())) < 2:
+            continue
+        severity = _severity(fact, list(known.values()))
+        if len(known) == 2:
+            (a, va), (b, vb) = known.items()
+            message = f"{label}: {va} ({a}) -> {vb} ({b})"
+        else:
+            majority, outliers = spread(dict(known))
+            shown = ", ".join(f"{o} {known[o]}" for o in outliers[:10])
+            message = (
+                f"{label}: majority {majority} ({len(known) - len(outliers)}/{len(known)}); outliers: {shown}"
+            )
+        values: dict[str, str | None] = {name: known.get(name) for name, _ in tables}
+        findings.append(Finding(fact, "host", severity, None, values, message))
+    return findings
