@@ -89,7 +89,13 @@ def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
 
 def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: str) -> str:
     runtime = runtime_image_ref(spec, catalog)
-    builder = spec.base_image if spec.installer is Installer.VENV else _builder_image(spec, catalog, runtime)
+    if spec.installer is Installer.VENV:
+        builder = spec.base_image
+    elif inputs.conda_pack and inputs.conda_locks:
+        # offline: the runtime image builds too (an air-gapped engine must hold it anyway; same glibc)
+        builder = runtime
+    else:
+        builder = _builder_image(spec, catalog, runtime)
     parts = [
         header,
         f"FROM {builder} AS builder\n",
