@@ -121,7 +121,11 @@ class WorkloadRun:
 
     @property
     def first_nonfinite(self) -> tuple[int, str] | None:
-        """(step, what) of the first NaN/Inf in the raw numbers, flags or marker; None when all finite."""
+        """(step, what) of the first NaN/Inf in the raw numbers or the step flags; None when all finite.
+
+        The report's own ``nonfinite`` marker is not consulted: a report that omits it still shows
+        its NaN here (see :attr:`first_bad_step` for the marker too).
+        """
         found: list[tuple[int, str]] = []
         for s in self.steps:
             for name, value in (("loss", s.loss), ("grad_norm", s.grad_norm)):
@@ -129,19 +133,24 @@ class WorkloadRun:
                     found.append((s.step, f"{name} is {value}"))
             if not all(s.finite.values()):
                 bad = ", ".join(k for k, v in sorted(s.finite.items()) if not v)
-                found.append((s.step, f"the step's finite flags say {bad}"))
+                found.append((s.step, f"its finite flags are false for {bad}"))
         last = len(self.steps)
         for which, step in (("first", 1), ("last", last)):
             for name, value in sorted(self.grad_norms(which).items()):
                 if not math.isfinite(value):
-                    found.append((step, f"grad norm of {name} is {value}"))
+                    found.append((step, f"the grad norm of {name} is {value}"))
         for name, value in sorted(self.final_param_norms.items()):
             if not math.isfinite(value):
-                found.append((last, f"final norm of {name} is {value}"))
-        if self.nonfinite is not None:
-            where = f" ({self.nonfinite.parameter})" if self.nonfinite.parameter else ""
-            found.append((self.nonfinite.step, f"the report marks {self.nonfinite.what}{where}"))
-        return min(found) if found else None
+                found.append((last, f"the final norm of {name} is {value}"))
+        return min(found, key=lambda f: f[0]) if found else None
+
+    @property
+    def first_bad_step(self) -> int | None:
+        """The first step with NaN/Inf by the numbers or by the report's marker."""
+        steps = [f[0] for f in (self.first_nonfinite,) if f] + (
+            [self.nonfinite.step] if self.nonfinite else []
+        )
+        return min(steps, default=None)
 
 
 @dataclass(frozen=True)
@@ -178,6 +187,7 @@ class ProbeReport:
     frameworks: Mapping[str, FrameworkRun]
     label: str | None
     document: Mapping[str, Any] = field(repr=False, compare=False)
+    fleet: Mapping[str, Any] = field(default_factory=dict)  # what a fleet task adds (envkit.fleet)
 
     @property
     def host(self) -> str | None:
@@ -247,7 +257,9 @@ def _kind(value: Any) -> str:
         return f"the string {_short(value)!r}"
     if isinstance(value, int | float):
         return f"the number {_short(value)}"
-    return {list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def _short(value: Any) -> str:
@@ -264,7 +276,8 @@ def parse_report(data: Any, source: str) -> ProbeReport:
     schema = top.get("schema")
     if isinstance(schema, bool) or not isinstance(schema, int):
         raise ReportError(
-            f"{source}: probe report schema has the wrong type: {_kind(schema)}, expected the integer {SCHEMA}",
+            f"{source}: probe report schema has the wrong type: {_kind(schema)}, "
+            f"expected the integer {SCHEMA}",
             hint="the file was edited or written by another tool; rerun `envkit probe`",
         )
     if schema != SCHEMA:
@@ -273,15 +286,29 @@ def parse_report(data: Any, source: str) -> ProbeReport:
             hint="rerun the probe with this envkit version, or compare with the envkit that wrote it",
         )
     config = _config(r, top.get("config"))
-    fingerprint = r.obj(top.get("fingerprint"), "fingerprint")
-    if "host" in fingerprint:
-        r.text(fingerprint["host"], "fingerprint.host", optional=True, limit=1000)
+    fingerprint = _fingerprint(r, top.get("fingerprint"))
     frameworks = {
-        r.text(fw, f"frameworks key {fw!r}", limit=100) or fw: _framework(r, entry, f"frameworks.{fw}", config)
+        r.text(fw, f"frameworks key {fw!r}", limit=100) or fw: _framework(
+            r, entry, f"frameworks.{fw}", config
+        )
         for fw, entry in r.obj(top.get("frameworks"), "frameworks").items()
     }
     label = r.text(top.get("label"), "label", optional=True, limit=1000)
-    return ProbeReport(config, fingerprint, frameworks, label, top)
+    return ProbeReport(config, fingerprint, frameworks, label, top, _fleet(r, top.get("fleet")))
+
+
+def _fleet(r: _Reader, value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    data = r.obj(value, "fleet")
+    repeat = data.get("repeat")
+    if repeat is not None:
+        rep = r.obj(repeat, "fleet.repeat")
+        if "n" in rep:
+            r.integer(rep["n"], "fleet.repeat.n", 1, MAX_STEPS)
+        if "differing" in rep and not isinstance(rep["differing"], list | None):
+            raise r.fail("fleet.repeat.differing", f"expected a list, got {_kind(rep['differing'])}")
+    return data
 
 
 def _config(r: _Reader, value: Any) -> ProbeConfig:
@@ -303,6 +330,34 @@ def _config(r: _Reader, value: Any) -> ProbeConfig:
     )
 
 
+def _fingerprint(r: _Reader, value: Any) -> dict[str, Any]:
+    """The host facts the causes read: their shapes are checked, their content stays open."""
+    data = r.obj(value, "fingerprint")
+    for key in ("host", "gpu_driver"):
+        if key in data and data[key] is not None and not isinstance(data[key], str | int | float):
+            raise r.fail(f"fingerprint.{key}", f"expected a string, got {_kind(data[key])}")
+    for key in ("env", "distributions", "cpu", "python"):
+        if key in data:
+            r.obj(data[key], f"fingerprint.{key}")
+    if data.get("container") is not None:
+        r.obj(data["container"], "fingerprint.container")
+    return data
+
+
+def _info(r: _Reader, value: Any, where: str) -> dict[str, Any]:
+    data = r.obj(value, where)
+    gpus = data.get("gpus") or []
+    if not isinstance(gpus, list):
+        raise r.fail(f"{where}.gpus", f"expected a list, got {_kind(gpus)}")
+    for i, gpu in enumerate(gpus):
+        g = r.obj(gpu, f"{where}.gpus[{i}]")
+        for key in ("name", "capability"):
+            r.text(g.get(key), f"{where}.gpus[{i}].{key}", limit=1000)
+    if "switches" in data:
+        r.obj(data["switches"], f"{where}.switches")
+    return data
+
+
 def _status(r: _Reader, value: Any, where: str) -> RunStatus:
     try:
         return RunStatus(value)
@@ -315,7 +370,7 @@ def _framework(r: _Reader, value: Any, where: str, config: ProbeConfig) -> Frame
     data = r.obj(value, where)
     status = _status(r, data.get("status"), where)
     reason = r.text(data.get("reason"), f"{where}.reason", optional=True)
-    info = r.obj(data.get("info") or {}, f"{where}.info")
+    info = _info(r, data.get("info") or {}, f"{where}.info")
     raw_workloads = data.get("workloads")
     if status is RunStatus.OK and raw_workloads is None:
         raise r.fail(f"{where}.workloads", "missing")
