@@ -31,6 +31,7 @@ from envkit.lock.lockfile import (
     requirements_lock,
 )
 from envkit.lock.solver import CondaPackage, CondaSolver, PipPackage, PipResolver
+from envkit.lock.variant import check_variants
 from envkit.spec.load import LoadedSpec
 from envkit.spec.models import Spec
 
@@ -159,6 +160,7 @@ def lock_environment(
         conda={k: v for k, v in conda.items() if v},
         pip={k: v for k, v in pip.items() if v},
     )
+    check_variants(spec.cuda, contents.conda, contents.pip)  # a CPU build in a CUDA spec: exit 2
     files = _render(loaded, inputs, contents)
     changed = tuple(name for name, text in files.items() if write_text_atomic(image_dir / name, text))
     lock_sha = hashlib.sha256(files[CONDA_LOCK].encode("utf-8")).hexdigest()
