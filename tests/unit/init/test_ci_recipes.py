@@ -8,7 +8,6 @@ from typing import Any
 
 import yaml
 
-from envkit import __version__
 from envkit.init import init_repo
 
 SOURCE = "git+https://github.com/example/envkit@" + "0123456789abcdef" * 2 + "01234567"
