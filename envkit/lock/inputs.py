@@ -70,8 +70,8 @@ def framework_requirements(spec: Spec, catalog: Catalog) -> list[str]:
     """``paddlepaddle-gpu==2.6.2``, ``torch==2.1.2+cu118``, … for the spec's CUDA."""
     lines = []
     for framework, version in spec.frameworks.items():
-        wheel = catalog.wheel(framework, version, spec.cuda)
-        if wheel is not None:  # validation guarantees it
+        wheel = catalog.requested_wheel(framework, version, spec.cuda)
+        if wheel is not None:  # validation guarantees it for releases the catalog knows
             lines.append(wheel.requirement)
     return lines
 
@@ -80,7 +80,7 @@ def pip_indexes(spec: Spec, catalog: Catalog) -> PipIndexes:
     extra: set[str] = set()
     links: set[str] = set()
     for framework, version in spec.frameworks.items():
-        wheel = catalog.wheel(framework, version, spec.cuda)
+        wheel = catalog.requested_wheel(framework, version, spec.cuda)
         if wheel is not None and wheel.index and wheel.index_mode:
             (links if wheel.index_mode == "find-links" else extra).add(wheel.index)
     return PipIndexes(spec.mirrors.pypi, tuple(sorted(extra)), tuple(sorted(links)))
@@ -159,6 +159,8 @@ def lock_inputs(spec: Spec, catalog: Catalog) -> LockInputs:
 
 def _conda_specs(spec: Spec) -> tuple[str, ...]:
     specs = [f"python {spec.python}.*", *spec.conda]
+    if spec.is_gpu and not any(s.split()[0].split("=")[0] == "cuda-version" for s in spec.conda):
+        specs.append(f"cuda-version {spec.cuda}.*")  # a CUDA lock always pins the CUDA it was solved for
     if spec.pip or spec.frameworks.items():
         specs.append("pip")
     return tuple(specs)
