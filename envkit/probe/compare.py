@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from envkit.errors import ReportError
+from envkit.probe.bands import judge, onset_max
 from envkit.probe.causes import Cause, likely_causes, side_names
 from envkit.probe.model import ProbeReport, Verdict, WorkloadRun, parse_report
 from envkit.probe.report import Report
@@ -28,6 +29,7 @@ __all__ = ["VERDICTS", "Bands", "Comparison", "MetricComparison", "Verdict", "co
 
 VERDICTS = tuple(Verdict)  # best to worst
 METRICS = ("loss", "grad_norm", "param_grad_norms", "final_params")
+TRAJECTORY = ("loss", "grad_norm")  # judged on their own onset (envkit.probe.bands)
 PARAM_FLOOR = 1e-3
 
 
@@ -37,12 +39,16 @@ class Bands:
 
     equivalent: float = 2e-6
     drift: float = 5e-3
+    window: int = 5  # onset steps the band is judged on (envkit.probe.bands)
 
     def __post_init__(self) -> None:
         if not 0 <= self.equivalent < self.drift:
             raise ValueError("band edges must satisfy 0 <= equivalent < drift")
+        if self.window < 1:
+            raise ValueError("the onset window must be at least one step")
 
     def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> Verdict:
+        """The band of one difference (fixed edges); see :func:`envkit.probe.bands.judge` for a series."""
         if bitwise_equal:
             return Verdict.IDENTICAL
         if max_rel_diff <= self.equivalent:
@@ -170,22 +176,45 @@ def _series(ra: WorkloadRun, rb: WorkloadRun, metric: str) -> tuple[list[Pair], 
     return pairs, same_digest and all(p[2] == p[3] for p in pairs)
 
 
-def _compare_metric(
-    ra: WorkloadRun, rb: WorkloadRun, metric: str, bands: Bands, key: tuple[str, str, str]
-) -> MetricComparison:
+def _diffs(ra: WorkloadRun, rb: WorkloadRun, metric: str) -> tuple[list[tuple[float, int, str]], bool]:
     pairs, bitwise = _series(ra, rb, metric)
-    diffs = [(rel_diff(x, y, floor), step, label) for step, label, x, y, floor in pairs]
+    return [(rel_diff(x, y, floor), step, label) for step, label, x, y, floor in pairs], bitwise
+
+
+def _compare_metric(
+    ra: WorkloadRun,
+    rb: WorkloadRun,
+    metric: str,
+    bands: Bands,
+    key: tuple[str, str, str],
+    workload_onset: float,
+) -> MetricComparison:
+    diffs, bitwise = _diffs(ra, rb, metric)
     max_rel = max((d for d, _, _ in diffs), default=0.0)
     first = next((step for d, step, _ in diffs if d != 0.0), None)
     detail = None
+    # equal parameter digests with different norms: a report contradicts itself; its raw difference
+    # is judged on the fixed edges, never averaged into the workload's onset band
+    inconsistent = (
+        metric == "final_params" and max_rel > 0 and ra.final_params_sha256 == rb.final_params_sha256
+    )
     if max_rel > 0:
         _, _, label = max(diffs)
         detail = f"largest at {label}"
-        if metric == "final_params" and ra.final_params_sha256 == rb.final_params_sha256:
+        if inconsistent:
             detail += "; the same final_params_sha256 with different norms: a report is inconsistent"
     elif not bitwise:
         first, detail = len(ra.steps), "parameters differ bitwise; their norms agree"
-    return MetricComparison(*key, metric, bands.verdict(max_rel, bitwise), max_rel, first, detail)
+    verdict = judge(
+        [(s, d) for d, s, _ in diffs],
+        bitwise=bitwise,
+        workload_onset=workload_onset,
+        edges=bands,
+        trajectory=metric in TRAJECTORY,
+    )
+    if inconsistent:
+        verdict = max(Verdict(verdict), bands.verdict(max_rel, False), key=lambda v: Verdict(v).rank)
+    return MetricComparison(*key, metric, Verdict(verdict), max_rel, first, detail)
 
 
 def _compare_workload(
@@ -213,7 +242,9 @@ def _compare_workload(
     if problems or ra is None or rb is None:
         step = min(steps, default=None)
         return [MetricComparison(*key, m, Verdict.INVALID, None, step, "; ".join(problems)) for m in METRICS]
-    return [_compare_metric(ra, rb, m, bands, key) for m in METRICS]
+    onsets = [onset_max([(step, d) for d, step, _ in _diffs(ra, rb, m)[0]], bands.window) for m in TRAJECTORY]
+    workload_onset = max((o for o in onsets if o is not None), default=0.0)
+    return [_compare_metric(ra, rb, m, bands, key, workload_onset) for m in METRICS]
 
 
 def compare_reports(
