@@ -185,12 +185,44 @@ def audit_inventory(
 
 
 def _dedupe(vulns: Iterable[Vuln]) -> list[Vuln]:
-    """Drop advisories that are aliases of one already kept (PYSEC and GHSA for one CVE)."""
-    kept: list[Vuln] = []
-    for vuln in sorted(vulns, key=lambda v: (not v.id.startswith("PYSEC"), v.id)):
-        if not any(vuln.ids & k.ids for k in kept):
-            kept.append(vuln)
-    return kept
+    """Merge advisories that are aliases of each other (PYSEC and GHSA for one CVE) into one.
+
+    The merged finding keeps the PYSEC id (else the smallest), the *highest* severity of the
+    group (a PYSEC record without severity must not hide the GHSA record's critical), and every
+    source's data: all ids as aliases, fixed versions, references and sources.
+    """
+    groups: list[list[Vuln]] = []
+    for vuln in vulns:
+        joined = [g for g in groups if any(vuln.ids & other.ids for other in g)]
+        merged = [vuln, *(v for g in joined for v in g)]
+        groups = [g for g in groups if g not in joined] + [merged]
+    return sorted((_merge(g) for g in groups), key=lambda v: v.id)
+
+
+def _merge(group: list[Vuln]) -> Vuln:
+    ordered = sorted(group, key=lambda v: (not v.id.startswith("PYSEC"), v.id))
+    if len(ordered) == 1:
+        return ordered[0]
+    first = ordered[0]
+    ids = set().union(*(v.ids for v in ordered))
+    fixed = {f for v in ordered for f in v.fixed_in}
+    return Vuln(
+        id=first.id,
+        summary=next((v.summary for v in ordered if v.summary), ""),
+        aliases=tuple(sorted(ids - {first.id})),
+        fixed_in=tuple(sorted(fixed, key=_version_or_text)),
+        # highest first; "unknown" ranks as medium (as --fail-on counts it), a known rating wins a tie
+        severity=max((v.severity for v in ordered), key=lambda s: (severity_rank(s), s != "unknown")),
+        source="; ".join(dict.fromkeys(v.source for v in ordered if v.source)) or None,
+        references=tuple(dict.fromkeys(r for v in ordered for r in v.references)),
+    )
+
+
+def _version_or_text(text: str) -> tuple[int, Version | str]:
+    try:
+        return (0, Version(text))
+    except InvalidVersion:
+        return (1, text)
 
 
 def apply_ignores(findings: Sequence[Finding], ignores: Sequence[AuditIgnore]) -> list[Finding]:

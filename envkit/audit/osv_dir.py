@@ -16,8 +16,10 @@ skip data silently.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,8 @@ import yaml
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envkit._io import TooLarge, read_bytes_bounded
+from envkit._yaml import YamlProblem, load_bounded
 from envkit.audit.cvss import cvss3_score, severity_of_score
 from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
 from envkit.errors import AuditError, UsageError
@@ -37,6 +41,10 @@ _RESTORE = (
 __all__ = ["OsvDirService", "Record", "affects", "parse_record"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
+MAX_RECORD_BYTES = 4 * 1024 * 1024  # the largest PyPA record is ~60 KB; OSV's largest PyPI ones ~1 MB
+# Aliases (*name), anchors (&name), or a line indented 64+ levels / flow nesting 32+ deep: take the
+# bounded loader (refuses aliases, bounds depth); everything else the fast C SafeLoader.
+_ALIAS_OR_DEEP = re.compile(r"(?:^|[\s\[{,:-])[*&][^\s\]},]|^ {128}|[\[{]{32}", re.MULTILINE)
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _GHSA_SEVERITY: dict[str, Severity] = {
     "LOW": "low",
@@ -156,22 +164,59 @@ def _parse_affected(raw: Any) -> Affected | None:
     versions_raw = raw.get("versions") or []
     _need(isinstance(ranges_raw, list), "affected[].ranges is not a list")
     _need(isinstance(versions_raw, list), "affected[].versions is not a list")
+    _need(
+        all(isinstance(v, str | int | float) for v in versions_raw), "affected[].versions has a non-version"
+    )
     ranges = tuple(r for r in (_parse_range(x) for x in ranges_raw) if r is not None)
     versions = frozenset(_version_key(str(v)) for v in versions_raw)
     return Affected(canonicalize_name(package["name"]), ranges, versions)
+
+
+def _withdrawn(value: Any) -> bool:
+    """OSV ``withdrawn`` is an RFC 3339 time; anything else would silently drop the advisory."""
+    if value is None:
+        return False
+    if isinstance(value, datetime.date):  # YAML reads an unquoted timestamp as a date/datetime
+        return True
+    _need(isinstance(value, str), f"withdrawn is {type(value).__name__}, not an RFC 3339 time")
+    try:
+        datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise _Corrupt(f"withdrawn {value[:40]!r} is not an RFC 3339 time") from None
+    return True
+
+
+def _strings(data: dict[str, Any], key: str) -> list[str]:
+    value = data.get(key) or []
+    _need(
+        isinstance(value, list) and all(isinstance(v, str) for v in value), f"{key} is not a list of strings"
+    )
+    return value
+
+
+def _check_fields(data: dict[str, Any]) -> None:
+    """Types of the fields envkit reads (OSV schema 1.6); a wrong type is corruption, never a skip."""
+    _need(isinstance(data.get("id"), str) and 0 < len(data["id"]) <= 200, "the record has no id")
+    for key in ("summary", "details", "modified", "published"):
+        _need(data.get(key) is None or isinstance(data[key], str | datetime.date), f"{key} is not text")
+    for key in ("severity", "references"):
+        value = data.get(key) or []
+        _need(isinstance(value, list) and all(isinstance(v, dict) for v in value), f"{key} is not a list")
+    specific = data.get("database_specific")
+    _need(specific is None or isinstance(specific, dict), "database_specific is not a mapping")
 
 
 def parse_record(data: Any, source: str) -> Record:
     """Validate one OSV record's shape; raise AuditError naming ``source`` when it is broken."""
     try:
         _need(isinstance(data, dict), "the file is not an OSV record (no mapping)")
-        _need(isinstance(data.get("id"), str) and bool(data["id"]), "the record has no id")
+        _check_fields(data)
         affected = data.get("affected")
         _need(isinstance(affected, list), "the record has no affected list")
-        aliases = data.get("aliases") or []
-        _need(isinstance(aliases, list), "aliases is not a list")
+        aliases = _strings(data, "aliases")
         refs = [r.get("url") for r in data.get("references") or [] if isinstance(r, dict)]
         parsed = tuple(a for a in (_parse_affected(x) for x in affected) if a is not None)
+        withdrawn = _withdrawn(data.get("withdrawn"))
     except _Corrupt as e:
         raise AuditError(
             f"corrupted advisory record {source}: {e}",
@@ -183,7 +228,7 @@ def parse_record(data: Any, source: str) -> Record:
         summary=summary,
         aliases=tuple(sorted(str(a) for a in aliases)),
         severity=_severity(data),
-        withdrawn=bool(data.get("withdrawn")),
+        withdrawn=withdrawn,
         affected=parsed,
         references=tuple(str(u) for u in refs if u),
         source=source,
@@ -215,12 +260,24 @@ def affects(record: Record, package: str, version: Version) -> bool:
 
 
 def _load_file(path: Path, display: str) -> Any:
+    """One record, bounded: at most :data:`MAX_RECORD_BYTES`, no YAML aliases, bounded nesting."""
     try:
-        text = path.read_text("utf-8")
+        text = read_bytes_bounded(path, MAX_RECORD_BYTES).decode("utf-8")
         if path.suffix == ".json":
             return json.loads(text)
+        if _ALIAS_OR_DEEP.search(text):  # the bounded pure-Python loader refuses them with a line
+            return load_bounded(text, max_bytes=MAX_RECORD_BYTES)
         return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a SafeLoader (C or Python)
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as e:
+    except YamlProblem as e:
+        where = f"{display}:{e.line}" if e.line else display
+        raise AuditError(f"corrupted advisory record {where}: {e.message}", hint=_RESTORE) from e
+    except TooLarge as e:
+        raise AuditError(
+            f"corrupted advisory record {display}: larger than {e.limit} bytes", hint=_RESTORE
+        ) from e
+    except RecursionError as e:
+        raise AuditError(f"corrupted advisory record {display}: nested too deeply", hint=_RESTORE) from e
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, yaml.YAMLError) as e:
         raise AuditError(
             f"corrupted advisory record {display}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}",
             hint=_RESTORE,

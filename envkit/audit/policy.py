@@ -23,10 +23,10 @@ from envkit.audit.core import Finding
 from envkit.audit.service import Severity
 from envkit.build.engine import ImageInfo
 from envkit.catalog import Catalog
-from envkit.errors import CatalogError
+from envkit.errors import CatalogError, LockError
 from envkit.inventory.models import Inventory
 from envkit.lock import LockState
-from envkit.lock.lockfile import CONDA_LOCK, ENVIRONMENT_YML
+from envkit.lock.lockfile import CONDA_LOCK, ENVIRONMENT_YML, parse_conda_lock
 from envkit.render.dockerfile import LOCK_LABEL
 from envkit.spec.models import ARCHES, Spec
 
@@ -127,10 +127,12 @@ def check_lock(ctx: PolicyContext) -> list[Finding]:
 def _unhashed(path: Path, name: str) -> list[Finding]:
     text = path.read_text("utf-8", errors="replace")
     if path.name == CONDA_LOCK:
-        data = yaml.safe_load(text) or {}
-        missing = [
-            str(p.get("name")) for p in data.get("package") or [] if isinstance(p, dict) and not p.get("hash")
-        ]
+        try:
+            contents = parse_conda_lock(text, str(path))
+        except LockError:
+            return []  # not a readable lock: check_lock reports it as stale
+        missing = [p.name for ps in contents.conda.values() for p in ps if not (p.sha256 or p.md5)]
+        missing += [p.name for ps in contents.pip.values() for p in ps if not p.hashes]
     elif "@EXPLICIT" in text:
         urls = [ln for ln in text.splitlines() if "://" in ln and not ln.startswith("#")]
         missing = [u.rsplit("/", 1)[-1] for u in urls if "#" not in u]

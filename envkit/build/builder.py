@@ -36,7 +36,7 @@ from envkit.render import render_image
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.spec.load import LoadedSpec, image_dir
 
-__all__ = ["BuildOptions", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
+__all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
 
 WHEELS = "wheels"
 NAME_LABEL = "io.envkit.name"
@@ -60,8 +60,8 @@ class BuildOptions:
 
 
 @dataclass(frozen=True)
-class PreparedBuild:
-    """Everything decided before the engine is called."""
+class BuildPlan:
+    """Everything decided before the engine is called: the context and its digest, computed once."""
 
     name: str
     context: ContextFiles
@@ -75,7 +75,7 @@ class PreparedBuild:
 
     @property
     def digest(self) -> str:
-        return self.context.digest
+        return self.context.digest  # computed when the context was built
 
     @property
     def tag(self) -> str:
@@ -84,6 +84,9 @@ class PreparedBuild:
     @property
     def latest(self) -> str:
         return f"{image_repo(self.name)}:latest"
+
+
+PreparedBuild = BuildPlan  # the former name
 
 
 @dataclass(frozen=True)
@@ -137,16 +140,15 @@ class Builder:
 
     def prepare(
         self, loaded: LoadedSpec, options: BuildOptions, on_event: EventSink | None = None
-    ) -> PreparedBuild:
+    ) -> BuildPlan:
         spec = loaded.spec
         warnings: list[str] = []
         relocked = not (lock := lock_state(self.root, loaded)).fresh
         if relocked:
             lock = self._lock(loaded, lock, options, warnings, on_event)
         offline = options.offline or spec.offline or options.pack is not None
-        folder = image_dir(self.root, spec.name)
-        lock_names = [*lock.conda_locks, *([lock.pip_lock] if lock.pip_lock else [])]
-        lock_files = {name: (folder / name).read_bytes() for name in lock_names}
+        # the bytes the lock was verified from: never a second read of images/NAME/
+        lock_files = lock.lock.install_files if lock.lock is not None else {}
         extra: list[ContextEntry] = []
         wheelhouse = None
         packed = None
@@ -187,7 +189,7 @@ class Builder:
         }
         if inputs.lock_sha256:
             build_labels[LOCK_LABEL] = inputs.lock_sha256
-        return PreparedBuild(
+        return BuildPlan(
             spec.name, context, build_labels, offline, lock, wheelhouse, tuple(warnings), relocked, packed
         )
 
@@ -231,14 +233,13 @@ class Builder:
         if on_event:
             on_event(BuildEvent(f"locking {name} (the lock is {lock.status})", step="lock"))
         try:
-            self.locker.lock(loaded, image_dir(self.root, name))
+            locked = self.locker.lock(loaded, image_dir(self.root, name))
         except SolverFailed as e:
             raise SolverFailed(
                 f"cannot build {name}: the lock is {lock.status} and locking failed: {e.message}",
                 hint=f"{e.hint}; or run `envkit lock {name}` where the channels are reachable, commit "
                 f"images/{name}/ and build with --frozen",
             ) from e
-        locked = lock_state(self.root, loaded)
         if not locked.fresh:
             raise LockError(
                 f"locking {name} did not give a fresh lock ({locked.reason})",
@@ -286,7 +287,7 @@ class Builder:
 
     def _stream(
         self,
-        prepared: PreparedBuild,
+        prepared: BuildPlan,
         options: BuildOptions,
         existing: ImageInfo | None,
         log: TextIO,
@@ -332,7 +333,7 @@ class Builder:
             pass  # best effort: the original error is more useful than this one
 
     def _result(
-        self, prepared: PreparedBuild, info: ImageInfo, status: str, log_path: Path | None, start: float
+        self, prepared: BuildPlan, info: ImageInfo, status: str, log_path: Path | None, start: float
     ) -> BuildResult:
         return BuildResult(
             name=prepared.name,

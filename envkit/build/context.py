@@ -12,7 +12,7 @@ import hashlib
 import io
 import tarfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["ContextEntry", "ContextFiles", "context_digest", "context_tar", "entry_from_file", "file_sha256"]
@@ -36,6 +36,10 @@ class ContextEntry:
 @dataclass(frozen=True)
 class ContextFiles:
     entries: tuple[ContextEntry, ...]
+    digest: str = field(init=False, compare=False)  # context_digest(entries), computed once
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "digest", context_digest(self.entries))
 
     @classmethod
     def build(cls, files: Mapping[str, bytes], extra: Sequence[ContextEntry] = ()) -> ContextFiles:
@@ -49,10 +53,6 @@ class ContextFiles:
             if name.startswith("/") or ".." in name.split("/"):
                 raise ValueError(f"context path {name!r} escapes the context")
         return cls(tuple(found[name] for name in sorted(found)))
-
-    @property
-    def digest(self) -> str:
-        return context_digest(self.entries)
 
     @property
     def size(self) -> int:

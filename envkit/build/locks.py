@@ -26,8 +26,8 @@ def lock_state(root: Path, loaded: LoadedSpec) -> LockState:
 
 
 class Locker(Protocol):
-    def lock(self, loaded: LoadedSpec, directory: Path) -> None:
-        """Solve ``loaded`` and write its lock files into ``directory`` (raises LockError)."""
+    def lock(self, loaded: LoadedSpec, directory: Path) -> LockState:
+        """Solve ``loaded``, write its lock set into ``directory``, return it verified (raises LockError)."""
         ...
 
 
@@ -39,8 +39,8 @@ class EnvLocker:
     conda_solver: CondaSolver
     pip_resolver: PipResolver
 
-    def lock(self, loaded: LoadedSpec, directory: Path) -> None:
-        lock_environment(loaded, self.catalog, directory, self.conda_solver, self.pip_resolver)
+    def lock(self, loaded: LoadedSpec, directory: Path) -> LockState:
+        return lock_environment(loaded, self.catalog, directory, self.conda_solver, self.pip_resolver).state
 
 
 def solving_locker(catalog: Catalog) -> EnvLocker:

@@ -83,6 +83,20 @@ class Catalog:
         release = self.framework_release(framework, version)
         return release.wheel_for(cuda) if release else None
 
+    def requested_wheel(self, framework: str, version: str, cuda: str) -> Wheel | None:
+        """The catalog's wheel; for a release it does not know, the wheel its newest release with
+        this CUDA flavour names, with the version replaced (the lock then says whether it exists)."""
+        family = self.frameworks.get(framework)
+        release = self.framework_release(framework, version)
+        if release is not None or family is None:
+            return release.wheel_for(cuda) if release else None
+        for known in reversed(family.releases):
+            template = known.wheel_for(cuda)
+            if template is not None and template.pip_version.startswith(known.version):
+                pip_version = version + template.pip_version.removeprefix(known.version)
+                return template.model_copy(update={"pip_version": pip_version, "index_only": False})
+        return None
+
     # -- base images --------------------------------------------------------
     def base_image(self, ref: str) -> BaseImage | None:
         bare = ref.split("@", 1)[0]
@@ -151,9 +165,13 @@ def _matches(version: str | None, spec: str) -> bool:
     return parsed in SpecifierSet(spec, prereleases=True)
 
 
+# libyaml's SafeLoader when present: the generated frameworks.yaml is ~70 KB (0.8 s in pure Python)
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read(name: str) -> Any:
     text = resources.files("envkit.catalog").joinpath("data").joinpath(name).read_text("utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 (a safe loader)
 
 
 @functools.cache

@@ -17,6 +17,7 @@ __all__ = [
     "InstallerFile",
     "KnownBadRule",
     "OfflineInstaller",
+    "PageRef",
     "Wheel",
 ]
 
@@ -46,14 +47,28 @@ class Wheel(StrictModel):
     index_mode: IndexMode | None = None
     cudnn: str | None = None
     experimental: bool = False  # the release matrix lists this CUDA flavour as experimental
+    index_only: bool = False  # not on PyPI (deleted, or never uploaded): only ``index`` has it
 
     @property
     def requirement(self) -> str:
         return f"{self.package}=={self.pip_version}"
 
 
+class PageRef(StrictModel):
+    """A page a fact was read from: its URL, the day it was fetched and the sha256 of the page as served."""
+
+    url: str
+    fetched: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class FrameworkRelease(StrictModel):
-    """One release; its ``source`` defaults to the family's."""
+    """One release; its ``source`` defaults to the family's.
+
+    ``flavours`` says where the CUDA flavours came from: the framework's index
+    (``index``) or the hand-checked fallback table (``fallback``); ``pypi_cuda`` is
+    the CUDA build of the plain PyPI wheel (from its metadata when it says).
+    """
 
     version: str
     source: str | None = None
@@ -63,6 +78,10 @@ class FrameworkRelease(StrictModel):
     wheels: tuple[Wheel, ...]
     cudnn: str | None = None
     numpy: str | None = None
+    yanked: bool = False
+    pypi_cuda: str | None = None
+    flavours: Literal["index", "fallback"] | None = None
+    sources: tuple[PageRef, ...] = ()
 
     def wheel_for(self, cuda: str) -> Wheel | None:
         return next((w for w in self.wheels if w.cuda == cuda), None)

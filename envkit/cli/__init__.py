@@ -35,6 +35,7 @@ def cli(debug: bool) -> None:
 from envkit.cli import (  # noqa: E402,F401
     audit_cmd,
     build_cmd,
+    catalog_cmd,
     diff_cmd,
     init_cmd,
     lock_cmd,

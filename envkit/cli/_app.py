@@ -32,6 +32,7 @@ __all__ = [
     "print_json",
     "project_root",
     "report_error",
+    "run_result",
     "shown",
     "working",
 ]
@@ -68,29 +69,34 @@ def command(
         @functools.wraps(fn)
         def run(*args: P.args, **kw: P.kwargs) -> int:
             as_json = bool(kw.pop("as_json", False))
-            ctx = click.get_current_context()
-            debug = bool(ctx.find_root().params.get("debug"))
-            try:
-                result = fn(*args, **kw)
-            except EnvkitError as e:
-                return report_error(name, e, as_json=as_json, debug=debug)
-            except KeyboardInterrupt:
-                return report_error(name, Interrupted(), as_json=as_json, debug=False)
-            except OSError as e:
-                return report_error(name, _os_error(e), as_json=as_json, debug=debug)
-            if as_json:
-                print_json(envelope(result))
-            else:
-                for warning in result.warnings:
-                    err_console.print(f"[yellow]warning:[/] {escape(shown(warning))}")
-                text = result.render_text()
-                if text:
-                    out_console.print(shown(text), markup=False)
-            return int(result.exit_code)
+            return run_result(name, lambda: fn(*args, **kw), as_json=as_json)
 
         return group.command(name, **kwargs)(json_option(run))
 
     return decorate
+
+
+def run_result(name: str, produce: Callable[[], CommandResult], *, as_json: bool) -> int:
+    """Call ``produce`` and print its result (or its error) as every command does; return the exit code."""
+    ctx = click.get_current_context()
+    debug = bool(ctx.find_root().params.get("debug"))
+    try:
+        result = produce()
+    except EnvkitError as e:
+        return report_error(name, e, as_json=as_json, debug=debug)
+    except KeyboardInterrupt:
+        return report_error(name, Interrupted(), as_json=as_json, debug=False)
+    except OSError as e:
+        return report_error(name, _os_error(e), as_json=as_json, debug=debug)
+    if as_json:
+        print_json(envelope(result))
+    else:
+        for warning in result.warnings:
+            err_console.print(f"[yellow]warning:[/] {escape(shown(warning))}")
+        text = result.render_text()
+        if text:
+            out_console.print(shown(text), markup=False)
+    return int(result.exit_code)
 
 
 def _os_error(error: OSError) -> EnvkitError:

@@ -179,7 +179,8 @@ def _probe(engine: ContainerEngine, result: BuildResult, loaded: LoadedSpec, roo
     """The numerical probe in the new image; every framework of the spec must run ("ok")."""
     declared = tuple(fw for fw, _ in loaded.spec.frameworks.items())
     opts = ProbeOptions(frameworks=declared or FRAMEWORKS)
-    run = probe(opts, store=default_store(root), image=result.tag, engine=engine)
+    # require_framework=False: the check below names each framework of the spec that did not run
+    run = probe(opts, store=default_store(root), image=result.tag, engine=engine, require_framework=False)
     path = run.written[-1]
     frameworks = {fw: entry["status"] for fw, entry in run.report["frameworks"].items()}
     lines = list(run.warnings) + [

@@ -13,7 +13,7 @@ from envkit.drift import DriftReport, diff_inventories
 from envkit.drift.models import SEVERITIES, severity_rank
 from envkit.errors import ExitCode, UsageError
 from envkit.inventory import FORMATS, Inventory, read_inventory
-from envkit.inventory.snapshot import LocalSource, take_snapshot, write_snapshot
+from envkit.inventory.snapshot import EnvironmentSource, LocalSource, take_snapshot, write_snapshot
 from envkit.result import CommandResult
 
 _STORE_HELP = "Snapshot store (default $ENVKIT_STORE or .envkit/snapshots)."
@@ -154,12 +154,15 @@ def diff(
     help="File to write (default STORE/<host>.json).",
 )
 @click.option("--store", type=click.Path(file_okay=False, path_type=Path), help=_STORE_HELP)
-def snapshot(output: Path | None, store: Path | None) -> CommandResult:
+@click.option("--image", help="Capture the environment inside this image (or envkit/NAME) instead.")
+def snapshot(output: Path | None, store: Path | None, image: str | None) -> CommandResult:
     """Capture this environment (conda list --json in a conda env, pip's view, Python, platform, host).
 
-    Written to the store as <host>.json so that `envkit diff host-a host-b` works.
+    Written to the store as <host>.json so that `envkit diff host-a host-b` works. With --image, a
+    stdlib script runs in a container of the image (its conda-meta records and importlib.metadata's
+    view; no conda binary needed) and the snapshot is stored under the image's name.
     """
-    data = take_snapshot(LocalSource())
+    data = take_snapshot(LocalSource() if image is None else _image_source(image))
     path = output or store_dir(store) / f"{data['host']}.json"
     changed = write_snapshot(data, path)
     conda = data["conda"]
@@ -169,6 +172,15 @@ def snapshot(output: Path | None, store: Path | None) -> CommandResult:
     return CommandResult(
         "snapshot", result, f"snapshot of {data['host']} -> {path} ({state}, {count} records)"
     )
+
+
+def _image_source(ref: str) -> EnvironmentSource:
+    from envkit.cli.build_cmd import make_engine
+    from envkit.inventory.image_source import ImageSource
+    from envkit.probe.core import resolve_image
+
+    engine = make_engine()
+    return ImageSource(engine, resolve_image(engine, ref))
 
 
 __all__ = ["diff", "resolve_input", "snapshot", "store_dir"]

@@ -9,11 +9,12 @@ import click
 
 from envkit.build.engine import ContainerEngine
 from envkit.build.fake import FakeEngine
-from envkit.cli import build_cmd, cli, fleet_cmd
+from envkit.cli import build_cmd, cli, fleet_cmd, nway_cmd
 from envkit.cli._app import command, project_root, working
 from envkit.errors import ExitCode, UsageError
 from envkit.probe import core
 from envkit.probe.compare import Bands, Comparison, fmt_rel
+from envkit.probe.many import find_run
 from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions
 from envkit.result import CommandResult
@@ -86,8 +87,11 @@ def make_engine(name: str) -> ContainerEngine:
 @click.option("--image", help="Run the payload inside this image (or envkit/NAME) instead of on the host.")
 @click.option("--engine", "engine_name", type=click.Choice(["docker", "fake"]), default="docker", hidden=True)
 @click.option(
-    "--compare", nargs=2, metavar="A B", help="Compare two reports (files or HOST[/LABEL] in the store)."
+    "--compare",
+    is_flag=True,
+    help="Compare REPORTS: two (files or HOST[/LABEL] in the store), a fleet run (STORE/RUN), or many.",
 )
+@click.argument("refs", nargs=-1, metavar="[REPORTS]...")
 @click.option(
     "--html",
     "html_out",
@@ -133,6 +137,8 @@ def probe(**kw: Any) -> CommandResult:
             )
         image = fleet_image(kw) if kw["image"] else None
         return fleet_cmd.run_fleet(kw, _options(kw), image)
+    if kw["refs"] and not kw["compare"]:
+        raise UsageError(f"unexpected argument {kw['refs'][0]!r}", hint="to compare reports: --compare A B")
     if kw["compare"]:
         return _compare(kw)
     if kw["html_out"]:
@@ -198,7 +204,14 @@ def _compare(kw: dict[str, Any]) -> CommandResult:
     except ValueError as e:
         raise UsageError(str(e), hint="e.g. --equivalent-edge 2e-6 --drift-edge 5e-3") from e
     store = kw["store"] or default_store(project_root())
-    done = core.compare(kw["compare"], store, label=kw["label"], bands=bands, html=kw["html_out"])
+    refs = kw["refs"]
+    if not refs:
+        raise UsageError(
+            "--compare needs reports", hint="--compare A B, --compare STORE/RUN or --compare A B C …"
+        )
+    if len(refs) != 2 or any(find_run(r, store) for r in refs):
+        return nway_cmd.compare_many(refs, store, label=kw["label"], bands=bands, html=kw["html_out"])
+    done = core.compare((refs[0], refs[1]), store, label=kw["label"], bands=bands, html=kw["html_out"])
     code = ExitCode.OK if done.ok else ExitCode.FINDINGS
     return CommandResult("probe", done.to_json(), lambda: _compare_text(done.comparison), exit_code=code)
 

@@ -1,4 +1,4 @@
-"""``envkit validate``, ``envkit render`` and ``envkit catalog``."""
+"""``envkit validate`` and ``envkit render``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root
-from envkit.errors import ExitCode, Problem, SpecError, UsageError
+from envkit.errors import Problem, SpecError, UsageError
 from envkit.lock import current_lock
 from envkit.render import DockerfileInputs, render_image, write_image
 from envkit.result import CommandResult
@@ -18,11 +18,15 @@ from envkit.spec.load import find_specs, image_dir, load_spec, resolve_spec_path
 
 @command(cli, "validate")
 @click.argument("specs", nargs=-1, metavar="[NAME|PATH]...")
-def validate(specs: tuple[str, ...]) -> CommandResult:
+@click.option(
+    "--strict", is_flag=True, help="A framework release the catalog does not know is an error, not a warning."
+)
+def validate(specs: tuple[str, ...], strict: bool) -> CommandResult:
     """Check specs: every problem of a file at once, with line, field and a hint.
 
     Without arguments, every spec in environments/ is checked. Exits 2 when any
-    spec is invalid.
+    spec is invalid. A framework release the catalog does not know is a warning
+    (an error with --strict): `envkit lock` then tells whether its wheel exists.
     """
     root = project_root()
     paths = [resolve_spec_path(s, root) for s in specs] or find_specs(root)
@@ -35,7 +39,7 @@ def validate(specs: tuple[str, ...]) -> CommandResult:
     problems: list[Problem] = []
     for path in paths:
         try:
-            loaded = load_spec(path)
+            loaded = load_spec(path, strict=strict)
         except SpecError as e:
             problems.extend(e.problems)
             results.append({"path": str(path), "ok": False, "problems": [p.to_json() for p in e.problems]})
@@ -88,57 +92,3 @@ def render(name: str, output: Path | None) -> CommandResult:
         return f"rendered {loaded.spec.name} -> {directory} ({state}: {', '.join(changed) or 'no changes'})"
 
     return CommandResult("render", data, text, warnings=warnings)
-
-
-@command(cli, "catalog")
-@click.option(
-    "--section",
-    type=click.Choice(["cuda", "frameworks", "images", "installers", "rules"]),
-    help="Show one section only.",
-)
-def catalog_cmd(section: str | None) -> CommandResult:
-    """Print what envkit knows: CUDA releases, framework wheels, base images, installers, rules.
-
-    Every fact carries its source; unverified facts are marked.
-    """
-    cat = load_catalog()
-    data: dict[str, object] = {
-        "cuda": [c.model_dump() for c in cat.cuda],
-        "frameworks": {k: v.model_dump() for k, v in cat.frameworks.items()},
-        "images": [b.model_dump() for b in cat.base_images],
-        "installers": [i.model_dump() for i in cat.installers],
-        "rules": [r.model_dump() for r in cat.known_bad],
-    }
-    if section:
-        data = {section: data[section]}
-
-    def text() -> str:
-        lines: list[str] = []
-        mark = {True: " ", False: "?"}
-        if "cuda" in data:
-            lines.append("CUDA (min driver / compat driver / cuDNN)   ? = unverified")
-            lines += [
-                f" {mark[c.verified]} {c.version:<5} {c.min_driver:<10} {c.compat_driver:<10} "
-                + ", ".join(c.cudnn)
-                for c in cat.cuda
-            ]
-        if "frameworks" in data:
-            for fw, family in cat.frameworks.items():
-                lines.append(f"{fw}  ({family.source})")
-                for r in family.releases:
-                    flavours = ", ".join(w.cuda + ("(exp)" if w.experimental else "") for w in r.wheels)
-                    lines.append(
-                        f" {mark[r.verified]} {r.version:<7} python {','.join(r.python)}  wheels: {flavours}"
-                    )
-        if "images" in data:
-            lines.append("base images")
-            lines += [f" {mark[b.verified]} {b.ref}" for b in cat.base_images]
-        if "installers" in data:
-            lines.append("installers (sha256 verified in the Dockerfile)")
-            lines += [f" {mark[i.verified]} {i.url}  {i.sha256[:12]}" for i in cat.installers]
-        if "rules" in data:
-            lines.append("known-bad combinations")
-            lines += [f"   {r.id}: {r.when}  ({r.severity})" for r in cat.known_bad]
-        return "\n".join(lines)
-
-    return CommandResult("catalog", data, text, exit_code=ExitCode.OK)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from envkit.drift.compare import diff_packages, spread
+from envkit.drift.duplicates import duplicate_findings
 from envkit.drift.host import host_findings
 from envkit.drift.models import Finding, RuleSet, Severity, severity_rank
 from envkit.drift.rules import apply_rules, load_rules
@@ -45,6 +46,7 @@ def diff_inventories(inventories: Sequence[Inventory], rules: RuleSet | None = N
     rules = rules or load_rules()
     packages = diff_packages(inventories, rules.policy)
     findings = _once(packages, apply_rules(inventories, rules), rules) + host_findings(inventories)
+    findings += [f for inv in inventories for f in duplicate_findings(inv)]
     return DriftReport(tuple(inventories), tuple(sorted(findings, key=Finding.sort_key)))
 
 

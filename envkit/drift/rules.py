@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.catalog import load_catalog
 from envkit.drift.compare import spread
+from envkit.drift.duplicates import variants
 from envkit.drift.facts import FACTS, cuda_flavour, major_minor
 from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet, Severity
 from envkit.errors import CatalogError
@@ -204,11 +205,13 @@ ACROSS: dict[str, Across] = {"fact_differs": _fact_differs, "differs_with": _dif
 def apply_rules(inventories: Sequence[Inventory], rules: RuleSet) -> list[Finding]:
     """Within-input rules on every input, and across-input rules when there are two or more."""
     tables = [inv.primary() for inv in inventories]
+    every = [list(variants(inv)) for inv in inventories]  # duplicated rows: each version present
     findings: list[Finding] = []
     for rule in rules.rules:
         if rule.check in WITHIN:
-            for inv, table in zip(inventories, tables, strict=True):
-                findings.extend(WITHIN[rule.check](rule, inv, table))
+            for inv, tried in zip(inventories, every, strict=True):
+                for table in tried:
+                    findings.extend(f for f in WITHIN[rule.check](rule, inv, table) if f not in findings)
         elif len(inventories) > 1:
             findings.extend(ACROSS[rule.check](rule, inventories, tables))
     return findings

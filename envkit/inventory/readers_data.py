@@ -182,34 +182,35 @@ def _env_pip(req: str, line: int | None, c: Collector) -> None:
 
 def read_conda_lock(data: Mapping[str, Any], c: Collector) -> None:
     """``conda-lock.yml`` (v1): one platform's packages (``c.platform``, else this machine's,
-    else linux-64, else the first); ``meta["selected"]`` names it among the lock's platforms."""
-    packages = data.get("package")
-    if not isinstance(packages, list):
-        raise c.error(None, "conda-lock file without a 'package' list")
-    platforms = sorted({str(p.get("platform")) for p in packages if isinstance(p, Mapping)})
+    else linux-64, else the first); ``meta["selected"]`` names it among the lock's platforms.
+
+    Parsed by the lock stage's own reader (:func:`envkit.lock.lockfile.contents_from_data`), so
+    the inventory, the audit and ``envkit lock`` agree on what a conda-lock file says.
+    """
+    from envkit.errors import LockError
+    from envkit.lock.lockfile import contents_from_data
+
+    try:
+        contents = contents_from_data(data, c.path)
+    except LockError as e:
+        raise c.error(None, e.message.removeprefix(f"{c.path}: ")) from e
+    platforms = sorted({*contents.conda, *contents.pip})
     chosen = _conda_lock_platform(c, platforms)
     c.meta["platform"] = chosen or ""
     if len(platforms) > 1:
         c.meta["selected"] = f"platform {chosen} of {', '.join(platforms)}"
-    for index, raw in enumerate(packages):
-        entry = _record(c, raw, index)
-        if str(entry.get("platform")) != chosen:
-            continue
-        url = str(entry.get("url") or "")
-        if entry.get("manager") == "pip":
-            c.add(entry["name"], str(entry["version"]), "pip", line=None, url=url or None)
-            continue
-        parts = split_conda_filename(url.rsplit("/", 1)[-1]) if url else None
-        build = parts[2] if parts else None
-        channel = channel_from_url(url) if url else None
+    for pip in contents.pip.get(chosen or "", ()):
+        c.add(pip.name, pip.version, "pip", line=None, url=pip.url or None)
+    for conda in contents.conda.get(chosen or "", ()):
+        parts = split_conda_filename(conda.url.rsplit("/", 1)[-1]) if conda.url else None
         c.add(
-            entry["name"],
-            str(entry["version"]),
+            conda.name,
+            conda.version,
             "conda",
             line=None,
-            build=build,
-            channel=channel,
-            url=url or None,
+            build=conda.build or (parts[2] if parts else None),
+            channel=channel_from_url(conda.url) if conda.url else None,
+            url=conda.url or None,
         )
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from envkit import _proc
 from envkit._atomic import write_text_atomic
+from envkit._safe import redact
 from envkit.errors import EnvkitError
 
 __all__ = [
@@ -116,9 +117,18 @@ def take_snapshot(source: EnvironmentSource) -> dict[str, Any]:
         "host": source.host(),
         "python": source.python(),
         "platform": source.platform(),
-        "conda": None if conda is None else sorted(({k: r.get(k) for k in keep} for r in conda), key=_key),
+        "conda": None if conda is None else sorted((_record(r, keep) for r in conda), key=_key),
         "pip": [{"name": n, "version": v} for n, v in sorted(source.distributions())],
     }
+
+
+def _record(raw: Any, keep: tuple[str, ...]) -> dict[str, Any]:
+    """The fields kept of one conda record; credentials in channel URLs redacted (snapshots are shared)."""
+    if not isinstance(raw, dict):
+        raise EnvkitError(
+            "conda list --json returned a non-object entry", hint="check the conda installation"
+        )
+    return {k: redact(v) if isinstance(v, str) else v for k, v in ((k, raw.get(k)) for k in keep)}
 
 
 def _key(record: dict[str, Any]) -> tuple[str, str]:
@@ -126,5 +136,15 @@ def _key(record: dict[str, Any]) -> tuple[str, str]:
 
 
 def write_snapshot(snapshot: dict[str, Any], path: Path) -> bool:
-    """Write atomically; False when the file already held this snapshot."""
-    return write_text_atomic(path, json.dumps(snapshot, indent=2, sort_keys=True) + "\n")
+    """Write atomically (every string redacted once more); False when the file already held it."""
+    return write_text_atomic(path, json.dumps(_redacted(snapshot), indent=2, sort_keys=True) + "\n")
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value

@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
-from envkit.lock.locker import LockResult, LockState, current_lock, expected_files, lock_environment
+from envkit.lock.locker import LockResult, current_lock, expected_files, lock_environment
+from envkit.lock.lockset import Lock, LockState
 from envkit.lock.solver import (
     CondaPackage,
     CondaRequest,
@@ -24,6 +25,7 @@ __all__ = [
     "CondaRequest",
     "CondaSolution",
     "CondaSolver",
+    "Lock",
     "LockResult",
     "LockState",
     "PipPackage",

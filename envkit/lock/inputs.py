@@ -70,8 +70,8 @@ def framework_requirements(spec: Spec, catalog: Catalog) -> list[str]:
     """``paddlepaddle-gpu==2.6.2``, ``torch==2.1.2+cu118``, … for the spec's CUDA."""
     lines = []
     for framework, version in spec.frameworks.items():
-        wheel = catalog.wheel(framework, version, spec.cuda)
-        if wheel is not None:  # validation guarantees it
+        wheel = catalog.requested_wheel(framework, version, spec.cuda)
+        if wheel is not None:  # validation guarantees it for releases the catalog knows
             lines.append(wheel.requirement)
     return lines
 
@@ -80,7 +80,7 @@ def pip_indexes(spec: Spec, catalog: Catalog) -> PipIndexes:
     extra: set[str] = set()
     links: set[str] = set()
     for framework, version in spec.frameworks.items():
-        wheel = catalog.wheel(framework, version, spec.cuda)
+        wheel = catalog.requested_wheel(framework, version, spec.cuda)
         if wheel is not None and wheel.index and wheel.index_mode:
             (links if wheel.index_mode == "find-links" else extra).add(wheel.index)
     return PipIndexes(spec.mirrors.pypi, tuple(sorted(extra)), tuple(sorted(links)))

@@ -6,16 +6,16 @@
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from packaging.utils import canonicalize_name
 
-from envkit._atomic import write_text_atomic
+from envkit._atomic import write_bytes_atomic
 from envkit.catalog import Catalog, load_catalog
-from envkit.errors import UsageError
+from envkit.errors import LockError, UsageError
 from envkit.lock.inputs import LockInputs, lock_inputs
 from envkit.lock.lockfile import (
     CONDA_LOCK,
@@ -25,35 +25,18 @@ from envkit.lock.lockfile import (
     conda_lock_yml,
     explicit_file,
     explicit_name,
-    header_sha256,
     pinned_environment_yml,
     read_conda_lock,
     requirements_lock,
 )
+from envkit.lock.lockset import MANIFEST, LockState, manifest_bytes, set_digest, verify_lock
 from envkit.lock.solver import CondaPackage, CondaSolver, PipPackage, PipResolver
 from envkit.spec.load import LoadedSpec
 from envkit.spec.models import Spec
 
-__all__ = ["LockResult", "LockState", "current_lock", "expected_files", "lock_environment"]
+__all__ = ["LockResult", "LockState", "current_lock", "expected_files", "lock_environment", "lock_header"]
 
-Status = Literal["fresh", "stale", "missing"]
 _Package = TypeVar("_Package", CondaPackage, PipPackage)
-
-
-@dataclass(frozen=True)
-class LockState:
-    """Whether ``images/NAME`` holds a lock for the spec as it is now."""
-
-    status: Status
-    reason: str
-    files: tuple[str, ...] = ()
-    conda_locks: tuple[str, ...] = ()
-    pip_lock: str | None = None
-    lock_sha256: str | None = None
-
-    @property
-    def fresh(self) -> bool:
-        return self.status == "fresh"
 
 
 @dataclass(frozen=True)
@@ -63,7 +46,8 @@ class LockResult:
     changed: tuple[str, ...]
     files: tuple[str, ...]
     warnings: tuple[str, ...]
-    lock_sha256: str
+    lock_sha256: str  # the digest over the set (the image label when the set is complete)
+    state: LockState  # the written set, verified as `envkit lock --check` would (no re-read)
 
 
 def expected_files(spec: Spec) -> tuple[str, ...]:
@@ -74,39 +58,40 @@ def expected_files(spec: Spec) -> tuple[str, ...]:
 
 
 def current_lock(loaded: LoadedSpec, image_dir: Path, catalog: Catalog | None = None) -> LockState:
-    """fresh (every lock file carries the hash of what the solvers see now), stale or missing."""
+    """Read the lock set once and verify it (:mod:`envkit.lock.lockset`): fresh, stale or missing."""
     inputs = lock_inputs(loaded.spec, catalog or load_catalog())
-    files = expected_files(loaded.spec)
-    present = [f for f in files if (image_dir / f).is_file()]
-    if CONDA_LOCK not in present:
-        return LockState("missing", f"no {CONDA_LOCK} in {image_dir}", files)
-    for name in files:
-        if name not in present:
-            return LockState("stale", f"{name} is missing", files)
-        text = (image_dir / name).read_text("utf-8", errors="replace")
-        found = header_sha256(text)
-        if found is None:
-            return LockState(
-                "stale", f"{name} has no lock-inputs hash (written by an older envkit: relock once)", files
-            )
-        if found != inputs.sha256:
-            return LockState("stale", f"{name} was locked from other solver inputs (conda, pip, ...)", files)
-    data = (image_dir / CONDA_LOCK).read_bytes()
-    pip_lock = REQUIREMENTS_LOCK if _has_requirements(image_dir / REQUIREMENTS_LOCK) else None
-    conda = tuple(explicit_name(p) for p in loaded.spec.platforms) if loaded.spec.installer.uses_conda else ()
-    return LockState(
-        "fresh",
-        "every lock file carries the hash of the spec's solver inputs",
+    expected = expected_files(loaded.spec)
+    files = {name: data for name in expected if (data := _read(image_dir / name)) is not None}
+    return _verify(loaded, inputs, image_dir, files, _read(image_dir / MANIFEST))
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _verify(
+    loaded: LoadedSpec,
+    inputs: LockInputs,
+    directory: Path,
+    files: Mapping[str, bytes],
+    manifest: bytes | None,
+) -> LockState:
+    def derived(contents: LockContents) -> dict[str, bytes]:
+        return {k: v.encode("utf-8") for k, v in _derived(loaded, inputs, contents).items()}
+
+    return verify_lock(
+        directory,
+        expected_files(loaded.spec),
+        inputs.sha256,
+        loaded.spec.platforms,
         files,
-        conda,
-        pip_lock,
-        hashlib.sha256(data).hexdigest(),
+        manifest,
+        derived,
+        inputs.pip_options,
     )
-
-
-def _has_requirements(path: Path) -> bool:
-    lines = path.read_text("utf-8").splitlines()
-    return any(line and not line.startswith(("#", "-", " ")) for line in lines)
 
 
 def lock_environment(
@@ -119,7 +104,7 @@ def lock_environment(
     platforms: tuple[str, ...] = (),
     update: tuple[str, ...] = (),
 ) -> LockResult:
-    """Solve and write the lock files; the previous lock is the solvers' preference."""
+    """Solve and write the lock set (``lockset.json`` last); the previous lock is the solvers' preference."""
     spec = loaded.spec
     unknown = sorted(set(platforms) - set(spec.platforms))
     if unknown:
@@ -129,19 +114,21 @@ def lock_environment(
         )
     wanted = platforms or spec.platforms
     inputs = lock_inputs(spec, catalog)
-    previous = _previous(image_dir)
+    warnings: list[str] = []
+    previous = _previous(image_dir, warnings)
     # the other platforms' packages stay as locked when the lock is of these very inputs
-    same_spec = previous if previous is not None and _same_inputs(image_dir, inputs.sha256) else None
+    same = previous is not None and all(
+        previous.content_hash.get(p) == inputs.sha256 for p in previous.platforms
+    )
     updates: set[str] = {canonicalize_name(u) for u in update}
     upgrade = tuple(sorted(updates))
     conda: dict[str, tuple[CondaPackage, ...]] = {}
     pip: dict[str, tuple[PipPackage, ...]] = {}
-    warnings: list[str] = []
     for platform in spec.platforms:
         if platform not in wanted:
-            if same_spec is not None:
-                conda[platform] = same_spec.conda.get(platform, ())
-                pip[platform] = same_spec.pip.get(platform, ())
+            if same and previous is not None and platform in previous.platforms:
+                conda[platform] = previous.conda.get(platform, ())
+                pip[platform] = previous.pip.get(platform, ())
             else:
                 warnings.append(f"{platform} is not locked: run `envkit lock {spec.name}` for every platform")
             continue
@@ -159,46 +146,61 @@ def lock_environment(
         conda={k: v for k, v in conda.items() if v},
         pip={k: v for k, v in pip.items() if v},
     )
-    files = _render(loaded, inputs, contents)
-    changed = tuple(name for name, text in files.items() if write_text_atomic(image_dir / name, text))
-    lock_sha = hashlib.sha256(files[CONDA_LOCK].encode("utf-8")).hexdigest()
-    return LockResult(image_dir, contents, changed, tuple(files), tuple(warnings), lock_sha)
+    texts = {
+        CONDA_LOCK: conda_lock_yml(lock_header(loaded, inputs), contents, inputs.sha256, _source(loaded)),
+        **_derived(loaded, inputs, contents),
+    }
+    files = {name: texts[name].encode("utf-8") for name in sorted(texts)}
+    changed = [name for name, data in files.items() if write_bytes_atomic(image_dir / name, data)]
+    manifest = manifest_bytes(files, inputs.sha256)  # last: a set without it is never fresh
+    if write_bytes_atomic(image_dir / MANIFEST, manifest):
+        changed.append(MANIFEST)
+    state = _verify(loaded, inputs, image_dir, files, manifest)
+    return LockResult(
+        image_dir, contents, tuple(changed), (*files, MANIFEST), tuple(warnings), set_digest(files), state
+    )
+
+
+def _source(loaded: LoadedSpec) -> str:
+    return f"{loaded.path.parent.name}/{loaded.path.name}"
 
 
 def lock_header(loaded: LoadedSpec, inputs: LockInputs) -> str:
     """The lock files' header: the source spec and the hash of what the solvers saw (not the spec's)."""
-    source = f"{loaded.path.parent.name}/{loaded.path.name}"
     return (
-        f"# GENERATED by envkit from {source} (lock inputs sha256 {inputs.sha256}).\n"
+        f"# GENERATED by envkit from {_source(loaded)} (lock inputs sha256 {inputs.sha256}).\n"
         f"# Do not edit: regenerate with `envkit lock {loaded.spec.name}`.\n"
     )
 
 
-def _render(loaded: LoadedSpec, inputs: LockInputs, contents: LockContents) -> dict[str, str]:
-    spec = loaded.spec
+def _derived(loaded: LoadedSpec, inputs: LockInputs, contents: LockContents) -> dict[str, str]:
+    """The files rendered from the locked contents: explicit files, requirements.lock, environment.yml."""
     header = lock_header(loaded, inputs)
-    source = f"{loaded.path.parent.name}/{loaded.path.name}"
     options = list(inputs.pip_options)
-    files = {
-        CONDA_LOCK: conda_lock_yml(header, contents, inputs.sha256, source),
-        REQUIREMENTS_LOCK: requirements_lock(header, contents.pip, options if contents.pip else []),
-    }
+    files = {REQUIREMENTS_LOCK: requirements_lock(header, contents.pip, options if contents.pip else [])}
     if inputs.uses_conda:
         for platform in contents.platforms:
             files[explicit_name(platform)] = explicit_file(header, platform, contents.conda.get(platform, ()))
         files[ENVIRONMENT_YML] = pinned_environment_yml(
-            header, spec.name, inputs.env_channels, contents, [o for o in options if o.startswith("--")]
+            header,
+            loaded.spec.name,
+            inputs.env_channels,
+            contents,
+            [o for o in options if o.startswith("--")],
         )
     return dict(sorted(files.items()))
 
 
-def _previous(image_dir: Path) -> LockContents | None:
+def _previous(image_dir: Path, warnings: list[str]) -> LockContents | None:
+    """The previous conda-lock.yml's contents (the solvers' preference); an unreadable one is ignored."""
     path = image_dir / CONDA_LOCK
-    return read_conda_lock(path) if path.is_file() else None
-
-
-def _same_inputs(image_dir: Path, sha256: str) -> bool:
-    return header_sha256((image_dir / CONDA_LOCK).read_text("utf-8")) == sha256
+    if not path.is_file():
+        return None
+    try:
+        return read_conda_lock(path)
+    except LockError as e:
+        warnings.append(f"the previous {CONDA_LOCK} is unreadable, solved without it: {e.message}")
+        return None
 
 
 def _kept(packages: tuple[_Package, ...], updates: set[str]) -> tuple[_Package, ...]:

@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -20,7 +21,10 @@ with warnings.catch_warnings():  # conda-lock's vendored conda warns about itsel
     warnings.simplefilter("ignore", PendingDeprecationWarning)
     from conda_lock.lockfile import parse_conda_lock_file, write_conda_lock_file
     from conda_lock.lockfile.v1.models import HashModel, LockMeta
-    from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile
+    from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
+    from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile, lockfile_v1_to_v2
+
+from pydantic import ValidationError
 
 from envkit.errors import LockError
 from envkit.lock.solver import CondaPackage, PipPackage
@@ -33,10 +37,13 @@ __all__ = [
     "REQUIREMENTS_LOCK",
     "LockContents",
     "conda_lock_yml",
+    "contents_from_data",
     "explicit_file",
     "explicit_name",
     "header_sha256",
+    "parse_conda_lock",
     "parse_conda_lock_file",
+    "parse_requirements_lock",
     "pinned_environment_yml",
     "read_conda_lock",
     "requirements_lock",
@@ -61,6 +68,7 @@ class LockContents:
     channels: tuple[str, ...]
     conda: Mapping[str, tuple[CondaPackage, ...]] = field(default_factory=dict)
     pip: Mapping[str, tuple[PipPackage, ...]] = field(default_factory=dict)
+    content_hash: Mapping[str, str] = field(default_factory=dict)  # platform -> lock inputs sha256
 
 
 def explicit_name(platform: str) -> str:
@@ -133,11 +141,66 @@ def _dependencies(depends: Sequence[str]) -> dict[str, str]:
 def read_conda_lock(path: Path) -> LockContents:
     """Read a conda-lock.yml (ours or conda-lock's) back into values."""
     try:
-        lock = parse_conda_lock_file(path)
-    except (OSError, ValueError, yaml.YAMLError) as e:
-        raise LockError(
-            f"{path}: not a readable conda-lock file: {e}", hint="relock with `envkit lock`"
-        ) from e
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LockError(f"{path}: cannot read: {e}", hint="check the file") from e
+    return parse_conda_lock(text, str(path))
+
+
+def parse_conda_lock(text: str | bytes, where: str) -> LockContents:
+    """The one reader of conda-lock.yml (v1, and conda-lock's v2): lock, inventory and audit share it.
+
+    conda-lock's own models validate the document; any problem is a :class:`LockError` naming
+    ``where``.
+    """
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise LockError(f"{where}: not valid YAML: {e}".splitlines()[0], hint=_HINT) from e
+    return contents_from_data(data, where)
+
+
+_HINT = "regenerate it with `envkit lock NAME` (or conda-lock), or restore it from version control"
+
+
+def _scalars_as_text(entry: object) -> object:
+    """Tolerate real files: YAML reads an unquoted ``version: 1.0`` or an all-digit hash as a number."""
+    if not isinstance(entry, Mapping):
+        return entry
+    fixed = {"optional": False, "category": "main", **entry}  # older conda-lock wrote neither always
+    if isinstance(fixed.get("version"), int | float) and not isinstance(fixed.get("version"), bool):
+        fixed["version"] = str(fixed["version"])
+    if isinstance(fixed.get("hash"), Mapping):
+        fixed["hash"] = _hashes_as_text(fixed["hash"])
+    return fixed
+
+
+def _hashes_as_text(hashes: Mapping[Any, Any]) -> dict[Any, Any]:
+    return {k: str(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in hashes.items()}
+
+
+def contents_from_data(data: object, where: str) -> LockContents:
+    """A loaded conda-lock document (``yaml.safe_load``) as :class:`LockContents`."""
+    if not isinstance(data, Mapping):
+        raise LockError(f"{where}: not a conda-lock file (expected a mapping with 'package')", hint=_HINT)
+    content = dict(data)
+    version = content.pop("version", None)
+    if isinstance(content.get("package"), list):
+        content["package"] = [_scalars_as_text(p) for p in content["package"]]
+    meta = content.get("metadata")
+    if isinstance(meta, Mapping) and isinstance(meta.get("content_hash"), Mapping):
+        content["metadata"] = {**meta, "content_hash": _hashes_as_text(meta["content_hash"])}
+    try:
+        if version == 1:
+            lock = lockfile_v1_to_v2(LockfileV1.model_validate(content))
+        elif version == 2:
+            lock = Lockfile.model_validate(content)
+        else:
+            raise LockError(f"{where}: unknown conda-lock version {version!r} (expected 1)", hint=_HINT)
+    except (ValidationError, ValueError, TypeError) as e:
+        first = e.errors()[0] if isinstance(e, ValidationError) and e.errors() else None
+        what = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}" if first else str(e)
+        raise LockError(f"{where}: not a valid conda-lock file: {what}", hint=_HINT) from e
     conda: dict[str, list[CondaPackage]] = {}
     pip: dict[str, list[PipPackage]] = {}
     for dep in lock.package:
@@ -157,13 +220,14 @@ def read_conda_lock(path: Path) -> LockContents:
             )
         else:
             pip.setdefault(dep.platform, []).append(
-                PipPackage(dep.name, dep.version, dep.url, (dep.hash.sha256 or "",))
+                PipPackage(dep.name, dep.version, dep.url, (dep.hash.sha256,) if dep.hash.sha256 else ())
             )
     return LockContents(
         platforms=tuple(lock.metadata.platforms),
         channels=tuple(c.url for c in lock.metadata.channels),
         conda={k: tuple(sorted(v, key=lambda p: p.name)) for k, v in conda.items()},
         pip={k: tuple(sorted(v, key=lambda p: p.name)) for k, v in pip.items()},
+        content_hash=dict(lock.metadata.content_hash),
     )
 
 
@@ -218,13 +282,46 @@ def requirements_lock(header: str, pip: Mapping[str, Sequence[PipPackage]], opti
     return header + "".join(lines)
 
 
+_REQ_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)(?: ; [^\\]+)? \\$")
+_HASH_LINE = re.compile(r"^    --hash=sha256:([0-9a-f]{64})( \\)?$")
+
+
+def parse_requirements_lock(text: str) -> tuple[list[str], dict[tuple[str, str], list[str]]]:
+    """Our requirements.lock back into (options, {(name, version): sha256s}); ValueError on any other line."""
+    options: list[str] = []
+    pins: dict[tuple[str, str], list[str]] = {}
+    current: list[str] | None = None
+    more = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if more:
+            match = _HASH_LINE.match(line)
+            if match is None or current is None:
+                raise ValueError(f"line {number}: expected '    --hash=sha256:<64 hex>'")
+            current.append(match.group(1))
+            more = bool(match.group(2))
+            continue
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("--") and current is None:
+            options.append(line)
+            continue
+        match = _REQ_LINE.match(line)
+        if match is None:
+            raise ValueError(f"line {number}: not a hashed pin: {line[:80]!r}")
+        current = pins.setdefault((match.group(1), match.group(2)), [])
+        more = True
+    if more:
+        raise ValueError("the file ends inside a pin (truncated?)")
+    return options, pins
+
+
 def pinned_environment_yml(
     header: str, name: str, channels: Sequence[str], contents: LockContents, pip_options: Sequence[str]
 ) -> str:
     """environment.yml with ``name=version=build`` pins (the first platform's solve) and ``==`` pip pins."""
     platform = contents.platforms[0]
-    deps: list[object] = [p.pin for p in contents.conda.get(platform, ())]
-    pip = contents.pip.get(platform, ())
+    deps: list[object] = [p.pin for p in sorted(contents.conda.get(platform, ()), key=lambda p: p.name)]
+    pip = sorted(contents.pip.get(platform, ()), key=lambda p: p.name)
     if pip:
         deps.append({"pip": [*pip_options, *(f"{p.name}=={p.version}" for p in pip)]})
     body = {"name": name, "channels": list(channels), "dependencies": deps}

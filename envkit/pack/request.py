@@ -7,7 +7,6 @@ from pathlib import Path
 from envkit.catalog import Catalog
 from envkit.errors import UsageError
 from envkit.lock import LockState
-from envkit.lock.lockfile import CONDA_LOCK, read_conda_lock
 from envkit.pack.collect import PackRequest
 from envkit.spec.load import LoadedSpec
 from envkit.spec.models import ARCHES
@@ -25,7 +24,7 @@ def pack_request(
             f"{spec.name} uses installer {spec.installer.value}: packs are for conda environments",
             hint=f"build it offline with `envkit build {spec.name} --offline` (a wheelhouse, no pack needed)",
         )
-    if not lock.fresh or lock.lock_sha256 is None:
+    if not lock.fresh or lock.lock is None:
         raise UsageError(
             f"{spec.name} has no fresh lock ({lock.reason})", hint=f"run `envkit lock {spec.name}`"
         )
@@ -38,12 +37,13 @@ def pack_request(
                 hint="build this platform online, or pack only the platforms the catalog serves",
             )
         installers[platform] = installer
-    contents = read_conda_lock(folder / CONDA_LOCK)
-    requirements = (folder / lock.pip_lock).read_text("utf-8") if lock.pip_lock else None
+    # the verified lock's own values: conda-lock.yml was parsed once, when it was checked
+    contents = lock.lock.contents
+    requirements = lock.lock.files[lock.pip_lock].decode("utf-8") if lock.pip_lock else None
     return PackRequest(
         name=spec.name,
         platforms=spec.platforms,
-        lock_sha256=lock.lock_sha256,
+        lock_sha256=lock.lock.sha256,
         conda={p: contents.conda.get(p, ()) for p in spec.platforms},
         requirements=requirements,
         python=spec.python,

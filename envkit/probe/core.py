@@ -12,6 +12,7 @@ from typing import Any
 
 from envkit._atomic import write_text_atomic
 from envkit.build.engine import ContainerEngine
+from envkit.errors import ProbeError
 from envkit.probe.compare import Bands, Comparison, compare_reports
 from envkit.probe.html import render_html
 from envkit.probe.report import (
@@ -71,6 +72,19 @@ def resolve_image(engine: ContainerEngine, ref: str) -> str:
     return ref
 
 
+def _require_a_framework(report: Report, *, where: str) -> None:
+    """A probe in which no framework ran measured nothing: a tool failure (exit 3), not an empty success."""
+    entries = report.get("frameworks") or {}
+    if any(isinstance(e, dict) and e.get("status") == "ok" for e in entries.values()):
+        return
+    why = "; ".join(f"{fw}: {e.get('status')}: {e.get('reason')}" for fw, e in sorted(entries.items()))
+    raise ProbeError(
+        f"no framework ran {where} ({why or 'none asked'}); nothing was measured and no report was written",
+        hint="install torch and/or paddlepaddle there (pip install torch / paddlepaddle), "
+        "or probe an image that has them: envkit probe --image NAME",
+    )
+
+
 def probe(
     opts: ProbeOptions,
     *,
@@ -79,11 +93,13 @@ def probe(
     output: Path | None = None,
     image: str | None = None,
     engine: ContainerEngine | None = None,
+    require_framework: bool = True,
 ) -> ProbeRun:
     """Run the probe on the host, or in ``image`` through ``engine``; write it to ``output`` and ``store``.
 
     ``store`` None keeps the report out of the store. The label defaults to ``latest`` on the host and
-    ``image-<image>`` in an image.
+    ``image-<image>`` in an image. When no framework ran, :class:`ProbeError` (exit 3) unless
+    ``require_framework`` is False (a build's probe of a spec without frameworks).
     """
     if image is not None:
         if engine is None:
@@ -94,6 +110,8 @@ def probe(
     else:
         label = label or DEFAULT_LABEL
         report = run_on_host(opts, label=label)
+    if require_framework:
+        _require_a_framework(report, where=f"in {image}" if image else "on this host")
     written = []
     if output is not None:
         write_text_atomic(output, dump_report(report))

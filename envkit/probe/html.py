@@ -14,7 +14,7 @@ from typing import Any
 from envkit.probe.compare import Comparison, fmt_rel
 from envkit.probe.report import Report
 
-__all__ = ["render_html"]
+__all__ = ["VERDICT_COLORS", "line_chart", "render_html"]
 
 W, H, PAD = 520, 220, 44
 COLORS = ("#1f77b4", "#d62728")
@@ -34,7 +34,10 @@ def _num(v: Any) -> float:
         return math.nan
 
 
-def _line_chart(title: str, series: Sequence[tuple[str, Sequence[float]]]) -> str:
+def line_chart(
+    title: str, series: Sequence[tuple[str, Sequence[float]]], colors: Sequence[str] = COLORS
+) -> str:
+    """An SVG line chart, one polyline per series (the first solid, the others dashed)."""
     finite = [v for _, ys in series for v in ys if math.isfinite(v)]
     lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
     if hi == lo:
@@ -57,20 +60,19 @@ def _line_chart(title: str, series: Sequence[tuple[str, Sequence[float]]]) -> st
         f'<text x="{W - PAD}" y="{H - PAD + 14}" text-anchor="end" font-size="10">step {n}</text>',
     ]
     for k, (name, ys) in enumerate(series):
+        color = colors[k % len(colors)]
         pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(ys) if math.isfinite(v))
         dash = ' stroke-dasharray="5,3"' if k else ""
-        parts.append(
-            f'<polyline fill="none" stroke="{COLORS[k % 2]}" stroke-width="2"{dash} points="{pts}"/>'
-        )
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{pts}"/>')
         for i, v in enumerate(ys):
             if not math.isfinite(v):
                 parts.append(
-                    f'<text x="{x(i):.1f}" y="{PAD + 12 * (k + 1)}" fill="{COLORS[k % 2]}" '
+                    f'<text x="{x(i):.1f}" y="{PAD + 12 * (k + 1)}" fill="{color}" '
                     f'font-size="10" text-anchor="middle">NaN</text>'
                 )
         parts.append(
             f'<text x="{W - PAD}" y="{PAD + 14 * k}" text-anchor="end" font-size="11" '
-            f'fill="{COLORS[k % 2]}">{escape(name)}</text>'
+            f'fill="{color}">{escape(name)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -119,7 +121,7 @@ def _workload_section(
     out = [f"<h2>{escape(fw)} · {escape(wl)}</h2>"]
     for metric in ("loss", "grad_norm"):
         series = [(names[k], [_num(s[metric]) for s in r["steps"]]) for k, r in enumerate((ra, rb))]
-        out.append(_line_chart(f"{metric.replace('_', ' ')} per step", series))
+        out.append(line_chart(f"{metric.replace('_', ' ')} per step", series))
     bars = []
     for which in ("first", "last"):
         ga, gb = ra.get("param_grad_norms", {}).get(which, {}), rb.get("param_grad_norms", {}).get(which, {})

@@ -37,7 +37,7 @@ ENV_PREFIX = "/opt/env"
 USER_NAME = "envkit"
 USER_UID = 10001
 SPEC_LABEL = "io.envkit.spec-sha256"  # envkit.spec.load.spec_hash of the spec
-LOCK_LABEL = "io.envkit.lock-sha256"  # sha256 of conda-lock.yml (envkit.lock.LockState.lock_sha256)
+LOCK_LABEL = "io.envkit.lock-sha256"  # digest over the lock set (envkit.lock.Lock.sha256)
 _CONTEXT = "/tmp/envkit"
 _PACK_CHANNEL = "channel"  # envkit.pack.collect.CHANNEL: the packed local channel in the context
 # The builder stage's image is left untagged by the legacy builder; these labels let
@@ -89,7 +89,13 @@ def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
 
 def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: str) -> str:
     runtime = runtime_image_ref(spec, catalog)
-    builder = spec.base_image if spec.installer is Installer.VENV else _builder_image(spec, catalog, runtime)
+    if spec.installer is Installer.VENV:
+        builder = spec.base_image
+    elif inputs.conda_pack and inputs.conda_locks:
+        # offline: the runtime image builds too (an air-gapped engine must hold it anyway; same glibc)
+        builder = runtime
+    else:
+        builder = _builder_image(spec, catalog, runtime)
     parts = [
         header,
         f"FROM {builder} AS builder\n",

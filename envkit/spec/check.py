@@ -24,8 +24,9 @@ _CONDA_PIN = re.compile(r"^(?:[^:]+::)?([A-Za-z0-9_.\-]+)\s*([=<>!~].*)?$")
 
 
 def check_against_catalog(
-    spec: Spec, catalog: Catalog, located: Located, filename: str
+    spec: Spec, catalog: Catalog, located: Located, filename: str, *, strict: bool = False
 ) -> tuple[list[Problem], list[str]]:
+    """Problems (errors) and warnings. ``strict`` turns "not in the catalog" warnings into errors."""
     problems: list[Problem] = []
     warnings: list[str] = []
 
@@ -46,13 +47,25 @@ def check_against_catalog(
         release = catalog.framework_release(framework, version)
         if release is None:
             known = catalog.framework_versions(framework)
-            problem(path, f"{framework} {version} is not in the catalog", f"known: {', '.join(known)}")
+            close = difflib.get_close_matches(version, known, n=3, cutoff=0.6)
+            message = (
+                f"{framework} {version} is not in the catalog: envkit cannot check its wheels; "
+                "`envkit catalog refresh` to update"
+            )
+            hint = f"closest known: {', '.join(close)}" if close else f"known: {known[0]} ... {known[-1]}"
+            if strict:
+                problem(path, message, hint)
+            else:
+                warnings.append(f"{spec.name}: {message} ({hint})")
             continue
+        if release.yanked:
+            warnings.append(f"{spec.name}: {framework} {version} is yanked on PyPI; pick another release")
         if spec.python not in release.python:
             problem(
                 path,
-                f"{framework} {version} publishes no wheels for Python {spec.python}",
-                f"use python one of {', '.join(release.python)}",
+                f"{framework} {version} publishes no wheels for Python {spec.python} "
+                f"(it has wheels for Python {', '.join(release.python)})",
+                f"use python one of {', '.join(release.python)}, or another {framework} release",
             )
         if release.wheel_for(spec.cuda) is None:
             flavours = ", ".join(w.cuda for w in release.wheels)

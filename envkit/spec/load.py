@@ -74,8 +74,11 @@ def find_specs(root: Path) -> list[Path]:
     return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
 
 
-def load_spec(path: Path, catalog: Catalog | None = None) -> LoadedSpec:
-    """Parse and validate one spec file; raise :class:`SpecError` with all problems."""
+def load_spec(path: Path, catalog: Catalog | None = None, *, strict: bool = False) -> LoadedSpec:
+    """Parse and validate one spec file; raise :class:`SpecError` with all problems.
+
+    ``strict``: what the catalog cannot check (an unknown framework release) is an error, not a warning.
+    """
     filename = _display(path)
     try:
         text = read_text_bounded(path, MAX_SPEC_BYTES)
@@ -113,7 +116,9 @@ def load_spec(path: Path, catalog: Catalog | None = None) -> LoadedSpec:
                 f"rename the file to {spec.name}.yaml or set name: {path.stem}",
             )
         )
-    errors, warnings = check_against_catalog(spec, catalog or load_catalog(), located, filename)
+    errors, warnings = check_against_catalog(
+        spec, catalog or load_catalog(), located, filename, strict=strict
+    )
     problems += errors
     if problems:
         raise SpecError(problems)

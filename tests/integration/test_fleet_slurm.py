@@ -22,7 +22,7 @@ from envkit.cli import main
 from envkit.fleet import store
 from envkit.fleet.fanout import FleetOptions, FleetRun, fan_out
 from envkit.fleet.slurm import SlurmScheduler
-from envkit.probe.runner import ProbeOptions
+from envkit.probe.runner import ProbeOptions, run_on_host
 
 pytestmark = [pytest.mark.slurm, pytest.mark.frameworks]
 
@@ -71,6 +71,26 @@ def test_fleet_probe_writes_one_report_per_node(tmp_path: Path, capsys: pytest.C
         for n in names
     }
     assert len(losses) == 1  # the same numbers on every node
+
+    code, same = _probe(capsys, "--compare", str(tmp_path / "itest"))
+    assert code == 0 and same["result"]["ok"] is True
+    assert len(same["result"]["groups"]) == 1 and same["result"]["outliers"] == []
+
+    # plant one divergent report: the last task's probe rerun with 2 threads instead of 1
+    planted = tmp_path / "itest" / names[-1]
+    original = json.loads(planted.read_text())
+    odd = run_on_host(
+        ProbeOptions(frameworks=("torch",), workloads=("bert",), steps=3, threads=2), label="itest"
+    )
+    odd["fingerprint"]["host"], odd["fleet"] = original["fingerprint"]["host"], original["fleet"]
+    planted.write_text(json.dumps(odd))
+    code, diff = _probe(capsys, "--compare", str(tmp_path / "itest"))
+    result = diff["result"]
+    assert [len(g["members"]) for g in result["groups"]] == [2, 1]
+    (outlier,) = result["outliers"]
+    assert outlier["name"] == planted.stem and outlier["verdict"] == "equivalent"
+    assert outlier["causes"][0]["kind"] == "threads", outlier["causes"][:3]
+    assert code == 0  # 1 vs 2 threads is rounding noise: named, but within `equivalent`
 
 
 def test_a_killed_task_is_reported_failed(tmp_path: Path) -> None:

@@ -92,6 +92,7 @@ def main(argv: list[str]) -> int:
             data["url"], data["channel"] = url, url.rsplit("/", 2)[0]
             data.pop("extracted_package_dir", None)
             meta.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
+        meta.chmod(0o644)  # rattler writes 0600; the image's non-root user (and conda list) must read them
     print(f"envkit: installed {len(records)} conda packages into {prefix} (py-rattler {_version()})")
     return 0
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import date
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from envkit.build.engine import ImageInfo
 from envkit.catalog import load_catalog
 from envkit.inventory.models import Inventory, Package
 from envkit.lock import PipPackage, current_lock, lock_environment
+from envkit.lock.lockset import set_digest
 from envkit.lock.testing import FakeCondaSolver, FakePipResolver
 from envkit.render.dockerfile import LOCK_LABEL, DockerfileInputs, labels
 from envkit.spec.load import LoadedSpec
@@ -143,7 +143,9 @@ def test_image_built_from_another_lock(tmp_path: Path) -> None:
     state = current_lock(LoadedSpec(spec(**LOCKED), Path("env.yaml"), SHA), folder)
     # the label the build writes (render's labels from the lock state) is the digest the audit compares
     current = labels(spec(), DockerfileInputs.from_lock(SHA, state))[LOCK_LABEL]
-    assert current == hashlib.sha256((folder / "conda-lock.yml").read_bytes()).hexdigest()
+    # ... the digest over the whole lock set, which includes what the image installs from
+    names = ("conda-lock.yml", "requirements.lock")
+    assert current == set_digest({name: (folder / name).read_bytes() for name in names})
     assert ids(ctx(image=image(labels={LOCK_LABEL: current}), image_dir=folder, lock=state)) == []
     assert ids(ctx(image=image(labels={LOCK_LABEL: "f" * 64}), image_dir=folder, lock=state)) == [
         "image-lock-mismatch"

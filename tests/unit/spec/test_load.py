@@ -111,8 +111,13 @@ def test_unknown_cuda(tmp_path: Path) -> None:
 
 
 def test_unknown_framework_version(tmp_path: Path) -> None:
-    found = problems(tmp_path, GOOD.replace('paddle: "2.6.2"', 'paddle: "2.6.9"'))
-    assert any(f == "frameworks.paddle" and line == 5 for line, f, _ in found)
+    """A release the catalog does not know is a warning; with strict it is an error at its line."""
+    text = GOOD.replace('paddle: "2.6.2"', 'paddle: "2.6.9"')
+    loaded = load_spec(write(tmp_path, text))
+    assert any("paddle 2.6.9 is not in the catalog" in w for w in loaded.warnings)
+    with pytest.raises(SpecError) as info:
+        load_spec(write(tmp_path, text), strict=True)
+    assert any(p.field == "frameworks.paddle" and p.line == 5 for p in info.value.problems)
 
 
 def test_framework_without_wheels_for_cuda(tmp_path: Path) -> None:

@@ -1,0 +1,114 @@
+"""``envkit probe --compare`` with a run or many reports: load them, compare N-way, write HTML.
+
+A run is ``STORE/RUN`` (or ``RUN`` in the store): its reports, plus the tasks that failed or never
+ran (from the tasks' records and the run's manifest), which the comparison lists per node.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envkit._atomic import write_text_atomic
+from envkit.errors import ReportError
+from envkit.probe.compare import Bands
+from envkit.probe.nway import NWay, compare_many
+from envkit.probe.nway_html import render_nway_html
+from envkit.probe.report import Report, load_report, resolve_report
+
+__all__ = ["ManyCompared", "compare_n", "find_run", "load_run"]
+
+MANIFEST = "run.json"
+
+
+@dataclass(frozen=True)
+class ManyCompared:
+    result: NWay
+    sources: tuple[str, ...]
+    html: Path | None
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+    def to_json(self) -> dict[str, Any]:
+        data = {**self.result.to_json(), "sources": list(self.sources)}
+        if self.html is not None:
+            data["html"] = str(self.html)
+        return data
+
+
+def find_run(ref: str, store: Path) -> Path | None:
+    """``ref`` as a run directory (a path, or a run id in the store), or None."""
+    for candidate in (Path(ref), store / ref):
+        if (candidate / MANIFEST).is_file():
+            return candidate
+    return None
+
+
+def _failed_tasks(run_dir: Path, have: set[str]) -> list[tuple[str, str]]:
+    failed: dict[str, str] = {}
+    try:
+        manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = {}
+    for task in (manifest.get("result") or {}).get("tasks") or []:
+        if task.get("state") != "ok":
+            failed[str(task["task"])] = f"{task.get('state')}: {task.get('error') or 'no report'}"
+    for path in sorted((run_dir / ".tasks").glob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if record.get("state") == "failed":
+            failed[str(record.get("task") or path.stem)] = f"failed: {record.get('error')}"
+    return sorted((name, why) for name, why in failed.items() if name not in have)
+
+
+def load_run(run_dir: Path) -> tuple[list[tuple[str, Report]], list[tuple[str, str]]]:
+    """A run's reports (named after their task) and its failed tasks."""
+    paths = sorted(p for p in run_dir.glob("*.json") if p.name != MANIFEST)
+    named = [(p.stem, load_report(p)) for p in paths]
+    return named, _failed_tasks(run_dir, {n for n, _ in named})
+
+
+def _name(ref: str, path: Path, taken: set[str]) -> str:
+    for candidate in (path.stem, ref, str(path)):
+        if candidate not in taken:
+            return candidate
+    return f"{path}#{len(taken)}"
+
+
+def compare_n(
+    refs: Sequence[str],
+    store: Path,
+    *,
+    label: str | None = None,
+    bands: Bands | None = None,
+    html: Path | None = None,
+) -> ManyCompared:
+    """Compare a run (one ref) or several reports (files, HOST[/LABEL], or runs: all their reports)."""
+    named: list[tuple[str, Report]] = []
+    failed: list[tuple[str, str]] = []
+    sources = []
+    for ref in refs:
+        run_dir = find_run(ref, store)
+        if run_dir is not None:
+            reports, bad = load_run(run_dir)
+            prefix = f"{run_dir.name}/" if len(refs) > 1 else ""
+            named += [(prefix + n, r) for n, r in reports]
+            failed += [(prefix + n, why) for n, why in bad]
+            sources.append(str(run_dir))
+            continue
+        path = resolve_report(ref, store, label)
+        named.append((_name(ref, path, {n for n, _ in named}), load_report(path)))
+        sources.append(str(path))
+    if not named and not failed:
+        raise ReportError("nothing to compare", hint="give STORE/RUN or report files")
+    result = compare_many(named, bands, failed)
+    if html is not None:
+        write_text_atomic(html, render_nway_html(named, result))
+    return ManyCompared(result, tuple(sources), html)

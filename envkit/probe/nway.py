@@ -1,0 +1,200 @@
+"""Compare N probe reports: bitwise groups, the majority, and a verdict and causes per outlier. Pure.
+
+Reports whose numbers are bitwise identical (every step's loss and grad norm, the final parameters'
+sha256, per framework × workload) form a group; the largest group is the majority (none on a tie).
+Each report outside it is compared with the majority's first report (:func:`compare_reports`: the
+bands) and its environment differences are ranked (:func:`likely_causes`).
+
+``suspect`` (listed first): the numbers differ although nothing that moves them does: same GPU
+model, driver, CUDA stack, framework builds, every switch, strict mode. The hardware is the likely
+cause (a silently faulty device). A report whose own ``--repeat`` reruns differ is suspect too.
+Only per-task variables (``CUDA_VISIBLE_DEVICES``) are ignored in that judgement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from envkit.errors import ReportError
+from envkit.probe.causes import Cause, likely_causes
+from envkit.probe.compare import Bands, Comparison, check_comparable, compare_reports
+from envkit.probe.report import Report
+
+__all__ = ["Group", "NWay", "Outlier", "compare_many", "numbers_key"]
+
+PER_TASK = {"CUDA_VISIBLE_DEVICES"}
+OK_VERDICTS = ("identical", "equivalent")
+_RANK = {"suspect": 0, "invalid": 1, "diverged": 2, "precision-drift": 3, "equivalent": 4, "identical": 5}
+
+
+def _steps_key(res: dict[str, Any]) -> tuple[Any, ...]:
+    steps = tuple((repr(s.get("loss")), repr(s.get("grad_norm"))) for s in res.get("steps") or ())
+    return (res.get("status"), steps, res.get("final_params_sha256"))
+
+
+def numbers_key(report: Report) -> tuple[Any, ...]:
+    """Everything the report's numbers are; equal keys mean bitwise-identical numbers."""
+    out = []
+    for fw, entry in sorted(report["frameworks"].items()):
+        loads = tuple((wl, _steps_key(res)) for wl, res in sorted(entry.get("workloads", {}).items()))
+        out.append((fw, entry.get("status"), loads))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Group:
+    index: int  # 1-based, largest first
+    members: tuple[str, ...]
+    majority: bool
+    verdict: str  # against the majority ("identical" for the majority itself)
+    max_rel_diff: float | None
+    first_diff_step: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Outlier:
+    name: str
+    group: int
+    verdict: str  # a band, or "suspect"
+    band: str  # the band against the majority, also for suspects
+    max_rel_diff: float | None
+    first_diff_step: int | None
+    causes: tuple[Cause, ...]
+    reason: str | None = None  # why suspect
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["causes"] = [c.to_json() for c in self.causes]
+        return data
+
+
+@dataclass(frozen=True)
+class NWay:
+    names: tuple[str, ...]
+    groups: tuple[Group, ...]
+    majority: int | None
+    outliers: tuple[Outlier, ...]
+    failed: tuple[tuple[str, str], ...]
+    pairs: tuple[tuple[str, str, Comparison], ...]  # (majority representative, group representative, …)
+    bands: Bands
+
+    @property
+    def ok(self) -> bool:
+        """Every report agrees with the majority within ``equivalent``; no suspect, no failed task."""
+        return (
+            self.majority is not None
+            and not self.failed
+            and all(o.verdict in OK_VERDICTS for o in self.outliers)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reports": len(self.names),
+            "majority": self.majority,
+            "ok": self.ok,
+            "groups": [g.to_json() for g in self.groups],
+            "outliers": [o.to_json() for o in self.outliers],
+            "failed": [{"name": n, "error": e} for n, e in self.failed],
+            "pairs": [
+                {"a": a, "b": b, "verdict": c.verdict, "comparisons": [m.to_json() for m in c.comparisons]}
+                for a, b, c in self.pairs
+            ],
+            "bands": asdict(self.bands),
+        }
+
+
+def _same_setup(causes: Sequence[Cause], a: Report, b: Report) -> bool:
+    """Nothing that moves the numbers differs, and both ran in strict mode."""
+    relevant = [c for c in causes if not (c.kind == "env" and c.message.split(" ")[0] in PER_TASK)]
+    strict = a["config"].get("mode") == "strict" == b["config"].get("mode")
+    return strict and not relevant
+
+
+def _self_suspect(report: Report) -> str | None:
+    repeat = (report.get("fleet") or {}).get("repeat") or {}
+    if repeat.get("n", 1) > 1 and repeat.get("identical") is False:
+        differing = ", ".join(repeat.get("differing") or ())
+        return f"its {repeat['n']} strict reruns on the same node differ ({differing})"
+    return None
+
+
+def _group_reports(named: Sequence[tuple[str, Report]]) -> list[list[int]]:
+    buckets: dict[tuple[Any, ...], list[int]] = {}
+    for i, (_, report) in enumerate(named):
+        buckets.setdefault(numbers_key(report), []).append(i)
+    return sorted(buckets.values(), key=lambda idx: (-len(idx), named[idx[0]][0]))
+
+
+def compare_many(
+    named: Sequence[tuple[str, Report]],
+    bands: Bands | None = None,
+    failed: Sequence[tuple[str, str]] = (),
+) -> NWay:
+    """Group ``named`` reports bitwise and judge every outlier against the majority."""
+    bands = bands or Bands()
+    if len(named) < 2:
+        have = len(named)
+        raise ReportError(
+            f"cannot compare: {have} report{'s' if have != 1 else ''}"
+            + (f" ({len(failed)} task(s) failed)" if failed else ""),
+            hint="give a run with at least two reports, or two or more report files",
+        )
+    first_name, first = named[0]
+    for name, report in named[1:]:
+        check_comparable(first, report, (first_name, name))
+    buckets = _group_reports(named)
+    tie = len(buckets) > 1 and len(buckets[0]) == len(buckets[1])
+    majority = None if tie else 1
+    ref_name, ref = named[buckets[0][0]]
+    groups, outliers, pairs = [], [], []
+    for gi, idx in enumerate(buckets, 1):
+        if gi == 1:
+            groups.append(Group(1, tuple(named[i][0] for i in idx), not tie, "identical", None, None))
+            continue
+        rep_name, rep = named[idx[0]]
+        comparison = compare_reports(ref, rep, bands)
+        pairs.append((ref_name, rep_name, comparison))
+        diffs = [c for c in comparison.comparisons if c.verdict != "identical"]
+        max_rel = max((c.max_rel_diff for c in diffs if c.max_rel_diff is not None), default=None)
+        first_step = min((c.first_diff_step for c in diffs if c.first_diff_step), default=None)
+        groups.append(
+            Group(gi, tuple(named[i][0] for i in idx), False, comparison.verdict, max_rel, first_step)
+        )
+        for i in idx:
+            name, report = named[i]
+            causes = tuple(likely_causes(ref, report, (ref_name, name)))
+            suspect = _same_setup(causes, ref, report) and comparison.verdict != "invalid"
+            reason = (
+                "same fingerprint and strict mode as the majority, different numbers" if suspect else None
+            )
+            verdict = "suspect" if suspect else comparison.verdict
+            outliers.append(
+                Outlier(name, gi, verdict, comparison.verdict, max_rel, first_step, causes, reason)
+            )
+    for i in buckets[0]:
+        name, report = named[i]
+        why = _self_suspect(report)
+        if why:
+            outliers.append(Outlier(name, 1, "suspect", "identical", None, None, (), why))
+    for i in (i for idx in buckets[1:] for i in idx):
+        why = _self_suspect(named[i][1])
+        if why:
+            outliers = [
+                o if o.name != named[i][0] else Outlier(**{**o.__dict__, "verdict": "suspect", "reason": why})
+                for o in outliers
+            ]
+    outliers.sort(key=lambda o: (_RANK.get(o.verdict, 9), o.name))
+    return NWay(
+        tuple(n for n, _ in named),
+        tuple(groups),
+        majority,
+        tuple(outliers),
+        tuple(failed),
+        tuple(pairs),
+        bands,
+    )

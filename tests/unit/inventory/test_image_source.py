@@ -1,0 +1,53 @@
+"""``envkit snapshot --image``: the stdlib script runs (on the host python here, through the fake engine)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envkit.build.engine import RunResult
+from envkit.build.fake import FakeEngine, FakeRun
+from envkit.errors import InventoryError
+from envkit.inventory.image_source import SCRIPT, ImageSource
+from envkit.inventory.snapshot import take_snapshot
+
+
+def _run_script(prefix: Path | None):  # type: ignore[no-untyped-def]
+    def handler(run: FakeRun) -> RunResult:
+        assert run.argv[:2] == ("python", "-c") and run.argv[2] == SCRIPT and run.network is False
+        script = SCRIPT if prefix is None else SCRIPT.replace("Path(sys.prefix)", f"Path({str(prefix)!r})")
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+        return RunResult(done.returncode, done.stdout, done.stderr)
+
+    return handler
+
+
+def test_conda_meta_and_distributions_are_read(tmp_path: Path) -> None:
+    meta = tmp_path / "conda-meta"
+    meta.mkdir()
+    record = {"name": "tinylib", "version": "1.2.0", "build": "pyh0_0", "subdir": "noarch",
+              "channel": "https://conda.anaconda.org/conda-forge"}  # fmt: skip
+    (meta / "tinylib-1.2.0-pyh0_0.json").write_text(json.dumps(record))
+    (meta / "history").write_text("")
+    source = ImageSource(FakeEngine(handler=_run_script(tmp_path)), "envkit/x:latest")
+    snap = take_snapshot(source)
+    assert snap["host"] == "envkit_x_latest"
+    assert snap["conda"] == [{"name": "tinylib", "version": "1.2.0", "build_string": "pyh0_0",
+                              "channel": "conda-forge", "platform": "noarch"}]  # fmt: skip
+    assert {p["name"].lower() for p in snap["pip"]} >= {"pytest"}  # the interpreter's distributions
+    assert snap["python"] == ".".join(map(str, sys.version_info[:3]))
+
+
+def test_no_conda_meta_means_no_conda_part() -> None:
+    snap = take_snapshot(ImageSource(FakeEngine(handler=_run_script(Path("/nonexistent"))), "img"))
+    assert snap["conda"] is None
+
+
+def test_a_failing_image_is_an_inventory_error() -> None:
+    engine = FakeEngine(handler=lambda run: RunResult(127, "", "python: not found"))
+    with pytest.raises(InventoryError, match="python exited 127"):
+        ImageSource(engine, "img")
