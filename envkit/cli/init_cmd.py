@@ -27,6 +27,12 @@ from envkit.result import CommandResult
 @click.option(
     "--force", is_flag=True, help="Replace generated files that exist and differ (never the Makefile)."
 )
+@click.option(
+    "--envkit-source",
+    metavar="URL",
+    help="Where the recipes install envkit from: git+https://HOST/ORG/envkit@COMMIT (40 hex) or "
+    "https://.../envkit_dl-VER-py3-none-any.whl#sha256=HEX [default: this installation's own source].",
+)
 def init(
     framework: str | None,
     cuda: str | None,
@@ -34,6 +40,7 @@ def init(
     name: str | None,
     ci: str | None,
     force: bool,
+    envkit_source: str | None,
 ) -> CommandResult:
     """Give this repository envkit: a starter spec, `make env-*` targets and a CI recipe.
 
@@ -48,6 +55,11 @@ def init(
     warning unless --force; running init again changes nothing. The project
     root is the current directory or $ENVKIT_ROOT. Exits 2 for a CUDA or
     Python the catalog has no wheels for (the hint lists valid ones).
+
+    The recipes install envkit (distribution envkit-dl) from a pinned source, never by
+    name (`envkit` on PyPI is an unrelated project): a git URL at a commit or a wheel
+    URL with its sha256 (`make env-install`). With --ci, exits 2 when no pinned source
+    is given and this installation's own cannot be told.
     """
     result = init_repo(
         project_root(),
@@ -57,6 +69,7 @@ def init(
         name=name,
         ci=cast("Literal['github', 'gitlab'] | None", ci),
         force=force,
+        source=envkit_source,
     )
     return CommandResult("init", result.to_json(), lambda: _text(result), warnings=result.warnings)
 

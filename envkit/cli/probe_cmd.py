@@ -14,6 +14,7 @@ from envkit.cli._app import command, project_root, working
 from envkit.errors import ExitCode, UsageError
 from envkit.probe import core
 from envkit.probe.compare import Bands, Comparison, fmt_rel
+from envkit.probe.driver import driver_line
 from envkit.probe.many import find_run
 from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions
@@ -192,7 +193,9 @@ def _run(kw: dict[str, Any]) -> CommandResult:
             f"{row['loss_last']}  {row['note']}"
             for row in run.summary
         ]
-        return "\n".join([*lines, *(f"report: {w}" for w in run.written)])
+        check = run.report.get("driver")
+        driver = [driver_line(check)] if check else []
+        return "\n".join([*lines, *driver, *(f"report: {w}" for w in run.written)])
 
     code = ExitCode.FINDINGS if run.nonfinite else ExitCode.OK
     return CommandResult("probe", run.to_json(), text, exit_code=code, warnings=run.warnings)

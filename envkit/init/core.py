@@ -16,6 +16,7 @@ from typing import Literal
 from envkit._atomic import write_bytes_atomic, write_text_atomic
 from envkit.catalog import Catalog, load_catalog
 from envkit.errors import EnvkitError, UsageError
+from envkit.init.source import SOURCE_HINT, default_source, pinned_requirement
 from envkit.init.starter import (
     StarterChoice,
     choose_starter,
@@ -93,8 +94,13 @@ def init_repo(
     ci: CiKind | None = None,
     force: bool = False,
     catalog: Catalog | None = None,
+    source: str | None = None,
 ) -> InitResult:
-    """Write the starter spec, ``envkit.mk``, the Makefile include and (optionally) a CI recipe."""
+    """Write the starter spec, ``envkit.mk``, the Makefile include and (optionally) a CI recipe.
+
+    ``source``: where the recipes install envkit from (a git URL at a commit, or a wheel URL with
+    its sha256; see :mod:`envkit.init.source`); default: this installation's own pinned source.
+    """
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory", hint="run `envkit init` in your repository's root")
     if name is not None and not NAME_RE.match(name):
@@ -103,6 +109,16 @@ def init_repo(
         raise UsageError(f"unknown CI kind {ci!r}", hint=f"use one of {', '.join(CI_TARGETS)}")
     choice = choose_starter(catalog or load_catalog(), framework, cuda, python, name)
     tokens = template_tokens(choice)
+    found = source or default_source()
+    requirement = pinned_requirement(found) if found else None
+    if ci is not None and requirement is None:
+        raise UsageError(
+            "cannot tell where this envkit was installed from, so the CI recipe cannot pin it "
+            "(installing `envkit` by name would fetch an unrelated PyPI project)",
+            hint=SOURCE_HINT,
+        )
+    tokens["@@PIP_SPEC@@"] = requirement or ""
+    tokens["@@PIP_SPEC_MAKE@@"] = (requirement or "").replace("#", "\\#")  # `#` starts a make comment
     writes = [
         (f"environments/{choice.name}.yaml", render_spec(choice)),
         (MK_NAME, substitute(template("envkit.mk"), tokens)),

@@ -159,6 +159,8 @@ def lock_inputs(spec: Spec, catalog: Catalog) -> LockInputs:
 
 def _conda_specs(spec: Spec) -> tuple[str, ...]:
     specs = [f"python {spec.python}.*", *spec.conda]
+    if spec.is_gpu and not any(s.split()[0].split("=")[0] == "cuda-version" for s in spec.conda):
+        specs.append(f"cuda-version {spec.cuda}.*")  # a CUDA lock always pins the CUDA it was solved for
     if spec.pip or spec.frameworks.items():
         specs.append("pip")
     return tuple(specs)

@@ -31,6 +31,7 @@ from envkit.lock.lockfile import (
 )
 from envkit.lock.lockset import MANIFEST, LockState, manifest_bytes, set_digest, verify_lock
 from envkit.lock.solver import CondaPackage, CondaSolver, PipPackage, PipResolver
+from envkit.lock.variant import check_variants
 from envkit.spec.load import LoadedSpec
 from envkit.spec.models import Spec
 
@@ -146,6 +147,7 @@ def lock_environment(
         conda={k: v for k, v in conda.items() if v},
         pip={k: v for k, v in pip.items() if v},
     )
+    check_variants(spec.cuda, contents.conda, contents.pip)  # a CPU build in a CUDA spec: exit 2
     texts = {
         CONDA_LOCK: conda_lock_yml(lock_header(loaded, inputs), contents, inputs.sha256, _source(loaded)),
         **_derived(loaded, inputs, contents),

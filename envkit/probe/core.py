@@ -12,8 +12,10 @@ from typing import Any
 
 from envkit._atomic import write_text_atomic
 from envkit.build.engine import ContainerEngine
+from envkit.catalog import load_catalog
 from envkit.errors import ProbeError
 from envkit.probe.compare import Bands, Comparison, compare_reports
+from envkit.probe.driver import driver_check, driver_line
 from envkit.probe.html import render_html
 from envkit.probe.report import (
     DEFAULT_LABEL,
@@ -46,12 +48,16 @@ class ProbeRun:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """One line per framework that did not run (skipped or failed)."""
-        return tuple(
+        """One line per framework that did not run (skipped, failed); a host driver too old for the image."""
+        found = [
             f"{fw}: {e['status']}: {e.get('reason')}"
             for fw, e in self.report["frameworks"].items()
             if e["status"] != "ok"
-        )
+        ]
+        check = self.report.get("driver")
+        if check and check["status"] in ("too-old", "compat-only"):
+            found.append(driver_line(check))
+        return tuple(found)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,6 +118,9 @@ def probe(
         report = run_on_host(opts, label=label)
     if require_framework:
         _require_a_framework(report, where=f"in {image}" if image else "on this host")
+    check = driver_check(report, load_catalog())
+    if check is not None:
+        report["driver"] = check
     written = []
     if output is not None:
         write_text_atomic(output, dump_report(report))

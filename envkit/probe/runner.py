@@ -198,6 +198,7 @@ def run_in_image(
                 "image_id": info.id,
                 "image_tags": list(info.tags),
                 "hostname": container_host,
+                "cuda": info.labels.get("io.envkit.cuda"),  # the spec's CUDA, for the driver check
             },
         },
     )

@@ -268,6 +268,9 @@ def _env_words(spec: Spec) -> dict[str, str]:
     """``ENV`` words: every spec value literal; a spec's PATH goes before the environment's own."""
     own_path = f"{ENV_PREFIX}/bin:$PATH"  # $PATH: the base image's, expanded by Docker
     words = {"PATH": own_path, "PYTHONUNBUFFERED": docker_word("1")}
+    if spec.is_gpu:
+        # the NVIDIA container runtime refuses to start the image on a driver older than this CUDA
+        words["NVIDIA_REQUIRE_CUDA"] = docker_word(f"cuda>={spec.cuda}")
     for key, value in sorted(spec.env.items()):
         if key == "PATH":
             # empty entries would put the working directory on PATH: drop them

@@ -3,6 +3,10 @@
 # Override any variable on the command line, e.g. `make env-check ENV=other-env LABEL=ci`.
 
 ENVKIT        ?= envkit
+PYTHON        ?= python3
+# envkit's pinned source for env-install: a git URL at a commit or a wheel URL with its sha256
+# (never a bare name: `envkit` on PyPI is an unrelated project).
+ENVKIT_PIP_SPEC ?= @@PIP_SPEC_MAKE@@
 ENV           ?= @@ENV@@
 REPORTS       ?= .envkit/reports
 BASELINE      ?= environments/baselines/$(ENV).json
@@ -16,12 +20,19 @@ AUDIT_FAIL_ON ?= high
 
 ENVKIT_MK := $(lastword $(MAKEFILE_LIST))
 
-.PHONY: env-help env-lock env-build env-probe env-baseline env-compare env-snapshot env-diff env-audit env-check
+.PHONY: env-help env-install env-lock env-build env-probe env-baseline env-compare env-snapshot env-diff env-audit env-check
 
 env-help: ## List the env-* targets and the variables they use
 	@echo 'envkit targets (environment $(ENV); override with ENV=NAME):'
 	@awk -F':.*## ' '/^env-[a-z-]+:.*## /{printf "  %-13s %s\n", $$1, $$2}' $(ENVKIT_MK)
 	@echo 'variables: ENVKIT=$(ENVKIT) BASELINE=$(BASELINE) CURRENT=$(CURRENT) LABEL=$(LABEL) AUDIT_FAIL_ON=$(AUDIT_FAIL_ON)'
+
+env-install: ## Install envkit from its pinned source (ENVKIT_PIP_SPEC)
+	@case '$(ENVKIT_PIP_SPEC)' in \
+	  *' @ git+'*@????????????????????????????????????????|*' @ '*'.whl#sha256='????????????????????????????????????????????????????????????????) ;; \
+	  *) echo 'envkit.mk: ENVKIT_PIP_SPEC must pin envkit: envkit-dl @ git+URL@COMMIT or envkit-dl @ URL.whl#sha256=HEX' >&2; exit 1 ;; \
+	esac
+	$(PYTHON) -m pip install '$(ENVKIT_PIP_SPEC)'
 
 env-lock: ## Pin environments/ENV.yaml into images/ENV/ (conda and pip locks)
 	$(ENVKIT) lock $(ENV)

@@ -8,14 +8,15 @@ from typing import Any
 
 import yaml
 
-from envkit import __version__
 from envkit.init import init_repo
+
+SOURCE = "git+https://github.com/example/envkit@" + "0123456789abcdef" * 2 + "01234567"
 
 _SHA_PIN = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
 
 
 def test_github_workflow(repo: Path) -> None:
-    result = init_repo(repo, "torch", "cpu", ci="github")
+    result = init_repo(repo, "torch", "cpu", ci="github", source=SOURCE)
     path = repo / ".github" / "workflows" / "envkit.yml"
     assert any(f.path == ".github/workflows/envkit.yml" and f.status == "created" for f in result.files)
     text = path.read_text()
@@ -34,12 +35,12 @@ def test_github_workflow(repo: Path) -> None:
     assert checkout["with"]["persist-credentials"] is False
     runs = [s["run"] for s in steps if "run" in s]
     assert any(r.startswith("make env-check") for r in runs)
-    assert job["env"]["ENVKIT_PIP_SPEC"] == f"envkit=={__version__}"
+    assert job["env"]["ENVKIT_PIP_SPEC"] == f"envkit-dl @ {SOURCE}"  # pinned, never a bare name
     assert "${{" not in "".join(runs)  # no expression injection into shell lines
 
 
 def test_gitlab_include(repo: Path) -> None:
-    init_repo(repo, "torch", "cpu", ci="gitlab")
+    init_repo(repo, "torch", "cpu", ci="gitlab", source=SOURCE)
     path = repo / ".gitlab-ci-envkit.yml"
     config: dict[str, Any] = yaml.safe_load(path.read_text())
     job = config["envkit-check"]
@@ -53,7 +54,7 @@ def test_existing_workflow_is_not_clobbered(repo: Path) -> None:
     target = repo / ".github" / "workflows" / "envkit.yml"
     target.parent.mkdir(parents=True)
     target.write_text("name: ours\n")
-    result = init_repo(repo, "torch", "cpu", ci="github")
+    result = init_repo(repo, "torch", "cpu", ci="github", source=SOURCE)
     assert target.read_text() == "name: ours\n"
     assert any(".github/workflows/envkit.yml" in w for w in result.warnings)
 
@@ -63,7 +64,7 @@ def test_github_workflow_passes_zizmor(repo: Path) -> None:
     import subprocess
     import sys
 
-    init_repo(repo, "torch", "cpu", ci="github")
+    init_repo(repo, "torch", "cpu", ci="github", source=SOURCE)
     zizmor = Path(sys.executable).parent / "zizmor"
     assert zizmor.exists(), "zizmor is missing: install the test extra"
     done = subprocess.run(

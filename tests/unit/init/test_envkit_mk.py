@@ -23,6 +23,7 @@ COMPARE = f"envkit probe --compare {BASELINE} {CURRENT} --html {HTML}"
 
 # target -> the envkit commands it runs, in order
 EXPECTED = {
+    "env-install": [],  # pip installs envkit from its pinned source; no envkit command
     "env-lock": [f"envkit lock {NAME}"],
     "env-build": [BUILD],
     "env-probe": [BUILD, PROBE],

@@ -13,6 +13,8 @@ from envkit.errors import UsageError
 from envkit.init import FRAMEWORKS, choose_starter, init_repo, valid_cudas
 from envkit.spec.load import load_spec
 
+SOURCE = "git+https://github.com/example/envkit@" + "0123456789abcdef" * 2 + "01234567"
+
 
 def snapshot(root: Path) -> dict[str, bytes]:
     return {
@@ -39,9 +41,9 @@ def test_init_adds_targets_without_losing_anything(repo: Path, team_makefile: st
 
 
 def test_rerun_changes_nothing(repo: Path) -> None:
-    init_repo(repo, ci="github")
+    init_repo(repo, ci="github", source=SOURCE)
     before = snapshot(repo)
-    again = init_repo(repo, ci="github")
+    again = init_repo(repo, ci="github", source=SOURCE)
     assert snapshot(repo) == before
     assert {f.status for f in again.files} == {"unchanged"}
     assert not again.changed
