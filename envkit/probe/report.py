@@ -50,6 +50,12 @@ def validate_report(data: Any, source: str) -> Report:
     _need(isinstance(data, dict), source, "the top level is not an object")
     _need(data.get("kind") == KIND, source, f"'kind' is not {KIND!r}")
     schema = data.get("schema")
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise ReportError(
+            f"{source}: 'schema' is {type(schema).__name__} {schema!r}, not an integer "
+            f"(this envkit reads schema {SCHEMA})",
+            hint="the report was edited or not written by `envkit probe`; rerun the probe",
+        )
     if schema != SCHEMA:
         raise ReportError(
             f"{source}: probe report schema {schema!r}, this envkit reads schema {SCHEMA}",
