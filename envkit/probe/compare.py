@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from envkit.errors import ReportError
+from envkit.probe.bands import judge, onset_max
 from envkit.probe.causes import Cause, likely_causes, side_names
 from envkit.probe.report import Report
 
@@ -27,6 +28,7 @@ __all__ = ["VERDICTS", "Bands", "Comparison", "MetricComparison", "compare_repor
 
 VERDICTS = ("identical", "equivalent", "precision-drift", "diverged", "invalid")
 METRICS = ("loss", "grad_norm", "param_grad_norms", "final_params")
+TRAJECTORY = ("loss", "grad_norm")  # judged on their own onset (envkit.probe.bands)
 PARAM_FLOOR = 1e-3
 
 
@@ -36,12 +38,16 @@ class Bands:
 
     equivalent: float = 2e-6
     drift: float = 5e-3
+    window: int = 5  # onset steps the band is judged on (envkit.probe.bands)
 
     def __post_init__(self) -> None:
         if not 0 <= self.equivalent < self.drift:
             raise ValueError("band edges must satisfy 0 <= equivalent < drift")
+        if self.window < 1:
+            raise ValueError("the onset window must be at least one step")
 
     def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> str:
+        """The band of one difference (fixed edges); see :func:`envkit.probe.bands.judge` for a series."""
         if bitwise_equal:
             return "identical"
         if max_rel_diff <= self.equivalent:
@@ -156,11 +162,20 @@ def _series(ra: dict[str, Any], rb: dict[str, Any], metric: str) -> tuple[list[P
     return pairs, ra["final_params_sha256"] == rb["final_params_sha256"]
 
 
-def _compare_metric(
-    ra: dict[str, Any], rb: dict[str, Any], metric: str, bands: Bands, key: tuple[str, str, str]
-) -> MetricComparison:
+def _diffs(ra: dict[str, Any], rb: dict[str, Any], metric: str) -> tuple[list[tuple[float, int, str]], bool]:
     pairs, bitwise = _series(ra, rb, metric)
-    diffs = [(rel_diff(x, y, floor), step, label) for step, label, x, y, floor in pairs]
+    return [(rel_diff(x, y, floor), step, label) for step, label, x, y, floor in pairs], bitwise
+
+
+def _compare_metric(
+    ra: dict[str, Any],
+    rb: dict[str, Any],
+    metric: str,
+    bands: Bands,
+    key: tuple[str, str, str],
+    workload_onset: float,
+) -> MetricComparison:
+    diffs, bitwise = _diffs(ra, rb, metric)
     max_rel = max((d for d, _, _ in diffs), default=0.0)
     first = next((step for d, step, _ in diffs if d != 0.0), None)
     detail = None
@@ -169,7 +184,14 @@ def _compare_metric(
         detail = f"largest at {label}"
     elif not bitwise:
         first, detail = len(ra["steps"]), "parameters differ bitwise; their norms agree"
-    return MetricComparison(*key, metric, bands.verdict(max_rel, bitwise), max_rel, first, detail)
+    verdict = judge(
+        [(s, d) for d, s, _ in diffs],
+        bitwise=bitwise,
+        workload_onset=workload_onset,
+        edges=bands,
+        trajectory=metric in TRAJECTORY,
+    )
+    return MetricComparison(*key, metric, verdict, max_rel, first, detail)
 
 
 def _compare_workload(
@@ -195,7 +217,9 @@ def _compare_workload(
     if problems or ra is None or rb is None:
         step = min((r["nonfinite"]["step"] for r in (ra, rb) if r and r.get("nonfinite")), default=None)
         return [MetricComparison(*key, m, "invalid", None, step, "; ".join(problems)) for m in METRICS]
-    return [_compare_metric(ra, rb, m, bands, key) for m in METRICS]
+    onsets = [onset_max([(step, d) for d, step, _ in _diffs(ra, rb, m)[0]], bands.window) for m in TRAJECTORY]
+    workload_onset = max((o for o in onsets if o is not None), default=0.0)
+    return [_compare_metric(ra, rb, m, bands, key, workload_onset) for m in METRICS]
 
 
 def compare_reports(a: Report, b: Report, bands: Bands | None = None) -> Comparison:
