@@ -18,12 +18,13 @@ from envkit.build.push import check_registry, push_image
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root, services
-from envkit.errors import BuildFailed, ProbeError
+from envkit.errors import BuildFailed, ProbeError, UsageError
 from envkit.probe.core import probe
 from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, ProbeOptions
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
+from envkit.spec.models import NAME_RE
 
 __all__ = [
     "base_image",
@@ -201,6 +202,12 @@ def images(names: tuple[str, ...]) -> CommandResult:
     An image is stale when the spec or the lock changed since it was built.
     """
     root = project_root()
+    bad = [n for n in names if not NAME_RE.match(n)]
+    if bad:
+        raise UsageError(
+            f"{', '.join(repr(n) for n in bad)}: not an environment name",
+            hint="names match [a-z0-9][a-z0-9._-]*",
+        )
     rows = [r for r in list_images(services().engine(), root, load_catalog()) if not names or r.name in names]
 
     def text() -> str:
