@@ -67,7 +67,13 @@ def _is_env_name(target: str) -> bool:
     return True
 
 
-def _run(target: str | None, image: str | None, spec_name: str | None, request: AuditRequest) -> AuditReport:
+def _run(
+    target: str | None,
+    image: str | None,
+    spec_name: str | None,
+    request: AuditRequest,
+    choice: tuple[str | None, str | None] = (None, None),
+) -> AuditReport:
     root = project_root()
     loaded: LoadedSpec | None = None
     if spec_name:
@@ -80,7 +86,8 @@ def _run(target: str | None, image: str | None, spec_name: str | None, request: 
     if _is_env_name(target):
         loaded = load_spec(resolve_spec_path(target, root))
         return audit_environment(loaded, image_dir(root, loaded.spec.name), request)
-    return audit_file(Path(target), request, loaded=loaded)
+    platform, environment = choice
+    return audit_file(Path(target), request, loaded=loaded, platform=platform, environment=environment)
 
 
 def _update(directory: str) -> CommandResult:
@@ -127,6 +134,13 @@ def _update(directory: str) -> CommandResult:
     help="Exit 1 when a finding at or above this severity remains (unknown severity counts as medium).",
 )
 @click.option(
+    "--platform",
+    metavar="SUBDIR",
+    help="Platform to read from a multi-platform lock (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, "
+    "poetry.lock), e.g. linux-64, osx-arm64, win-64. Default: this machine's.",
+)
+@click.option("--environment", metavar="NAME", help="pixi.lock environment to read (default: default).")
+@click.option(
     "--update-db",
     "update_dir",
     is_flag=False,
@@ -145,6 +159,8 @@ def audit(
     fmt: str,
     output: Path | None,
     fail_on: str,
+    platform: str | None,
+    environment: str | None,
     update_dir: str | None,
 ) -> CommandResult:
     """Check an environment for known vulnerabilities and policy problems.
@@ -166,7 +182,7 @@ def audit(
         service=_service(db, online), catalog=load_catalog(), today=date.today(), driver=driver
     )
     with working(f"auditing {target or image}"):
-        report = _run(target, image, spec_name, request)
+        report = _run(target, image, spec_name, request, (platform, environment))
     rendered = render(report, fmt, fail_on)
     if output is not None:
         write_text_atomic(output, rendered)

@@ -20,13 +20,14 @@ from envkit.build.transport import ImageTransport
 from envkit.catalog import Catalog, load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root
-from envkit.errors import BuildFailed, ProbeError
+from envkit.errors import BuildFailed, ProbeError, UsageError
 from envkit.pack.fetch import UrlFetcher
 from envkit.probe.core import probe
 from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, ProbeOptions
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
+from envkit.spec.models import NAME_RE
 
 __all__ = [
     "base_image",
@@ -227,6 +228,12 @@ def images(names: tuple[str, ...]) -> CommandResult:
     An image is stale when the spec or the lock changed since it was built.
     """
     root = project_root()
+    bad = [n for n in names if not NAME_RE.match(n)]
+    if bad:
+        raise UsageError(
+            f"{', '.join(repr(n) for n in bad)}: not an environment name",
+            hint="names match [a-z0-9][a-z0-9._-]*",
+        )
     rows = [r for r in list_images(make_engine(), root, load_catalog()) if not names or r.name in names]
 
     def text() -> str:

@@ -141,7 +141,7 @@ def test_cli_probe_in_image_writes_summarises_and_flags_nan(
     assert result["label"] == "image-envkit_demo_latest"
     stored = store / safe_name(socket.gethostname()) / "image-envkit_demo_latest.json"
     assert result["written"] == [str(out), str(stored)]
-    assert load_report(out) == load_report(stored) == result["report"]
+    assert load_report(out).document == load_report(stored).document == result["report"]
     assert data["errors"] == [{"level": "warning", "message": "paddle: skipped: paddle is not installed"}]
     assert [(r["framework"], r["workload"], r["status"]) for r in result["summary"]] == [
         ("torch", "bert", "nan/inf"),
