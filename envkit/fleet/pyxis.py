@@ -33,7 +33,8 @@ record() {
 record running ""
 py=$(command -v python3 || command -v python) || {
   record failed ', "error": "no python in the image"'; exit 3; }
-if "$py" "${ENVKIT_PAYLOAD:-/opt/envkit-probe}/run.py" "$@" > "$run/.$task.json.tmp" 2> "$run/.tasks/$task.err"; then
+payload=${ENVKIT_PAYLOAD:-/opt/envkit-probe}/run.py
+if "$py" "$payload" "$@" > "$run/.$task.json.tmp" 2> "$run/.tasks/$task.err"; then
   mv "$run/.$task.json.tmp" "$run/$task.json"
   record ok ", \"report\": \"$task.json\""
 else
