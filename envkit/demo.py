@@ -7,14 +7,19 @@ the audit of an old export; any other failure stops the demo.
 1. validate and render every shipped spec;
 2. when a Docker engine is reachable (otherwise say so): make a base image
    without a registry, build the CPU demo image offline from a local wheel
-   directory, probe inside it and on the host, compare;
+   directory, probe inside it and on the host, compare; pack a conda
+   environment (a generated channel of real archives) and build it from the
+   pack with no network;
 3. probe the host twice with 1 and 2 threads and compare (verdict, causes, HTML);
-4. diff two inventories and audit one against the advisory data available.
+4. snapshot the host and, when the image was built, the inside of the image; diff them (real
+   drift between two real environments) and audit the image's snapshot when an advisory database
+   is at hand (else say in one line how to get one).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -71,6 +76,47 @@ offline: true
 """
 
 
+CONDA_SPEC = """\
+# A conda environment built air-gapped: `envkit pack` on the connected side, `envkit build --pack` inside.
+# No conda channel is reachable here, so the demo makes one: real archives (conda-package-handling).
+name: demo-conda
+description: a conda environment packed with envkit pack and built with no network
+python: "3.11"
+cuda: cpu
+channels: [{channel}]
+conda:
+  - tinylib 1.2.*
+base_image: envkit/debian-python:bookworm
+"""
+
+
+def conda_pack_step(project: Path) -> list[str]:
+    """Pack the conda demo environment and build it from the pack with no network (~30 s)."""
+    from envkit.pack.testing import make_real_channel, noarch_python, venv_python
+
+    channel = (OUT / "conda-channel").resolve()
+    if not (channel / "noarch" / "repodata.json").is_file():  # archives are kept: the lock pins their hashes
+        shutil.rmtree(project / "images" / "demo-conda", ignore_errors=True)
+        packages = [
+            venv_python("3.11.2"),  # the base image's /usr/bin/python3.11, the prefix made a venv
+            noarch_python("tinylib", "1.2.0", {"tinylib/__init__.py": "__version__ = '1.2.0'\n"}),
+            noarch_python("tinylib", "1.3.0", {"tinylib/__init__.py": "__version__ = '1.3.0'\n"}),
+        ]
+        make_real_channel(channel, packages)
+    write_text_atomic(
+        project / "environments" / "demo-conda.yaml", CONDA_SPEC.format(channel=channel.as_uri())
+    )
+    pack = project / "demo-conda.envkit-pack.tar"
+    step("pack the conda environment: lock, download, sha256-check, one tarball", ["pack", "demo-conda", "-o",
+         str(pack)])  # fmt: skip
+    step("build it from the pack (py-rattler installs the explicit lock; the build has no network)",
+         ["build", "demo-conda", "--pack", str(pack), "--frozen"])  # fmt: skip
+    snapshot = OUT / "snapshot-demo-conda.json"
+    step("snapshot inside the image: the locked conda packages", ["snapshot", "--image", "demo-conda", "-o",
+         str(snapshot)])  # fmt: skip
+    return [str(pack), str(snapshot)]
+
+
 def docker_reachable() -> bool:
     try:
         from envkit.build.docker_api import DockerEngine
@@ -115,6 +161,7 @@ def image_step() -> list[str]:
     try:
         step(f"build the CPU demo image offline (project {project})", ["build", "demo-cpu", "--offline"])
         step("probe inside the image", ["probe", "--image", "demo-cpu", *probe, "--label", "image"])
+        conda_outputs = conda_pack_step(project)
         step("list the images", ["images"])
     finally:
         del os.environ["ENVKIT_ROOT"]
@@ -126,7 +173,7 @@ def image_step() -> list[str]:
         ["probe", "--compare", f"{host}/image", f"{host}/host", "--store", reports, "--html", str(html)],
         ok=(0, 1),
     )
-    return [str(project / "images" / "demo-cpu"), str(html)]
+    return [str(project / "images" / "demo-cpu"), str(html), *conda_outputs]
 
 
 def probe_step() -> list[str]:
@@ -153,36 +200,76 @@ def probe_step() -> list[str]:
     return [str(reports), str(html)]
 
 
+def demo_image() -> str | None:
+    """The demo image ``image_step`` built (an envkit image named demo-*), or None."""
+    if not docker_reachable():
+        return None
+    from envkit.build.docker_api import DockerEngine
+
+    names = {i.labels.get("io.envkit.name", "") for i in DockerEngine(timeout=5).images("io.envkit.name")}
+    demos = sorted(n for n in names if n.startswith("demo"))
+    return "demo-cpu" if "demo-cpu" in demos else (demos[0] if demos else None)
+
+
+def advisory_db() -> Path | None:
+    """An advisory database at hand: $ENVKIT_ADVISORY_DB, the default cache, or ../shared's."""
+    from envkit.cli.audit_cmd import default_db
+
+    given = os.environ.get("ENVKIT_ADVISORY_DB")
+    for candidate in (Path(given) if given else None, default_db(), SHARED / "advisory-db"):
+        if candidate is not None and (candidate / "vulns").is_dir():
+            return candidate
+    return None
+
+
 def inventory_step() -> list[str]:
+    """Diff what the demo has at hand: a snapshot taken inside the image it built against this host's;
+    audit it when an advisory database is there."""
     snapshot = OUT / "snapshot.json"
     step("snapshot this environment", ["snapshot", "-o", str(snapshot), "--store", str(OUT / "snapshots")])
-    inventories = SHARED / "inventories"
-    old, new = inventories / "envexport-paris-444fb8e.yml", inventories / "envexport-paris-aec6a0f.yml"
-    if old.is_file() and new.is_file():
+    outputs = [str(snapshot)]
+    image = demo_image()
+    target = snapshot
+    if image is not None:
+        inside = OUT / "snapshot-image.json"
+        step(f"snapshot inside the image {image}", ["snapshot", "--image", image, "-o", str(inside)])
         step(
-            "diff two real exports of one project, taken a week apart",
-            ["diff", str(old), str(new), "--min-severity", "warning"],
+            "diff the image against this host: drift between two real environments",
+            ["diff", str(inside), str(snapshot)],
             ok=(0, 1),
         )
+        outputs.append(str(inside))
+        target = inside
     else:
-        note(f"{inventories} is absent: diffing this environment against itself")
-        step("diff", ["diff", str(snapshot), str(snapshot)])
-    database = SHARED / "advisory-db"
-    if database.is_dir() and old.is_file():
-        sarif = OUT / "audit.sarif"
-        step(
-            "audit the 2023 export against the PyPA advisory database (offline)",
-            ["audit", str(old), "--db", str(database), "--fail-on", "high"],
-            ok=(0, 1),
+        inventories = SHARED / "inventories"
+        old, new = inventories / "envexport-paris-444fb8e.yml", inventories / "envexport-paris-aec6a0f.yml"
+        if old.is_file() and new.is_file():
+            step(
+                "diff two real exports of one project, taken a week apart",
+                ["diff", str(old), str(new)],
+                ok=(0, 1),
+            )
+            target = old
+        else:
+            note("no demo image (no Docker engine) and no ../shared: nothing to diff this host against")
+    database = advisory_db()
+    if database is None:
+        note(
+            "no advisory database: `envkit audit --update-db` downloads the OSV PyPI export (or use --db DIR)"
         )
-        step(
-            "the same audit as SARIF",
-            ["audit", str(old), "--db", str(database), "--format", "sarif", "-o", str(sarif)],
-            ok=(0, 1),
-        )
-        return [str(snapshot), str(sarif)]
-    note(f"{database} is absent: `envkit audit --update-db` fetches the OSV PyPI export when online")
-    return [str(snapshot)]
+        return outputs
+    sarif = OUT / "audit.sarif"
+    step(
+        f"audit {target.name} against the advisory database {database} (offline)",
+        ["audit", str(target), "--db", str(database), "--fail-on", "high"],
+        ok=(0, 1),
+    )
+    step(
+        "the same audit as SARIF",
+        ["audit", str(target), "--db", str(database), "--format", "sarif", "-o", str(sarif)],
+        ok=(0, 1),
+    )
+    return [*outputs, str(sarif)]
 
 
 def main(steps: Sequence[Callable[[], list[str] | None]] | None = None) -> None:

@@ -137,15 +137,26 @@ def audit_environment(loaded: LoadedSpec, image_dir: Path, request: AuditRequest
     )
 
 
-def audit_file(path: Path, request: AuditRequest, *, loaded: LoadedSpec | None = None) -> AuditReport:
-    """Any inventory file (pip freeze, requirements/lock, conda env export, pip list JSON, ...)."""
+def audit_file(
+    path: Path,
+    request: AuditRequest,
+    *,
+    loaded: LoadedSpec | None = None,
+    platform: str | None = None,
+    environment: str | None = None,
+) -> AuditReport:
+    """Any inventory file (pip freeze, requirements/lock, conda env export, pip list JSON, pixi.lock,
+    uv.lock, pylock.toml, poetry.lock, ...); a lock is read for one platform (and environment), and
+    the report's target says which."""
     if not path.is_file():
         raise UsageError(
             f"{path}: no such file", hint="pass an environment name, an inventory file or --image IMAGE"
         )
-    inventory = read_inventory(path)
+    inventory = read_inventory(path, platform=platform, environment=environment)
     ctx = replace(_context(request, loaded, None), inventory=inventory)
-    return _report(str(path), "inventory", inventory, ctx, request, loaded)
+    chosen = inventory.meta.get("selected")
+    target = f"{path} ({chosen})" if chosen else str(path)
+    return _report(target, "inventory", inventory, ctx, request, loaded)
 
 
 def inventory_from_image(engine: ContainerEngine, image: str) -> Inventory:

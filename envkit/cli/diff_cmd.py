@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from envkit.cli import cli
-from envkit.cli._app import command, project_root
+from envkit.cli._app import command, project_root, services
 from envkit.drift import DriftReport, diff_inventories
 from envkit.drift.models import SEVERITIES, severity_rank
 from envkit.errors import ExitCode, UsageError
@@ -94,6 +94,13 @@ def _text(report: DriftReport, min_severity: str) -> str:
 )
 @click.option("--store", type=click.Path(file_okay=False, path_type=Path), help=_STORE_HELP)
 @click.option(
+    "--platform",
+    metavar="SUBDIR",
+    help="Platform to read from multi-platform locks (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, "
+    "poetry.lock), e.g. linux-64, osx-arm64, win-64. Default: this machine's.",
+)
+@click.option("--environment", metavar="NAME", help="pixi.lock environment to read (default: default).")
+@click.option(
     "--min-severity",
     type=click.Choice(SEVERITIES),
     default="warning",
@@ -101,7 +108,13 @@ def _text(report: DriftReport, min_severity: str) -> str:
     help="Hide findings below this severity in the text output (JSON keeps all; `info` shows all).",
 )
 def diff(
-    inputs: tuple[str, ...], check: Path | None, fmt: str | None, store: Path | None, min_severity: str
+    inputs: tuple[str, ...],
+    check: Path | None,
+    fmt: str | None,
+    store: Path | None,
+    platform: str | None,
+    environment: str | None,
+    min_severity: str,
 ) -> CommandResult:
     """Compare environments and flag drift with known-incompatibility rules.
 
@@ -121,7 +134,8 @@ def diff(
     resolved = [(check, check.stem)] if check is not None else [resolve_input(n, where) for n in inputs]
     labels = _unique([label for _, label in resolved])
     inventories: list[Inventory] = [
-        read_inventory(p, fmt, label=lbl) for (p, _), lbl in zip(resolved, labels, strict=True)
+        read_inventory(p, fmt, label=lbl, platform=platform, environment=environment)
+        for (p, _), lbl in zip(resolved, labels, strict=True)
     ]
     report = diff_inventories(inventories)
     worst = report.worst
@@ -161,11 +175,10 @@ def snapshot(output: Path | None, store: Path | None, image: str | None) -> Comm
 
 
 def _image_source(ref: str) -> EnvironmentSource:
-    from envkit.cli.build_cmd import make_engine
     from envkit.inventory.image_source import ImageSource
     from envkit.probe.core import resolve_image
 
-    engine = make_engine()
+    engine = services().engine()
     return ImageSource(engine, resolve_image(engine, ref))
 
 

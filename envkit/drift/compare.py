@@ -21,7 +21,16 @@ __all__ = ["INSTALLER_AWARE", "diff_packages", "spread"]
 # Formats that see both conda and pip packages; only between two of these is an
 # installer difference real (a pip freeze lists conda-installed packages as pip ones).
 INSTALLER_AWARE = frozenset(
-    {"conda-list", "mamba-list", "conda-export", "conda-json", "env-export", "snapshot", "conda-lock"}
+    {
+        "conda-list",
+        "mamba-list",
+        "conda-export",
+        "conda-json",
+        "env-export",
+        "snapshot",
+        "conda-lock",
+        "pixi-lock",
+    }
 )
 
 

@@ -22,6 +22,9 @@ _PIP_VIEW_FORMATS = {
     "conda-list",
     "env-export",
     "conda-export",
+    "uv-lock",
+    "pylock",
+    "poetry-lock",
 }
 
 

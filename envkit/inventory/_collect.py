@@ -47,6 +47,8 @@ class Collector:
     meta: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     unreadable: list[InventoryError] = field(default_factory=list)
+    platform: str | None = None  # of a multi-platform lock: a conda subdir (None: this machine's)
+    environment: str | None = None  # of a multi-environment lock (pixi.lock; None: "default")
 
     def error(self, line: int | None, message: str, hint: str | None = None) -> InventoryError:
         where = f"{self.path}:{line}" if line is not None else self.path

@@ -23,6 +23,7 @@ from envkit.inventory._collect import (
     split_conda_filename,
     version_from_url,
 )
+from envkit.inventory.platforms import this_platform
 
 __all__ = [
     "read_conda_json",
@@ -133,6 +134,9 @@ def read_snapshot(data: Mapping[str, Any], c: Collector) -> None:
     for key in ("host", "python", "platform", "machine", "prefix"):
         if isinstance(data.get(key), str):
             c.meta[key] = data[key]
+    facts = data.get("facts")
+    if isinstance(facts, Mapping):  # os, libc, cpu, driver, gpu: compared as host findings
+        c.meta.update({f"facts.{k}": str(v) for k, v in facts.items() if isinstance(v, str | int | float)})
 
 
 def read_env_export(data: Mapping[str, Any], text: str, c: Collector) -> None:
@@ -179,8 +183,9 @@ def _env_pip(req: str, line: int | None, c: Collector) -> None:
     c.add(match["name"], requirement_version(match), "pip", line=line, url=match["url"])
 
 
-def read_conda_lock(data: Mapping[str, Any], c: Collector, platform: str | None = None) -> None:
-    """``conda-lock.yml`` (v1): one platform's packages (linux-64 unless asked).
+def read_conda_lock(data: Mapping[str, Any], c: Collector) -> None:
+    """``conda-lock.yml`` (v1): one platform's packages (``c.platform``, else this machine's,
+    else linux-64, else the first); ``meta["selected"]`` names it among the lock's platforms.
 
     Parsed by the lock stage's own reader (:func:`envkit.lock.lockfile.contents_from_data`), so
     the inventory, the audit and ``envkit lock`` agree on what a conda-lock file says.
@@ -193,8 +198,10 @@ def read_conda_lock(data: Mapping[str, Any], c: Collector, platform: str | None 
     except LockError as e:
         raise c.error(None, e.message.removeprefix(f"{c.path}: ")) from e
     platforms = sorted({*contents.conda, *contents.pip})
-    chosen = platform or ("linux-64" if "linux-64" in platforms else (platforms[0] if platforms else None))
+    chosen = _conda_lock_platform(c, platforms)
     c.meta["platform"] = chosen or ""
+    if len(platforms) > 1:
+        c.meta["selected"] = f"platform {chosen} of {', '.join(platforms)}"
     for pip in contents.pip.get(chosen or "", ()):
         c.add(pip.name, pip.version, "pip", line=None, url=pip.url or None)
     for conda in contents.conda.get(chosen or "", ()):
@@ -208,3 +215,18 @@ def read_conda_lock(data: Mapping[str, Any], c: Collector, platform: str | None 
             channel=channel_from_url(conda.url) if conda.url else None,
             url=conda.url or None,
         )
+
+
+def _conda_lock_platform(c: Collector, platforms: list[str]) -> str | None:
+    if c.platform is not None:
+        if c.platform not in platforms:
+            raise c.error(
+                None,
+                f"no packages for platform {c.platform!r} in this lock",
+                hint=f"choose one with --platform: {', '.join(platforms)}",
+            )
+        return c.platform
+    for candidate in (this_platform(), "linux-64"):
+        if candidate in platforms:
+            return candidate
+    return platforms[0] if platforms else None

@@ -26,6 +26,7 @@ with warnings.catch_warnings():  # conda-lock's vendored conda warns about itsel
 
 from pydantic import ValidationError
 
+from envkit._yaml import YamlProblem, load_bounded
 from envkit.errors import LockError
 from envkit.lock.solver import CondaPackage, PipPackage
 from envkit.spec.models import ARCHES
@@ -154,12 +155,17 @@ def parse_conda_lock(text: str | bytes, where: str) -> LockContents:
     ``where``.
     """
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise LockError(f"{where}: not valid YAML: {e}".splitlines()[0], hint=_HINT) from e
+        body = text.decode("utf-8") if isinstance(text, bytes) else text
+        data = load_bounded(body, max_bytes=MAX_LOCK_BYTES)  # no aliases, bounded size and depth
+    except UnicodeDecodeError as e:
+        raise LockError(f"{where}: not UTF-8 text (byte {e.start})", hint=_HINT) from e
+    except YamlProblem as e:
+        at = f"{where}:{e.line}" if e.line else where
+        raise LockError(f"{at}: not valid YAML: {e.message}", hint=_HINT) from e
     return contents_from_data(data, where)
 
 
+MAX_LOCK_BYTES = 256 * 1024 * 1024  # a 3-platform, 2,000-package conda-lock.yml is ~10 MB
 _HINT = "regenerate it with `envkit lock NAME` (or conda-lock), or restore it from version control"
 
 

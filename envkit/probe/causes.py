@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from envkit.probe.report import Report
+from envkit.probe.model import ProbeReport
 
 __all__ = ["Cause", "likely_causes", "side_names"]
 
@@ -42,12 +42,12 @@ class Cause:
         return asdict(self)
 
 
-def side_names(a: Report, b: Report) -> tuple[str, str]:
+def side_names(a: ProbeReport, b: ProbeReport) -> tuple[str, str]:
     """How to call the two sides: host names, else labels, else a/b."""
-    ha, hb = a["fingerprint"].get("host"), b["fingerprint"].get("host")
+    ha, hb = a.host, b.host
     if ha and hb and ha != hb:
-        return str(ha), str(hb)
-    la, lb = a.get("label"), b.get("label")
+        return ha, hb
+    la, lb = a.label, b.label
     if la and lb and la != lb:
         return str(la), str(lb)
     return "a", "b"
@@ -61,16 +61,16 @@ def _tf32_on(value: Any) -> bool:
     return value is True or value in ("high", "medium", "tf32")
 
 
-def _pairs(a: Report, b: Report) -> Iterator[tuple[int, str, str, Any, Any]]:
+def _pairs(a: ProbeReport, b: ProbeReport) -> Iterator[tuple[int, str, str, Any, Any]]:
     """(weight, kind, what, value_a, value_b) for every knob."""
-    ca, cb = a["config"], b["config"]
+    ca, cb = a.config, b.config
     yield 100, "dtype", "dtype", ca.get("dtype"), cb.get("dtype")
     yield 96, "autocast", "autocast", ca.get("autocast"), cb.get("autocast")
     yield 90, "tf32", "--tf32", ca.get("tf32"), cb.get("tf32")
     yield 88, "device", "device", ca.get("device"), cb.get("device")
     yield 64, "mode", "mode", ca.get("mode"), cb.get("mode")
     yield 62, "threads", "threads", ca.get("threads"), cb.get("threads")
-    fa, fb = a["fingerprint"], b["fingerprint"]
+    fa, fb = a.fingerprint, b.fingerprint
     ea, eb = fa.get("env", {}), fb.get("env", {})
     for name in ("NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"):
         yield 90, "tf32", name, ea.get(name), eb.get(name)
@@ -95,9 +95,9 @@ def _pairs(a: Report, b: Report) -> Iterator[tuple[int, str, str, Any, Any]]:
     yield from _framework_pairs(a, b)
 
 
-def _framework_pairs(a: Report, b: Report) -> Iterator[tuple[int, str, str, Any, Any]]:
-    for fw in sorted(set(a["frameworks"]) & set(b["frameworks"])):
-        ia, ib = a["frameworks"][fw].get("info") or {}, b["frameworks"][fw].get("info") or {}
+def _framework_pairs(a: ProbeReport, b: ProbeReport) -> Iterator[tuple[int, str, str, Any, Any]]:
+    for fw in sorted(set(a.frameworks) & set(b.frameworks)):
+        ia, ib = a.frameworks[fw].info, b.frameworks[fw].info
         yield 70, "framework", fw, ia.get("version"), ib.get("version")
         gpus_a = ", ".join(sorted({g["capability"] for g in ia.get("gpus", [])})) or None
         gpus_b = ", ".join(sorted({g["capability"] for g in ib.get("gpus", [])})) or None
@@ -139,7 +139,7 @@ def _parse(value: str | None) -> Any:
     return {"True": True, "False": False}.get(value, value) if value is not None else None
 
 
-def likely_causes(a: Report, b: Report, names: tuple[str, str]) -> list[Cause]:
+def likely_causes(a: ProbeReport, b: ProbeReport, names: tuple[str, str]) -> list[Cause]:
     """Every environment difference, ranked by how likely it moves the numbers (heaviest first)."""
     causes = []
     for weight, kind, what, va, vb in _pairs(a, b):
@@ -151,8 +151,8 @@ def likely_causes(a: Report, b: Report, names: tuple[str, str]) -> list[Cause]:
     return sorted(causes, key=lambda c: (-c.weight, c.message))
 
 
-def _package_causes(a: Report, b: Report, names: tuple[str, str]) -> list[Cause]:
-    da, db = a["fingerprint"].get("distributions", {}), b["fingerprint"].get("distributions", {})
+def _package_causes(a: ProbeReport, b: ProbeReport, names: tuple[str, str]) -> list[Cause]:
+    da, db = a.fingerprint.get("distributions") or {}, b.fingerprint.get("distributions") or {}
     frameworks = {"torch", "paddlepaddle", "paddlepaddle-gpu"}
     out = []
     for name in sorted((set(da) | set(db)) - frameworks):

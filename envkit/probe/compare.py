@@ -20,13 +20,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from envkit.errors import ReportError
+from envkit.probe.bands import judge, onset_max
 from envkit.probe.causes import Cause, likely_causes, side_names
+from envkit.probe.model import ProbeReport, Verdict, WorkloadRun, parse_report
 from envkit.probe.report import Report
 
-__all__ = ["VERDICTS", "Bands", "Comparison", "MetricComparison", "compare_reports", "worst"]
+__all__ = ["VERDICTS", "Bands", "Comparison", "MetricComparison", "Verdict", "compare_reports", "worst"]
 
-VERDICTS = ("identical", "equivalent", "precision-drift", "diverged", "invalid")
+VERDICTS = tuple(Verdict)  # best to worst
 METRICS = ("loss", "grad_norm", "param_grad_norms", "final_params")
+TRAJECTORY = ("loss", "grad_norm")  # judged on their own onset (envkit.probe.bands)
 PARAM_FLOOR = 1e-3
 
 
@@ -36,19 +39,23 @@ class Bands:
 
     equivalent: float = 2e-6
     drift: float = 5e-3
+    window: int = 5  # onset steps the band is judged on (envkit.probe.bands)
 
     def __post_init__(self) -> None:
         if not 0 <= self.equivalent < self.drift:
             raise ValueError("band edges must satisfy 0 <= equivalent < drift")
+        if self.window < 1:
+            raise ValueError("the onset window must be at least one step")
 
-    def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> str:
+    def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> Verdict:
+        """The band of one difference (fixed edges); see :func:`envkit.probe.bands.judge` for a series."""
         if bitwise_equal:
-            return "identical"
+            return Verdict.IDENTICAL
         if max_rel_diff <= self.equivalent:
-            return "equivalent"
+            return Verdict.EQUIVALENT
         if max_rel_diff <= self.drift:
-            return "precision-drift"
-        return "diverged"
+            return Verdict.PRECISION_DRIFT
+        return Verdict.DIVERGED
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,7 @@ class MetricComparison:
     workload: str
     mode: str
     metric: str
-    verdict: str
+    verdict: Verdict
     max_rel_diff: float | None
     first_diff_step: int | None
     detail: str | None = None
@@ -68,7 +75,7 @@ class MetricComparison:
 
 @dataclass(frozen=True)
 class Comparison:
-    verdict: str
+    verdict: Verdict
     comparisons: tuple[MetricComparison, ...]
     causes: tuple[Cause, ...]
     names: tuple[str, str]
@@ -86,8 +93,8 @@ class Comparison:
         }
 
 
-def worst(verdicts: Sequence[str]) -> str:
-    return max(verdicts, key=VERDICTS.index, default="identical")
+def worst(verdicts: Sequence[str]) -> Verdict:
+    return max((Verdict(v) for v in verdicts), key=lambda v: v.rank, default=Verdict.IDENTICAL)
 
 
 def _num(value: Any) -> float:
@@ -95,21 +102,26 @@ def _num(value: Any) -> float:
     return float(value)
 
 
+def typed(report: ProbeReport | Report, source: str) -> ProbeReport:
+    """A report as :class:`ProbeReport`: loaded ones already are; a payload's document is parsed once."""
+    return report if isinstance(report, ProbeReport) else parse_report(report, source)
+
+
 def rel_diff(a: float, b: float, floor: float = 0.0) -> float:
     scale = max(abs(a), abs(b), floor)
     return 0.0 if a == b else abs(a - b) / scale
 
 
-def check_comparable(a: Report, b: Report, names: tuple[str, str]) -> None:
+def check_comparable(a: ProbeReport, b: ProbeReport, names: tuple[str, str]) -> None:
     """Raise ReportError saying why two reports cannot be compared."""
     for key in ("seed", "steps"):
-        va, vb = a["config"][key], b["config"][key]
+        va, vb = getattr(a.config, key), getattr(b.config, key)
         if va != vb:
             raise ReportError(
                 f"cannot compare: different {key} ({names[0]}: {va}, {names[1]}: {vb})",
                 hint=f"rerun one probe with --{key} {va}",
             )
-    wa, wb = sorted(a["config"]["workloads"]), sorted(b["config"]["workloads"])
+    wa, wb = sorted(a.config.workloads), sorted(b.config.workloads)
     if wa != wb:
         raise ReportError(
             f"cannot compare: different workloads ({names[0]}: {','.join(wa)}, {names[1]}: {','.join(wb)})",
@@ -117,115 +129,154 @@ def check_comparable(a: Report, b: Report, names: tuple[str, str]) -> None:
         )
 
 
-def _nonfinite_detail(side: str, res: dict[str, Any]) -> str | None:
-    bad = res.get("nonfinite")
-    if not bad:
+def _nonfinite_detail(side: str, res: WorkloadRun) -> str | None:
+    """NaN/Inf in the raw numbers, the step flags or the report's marker: the marker alone is not trusted."""
+    step = res.first_bad_step
+    if step is None:
         return None
-    where = f"NaN/Inf on {side} at step {bad['step']}"
-    if bad.get("parameter"):
-        where += f" (first offending parameter: {bad['parameter']}, {bad['what']})"
-    if bad.get("op_error"):
-        where += f" (op check: {bad['op_error']})"
+    where = f"NaN/Inf on {side} at step {step}"
+    bad = res.nonfinite
+    if bad is not None:
+        if bad.parameter:
+            where += f" (first offending parameter: {bad.parameter}, {bad.what})"
+        if bad.op_error:
+            where += f" (op check: {bad.op_error})"
+    found = res.first_nonfinite
+    if found is not None and (bad is None or found[0] != bad.step):
+        marker = "the report marks none" if bad is None else f"the report marks step {bad.step}"
+        where += f"; step {found[0]}: {found[1]} ({marker})"
     return where
 
 
 Pair = tuple[int, str, float, float, float]
 
 
-def _series(ra: dict[str, Any], rb: dict[str, Any], metric: str) -> tuple[list[Pair], bool]:
+def _series(ra: WorkloadRun, rb: WorkloadRun, metric: str) -> tuple[list[Pair], bool]:
     """(step, label, a, b, floor) for one metric, and whether the metric is bitwise equal overall."""
     pairs: list[Pair] = []
     if metric in ("loss", "grad_norm"):
-        for sa, sb in zip(ra["steps"], rb["steps"], strict=True):
-            pairs.append((sa["step"], f"step {sa['step']}", _num(sa[metric]), _num(sb[metric]), 0.0))
+        for sa, sb in zip(ra.steps, rb.steps, strict=True):
+            pairs.append((sa.step, f"step {sa.step}", getattr(sa, metric), getattr(sb, metric), 0.0))
         return pairs, all(p[2] == p[3] for p in pairs)
     if metric == "param_grad_norms":
-        last = len(ra["steps"])
+        last = len(ra.steps)
         for which, step in (("first", 1), ("last", last)):
-            ga, gb = ra["param_grad_norms"].get(which, {}), rb["param_grad_norms"].get(which, {})
+            ga, gb = ra.grad_norms(which), rb.grad_norms(which)
             # A parameter whose gradient is ~0 carries only rounding noise: measure it against a floor of
             # PARAM_FLOOR × the step's global grad norm instead of against itself.
-            floor = PARAM_FLOOR * max(
-                _num(ra["steps"][step - 1]["grad_norm"]), _num(rb["steps"][step - 1]["grad_norm"])
-            )
-            pairs += [(step, name, _num(ga[name]), _num(gb[name]), floor) for name in ga if name in gb]
+            floor = PARAM_FLOOR * max(ra.steps[step - 1].grad_norm, rb.steps[step - 1].grad_norm)
+            pairs += [(step, name, ga[name], gb[name], floor) for name in ga if name in gb]
         return pairs, all(p[2] == p[3] for p in pairs)
-    na, nb = ra["final_param_norms"], rb["final_param_norms"]
-    last = len(ra["steps"])
-    pairs = [(last, name, _num(na[name]), _num(nb[name]), 0.0) for name in na if name in nb]
-    return pairs, ra["final_params_sha256"] == rb["final_params_sha256"]
+    na, nb = ra.final_param_norms, rb.final_param_norms
+    last = len(ra.steps)
+    pairs = [(last, name, na[name], nb[name], 0.0) for name in na if name in nb]
+    # bitwise only when the digests agree AND so do the numbers: equal digests with different norms
+    # are an inconsistent report, never "identical"
+    same_digest = ra.final_params_sha256 == rb.final_params_sha256 and ra.final_params_sha256 is not None
+    return pairs, same_digest and all(p[2] == p[3] for p in pairs)
+
+
+def _diffs(ra: WorkloadRun, rb: WorkloadRun, metric: str) -> tuple[list[tuple[float, int, str]], bool]:
+    pairs, bitwise = _series(ra, rb, metric)
+    return [(rel_diff(x, y, floor), step, label) for step, label, x, y, floor in pairs], bitwise
 
 
 def _compare_metric(
-    ra: dict[str, Any], rb: dict[str, Any], metric: str, bands: Bands, key: tuple[str, str, str]
+    ra: WorkloadRun,
+    rb: WorkloadRun,
+    metric: str,
+    bands: Bands,
+    key: tuple[str, str, str],
+    workload_onset: float,
 ) -> MetricComparison:
-    pairs, bitwise = _series(ra, rb, metric)
-    diffs = [(rel_diff(x, y, floor), step, label) for step, label, x, y, floor in pairs]
+    diffs, bitwise = _diffs(ra, rb, metric)
     max_rel = max((d for d, _, _ in diffs), default=0.0)
     first = next((step for d, step, _ in diffs if d != 0.0), None)
     detail = None
+    # equal parameter digests with different norms: a report contradicts itself; its raw difference
+    # is judged on the fixed edges, never averaged into the workload's onset band
+    inconsistent = (
+        metric == "final_params" and max_rel > 0 and ra.final_params_sha256 == rb.final_params_sha256
+    )
     if max_rel > 0:
         _, _, label = max(diffs)
         detail = f"largest at {label}"
+        if inconsistent:
+            detail += "; the same final_params_sha256 with different norms: a report is inconsistent"
     elif not bitwise:
-        first, detail = len(ra["steps"]), "parameters differ bitwise; their norms agree"
-    return MetricComparison(*key, metric, bands.verdict(max_rel, bitwise), max_rel, first, detail)
+        first, detail = len(ra.steps), "parameters differ bitwise; their norms agree"
+    verdict = judge(
+        [(s, d) for d, s, _ in diffs],
+        bitwise=bitwise,
+        workload_onset=workload_onset,
+        edges=bands,
+        trajectory=metric in TRAJECTORY,
+    )
+    if inconsistent:
+        verdict = max(Verdict(verdict), bands.verdict(max_rel, False), key=lambda v: Verdict(v).rank)
+    return MetricComparison(*key, metric, Verdict(verdict), max_rel, first, detail)
 
 
 def _compare_workload(
     fw: str,
     wl: str,
     mode: str,
-    ra: dict[str, Any] | None,
-    rb: dict[str, Any] | None,
+    ra: WorkloadRun | None,
+    rb: WorkloadRun | None,
     names: tuple[str, str],
     bands: Bands,
 ) -> list[MetricComparison]:
     key = (fw, wl, mode)
     problems = []
+    steps = []
     for side, res in zip(names, (ra, rb), strict=True):
         if res is None:
             problems.append(f"{wl} did not run on {side}")
-        elif res.get("status") != "ok":
-            problems.append(f"{wl} failed on {side}: {str(res.get('reason'))[:200]}")
+        elif not res.ok:
+            problems.append(f"{wl} failed on {side}: {str(res.reason)[:200]}")
         else:
             detail = _nonfinite_detail(side, res)
             if detail:
                 problems.append(detail)
+                steps.append(res.first_bad_step or 0)
     if problems or ra is None or rb is None:
-        step = min((r["nonfinite"]["step"] for r in (ra, rb) if r and r.get("nonfinite")), default=None)
-        return [MetricComparison(*key, m, "invalid", None, step, "; ".join(problems)) for m in METRICS]
-    return [_compare_metric(ra, rb, m, bands, key) for m in METRICS]
+        step = min(steps, default=None)
+        return [MetricComparison(*key, m, Verdict.INVALID, None, step, "; ".join(problems)) for m in METRICS]
+    onsets = [onset_max([(step, d) for d, step, _ in _diffs(ra, rb, m)[0]], bands.window) for m in TRAJECTORY]
+    workload_onset = max((o for o in onsets if o is not None), default=0.0)
+    return [_compare_metric(ra, rb, m, bands, key, workload_onset) for m in METRICS]
 
 
-def compare_reports(a: Report, b: Report, bands: Bands | None = None) -> Comparison:
+def compare_reports(
+    a: ProbeReport | Report, b: ProbeReport | Report, bands: Bands | None = None
+) -> Comparison:
     """Compare ``a`` with ``b``; raise ReportError when they cannot be compared."""
+    a, b = typed(a, "report a"), typed(b, "report b")
     bands = bands or Bands()
     names = side_names(a, b)
     check_comparable(a, b, names)
-    ma, mb = a["config"]["mode"], b["config"]["mode"]
+    ma, mb = a.config.mode, b.config.mode
     mode = ma if ma == mb else f"{ma}/{mb}"
     comparisons: list[MetricComparison] = []
     notes: list[str] = []
-    for fw in sorted(set(a["frameworks"]) | set(b["frameworks"])):
-        fa, fb = a["frameworks"].get(fw), b["frameworks"].get(fw)
-        bad = [(side, f) for side, f in zip(names, (fa, fb), strict=True) if not f or f.get("status") != "ok"]
+    for fw in sorted(set(a.frameworks) | set(b.frameworks)):
+        fa, fb = a.frameworks.get(fw), b.frameworks.get(fw)
+        bad = [(side, f) for side, f in zip(names, (fa, fb), strict=True) if f is None or not f.ok]
         if bad:
             why = [
-                f"{fw} on {side}: " + (f"{f.get('status')}: {f.get('reason')}" if f else "not probed")
-                for side, f in bad
+                f"{fw} on {side}: " + (f"{f.status}: {f.reason}" if f else "not probed") for side, f in bad
             ]
             notes += why
-            if any(f and f.get("status") == "error" for _, f in bad):
+            if any(f is not None and f.status == "error" for _, f in bad):
                 comparisons += [
-                    MetricComparison(fw, wl, mode, "run", "invalid", None, None, "; ".join(why))
-                    for wl in sorted(a["config"]["workloads"])
+                    MetricComparison(fw, wl, mode, "run", Verdict.INVALID, None, None, "; ".join(why))
+                    for wl in sorted(a.config.workloads)
                 ]
             continue
         assert fa is not None and fb is not None
-        for wl in sorted(a["config"]["workloads"]):
+        for wl in sorted(a.config.workloads):
             comparisons += _compare_workload(
-                fw, wl, mode, fa["workloads"].get(wl), fb["workloads"].get(wl), names, bands
+                fw, wl, mode, fa.workloads.get(wl), fb.workloads.get(wl), names, bands
             )
     if not comparisons:
         raise ReportError(

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from envkit.probe.compare import Comparison, fmt_rel
+from envkit.probe.compare import Comparison, fmt_rel, typed
+from envkit.probe.model import ProbeReport, WorkloadRun
 from envkit.probe.report import Report
 
 __all__ = ["VERDICT_COLORS", "line_chart", "render_html"]
@@ -115,36 +116,31 @@ def _rel(a: Any, b: Any) -> float:
     return abs(x - y) / scale if scale and math.isfinite(scale) else math.nan
 
 
-def _workload_section(
-    fw: str, wl: str, ra: dict[str, Any], rb: dict[str, Any], names: tuple[str, str]
-) -> str:
+def _workload_section(fw: str, wl: str, ra: WorkloadRun, rb: WorkloadRun, names: tuple[str, str]) -> str:
     out = [f"<h2>{escape(fw)} · {escape(wl)}</h2>"]
     for metric in ("loss", "grad_norm"):
-        series = [(names[k], [_num(s[metric]) for s in r["steps"]]) for k, r in enumerate((ra, rb))]
+        series = [(names[k], [float(getattr(s, metric)) for s in r.steps]) for k, r in enumerate((ra, rb))]
         out.append(line_chart(f"{metric.replace('_', ' ')} per step", series))
     bars = []
     for which in ("first", "last"):
-        ga, gb = ra.get("param_grad_norms", {}).get(which, {}), rb.get("param_grad_norms", {}).get(which, {})
+        ga, gb = ra.grad_norms(which), rb.grad_norms(which)
         bars += [(f"grad {which}: {p}", _rel(ga[p], gb[p])) for p in ga if p in gb]
-    fa, fb = ra.get("final_param_norms", {}), rb.get("final_param_norms", {})
+    fa, fb = ra.final_param_norms, rb.final_param_norms
     bars += [(f"final: {p}", _rel(fa[p], fb[p])) for p in fa if p in fb]
     out.append(_bar_chart("per-parameter relative difference (log scale, 1e-9 … 1)", bars))
     return "\n".join(out)
 
 
-def _both_ok(a: Report, b: Report) -> list[tuple[str, str]]:
+def _both_ok(a: ProbeReport, b: ProbeReport) -> list[tuple[str, str]]:
     out = []
-    for fw in sorted(set(a["frameworks"]) & set(b["frameworks"])):
-        wa, wb = a["frameworks"][fw].get("workloads", {}), b["frameworks"][fw].get("workloads", {})
-        out += [
-            (fw, wl)
-            for wl in sorted(set(wa) & set(wb))
-            if wa[wl].get("status") == wb[wl].get("status") == "ok"
-        ]
+    for fw in sorted(set(a.frameworks) & set(b.frameworks)):
+        wa, wb = a.frameworks[fw].workloads, b.frameworks[fw].workloads
+        out += [(fw, wl) for wl in sorted(set(wa) & set(wb)) if wa[wl].ok and wb[wl].ok]
     return out
 
 
-def render_html(a: Report, b: Report, comparison: Comparison) -> str:
+def render_html(a: ProbeReport | Report, b: ProbeReport | Report, comparison: Comparison) -> str:
+    a, b = typed(a, "report a"), typed(b, "report b")
     names = comparison.names
     rows = "".join(
         f"<tr><td>{escape(c.framework)}</td><td>{escape(c.workload)}</td><td>{escape(c.mode)}</td>"
@@ -155,9 +151,7 @@ def render_html(a: Report, b: Report, comparison: Comparison) -> str:
     )
     causes = "".join(f"<li>{escape(c.message)}</li>" for c in comparison.causes[:25]) or "<li>none found</li>"
     sections = [
-        _workload_section(
-            fw, wl, a["frameworks"][fw]["workloads"][wl], b["frameworks"][fw]["workloads"][wl], names
-        )
+        _workload_section(fw, wl, a.frameworks[fw].workloads[wl], b.frameworks[fw].workloads[wl], names)
         for fw, wl in _both_ok(a, b)
     ]
     color = VERDICT_COLORS[comparison.verdict]

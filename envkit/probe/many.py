@@ -15,9 +15,10 @@ from typing import Any
 from envkit._atomic import write_text_atomic
 from envkit.errors import ReportError
 from envkit.probe.compare import Bands
+from envkit.probe.model import ProbeReport
 from envkit.probe.nway import NWay, compare_many
 from envkit.probe.nway_html import render_nway_html
-from envkit.probe.report import Report, load_report, resolve_report
+from envkit.probe.report import load_report, resolve_report
 
 __all__ = ["ManyCompared", "compare_n", "find_run", "load_run"]
 
@@ -68,7 +69,7 @@ def _failed_tasks(run_dir: Path, have: set[str]) -> list[tuple[str, str]]:
     return sorted((name, why) for name, why in failed.items() if name not in have)
 
 
-def load_run(run_dir: Path) -> tuple[list[tuple[str, Report]], list[tuple[str, str]]]:
+def load_run(run_dir: Path) -> tuple[list[tuple[str, ProbeReport]], list[tuple[str, str]]]:
     """A run's reports (named after their task) and its failed tasks."""
     paths = sorted(p for p in run_dir.glob("*.json") if p.name != MANIFEST)
     named = [(p.stem, load_report(p)) for p in paths]
@@ -91,7 +92,7 @@ def compare_n(
     html: Path | None = None,
 ) -> ManyCompared:
     """Compare a run (one ref) or several reports (files, HOST[/LABEL], or runs: all their reports)."""
-    named: list[tuple[str, Report]] = []
+    named: list[tuple[str, ProbeReport]] = []
     failed: list[tuple[str, str]] = []
     sources = []
     for ref in refs:

@@ -19,7 +19,8 @@ from typing import Any
 
 from envkit.errors import ReportError
 from envkit.probe.causes import Cause, likely_causes
-from envkit.probe.compare import Bands, Comparison, check_comparable, compare_reports
+from envkit.probe.compare import Bands, Comparison, check_comparable, compare_reports, typed
+from envkit.probe.model import ProbeReport, WorkloadRun
 from envkit.probe.report import Report
 
 __all__ = ["Group", "NWay", "Outlier", "compare_many", "numbers_key"]
@@ -29,17 +30,18 @@ OK_VERDICTS = ("identical", "equivalent")
 _RANK = {"suspect": 0, "invalid": 1, "diverged": 2, "precision-drift": 3, "equivalent": 4, "identical": 5}
 
 
-def _steps_key(res: dict[str, Any]) -> tuple[Any, ...]:
-    steps = tuple((repr(s.get("loss")), repr(s.get("grad_norm"))) for s in res.get("steps") or ())
-    return (res.get("status"), steps, res.get("final_params_sha256"))
+def _steps_key(res: WorkloadRun) -> tuple[Any, ...]:
+    steps = tuple((repr(s.loss), repr(s.grad_norm)) for s in res.steps)
+    final = tuple((k, repr(v)) for k, v in sorted(res.final_param_norms.items()))
+    return (res.status.value, steps, res.final_params_sha256, final)
 
 
-def numbers_key(report: Report) -> tuple[Any, ...]:
+def numbers_key(report: ProbeReport | Report) -> tuple[Any, ...]:
     """Everything the report's numbers are; equal keys mean bitwise-identical numbers."""
     out = []
-    for fw, entry in sorted(report["frameworks"].items()):
-        loads = tuple((wl, _steps_key(res)) for wl, res in sorted(entry.get("workloads", {}).items()))
-        out.append((fw, entry.get("status"), loads))
+    for fw, entry in sorted(typed(report, "report").frameworks.items()):
+        loads = tuple((wl, _steps_key(res)) for wl, res in sorted(entry.workloads.items()))
+        out.append((fw, entry.status.value, loads))
     return tuple(out)
 
 
@@ -108,22 +110,22 @@ class NWay:
         }
 
 
-def _same_setup(causes: Sequence[Cause], a: Report, b: Report) -> bool:
+def _same_setup(causes: Sequence[Cause], a: ProbeReport, b: ProbeReport) -> bool:
     """Nothing that moves the numbers differs, and both ran in strict mode."""
     relevant = [c for c in causes if not (c.kind == "env" and c.message.split(" ")[0] in PER_TASK)]
-    strict = a["config"].get("mode") == "strict" == b["config"].get("mode")
+    strict = a.config.mode == "strict" == b.config.mode
     return strict and not relevant
 
 
-def _self_suspect(report: Report) -> str | None:
-    repeat = (report.get("fleet") or {}).get("repeat") or {}
+def _self_suspect(report: ProbeReport) -> str | None:
+    repeat = report.fleet.get("repeat") or {}
     if repeat.get("n", 1) > 1 and repeat.get("identical") is False:
         differing = ", ".join(repeat.get("differing") or ())
         return f"its {repeat['n']} strict reruns on the same node differ ({differing})"
     return None
 
 
-def _group_reports(named: Sequence[tuple[str, Report]]) -> list[list[int]]:
+def _group_reports(named: Sequence[tuple[str, ProbeReport]]) -> list[list[int]]:
     buckets: dict[tuple[Any, ...], list[int]] = {}
     for i, (_, report) in enumerate(named):
         buckets.setdefault(numbers_key(report), []).append(i)
@@ -131,11 +133,12 @@ def _group_reports(named: Sequence[tuple[str, Report]]) -> list[list[int]]:
 
 
 def compare_many(
-    named: Sequence[tuple[str, Report]],
+    given: Sequence[tuple[str, ProbeReport | Report]],
     bands: Bands | None = None,
     failed: Sequence[tuple[str, str]] = (),
 ) -> NWay:
     """Group ``named`` reports bitwise and judge every outlier against the majority."""
+    named = [(name, typed(report, name)) for name, report in given]
     bands = bands or Bands()
     if len(named) < 2:
         have = len(named)

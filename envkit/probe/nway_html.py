@@ -4,15 +4,13 @@ and per framework × workload the loss (and grad norm) curves of every group on 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from html import escape
-from typing import Any
 
 from envkit.probe.compare import fmt_rel
 from envkit.probe.html import VERDICT_COLORS, line_chart
+from envkit.probe.model import ProbeReport
 from envkit.probe.nway import NWay
-from envkit.probe.report import Report
 
 __all__ = ["render_nway_html"]
 
@@ -21,37 +19,31 @@ MAX_GROUPS_PLOTTED = 12
 _COLORS = {**VERDICT_COLORS, "suspect": "#b71c1c"}
 
 
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _members(names: Sequence[str], limit: int = 8) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f" … (+{len(names) - limit})" if len(names) > limit else "")
 
 
-def _curves(named: Sequence[tuple[str, Report]], result: NWay) -> list[str]:
+def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWay) -> list[str]:
     reps = dict(named)
     groups = result.groups[:MAX_GROUPS_PLOTTED]
     first = reps[groups[0].members[0]]
     out = []
-    for fw, entry in sorted(first["frameworks"].items()):
-        for wl in sorted(entry.get("workloads", {})):
+    for fw, entry in sorted(first.frameworks.items()):
+        for wl in sorted(entry.workloads):
             out.append(f"<h2>{escape(fw)} · {escape(wl)}</h2>")
             for metric in ("loss", "grad_norm"):
                 series = []
                 for g in groups:
-                    res = reps[g.members[0]]["frameworks"].get(fw, {}).get("workloads", {}).get(wl) or {}
-                    values = [_num(s.get(metric)) for s in res.get("steps") or ()]
+                    other = reps[g.members[0]].frameworks.get(fw)
+                    res = other.workloads.get(wl) if other is not None else None
+                    values = [float(getattr(s, metric)) for s in (res.steps if res is not None else ())]
                     series.append((f"group {g.index} ({len(g.members)})", values))
                 out.append(line_chart(f"{metric.replace('_', ' ')} per step, every group", series, PALETTE))
     return out
 
 
-def render_nway_html(named: Sequence[tuple[str, Report]], result: NWay) -> str:
+def render_nway_html(named: Sequence[tuple[str, ProbeReport]], result: NWay) -> str:
     groups = "".join(
         f"<tr><td>{g.index}</td><td>{len(g.members)}</td><td>{'majority' if g.majority else ''}</td>"
         f'<td style="color:{_COLORS.get(g.verdict, "#000")}">{escape(g.verdict)}</td>'

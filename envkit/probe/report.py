@@ -16,6 +16,7 @@ from typing import Any
 
 from envkit._atomic import write_text_atomic
 from envkit.errors import ReportError
+from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
 __all__ = [
     "KIND",
@@ -23,78 +24,81 @@ __all__ = [
     "default_store",
     "dump_report",
     "load_report",
+    "read_report",
     "resolve_report",
     "save_to_store",
     "store_path",
     "validate_report",
 ]
 
-SCHEMA = 1
-KIND = "envkit-probe-report"
 DEFAULT_LABEL = "latest"
+MAX_BYTES = 64 * 1024 * 1024  # a report of 1,000 steps x 2 frameworks is < 1 MB
+MAX_DEPTH = 32  # the payload's reports nest 6 deep
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
-Report = dict[str, Any]
-
-
-def _need(cond: bool, source: str, what: str) -> None:
-    if not cond:
-        raise ReportError(
-            f"{source}: not a valid probe report: {what}",
-            hint="the file is truncated or was not written by `envkit probe`; rerun the probe",
-        )
+Report = dict[str, Any]  # the JSON document, as the payload writes it and the store keeps it
 
 
 def validate_report(data: Any, source: str) -> Report:
-    """Check the structure the compare step relies on; return ``data`` typed as a report."""
-    _need(isinstance(data, dict), source, "the top level is not an object")
-    _need(data.get("kind") == KIND, source, f"'kind' is not {KIND!r}")
-    schema = data.get("schema")
-    if schema != SCHEMA:
-        raise ReportError(
-            f"{source}: probe report schema {schema!r}, this envkit reads schema {SCHEMA}",
-            hint="rerun the probe with this envkit version, or compare with the envkit that wrote it",
-        )
-    for key in ("config", "fingerprint", "frameworks"):
-        _need(isinstance(data.get(key), dict), source, f"{key!r} is missing or not an object")
-    config = data["config"]
-    for key in ("seed", "steps", "workloads", "mode", "dtype"):
-        _need(key in config, source, f"config.{key} is missing")
-    for fw, entry in data["frameworks"].items():
-        _need(isinstance(entry, dict) and "status" in entry, source, f"frameworks.{fw} has no status")
-        for wl, res in entry.get("workloads", {}).items():
-            where = f"frameworks.{fw}.workloads.{wl}"
-            _need(isinstance(res, dict) and "status" in res, source, f"{where} has no status")
-            if res["status"] == "ok":
-                _need(isinstance(res.get("steps"), list), source, f"{where}.steps is missing")
-                _need(len(res["steps"]) == config["steps"], source, f"{where} has {len(res['steps'])} steps")
-                for rec in res["steps"]:
-                    _need(
-                        isinstance(rec, dict) and "loss" in rec and "grad_norm" in rec,
-                        source,
-                        f"{where}.steps",
-                    )
+    """Check ``data`` strictly (:func:`envkit.probe.model.parse_report`); return the document."""
+    _check_depth(data, source)
+    parse_report(data, source)
     result: Report = data
     return result
 
 
-def load_report(path: Path) -> Report:
+def read_report(text: str | bytes, source: str) -> ProbeReport:
+    """Parse a report's JSON text once into :class:`ProbeReport` (bounded size, depth and numbers)."""
+    if len(text) > MAX_BYTES:
+        raise ReportError(
+            f"{source}: {len(text)} bytes is too large for a probe report (at most {MAX_BYTES})",
+            hint="give a report written by `envkit probe`",
+        )
     try:
-        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+    except RecursionError as e:
+        raise ReportError(
+            f"{source}: the JSON nests too deeply", hint="give a report written by `envkit probe`"
+        ) from e
+    except ValueError as e:  # also: an integer with more digits than Python converts
+        raise ReportError(
+            f"{source}: truncated or corrupted report ({str(e)[:200]})",
+            hint="rerun `envkit probe` to write it again",
+        ) from e
+    _check_depth(data, source)
+    return parse_report(data, source)
+
+
+def _check_depth(data: Any, source: str) -> None:
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ReportError(
+                f"{source}: not a valid probe report: nested deeper than {MAX_DEPTH} levels",
+                hint="give a report written by `envkit probe`",
+            )
+        if isinstance(value, dict):
+            stack += [(v, depth + 1) for v in value.values()]
+        elif isinstance(value, list):
+            stack += [(v, depth + 1) for v in value]
+
+
+def load_report(path: Path) -> ProbeReport:
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
     except FileNotFoundError as e:
         raise ReportError(
             f"{path}: no such report", hint="give a report file or a host name in the store"
         ) from e
-    except (OSError, UnicodeDecodeError) as e:
+    except OSError as e:
         raise ReportError(f"{path}: cannot read the report: {e}", hint="check the file") from e
     try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise ReportError(
-            f"{path}: truncated or corrupted report ({e})",
-            hint="rerun `envkit probe` to write it again",
-        ) from e
-    return validate_report(data, str(path))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ReportError(f"{path}: not UTF-8 text (byte {e.start})", hint="is this a probe report?") from e
+    return read_report(text, str(path))
 
 
 def dump_report(report: Mapping[str, Any]) -> str:

@@ -1,0 +1,86 @@
+"""Bands at any length: torch on CPU, 1 vs 2 threads and fp32 vs bf16 autocast, at 10, 100 and 1,000 steps.
+
+Prints, per pair and length, the verdict of every workload, the onset difference (first
+``Bands.window`` steps) and the largest later difference, with the margins to the edges:
+1 vs 2 threads must stay ``equivalent`` and bf16 ``precision-drift`` at every length.
+``ENVKIT_BENCH_STEPS=10,100`` picks the lengths (1,000 steps take about a minute per run here);
+``ENVKIT_BENCH_REPORTS=DIR`` keeps the reports there and reuses them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from envkit.probe.bands import onset_max
+from envkit.probe.compare import Bands, compare_reports, rel_diff
+from envkit.probe.report import Report
+from envkit.probe.runner import ProbeOptions, run_on_host
+
+PAIRS = {
+    "1 vs 2 threads": ({"threads": 1}, {"threads": 2}, "equivalent"),
+    "fp32 vs bf16 autocast": ({"threads": 1}, {"threads": 1, "autocast": "bf16"}, "precision-drift"),
+}
+
+
+def _report(folder: Path, steps: int, **kw: object) -> Report:
+    name = "-".join(f"{k}{v}" for k, v in sorted(kw.items())) + f"-{steps}.json"
+    path = folder / name
+    if path.is_file():
+        loaded: Report = json.loads(path.read_text())
+        return loaded
+    opts = ProbeOptions(frameworks=("torch",), steps=steps, device="cpu", **kw)  # type: ignore[arg-type]
+    report = run_on_host(opts, label=name)
+    path.write_text(json.dumps(report))
+    return report
+
+
+def _split(a: Report, b: Report, wl: str, bands: Bands) -> tuple[float, float]:
+    """(onset max, later max) of the loss and grad norm differences of one workload."""
+    ra, rb = a["frameworks"]["torch"]["workloads"][wl], b["frameworks"]["torch"]["workloads"][wl]
+    diffs = [
+        (sa["step"], rel_diff(float(sa[m]), float(sb[m])))
+        for sa, sb in zip(ra["steps"], rb["steps"], strict=True)
+        for m in ("loss", "grad_norm")
+    ]
+    late = max((d for s, d in diffs if s > bands.window), default=0.0)
+    return onset_max(diffs, bands.window) or 0.0, late
+
+
+def _times(what: str, edge: float, value: float, name: str) -> str:
+    return f"{what} {edge / value:.0f}x below {name}" if value else f"{what} identical"
+
+
+def main() -> None:
+    if importlib.util.find_spec("torch") is None:
+        print("skipped: torch is needed")
+        return
+    lengths = [int(s) for s in os.environ.get("ENVKIT_BENCH_STEPS", "10,100,1000").split(",")]
+    bands = Bands()
+    keep = os.environ.get("ENVKIT_BENCH_REPORTS")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(keep or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        for title, (ka, kb, expected) in PAIRS.items():
+            for steps in lengths:
+                a, b = _report(folder, steps, **ka), _report(folder, steps, **kb)
+                result = compare_reports(a, b, bands)
+                for wl in ("rnn", "bert"):
+                    verdicts = {c.verdict for c in result.comparisons if c.workload == wl}
+                    worst = max(verdicts, key=("identical", "equivalent", "precision-drift", "diverged",
+                                               "invalid").index)  # fmt: skip
+                    onset, late = _split(a, b, wl, bands)
+                    if expected == "equivalent":
+                        margin = (
+                            f"onset {bands.equivalent / max(onset, 1e-30):.0f}x below the equivalent edge, "
+                        )
+                        margin += f"later {bands.drift / max(late, 1e-30):.0f}x below the drift edge"
+                    else:
+                        margin = f"onset {onset / bands.equivalent:.0f}x above equivalent, "
+                        margin += f"{bands.drift / max(onset, 1e-30):.1f}x below the drift edge"
+                    flag = "ok" if worst in (expected, "identical") else f"WRONG (expected {expected})"
+                    print(f"   {title:<22} {steps:>5} steps {wl:<5} {worst:<16} onset {onset:.1e} "
+                          f"later {late:.1e}  {margin}  {flag}")  # fmt: skip

@@ -1,0 +1,33 @@
+"""Bands that hold at any --steps, on real CPU torch: 1 vs 2 threads stays ``equivalent`` at 10 and 100
+steps (1,000 steps: ``python -m benchmarks bands``, about four minutes here), and the device is
+recorded (``--device auto`` resolves to CPU here).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from envkit.probe.compare import compare_reports
+from envkit.probe.runner import ProbeOptions, run_on_host
+
+pytestmark = [
+    pytest.mark.frameworks,
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch"),
+]
+
+
+@pytest.mark.parametrize("steps", [10, 100])
+def test_one_vs_two_threads_stays_equivalent(steps: int) -> None:
+    runs = [
+        run_on_host(
+            ProbeOptions(frameworks=("torch",), workloads=("bert",), steps=steps, threads=n), label=f"t{n}"
+        )
+        for n in (1, 2)
+    ]
+    result = compare_reports(*runs)
+    assert result.verdict == "equivalent", [(c.metric, c.verdict, c.max_rel_diff) for c in result.comparisons]
+    assert result.causes[0].kind == "threads"
+    assert runs[0]["config"]["device"] == "cpu" and runs[0]["config"]["device_requested"] == "auto"
+    assert runs[0]["frameworks"]["torch"]["device"] == "cpu"
