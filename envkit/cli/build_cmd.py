@@ -19,7 +19,7 @@ from envkit.build.push import check_registry, push_image
 from envkit.build.transport import ImageTransport
 from envkit.catalog import Catalog, load_catalog
 from envkit.cli import cli
-from envkit.cli._app import command, err_console, project_root
+from envkit.cli._app import command, err_console, project_root, shown
 from envkit.errors import BuildFailed, ProbeError, UsageError
 from envkit.pack.fetch import UrlFetcher
 from envkit.probe.core import probe
@@ -79,10 +79,10 @@ def _progress(enabled: bool) -> Iterator[Callable[[BuildEvent], None] | None]:
 
         def show(event: BuildEvent) -> None:
             if event.step:
-                err_console.print(f"[cyan]step[/] {escape(event.step)}", highlight=False)
-                status.update(f"[bold]{escape(event.step)}")
+                err_console.print(f"[cyan]step[/] {escape(shown(event.step))}", highlight=False)
+                status.update(f"[bold]{escape(shown(event.step))}")
             elif event.message.strip():
-                status.update(f"{escape(event.message.strip().splitlines()[-1][:100])}")
+                status.update(f"{escape(shown(event.message.strip().splitlines()[-1][:100]))}")
 
         yield show
 
@@ -163,7 +163,7 @@ def build(
         if e.log_tail:
             err_console.print("[bold]last lines of the build:[/]")
             for line in e.log_tail[-15:]:
-                err_console.print(f"  {escape(line)}", highlight=False)
+                err_console.print(f"  {escape(shown(line))}", highlight=False)
         raise
     data = result.to_json()
     warnings = list(loaded.warnings) + list(result.warnings)
