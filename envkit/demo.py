@@ -7,7 +7,9 @@ the audit of an old export; any other failure stops the demo.
 1. validate and render every shipped spec;
 2. when a Docker engine is reachable (otherwise say so): make a base image
    without a registry, build the CPU demo image offline from a local wheel
-   directory, probe inside it and on the host, compare;
+   directory, probe inside it and on the host, compare; pack a conda
+   environment (a generated channel of real archives) and build it from the
+   pack with no network;
 3. probe the host twice with 1 and 2 threads and compare (verdict, causes, HTML);
 4. diff two inventories and audit one against the advisory data available.
 """
@@ -15,6 +17,7 @@ the audit of an old export; any other failure stops the demo.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -71,6 +74,47 @@ offline: true
 """
 
 
+CONDA_SPEC = """\
+# A conda environment built air-gapped: `envkit pack` on the connected side, `envkit build --pack` inside.
+# No conda channel is reachable here, so the demo makes one: real archives (conda-package-handling).
+name: demo-conda
+description: a conda environment packed with envkit pack and built with no network
+python: "3.11"
+cuda: cpu
+channels: [{channel}]
+conda:
+  - tinylib 1.2.*
+base_image: envkit/debian-python:bookworm
+"""
+
+
+def conda_pack_step(project: Path) -> list[str]:
+    """Pack the conda demo environment and build it from the pack with no network (~30 s)."""
+    from envkit.pack.testing import make_real_channel, noarch_python, venv_python
+
+    channel = (OUT / "conda-channel").resolve()
+    if not (channel / "noarch" / "repodata.json").is_file():  # archives are kept: the lock pins their hashes
+        shutil.rmtree(project / "images" / "demo-conda", ignore_errors=True)
+        packages = [
+            venv_python("3.11.2"),  # the base image's /usr/bin/python3.11, the prefix made a venv
+            noarch_python("tinylib", "1.2.0", {"tinylib/__init__.py": "__version__ = '1.2.0'\n"}),
+            noarch_python("tinylib", "1.3.0", {"tinylib/__init__.py": "__version__ = '1.3.0'\n"}),
+        ]
+        make_real_channel(channel, packages)
+    write_text_atomic(
+        project / "environments" / "demo-conda.yaml", CONDA_SPEC.format(channel=channel.as_uri())
+    )
+    pack = project / "demo-conda.envkit-pack.tar"
+    step("pack the conda environment: lock, download, sha256-check, one tarball", ["pack", "demo-conda", "-o",
+         str(pack)])  # fmt: skip
+    step("build it from the pack (py-rattler installs the explicit lock; the build has no network)",
+         ["build", "demo-conda", "--pack", str(pack), "--frozen"])  # fmt: skip
+    snapshot = OUT / "snapshot-demo-conda.json"
+    step("snapshot inside the image: the locked conda packages", ["snapshot", "--image", "demo-conda", "-o",
+         str(snapshot)])  # fmt: skip
+    return [str(pack), str(snapshot)]
+
+
 def docker_reachable() -> bool:
     try:
         from envkit.build.docker_api import DockerEngine
@@ -115,6 +159,7 @@ def image_step() -> list[str]:
     try:
         step(f"build the CPU demo image offline (project {project})", ["build", "demo-cpu", "--offline"])
         step("probe inside the image", ["probe", "--image", "demo-cpu", *probe, "--label", "image"])
+        conda_outputs = conda_pack_step(project)
         step("list the images", ["images"])
     finally:
         del os.environ["ENVKIT_ROOT"]
@@ -126,7 +171,7 @@ def image_step() -> list[str]:
         ["probe", "--compare", f"{host}/image", f"{host}/host", "--store", reports, "--html", str(html)],
         ok=(0, 1),
     )
-    return [str(project / "images" / "demo-cpu"), str(html)]
+    return [str(project / "images" / "demo-cpu"), str(html), *conda_outputs]
 
 
 def probe_step() -> list[str]:

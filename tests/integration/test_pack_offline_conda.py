@@ -38,6 +38,7 @@ from envkit.pack.testing import (
     venv_python,
     wheel_as_package,
 )
+from envkit.probe.runner import ProbeOptions, run_in_image
 from envkit.spec.load import load_spec
 
 pytestmark = pytest.mark.docker
@@ -163,11 +164,20 @@ def test_pack_carry_build_offline_run(
     assert tinylib["version"] == "1.2.0" and tinylib["url"] == f"{url}/noarch/tinylib-1.2.0-pyh0_0.conda"
     assert "lib/python3.11/site-packages/tinylib/__init__.py" in tinylib["files"]
 
+    # the probe's in-image runner (what `envkit probe --image` runs; the command itself then exits 3
+    # because no framework is installed in this image, and writes no report)
+    report = run_in_image(
+        engine, result["tag"], ProbeOptions(frameworks=("torch",), steps=1), label="t", host="h"
+    )
+    fingerprint = report["fingerprint"]
+    assert (
+        "tinylib=1.2.0=pyh0_0" in fingerprint["conda_meta"]
+        and fingerprint["distributions"]["six"] == "1.16.0"
+    )
+    assert fingerprint["distributions"]["tinylib"] == "1.2.0"
+    assert fingerprint["python"]["version"] == "3.11.2"
     code, probed = _cli(monkeypatch, capsys, project, "probe", "--image", NAME, "--no-store")
-    assert code == 0, probed
-    fingerprint = probed["result"]["report"]["fingerprint"]
-    assert "tinylib=1.2.0=pyh0_0" in json.dumps(fingerprint)
-    assert '"six": "1.16.0"' in json.dumps(fingerprint)
+    assert code == 3 and "torch" in probed["errors"][0]["message"]  # it ran in the image: no framework there
     code, snap = _cli(
         monkeypatch, capsys, project, "snapshot", "--image", NAME, "-o", str(project / "snap.json")
     )
