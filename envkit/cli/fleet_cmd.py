@@ -12,15 +12,14 @@ from typing import Any
 
 import click
 
-from envkit.cli._app import err_console, project_root, shown
+from envkit.cli._app import err_console, project_root, services, shown
 from envkit.errors import ExitCode, UsageError
 from envkit.fleet.fanout import FleetOptions, FleetRun, Progress, fan_out
-from envkit.fleet.scheduler import Scheduler
 from envkit.probe.report import default_store
 from envkit.probe.runner import ProbeOptions
 from envkit.result import CommandResult
 
-__all__ = ["fleet_options", "make_scheduler", "run_fleet"]
+__all__ = ["fleet_options", "run_fleet"]
 
 _FLEET_OPTIONS = [
     click.option(
@@ -73,17 +72,6 @@ def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def make_scheduler(name: str) -> Scheduler:
-    """The one place a concrete scheduler is built."""
-    if name == "local":
-        from envkit.fleet.local import LocalScheduler
-
-        return LocalScheduler()
-    from envkit.fleet.slurm import SlurmScheduler
-
-    return SlurmScheduler()
-
-
 def _fleet_options(kw: dict[str, Any], store: Path, image: dict[str, Any] | None) -> FleetOptions:
     nodelist = tuple(n.strip() for n in (kw["nodelist"] or "").split(",") if n.strip())
     return FleetOptions(
@@ -107,7 +95,7 @@ def run_fleet(kw: dict[str, Any], probe: ProbeOptions, image: dict[str, Any] | N
         raise UsageError("a fleet run writes into the store", hint="drop -o/--no-store; use --store DIR")
     store = kw["store"] or default_store(project_root())
     opts = _fleet_options(kw, Path(store).resolve(), image)
-    scheduler = make_scheduler(kw["scheduler"] or "slurm")
+    scheduler = services().scheduler(kw["scheduler"] or "slurm")
 
     def submitted(run_id: str, run_dir: Path, job_id: str) -> None:
         err_console.print(f"run {run_id}: {scheduler.name} job {job_id}; reports in {run_dir}", markup=False)
