@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from envkit.build.builder import Builder, BuildOptions
-from envkit.build.locks import solving_locker
 from envkit.catalog import load_catalog
+from envkit.cli import Services
 from envkit.errors import EnvkitError
 from envkit.spec.load import load_spec
 
@@ -55,7 +55,7 @@ def main() -> None:
     catalog = load_catalog()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        builder = Builder(engine, catalog, root, locker=solving_locker(catalog))
+        builder = Builder(engine, catalog, root, locker=Services().locker(catalog))
         options = BuildOptions(offline=True, find_links=("/opt/wheels",))
         loaded = load_spec(_spec(root, "bench-tiny", ["packaging==24.1", "six==1.16.0"]), catalog)
         first = builder.build(loaded, options)

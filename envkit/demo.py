@@ -11,7 +11,9 @@ the audit of an old export; any other failure stops the demo.
    environment (a generated channel of real archives) and build it from the
    pack with no network;
 3. probe the host twice with 1 and 2 threads and compare (verdict, causes, HTML);
-4. diff two inventories and audit one against the advisory data available.
+4. snapshot the host and, when the image was built, the inside of the image; diff them (real
+   drift between two real environments) and audit the image's snapshot when an advisory database
+   is at hand (else say in one line how to get one).
 """
 
 from __future__ import annotations
@@ -198,36 +200,76 @@ def probe_step() -> list[str]:
     return [str(reports), str(html)]
 
 
+def demo_image() -> str | None:
+    """The demo image ``image_step`` built (an envkit image named demo-*), or None."""
+    if not docker_reachable():
+        return None
+    from envkit.build.docker_api import DockerEngine
+
+    names = {i.labels.get("io.envkit.name", "") for i in DockerEngine(timeout=5).images("io.envkit.name")}
+    demos = sorted(n for n in names if n.startswith("demo"))
+    return "demo-cpu" if "demo-cpu" in demos else (demos[0] if demos else None)
+
+
+def advisory_db() -> Path | None:
+    """An advisory database at hand: $ENVKIT_ADVISORY_DB, the default cache, or ../shared's."""
+    from envkit.cli.audit_cmd import default_db
+
+    given = os.environ.get("ENVKIT_ADVISORY_DB")
+    for candidate in (Path(given) if given else None, default_db(), SHARED / "advisory-db"):
+        if candidate is not None and (candidate / "vulns").is_dir():
+            return candidate
+    return None
+
+
 def inventory_step() -> list[str]:
+    """Diff what the demo has at hand: a snapshot taken inside the image it built against this host's;
+    audit it when an advisory database is there."""
     snapshot = OUT / "snapshot.json"
     step("snapshot this environment", ["snapshot", "-o", str(snapshot), "--store", str(OUT / "snapshots")])
-    inventories = SHARED / "inventories"
-    old, new = inventories / "envexport-paris-444fb8e.yml", inventories / "envexport-paris-aec6a0f.yml"
-    if old.is_file() and new.is_file():
+    outputs = [str(snapshot)]
+    image = demo_image()
+    target = snapshot
+    if image is not None:
+        inside = OUT / "snapshot-image.json"
+        step(f"snapshot inside the image {image}", ["snapshot", "--image", image, "-o", str(inside)])
         step(
-            "diff two real exports of one project, taken a week apart",
-            ["diff", str(old), str(new), "--min-severity", "warning"],
+            "diff the image against this host: drift between two real environments",
+            ["diff", str(inside), str(snapshot)],
             ok=(0, 1),
         )
+        outputs.append(str(inside))
+        target = inside
     else:
-        note(f"{inventories} is absent: diffing this environment against itself")
-        step("diff", ["diff", str(snapshot), str(snapshot)])
-    database = SHARED / "advisory-db"
-    if database.is_dir() and old.is_file():
-        sarif = OUT / "audit.sarif"
-        step(
-            "audit the 2023 export against the PyPA advisory database (offline)",
-            ["audit", str(old), "--db", str(database), "--fail-on", "high"],
-            ok=(0, 1),
+        inventories = SHARED / "inventories"
+        old, new = inventories / "envexport-paris-444fb8e.yml", inventories / "envexport-paris-aec6a0f.yml"
+        if old.is_file() and new.is_file():
+            step(
+                "diff two real exports of one project, taken a week apart",
+                ["diff", str(old), str(new)],
+                ok=(0, 1),
+            )
+            target = old
+        else:
+            note("no demo image (no Docker engine) and no ../shared: nothing to diff this host against")
+    database = advisory_db()
+    if database is None:
+        note(
+            "no advisory database: `envkit audit --update-db` downloads the OSV PyPI export (or use --db DIR)"
         )
-        step(
-            "the same audit as SARIF",
-            ["audit", str(old), "--db", str(database), "--format", "sarif", "-o", str(sarif)],
-            ok=(0, 1),
-        )
-        return [str(snapshot), str(sarif)]
-    note(f"{database} is absent: `envkit audit --update-db` fetches the OSV PyPI export when online")
-    return [str(snapshot)]
+        return outputs
+    sarif = OUT / "audit.sarif"
+    step(
+        f"audit {target.name} against the advisory database {database} (offline)",
+        ["audit", str(target), "--db", str(database), "--fail-on", "high"],
+        ok=(0, 1),
+    )
+    step(
+        "the same audit as SARIF",
+        ["audit", str(target), "--db", str(database), "--format", "sarif", "-o", str(sarif)],
+        ok=(0, 1),
+    )
+    return [*outputs, str(sarif)]
 
 
 def main(steps: Sequence[Callable[[], list[str] | None]] | None = None) -> None:

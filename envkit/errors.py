@@ -13,6 +13,7 @@ and exits with the error's :attr:`exit_code`::
     │   └── SolverFailed             exit 3  the solver or a channel failed
     ├── EngineError                  exit 3  container engine problems
     │   ├── EngineUnavailable        exit 3
+    │   ├── ContainerCommandMissing  exit 3  a container's command does not exist in its image
     │   └── BuildFailed              exit 3  (carries the log tail)
     ├── ProbeError                   exit 3
     │   └── ReportError              exit 2  unreadable or incomparable report
@@ -36,6 +37,7 @@ __all__ = [
     "AuditError",
     "BuildFailed",
     "CatalogError",
+    "ContainerCommandMissing",
     "EngineError",
     "EngineUnavailable",
     "EnvkitError",
@@ -160,6 +162,10 @@ class EngineError(EnvkitError):
 
 class EngineUnavailable(EngineError):
     pass
+
+
+class ContainerCommandMissing(EngineError):
+    """The engine is fine; the image has no such executable (runc's ``exec: "X": ... not found``)."""
 
 
 class BuildFailed(EngineError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import io
 import os
 import re
@@ -21,8 +22,8 @@ import docker.types
 import requests.exceptions
 
 from envkit.build.engine import BuildEvent, ImageInfo, Mount, RunResult
-from envkit.build.wheelhouse import PIP_NO_MATCH
-from envkit.errors import BuildFailed, EngineError, EngineUnavailable
+from envkit.build.pip_messages import PIP_NO_MATCH
+from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable
 from envkit.render.dockerfile import BUILDER_OF_LABEL, STAGE_LABEL
 
 __all__ = ["DockerEngine", "build_failure", "translate_error"]
@@ -53,30 +54,85 @@ _SDK_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestExcepti
 _DISK_HINT = "free disk space: `docker system df`, then `docker image prune` (or remove old envkit/* tags)"
 
 
+# What runc says when a container's command cannot be executed (the explanation of the 400/500
+# APIError of `start`), e.g. exec: "python3": executable file not found in $PATH: unknown
+_MISSING_COMMAND = re.compile(
+    r'exec: "(?P<cmd>[^"]+)": (?:executable file not found in \$PATH|stat [^:]*: no such file or directory'
+    r"|no such file or directory|permission denied)"
+)
+
+
 def translate_error(error: BaseException, *, what: str = "the Docker engine") -> EngineError:
-    """Map docker / requests exceptions to an envkit error with a hint."""
-    text = _chain_text(error)
+    """Map docker / requests exceptions to an envkit error with a hint, by type and status code.
+
+    - an :class:`docker.errors.APIError` is the engine's answer: its status code and explanation
+      decide (a container command that does not exist is its own message, not "daemon down");
+    - connection errors, a missing or refused socket (anywhere in the cause chain): the engine is
+      unavailable; a socket we may not open: permission;
+    - a timeout, a full disk (``ENOSPC``): said so; anything else: the first line of the error.
+    """
     host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    if "Permission denied" in text or "PermissionError" in text:
+    chain = _chain(error)
+    api = next((e for e in chain if isinstance(e, docker.errors.APIError)), None)
+    if api is not None:
+        return _api_error(api, what)
+    if any(isinstance(e, PermissionError) for e in chain):
         return EngineUnavailable(f"permission denied on the Docker socket ({host})", hint=_SOCKET_HINT)
-    if _DISK_FULL.search(text):
-        return EngineError(f"{what}: the disk is full ({_first_line(text)})", hint=_DISK_HINT)
-    unreachable = (
-        isinstance(error, requests.exceptions.ConnectionError)
-        or "Connection aborted" in text
-        or "Connection refused" in text
-        or "No such file or directory" in text
-        or "Error while fetching server API version" in text
-    )
-    if unreachable:
-        return EngineUnavailable(f"cannot reach the Docker daemon at {host}", hint=_DAEMON_HINT)
-    if isinstance(error, requests.exceptions.Timeout):
+    if any(isinstance(e, OSError) and e.errno == errno.ENOSPC for e in chain):
+        return EngineError(f"{what}: the disk is full ({_first_line(str(error))})", hint=_DISK_HINT)
+    if any(isinstance(e, requests.exceptions.Timeout | TimeoutError) for e in chain):
         return EngineError(
             f"{what} did not answer in time", hint="is the daemon overloaded? retry, or check `docker info`"
         )
+    unreachable = (requests.exceptions.ConnectionError, ConnectionError, FileNotFoundError)
+    if any(isinstance(e, unreachable) for e in chain):
+        return EngineUnavailable(f"cannot reach the Docker daemon at {host}", hint=_DAEMON_HINT)
+    if isinstance(error, docker.errors.DockerException) and not error.__cause__ and not error.__context__:
+        # docker.from_env() wraps "no engine" in a bare DockerException ("Error while fetching server
+        # API version: ..."), the connection error only in its text
+        return EngineUnavailable(f"cannot reach the Docker daemon at {host}: {_first_line(str(error))}",
+                                 hint=_DAEMON_HINT)  # fmt: skip
     return EngineError(
-        f"{what}: {_first_line(text)}", hint="check `docker info`; rerun with --debug for details"
+        f"{what}: {_first_line(_chain_text(error))}",
+        hint="check `docker info`; rerun with --debug for details",
     )
+
+
+def _api_error(error: docker.errors.APIError, what: str) -> EngineError:
+    status = error.status_code
+    explanation = str(error.explanation or error)
+    missing = _MISSING_COMMAND.search(explanation)
+    if missing:
+        return ContainerCommandMissing(
+            f"{what}: the container's command {missing.group('cmd')!r} does not exist in the image "
+            f"(or is not executable)",
+            hint="check that the image has it on PATH (python3 for the probe); the Docker daemon is fine",
+        )
+    if _DISK_FULL.search(explanation):
+        return EngineError(f"{what}: the disk is full ({_first_line(explanation)})", hint=_DISK_HINT)
+    if status == 404:
+        return EngineError(f"{what}: not found: {_first_line(explanation)}", hint="check the name or tag")
+    if status in (401, 403):
+        return EngineError(f"{what}: refused by the engine ({status}): {_first_line(explanation)}",
+                           hint="check your registry login and permissions")  # fmt: skip
+    if status == 409:
+        return EngineError(
+            f"{what}: conflict: {_first_line(explanation)}", hint="retry; is another build running?"
+        )
+    kind = "the engine failed" if error.is_server_error() else "the engine refused the request"
+    return EngineError(
+        f"{what}: {kind} ({status}): {_first_line(explanation)}",
+        hint="check `docker info`; rerun with --debug for details",
+    )
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and len(found) < 8 and seen not in found:
+        found.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return found
 
 
 def build_failure(error: str, tail: Sequence[str]) -> BuildFailed:

@@ -2,9 +2,9 @@
 through a :class:`Locker`.
 
 A build always installs from a fresh lock: when ``images/NAME/`` holds none (or a stale one),
-the builder asks its :class:`Locker` to solve first (``--frozen`` refuses instead). The CLI
-passes :func:`solving_locker` (py-rattler + uv); unit tests pass an :class:`EnvLocker` over
-``envkit.lock.testing``'s fake solvers, so no test needs the network.
+the builder asks its :class:`Locker` to solve first (``--frozen`` refuses instead). The CLI's
+composition root (:class:`envkit.cli.Services`) passes py-rattler + uv; unit tests pass an
+:class:`EnvLocker` over ``envkit.lock.testing``'s fake solvers, so no test needs the network.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from envkit.errors import LockError, UsageError
 from envkit.lock import CondaSolver, LockState, PipResolver, current_lock, lock_environment
 from envkit.spec.load import LoadedSpec, image_dir
 
-__all__ = ["EnvLocker", "Locker", "ensure_fresh_lock", "lock_state", "solving_locker"]
+__all__ = ["EnvLocker", "Locker", "ensure_fresh_lock", "lock_state"]
 
 
 def lock_state(root: Path, loaded: LoadedSpec) -> LockState:
@@ -43,14 +43,6 @@ class EnvLocker:
         return lock_environment(loaded, self.catalog, directory, self.conda_solver, self.pip_resolver).state
 
 
-def solving_locker(catalog: Catalog) -> EnvLocker:
-    """The real solvers: py-rattler for the conda part, uv for the pip part."""
-    from envkit.lock.conda import RattlerSolver
-    from envkit.lock.pip import UvResolver
-
-    return EnvLocker(catalog, RattlerSolver(), UvResolver())
-
-
 def ensure_fresh_lock(
     root: Path, loaded: LoadedSpec, locker: Locker, *, frozen: bool = False
 ) -> tuple[LockState, bool]:
@@ -68,8 +60,7 @@ def ensure_fresh_lock(
             f"--frozen: {name} has no fresh lock ({state.status}: {state.reason})",
             hint=f"run `envkit lock {name}` and commit images/{name}/, or drop --frozen",
         )
-    locker.lock(loaded, image_dir(root, name))
-    locked = lock_state(root, loaded)
+    locked = locker.lock(loaded, image_dir(root, name))  # verified as written: no second read
     if not locked.fresh:
         raise LockError(f"locking {name} did not give a fresh lock ({locked.reason})",
                         hint=f"run `envkit lock {name}` and read its output")  # fmt: skip

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from envkit import _proc
 from envkit._atomic import write_text_atomic
 from envkit.build.context import ContextEntry, file_sha256
+from envkit.build.pip_messages import PIP_NO_MATCH
 from envkit.errors import BuildFailed, Unsatisfiable
 from envkit.spec.models import ARCHES
 
@@ -31,10 +31,6 @@ __all__ = ["PIP_NO_MATCH", "Wheel", "Wheelhouse", "WheelhouseRequest", "fill_whe
 
 MANIFEST = "manifest.json"
 _MAX_GLIBC_MINOR = 28  # manylinux_2_28: the oldest glibc the supported base images ship is newer
-# pip names the requirement it found nothing for (pip download on the host, pip install in a build)
-PIP_NO_MATCH = re.compile(
-    r"(?:No matching distribution found for|Could not find a version that satisfies the requirement)\s+(\S+)"
-)
 
 
 def pip_platforms(platform: str) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from envkit.spec.models import StrictModel
+from envkit._strict import StrictModel
 
 __all__ = [
     "BaseImage",

@@ -13,9 +13,10 @@ import click
 
 from envkit import __version__
 from envkit.cli._app import report_error
+from envkit.cli._services import Services
 from envkit.errors import Interrupted, UsageError
 
-__all__ = ["cli", "main"]
+__all__ = ["Services", "cli", "main"]
 
 
 @click.group(
@@ -45,12 +46,16 @@ from envkit.cli import (  # noqa: E402,F401
 )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return the exit code (never raises SystemExit)."""
+def main(argv: Sequence[str] | None = None, *, services: Services | None = None) -> int:
+    """Run the CLI and return the exit code (never raises SystemExit).
+
+    ``services`` is the composition root (:class:`~envkit.cli._services.Services`): the real
+    adapters by default; tests pass fakes.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     try:
-        rv = cli.main(args=args, prog_name="envkit", standalone_mode=False)
+        rv = cli.main(args=args, prog_name="envkit", standalone_mode=False, obj=services or Services())
     except click.exceptions.NoArgsIsHelpError as e:
         if as_json:
             return _usage(e, args, "arguments are missing", as_json=True)

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from envkit._safe import neutralise, redact
+from envkit.cli._services import Services
 from envkit.errors import EnvkitError, Interrupted
 from envkit.result import CommandResult, envelope, error_envelope
 
@@ -53,6 +54,15 @@ def working(message: str) -> Iterator[None]:
         return
     with err_console.status(escape(message)):
         yield
+
+
+def services() -> Services:
+    """The composition root of this command line (``main(argv, services=...)``)."""
+    obj = click.get_current_context().find_root().obj
+    if not isinstance(obj, Services):  # invoked through click directly, not envkit.cli.main
+        obj = Services()
+        click.get_current_context().find_root().obj = obj
+    return obj
 
 
 def project_root() -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from datetime import date
 from pathlib import Path
@@ -12,16 +11,14 @@ import click
 
 from envkit._atomic import write_text_atomic
 from envkit.audit.core import AuditReport
-from envkit.audit.osv_dir import OsvDirService
 from envkit.audit.report import FORMATS, render
 from envkit.audit.service import SEVERITIES, VulnService
 from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image
 from envkit.audit.update_db import OSV_PYPI_URL, http_fetch, update_db
-from envkit.build.engine import ContainerEngine
 from envkit.catalog import load_catalog
 from envkit.cli import cli
-from envkit.cli._app import command, project_root, working
-from envkit.errors import AuditError, UsageError
+from envkit.cli._app import command, project_root, services, working
+from envkit.errors import UsageError
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
 
@@ -36,28 +33,13 @@ def default_db() -> Path:
 
 
 def _service(db: Path | None, online: bool) -> VulnService:
-    if online:
-        from envkit.audit.pip_audit_service import online_service
-
-        return online_service("osv")
     path = db or default_db()
-    if db is None and not path.is_dir():
+    if not online and db is None and not path.is_dir():
         raise UsageError(
             "no advisory database: pass --db DIR or fetch one",
             hint="envkit audit --update-db (online), or --db a checkout of github.com/pypa/advisory-database",
         )
-    return OsvDirService(path)
-
-
-def _engine() -> ContainerEngine:
-    try:
-        module = importlib.import_module("envkit.build.docker_api")
-    except ImportError as e:
-        raise AuditError(
-            "the Docker adapter (envkit.build.docker_api) is not available", hint="install envkit fully"
-        ) from e
-    engine: ContainerEngine = module.DockerEngine()
-    return engine
+    return services().vuln_service(path, online)
 
 
 def _is_env_name(target: str) -> bool:
@@ -80,7 +62,7 @@ def _run(
         loaded = load_spec(resolve_spec_path(spec_name, root))
     if image:
         folder = image_dir(root, loaded.spec.name) if loaded else None
-        return audit_image(_engine(), image, request, loaded=loaded, image_dir=folder)
+        return audit_image(services().engine(), image, request, loaded=loaded, image_dir=folder)
     if target is None:
         raise UsageError("nothing to audit", hint="envkit audit NAME | FILE | --image IMAGE (see --help)")
     if _is_env_name(target):

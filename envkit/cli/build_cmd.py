@@ -11,17 +11,14 @@ import click
 from rich.markup import escape
 
 from envkit.build.bootstrap import DEFAULT_PACKAGES, bootstrap_image
-from envkit.build.builder import Builder, BuildOptions, BuildResult
+from envkit.build.builder import BuildOptions, BuildResult
 from envkit.build.engine import BuildEvent, ContainerEngine
 from envkit.build.images import list_images
-from envkit.build.locks import solving_locker
 from envkit.build.push import check_registry, push_image
-from envkit.build.transport import ImageTransport
-from envkit.catalog import Catalog, load_catalog
+from envkit.catalog import load_catalog
 from envkit.cli import cli
-from envkit.cli._app import command, err_console, project_root
+from envkit.cli._app import command, err_console, project_root, services
 from envkit.errors import BuildFailed, ProbeError, UsageError
-from envkit.pack.fetch import UrlFetcher
 from envkit.probe.core import probe
 from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, ProbeOptions
@@ -34,30 +31,7 @@ __all__ = [
     "build",
     "find_links_from_env",
     "images",
-    "make_builder",
-    "make_engine",
-    "make_transport",
 ]
-
-
-def make_engine() -> ContainerEngine:
-    """The engine the CLI uses (the only place a concrete adapter is built)."""
-    from envkit.build.docker_api import DockerEngine
-
-    return DockerEngine()
-
-
-def make_transport() -> tuple[ContainerEngine, ImageTransport]:
-    """The engine and its image transport (push/pull/save/load) for registries and fleet runs."""
-    from envkit.build.docker_api import DockerEngine
-    from envkit.build.docker_transport import DockerTransport
-
-    engine = DockerEngine()
-    return engine, DockerTransport(engine)
-
-
-def make_builder(root: Path, catalog: Catalog) -> Builder:
-    return Builder(make_engine(), catalog, root, locker=solving_locker(catalog), fetcher=UrlFetcher())
 
 
 def find_links_from_env() -> tuple[str, ...]:
@@ -154,7 +128,7 @@ def build(
         offline=offline or pack is not None, frozen=frozen, nocache=no_cache,
         find_links=_find_links(find_links), pack=pack.resolve() if pack else None,
     )  # fmt: skip
-    builder = make_builder(root, catalog)
+    builder = services().builder(root, catalog)
     show_progress = err_console.is_terminal or bool(os.environ.get("ENVKIT_PROGRESS"))
     try:
         with _progress(show_progress) as on_event:
@@ -170,7 +144,7 @@ def build(
     if probe:
         data["probe"] = _probe(builder.engine, result, loaded, root)
     if registry is not None:
-        _, transport = make_transport()
+        _, transport = services().transport()
         pushed, record = push_image(transport, root, result.name, result.tag, result.image_id, registry)
         data["pushed"] = {"ref": pushed.ref, "digest": pushed.digest, "record": str(record)}
     return CommandResult("build", data, lambda: _build_text(result, data), warnings=warnings)
@@ -234,7 +208,7 @@ def images(names: tuple[str, ...]) -> CommandResult:
             f"{', '.join(repr(n) for n in bad)}: not an environment name",
             hint="names match [a-z0-9][a-z0-9._-]*",
         )
-    rows = [r for r in list_images(make_engine(), root, load_catalog()) if not names or r.name in names]
+    rows = [r for r in list_images(services().engine(), root, load_catalog()) if not names or r.name in names]
 
     def text() -> str:
         if not rows:
@@ -273,7 +247,12 @@ def base_image(
     debootstrap; takes a few minutes; does nothing when TAG exists (unless --force).
     """
     result = bootstrap_image(
-        make_engine(), tag, suite=suite, mirror=mirror, packages=packages or DEFAULT_PACKAGES, force=force
+        services().engine(),
+        tag,
+        suite=suite,
+        mirror=mirror,
+        packages=packages or DEFAULT_PACKAGES,
+        force=force,
     )
     data = {
         "tag": tag,

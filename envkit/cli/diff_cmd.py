@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from envkit.cli import cli
-from envkit.cli._app import command, project_root
+from envkit.cli._app import command, project_root, services
 from envkit.drift import DriftReport, diff_inventories
 from envkit.drift.models import SEVERITIES, severity_rank
 from envkit.errors import ExitCode, UsageError
@@ -175,11 +175,10 @@ def snapshot(output: Path | None, store: Path | None, image: str | None) -> Comm
 
 
 def _image_source(ref: str) -> EnvironmentSource:
-    from envkit.cli.build_cmd import make_engine
     from envkit.inventory.image_source import ImageSource
     from envkit.probe.core import resolve_image
 
-    engine = make_engine()
+    engine = services().engine()
     return ImageSource(engine, resolve_image(engine, ref))
 
 

@@ -6,11 +6,9 @@ import click
 
 from envkit.catalog import load_catalog
 from envkit.cli import cli
-from envkit.cli._app import command, project_root, working
+from envkit.cli._app import command, project_root, services, working
 from envkit.errors import ExitCode
 from envkit.lock import current_lock, lock_environment
-from envkit.lock.conda import RattlerSolver
-from envkit.lock.pip import UvResolver
 from envkit.result import CommandResult
 from envkit.spec.load import image_dir, load_spec, resolve_spec_path
 
@@ -58,8 +56,7 @@ def lock(name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: 
             loaded,
             load_catalog(),
             directory,
-            RattlerSolver(),
-            UvResolver(),
+            *services().solvers(),
             platforms=platforms,
             update=update,
         )

@@ -10,14 +10,12 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from envkit.build.locks import solving_locker
 from envkit.catalog import load_catalog
 from envkit.cli import cli
-from envkit.cli._app import command, err_console, project_root
+from envkit.cli._app import command, err_console, project_root, services
 from envkit.cli.build_cmd import find_links_from_env
 from envkit.pack.collect import PackProgress
 from envkit.pack.core import PackOptions, PackResult, pack_environment
-from envkit.pack.fetch import UrlFetcher
 from envkit.result import CommandResult
 from envkit.spec.load import load_spec, resolve_spec_path
 
@@ -73,7 +71,7 @@ def pack(name: str, output: Path | None, frozen: bool, find_links: tuple[str, ..
     show = err_console.is_terminal or bool(os.environ.get("ENVKIT_PROGRESS"))
     with pack_progress(show) as on_progress:
         result = pack_environment(
-            root, loaded, catalog, locker=solving_locker(catalog), fetcher=UrlFetcher(),
+            root, loaded, catalog, locker=services().locker(catalog), fetcher=services().fetcher(),
             options=options, on_progress=on_progress,
         )  # fmt: skip
     return CommandResult("pack", result.to_json(), lambda: _text(result), warnings=list(loaded.warnings))

@@ -7,17 +7,15 @@ from typing import Any
 
 import click
 
-from envkit.build.engine import ContainerEngine
-from envkit.build.fake import FakeEngine
-from envkit.cli import build_cmd, cli, fleet_cmd, nway_cmd
-from envkit.cli._app import command, project_root, working
+from envkit.cli import cli, fleet_cmd, nway_cmd
+from envkit.cli._app import command, project_root, services, working
 from envkit.errors import ExitCode, UsageError
 from envkit.probe import core
 from envkit.probe.compare import Bands, Comparison, fmt_rel
 from envkit.probe.driver import driver_line
 from envkit.probe.many import find_run
 from envkit.probe.report import default_store
-from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions
+from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions, payload_argv
 from envkit.result import CommandResult
 
 
@@ -30,13 +28,6 @@ def _csv(allowed: tuple[str, ...]) -> Any:
         return items
 
     return convert
-
-
-def make_engine(name: str) -> ContainerEngine:
-    """The engine for ``--image``: Docker (built where ``envkit build`` builds it) or the hidden fake."""
-    if name == "fake":
-        return FakeEngine()
-    return build_cmd.make_engine()
 
 
 @command(cli, "probe")
@@ -86,7 +77,6 @@ def make_engine(name: str) -> ContainerEngine:
 )
 @click.option("--poison-step", type=click.IntRange(1), default=2, show_default=True)
 @click.option("--image", help="Run the payload inside this image (or envkit/NAME) instead of on the host.")
-@click.option("--engine", "engine_name", type=click.Choice(["docker", "fake"]), default="docker", hidden=True)
 @click.option(
     "--compare",
     is_flag=True,
@@ -130,6 +120,9 @@ def probe(**kw: Any) -> CommandResult:
     engines run the image by digest: pulled from the registry `envkit build NAME --push REGISTRY` pushed
     it to, or saved once into STORE/images and loaded on each node (checked by image id).
     """
+    if kw["k8s"]:
+        opts = _options(kw)
+        return fleet_cmd.emit_k8s(kw, opts, payload_argv(opts, opts.frameworks))
     if kw["slurm"] or kw["scheduler"]:
         kw["scheduler"] = kw["scheduler"] or "slurm"
         if kw["compare"]:
@@ -151,7 +144,7 @@ def fleet_image(kw: dict[str, Any]) -> dict[str, Any]:
     """How the image reaches the nodes: its registry digest, or a tar in the store (saved once)."""
     from envkit.fleet.images import image_for_fleet
 
-    engine, transport = build_cmd.make_transport()
+    engine, transport = services().transport()
     store = kw["store"] or default_store(project_root())
     return image_for_fleet(engine, transport, kw["image"], Path(store), project_root())
 
@@ -184,7 +177,7 @@ def _run(kw: dict[str, Any]) -> CommandResult:
             label=kw["label"],
             output=kw["output"],
             image=kw["image"],
-            engine=make_engine(kw["engine_name"]) if kw["image"] else None,
+            engine=services().engine() if kw["image"] else None,
         )
 
     def text() -> str:
@@ -242,4 +235,4 @@ def _compare_text(result: Comparison) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["make_engine", "probe"]
+__all__ = ["probe"]

@@ -8,6 +8,7 @@ conda packages py-rattler installed have none) and the distributions importlib.m
 from __future__ import annotations
 
 import json
+from importlib import resources
 from typing import Any
 
 from envkit.build.engine import ContainerEngine
@@ -15,7 +16,12 @@ from envkit.errors import InventoryError
 
 __all__ = ["SCRIPT", "ImageSource"]
 
-SCRIPT = """
+# The host facts (OS, libc, CPU, NVIDIA driver and GPUs) come from snapshot_payload's functions,
+# sent along: one implementation for the host and for images.
+_PAYLOAD = resources.files("envkit.inventory").joinpath("snapshot_payload.py").read_text("utf-8")
+SCRIPT = (
+    _PAYLOAD
+    + """
 import json, platform, socket, sys
 from importlib import metadata
 from pathlib import Path
@@ -38,8 +44,9 @@ for dist in metadata.distributions():
         pip.setdefault(name, dist.version)
 print(json.dumps({"host": socket.gethostname(), "python": platform.python_version(),
                   "platform": sys.platform + "-" + platform.machine(), "conda": conda,
-                  "pip": sorted(pip.items())}))
+                  "pip": sorted(pip.items()), "facts": host_facts()}))
 """
+)
 
 
 class ImageSource:
@@ -47,7 +54,9 @@ class ImageSource:
 
     def __init__(self, engine: ContainerEngine, image: str) -> None:
         self.image = image
-        result = engine.run(image, ["python", "-c", SCRIPT])
+        # python3 or python, whichever the image has (a Debian base image has only python3)
+        find = 'exec "$(command -v python3 || command -v python)" -c "$0"'
+        result = engine.run(image, ["sh", "-c", find, SCRIPT])
         if result.exit_code != 0:
             raise InventoryError(
                 f"cannot read the environment in {image}: python exited {result.exit_code}: "
@@ -76,3 +85,7 @@ class ImageSource:
 
     def distributions(self) -> list[tuple[str, str]]:
         return [(str(n), str(v)) for n, v in self.data.get("pip", [])]
+
+    def facts(self) -> dict[str, str]:
+        facts = self.data.get("facts")
+        return {str(k): str(v) for k, v in facts.items()} if isinstance(facts, dict) else {}

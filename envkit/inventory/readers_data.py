@@ -134,6 +134,9 @@ def read_snapshot(data: Mapping[str, Any], c: Collector) -> None:
     for key in ("host", "python", "platform", "machine", "prefix"):
         if isinstance(data.get(key), str):
             c.meta[key] = data[key]
+    facts = data.get("facts")
+    if isinstance(facts, Mapping):  # os, libc, cpu, driver, gpu: compared as host findings
+        c.meta.update({f"facts.{k}": str(v) for k, v in facts.items() if isinstance(v, str | int | float)})
 
 
 def read_env_export(data: Mapping[str, Any], text: str, c: Collector) -> None:

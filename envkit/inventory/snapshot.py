@@ -13,7 +13,6 @@ import platform
 import socket
 import sys
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,6 +20,7 @@ from envkit import _proc
 from envkit._atomic import write_text_atomic
 from envkit._safe import redact
 from envkit.errors import EnvkitError
+from envkit.inventory import snapshot_payload
 
 __all__ = [
     "SNAPSHOT_KIND",
@@ -40,6 +40,7 @@ class EnvironmentSource(Protocol):
     def platform(self) -> str: ...
     def conda_records(self) -> list[dict[str, Any]] | None: ...
     def distributions(self) -> list[tuple[str, str]]: ...
+    def facts(self) -> dict[str, str]: ...
 
 
 class LocalSource:
@@ -74,12 +75,10 @@ class LocalSource:
         return data if isinstance(data, list) else None
 
     def distributions(self) -> list[tuple[str, str]]:
-        found: dict[str, str] = {}
-        for dist in metadata.distributions():
-            name = dist.metadata["Name"]
-            if name:
-                found.setdefault(name, dist.version)
-        return sorted(found.items())
+        return snapshot_payload.distributions()
+
+    def facts(self) -> dict[str, str]:
+        return snapshot_payload.host_facts()
 
 
 @dataclass
@@ -91,6 +90,7 @@ class FakeSource:
     platform_name: str = "linux-x86_64"
     conda: list[dict[str, Any]] | None = None
     dists: list[tuple[str, str]] = field(default_factory=list)
+    host_facts: dict[str, str] = field(default_factory=dict)
 
     def host(self) -> str:
         return self.hostname
@@ -107,6 +107,9 @@ class FakeSource:
     def distributions(self) -> list[tuple[str, str]]:
         return list(self.dists)
 
+    def facts(self) -> dict[str, str]:
+        return dict(self.host_facts)
+
 
 def take_snapshot(source: EnvironmentSource) -> dict[str, Any]:
     conda = source.conda_records()
@@ -119,6 +122,7 @@ def take_snapshot(source: EnvironmentSource) -> dict[str, Any]:
         "platform": source.platform(),
         "conda": None if conda is None else sorted((_record(r, keep) for r in conda), key=_key),
         "pip": [{"name": n, "version": v} for n, v in sorted(source.distributions())],
+        "facts": dict(sorted(source.facts().items())),
     }
 
 

@@ -14,9 +14,10 @@ from typing import Annotated
 
 import rattler
 from packaging.requirements import InvalidRequirement, Requirement
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from envkit._safe import printable_line
+from envkit._strict import StrictModel
 
 __all__ = [
     "ARCHES",
@@ -57,12 +58,6 @@ _PLATFORMS = tuple(ARCHES)
 _MATCHSPEC_FORBIDDEN = set(";&`$\\\n\r\t'\"")
 MAX_DESCRIPTION = 300  # one line; it becomes an OCI label and a README paragraph
 MAX_ENV_VALUE = 4096
-
-
-class StrictModel(BaseModel):
-    """Base for everything parsed from YAML: unknown keys are errors, values are frozen."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
 class Installer(str, Enum):

@@ -10,7 +10,7 @@ import pytest
 import requests.exceptions
 
 from envkit.build.docker_api import DockerEngine, build_failure, translate_error
-from envkit.errors import BuildFailed, EngineError, EngineUnavailable
+from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable
 
 
 def _engine(**returns: object) -> tuple[DockerEngine, MagicMock]:
@@ -61,9 +61,17 @@ def test_connection_errors_mean_no_daemon() -> None:
     assert "DOCKER_HOST" in (info.value.hint or "")
 
 
+def _raised(error: BaseException, cause: BaseException) -> BaseException:
+    """``error`` as docker raises it: ``raise error from cause`` (the chain carries the type)."""
+    try:
+        raise error from cause
+    except BaseException as e:  # noqa: BLE001 - returned for inspection
+        return e
+
+
 def test_permission_denied_on_the_socket() -> None:
     cause = PermissionError(13, "Permission denied")
-    error = docker.errors.DockerException(f"Error while fetching server API version: {cause}")
+    error = _raised(docker.errors.DockerException(f"Error while fetching server API version: {cause}"), cause)
     translated = translate_error(error)
     assert isinstance(translated, EngineUnavailable)
     assert "docker group" in (translated.hint or "")
@@ -122,3 +130,76 @@ def test_prune_builder_images_filters_dangling_builder_stages_of_one_env() -> No
     api.prune_images.side_effect = requests.exceptions.ConnectionError("Connection refused")
     with pytest.raises(EngineUnavailable):
         engine.prune_builder_images("tiny")
+
+
+def _api_error(status: int, explanation: str, url: str = "containers/c1/start") -> docker.errors.APIError:
+    """The real shape: docker's APIError over a requests Response with the engine's status code."""
+    response = requests.models.Response()
+    response.status_code = status
+    response.reason = "Bad Request" if status < 500 else "Internal Server Error"
+    response.url = f"http+docker://localhost/v1.41/{url}"
+    http = requests.exceptions.HTTPError(f"{status} error", response=response)
+    return docker.errors.APIError(http, response=response, explanation=explanation)
+
+
+# recorded from Docker 20.10 (API 1.41) here: `start` of a container whose command does not exist
+MISSING_ON_PATH = (
+    "failed to create shim task: OCI runtime create failed: runc create failed: unable to start container "
+    'process: exec: "python3": executable file not found in $PATH: unknown'
+)
+MISSING_PATH = (
+    "failed to create shim task: OCI runtime create failed: runc create failed: unable to start container "
+    'process: exec: "/opt/env/bin/python": stat /opt/env/bin/python: no such file or directory: unknown'
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "explanation", "command"),
+    [
+        (400, MISSING_ON_PATH, "python3"),
+        (400, MISSING_PATH, "/opt/env/bin/python"),
+        (500, MISSING_ON_PATH, "python3"),
+    ],
+)
+def test_a_missing_container_command_is_not_a_missing_daemon(
+    status: int, explanation: str, command: str
+) -> None:
+    engine, api = _engine(create_container={"Id": "c1"}, create_host_config={})
+    api.start.side_effect = _api_error(status, explanation)
+    with pytest.raises(ContainerCommandMissing) as info:
+        engine.run("envkit/demo:latest", [command, "-V"])
+    assert command in info.value.message and "does not exist in the image" in info.value.message
+    assert "daemon" not in info.value.message and "DOCKER_HOST" not in (info.value.hint or "")
+    api.remove_container.assert_called_once()  # the created container is still removed
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "needle"),
+    [
+        (_api_error(404, "No such container: c1"), EngineError, "not found"),
+        (_api_error(409, "conflict: unable to remove repository reference"), EngineError, "conflict"),
+        (_api_error(403, "denied: requested access to the resource is denied"), EngineError, "refused"),
+        (_api_error(500, "write /var/lib/docker/tmp: no space left on device"), EngineError, "disk is full"),
+        (_api_error(500, "something odd"), EngineError, "the engine failed (500)"),
+        (
+            _raised(requests.exceptions.ConnectionError("x"), FileNotFoundError(2, "No such file")),
+            EngineUnavailable,
+            "cannot reach",
+        ),
+        (requests.exceptions.ReadTimeout("read timed out"), EngineError, "did not answer in time"),
+        (OSError(28, "No space left on device"), EngineError, "disk is full"),
+    ],
+)
+def test_errors_are_mapped_by_type_and_status(
+    error: BaseException, kind: type[EngineError], needle: str
+) -> None:
+    translated = translate_error(error, what="running x")
+    assert type(translated) is kind and needle in translated.message, translated.message
+    assert not isinstance(translated, EngineUnavailable) or kind is EngineUnavailable
+
+
+def test_an_api_error_mentioning_a_missing_file_is_not_a_missing_daemon() -> None:
+    """The old substring rule read any 'No such file or directory' as the daemon being down."""
+    error = _api_error(500, "open /var/lib/docker/overlay2/abc/merged: no such file or directory")
+    translated = translate_error(error, what="building x")
+    assert not isinstance(translated, EngineUnavailable) and "the engine failed (500)" in translated.message

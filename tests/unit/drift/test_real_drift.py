@@ -153,3 +153,29 @@ def test_cuda_version_metapackage_is_not_the_runtime(shared_dir: Path) -> None:
     )
     (runtime,) = [f for f in diff_inventories([inv, other]).findings if f.rule == "cuda-toolkit-differs"]
     assert runtime.values["condalist-windows-anaconda-base-ComfyUI_Anaconda"] == "12.4"
+
+
+def test_snapshots_carry_host_facts_that_diff_compares(tmp_path: Path) -> None:
+    from envkit.inventory.snapshot import FakeSource, take_snapshot, write_snapshot
+
+    dists = [("torch", "2.13.0+cpu"), ("numpy", "2.2.6")]
+    a = FakeSource(
+        hostname="a", dists=dists, host_facts={"os": "Debian GNU/Linux 12 (bookworm)", "libc": "glibc-2.36"}
+    )
+    b = FakeSource(
+        hostname="b",
+        dists=dists,
+        host_facts={
+            "os": "Ubuntu 22.04.4 LTS",
+            "libc": "glibc-2.35",
+            "driver": "550.54.15",
+            "gpu": "NVIDIA H100",
+        },
+    )
+    for source in (a, b):
+        write_snapshot(take_snapshot(source), tmp_path / f"{source.hostname}.json")
+    report = diff_inventories([read_inventory(tmp_path / "a.json"), read_inventory(tmp_path / "b.json")])
+    host = {f.package: f for f in report.findings if f.kind == "host"}
+    assert set(host) == {"os", "libc"}  # a driver or GPU on one side only is not a difference of values
+    assert host["os"].message == "OS: Debian GNU/Linux 12 (bookworm) (a) -> Ubuntu 22.04.4 LTS (b)"
+    assert host["os"].severity == "info"

@@ -18,7 +18,8 @@ from envkit.inventory.snapshot import take_snapshot
 
 def _run_script(prefix: Path | None):  # type: ignore[no-untyped-def]
     def handler(run: FakeRun) -> RunResult:
-        assert run.argv[:2] == ("python", "-c") and run.argv[2] == SCRIPT and run.network is False
+        assert run.argv[:2] == ("sh", "-c") and "python3" in run.argv[2] and run.network is False
+        assert run.argv[3] == SCRIPT
         script = SCRIPT if prefix is None else SCRIPT.replace("Path(sys.prefix)", f"Path({str(prefix)!r})")
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
         return RunResult(done.returncode, done.stdout, done.stderr)
@@ -40,6 +41,7 @@ def test_conda_meta_and_distributions_are_read(tmp_path: Path) -> None:
                               "channel": "conda-forge", "platform": "noarch"}]  # fmt: skip
     assert {p["name"].lower() for p in snap["pip"]} >= {"pytest"}  # the interpreter's distributions
     assert snap["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert set(snap["facts"]) <= {"os", "libc", "cpu", "driver", "gpu"}  # the machine's, as on the host
 
 
 def test_no_conda_meta_means_no_conda_part() -> None:

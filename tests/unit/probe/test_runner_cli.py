@@ -11,7 +11,7 @@ import pytest
 from envkit import _proc
 from envkit.build.engine import RunResult
 from envkit.build.fake import FakeEngine, FakeRun
-from envkit.cli import main, probe_cmd
+from envkit.cli import Services, main
 from envkit.errors import ProbeError
 from envkit.probe.compare import compare_reports
 from envkit.probe.html import render_html
@@ -112,8 +112,10 @@ def test_cli_truncated_report_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_cli_image_through_the_engine_interface(tmp_path: Path) -> None:
-    # The hidden --engine fake has no images: the run fails as an engine/probe failure (exit 3).
-    assert main(["probe", "--engine", "fake", "--image", "missing", "--store", str(tmp_path)]) == 3
+    # An engine without that image: the run fails as an engine/probe failure (exit 3).
+    services = Services(engine_factory=FakeEngine)
+    assert main(["probe", "--image", "missing", "--store", str(tmp_path)], services=services) == 3
+    assert main(["probe", "--engine", "fake", "--image", "missing"]) == 2  # no test-only option
 
 
 def test_cli_html_without_compare_is_a_usage_error() -> None:
@@ -121,7 +123,7 @@ def test_cli_html_without_compare_is_a_usage_error() -> None:
 
 
 def test_cli_probe_in_image_writes_summarises_and_flags_nan(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def answer(run: FakeRun) -> RunResult:
         fw = run.argv[run.argv.index("--frameworks") + 1]
@@ -132,10 +134,10 @@ def test_cli_probe_in_image_writes_summarises_and_flags_nan(
 
     engine = FakeEngine(handler=answer)
     engine.add_image("envkit/demo:latest", "sha256:abc")
-    monkeypatch.setattr(probe_cmd, "make_engine", lambda name: engine)
+    services = Services(engine_factory=lambda: engine)
     out, store = tmp_path / "out.json", tmp_path / "store"
     argv = ["probe", "--image", "demo", "--store", str(store), "-o", str(out)]
-    assert main([*argv, "--json"]) == 1  # NaN/Inf is a finding
+    assert main([*argv, "--json"], services=services) == 1  # NaN/Inf is a finding
     data = json.loads(capsys.readouterr().out)
     result = data["result"]
     assert result["label"] == "image-envkit_demo_latest"
@@ -148,7 +150,7 @@ def test_cli_probe_in_image_writes_summarises_and_flags_nan(
         ("torch", "rnn", "nan/inf"),
     ]
     assert result["summary"][0]["note"] == "NaN/Inf at step 2 (loss, first parameter w)"
-    assert main(argv) == 1
+    assert main(argv, services=services) == 1
     captured = capsys.readouterr()
     assert "torch  bert  nan/inf loss 1.0 -> nan  NaN/Inf at step 2" in captured.out
     assert f"report: {stored}" in captured.out

@@ -1,0 +1,131 @@
+"""The CLI's composition root: the one place where every external system is built.
+
+``main(argv, services=...)`` hands a :class:`Services` to click as the context object; commands
+ask it for what they need (:func:`envkit.cli._app.services`). Each adapter is imported only when
+a command asks for it, so ``envkit --help`` loads neither docker nor the solvers. Tests pass
+fakes here (``Services(engine_factory=lambda: FakeEngine())``): no module is patched and no
+test-only option is visible to users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envkit import _proc
+
+if TYPE_CHECKING:
+    from envkit.audit.service import VulnService
+    from envkit.build.builder import Builder
+    from envkit.build.engine import ContainerEngine
+    from envkit.build.locks import EnvLocker
+    from envkit.build.transport import ImageTransport
+    from envkit.catalog import Catalog
+    from envkit.fleet.scheduler import Scheduler
+    from envkit.lock.solver import CondaSolver, PipResolver
+    from envkit.pack.fetch import Fetcher
+
+__all__ = ["Services"]
+
+
+def _docker_engine() -> ContainerEngine:
+    from envkit.build.docker_api import DockerEngine
+
+    return DockerEngine()
+
+
+def _docker_transport(engine: ContainerEngine) -> ImageTransport:
+    from envkit.build.docker_api import DockerEngine
+    from envkit.build.docker_transport import DockerTransport
+
+    if not isinstance(engine, DockerEngine):
+        raise TypeError("the Docker transport needs the Docker engine")
+    return DockerTransport(engine)
+
+
+def _solvers() -> tuple[CondaSolver, PipResolver]:
+    """py-rattler for the conda part, uv for the pip part."""
+    from envkit.lock.conda import RattlerSolver
+    from envkit.lock.pip import UvResolver
+
+    return RattlerSolver(), UvResolver()
+
+
+def _vuln_service(db: Path, online: bool) -> VulnService:
+    if online:
+        from envkit.audit.pip_audit_service import online_service
+
+        return online_service("osv")
+    from envkit.audit.osv_dir import OsvDirService
+
+    return OsvDirService(db)
+
+
+def _fetcher() -> Fetcher:
+    from envkit.pack.fetch import UrlFetcher
+
+    return UrlFetcher()
+
+
+def _scheduler(name: str) -> Scheduler:
+    if name == "local":
+        from envkit.fleet.local import LocalScheduler
+
+        return LocalScheduler()
+    from envkit.fleet.slurm import SlurmScheduler
+
+    return SlurmScheduler()
+
+
+@dataclass
+class Services:
+    """Factories of the external systems; the engine is built once per command line."""
+
+    engine_factory: Callable[[], ContainerEngine] = _docker_engine
+    transport_factory: Callable[[ContainerEngine], ImageTransport] = _docker_transport
+    solver_factory: Callable[[], tuple[CondaSolver, PipResolver]] = _solvers
+    vuln_factory: Callable[[Path, bool], VulnService] = _vuln_service
+    fetcher_factory: Callable[[], Fetcher] = _fetcher
+    scheduler_factory: Callable[[str], Scheduler] = _scheduler
+    pip_runner: _proc.Runner = _proc.run  # `pip download` for wheelhouses
+    _engine: ContainerEngine | None = field(default=None, init=False, repr=False)
+
+    def engine(self) -> ContainerEngine:
+        if self._engine is None:
+            self._engine = self.engine_factory()
+        return self._engine
+
+    def transport(self) -> tuple[ContainerEngine, ImageTransport]:
+        engine = self.engine()
+        return engine, self.transport_factory(engine)
+
+    def solvers(self) -> tuple[CondaSolver, PipResolver]:
+        return self.solver_factory()
+
+    def locker(self, catalog: Catalog) -> EnvLocker:
+        from envkit.build.locks import EnvLocker
+
+        return EnvLocker(catalog, *self.solvers())
+
+    def builder(self, root: Path, catalog: Catalog) -> Builder:
+        from envkit.build.builder import Builder
+
+        return Builder(
+            self.engine(),
+            catalog,
+            root,
+            locker=self.locker(catalog),
+            fetcher=self.fetcher_factory(),
+            pip_runner=self.pip_runner,
+        )
+
+    def vuln_service(self, db: Path, online: bool) -> VulnService:
+        return self.vuln_factory(db, online)
+
+    def fetcher(self) -> Fetcher:
+        return self.fetcher_factory()
+
+    def scheduler(self, name: str) -> Scheduler:
+        return self.scheduler_factory(name)
