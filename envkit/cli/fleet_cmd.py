@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from envkit.cli._app import err_console, project_root, services
+from envkit.cli._app import err_console, project_root, services, shown
 from envkit.errors import ExitCode, UsageError
 from envkit.fleet.fanout import FleetOptions, FleetRun, Progress, fan_out
 from envkit.probe.report import default_store
@@ -135,7 +135,7 @@ def run_fleet(kw: dict[str, Any], probe: ProbeOptions, image: dict[str, Any] | N
     def progress(p: Progress) -> None:
         line = p.line()
         if not last or line.split(" (")[0] != last[-1].split(" (")[0]:
-            err_console.print(line, markup=False, highlight=False)
+            err_console.print(shown(line), markup=False, highlight=False)
         last.append(line)
 
     run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
