@@ -28,6 +28,7 @@ _PROMPT = re.compile(r"^(\(.*?\)\s*)?\S*[@:]\S*[$#>]\s|^[$>]\s|conda list|mamba 
 _TABLE_HEADER = re.compile(r"^#?\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
 _SEPARATOR = re.compile(r"^[\s\-=─━_]+$")
 _EXPORT = re.compile(r"^([^\s=]+)=([^\s=]+)(?:=([^\s=]+))?$")
+_PLAIN_PIN = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._+-]*)===?([A-Za-z0-9_][A-Za-z0-9._+!*-]*)$")
 _EDITABLE_NOTE = re.compile(r"^#\s*Editable install.*\(([A-Za-z0-9._-]+)==([^)\s]+)\)")
 
 
@@ -145,6 +146,11 @@ def read_requirements(text: str, c: Collector) -> None:
     editable: tuple[str, str] | None = None
     for number, line in _logical_lines(text):
         stripped = line.strip()
+        pin = _PLAIN_PIN.match(stripped)
+        if pin:  # the common `name==version` line: one match, already a valid name and version
+            c.add(pin[1], pin[2], "pip", line=number, checked=True)
+            editable = None
+            continue
         if not stripped:
             continue
         if stripped.startswith("#"):
