@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from envkit.cli._app import err_console, project_root, services
+from envkit.cli._app import err_console, project_root, services, shown
 from envkit.errors import ExitCode, UsageError
 from envkit.fleet.fanout import FleetOptions, FleetRun, Progress, fan_out
 from envkit.probe.report import default_store
@@ -49,6 +49,13 @@ _FLEET_OPTIONS = [
         multiple=True,
         metavar="ARG",
         help="Fleet: extra sbatch argument, as given (repeatable).",
+    ),
+    click.option(
+        "--container",
+        type=click.Choice(["docker", "pyxis"]),
+        default="docker",
+        show_default=True,
+        help="Fleet with --image: the node's Docker engine, or pyxis (srun --container-image; by digest).",
     ),
     click.option("--run-id", help="Fleet: the run's name in the store (default run-DATE-TIME-XXXX)."),
     click.option(
@@ -107,6 +114,7 @@ def _fleet_options(kw: dict[str, Any], store: Path, image: dict[str, Any] | None
         time_limit=kw["time_limit"],
         extra_args=tuple(kw["sbatch_args"]),
         image=image,
+        container=kw["container"],
         repeat=kw["repeat"],
         timeout_s=kw["wait_timeout"],
     )
@@ -127,7 +135,7 @@ def run_fleet(kw: dict[str, Any], probe: ProbeOptions, image: dict[str, Any] | N
     def progress(p: Progress) -> None:
         line = p.line()
         if not last or line.split(" (")[0] != last[-1].split(" (")[0]:
-            err_console.print(line, markup=False, highlight=False)
+            err_console.print(shown(line), markup=False, highlight=False)
         last.append(line)
 
     run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
