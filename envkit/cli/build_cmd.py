@@ -234,7 +234,8 @@ def images(names: tuple[str, ...]) -> CommandResult:
     "packages",
     multiple=True,
     metavar="PKG",
-    help=f"Debian packages to install [default: {', '.join(DEFAULT_PACKAGES)}] (repeatable).",
+    help=f"Debian packages to install [default: {', '.join(DEFAULT_PACKAGES)} and the OS libraries "
+    "the framework wheels need, e.g. libgomp1 for Paddle] (repeatable).",
 )
 @click.option("--force", is_flag=True, help="Recreate the image even when it exists.")
 def base_image(
@@ -243,15 +244,16 @@ def base_image(
     """Make a base image without a registry: debootstrap a minimal Debian, import it into the engine.
 
     For air-gapped machines that cannot pull python or nvidia/cuda images: the result (Debian with
-    python3, venv and pip) serves as `base_image` of an `installer: venv` spec. Needs root and
-    debootstrap; takes a few minutes; does nothing when TAG exists (unless --force).
+    python3, venv, pip and the OS libraries the framework wheels need, e.g. libgomp1) serves as
+    `base_image` of an `installer: venv` spec. Needs root and debootstrap; takes a few minutes;
+    does nothing when TAG exists with those packages (unless --force).
     """
     result = bootstrap_image(
         services().engine(),
         tag,
         suite=suite,
         mirror=mirror,
-        packages=packages or DEFAULT_PACKAGES,
+        packages=packages or None,
         force=force,
     )
     data = {

@@ -50,6 +50,13 @@ _FLEET_OPTIONS = [
         metavar="ARG",
         help="Fleet: extra sbatch argument, as given (repeatable).",
     ),
+    click.option(
+        "--container",
+        type=click.Choice(["docker", "pyxis"]),
+        default="docker",
+        show_default=True,
+        help="Fleet with --image: the node's Docker engine, or pyxis (srun --container-image; by digest).",
+    ),
     click.option("--run-id", help="Fleet: the run's name in the store (default run-DATE-TIME-XXXX)."),
     click.option(
         "--repeat",
@@ -107,6 +114,7 @@ def _fleet_options(kw: dict[str, Any], store: Path, image: dict[str, Any] | None
         time_limit=kw["time_limit"],
         extra_args=tuple(kw["sbatch_args"]),
         image=image,
+        container=kw["container"],
         repeat=kw["repeat"],
         timeout_s=kw["wait_timeout"],
     )

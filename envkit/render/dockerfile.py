@@ -56,6 +56,7 @@ class DockerfileInputs:
     lock_sha256: str | None = None
     wheelhouse: str | None = None  # e.g. "wheels": install pip packages offline from here
     conda_pack: str | None = None  # e.g. "installer": offline conda install from the packed local channel
+    offline: bool = False  # the build has no network: OS libraries are checked, not installed
 
     @classmethod
     def from_lock(cls, spec_sha256: str, lock: LockState, wheelhouse: str | None = None) -> DockerfileInputs:
@@ -106,7 +107,7 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
         parts.append(_venv_steps(spec, inputs))
     else:
         parts.append(_conda_steps(spec, catalog, inputs))
-    parts.append(_runtime_stage(spec, inputs, runtime))
+    parts.append(_runtime_stage(spec, inputs, runtime, os_library_step(spec, catalog, inputs)))
     return "".join(parts)
 
 
@@ -247,7 +248,36 @@ def _venv_steps(spec: Spec, inputs: DockerfileInputs) -> str:
     )
 
 
-def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
+def os_library_step(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
+    """Install the OS libraries the framework wheels need (with network), or check the base has them.
+
+    Offline, a base image without them fails the build here, naming the library, instead of
+    the first ``import paddle`` failing with ``ImportError: libgomp.so.1``.
+    """
+    needed = catalog.libraries_for(fw for fw, _ in spec.frameworks.items())
+    if not needed:
+        return ""
+    checks = " && ".join(f"ldconfig -p | grep -qF '{lib.soname} '" for _, lib in needed)
+    if inputs.offline or inputs.wheelhouse or inputs.conda_pack:
+        lines = "".join(
+            f"RUN ldconfig -p | grep -qF '{lib.soname} ' || {{ echo 'envkit: the base image lacks "
+            f"{lib.soname} (Debian package {lib.deb}), which the {fw} wheels need; an offline build cannot "
+            f"install it: use `envkit base-image` (it includes {lib.deb}) or a base image that has it' >&2; "
+            "exit 1; }\n"
+            for fw, lib in needed
+        )
+        return lines
+    packages = " ".join(sorted({lib.deb for _, lib in needed}))
+    return (
+        f"RUN if ! {{ {checks}; }}; then \\\n"
+        "      apt-get update \\\n"
+        f"      && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {packages} \\\n"
+        "      && rm -rf /var/lib/apt/lists/*; \\\n"
+        "    fi\n"
+    )
+
+
+def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str, os_step: str = "") -> str:
     label_lines = " \\\n      ".join(f"{k}={docker_word(v)}" for k, v in sorted(labels(spec, inputs).items()))
     env_lines = " \\\n    ".join(f"{k}={v}" for k, v in _env_words(spec).items())
     return (
@@ -256,6 +286,7 @@ def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
         f"LABEL {label_lines}\n"
         f"RUN groupadd --gid {USER_UID} {USER_NAME} \\\n"
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
+        f"{os_step}"
         f"COPY --from=builder {ENV_PREFIX} {ENV_PREFIX}\n"
         f"ENV {env_lines}\n"
         f"USER {USER_UID}:{USER_UID}\n"
