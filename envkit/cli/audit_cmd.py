@@ -173,4 +173,6 @@ def audit(
         text = render(report, "table", fail_on).rstrip("\n") + f"\nwrote {output} ({fmt})"
     else:
         text = rendered.rstrip("\n")
-    return CommandResult("audit", report.to_json(fail_on), text, exit_code=report.exit_code(fail_on))
+    return CommandResult(
+        "audit", report.to_json(fail_on), text, exit_code=report.exit_code(fail_on), warnings=report.warnings
+    )
