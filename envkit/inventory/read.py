@@ -143,8 +143,8 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
         return "pip-freeze" if pinned else None
     if _EXPORT_LINE.match(first):
         return "conda-export"
-    if len(first.split()) >= 2:
-        return "conda-list"
+    if len(first.split()) >= 2 and first.split()[1][:1].isdigit():
+        return "conda-list"  # `name 1.2.3 ...`: a version starts with a digit; prose does not
     return None
 
 

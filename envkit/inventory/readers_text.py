@@ -53,7 +53,7 @@ def read_conda_list(text: str, c: Collector) -> None:
         if _PROMPT.search(stripped):
             continue
         fields = _without_features(stripped.split())
-        if len(fields) < 2 or len(fields) > 4:
+        if len(fields) < 2 or len(fields) > 4 or not fields[1][:1].isdigit():
             c.skip(number, f"expected 'name version [build [channel]]', got {stripped[:80]!r}")
             continue
         _add_conda_row(fields, number, c)
