@@ -20,7 +20,7 @@ from pathlib import Path
 
 from envkit.build.context import file_sha256
 from envkit.errors import PackError, PackMismatch
-from envkit.pack.collect import Collected, PackRequest, conda_path, requirement_hashes
+from envkit.pack.collect import Collected, PackRequest, bootstrap_path, conda_path, requirement_hashes
 from envkit.pack.manifest import MANIFEST, PackManifest
 
 __all__ = ["open_pack", "verify_against_lock", "write_pack"]
@@ -104,11 +104,15 @@ def verify_against_lock(manifest: PackManifest, request: PackRequest, where: str
                     f"the lock has {package.sha256}",
                     hint=f"make the pack again with `envkit pack {request.name}`",
                 )
-        installer = request.installers[platform]
-        entry = files.get(f"installer/{installer.filename}")
-        if entry is None or entry.sha256 != installer.sha256:
-            raise PackMismatch(f"{where}: the installer {installer.filename} is missing or changed",
-                               hint=f"make the pack again with `envkit pack {request.name}`")  # fmt: skip
+        needed = [(f"installer/{request.installers[platform].filename}", request.installers[platform].sha256)]
+        boot = request.bootstraps.get(platform)
+        if boot is not None:
+            needed.append((bootstrap_path(boot), boot.sha256))
+        for path, sha256 in needed:
+            entry = files.get(path)
+            if entry is None or entry.sha256 != sha256:
+                raise PackMismatch(f"{where}: the installer {path} is missing or changed",
+                                   hint=f"make the pack again with `envkit pack {request.name}`")  # fmt: skip
     allowed = requirement_hashes(request.requirements or "")
     for entry in manifest.files:
         if entry.kind == "wheel" and entry.sha256 not in allowed:
