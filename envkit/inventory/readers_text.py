@@ -150,34 +150,38 @@ def read_requirements(text: str, c: Collector) -> None:
         if pin:  # the common `name==version` line: one match, already a valid name and version
             c.add(pin[1], pin[2], "pip", line=number, checked=True)
             editable = None
-            continue
-        if not stripped:
-            continue
-        if stripped.startswith("#"):
+        elif stripped.startswith("#"):
             note = _EDITABLE_NOTE.match(stripped)
             editable = (note[1], note[2]) if note else editable
-            continue
-        if "#" in stripped:
-            stripped = re.sub(r"\s+#.*$", "", stripped)
-        if "--hash" in stripped:
-            c.format = "requirements-lock" if c.format == "pip-freeze" else c.format
-        if stripped.startswith(("-e ", "--editable")):
-            target = stripped.split(None, 1)[1] if " " in stripped else ""
-            egg = EGG.search(target)
-            if egg:
-                c.add(egg[1], version_from_url(target), "pip", line=number, url=target)
-            elif editable:
-                c.add(editable[0], editable[1], "pip", line=number, url=target)
-            else:
-                c.skip(number, f"editable install without a name: {stripped[:100]!r}")
-            editable = None
-            continue
-        if stripped.startswith("-"):
-            continue  # --index-url, --extra-index-url, -f, -c, -r, --hash on its own, ...
-        if "--hash" in stripped:
-            stripped = re.sub(r"\s--hash[= ]\S+", "", stripped).strip()
-        match = REQUIREMENT.match(stripped)
-        if not match:
-            c.skip(number, f"not a requirement line: {stripped[:100]!r}")
-            continue
-        c.add(match["name"], requirement_version(match), "pip", line=number, url=match["url"])
+        elif stripped:
+            editable = _requirement_line(stripped, number, editable, c)
+
+
+def _requirement_line(
+    stripped: str, number: int, editable: tuple[str, str] | None, c: Collector
+) -> tuple[str, str] | None:
+    """One non-comment line other than a plain pin (the editable note is used up by an ``-e`` line)."""
+    if "#" in stripped:
+        stripped = re.sub(r"\s+#.*$", "", stripped)
+    if "--hash" in stripped:
+        c.format = "requirements-lock" if c.format == "pip-freeze" else c.format
+    if stripped.startswith(("-e ", "--editable")):
+        target = stripped.split(None, 1)[1] if " " in stripped else ""
+        egg = EGG.search(target)
+        if egg:
+            c.add(egg[1], version_from_url(target), "pip", line=number, url=target)
+        elif editable:
+            c.add(editable[0], editable[1], "pip", line=number, url=target)
+        else:
+            c.skip(number, f"editable install without a name: {stripped[:100]!r}")
+        return None
+    if stripped.startswith("-"):
+        return editable  # --index-url, --extra-index-url, -f, -c, -r, --hash on its own, ...
+    if "--hash" in stripped:
+        stripped = re.sub(r"\s--hash[= ]\S+", "", stripped).strip()
+    match = REQUIREMENT.match(stripped)
+    if not match:
+        c.skip(number, f"not a requirement line: {stripped[:100]!r}")
+        return editable
+    c.add(match["name"], requirement_version(match), "pip", line=number, url=match["url"])
+    return editable
