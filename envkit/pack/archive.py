@@ -11,6 +11,7 @@ naming the file.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
@@ -61,8 +62,12 @@ def open_pack(pack: Path, request: PackRequest, cache_root: Path) -> Collected:
     """Extract ``pack`` (once, cached by its sha256) and verify it against ``request``'s lock."""
     if not pack.is_file():
         raise PackMismatch(f"{pack}: no such pack file", hint="make one with `envkit pack NAME -o FILE`")
-    digest = file_sha256(pack)
-    target = cache_root / "packs" / digest[:32]
+    # the extraction is keyed by the file's identity (not a hash of its bytes: that would double the
+    # hashing of a no-op rebuild); every extracted file is verified below against the manifest and the
+    # lock, so whatever extraction is used holds exactly the lock's files
+    stat = pack.stat()
+    key = f"{pack.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}".encode()
+    target = cache_root / "packs" / hashlib.sha256(key).hexdigest()[:32]
     if not (target / MANIFEST).is_file():
         _extract(pack, target)
     manifest = PackManifest.from_json((target / MANIFEST).read_text("utf-8"), str(pack))
