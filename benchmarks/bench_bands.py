@@ -74,10 +74,8 @@ def main() -> None:
                                                "invalid").index)  # fmt: skip
                     onset, late = _split(a, b, wl, bands)
                     if expected == "equivalent":
-                        margin = (
-                            f"onset {bands.equivalent / max(onset, 1e-30):.0f}x below the equivalent edge, "
-                        )
-                        margin += f"later {bands.drift / max(late, 1e-30):.0f}x below the drift edge"
+                        margin = _times("onset", bands.equivalent, onset, "the equivalent edge")
+                        margin += ", " + _times("later", bands.drift, late, "the drift edge")
                     else:
                         margin = f"onset {onset / bands.equivalent:.0f}x above equivalent, "
                         margin += f"{bands.drift / max(onset, 1e-30):.1f}x below the drift edge"

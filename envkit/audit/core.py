@@ -82,6 +82,7 @@ class AuditReport:
     checked: int
     not_checked: tuple[NotChecked, ...] = ()
     not_covered: tuple[NotChecked, ...] = ()  # conda-only packages: no advisory feed covers them
+    warnings: tuple[str, ...] = ()  # the inventory's: rows it could not read ("file:line: why")
 
     @property
     def active(self) -> list[Finding]:

@@ -156,7 +156,8 @@ def audit_file(
     ctx = replace(_context(request, loaded, None), inventory=inventory)
     chosen = inventory.meta.get("selected")
     target = f"{path} ({chosen})" if chosen else str(path)
-    return _report(target, "inventory", inventory, ctx, request, loaded)
+    report = _report(target, "inventory", inventory, ctx, request, loaded)
+    return replace(report, warnings=inventory.warnings)
 
 
 def inventory_from_image(engine: ContainerEngine, image: str) -> Inventory:

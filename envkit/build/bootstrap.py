@@ -19,12 +19,29 @@ from pathlib import Path
 
 from envkit import _proc
 from envkit.build.engine import ContainerEngine, ImageInfo
+from envkit.catalog import load_catalog
 from envkit.errors import EngineError, UsageError
 
-__all__ = ["BASE_LABEL", "DEFAULT_PACKAGES", "BootstrapResult", "bootstrap_image", "debian_mirror"]
+__all__ = [
+    "BASE_LABEL",
+    "DEFAULT_PACKAGES",
+    "PACKAGES_LABEL",
+    "BootstrapResult",
+    "bootstrap_image",
+    "debian_mirror",
+    "default_packages",
+]
 
 BASE_LABEL = "io.envkit.base"
+PACKAGES_LABEL = "io.envkit.base-packages"  # what debootstrap included: an image lacking one is remade
 DEFAULT_PACKAGES = ("python3", "python3-venv", "python3-pip")
+
+
+def default_packages() -> tuple[str, ...]:
+    """python3, venv, pip and the OS libraries the catalog's framework wheels need (libgomp1 for Paddle)."""
+    return tuple(sorted({*DEFAULT_PACKAGES, *load_catalog().os_packages()}))
+
+
 _SUITE = re.compile(r"^[a-z]+$")
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")
 _TIMEOUT_S = 1800
@@ -61,18 +78,20 @@ def bootstrap_image(
     *,
     suite: str = "bookworm",
     mirror: str | None = None,
-    packages: Sequence[str] = DEFAULT_PACKAGES,
+    packages: Sequence[str] | None = None,
     force: bool = False,
     run: _proc.Runner = _proc.run,
 ) -> BootstrapResult:
-    """Return the image ``tag``, creating it first when it is missing (or ``force``)."""
+    """Return the image ``tag``, creating it first when it is missing, lacks one of ``packages``
+    (default: :func:`default_packages`), or ``force``."""
+    packages = sorted(set(packages if packages is not None else default_packages()))
     if not _SUITE.match(suite):
         raise UsageError(f"{suite!r} is not a Debian suite name", hint="e.g. bookworm or trixie")
     bad = [p for p in packages if not _PACKAGE.match(p)]
     if bad:
         raise UsageError(f"not Debian package names: {', '.join(bad)}", hint="e.g. python3-venv")
     existing = engine.inspect(tag)
-    if existing is not None and not force:
+    if existing is not None and not force and _has_packages(existing, packages):
         return BootstrapResult(existing, created=False, suite=suite, mirror=None)
     if shutil.which("debootstrap") is None:
         raise EngineError("debootstrap is not installed", hint="apt-get install debootstrap")
@@ -96,7 +115,16 @@ def bootstrap_image(
                 tar.add(entry, arcname=entry.name)
         changes = [
             f"LABEL {BASE_LABEL}=debootstrap:{suite}",
+            f"LABEL {PACKAGES_LABEL}={','.join(packages)}",
             'CMD ["python3"]',
         ]
         image = engine.import_image(archive, tag, changes=changes)
     return BootstrapResult(image, created=True, suite=suite, mirror=source)
+
+
+def _has_packages(image: ImageInfo, packages: Sequence[str]) -> bool:
+    """Whether ``image`` was made with every package (an image made by another tool: assume yes)."""
+    if BASE_LABEL not in image.labels:
+        return True
+    included = set(image.labels.get(PACKAGES_LABEL, "").split(","))
+    return set(packages) <= included

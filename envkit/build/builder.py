@@ -177,6 +177,7 @@ class Builder:
                 wheelhouse=WHEELS if wheelhouse is not None or (packed and packed.has_wheels) else None,
             ),
             conda_pack=INSTALLER if packed is not None else None,
+            offline=offline,
         )
         rendered = render_image(loaded, self.catalog, inputs)
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)

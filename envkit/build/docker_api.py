@@ -188,16 +188,22 @@ class DockerEngine:
                 nocache=nocache, rm=True, forcerm=True, pull=False, decode=True, timeout=BUILD_TIMEOUT_S,
                 network_mode=None if network else "none",
             )  # fmt: skip
+            failed: BuildFailed | None = None
             for chunk in stream:
+                if failed is not None:
+                    continue  # read the stream to its end: the connection is released, not leaked
                 if "error" in chunk:
                     detail = chunk.get("errorDetail") or {}
-                    raise build_failure(str(detail.get("message") or chunk["error"]).strip(), tuple(tail))
+                    failed = build_failure(str(detail.get("message") or chunk["error"]).strip(), tuple(tail))
+                    continue
                 message = str(chunk.get("stream") or chunk.get("status") or "").rstrip("\n")
                 if not message:
                     continue
                 tail.extend(message.splitlines())
                 step = _STEP.match(message.strip())
                 yield BuildEvent(message, step=f"{step.group(1)} {step.group(2)}" if step else None)
+            if failed is not None:
+                raise failed
         except BuildFailed:
             raise
         except _SDK_ERRORS as e:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import difflib
 import functools
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -26,6 +27,8 @@ from envkit.catalog.models import (
     InstallerFile,
     KnownBadRule,
     OfflineInstaller,
+    OsLibraries,
+    OsLibrary,
     Wheel,
 )
 from envkit.errors import CatalogError
@@ -40,6 +43,8 @@ __all__ = [
     "InstallerFile",
     "KnownBadRule",
     "OfflineInstaller",
+    "OsLibraries",
+    "OsLibrary",
     "Wheel",
     "load_catalog",
 ]
@@ -60,6 +65,20 @@ class Catalog:
     known_bad: tuple[KnownBadRule, ...]
     explicit_hashes: tuple[ExplicitHashSupport, ...] = ()
     offline_installers: tuple[OfflineInstaller, ...] = ()
+    os_libraries: dict[str, OsLibraries] = field(default_factory=dict)
+
+    def libraries_for(self, frameworks: Iterable[str]) -> list[tuple[str, OsLibrary]]:
+        """(framework, library) pairs the frameworks' wheels need from the OS, sorted by soname."""
+        found = {
+            lib.soname: (fw, lib)
+            for fw in sorted(frameworks)
+            for lib in (self.os_libraries[fw].libraries if fw in self.os_libraries else ())
+        }
+        return [found[k] for k in sorted(found)]
+
+    def os_packages(self) -> list[str]:
+        """Every Debian package the catalog's frameworks need: what `envkit base-image` installs."""
+        return sorted({lib.deb for entry in self.os_libraries.values() for lib in entry.libraries})
 
     # -- CUDA ---------------------------------------------------------------
     def cuda_release(self, version: str) -> CudaRelease | None:
@@ -190,6 +209,9 @@ def load_catalog() -> Catalog:
                 ExplicitHashSupport.model_validate(h) for h in installers["explicit_hashes"]
             ),
             offline_installers=tuple(OfflineInstaller.model_validate(i) for i in installers["offline"]),
+            os_libraries={
+                k: OsLibraries.model_validate(v) for k, v in _read("os_libraries.yaml")["frameworks"].items()
+            },
         )
     except (ValidationError, KeyError, yaml.YAMLError, OSError) as e:
         raise CatalogError(

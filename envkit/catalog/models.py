@@ -17,6 +17,8 @@ __all__ = [
     "InstallerFile",
     "KnownBadRule",
     "OfflineInstaller",
+    "OsLibraries",
+    "OsLibrary",
     "PageRef",
     "Wheel",
 ]
@@ -148,3 +150,14 @@ class KnownBadRule(StrictModel):
     message: str
     fix: str
     source: str
+
+
+class OsLibrary(StrictModel):
+    """A shared library a framework's wheels load but do not carry, and the package that provides it."""
+
+    soname: str = Field(pattern=r"^lib[A-Za-z0-9_.+-]+\.so(\.[0-9]+)*$")
+    deb: str = Field(pattern=r"^[a-z0-9][a-z0-9+.-]+$")  # Debian/Ubuntu package name
+
+
+class OsLibraries(Sourced):
+    libraries: tuple[OsLibrary, ...] = ()

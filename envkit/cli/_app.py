@@ -77,7 +77,7 @@ def working(message: str) -> Iterator[None]:
     if not err_console.is_terminal:
         yield
         return
-    with err_console.status(escape(message)):
+    with err_console.status(escape(shown(message))):
         yield
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from envkit._atomic import write_text_atomic
+from envkit._safe import redact
 from envkit.audit.core import AuditReport
 from envkit.audit.report import FORMATS, render
 from envkit.audit.service import SEVERITIES, VulnService
@@ -17,7 +18,7 @@ from envkit.audit.targets import AuditRequest, audit_environment, audit_file, au
 from envkit.audit.update_db import OSV_PYPI_URL, http_fetch, update_db
 from envkit.catalog import load_catalog
 from envkit.cli import cli
-from envkit.cli._app import command, project_root, services, working
+from envkit.cli._app import command, project_root, services, shown, working
 from envkit.errors import UsageError
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
@@ -167,8 +168,11 @@ def audit(
         report = _run(target, image, spec_name, request, (platform, environment))
     rendered = render(report, fmt, fail_on)
     if output is not None:
-        write_text_atomic(output, rendered)
+        # a written report is shared and read in terminals too: no credentials, no control characters
+        write_text_atomic(output, shown(rendered) if fmt in ("table", "markdown") else redact(rendered))
         text = render(report, "table", fail_on).rstrip("\n") + f"\nwrote {output} ({fmt})"
     else:
         text = rendered.rstrip("\n")
-    return CommandResult("audit", report.to_json(fail_on), text, exit_code=report.exit_code(fail_on))
+    return CommandResult(
+        "audit", report.to_json(fail_on), text, exit_code=report.exit_code(fail_on), warnings=report.warnings
+    )

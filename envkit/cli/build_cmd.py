@@ -17,7 +17,7 @@ from envkit.build.images import list_images
 from envkit.build.push import check_registry, push_image
 from envkit.catalog import load_catalog
 from envkit.cli import cli
-from envkit.cli._app import command, err_console, project_root, services
+from envkit.cli._app import command, err_console, project_root, services, shown
 from envkit.errors import BuildFailed, ProbeError, UsageError
 from envkit.probe.core import probe
 from envkit.probe.report import default_store
@@ -53,10 +53,10 @@ def _progress(enabled: bool) -> Iterator[Callable[[BuildEvent], None] | None]:
 
         def show(event: BuildEvent) -> None:
             if event.step:
-                err_console.print(f"[cyan]step[/] {escape(event.step)}", highlight=False)
-                status.update(f"[bold]{escape(event.step)}")
+                err_console.print(f"[cyan]step[/] {escape(shown(event.step))}", highlight=False)
+                status.update(f"[bold]{escape(shown(event.step))}")
             elif event.message.strip():
-                status.update(f"{escape(event.message.strip().splitlines()[-1][:100])}")
+                status.update(f"{escape(shown(event.message.strip().splitlines()[-1][:100]))}")
 
         yield show
 
@@ -137,7 +137,7 @@ def build(
         if e.log_tail:
             err_console.print("[bold]last lines of the build:[/]")
             for line in e.log_tail[-15:]:
-                err_console.print(f"  {escape(line)}", highlight=False)
+                err_console.print(f"  {escape(shown(line))}", highlight=False)
         raise
     data = result.to_json()
     warnings = list(loaded.warnings) + list(result.warnings)
@@ -234,7 +234,8 @@ def images(names: tuple[str, ...]) -> CommandResult:
     "packages",
     multiple=True,
     metavar="PKG",
-    help=f"Debian packages to install [default: {', '.join(DEFAULT_PACKAGES)}] (repeatable).",
+    help=f"Debian packages to install [default: {', '.join(DEFAULT_PACKAGES)} and the OS libraries "
+    "the framework wheels need, e.g. libgomp1 for Paddle] (repeatable).",
 )
 @click.option("--force", is_flag=True, help="Recreate the image even when it exists.")
 def base_image(
@@ -243,15 +244,16 @@ def base_image(
     """Make a base image without a registry: debootstrap a minimal Debian, import it into the engine.
 
     For air-gapped machines that cannot pull python or nvidia/cuda images: the result (Debian with
-    python3, venv and pip) serves as `base_image` of an `installer: venv` spec. Needs root and
-    debootstrap; takes a few minutes; does nothing when TAG exists (unless --force).
+    python3, venv, pip and the OS libraries the framework wheels need, e.g. libgomp1) serves as
+    `base_image` of an `installer: venv` spec. Needs root and debootstrap; takes a few minutes;
+    does nothing when TAG exists with those packages (unless --force).
     """
     result = bootstrap_image(
         services().engine(),
         tag,
         suite=suite,
         mirror=mirror,
-        packages=packages or DEFAULT_PACKAGES,
+        packages=packages or None,
         force=force,
     )
     data = {

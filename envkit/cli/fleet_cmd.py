@@ -7,12 +7,13 @@ local`` a :class:`LocalScheduler` (tasks as processes on this machine, to try a 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from envkit.cli._app import err_console, project_root, services
+from envkit.cli._app import err_console, project_root, services, shown
 from envkit.errors import ExitCode, UsageError
 from envkit.probe.report import default_store
 from envkit.probe.runner import ProbeOptions
@@ -51,6 +52,13 @@ _FLEET_OPTIONS = [
         metavar="ARG",
         help="Fleet: extra sbatch argument, as given (repeatable).",
     ),
+    click.option(
+        "--container",
+        type=click.Choice(["docker", "pyxis"]),
+        default="docker",
+        show_default=True,
+        help="Fleet with --image: the node's Docker engine, or pyxis (srun --container-image; by digest).",
+    ),
     click.option("--run-id", help="Fleet: the run's name in the store (default run-DATE-TIME-XXXX)."),
     click.option(
         "--repeat",
@@ -58,6 +66,27 @@ _FLEET_OPTIONS = [
         default=1,
         show_default=True,
         help="Fleet: run the probe N times per task; reruns that differ make the node 'suspect'.",
+    ),
+    click.option(
+        "--k8s",
+        is_flag=True,
+        help="Kubernetes: write Job manifests (one per --nodelist node, pinned, GPU requests, the store as a "
+        "volume) to --emit DIR. Running them needs a cluster: `kubectl apply -f DIR` (none runs here).",
+    ),
+    click.option("--emit", type=click.Path(file_okay=False, path_type=Path), help="With --k8s: the folder."),
+    click.option("--namespace", default="default", show_default=True, help="With --k8s: the namespace."),
+    click.option(
+        "--store-claim",
+        metavar="PVC",
+        help="With --k8s: the store is this PersistentVolumeClaim "
+        "(default: --store as a hostPath every node has).",
+    ),
+    click.option(
+        "--gpus-per-node",
+        type=click.IntRange(0),
+        default=1,
+        show_default=True,
+        help="With --k8s: nvidia.com/gpu requested per Job.",
     ),
     click.option(
         "--wait-timeout",
@@ -89,6 +118,7 @@ def _fleet_options(kw: dict[str, Any], store: Path, image: dict[str, Any] | None
         time_limit=kw["time_limit"],
         extra_args=tuple(kw["sbatch_args"]),
         image=image,
+        container=kw["container"],
         repeat=kw["repeat"],
         timeout_s=kw["wait_timeout"],
     )
@@ -109,7 +139,7 @@ def run_fleet(kw: dict[str, Any], probe: ProbeOptions, image: dict[str, Any] | N
     def progress(p: Progress) -> None:
         line = p.line()
         if not last or line.split(" (")[0] != last[-1].split(" (")[0]:
-            err_console.print(line, markup=False, highlight=False)
+            err_console.print(shown(line), markup=False, highlight=False)
         last.append(line)
 
     from envkit.fleet.fanout import fan_out
@@ -117,6 +147,53 @@ def run_fleet(kw: dict[str, Any], probe: ProbeOptions, image: dict[str, Any] | N
     run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
     code = ExitCode.OK if run.ok else ExitCode.FINDINGS
     return CommandResult("probe", run.to_json(), lambda: fleet_text(run), exit_code=code)
+
+
+def emit_k8s(kw: dict[str, Any], probe: ProbeOptions, payload_args: list[str]) -> CommandResult:
+    """Write the ConfigMap and Job manifests, and the run's manifest into the store."""
+    from envkit.fleet import store as fleet_store
+    from envkit.fleet.k8s import K8sOptions, job_manifests, write_manifests
+
+    if not kw["emit"]:
+        raise UsageError("--k8s writes manifests", hint="give --emit DIR, then `kubectl apply -f DIR`")
+    if not kw["image"]:
+        raise UsageError("--k8s runs an image", hint="--image REGISTRY/REPO@sha256:… (see build --push)")
+    image = str(kw["image"])
+    if "@sha256:" not in image:
+        from envkit.build.push import read_pushed
+
+        pushed = read_pushed(project_root(), image.removeprefix("envkit/").split(":", 1)[0])
+        if pushed is None:
+            raise UsageError(
+                f"Kubernetes nodes pull {image} from a registry, by digest",
+                hint=f"push it first: envkit build {image} --push REGISTRY (or give REPO@sha256:…)",
+            )
+        image = str(pushed["ref"])
+    nodes = tuple(n.strip() for n in (kw["nodelist"] or "").split(",") if n.strip())
+    store = Path(kw["store"] or default_store(project_root())).resolve()
+    run_id = fleet_store.check_run_id(kw["run_id"] or fleet_store.new_run_id())
+    opts = K8sOptions(
+        run_id=run_id, nodes=nodes, image=image, payload_args=tuple(payload_args),
+        namespace=kw["namespace"], gpus_per_node=kw["gpus_per_node"], store_claim=kw["store_claim"],
+        store_host_path=None if kw["store_claim"] else str(store),
+    )  # fmt: skip
+    paths = write_manifests(job_manifests(opts), kw["emit"])
+    fleet_store.write_json(
+        store / run_id / fleet_store.MANIFEST,
+        {"run": run_id, "scheduler": "kubernetes", "image": {"ref": image}, "tasks_per_node": 1,
+         "requested": {"nodes": len(nodes), "nodelist": list(nodes)}, "options": asdict(probe)},
+    )  # fmt: skip
+    data = {"run": run_id, "manifests": [str(p) for p in paths], "store": str(store / run_id)}
+
+    def text() -> str:
+        return "\n".join(
+            [f"run {run_id}: {len(nodes)} Job(s) and the payload ConfigMap in {kw['emit']}",
+             *(f"  {p}" for p in paths),
+             f"run them: kubectl apply -f {kw['emit']}  (needs a cluster)",
+             f"then: envkit probe --compare {store / run_id}"]
+        )  # fmt: skip
+
+    return CommandResult("probe", data, text)
 
 
 def fleet_text(run: FleetRun) -> str:

@@ -37,8 +37,9 @@ def nway_text(done: ManyCompared) -> str:
         ", no majority (tie)" if r.majority is None else f", majority: group 1 ({len(r.groups[0].members)})"
     )
     lines = [head]
+    suspects = {o.group for o in r.outliers if o.verdict == "suspect" and o.group != 1}
     for g in r.groups:
-        tag = "majority" if g.majority else g.verdict
+        tag = "majority" if g.majority else "suspect" if g.index in suspects else g.verdict
         diff = f"  {fmt_rel(g.max_rel_diff)} from step {g.first_diff_step}" if g.first_diff_step else ""
         lines.append(f"  group {g.index:<3} {len(g.members):>5} × {tag:<16}{_members(g.members)}{diff}")
     if r.outliers:

@@ -15,7 +15,7 @@ from envkit.probe.compare import Bands, Comparison, fmt_rel
 from envkit.probe.driver import driver_line
 from envkit.probe.many import find_run
 from envkit.probe.report import default_store
-from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions
+from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions, payload_argv
 from envkit.result import CommandResult
 
 
@@ -120,6 +120,9 @@ def probe(**kw: Any) -> CommandResult:
     engines run the image by digest: pulled from the registry `envkit build NAME --push REGISTRY` pushed
     it to, or saved once into STORE/images and loaded on each node (checked by image id).
     """
+    if kw["k8s"]:
+        opts = _options(kw)
+        return fleet_cmd.emit_k8s(kw, opts, payload_argv(opts, opts.frameworks))
     if kw["slurm"] or kw["scheduler"]:
         kw["scheduler"] = kw["scheduler"] or "slurm"
         if kw["compare"]:

@@ -20,8 +20,9 @@ from typing import Any
 from envkit import __version__
 from envkit.errors import UsageError
 from envkit.fleet import store
+from envkit.fleet.pyxis import enroot_uri, pyxis_argv, pyxis_mounts
 from envkit.fleet.scheduler import JobRequest, JobState, JobStatus, Scheduler
-from envkit.probe.runner import ProbeOptions
+from envkit.probe.runner import ProbeOptions, payload_argv, thread_env
 
 __all__ = ["FleetOptions", "FleetRun", "Progress", "TaskOutcome", "fan_out", "follow", "submit"]
 
@@ -98,14 +99,18 @@ class FleetRun:
         }
 
 
-def _request(opts: FleetOptions, run_id: str, run_dir: Path) -> JobRequest:
+def _request(opts: FleetOptions, run_id: str, run_dir: Path, probe: ProbeOptions) -> JobRequest:
     argv: tuple[str, ...] = (opts.python, "-m", "envkit.fleet.task", str(run_dir))
-    image = None
+    image: str | None = None
+    mounts: tuple[str, ...] = ()
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "ENVKIT_TASKS_PER_NODE": str(opts.tasks_per_node)}
     if opts.image and opts.container == "pyxis":
-        raise UsageError(
-            "--container pyxis is not supported by this envkit yet",
-            hint="use --container docker (the node's Docker engine runs the image by digest)",
+        image = enroot_uri(str(opts.image.get("ref") or opts.image.get("name") or opts.image.get("id")))
+        argv, mounts = (
+            pyxis_argv(run_dir, tuple(payload_argv(probe, probe.frameworks))),
+            pyxis_mounts(run_dir),
         )
+        env.update(thread_env(probe))
     return JobRequest(
         name=f"envkit-{run_id}"[:64],
         argv=argv,
@@ -118,7 +123,8 @@ def _request(opts: FleetOptions, run_id: str, run_dir: Path) -> JobRequest:
         time_limit=opts.time_limit,
         extra_args=opts.extra_args,
         container_image=image,
-        env={"PYTHONDONTWRITEBYTECODE": "1"},
+        container_mounts=mounts,
+        env=env,
     )
 
 
@@ -141,7 +147,7 @@ def submit(scheduler: Scheduler, opts: FleetOptions, probe: ProbeOptions) -> tup
         "requested": {"nodes": opts.nodes, "nodelist": list(opts.nodelist)},
     }
     store.write_json(run_dir / store.MANIFEST, manifest)
-    job_id = scheduler.submit(_request(opts, run_id, run_dir))
+    job_id = scheduler.submit(_request(opts, run_id, run_dir, probe))
     store.write_json(run_dir / store.MANIFEST, {**manifest, "job": job_id})
     return run_id, run_dir, job_id
 

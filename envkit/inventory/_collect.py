@@ -74,11 +74,13 @@ class Collector:
         channel: str | None = None,
         url: str | None = None,
         env: str | None = None,
+        checked: bool = False,
     ) -> None:
-        if not _NAME.match(name):
+        """One row; ``checked``: the caller's pattern already validated the name and version."""
+        if not checked and not _NAME.match(name):
             self.skip(line, f"not a package name: {name!r}")
             return
-        if version and not _VERSION.match(version):
+        if not checked and version and not _VERSION.match(version):
             self.skip(line, f"not a version: {version!r} (package {name})")
             return
         channel = _CHANNEL_ALIASES.get(channel or "", channel)
@@ -100,6 +102,14 @@ class Collector:
 
         ``facts_only``: a file whose host facts are the content (collect_env without package rows).
         """
+        if self.unreadable and not self.packages:
+            raise InventoryError(
+                f"{self.path}: not an environment listing: none of its {len(self.unreadable)} rows reads as "
+                f"{self.format} ({self.unreadable[0].message.split(': ', 2)[-1]})",
+                hint="envkit reads conda list/export/json/explicit, mamba list, conda env export, "
+                "pip freeze, pip list JSON, collect_env, probe reports, snapshots, requirements/conda-lock/"
+                "pixi/uv/pylock/poetry locks; force one with --format",
+            )
         if self.unreadable and len(self.unreadable) >= len(self.packages):
             first = self.unreadable[0]
             read = f"{len(self.packages)} rows read, {len(self.unreadable)} unreadable"

@@ -80,7 +80,8 @@ def detect_format(text: str) -> str | None:
     head = body.lstrip()
     lines = [line.strip() for line in body.splitlines()]
     # Before JSON: a paste of collect_env's package rows starts with "[pip3] ...".
-    if any(SECTION.match(line) for line in lines) or (
+    maybe_rows = "[pip" in body or "[conda]" in body
+    if (maybe_rows and any(SECTION.match(line) for line in lines)) or (
         "Collecting environment information..." in lines
         or any(line.startswith("PyTorch version:") for line in lines)
     ):
@@ -143,8 +144,8 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
         return "pip-freeze" if pinned else None
     if _EXPORT_LINE.match(first):
         return "conda-export"
-    if len(first.split()) >= 2:
-        return "conda-list"
+    if len(first.split()) >= 2 and first.split()[1][:1].isdigit():
+        return "conda-list"  # `name 1.2.3 ...`: a version starts with a digit; prose does not
     return None
 
 

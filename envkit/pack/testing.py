@@ -163,7 +163,9 @@ def write_archive(pkg: ArchivePackage, channel: Path) -> Path:
         members = sorted(str(p.relative_to(prefix)) for p in prefix.rglob("*") if not p.is_dir())
         for p in prefix.rglob("*"):
             os.utime(p, (_MTIME, _MTIME), follow_symlinks=False)
-        cph.create(str(prefix), members, pkg.filename, out_folder=str(out))
+        # zstd level 3, not conda-forge's 19: the same format, ~1 s less per archive on a busy machine
+        extra = {"compression_level": 3} if pkg.extension == ".conda" else {}
+        cph.create(str(prefix), members, pkg.filename, out_folder=str(out), **extra)
     return out / pkg.filename
 
 

@@ -56,6 +56,7 @@ class DockerfileInputs:
     lock_sha256: str | None = None
     wheelhouse: str | None = None  # e.g. "wheels": install pip packages offline from here
     conda_pack: str | None = None  # e.g. "installer": offline conda install from the packed local channel
+    offline: bool = False  # the build has no network: OS libraries are checked, not installed
 
     @classmethod
     def from_lock(cls, spec_sha256: str, lock: LockState, wheelhouse: str | None = None) -> DockerfileInputs:
@@ -106,7 +107,7 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
         parts.append(_venv_steps(spec, inputs))
     else:
         parts.append(_conda_steps(spec, catalog, inputs))
-    parts.append(_runtime_stage(spec, inputs, runtime))
+    parts.append(_runtime_stage(spec, inputs, runtime, os_library_step(spec, catalog, inputs)))
     return "".join(parts)
 
 
@@ -155,30 +156,36 @@ def _offline_conda_steps(spec: Spec, inputs: DockerfileInputs) -> str:
     """Install the explicit lock from the packed local channel with py-rattler: no network, no solve.
 
     The labels and the runtime stage are those of the online build of the same lock; only the
-    builder stage differs (the pack's py-rattler wheel instead of the catalog's installer download).
+    builder stage differs (the runtime image itself, and the pack's py-rattler wheel instead of the
+    catalog installer's download). py-rattler needs a python3 >= 3.10: the image's, else the pack's
+    catalog installer (for images without Python, e.g. nvidia/cuda), installed aside only for that.
     """
-    tools = inputs.conda_pack
+    tools, ctx = inputs.conda_pack, _CONTEXT
     text = "ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
     if spec.mirrors.pypi:
         text += f"ENV PIP_INDEX_URL={docker_word(spec.mirrors.pypi)}\n"
-    files = " ".join(inputs.conda_locks)
     subdir = '$(case "$(uname -m)" in aarch64) echo linux-aarch64;; *) echo linux-64;; esac)'
+    too_old = '"$py" -c "import sys; sys.exit(sys.version_info < (3, 10))"'
+    missing = "envkit: no python3 >= 3.10 to run py-rattler (neither the image nor the pack has one)"
+    script = [
+        f'py="$(command -v python3 || true)"; boot={ctx}/{tools}/bootstrap-"$(uname -m)".sh',
+        f'if [ -n "$py" ] && ! {too_old}; then py=; fi',
+        f'if [ -z "$py" ] && [ -f "$boot" ]; then bash "$boot" -b -p {ctx}/bootstrap >/dev/null '
+        f"&& py={ctx}/bootstrap/bin/python3; fi",
+        f'if [ -z "$py" ]; then echo "{missing}" >&2; exit 1; fi',
+        f'"$py" -m zipfile -e {ctx}/{tools}/py_rattler-*_"$(uname -m)".whl {ctx}/rattler',
+        f'PYTHONPATH={ctx}/rattler "$py" {ctx}/{tools}/conda_install.py "{ctx}/conda-{subdir}.lock" \\\n'
+        f"      {ctx}/{tools}/packages.json {ctx}/{_PACK_CHANNEL} {ENV_PREFIX}",
+        f"rm -rf {ctx}/rattler {ctx}/pkgs {ctx}/bootstrap {ENV_PREFIX}/CACHEDIR.TAG",
+    ]
     text += (
-        f"COPY {tools}/ {_CONTEXT}/{tools}/\n"
-        f"COPY {_PACK_CHANNEL}/ {_CONTEXT}/{_PACK_CHANNEL}/\n"
-        f"COPY {files} {_CONTEXT}/\n"
-        "RUN if ! command -v python3 >/dev/null; then \\\n"
-        '      echo "envkit: offline conda installs run py-rattler with python3 >= 3.10, and the builder '
-        'image has none" >&2; exit 1; \\\n'
-        "    fi \\\n"
-        f' && python3 -m zipfile -e {_CONTEXT}/{tools}/py_rattler-*_"$(uname -m)".whl {_CONTEXT}/rattler \\\n'
-        f" && PYTHONPATH={_CONTEXT}/rattler python3 {_CONTEXT}/{tools}/conda_install.py \\\n"
-        f'      "{_CONTEXT}/conda-{subdir}.lock" {_CONTEXT}/{tools}/packages.json {_CONTEXT}/{_PACK_CHANNEL} '
-        f"{ENV_PREFIX} \\\n"
-        f" && rm -rf {_CONTEXT}/rattler {_CONTEXT}/pkgs {ENV_PREFIX}/CACHEDIR.TAG\n"
+        f"COPY {tools}/ {ctx}/{tools}/\n"
+        f"COPY {_PACK_CHANNEL}/ {ctx}/{_PACK_CHANNEL}/\n"
+        f"COPY {' '.join(inputs.conda_locks)} {ctx}/\n"
+        "RUN " + "; \\\n    ".join(script[:4]) + " \\\n && " + " \\\n && ".join(script[4:]) + "\n"
     )
     if inputs.wheelhouse:
-        text += f"COPY {inputs.wheelhouse}/ {_CONTEXT}/{inputs.wheelhouse}/\n"
+        text += f"COPY {inputs.wheelhouse}/ {ctx}/{inputs.wheelhouse}/\n"
     return text + _pip_lock_step(inputs)
 
 
@@ -247,7 +254,36 @@ def _venv_steps(spec: Spec, inputs: DockerfileInputs) -> str:
     )
 
 
-def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
+def os_library_step(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
+    """Install the OS libraries the framework wheels need (with network), or check the base has them.
+
+    Offline, a base image without them fails the build here, naming the library, instead of
+    the first ``import paddle`` failing with ``ImportError: libgomp.so.1``.
+    """
+    needed = catalog.libraries_for(fw for fw, _ in spec.frameworks.items())
+    if not needed:
+        return ""
+    checks = " && ".join(f"ldconfig -p | grep -qF '{lib.soname} '" for _, lib in needed)
+    if inputs.offline or inputs.wheelhouse or inputs.conda_pack:
+        lines = "".join(
+            f"RUN ldconfig -p | grep -qF '{lib.soname} ' || {{ echo 'envkit: the base image lacks "
+            f"{lib.soname} (Debian package {lib.deb}), which the {fw} wheels need; an offline build cannot "
+            f"install it: use `envkit base-image` (it includes {lib.deb}) or a base image that has it' >&2; "
+            "exit 1; }\n"
+            for fw, lib in needed
+        )
+        return lines
+    packages = " ".join(sorted({lib.deb for _, lib in needed}))
+    return (
+        f"RUN if ! {{ {checks}; }}; then \\\n"
+        "      apt-get update \\\n"
+        f"      && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {packages} \\\n"
+        "      && rm -rf /var/lib/apt/lists/*; \\\n"
+        "    fi\n"
+    )
+
+
+def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str, os_step: str = "") -> str:
     label_lines = " \\\n      ".join(f"{k}={docker_word(v)}" for k, v in sorted(labels(spec, inputs).items()))
     env_lines = " \\\n    ".join(f"{k}={v}" for k, v in _env_words(spec).items())
     return (
@@ -256,6 +292,7 @@ def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str) -> str:
         f"LABEL {label_lines}\n"
         f"RUN groupadd --gid {USER_UID} {USER_NAME} \\\n"
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
+        f"{os_step}"
         f"COPY --from=builder {ENV_PREFIX} {ENV_PREFIX}\n"
         f"ENV {env_lines}\n"
         f"USER {USER_UID}:{USER_UID}\n"

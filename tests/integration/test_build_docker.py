@@ -219,3 +219,71 @@ def test_cpu_torch_image(
         env["result"]["tag"], ["python", "-c", "import torch; print(float(torch.ones(3).sum()))"]
     )
     assert run.exit_code == 0 and run.stdout.strip() == "3.0", run.stderr
+    # torch carries its own OpenMP runtime: the catalog's "no OS library" fact for torch
+    maps = "import torch; print([l.split()[-1] for l in open('/proc/self/maps') if 'libgomp' in l][0])"
+    run = engine.run(env["result"]["tag"], ["python", "-c", maps])
+    assert run.exit_code == 0 and "/torch/lib/libgomp" in run.stdout, (run.stdout, run.stderr)
+
+
+def _paddle_wheel_dir(tmp: Path) -> Path:
+    """paddlepaddle 3.3.1 (CPU, PyPI) and its dependencies: the lock's and the build's only source."""
+    folder = tmp / "paddle-wheels"
+    platforms = ["manylinux_2_28_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"]
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--dest", str(folder), "--only-binary=:all:",
+         "--python-version", "3.11", *(a for p in platforms for a in ("--platform", p)),
+         "paddlepaddle==3.3.1", "numpy>=1.26,<3", "--disable-pip-version-check", "--progress-bar", "off"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return folder
+
+
+@pytest.mark.slow  # ~190 MB wheel: wheelhouse, install, probe (seconds added: see the issue-12 note)
+def test_cpu_paddle_image_on_the_base_image(
+    engine: DockerEngine, base_image: str, project: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """`envkit base-image` + `envkit build --offline --probe` of a CPU Paddle spec: `import paddle` works.
+
+    Paddle's wheels need libgomp.so.1 from the OS: the base image carries it (a catalog fact), so
+    the offline build's check passes and the probe runs paddle in the image.
+    """
+    info = engine.inspect(base_image)
+    assert info is not None and "libgomp1" in info.labels.get("io.envkit.base-packages", "")
+    wheels = _paddle_wheel_dir(project)
+    extra = f'frameworks:\n  paddle: "3.3.1"\nmirrors:\n  pypi: {wheels.as_uri()}\n'
+    _spec(project, f"itest{RUN}-paddle", base_image, ["numpy>=1.26,<3"], extra=extra)
+    monkeypatch.setenv("ENVKIT_FIND_LINKS", str(wheels))
+    code, env = _build(project, monkeypatch, capsys, f"itest{RUN}-paddle", "--offline", "--probe")
+    assert code == 0, env
+    assert env["result"]["probe"]["frameworks"] == {"paddle": "ok"}
+    run = engine.run(env["result"]["tag"], ["python", "-c", "import paddle; print(paddle.__version__)"])
+    assert run.exit_code == 0 and run.stdout.strip() == "3.3.1", run.stderr
+
+
+def test_offline_build_names_a_library_the_base_lacks(engine: DockerEngine, base_image: str) -> None:
+    """The offline check envkit renders, on a base without libgomp.so.1: the build fails naming it."""
+    from envkit.build.context import ContextFiles, context_tar
+    from envkit.catalog import load_catalog
+    from envkit.errors import BuildFailed
+    from envkit.render.dockerfile import DockerfileInputs, os_library_step
+    from envkit.spec.models import Spec
+
+    spec = Spec.model_validate(
+        {"name": "nogomp", "python": "3.11", "cuda": "cpu", "installer": "venv", "base_image": base_image,
+         "frameworks": {"paddle": "3.3.1"}}
+    )  # fmt: skip
+    step = os_library_step(spec, load_catalog(), DockerfileInputs(spec_sha256="0" * 64, offline=True))
+    dockerfile = (
+        f"FROM {base_image}\n"
+        'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
+        "RUN rm -f /usr/lib/*/libgomp.so.1* && ldconfig\n"  # a base image without libgomp1
+        f"{step}"
+    )
+    context = context_tar(ContextFiles.build({"Dockerfile": dockerfile.encode()}))
+    tag = f"envkit/itest{RUN}-nogomp:latest"
+    with pytest.raises(BuildFailed) as info:
+        list(engine.build(context, tag, labels={}, network=False))
+    text = "\n".join([info.value.message, *info.value.log_tail])
+    assert "lacks libgomp.so.1 (Debian package libgomp1)" in text, text
+    assert engine.inspect(tag) is None

@@ -45,7 +45,18 @@ def test_fleet_probe_writes_one_report_per_node(tmp_path: Path, capsys: pytest.C
     nodes, per_node = _layout()
     layout = ["--nodes", str(nodes), "--tasks-per-node", str(per_node), "--time", "10"]
     code, out = _probe(
-        capsys, "--slurm", *layout, "--store", str(tmp_path), "--run-id", "itest", "--steps", "3", *PROBE
+        capsys,
+        "--slurm",
+        *layout,
+        "--store",
+        str(tmp_path),
+        "--run-id",
+        "itest",
+        "--steps",
+        "3",
+        "--repeat",
+        "2",
+        *PROBE,
     )
     assert code == 0, out
     run = out["result"]
@@ -58,6 +69,11 @@ def test_fleet_probe_writes_one_report_per_node(tmp_path: Path, capsys: pytest.C
     for name in names:
         report = json.loads((tmp_path / "itest" / name).read_text())
         assert report["fleet"]["run"] == "itest" and report["fleet"]["job"] == run["job"]
+        assert report["fleet"]["repeat"] == {
+            "n": 2,
+            "identical": True,
+            "differing": [],
+        }  # strict reruns agree
         assert report["config"]["device"] == "cpu" and report["config"]["device_requested"] == "auto"
         seen_nodes.add(report["fleet"]["node"])
         assert report["frameworks"]["torch"]["workloads"]["bert"]["status"] == "ok"

@@ -40,7 +40,13 @@ def test_bootstrap_imports_the_rootfs_with_a_label(as_root: None) -> None:
         engine, "local/base:bookworm", mirror="http://mirror/debian", run=fake_debootstrap(calls)
     )
     assert result.created and result.image.labels[BASE_LABEL] == "debootstrap:bookworm"
-    assert calls[0][:3] == ["debootstrap", "--variant=minbase", "--include=python3,python3-venv,python3-pip"]
+    # python3, venv, pip and the OS libraries the framework wheels need (libgomp1: Paddle)
+    assert calls[0][:3] == [
+        "debootstrap",
+        "--variant=minbase",
+        "--include=libgomp1,python3,python3-pip,python3-venv",
+    ]
+    assert result.image.labels["io.envkit.base-packages"] == "libgomp1,python3,python3-pip,python3-venv"
     assert calls[0][3] == "bookworm" and calls[0][-1] == "http://mirror/debian"
     data, tag, changes = engine.imports[0]
     assert tag == "local/base:bookworm" and 'CMD ["python3"]' in changes
@@ -56,6 +62,15 @@ def test_existing_image_is_reused(as_root: None) -> None:
     assert not bootstrap_image(engine, "local/base:bookworm", run=fake_debootstrap(calls)).created
     assert calls == []
     assert bootstrap_image(engine, "local/base:bookworm", force=True, run=fake_debootstrap(calls)).created
+
+
+def test_an_image_made_without_a_needed_package_is_remade(as_root: None) -> None:
+    """An older `envkit base-image` (no libgomp1) is remade once; one with every package is reused."""
+    engine, calls = FakeEngine(), []
+    engine.add_image("local/base:bookworm", labels={BASE_LABEL: "debootstrap:bookworm"})
+    assert bootstrap_image(engine, "local/base:bookworm", run=fake_debootstrap(calls)).created
+    assert not bootstrap_image(engine, "local/base:bookworm", run=fake_debootstrap(calls)).created
+    assert len(calls) == 1
 
 
 def test_names_are_validated_before_anything_runs(as_root: None) -> None:

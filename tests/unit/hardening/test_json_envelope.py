@@ -48,3 +48,37 @@ def test_without_json_nothing_goes_to_stdout(project: Path, envkit: Callable[...
 def test_errors_of_commands_print_one_envelope(project: Path, envkit: Callable[..., Run]) -> None:
     run = envkit("validate", "no-such-env", "--json")
     assert run.code == 2 and run.envelope()["errors"][0]["type"] == "UsageError"
+
+
+# every command, with arguments that make it fail as a user error (no engine, no network, no training)
+FAILING = {
+    "audit": ["audit", "no-such-file.txt"],
+    "base-image": ["base-image", "Bad Tag!"],
+    "build": ["build", "no-such-env"],
+    "catalog": ["catalog", "--section", "nope"],
+    "diff": ["diff", "only-one"],
+    "images": ["images", "Bad Name"],
+    "init": ["init", "--cuda", "99.9"],
+    "lock": ["lock", "no-such-env"],
+    "pack": ["pack", "no-such-env"],
+    "probe": ["probe", "--compare", "a"],
+    "render": ["render", "no-such-env"],
+    "snapshot": ["snapshot", "--store", "/proc/version/x"],
+    "validate": ["validate", "no-such-env"],
+}
+
+
+def test_every_command_is_covered() -> None:
+    from envkit.cli import cli
+
+    assert set(cli.commands) <= set(FAILING), "add the new command to FAILING"
+
+
+@pytest.mark.parametrize("argv", FAILING.values(), ids=FAILING.keys())
+def test_every_command_prints_exactly_one_envelope_on_failure(
+    project: Path, envkit: Callable[..., Run], argv: list[str]
+) -> None:
+    run = envkit(*argv, "--json")
+    assert run.code in (2, 3), run.err
+    data = run.envelope()
+    assert data["ok"] is False and data["errors"] and data["errors"][0]["level"] == "error"

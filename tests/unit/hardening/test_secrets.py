@@ -112,3 +112,23 @@ def test_hostile_advisory_summary_is_neutralised(
         assert run.code == 1, run.err
         assert "PYSEC-0000-1" in run.out
         assert controls(run.out + run.err) == [], fmt
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "sarif", "json"])
+def test_written_audit_reports_carry_no_control_characters(
+    tmp_path: Path, envkit: Callable[..., Run], fmt: str
+) -> None:
+    db = tmp_path / "db" / "vulns" / "demo"
+    db.mkdir(parents=True)
+    record = {
+        "id": "PYSEC-0000-2",
+        "summary": "evil \x1b]0;pwned\x07 summary",
+        "affected": [{"package": {"name": "demo", "ecosystem": "PyPI"}, "versions": ["1.0"]}],
+    }
+    (db / "PYSEC-0000-2.json").write_text(json.dumps(record))
+    freeze = tmp_path / "freeze.txt"
+    freeze.write_text("demo==1.0\n")
+    out = tmp_path / f"report.{fmt}"
+    run = envkit("audit", str(freeze), "--db", str(tmp_path / "db"), "--format", fmt, "-o", str(out))
+    assert run.code == 1, run.err
+    assert controls(out.read_text()) == []

@@ -12,17 +12,16 @@ from envkit.inventory import detect_format, parse_inventory, read_inventory
 
 def _cut(path: Path, keep: int) -> str:
     """The file as a paste cut off ``keep`` characters into its last line."""
-    lines = path.read_text("utf-8").splitlines()
+    lines = path.read_text("utf-8").rstrip().splitlines()
     return "\n".join([*lines[:-1], lines[-1][:keep]])
 
 
 @pytest.mark.parametrize(
     ("name", "keep"),
     [
-        ("condalist-lang2sql-README.txt", 9),  # "zipp    " then nothing: name only
-        ("pipfreeze-moma-ppo.txt", 4),
-        ("condaexport-moma-ppo.txt", 6),
-        ("explicit-paris-aec6a0f.txt", 30),
+        ("condalist-lang2sql-README.txt", 9),  # "zlib     ": a name without its version
+        ("condaexport-moma-ppo.txt", 5),  # "zstd=": no version
+        ("explicit-paris-aec6a0f.txt", 30),  # half a URL
     ],
 )
 def test_a_paste_cut_in_its_last_line_keeps_the_rest(shared_dir: Path, name: str, keep: int) -> None:
@@ -32,7 +31,8 @@ def test_a_paste_cut_in_its_last_line_keeps_the_rest(shared_dir: Path, name: str
     cut = parse_inventory(text, path=name, label="cut")
     assert len(cut.packages) >= len(whole.packages) - 1
     last = len(text.splitlines())
-    assert all(w.startswith(f"{name}:{last}:") for w in cut.warnings)
+    assert len(cut.packages) == len(whole.packages) - 1
+    assert len(cut.warnings) == 1 and cut.warnings[0].startswith(f"{name}:{last}:")
 
 
 def test_mostly_unreadable_still_fails_naming_the_line() -> None:
@@ -161,3 +161,28 @@ def test_files_that_are_not_inventories_get_one_clear_line(text: str, what: str)
     assert err.value.message.startswith("out.txt: this is ") and what in err.value.message
     assert "not a list of packages" in err.value.message and "\n" not in err.value.message
     assert "pip freeze" in (err.value.hint or "")
+
+
+def test_nothing_readable_as_the_forced_format_is_one_line() -> None:
+    with pytest.raises(InventoryError) as err:
+        parse_inventory("some notes\nabout my setup\n", path="n.txt", label="n", format="conda-list")
+    assert err.value.message.startswith(
+        "n.txt: not an environment listing: none of its 2 rows reads as conda-list"
+    )
+    assert detect_format("hello world this is\njust some notes\n") is None  # prose is not a conda list
+
+
+def test_audit_and_diff_report_the_skipped_rows(
+    shared_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from envkit.cli import main
+
+    path = tmp_path / "cut.txt"
+    path.write_text(_cut(shared_dir / "inventories" / "condalist-lang2sql-README.txt", 9) + "\n")
+    assert main(["audit", str(path), "--db", str(shared_dir / "advisory-db"), "--json"]) in {0, 1}
+    errors = json.loads(capsys.readouterr().out)["errors"]
+    assert [e["level"] for e in errors] == ["warning"] and f"{path}:" in errors[0]["message"]
+    assert main(["diff", "--check", str(path)]) in {0, 1}
+    assert f"warning: {path}:" in capsys.readouterr().err
