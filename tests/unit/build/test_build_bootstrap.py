@@ -66,7 +66,7 @@ def test_existing_image_is_reused(as_root: None) -> None:
 
 def test_an_image_made_without_a_needed_package_is_remade(as_root: None) -> None:
     """An older `envkit base-image` (no libgomp1) is remade once; one with every package is reused."""
-    engine, calls = FakeEngine(), []
+    engine, calls = FakeEngine(), []  # type: tuple[FakeEngine, list[Any]]
     engine.add_image("local/base:bookworm", labels={BASE_LABEL: "debootstrap:bookworm"})
     assert bootstrap_image(engine, "local/base:bookworm", run=fake_debootstrap(calls)).created
     assert not bootstrap_image(engine, "local/base:bookworm", run=fake_debootstrap(calls)).created
