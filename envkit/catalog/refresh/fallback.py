@@ -10,8 +10,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from pydantic import Field, ValidationError
 
+from envkit._strict import StrictModel
 from envkit.errors import CatalogError
-from envkit.spec.models import StrictModel
 
 __all__ = ["FamilySpec", "FlavourGroup", "FlavourSpec", "load_fallback"]
 
