@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from envkit._atomic import write_text_atomic
 from envkit.errors import ProbeError
 from envkit.probe.compare import Bands, Comparison, compare_reports
-from envkit.probe.driver import driver_check, driver_line
+from envkit.probe.driver import driver_check, driver_line, image_cuda
 from envkit.probe.report import (
     DEFAULT_LABEL,
     Report,
@@ -119,9 +119,11 @@ def probe(
         report = run_on_host(opts, label=label)
     if require_framework:
         _require_a_framework(report, where=f"in {image}" if image else "on this host")
-    from envkit.catalog import load_catalog  # pydantic: only when a probe runs, not for --compare
+    check = None
+    if image_cuda(report) is not None:  # a CPU probe needs no catalog (pydantic: 0.4 s to import)
+        from envkit.catalog import load_catalog
 
-    check = driver_check(report, load_catalog())
+        check = driver_check(report, load_catalog())
     if check is not None:
         report["driver"] = check
     written = []

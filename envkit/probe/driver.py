@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from envkit.catalog import Catalog
 
-__all__ = ["driver_check", "driver_line"]
+__all__ = ["driver_check", "driver_line", "image_cuda"]
 
 
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
-def _image_cuda(report: dict[str, Any]) -> str | None:
+def image_cuda(report: dict[str, Any]) -> str | None:
     label = report.get("fingerprint", {}).get("container", {}).get("cuda")
     if label and label != "cpu":
         return str(label)
@@ -33,7 +33,7 @@ def _image_cuda(report: dict[str, Any]) -> str | None:
 
 def driver_check(report: dict[str, Any], catalog: Catalog) -> dict[str, Any] | None:
     """``{cuda, min_driver, compat_driver, host_driver, status}`` or None for a CPU environment."""
-    cuda = _image_cuda(report)
+    cuda = image_cuda(report)
     if cuda is None:
         return None
     release = catalog.cuda_release(cuda)
