@@ -54,6 +54,9 @@ def _view(cat: Catalog, section: str | None) -> CommandResult:
     }
     if section:
         data = {section: data[section]}
+    if "installers" in data:  # what reads envkit's explicit lock, and what offline builds install with
+        data["explicit_hashes"] = [h.model_dump() for h in cat.explicit_hashes]
+        data["offline_installers"] = [i.model_dump() for i in cat.offline_installers]
 
     def text() -> str:
         lines: list[str] = []
@@ -75,7 +78,12 @@ def _view(cat: Catalog, section: str | None) -> CommandResult:
             lines += [f" {mark[b.verified]} {b.ref}" for b in cat.base_images]
         if "installers" in data:
             lines.append("installers (sha256 verified in the Dockerfile)")
-            lines += [f" {mark[i.verified]} {i.url}  {i.sha256[:12]}" for i in cat.installers]
+            lines += [f" {mark[i.verified]} {i.url}  {i.sha256[:12]}  ({i.tool} {i.tool_version})"
+                      for i in cat.installers]  # fmt: skip
+            lines.append("explicit lock hashes (url#HASH), read from")
+            lines += [f" {mark[h.verified]} {h.hash:<6} {h.tool} >= {h.since}" for h in cat.explicit_hashes]
+            lines.append("offline conda installer (envkit pack, build --offline)")
+            lines += [f" {mark[i.verified]} {i.filename}  {i.sha256[:12]}" for i in cat.offline_installers]
         if "rules" in data:
             lines.append("known-bad combinations")
             lines += [f"   {r.id}: {r.when}  ({r.severity})" for r in cat.known_bad]

@@ -74,11 +74,13 @@ class Collector:
         channel: str | None = None,
         url: str | None = None,
         env: str | None = None,
+        checked: bool = False,
     ) -> None:
-        if not _NAME.match(name):
+        """One row; ``checked``: the caller's pattern already validated the name and version."""
+        if not checked and not _NAME.match(name):
             self.skip(line, f"not a package name: {name!r}")
             return
-        if version and not _VERSION.match(version):
+        if not checked and version and not _VERSION.match(version):
             self.skip(line, f"not a version: {version!r} (package {name})")
             return
         channel = _CHANNEL_ALIASES.get(channel or "", channel)

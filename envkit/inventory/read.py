@@ -80,7 +80,8 @@ def detect_format(text: str) -> str | None:
     head = body.lstrip()
     lines = [line.strip() for line in body.splitlines()]
     # Before JSON: a paste of collect_env's package rows starts with "[pip3] ...".
-    if any(SECTION.match(line) for line in lines) or (
+    maybe_rows = "[pip" in body or "[conda]" in body
+    if (maybe_rows and any(SECTION.match(line) for line in lines)) or (
         "Collecting environment information..." in lines
         or any(line.startswith("PyTorch version:") for line in lines)
     ):

@@ -28,6 +28,7 @@ _PROMPT = re.compile(r"^(\(.*?\)\s*)?\S*[@:]\S*[$#>]\s|^[$>]\s|conda list|mamba 
 _TABLE_HEADER = re.compile(r"^#?\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
 _SEPARATOR = re.compile(r"^[\s\-=─━_]+$")
 _EXPORT = re.compile(r"^([^\s=]+)=([^\s=]+)(?:=([^\s=]+))?$")
+_PLAIN_PIN = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._+-]*)===?([A-Za-z0-9_][A-Za-z0-9._+!*-]*)$")
 _EDITABLE_NOTE = re.compile(r"^#\s*Editable install.*\(([A-Za-z0-9._-]+)==([^)\s]+)\)")
 
 
@@ -145,33 +146,42 @@ def read_requirements(text: str, c: Collector) -> None:
     editable: tuple[str, str] | None = None
     for number, line in _logical_lines(text):
         stripped = line.strip()
-        if not stripped:
-            continue
-        if stripped.startswith("#"):
+        pin = _PLAIN_PIN.match(stripped)
+        if pin:  # the common `name==version` line: one match, already a valid name and version
+            c.add(pin[1], pin[2], "pip", line=number, checked=True)
+            editable = None
+        elif stripped.startswith("#"):
             note = _EDITABLE_NOTE.match(stripped)
             editable = (note[1], note[2]) if note else editable
-            continue
-        if "#" in stripped:
-            stripped = re.sub(r"\s+#.*$", "", stripped)
-        if "--hash" in stripped:
-            c.format = "requirements-lock" if c.format == "pip-freeze" else c.format
-        if stripped.startswith(("-e ", "--editable")):
-            target = stripped.split(None, 1)[1] if " " in stripped else ""
-            egg = EGG.search(target)
-            if egg:
-                c.add(egg[1], version_from_url(target), "pip", line=number, url=target)
-            elif editable:
-                c.add(editable[0], editable[1], "pip", line=number, url=target)
-            else:
-                c.skip(number, f"editable install without a name: {stripped[:100]!r}")
-            editable = None
-            continue
-        if stripped.startswith("-"):
-            continue  # --index-url, --extra-index-url, -f, -c, -r, --hash on its own, ...
-        if "--hash" in stripped:
-            stripped = re.sub(r"\s--hash[= ]\S+", "", stripped).strip()
-        match = REQUIREMENT.match(stripped)
-        if not match:
-            c.skip(number, f"not a requirement line: {stripped[:100]!r}")
-            continue
-        c.add(match["name"], requirement_version(match), "pip", line=number, url=match["url"])
+        elif stripped:
+            editable = _requirement_line(stripped, number, editable, c)
+
+
+def _requirement_line(
+    stripped: str, number: int, editable: tuple[str, str] | None, c: Collector
+) -> tuple[str, str] | None:
+    """One non-comment line other than a plain pin (the editable note is used up by an ``-e`` line)."""
+    if "#" in stripped:
+        stripped = re.sub(r"\s+#.*$", "", stripped)
+    if "--hash" in stripped:
+        c.format = "requirements-lock" if c.format == "pip-freeze" else c.format
+    if stripped.startswith(("-e ", "--editable")):
+        target = stripped.split(None, 1)[1] if " " in stripped else ""
+        egg = EGG.search(target)
+        if egg:
+            c.add(egg[1], version_from_url(target), "pip", line=number, url=target)
+        elif editable:
+            c.add(editable[0], editable[1], "pip", line=number, url=target)
+        else:
+            c.skip(number, f"editable install without a name: {stripped[:100]!r}")
+        return None
+    if stripped.startswith("-"):
+        return editable  # --index-url, --extra-index-url, -f, -c, -r, --hash on its own, ...
+    if "--hash" in stripped:
+        stripped = re.sub(r"\s--hash[= ]\S+", "", stripped).strip()
+    match = REQUIREMENT.match(stripped)
+    if not match:
+        c.skip(number, f"not a requirement line: {stripped[:100]!r}")
+        return editable
+    c.add(match["name"], requirement_version(match), "pip", line=number, url=match["url"])
+    return editable

@@ -11,6 +11,7 @@ naming the file.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from envkit.build.context import file_sha256
 from envkit.errors import PackError, PackMismatch
-from envkit.pack.collect import Collected, PackRequest, conda_path, requirement_hashes
+from envkit.pack.collect import Collected, PackRequest, bootstrap_path, conda_path, requirement_hashes
 from envkit.pack.manifest import MANIFEST, PackManifest
 
 __all__ = ["open_pack", "verify_against_lock", "write_pack"]
@@ -61,8 +62,12 @@ def open_pack(pack: Path, request: PackRequest, cache_root: Path) -> Collected:
     """Extract ``pack`` (once, cached by its sha256) and verify it against ``request``'s lock."""
     if not pack.is_file():
         raise PackMismatch(f"{pack}: no such pack file", hint="make one with `envkit pack NAME -o FILE`")
-    digest = file_sha256(pack)
-    target = cache_root / "packs" / digest[:32]
+    # the extraction is keyed by the file's identity (not a hash of its bytes: that would double the
+    # hashing of a no-op rebuild); every extracted file is verified below against the manifest and the
+    # lock, so whatever extraction is used holds exactly the lock's files
+    stat = pack.stat()
+    key = f"{pack.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}".encode()
+    target = cache_root / "packs" / hashlib.sha256(key).hexdigest()[:32]
     if not (target / MANIFEST).is_file():
         _extract(pack, target)
     manifest = PackManifest.from_json((target / MANIFEST).read_text("utf-8"), str(pack))
@@ -104,11 +109,15 @@ def verify_against_lock(manifest: PackManifest, request: PackRequest, where: str
                     f"the lock has {package.sha256}",
                     hint=f"make the pack again with `envkit pack {request.name}`",
                 )
-        installer = request.installers[platform]
-        entry = files.get(f"installer/{installer.filename}")
-        if entry is None or entry.sha256 != installer.sha256:
-            raise PackMismatch(f"{where}: the installer {installer.filename} is missing or changed",
-                               hint=f"make the pack again with `envkit pack {request.name}`")  # fmt: skip
+        needed = [(f"installer/{request.installers[platform].filename}", request.installers[platform].sha256)]
+        boot = request.bootstraps.get(platform)
+        if boot is not None:
+            needed.append((bootstrap_path(boot), boot.sha256))
+        for path, sha256 in needed:
+            entry = files.get(path)
+            if entry is None or entry.sha256 != sha256:
+                raise PackMismatch(f"{where}: the installer {path} is missing or changed",
+                                   hint=f"make the pack again with `envkit pack {request.name}`")  # fmt: skip
     allowed = requirement_hashes(request.requirements or "")
     for entry in manifest.files:
         if entry.kind == "wheel" and entry.sha256 not in allowed:

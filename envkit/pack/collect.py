@@ -15,13 +15,13 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envkit import __version__, _proc
 from envkit.build.context import file_sha256
 from envkit.build.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
-from envkit.catalog import OfflineInstaller
+from envkit.catalog import InstallerFile, OfflineInstaller
 from envkit.errors import PackError
 from envkit.lock.solver import CondaPackage
 from envkit.pack.fetch import Fetcher
@@ -34,6 +34,7 @@ __all__ = [
     "Collected",
     "PackProgress",
     "PackRequest",
+    "bootstrap_path",
     "collect",
     "conda_path",
     "fetch_verified",
@@ -59,6 +60,8 @@ class PackRequest:
     python: str  # the spec's Python (for the wheels)
     installers: Mapping[str, OfflineInstaller]  # platform -> the wheel the builder stage runs
     find_links: tuple[str, ...] = ()
+    # platform -> the spec's catalog installer, when the runtime image has no python3 (see request.py)
+    bootstraps: Mapping[str, InstallerFile] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,11 @@ def conda_path(package: CondaPackage) -> str:
     return f"{CHANNEL}/{subdir}/{filename}"
 
 
+def bootstrap_path(installer: InstallerFile) -> str:
+    """``installer/bootstrap-<arch>.sh``: the builder stage finds it by ``uname -m``."""
+    return f"{INSTALLER}/bootstrap-{installer.arch}.sh"
+
+
 def requirement_hashes(requirements: str) -> set[str]:
     return set(_HASH.findall(requirements))
 
@@ -107,7 +115,9 @@ def collect(
 ) -> Collected:
     """Download (or reuse) every file of ``request`` into ``cache_root``, each checked; the manifest."""
     conda = _conda_files(request)
-    total = len(conda) + (1 if request.requirements else 0) + len(set(request.installers.values()))
+    bootstraps = {i.url: i for i in request.bootstraps.values()}
+    total = (len(conda) + (1 if request.requirements else 0) + len(set(request.installers.values()))
+             + len(bootstraps))  # fmt: skip
     files: list[PackFile] = []
     sources: dict[str, Path] = {}
     downloaded = reused = 0
@@ -142,6 +152,10 @@ def collect(
     for installer, platforms in _installers(request).items():
         files.append(_installer_file(installer, platforms, wheelhouses, pip_runner, sources))
         _report(on_progress, len(files), total, installer.filename, True, files[-1].size)
+    for boot in sorted(bootstraps.values(), key=lambda i: i.url):
+        entry, fresh = _bootstrap_file(request, boot, cache_root, fetcher, sources)
+        files.append(entry)
+        _report(on_progress, len(files), total, entry.path, fresh, entry.size)
     manifest = PackManifest(request.name, request.platforms, request.lock_sha256, __version__,
                             tuple(sorted(files, key=lambda f: f.path)))  # fmt: skip
     return Collected(manifest, sources, downloaded, reused)
@@ -201,6 +215,24 @@ def _installer_file(
     sources[path] = house.directory / wheel.filename
     return PackFile(path, "installer", installer.kind, installer.version, ",".join(platforms), "",
                     wheel.sha256, wheel.size)  # fmt: skip
+
+
+def _bootstrap_file(
+    request: PackRequest, boot: InstallerFile, cache_root: Path, fetcher: Fetcher, sources: dict[str, Path]
+) -> tuple[PackFile, bool]:
+    """The catalog installer (sha256 from the catalog), cached by content like the conda packages."""
+    path = bootstrap_path(boot)
+    target = cache_root / "installers" / boot.sha256 / boot.url.rsplit("/", 1)[-1]
+    fresh = not _cached(target, boot.sha256)
+    if fresh:
+        fetch_verified(
+            fetcher, boot.url, target, boot.sha256, "", f"the {boot.kind} {boot.version} installer"
+        )
+    served = ",".join(p for p, i in request.bootstraps.items() if i.url == boot.url)
+    sources[path] = target
+    entry = PackFile(path, "installer", boot.kind, boot.version, served, boot.url, boot.sha256,
+                     target.stat().st_size)  # fmt: skip
+    return entry, fresh
 
 
 def _wheel_files(house: Wheelhouse, prefix: str, platforms: str) -> list[PackFile]:

@@ -4,14 +4,47 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envkit.catalog import Catalog
+from packaging.version import Version
+
+from envkit.catalog import Catalog, InstallerFile
 from envkit.errors import UsageError
 from envkit.lock import LockState
 from envkit.pack.collect import PackRequest
+from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec
-from envkit.spec.models import ARCHES
+from envkit.spec.models import ARCHES, Spec
 
-__all__ = ["pack_request"]
+__all__ = ["bootstrap_installers", "pack_request"]
+
+_MIN_PYTHON = Version("3.10")  # py-rattler's wheel is abi3 for CPython >= 3.10
+
+
+def bootstrap_installers(spec: Spec, catalog: Catalog) -> dict[str, InstallerFile]:
+    """The catalog installer per platform when the runtime image has no Python to run py-rattler.
+
+    The offline builder stage is the runtime image. The catalog knows which images ship a Python
+    (python, pytorch and paddle images) and which do not (the OS images, nvidia/cuda): for the
+    latter the pack carries the spec's Miniconda/Miniforge installer (self-contained, no network)
+    and the builder stage installs it only to get a python3 for py-rattler. An image the catalog does
+    not know is assumed to have python3 (the build says so clearly when it does not).
+    """
+    known = catalog.base_image(runtime_image_ref(spec, catalog))
+    if known is None or (known.python and Version(known.python) >= _MIN_PYTHON):
+        return {}
+    if spec.installer.value == "micromamba":
+        raise UsageError(
+            f"{spec.name}: the runtime image {known.ref} has no Python to run the offline installer, "
+            "and micromamba brings none",
+            hint="use installer: miniforge or miniconda for air-gapped builds, or a base_image with python3",
+        )
+    found = {}
+    for platform in spec.platforms:
+        installer = catalog.installer(spec.installer.value, ARCHES[platform], spec.python)
+        if installer is None:
+            raise UsageError(f"the catalog has no {spec.installer.value} installer for {platform}",
+                             hint="choose another installer or platform")  # fmt: skip
+        found[platform] = installer
+    return found
 
 
 def pack_request(
@@ -49,4 +82,5 @@ def pack_request(
         python=spec.python,
         installers=installers,
         find_links=find_links,
+        bootstraps=bootstrap_installers(spec, catalog),
     )

@@ -156,30 +156,36 @@ def _offline_conda_steps(spec: Spec, inputs: DockerfileInputs) -> str:
     """Install the explicit lock from the packed local channel with py-rattler: no network, no solve.
 
     The labels and the runtime stage are those of the online build of the same lock; only the
-    builder stage differs (the pack's py-rattler wheel instead of the catalog's installer download).
+    builder stage differs (the runtime image itself, and the pack's py-rattler wheel instead of the
+    catalog installer's download). py-rattler needs a python3 >= 3.10: the image's, else the pack's
+    catalog installer (for images without Python, e.g. nvidia/cuda), installed aside only for that.
     """
-    tools = inputs.conda_pack
+    tools, ctx = inputs.conda_pack, _CONTEXT
     text = "ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
     if spec.mirrors.pypi:
         text += f"ENV PIP_INDEX_URL={docker_word(spec.mirrors.pypi)}\n"
-    files = " ".join(inputs.conda_locks)
     subdir = '$(case "$(uname -m)" in aarch64) echo linux-aarch64;; *) echo linux-64;; esac)'
+    too_old = '"$py" -c "import sys; sys.exit(sys.version_info < (3, 10))"'
+    missing = "envkit: no python3 >= 3.10 to run py-rattler (neither the image nor the pack has one)"
+    script = [
+        f'py="$(command -v python3 || true)"; boot={ctx}/{tools}/bootstrap-"$(uname -m)".sh',
+        f'if [ -n "$py" ] && ! {too_old}; then py=; fi',
+        f'if [ -z "$py" ] && [ -f "$boot" ]; then bash "$boot" -b -p {ctx}/bootstrap >/dev/null '
+        f"&& py={ctx}/bootstrap/bin/python3; fi",
+        f'if [ -z "$py" ]; then echo "{missing}" >&2; exit 1; fi',
+        f'"$py" -m zipfile -e {ctx}/{tools}/py_rattler-*_"$(uname -m)".whl {ctx}/rattler',
+        f'PYTHONPATH={ctx}/rattler "$py" {ctx}/{tools}/conda_install.py "{ctx}/conda-{subdir}.lock" \\\n'
+        f"      {ctx}/{tools}/packages.json {ctx}/{_PACK_CHANNEL} {ENV_PREFIX}",
+        f"rm -rf {ctx}/rattler {ctx}/pkgs {ctx}/bootstrap {ENV_PREFIX}/CACHEDIR.TAG",
+    ]
     text += (
-        f"COPY {tools}/ {_CONTEXT}/{tools}/\n"
-        f"COPY {_PACK_CHANNEL}/ {_CONTEXT}/{_PACK_CHANNEL}/\n"
-        f"COPY {files} {_CONTEXT}/\n"
-        "RUN if ! command -v python3 >/dev/null; then \\\n"
-        '      echo "envkit: offline conda installs run py-rattler with python3 >= 3.10, and the builder '
-        'image has none" >&2; exit 1; \\\n'
-        "    fi \\\n"
-        f' && python3 -m zipfile -e {_CONTEXT}/{tools}/py_rattler-*_"$(uname -m)".whl {_CONTEXT}/rattler \\\n'
-        f" && PYTHONPATH={_CONTEXT}/rattler python3 {_CONTEXT}/{tools}/conda_install.py \\\n"
-        f'      "{_CONTEXT}/conda-{subdir}.lock" {_CONTEXT}/{tools}/packages.json {_CONTEXT}/{_PACK_CHANNEL} '
-        f"{ENV_PREFIX} \\\n"
-        f" && rm -rf {_CONTEXT}/rattler {_CONTEXT}/pkgs {ENV_PREFIX}/CACHEDIR.TAG\n"
+        f"COPY {tools}/ {ctx}/{tools}/\n"
+        f"COPY {_PACK_CHANNEL}/ {ctx}/{_PACK_CHANNEL}/\n"
+        f"COPY {' '.join(inputs.conda_locks)} {ctx}/\n"
+        "RUN " + "; \\\n    ".join(script[:4]) + " \\\n && " + " \\\n && ".join(script[4:]) + "\n"
     )
     if inputs.wheelhouse:
-        text += f"COPY {inputs.wheelhouse}/ {_CONTEXT}/{inputs.wheelhouse}/\n"
+        text += f"COPY {inputs.wheelhouse}/ {ctx}/{inputs.wheelhouse}/\n"
     return text + _pip_lock_step(inputs)
 
 
