@@ -150,8 +150,14 @@ def _environments(c: Collector) -> None:
         active = "conda" if not pip.get("torch") or _public(pip["torch"]) != _public(header) else active
     if active:
         c.meta["active_env"] = active
+    if pip and conda:
+        c.meta["selected"] = (
+            f"[{pip_env}] and [conda] rows: one environment seen twice, [{active}] rows first"
+        )
     if len(differ) >= 2 and 2 * len(differ) >= len(shared):
         c.meta["environments"] = f"{pip_env}, conda"
+        other = "conda" if active == pip_env else pip_env
+        c.meta["selected"] = f"the [{active}] environment; the [{other}] rows are another environment"
         examples = ", ".join(f"{p} {pip[p]} vs {conda[p]}" for p in differ[:3])
         ran = header is not None and _public(by_env.get(active or "", {}).get("torch", "")) == _public(header)
         why = "its torch is the one collect_env ran with" if ran else "pip precedes conda"

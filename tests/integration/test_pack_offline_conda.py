@@ -124,7 +124,7 @@ def test_pack_carry_build_offline_run(
     packed = first["result"]
     assert packed["lock"] == "locked" and packed["conda_packages"] == 3 and packed["wheels"] == 1
     numbers = f"pack: {packed['size'] / 1e6:.1f} MB, {packed['files']} files, {seconds:.1f} s"
-    sys.__stderr__.write(f"\n{numbers}\n")  # the closing note's numbers
+    print(f"\n{numbers}", file=sys.__stderr__)  # the closing note's numbers
     code, second = _cli(monkeypatch, capsys, project, "pack", NAME, "-o", str(project / "b.tar"))
     assert (
         code == 0 and second["result"]["sha256"] == packed["sha256"] and second["result"]["downloaded"] == 0

@@ -112,6 +112,7 @@ def test_collect_env_header_facts_and_cudnn_list() -> None:
 def test_collect_env_two_environments_pick_the_one_that_ran_torch() -> None:
     inv = parse_inventory(COLLECT_ENV_CUDNN, path="ce.txt", label="ce")
     assert inv.meta["environments"] == "pip3, conda" and inv.meta["active_env"] == "pip3"
+    assert inv.meta["selected"] == "the [pip3] environment; the [conda] rows are another environment"
     assert any("two environments" in w and "numpy 1.26.1 vs 1.21.2" in w for w in inv.warnings)
     primary = inv.primary()
     assert (primary["numpy"].version, primary["numpy"].env) == ("1.26.1", "pip3")
