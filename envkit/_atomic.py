@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from envkit.errors import EnvkitError
@@ -20,6 +19,8 @@ def write_bytes_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> bool:
         if path.is_file() and path.read_bytes() == data:
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # with shutil, random, bz2 and lzma: loaded on the first write only
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as e:
         raise _unwritable(path, e) from e

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -78,10 +79,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if os.environ.get("CI"):
             pytest.fail("CI must run the docker tests: no Docker engine is reachable")
         pytest.skip("no Docker engine reachable (start dockerd or set DOCKER_HOST)")
-    for marker, available, start in (
+    services: tuple[tuple[str, Callable[[], bool], str], ...] = (
         ("slurm", slurm_available, ".ci/slurm.sh start"),
         ("registry", lambda: registry_address() is not None, ".ci/registry.sh start"),
-    ):
+    )
+    for marker, available, start in services:
         if item.get_closest_marker(marker) and not available():
             if os.environ.get("CI"):
                 pytest.fail(f"CI must run the {marker} tests: start it with {start}")

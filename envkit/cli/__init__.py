@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 findings (drift, divergence, vulnerabilities, stale lock),
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 
@@ -19,8 +20,86 @@ from envkit.errors import Interrupted, UsageError
 __all__ = ["Services", "cli", "main"]
 
 
+# name -> (module that registers it on `cli`, its one-line help as `envkit --help` shows it).
+# Commands load only when used, so `envkit --help` and `envkit probe --compare` import neither
+# docker, the solvers nor pydantic; tests/unit/cli checks this table against the commands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "audit": ("audit_cmd", "Check an environment for known vulnerabilities and policy problems."),
+    "base-image": (
+        "build_cmd",
+        "Make a base image without a registry: debootstrap a minimal Debian, import it into the engine.",
+    ),
+    "build": ("build_cmd", "Build the image for environment NAME through the Docker engine."),
+    "catalog": (
+        "catalog_cmd",
+        "Print what envkit knows: CUDA releases, framework wheels, base images, installers, rules.",
+    ),
+    "diff": ("diff_cmd", "Compare environments and flag drift with known-incompatibility rules."),
+    "images": (
+        "build_cmd",
+        "List images built by envkit, per environment: tags, context hash, size, staleness.",
+    ),
+    "init": (
+        "init_cmd",
+        "Give this repository envkit: a starter spec, `make env-*` targets and a CI recipe.",
+    ),
+    "lock": (
+        "lock_cmd",
+        "Solve the spec and write conda-lock.yml, conda-<platform>.lock, requirements.lock, environment.yml.",
+    ),
+    "pack": (
+        "pack_cmd",
+        "Pack everything an air-gapped build of conda environment NAME needs into one tarball.",
+    ),
+    "probe": (
+        "probe_cmd",
+        "Run a seeded rnn and tiny-BERT training in torch and paddle and record the numbers.",
+    ),
+    "render": (
+        "spec_cmds",
+        "Write the build context: Dockerfile, environment.yml, .dockerignore, README.md.",
+    ),
+    "snapshot": (
+        "diff_cmd",
+        "Capture this environment (conda list --json in a conda env, pip's view, Python, platform, host).",
+    ),
+    "validate": ("spec_cmds", "Check specs: every problem of a file at once, with line, field and a hint."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands' modules are imported when the command is used, not at start-up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(COMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(f"envkit.cli.{COMMANDS[cmd_name][0]}")  # registers it on `cli`
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the table, without importing every command."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            if name in self.commands or name not in COMMANDS:
+                cmd = self.get_command(ctx, name)
+                if cmd is None or cmd.hidden:
+                    continue
+                rows.append((name, cmd.get_short_help_str(limit)))
+            else:
+                rows.append((name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
 @click.group(
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100, "terminal_width": 100}
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100, "terminal_width": 100},
 )
 @click.version_option(__version__, prog_name="envkit")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
@@ -30,20 +109,6 @@ def cli(debug: bool) -> None:
     Specs live in environments/<name>.yaml; generated build contexts in images/<name>/.
     Exit codes: 0 ok, 1 findings, 2 usage or invalid input, 3 tool or engine failure.
     """
-
-
-# Commands register themselves on `cli` when their module is imported.
-from envkit.cli import (  # noqa: E402,F401
-    audit_cmd,
-    build_cmd,
-    catalog_cmd,
-    diff_cmd,
-    init_cmd,
-    lock_cmd,
-    pack_cmd,
-    probe_cmd,
-    spec_cmds,
-)
 
 
 def main(argv: Sequence[str] | None = None, *, services: Services | None = None) -> int:
@@ -75,7 +140,7 @@ def main(argv: Sequence[str] | None = None, *, services: Services | None = None)
 def _command_name(ctx: click.Context | None, args: list[str]) -> str:
     if ctx is not None and ctx.parent is not None and ctx.info_name:
         return ctx.info_name
-    return next((a for a in args if not a.startswith("-") and a in cli.commands), "envkit")
+    return next((a for a in args if not a.startswith("-") and (a in cli.commands or a in COMMANDS)), "envkit")
 
 
 def _usage(e: click.ClickException, args: list[str], message: str, *, as_json: bool) -> int:

@@ -14,11 +14,9 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec, cast
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from envkit._safe import neutralise, redact
 from envkit.cli._services import Services
@@ -40,8 +38,35 @@ __all__ = [
 
 P = ParamSpec("P")
 
-out_console = Console(soft_wrap=True, highlight=False)
-err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class _LazyConsole:
+    """A rich Console made on first use: rich costs ~0.1 s to import, --help and --json need none of it."""
+
+    def __init__(self, *, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr, soft_wrap=True, highlight=False)
+        return getattr(self._console, name)
+
+
+out_console = cast("Console", _LazyConsole(stderr=False))
+err_console = cast("Console", _LazyConsole(stderr=True))
+
+
+def escape(text: str) -> str:
+    """rich's markup escape (imported when used)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a versioned JSON envelope.")
 
@@ -104,8 +129,8 @@ def run_result(name: str, produce: Callable[[], CommandResult], *, as_json: bool
         for warning in result.warnings:
             err_console.print(f"[yellow]warning:[/] {escape(shown(warning))}")
         text = result.render_text()
-        if text:
-            out_console.print(shown(text), markup=False)
+        if text:  # plain text, as it is (no rich: no markup, no emoji codes, nothing to import)
+            click.echo(shown(text))
     return int(result.exit_code)
 
 

@@ -9,16 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from envkit.cli._app import err_console, project_root, services, shown
 from envkit.errors import ExitCode, UsageError
-from envkit.fleet.fanout import FleetOptions, FleetRun, Progress, fan_out
 from envkit.probe.report import default_store
 from envkit.probe.runner import ProbeOptions
 from envkit.result import CommandResult
+
+if TYPE_CHECKING:  # the fleet machinery loads when a fleet run starts, not with `envkit probe`
+    from envkit.fleet.fanout import FleetOptions, FleetRun, Progress
 
 __all__ = ["fleet_options", "run_fleet"]
 
@@ -103,6 +105,8 @@ def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _fleet_options(kw: dict[str, Any], store: Path, image: dict[str, Any] | None) -> FleetOptions:
     nodelist = tuple(n.strip() for n in (kw["nodelist"] or "").split(",") if n.strip())
+    from envkit.fleet.fanout import FleetOptions
+
     return FleetOptions(
         store=store,
         run_id=kw["run_id"],
@@ -137,6 +141,8 @@ def run_fleet(kw: dict[str, Any], probe: ProbeOptions, image: dict[str, Any] | N
         if not last or line.split(" (")[0] != last[-1].split(" (")[0]:
             err_console.print(shown(line), markup=False, highlight=False)
         last.append(line)
+
+    from envkit.fleet.fanout import fan_out
 
     run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
     code = ExitCode.OK if run.ok else ExitCode.FINDINGS

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from envkit.cli import cli, fleet_cmd, nway_cmd
+from envkit.cli import cli, fleet_cmd
 from envkit.cli._app import command, project_root, services, working
 from envkit.errors import ExitCode, UsageError
 from envkit.probe import core
@@ -206,6 +206,8 @@ def _compare(kw: dict[str, Any]) -> CommandResult:
             "--compare needs reports", hint="--compare A B, --compare STORE/RUN or --compare A B C …"
         )
     if len(refs) != 2 or any(find_run(r, store) for r in refs):
+        from envkit.cli import nway_cmd
+
         return nway_cmd.compare_many(refs, store, label=kw["label"], bands=bands, html=kw["html_out"])
     done = core.compare((refs[0], refs[1]), store, label=kw["label"], bands=bands, html=kw["html_out"])
     code = ExitCode.OK if done.ok else ExitCode.FINDINGS

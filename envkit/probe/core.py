@@ -5,18 +5,14 @@ The CLI parses options, calls :func:`probe` or :func:`compare` and renders the r
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envkit._atomic import write_text_atomic
-from envkit.build.engine import ContainerEngine
-from envkit.catalog import load_catalog
 from envkit.errors import ProbeError
 from envkit.probe.compare import Bands, Comparison, compare_reports
 from envkit.probe.driver import driver_check, driver_line
-from envkit.probe.html import render_html
 from envkit.probe.report import (
     DEFAULT_LABEL,
     Report,
@@ -27,6 +23,9 @@ from envkit.probe.report import (
     save_to_store,
 )
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
+
+if TYPE_CHECKING:
+    from envkit.build.engine import ContainerEngine
 
 __all__ = ["Compared", "ProbeRun", "compare", "probe", "resolve_image", "summarize"]
 
@@ -112,12 +111,16 @@ def probe(
             raise ValueError("probe(image=...) needs an engine")
         image = resolve_image(engine, image)
         label = label or f"image-{safe_name(image)}"
+        import socket
+
         report = run_in_image(engine, image, opts, label=label, host=socket.gethostname())
     else:
         label = label or DEFAULT_LABEL
         report = run_on_host(opts, label=label)
     if require_framework:
         _require_a_framework(report, where=f"in {image}" if image else "on this host")
+    from envkit.catalog import load_catalog  # pydantic: only when a probe runs, not for --compare
+
     check = driver_check(report, load_catalog())
     if check is not None:
         report["driver"] = check
@@ -191,5 +194,7 @@ def compare(
     a, b = load_report(path_a), load_report(path_b)
     comparison = compare_reports(a, b, bands)
     if html is not None:
+        from envkit.probe.html import render_html
+
         write_text_atomic(html, render_html(a, b, comparison))
     return Compared(comparison, path_a, path_b, html)

@@ -8,9 +8,10 @@ the same inside a container).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envkit.catalog import Catalog
+if TYPE_CHECKING:
+    from envkit.catalog import Catalog
 
 __all__ = ["driver_check", "driver_line"]
 

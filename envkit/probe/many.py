@@ -10,15 +10,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envkit._atomic import write_text_atomic
 from envkit.errors import ReportError
 from envkit.probe.compare import Bands
 from envkit.probe.model import ProbeReport
-from envkit.probe.nway import NWay, compare_many
-from envkit.probe.nway_html import render_nway_html
 from envkit.probe.report import load_report, resolve_report
+
+if TYPE_CHECKING:
+    from envkit.probe.nway import NWay
 
 __all__ = ["ManyCompared", "compare_n", "find_run", "load_run"]
 
@@ -109,7 +110,11 @@ def compare_n(
         sources.append(str(path))
     if not named and not failed:
         raise ReportError("nothing to compare", hint="give STORE/RUN or report files")
+    from envkit.probe.nway import compare_many  # not needed to tell a run from two files
+
     result = compare_many(named, bands, failed)
     if html is not None:
+        from envkit.probe.nway_html import render_nway_html
+
         write_text_atomic(html, render_nway_html(named, result))
     return ManyCompared(result, tuple(sources), html)

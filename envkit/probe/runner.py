@@ -14,12 +14,14 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envkit import __version__, _proc
-from envkit.build.engine import ContainerEngine, Mount
 from envkit.errors import ProbeError, ReportError
 from envkit.probe.report import Report, validate_report
+
+if TYPE_CHECKING:
+    from envkit.build.engine import ContainerEngine
 
 __all__ = ["PAYLOAD_DIR", "ProbeOptions", "merge_parts", "payload_argv", "run_in_image", "run_on_host"]
 
@@ -178,6 +180,8 @@ def run_in_image(
         "ENVKIT_IMAGE_TAGS": ",".join(info.tags),
     }
     script = 'exec "$(command -v python3 || command -v python)" "$0" "$@"'
+    from envkit.build.engine import Mount
+
     mounts = [Mount(str(PAYLOAD_DIR), CONTAINER_PAYLOAD, read_only=True)]
 
     def execute(args: list[str]) -> tuple[int, str, str]:

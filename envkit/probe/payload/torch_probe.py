@@ -189,6 +189,16 @@ class Adapter(common.AdapterBase):
     def finite(self, t: Any) -> bool:
         return t is None or bool(torch.isfinite(t.detach()).all().item())
 
+    def first_nonfinite(self, names: list[str], tensors: list[Any]) -> str | None:
+        """One fused norm over all tensors: finite norms prove finite elements; else check each."""
+        foreach = getattr(torch, "_foreach_norm", None)
+        if foreach is not None and tensors:
+            with contextlib.suppress(Exception), torch.no_grad():  # an old or restricted torch: one by one
+                norms = foreach([t.detach() for t in tensors])
+                if bool(torch.isfinite(torch.stack([n.float() for n in norms])).all().item()):
+                    return None
+        return super().first_nonfinite(names, tensors)
+
     def param_norm(self, p: Any) -> float:
         return float(torch.linalg.vector_norm(p.detach()).item())
 

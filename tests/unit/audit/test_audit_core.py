@@ -143,7 +143,11 @@ def test_fail_on_threshold_and_unknown_counts_as_medium(fail_on: str, code: Exit
 
 def test_ignored_findings_do_not_fail() -> None:
     report = AuditReport(
-        "t", "inventory", {}, apply_ignores([_finding("A", "critical")], [AuditIgnore(id="A", reason="r")]), 1
+        "t",
+        "inventory",
+        {},
+        tuple(apply_ignores([_finding("A", "critical")], [AuditIgnore(id="A", reason="r")])),
+        1,
     )
     assert report.exit_code("low") == ExitCode.OK
     assert report.counts()["critical"] == 0

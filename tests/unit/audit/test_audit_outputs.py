@@ -130,7 +130,8 @@ def test_formats_are_byte_stable_and_show_ignores() -> None:
 
 class FakePipAudit:
     def __init__(self, answer: Any = None, error: Exception | None = None) -> None:
-        self.answer, self.error, self.asked = answer, error, []  # type: list[Any]
+        self.answer, self.error = answer, error
+        self.asked: list[Any] = []
 
     def query(self, spec: Any) -> tuple[Any, list[Any]]:
         self.asked.append(spec)

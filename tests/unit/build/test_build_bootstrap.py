@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from envkit import _proc
-from envkit.build import bootstrap
 from envkit.build.bootstrap import BASE_LABEL, bootstrap_image, debian_mirror
 from envkit.build.fake import FakeEngine
 from envkit.errors import EngineError, UsageError
@@ -31,12 +30,12 @@ def fake_debootstrap(calls: list[list[str]]) -> Any:
 
 @pytest.fixture
 def as_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bootstrap.shutil, "which", lambda name: f"/usr/sbin/{name}")
-    monkeypatch.setattr(bootstrap.os, "geteuid", lambda: 0)
+    monkeypatch.setattr("envkit.build.bootstrap.shutil.which", lambda name: f"/usr/sbin/{name}")
+    monkeypatch.setattr("envkit.build.bootstrap.os.geteuid", lambda: 0)
 
 
 def test_bootstrap_imports_the_rootfs_with_a_label(as_root: None) -> None:
-    engine, calls = FakeEngine(), []
+    engine, calls = FakeEngine(), []  # type: tuple[FakeEngine, list[Any]]
     result = bootstrap_image(
         engine, "local/base:bookworm", mirror="http://mirror/debian", run=fake_debootstrap(calls)
     )
@@ -58,7 +57,7 @@ def test_bootstrap_imports_the_rootfs_with_a_label(as_root: None) -> None:
 
 
 def test_existing_image_is_reused(as_root: None) -> None:
-    engine, calls = FakeEngine(), []
+    engine, calls = FakeEngine(), []  # type: tuple[FakeEngine, list[Any]]
     engine.add_image("local/base:bookworm")
     assert not bootstrap_image(engine, "local/base:bookworm", run=fake_debootstrap(calls)).created
     assert calls == []
@@ -67,7 +66,7 @@ def test_existing_image_is_reused(as_root: None) -> None:
 
 def test_an_image_made_without_a_needed_package_is_remade(as_root: None) -> None:
     """An older `envkit base-image` (no libgomp1) is remade once; one with every package is reused."""
-    engine, calls = FakeEngine(), []
+    engine, calls = FakeEngine(), []  # type: tuple[FakeEngine, list[Any]]
     engine.add_image("local/base:bookworm", labels={BASE_LABEL: "debootstrap:bookworm"})
     assert bootstrap_image(engine, "local/base:bookworm", run=fake_debootstrap(calls)).created
     assert not bootstrap_image(engine, "local/base:bookworm", run=fake_debootstrap(calls)).created
@@ -82,11 +81,11 @@ def test_names_are_validated_before_anything_runs(as_root: None) -> None:
 
 
 def test_needs_debootstrap_and_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bootstrap.shutil, "which", lambda name: None)
+    monkeypatch.setattr("envkit.build.bootstrap.shutil.which", lambda name: None)
     with pytest.raises(EngineError, match="debootstrap is not installed"):
         bootstrap_image(FakeEngine(), "t:1", run=fake_debootstrap([]))
-    monkeypatch.setattr(bootstrap.shutil, "which", lambda name: "/usr/sbin/debootstrap")
-    monkeypatch.setattr(bootstrap.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr("envkit.build.bootstrap.shutil.which", lambda name: "/usr/sbin/debootstrap")
+    monkeypatch.setattr("envkit.build.bootstrap.os.geteuid", lambda: 1000)
     with pytest.raises(EngineError, match="needs root"):
         bootstrap_image(FakeEngine(), "t:1", run=fake_debootstrap([]))
 

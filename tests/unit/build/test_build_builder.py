@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from envkit.build.builder import Builder, BuildOptions
-from envkit.build.engine import ImageInfo
+from envkit.build.engine import BuildEvent, ImageInfo
 from envkit.build.fake import FakeEngine, failing
 from envkit.build.locks import lock_state
 from envkit.catalog import load_catalog
 from envkit.errors import BuildFailed, EngineUnavailable, ExitCode, SolverFailed, Unsatisfiable, UsageError
 from envkit.lock import PipPackage, PipRequest
 from envkit.spec.load import LoadedSpec, load_spec
-from tests.unit.build.conftest import PinResolver, fake_locker
+from tests.unit.build.conftest import FakePip, PinResolver, fake_locker
 
 OFFLINE = BuildOptions(offline=True)
 
@@ -28,7 +28,7 @@ def _tar_names(context: bytes) -> dict[str, bytes]:
 def test_offline_build_tags_labels_and_log(
     builder: Builder, engine: FakeEngine, loaded: LoadedSpec, root: Path
 ) -> None:
-    events = []
+    events: list[BuildEvent] = []
     result = builder.build(loaded, OFFLINE, events.append)
     assert result.status == "built"
     assert result.tag == f"envkit/tiny:{result.context_sha256[:12]}"
@@ -115,10 +115,10 @@ def test_interrupt_removes_a_tag_made_by_this_build(root: Path, loaded: LoadedSp
     assert len(engine.removed) == 1
 
 
-def test_engine_unavailable_propagates(root: Path, loaded: LoadedSpec, pip: object) -> None:
+def test_engine_unavailable_propagates(root: Path, loaded: LoadedSpec, pip: FakePip) -> None:
     builder = Builder(
         FakeEngine(unavailable=True), load_catalog(), root, locker=fake_locker(), pip_runner=pip
-    )  # type: ignore[arg-type]
+    )
     with pytest.raises(EngineUnavailable):
         builder.build(loaded, OFFLINE)
 
@@ -183,7 +183,7 @@ def test_unreachable_channel_exits_3_with_a_hint(root: Path, loaded: LoadedSpec,
         builder.build(loaded)
     assert info.value.exit_code == ExitCode.FAILURE
     assert "locking failed" in info.value.message and "could not reach" in info.value.message
-    assert "mirrors" in info.value.hint and "--frozen" in info.value.hint
+    assert "mirrors" in (info.value.hint or "") and "--frozen" in (info.value.hint or "")
 
 
 def test_pack_is_for_conda_specs(root: Path, builder: Builder, loaded: LoadedSpec) -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from envkit.catalog import load_catalog
 
 
 def test_every_fact_has_a_source() -> None:
     catalog = load_catalog()
-    facts = [*catalog.cuda, *catalog.base_images, *catalog.installers, *catalog.known_bad]
-    assert facts and all(f.source for f in facts)
+    groups: list[tuple[Any, ...]] = [catalog.cuda, catalog.base_images, catalog.installers, catalog.known_bad]
+    assert all(groups) and all(f.source for group in groups for f in group)
     assert all(family.source for family in catalog.frameworks.values())
 
 

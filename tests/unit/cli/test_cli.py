@@ -145,3 +145,43 @@ def test_messages_keep_square_brackets(project: Path, capsys: pytest.CaptureFixt
     spec.write_text(spec.read_text() + 'pip: ["numpy>=2"]\n')
     assert main(["validate", "bad"]) == 2
     assert "known-bad combination [torch-numpy2]" in capsys.readouterr().err
+
+
+def test_the_lazy_command_table_matches_the_commands() -> None:
+    """``envkit --help`` lists commands from envkit.cli.COMMANDS without importing them: it must agree."""
+    import click
+
+    from envkit.cli import COMMANDS
+
+    ctx = click.Context(cli)
+    for name, (module, short) in COMMANDS.items():
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.callback is not None, name
+        assert command.get_short_help_str(1000) == short, name
+        assert f"envkit.cli.{module}" in {
+            command.callback.__module__,
+            getattr(command.callback, "__wrapped__", command.callback).__module__,
+        }, name
+
+
+def test_help_and_compare_import_no_heavy_module(tmp_path: Path) -> None:
+    """Start-up stays light: no docker, pydantic, rich, conda_lock or rattler for --help and --compare."""
+    import subprocess
+    import sys
+
+    from tests.unit.probe.conftest import make_report
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(make_report()))
+    b.write_text(json.dumps(make_report(host="host-b")))
+    heavy = ("docker", "pydantic", "rich", "conda_lock", "rattler", "yaml", "packaging", "requests")
+    for argv in (["--help"], ["probe", "--compare", str(a), str(b)]):
+        code = (
+            "import sys, runpy; sys.argv = ['envkit', *sys.argv[1:]]\n"
+            "from envkit.cli import main\nrc = main()\n"
+            f"bad = sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r}))\n"
+            "print('LOADED', bad, file=sys.stderr); sys.exit(rc)"
+        )
+        out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert "LOADED []" in out.stderr, (argv, out.stderr[-500:])

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import envkit.init.core as init_core
-from envkit.init import source as source_mod
 from envkit.init.source import DISTRIBUTION, default_source, pinned_requirement
 
 from .conftest import REPO, Run
@@ -118,7 +117,7 @@ class _Dist:
 def test_default_source_from_direct_url(
     monkeypatch: pytest.MonkeyPatch, direct_url: dict[str, object] | None, expected: str | None
 ) -> None:
-    monkeypatch.setattr(source_mod.metadata, "distribution", lambda name: _Dist(direct_url))
+    monkeypatch.setattr("envkit.init.source.metadata.distribution", lambda name: _Dist(direct_url))
     assert default_source() == expected
 
 

@@ -224,7 +224,7 @@ def test_every_real_file_reads_right(shared_dir: Path, name: str) -> None:
     fmt, count, rows = EXPECTED[name]
     assert (inv.format, len(inv.packages)) == (fmt, count)
     assert inv.warnings == ()
-    got = [(p.name, p.installer, p.version, p.build, p.channel) for p in inv.packages]
+    got: list[Row] = [(p.name, p.installer, p.version, p.build, p.channel) for p in inv.packages]
     missing = [r for r in rows if not _row(got, r)]
     assert not missing, missing
 

@@ -132,9 +132,8 @@ def test_interrupted_while_writing_leaves_no_fresh_set_and_a_relock_repairs_it(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _lock(project)
-    from envkit.lock import locker
+    from envkit._atomic import write_bytes_atomic as real
 
-    real = locker.write_bytes_atomic
     calls: list[Path] = []
 
     def interrupted(path: Path, data: bytes, *, mode: int = 0o644) -> bool:
@@ -143,10 +142,10 @@ def test_interrupted_while_writing_leaves_no_fresh_set_and_a_relock_repairs_it(
             raise KeyboardInterrupt
         return real(path, data, mode=mode)
 
-    monkeypatch.setattr(locker, "write_bytes_atomic", interrupted)
+    monkeypatch.setattr("envkit.lock.locker.write_bytes_atomic", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _lock(project, "2.0.0", H2)
-    monkeypatch.setattr(locker, "write_bytes_atomic", real)
+    monkeypatch.setattr("envkit.lock.locker.write_bytes_atomic", real)
     _assert_not_fresh(project, "changed after it was locked")
     _lock(project, "2.0.0", H2)
     assert _state(project)[0] == "fresh"

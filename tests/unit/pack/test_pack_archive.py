@@ -13,7 +13,7 @@ from envkit.build.locks import EnvLocker, ensure_fresh_lock
 from envkit.catalog import Catalog
 from envkit.errors import ExitCode, PackError, PackMismatch
 from envkit.pack.archive import open_pack
-from envkit.pack.core import PackOptions, pack_environment
+from envkit.pack.core import PackOptions, PackResult, pack_environment
 from envkit.pack.fetch import FakeFetcher, UrlFetcher
 from envkit.pack.manifest import MANIFEST, PackManifest
 from envkit.pack.request import pack_request
@@ -22,7 +22,7 @@ from tests.unit.pack.conftest import INSTALLER, InstallerPip, write_conda_spec
 
 
 def _pack(root: Path, loaded: LoadedSpec, catalog: Catalog, locker: EnvLocker, pip: InstallerPip,
-          out: Path, fetcher: object = None):  # type: ignore[no-untyped-def]  # fmt: skip
+          out: Path, fetcher: object = None) -> PackResult:  # fmt: skip
     return pack_environment(
         root, loaded, catalog, locker=locker, fetcher=fetcher or UrlFetcher(),  # type: ignore[arg-type]
         options=PackOptions(output=out), pip_runner=pip,

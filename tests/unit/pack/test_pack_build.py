@@ -61,7 +61,9 @@ def test_offline_conda_build_context_labels_and_rebuild(
     online = Builder(FakeEngine(), catalog, root, locker=locker, pip_runner=pip).prepare(
         loaded, BuildOptions()
     )
-    online_dockerfile = dict((e.path, e.data) for e in online.context.entries)["Dockerfile"].decode()  # noqa: C402
+    online_data = {e.path: e.data for e in online.context.entries}["Dockerfile"]
+    assert online_data is not None
+    online_dockerfile = online_data.decode()
     assert _labels(dockerfile) == _labels(online_dockerfile)
     assert dockerfile.split("FROM ")[-1] == online_dockerfile.split("FROM ")[-1]  # the whole runtime stage
     assert {
