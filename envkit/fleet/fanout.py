@@ -238,6 +238,10 @@ def fan_out(
     run_id, run_dir, job_id = submit(scheduler, opts, probe)
     if on_submit is not None:
         on_submit(run_id, run_dir, job_id)
-    return follow(
-        scheduler, run_dir, job_id, on_progress=on_progress, poll_s=opts.poll_s, timeout_s=opts.timeout_s
-    )
+    try:
+        return follow(
+            scheduler, run_dir, job_id, on_progress=on_progress, poll_s=opts.poll_s, timeout_s=opts.timeout_s
+        )
+    except KeyboardInterrupt:
+        scheduler.cancel(job_id)  # Ctrl-C: do not leave the job behind on the cluster
+        raise

@@ -134,3 +134,19 @@ def test_a_killed_task_is_reported_failed(tmp_path: Path) -> None:
     others = [t for name, t in outcome.items() if name != victim.task]
     assert len(others) == 2 and all(t.state == "ok" for t in others)
     assert not result[0].ok
+
+
+def test_nodes_of_a_job_that_never_started_are_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job waits for an hour (--begin); --wait-timeout cancels it: every node never ran, said per node."""
+    node = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True).stdout.split()[0]
+    late = ["--sbatch-arg=--begin=now+3600", "--wait-timeout", "3"]
+    code, out = _probe(
+        capsys, "--slurm", "--nodelist", node, *late, "--store", str(tmp_path), "--run-id", "late", *PROBE
+    )
+    assert code == 1, out
+    run = out["result"]
+    assert run["job_state"] == "cancelled" and "wait-timeout" in run["reason"]
+    assert [(t["task"], t["state"]) for t in run["tasks"]] == [(node, "never-ran")]
+    assert "job" in run["tasks"][0]["error"]

@@ -207,6 +207,10 @@ def test_pack_carry_build_offline_run(
     assert {t for i in engine.images(f"io.envkit.name={NAME}") for t in i.tags} == tags  # no new tag
 
     (project / "channel.away").rename(channel)
+    # --offline without a pack gathers the same files on the host: the same context, so the same image
+    code, gathered = _cli(monkeypatch, capsys, project, "build", NAME, "--offline", "--frozen")
+    assert code == 0 and gathered["result"]["status"] == "up-to-date", gathered
+    assert gathered["result"]["tag"] == result["tag"] and gathered["result"]["pack"] == "collected"
     archive = channel / "noarch" / "tinylib-1.2.0-pyh0_0.conda"
     archive.write_bytes(archive.read_bytes() + b"\0")
     shutil.rmtree(project / ".envkit" / "cache" / "conda")  # force the download

@@ -126,3 +126,21 @@ def test_nodes_that_never_ran_are_named(tmp_path: Path) -> None:
 
 def test_stub_is_executable_here() -> None:
     assert os.access("/bin/sh", os.X_OK)
+
+
+class Interrupted(Forgetful):
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+
+    def status(self, job_id: str) -> JobStatus:
+        raise KeyboardInterrupt
+
+    def cancel(self, job_id: str) -> None:
+        self.cancelled.append(job_id)
+
+
+def test_ctrl_c_cancels_the_job(tmp_path: Path) -> None:
+    scheduler = Interrupted()
+    with pytest.raises(KeyboardInterrupt):
+        fan_out(scheduler, FleetOptions(store=tmp_path), ProbeOptions())
+    assert scheduler.cancelled == ["1"]
