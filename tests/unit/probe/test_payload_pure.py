@@ -128,3 +128,16 @@ def test_payload_and_envkit_agree_on_names() -> None:
         "FRAMEWORKS": runner.FRAMEWORKS,
         "WORKLOADS": runner.WORKLOADS,
     }
+
+
+def test_distributions_read_from_header_lines_match_importlib_metadata() -> None:
+    """The fingerprint's fast reader gives exactly what the email-parsing importlib.metadata gives."""
+    from importlib import metadata
+
+    expected: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            expected[name.lower().replace("_", "-")] = dist.version
+    assert fingerprint.distributions() == dict(sorted(expected.items()))
+    assert len(expected) > 10
