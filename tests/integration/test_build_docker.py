@@ -24,7 +24,6 @@ from envkit.build.docker_api import DockerEngine
 from envkit.cli import main
 from envkit.lock import current_lock
 from envkit.probe.compare import compare_reports
-from envkit.probe.report import validate_report
 from envkit.probe.runner import ProbeOptions, run_on_host
 from envkit.spec.load import load_spec
 
@@ -158,28 +157,28 @@ def test_probe_runs_inside_a_built_image(
     engine: DockerEngine, base_image: str, project: Path,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    """No framework in the image: the payload runs there and reports both frameworks as skipped."""
+    """No framework in the image: build --probe reports both skipped; probe --image refuses (exit 3)."""
     _spec(project, f"itest{RUN}-probe", base_image, ["six==1.16.0"])
     code, env = _build(project, monkeypatch, capsys, f"itest{RUN}-probe", "--offline", "--probe")
     assert code == 0, env
     probe = env["result"]["probe"]
     assert probe["frameworks"] == {"paddle": "skipped", "torch": "skipped"}
     stored = json.loads(Path(probe["report"]).read_text())
-    assert stored["fingerprint"]["container"]["image"] == env["result"]["tag"]
-
-    report = validate_report(stored, "build --probe")
-    container = report["fingerprint"]["container"]
+    container = stored["fingerprint"]["container"]
+    assert container["image"] == env["result"]["tag"]
     info = engine.inspect(f"envkit/itest{RUN}-probe:latest")
     assert info is not None and container["image_id"] == info.id
-    assert report["fingerprint"]["python"]["version"].startswith("3.11"), report["fingerprint"]
+    assert stored["fingerprint"]["python"]["version"].startswith("3.11"), stored["fingerprint"]
 
-    # `envkit probe --image` in which no framework runs measured nothing: exit 3, no report
-    monkeypatch.setenv("ENVKIT_STORE", str(project / "reports"))
-    code = main(["probe", "--image", f"itest{RUN}-probe", "--json", "--no-store"])
+    # A probe that measured nothing is a tool failure, not a report (issue 16): exit 3, no report.
+    store = project / "reports"
+    monkeypatch.setenv("ENVKIT_STORE", str(store))
+    code = main(["probe", "--image", f"itest{RUN}-probe", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 3 and out["ok"] is False, out
-    message = out["errors"][0]["message"]
-    assert "no framework ran" in message and "torch: skipped" in message and "paddle: skipped" in message
+    assert out["errors"][0]["type"] == "ProbeError"
+    assert "torch is not installed" in out["errors"][0]["message"]
+    assert not store.exists() or not any(store.rglob("*.json"))
 
 
 def _torch_wheel_dir(tmp: Path) -> Path:
