@@ -17,7 +17,7 @@ from envkit.cli._app import report_error
 from envkit.cli._services import Services
 from envkit.errors import Interrupted, UsageError
 
-__all__ = ["Services", "cli", "main"]
+__all__ = ["COMMANDS", "Services", "cli", "load_all_commands", "main"]
 
 
 # name -> (module that registers it on `cli`, its one-line help as `envkit --help` shows it).
@@ -67,6 +67,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def load_all_commands() -> None:
+    """Import every command module (each registers its commands on ``cli``)."""
+    for module in sorted({m for m, _ in COMMANDS.values()}):
+        importlib.import_module(f"envkit.cli.{module}")
+
+
 class LazyGroup(click.Group):
     """A group whose commands' modules are imported when the command is used, not at start-up."""
 
@@ -76,6 +82,8 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             importlib.import_module(f"envkit.cli.{COMMANDS[cmd_name][0]}")  # registers it on `cli`
+        elif cmd_name not in self.commands:
+            load_all_commands()  # a command missing from the table still works (a test flags it)
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -147,6 +147,19 @@ def test_messages_keep_square_brackets(project: Path, capsys: pytest.CaptureFixt
     assert "known-bad combination [torch-numpy2]" in capsys.readouterr().err
 
 
+def test_every_registered_command_is_in_the_lazy_table() -> None:
+    """A command a module registers must be in envkit.cli.COMMANDS, or `envkit --help` would not list it."""
+    import pkgutil
+
+    import envkit.cli
+    from envkit.cli import COMMANDS
+
+    for info in pkgutil.iter_modules(envkit.cli.__path__):
+        if info.name.endswith(("_cmd", "_cmds")):
+            __import__(f"envkit.cli.{info.name}")
+    assert set(cli.commands) == set(COMMANDS)
+
+
 def test_the_lazy_command_table_matches_the_commands() -> None:
     """``envkit --help`` lists commands from envkit.cli.COMMANDS without importing them: it must agree."""
     import click
