@@ -120,7 +120,6 @@ def _finish(c: Collector, cudnn_files: list[str], gpus: list[str]) -> None:
                 c.meta["cudnn_candidates"] = ", ".join(versions)
     _header_torch(c)
     _environments(c)
-    c.meta.pop("torch_line", None)
     for key in [k for k in c.meta if k.endswith("_line")]:
         del c.meta[key]
 
