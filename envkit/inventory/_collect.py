@@ -17,6 +17,7 @@ __all__ = [
     "requirement_version",
     "split_conda_filename",
     "version_from_url",
+    "without_features",
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
@@ -185,3 +186,8 @@ def split_conda_filename(filename: str) -> tuple[str, str, str] | None:
     if len(parts) != 3 or not all(parts):
         return None
     return parts[0], parts[1], parts[2]
+
+
+def without_features(fields: list[str]) -> list[str]:
+    """Drop conda < 4.6's feature column (``[blas_openblas]``, ``[vc14]``): it is not a channel."""
+    return [f for f in fields if not (f.startswith("[") and f.endswith("]"))]

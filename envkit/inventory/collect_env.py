@@ -18,7 +18,7 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.inventory._collect import REQUIREMENT, Collector
+from envkit.inventory._collect import REQUIREMENT, Collector, without_features
 
 __all__ = ["SECTION", "read_collect_env"]
 
@@ -90,7 +90,7 @@ def _row(kind: str, row: str, number: int, c: Collector) -> None:
             return
         c.add(match["name"], match["version"], "pip", line=number, env=kind)
         return
-    fields = [f for f in row.split() if not (f.startswith("[") and f.endswith("]"))]
+    fields = without_features(row.split())
     if len(fields) < 2 or len(fields) > 4:
         c.skip(number, f"expected '[conda] name version build [channel]', got {row[:80]!r}")
         return
