@@ -16,6 +16,7 @@ __all__ = [
     "channel_from_url",
     "requirement_version",
     "split_conda_filename",
+    "vcs_version",
     "version_from_url",
     "without_features",
 ]
@@ -137,7 +138,12 @@ def version_from_url(url: str) -> str:
     if wheel:
         return wheel[2]
     sha = _GIT_SHA.search(url)
-    return f"{VCS_VERSION_PREFIX}{sha[1][:12]}" if sha else ""
+    return vcs_version(sha[1]) if sha else ""
+
+
+def vcs_version(commit: str) -> str:
+    """The version of a VCS checkout pinned to ``commit``: ``0+git.<sha12>`` (``""`` without one)."""
+    return f"{VCS_VERSION_PREFIX}{commit[:12]}" if commit else ""
 
 
 def requirement_version(match: re.Match[str]) -> str:
