@@ -8,6 +8,7 @@ from pathlib import Path
 from envkit.errors import ExitCode
 from envkit.probe.compare import Bands, fmt_rel
 from envkit.probe.many import ManyCompared, compare_n
+from envkit.probe.nway import member_list
 from envkit.result import CommandResult
 
 __all__ = ["compare_many", "nway_text"]
@@ -25,11 +26,6 @@ def compare_many(
     return CommandResult("probe", done.to_json(), lambda: nway_text(done), exit_code=code)
 
 
-def _members(names: Sequence[str]) -> str:
-    shown = ", ".join(names[:MAX_MEMBERS])
-    return shown + (f" … (+{len(names) - MAX_MEMBERS})" if len(names) > MAX_MEMBERS else "")
-
-
 def nway_text(done: ManyCompared) -> str:
     r = done.result
     head = f"{len(r.names)} reports, {len(r.groups)} bitwise group(s)"
@@ -41,7 +37,9 @@ def nway_text(done: ManyCompared) -> str:
     for g in r.groups:
         tag = "majority" if g.majority else "suspect" if g.index in suspects else g.verdict
         diff = f"  {fmt_rel(g.max_rel_diff)} from step {g.first_diff_step}" if g.first_diff_step else ""
-        lines.append(f"  group {g.index:<3} {len(g.members):>5} × {tag:<16}{_members(g.members)}{diff}")
+        lines.append(
+            f"  group {g.index:<3} {len(g.members):>5} × {tag:<16}{member_list(g.members, MAX_MEMBERS)}{diff}"
+        )
     if r.outliers:
         lines.append("outliers (suspects first):")
     for o in r.outliers[:MAX_OUTLIERS]:

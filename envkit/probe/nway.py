@@ -23,11 +23,17 @@ from envkit.probe.compare import Bands, Comparison, check_comparable, compare_re
 from envkit.probe.model import ProbeReport, WorkloadRun
 from envkit.probe.report import Report
 
-__all__ = ["Group", "NWay", "Outlier", "compare_many", "numbers_key"]
+__all__ = ["Group", "NWay", "Outlier", "compare_many", "member_list", "numbers_key"]
 
 PER_TASK = {"CUDA_VISIBLE_DEVICES"}
 OK_VERDICTS = ("identical", "equivalent")
 _RANK = {"suspect": 0, "invalid": 1, "diverged": 2, "precision-drift": 3, "equivalent": 4, "identical": 5}
+
+
+def member_list(names: Sequence[str], limit: int) -> str:
+    """The first ``limit`` names, and how many more: ``a, b, c … (+N)``."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" … (+{len(names) - limit})" if len(names) > limit else "")
 
 
 def _steps_key(res: WorkloadRun) -> tuple[Any, ...]:

@@ -10,18 +10,14 @@ from html import escape
 from envkit.probe.compare import fmt_rel
 from envkit.probe.html import VERDICT_COLORS, line_chart
 from envkit.probe.model import ProbeReport
-from envkit.probe.nway import NWay
+from envkit.probe.nway import NWay, member_list
 
 __all__ = ["render_nway_html"]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 MAX_GROUPS_PLOTTED = 12
+MAX_MEMBERS = 8
 _COLORS = {**VERDICT_COLORS, "suspect": "#b71c1c"}
-
-
-def _members(names: Sequence[str], limit: int = 8) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" … (+{len(names) - limit})" if len(names) > limit else "")
 
 
 def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWay) -> list[str]:
@@ -48,7 +44,7 @@ def render_nway_html(named: Sequence[tuple[str, ProbeReport]], result: NWay) -> 
         f"<tr><td>{g.index}</td><td>{len(g.members)}</td><td>{'majority' if g.majority else ''}</td>"
         f'<td style="color:{_COLORS.get(g.verdict, "#000")}">{escape(g.verdict)}</td>'
         f"<td>{fmt_rel(g.max_rel_diff)}</td><td>{g.first_diff_step or '-'}</td>"
-        f"<td>{escape(_members(g.members))}</td></tr>"
+        f"<td>{escape(member_list(g.members, MAX_MEMBERS))}</td></tr>"
         for g in result.groups
     )
     outliers = "".join(
