@@ -16,6 +16,7 @@ import yaml
 
 __all__ = [
     "ALIAS_OR_DEEP",
+    "C_SAFE_LOADER",
     "DEEP",
     "MAX_DEPTH",
     "BoundedLoader",
@@ -36,7 +37,8 @@ CONSTRUCT_ERRORS = (yaml.YAMLError, ValueError, TypeError, AttributeError, Overf
 _ALIAS = r"(?:^|[\s\[{,:-])[*&][^\s\]},]"
 DEEP = re.compile(r"^ {128}|[\[{]{32}", re.MULTILINE)
 ALIAS_OR_DEEP = re.compile(f"{_ALIAS}|{DEEP.pattern}", re.MULTILINE)
-_C_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's SafeLoader when present (a plain SafeLoader: trusted files, or text checked as above).
+C_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class YamlProblem(Exception):
@@ -125,7 +127,7 @@ def load_bounded_fast(text: str, *, max_bytes: int) -> Any:
     :func:`load_bounded`, so every refusal keeps its message and line.
     """
     if len(text.encode("utf-8", errors="surrogatepass")) <= max_bytes and not DEEP.search(text):
-        loader = _C_SAFE_LOADER(text)
+        loader = C_SAFE_LOADER(text)
         try:
             node = loader.get_single_node()
             if node is None:

@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envkit._io import TooLarge, read_bytes_bounded
-from envkit._yaml import ALIAS_OR_DEEP, YamlProblem, load_bounded
+from envkit._yaml import ALIAS_OR_DEEP, C_SAFE_LOADER, YamlProblem, load_bounded
 from envkit.audit.cvss import cvss3_score, severity_of_score
 from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
 from envkit.errors import AuditError, UsageError
@@ -41,7 +41,6 @@ __all__ = ["OsvDirService", "Record", "affects", "parse_record"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 MAX_RECORD_BYTES = 4 * 1024 * 1024  # the largest PyPA record is ~60 KB; OSV's largest PyPI ones ~1 MB
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _GHSA_SEVERITY: dict[str, Severity] = {
     "LOW": "low",
     "MODERATE": "medium",
@@ -263,7 +262,7 @@ def _load_file(path: Path, display: str) -> Any:
             return json.loads(text)
         if ALIAS_OR_DEEP.search(text):  # the bounded pure-Python loader refuses them with a line
             return load_bounded(text, max_bytes=MAX_RECORD_BYTES)
-        return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a SafeLoader (C or Python)
+        return yaml.load(text, Loader=C_SAFE_LOADER)  # noqa: S506 - a SafeLoader (C or Python)
     except YamlProblem as e:
         where = f"{display}:{e.line}" if e.line else display
         raise AuditError(f"corrupted advisory record {where}: {e.message}", hint=_RESTORE) from e
