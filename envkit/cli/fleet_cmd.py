@@ -103,8 +103,18 @@ def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _nodelist(kw: dict[str, Any]) -> tuple[str, ...]:
+    """--nodelist N1,N2 as node names (empty entries dropped)."""
+    return tuple(n.strip() for n in (kw["nodelist"] or "").split(",") if n.strip())
+
+
+def _store(kw: dict[str, Any]) -> Path:
+    """--store (default $ENVKIT_STORE or the project's), absolute: tasks on other nodes write there."""
+    return Path(kw["store"] or default_store(project_root())).resolve()
+
+
 def _fleet_options(kw: dict[str, Any], store: Path, image: dict[str, Any] | None) -> FleetOptions:
-    nodelist = tuple(n.strip() for n in (kw["nodelist"] or "").split(",") if n.strip())
+    nodelist = _nodelist(kw)
     from envkit.fleet.fanout import FleetOptions
 
     return FleetOptions(
@@ -127,8 +137,7 @@ def _fleet_options(kw: dict[str, Any], store: Path, image: dict[str, Any] | None
 def run_fleet(kw: dict[str, Any], probe: ProbeOptions, image: dict[str, Any] | None = None) -> CommandResult:
     if kw["output"] or kw["no_store"]:
         raise UsageError("a fleet run writes into the store", hint="drop -o/--no-store; use --store DIR")
-    store = kw["store"] or default_store(project_root())
-    opts = _fleet_options(kw, Path(store).resolve(), image)
+    opts = _fleet_options(kw, _store(kw), image)
     scheduler = services().scheduler(kw["scheduler"] or "slurm")
 
     def submitted(run_id: str, run_dir: Path, job_id: str) -> None:
@@ -169,8 +178,8 @@ def emit_k8s(kw: dict[str, Any], probe: ProbeOptions, payload_args: list[str]) -
                 hint=f"push it first: envkit build {image} --push REGISTRY (or give REPO@sha256:…)",
             )
         image = str(pushed["ref"])
-    nodes = tuple(n.strip() for n in (kw["nodelist"] or "").split(",") if n.strip())
-    store = Path(kw["store"] or default_store(project_root())).resolve()
+    nodes = _nodelist(kw)
+    store = _store(kw)
     run_id = fleet_store.check_run_id(kw["run_id"] or fleet_store.new_run_id())
     opts = K8sOptions(
         run_id=run_id, nodes=nodes, image=image, payload_args=tuple(payload_args),

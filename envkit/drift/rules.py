@@ -13,7 +13,6 @@ from importlib import resources
 from typing import Any
 
 import yaml
-from packaging.version import InvalidVersion, Version
 
 from envkit.catalog import load_catalog
 from envkit.drift.compare import spread
@@ -21,6 +20,7 @@ from envkit.drift.duplicates import variants
 from envkit.drift.facts import FACTS, cuda_flavour, major_minor
 from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet, Severity
 from envkit.errors import CatalogError
+from envkit.inventory.collect_env import public_version
 from envkit.inventory.models import Inventory, Package
 
 __all__ = ["ACROSS", "WITHIN", "apply_rules", "load_rules"]
@@ -142,23 +142,16 @@ def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Find
         if len(by) < 2:
             continue
         conda, pip = by["conda"], by["pip"]
-        if view_only and _public(conda.version) == _public(pip.version):
+        if view_only and public_version(conda.version) == public_version(pip.version):
             continue
         if view_only:
             others = [p for p in inv.packages if p.project == project and p.installer == "conda"]
-            if any(_public(p.version) == _public(pip.version) for p in others):
+            if any(public_version(p.version) == public_version(pip.version) for p in others):
                 continue
         detail = f"conda {conda.name} {conda.version} and pip {pip.name} {pip.version}"
         severity: Severity | None = "critical" if project in rule.params.get("critical_for", ()) else None
         found.append(_one(rule, project, inv, detail, detail, severity))
     return found
-
-
-def _public(version: str) -> str:
-    try:
-        return Version(version).public
-    except InvalidVersion:
-        return version
 
 
 def _across(rule: Rule, package: str, values: dict[str, str | None], what: str) -> list[Finding]:

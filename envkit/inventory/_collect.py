@@ -16,7 +16,9 @@ __all__ = [
     "channel_from_url",
     "requirement_version",
     "split_conda_filename",
+    "vcs_version",
     "version_from_url",
+    "without_features",
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
@@ -136,7 +138,12 @@ def version_from_url(url: str) -> str:
     if wheel:
         return wheel[2]
     sha = _GIT_SHA.search(url)
-    return f"{VCS_VERSION_PREFIX}{sha[1][:12]}" if sha else ""
+    return vcs_version(sha[1]) if sha else ""
+
+
+def vcs_version(commit: str) -> str:
+    """The version of a VCS checkout pinned to ``commit``: ``0+git.<sha12>`` (``""`` without one)."""
+    return f"{VCS_VERSION_PREFIX}{commit[:12]}" if commit else ""
 
 
 def requirement_version(match: re.Match[str]) -> str:
@@ -185,3 +192,8 @@ def split_conda_filename(filename: str) -> tuple[str, str, str] | None:
     if len(parts) != 3 or not all(parts):
         return None
     return parts[0], parts[1], parts[2]
+
+
+def without_features(fields: list[str]) -> list[str]:
+    """Drop conda < 4.6's feature column (``[blas_openblas]``, ``[vc14]``): it is not a channel."""
+    return [f for f in fields if not (f.startswith("[") and f.endswith("]"))]

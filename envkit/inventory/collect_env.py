@@ -18,9 +18,9 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.inventory._collect import REQUIREMENT, Collector
+from envkit.inventory._collect import REQUIREMENT, Collector, without_features
 
-__all__ = ["SECTION", "read_collect_env"]
+__all__ = ["SECTION", "public_version", "read_collect_env"]
 
 SECTION = re.compile(r"^\[(pip3?|conda)\]\s+(.*)$")
 _KEYS = {
@@ -90,7 +90,7 @@ def _row(kind: str, row: str, number: int, c: Collector) -> None:
             return
         c.add(match["name"], match["version"], "pip", line=number, env=kind)
         return
-    fields = [f for f in row.split() if not (f.startswith("[") and f.endswith("]"))]
+    fields = without_features(row.split())
     if len(fields) < 2 or len(fields) > 4:
         c.skip(number, f"expected '[conda] name version build [channel]', got {row[:80]!r}")
         return
@@ -120,7 +120,6 @@ def _finish(c: Collector, cudnn_files: list[str], gpus: list[str]) -> None:
                 c.meta["cudnn_candidates"] = ", ".join(versions)
     _header_torch(c)
     _environments(c)
-    c.meta.pop("torch_line", None)
     for key in [k for k in c.meta if k.endswith("_line")]:
         del c.meta[key]
 
@@ -143,11 +142,15 @@ def _environments(c: Collector) -> None:
     pip_env = "pip3" if "pip3" in by_env else "pip"
     pip, conda = by_env.get(pip_env, {}), by_env.get("conda", {})
     shared = sorted(set(pip) & set(conda))
-    differ = [p for p in shared if _public(pip[p]) != _public(conda[p])]
+    differ = [p for p in shared if public_version(pip[p]) != public_version(conda[p])]
     header = c.meta.get("torch")
     active = pip_env if pip else ("conda" if conda else None)
-    if header and conda.get("torch") and _public(conda["torch"]) == _public(header):
-        active = "conda" if not pip.get("torch") or _public(pip["torch"]) != _public(header) else active
+    if header and conda.get("torch") and public_version(conda["torch"]) == public_version(header):
+        active = (
+            "conda"
+            if not pip.get("torch") or public_version(pip["torch"]) != public_version(header)
+            else active
+        )
     if active:
         c.meta["active_env"] = active
     if pip and conda:
@@ -159,7 +162,9 @@ def _environments(c: Collector) -> None:
         other = "conda" if active == pip_env else pip_env
         c.meta["selected"] = f"the [{active}] environment; the [{other}] rows are another environment"
         examples = ", ".join(f"{p} {pip[p]} vs {conda[p]}" for p in differ[:3])
-        ran = header is not None and _public(by_env.get(active or "", {}).get("torch", "")) == _public(header)
+        ran = header is not None and public_version(
+            by_env.get(active or "", {}).get("torch", "")
+        ) == public_version(header)
         why = "its torch is the one collect_env ran with" if ran else "pip precedes conda"
         c.warnings.append(
             f"{c.path}: the [{pip_env}] and [conda] rows disagree on {len(differ)} of {len(shared)} "
@@ -167,6 +172,7 @@ def _environments(c: Collector) -> None:
         )
 
 
-def _public(version: str) -> str:
+def public_version(version: str) -> str:
+    """``version`` without its local part (``2.1.0+cu121`` -> ``2.1.0``); unparsable: as given."""
     parsed = _version(version)
     return parsed.public if parsed else version

@@ -20,8 +20,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from envkit.inventory._collect import Collector, channel_from_url, split_conda_filename
-from envkit.inventory.models import VCS_VERSION_PREFIX
+from envkit.inventory._collect import Collector, channel_from_url, split_conda_filename, vcs_version
 from envkit.inventory.platforms import marker_env, marker_holds, this_platform
 
 __all__ = ["read_pixi_lock", "read_poetry_lock", "read_pylock", "read_uv_lock"]
@@ -207,7 +206,7 @@ def _uv_add(package: Mapping[str, Any], c: Collector) -> None:
     if isinstance(git, str):
         url = git
         sha = git.rsplit("#", 1)[-1] if "#" in git else ""
-        version = version or (f"{VCS_VERSION_PREFIX}{sha[:12]}" if sha else "")
+        version = version or vcs_version(sha)
     c.add(package["name"], version, "pip", line=None, url=str(url) if url else None)
 
 
@@ -236,7 +235,7 @@ def read_pylock(data: Mapping[str, Any], c: Collector) -> None:
         if isinstance(vcs, Mapping):
             url = vcs.get("url")
             commit = str(vcs.get("commit-id") or "")
-            version = version or (f"{VCS_VERSION_PREFIX}{commit[:12]}" if commit else "")
+            version = version or vcs_version(commit)
         c.add(package["name"], version, "pip", line=None, url=str(url) if url else None)
     c.meta["platform"] = platform
     c.meta["python"] = python

@@ -15,6 +15,7 @@ from envkit.inventory._collect import (
     requirement_version,
     split_conda_filename,
     version_from_url,
+    without_features,
 )
 
 __all__ = [
@@ -53,16 +54,11 @@ def read_conda_list(text: str, c: Collector) -> None:
             continue
         if _PROMPT.search(stripped):
             continue
-        fields = _without_features(stripped.split())
+        fields = without_features(stripped.split())
         if len(fields) < 2 or len(fields) > 4 or not fields[1][:1].isdigit():
             c.skip(number, f"expected 'name version [build [channel]]', got {stripped[:80]!r}")
             continue
         _add_conda_row(fields, number, c)
-
-
-def _without_features(fields: list[str]) -> list[str]:
-    """Drop conda < 4.6's feature column (``[blas_openblas]``, ``[vc14]``): it is not a channel."""
-    return [f for f in fields if not (f.startswith("[") and f.endswith("]"))]
 
 
 def _add_conda_row(fields: list[str], number: int, c: Collector, env: str | None = None) -> None:

@@ -97,11 +97,6 @@ def worst(verdicts: Sequence[str]) -> Verdict:
     return max((Verdict(v) for v in verdicts), key=lambda v: v.rank, default=Verdict.IDENTICAL)
 
 
-def _num(value: Any) -> float:
-    """A report number: a float, or the payload's "nan" / "inf" / "-inf" strings (float() reads them)."""
-    return float(value)
-
-
 def typed(report: ProbeReport | Report, source: str) -> ProbeReport:
     """A report as :class:`ProbeReport`: loaded ones already are; a payload's document is parsed once."""
     return report if isinstance(report, ProbeReport) else parse_report(report, source)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from envkit._atomic import write_text_atomic
 from envkit.errors import ReportError
+from envkit.fleet.store import MANIFEST, TASKS
 from envkit.probe.compare import Bands
 from envkit.probe.model import ProbeReport
 from envkit.probe.report import load_report, resolve_report
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
     from envkit.probe.nway import NWay
 
 __all__ = ["ManyCompared", "compare_n", "find_run", "load_run"]
-
-MANIFEST = "run.json"
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ def _failed_tasks(run_dir: Path, have: set[str]) -> list[tuple[str, str]]:
     for task in (manifest.get("result") or {}).get("tasks") or []:
         if task.get("state") != "ok":
             failed[str(task["task"])] = f"{task.get('state')}: {task.get('error') or 'no report'}"
-    for path in sorted((run_dir / ".tasks").glob("*.json")):
+    for path in sorted((run_dir / TASKS).glob("*.json")):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
