@@ -9,15 +9,36 @@ as a mapping key) escape as ``ValueError`` / ``TypeError``. Everything here rais
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
-__all__ = ["MAX_DEPTH", "BoundedLoader", "YamlProblem", "compose_bounded", "construct", "load_bounded"]
+__all__ = [
+    "ALIAS_OR_DEEP",
+    "C_SAFE_LOADER",
+    "DEEP",
+    "MAX_DEPTH",
+    "BoundedLoader",
+    "YamlProblem",
+    "compose_bounded",
+    "construct",
+    "load_bounded",
+    "load_bounded_fast",
+]
 
 MAX_DEPTH = 64  # real specs, env exports and conda-lock files nest fewer than 8 levels
 # What a constructor raises on a malformed scalar (int(), date parsing, base64, hashing a key).
 CONSTRUCT_ERRORS = (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError, RecursionError)
+# Text the bounded loader should read (it refuses aliases and bounds depth, with a line): aliases
+# (*name) and anchors (&name), which the pattern also sees in plain scalars such as conda-lock's
+# ``3.10.* *_cp310`` (so load_bounded_fast checks the node tree for aliases instead), and nesting deep
+# enough to strain a recursive reader (a line indented 64+ levels, flow nesting 32+ deep).
+_ALIAS = r"(?:^|[\s\[{,:-])[*&][^\s\]},]"
+DEEP = re.compile(r"^ {128}|[\[{]{32}", re.MULTILINE)
+ALIAS_OR_DEEP = re.compile(f"{_ALIAS}|{DEEP.pattern}", re.MULTILINE)
+# libyaml's SafeLoader when present (a plain SafeLoader: trusted files, or text checked as above).
+C_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class YamlProblem(Exception):
@@ -96,6 +117,56 @@ def load_bounded(text: str, *, max_bytes: int) -> Any:
         return construct(loader, node)
     finally:
         loader.dispose()
+
+
+def load_bounded_fast(text: str, *, max_bytes: int) -> Any:
+    """:func:`load_bounded`'s result and refusals, composed by libyaml's C loader where that is safe.
+
+    Text over ``max_bytes`` or flagged :data:`DEEP`, text the C loader rejects, and a node tree with
+    an alias (a node reached twice) or nesting deeper than :data:`MAX_DEPTH` all go through
+    :func:`load_bounded`, so every refusal keeps its message and line.
+    """
+    if len(text.encode("utf-8", errors="surrogatepass")) <= max_bytes and not DEEP.search(text):
+        loader = C_SAFE_LOADER(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            if _plain_tree(node):
+                return loader.construct_object(node, deep=True)
+        except CONSTRUCT_ERRORS:
+            pass
+        finally:
+            loader.dispose()
+    return load_bounded(text, max_bytes=max_bytes)
+
+
+def _plain_tree(root: yaml.Node) -> bool:
+    """No node reached twice (an alias) and none deeper than :data:`MAX_DEPTH` (the root is 1).
+
+    Level by level, each level checked for repeats before the next is built, so an alias bomb or a
+    recursive alias stops at its first repeat.
+    """
+    seen: set[int] = set()
+    reached = 0
+    level = [root]
+    for _depth in range(MAX_DEPTH):
+        reached += len(level)
+        seen.update(map(id, level))
+        if len(seen) != reached:
+            return False
+        below: list[yaml.Node] = []
+        for node in level:
+            if isinstance(node, yaml.MappingNode):
+                for key, value in node.value:
+                    below.append(key)
+                    below.append(value)
+            elif isinstance(node, yaml.SequenceNode):
+                below.extend(node.value)
+        if not below:
+            return True
+        level = below
+    return False
 
 
 def _excerpt(node: yaml.Node) -> str:

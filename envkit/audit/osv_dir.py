@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envkit._io import TooLarge, read_bytes_bounded
-from envkit._yaml import YamlProblem, load_bounded
+from envkit._yaml import ALIAS_OR_DEEP, C_SAFE_LOADER, YamlProblem, load_bounded
 from envkit.audit.cvss import cvss3_score, severity_of_score
 from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
 from envkit.errors import AuditError, UsageError
@@ -42,10 +41,6 @@ __all__ = ["OsvDirService", "Record", "affects", "parse_record"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 MAX_RECORD_BYTES = 4 * 1024 * 1024  # the largest PyPA record is ~60 KB; OSV's largest PyPI ones ~1 MB
-# Aliases (*name), anchors (&name), or a line indented 64+ levels / flow nesting 32+ deep: take the
-# bounded loader (refuses aliases, bounds depth); everything else the fast C SafeLoader.
-_ALIAS_OR_DEEP = re.compile(r"(?:^|[\s\[{,:-])[*&][^\s\]},]|^ {128}|[\[{]{32}", re.MULTILINE)
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _GHSA_SEVERITY: dict[str, Severity] = {
     "LOW": "low",
     "MODERATE": "medium",
@@ -265,9 +260,9 @@ def _load_file(path: Path, display: str) -> Any:
         text = read_bytes_bounded(path, MAX_RECORD_BYTES).decode("utf-8")
         if path.suffix == ".json":
             return json.loads(text)
-        if _ALIAS_OR_DEEP.search(text):  # the bounded pure-Python loader refuses them with a line
+        if ALIAS_OR_DEEP.search(text):  # the bounded pure-Python loader refuses them with a line
             return load_bounded(text, max_bytes=MAX_RECORD_BYTES)
-        return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a SafeLoader (C or Python)
+        return yaml.load(text, Loader=C_SAFE_LOADER)  # noqa: S506 - a SafeLoader (C or Python)
     except YamlProblem as e:
         where = f"{display}:{e.line}" if e.line else display
         raise AuditError(f"corrupted advisory record {where}: {e.message}", hint=_RESTORE) from e

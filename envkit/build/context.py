@@ -15,7 +15,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ContextEntry", "ContextFiles", "context_digest", "context_tar", "entry_from_file", "file_sha256"]
+__all__ = [
+    "ContextEntry",
+    "ContextFiles",
+    "context_digest",
+    "context_tar",
+    "entry_from_file",
+    "file_sha256",
+    "tar_info",
+]
 
 FILE_MODE = 0o644
 DIR_MODE = 0o755
@@ -83,9 +91,9 @@ def context_tar(context: ContextFiles) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for directory in _directories(e.path for e in context.entries):
-            tar.addfile(_info(directory, tarfile.DIRTYPE, 0, DIR_MODE))
+            tar.addfile(tar_info(directory, tarfile.DIRTYPE, 0, DIR_MODE))
         for entry in context.entries:
-            info = _info(entry.path, tarfile.REGTYPE, entry.size, FILE_MODE)
+            info = tar_info(entry.path, tarfile.REGTYPE, entry.size, FILE_MODE)
             if entry.data is not None:
                 tar.addfile(info, io.BytesIO(entry.data))
             elif entry.source is not None:
@@ -103,7 +111,8 @@ def _directories(paths: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
-def _info(name: str, kind: bytes, size: int, mode: int) -> tarfile.TarInfo:
+def tar_info(name: str, kind: bytes, size: int, mode: int) -> tarfile.TarInfo:
+    """A reproducible member header: no time, owner or user names (build contexts and packs)."""
     info = tarfile.TarInfo(name)
     info.type = kind
     info.size = size

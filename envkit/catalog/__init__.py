@@ -18,6 +18,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
+from envkit._yaml import C_SAFE_LOADER
 from envkit.catalog.models import (
     BaseImage,
     CudaRelease,
@@ -184,13 +185,10 @@ def _matches(version: str | None, spec: str) -> bool:
     return parsed in SpecifierSet(spec, prereleases=True)
 
 
-# libyaml's SafeLoader when present: the generated frameworks.yaml is ~70 KB (0.8 s in pure Python)
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _read(name: str) -> Any:
     text = resources.files("envkit.catalog").joinpath("data").joinpath(name).read_text("utf-8")
-    return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 (a safe loader)
+    # libyaml when present: the generated frameworks.yaml is ~70 KB (0.8 s in pure Python)
+    return yaml.load(text, Loader=C_SAFE_LOADER)  # noqa: S506 (a safe loader)
 
 
 @functools.cache

@@ -10,7 +10,7 @@ from typing import Any
 
 from envkit import _toml
 from envkit._io import TooLarge, read_text_bounded
-from envkit._yaml import YamlProblem, load_bounded
+from envkit._yaml import YamlProblem, load_bounded_fast
 from envkit.errors import InventoryError
 from envkit.inventory import readers_data as rd
 from envkit.inventory import readers_locks as rl
@@ -204,7 +204,7 @@ def _load_json(text: str, c: Collector) -> Any:
 
 def _load_yaml(text: str, c: Collector) -> Mapping[str, Any]:
     try:
-        data = load_bounded(text, max_bytes=MAX_INVENTORY_BYTES)
+        data = load_bounded_fast(text, max_bytes=MAX_INVENTORY_BYTES)
     except YamlProblem as e:
         raise c.error(e.line, f"invalid YAML: {e.message}") from e
     if not isinstance(data, Mapping):

@@ -26,7 +26,7 @@ with warnings.catch_warnings():  # conda-lock's vendored conda warns about itsel
 
 from pydantic import ValidationError
 
-from envkit._yaml import YamlProblem, load_bounded
+from envkit._yaml import YamlProblem, load_bounded_fast
 from envkit.errors import LockError
 from envkit.lock.solver import CondaPackage, PipPackage
 from envkit.spec.models import ARCHES
@@ -156,7 +156,7 @@ def parse_conda_lock(text: str | bytes, where: str) -> LockContents:
     """
     try:
         body = text.decode("utf-8") if isinstance(text, bytes) else text
-        data = load_bounded(body, max_bytes=MAX_LOCK_BYTES)  # no aliases, bounded size and depth
+        data = load_bounded_fast(body, max_bytes=MAX_LOCK_BYTES)  # no aliases, bounded size and depth
     except UnicodeDecodeError as e:
         raise LockError(f"{where}: not UTF-8 text (byte {e.start})", hint=_HINT) from e
     except YamlProblem as e:

@@ -19,7 +19,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from envkit.build.context import file_sha256
+from envkit.build.context import FILE_MODE, file_sha256, tar_info
 from envkit.errors import PackError, PackMismatch
 from envkit.pack.collect import Collected, PackRequest, bootstrap_path, conda_path, requirement_hashes
 from envkit.pack.manifest import MANIFEST, PackManifest
@@ -37,25 +37,17 @@ def write_pack(collected: Collected, out: Path) -> str:
     try:
         with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
             manifest = collected.manifest.to_json().encode("utf-8")
-            tar.addfile(_info(MANIFEST, len(manifest)), io.BytesIO(manifest))
+            tar.addfile(tar_info(MANIFEST, tarfile.REGTYPE, len(manifest), FILE_MODE), io.BytesIO(manifest))
             for entry in collected.manifest.files:
                 source = collected.sources[entry.path]
                 if file_sha256(source) != entry.sha256:  # the cache changed under us
                     raise PackError(f"{source} changed while packing", hint="run `envkit pack` again")
                 with source.open("rb") as data:
-                    tar.addfile(_info(entry.path, entry.size), data)
+                    tar.addfile(tar_info(entry.path, tarfile.REGTYPE, entry.size, FILE_MODE), data)
         tmp.replace(out)
     finally:
         tmp.unlink(missing_ok=True)
     return file_sha256(out)
-
-
-def _info(name: str, size: int) -> tarfile.TarInfo:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode, info.mtime = size, 0o644, 0
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    return info
 
 
 def open_pack(pack: Path, request: PackRequest, cache_root: Path) -> Collected:

@@ -21,7 +21,6 @@ __all__ = [
     "DockerfileInputs",
     "RenderedImage",
     "generated_header",
-    "is_generated",
     "render_image",
     "write_image",
 ]
@@ -95,11 +94,6 @@ def _ours_or_absent(path: Path) -> bool:
     except OSError:
         return False
     return _MARK in head.lower()
-
-
-def is_generated(path: Path) -> bool:
-    """``path`` holds a file that envkit generated (its header says so in the first bytes)."""
-    return path.is_file() and _ours_or_absent(path)
 
 
 def _readme(loaded: LoadedSpec, catalog: Catalog, inputs: DockerfileInputs) -> str:
