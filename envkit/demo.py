@@ -119,7 +119,7 @@ def conda_pack_step(project: Path) -> list[str]:
 
 def docker_reachable() -> bool:
     try:
-        from envkit.build.docker_api import DockerEngine
+        from envkit.engine.docker_api import DockerEngine
 
         DockerEngine(timeout=5).images("io.envkit.name")
     except Exception:  # noqa: BLE001 - any failure means "no engine"
@@ -204,7 +204,7 @@ def demo_image() -> str | None:
     """The demo image ``image_step`` built (an envkit image named demo-*), or None."""
     if not docker_reachable():
         return None
-    from envkit.build.docker_api import DockerEngine
+    from envkit.engine.docker_api import DockerEngine
 
     names = {i.labels.get("io.envkit.name", "") for i in DockerEngine(timeout=5).images("io.envkit.name")}
     demos = sorted(n for n in names if n.startswith("demo"))

@@ -21,8 +21,8 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.audit.core import Finding
 from envkit.audit.service import Severity
-from envkit.build.engine import ImageInfo
 from envkit.catalog import Catalog
+from envkit.engine.protocol import ImageInfo
 from envkit.errors import CatalogError, LockError
 from envkit.inventory.models import Inventory
 from envkit.lock import LockState

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit import _proc
-from envkit.build.engine import ContainerEngine, ImageInfo
 from envkit.catalog import load_catalog
+from envkit.engine.protocol import ContainerEngine, ImageInfo
 from envkit.errors import EngineError, UsageError
 
 __all__ = [

@@ -22,11 +22,11 @@ from typing import TextIO
 
 from envkit import __version__, _proc
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
-from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
 from envkit.build.locks import Locker, lock_state
 from envkit.build.offline_conda import PackedContext, packed_context
 from envkit.build.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.catalog import Catalog
+from envkit.engine.protocol import BuildEvent, ContainerEngine, ImageInfo
 from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
 from envkit.lock import LockState
 from envkit.pack.collect import INSTALLER, PackProgress

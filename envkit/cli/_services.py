@@ -19,10 +19,10 @@ from envkit import _proc
 if TYPE_CHECKING:
     from envkit.audit.service import VulnService
     from envkit.build.builder import Builder
-    from envkit.build.engine import ContainerEngine
     from envkit.build.locks import EnvLocker
-    from envkit.build.transport import ImageTransport
     from envkit.catalog import Catalog
+    from envkit.engine.protocol import ContainerEngine
+    from envkit.engine.transport import ImageTransport
     from envkit.fleet.scheduler import Scheduler
     from envkit.lock.solver import CondaSolver, PipResolver
     from envkit.pack.fetch import Fetcher
@@ -31,14 +31,14 @@ __all__ = ["Services"]
 
 
 def _docker_engine() -> ContainerEngine:
-    from envkit.build.docker_api import DockerEngine
+    from envkit.engine.docker_api import DockerEngine
 
     return DockerEngine()
 
 
 def _docker_transport(engine: ContainerEngine) -> ImageTransport:
-    from envkit.build.docker_api import DockerEngine
-    from envkit.build.docker_transport import DockerTransport
+    from envkit.engine.docker_api import DockerEngine
+    from envkit.engine.docker_transport import DockerTransport
 
     if not isinstance(engine, DockerEngine):
         raise TypeError("the Docker transport needs the Docker engine")

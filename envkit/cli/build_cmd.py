@@ -12,12 +12,12 @@ from rich.markup import escape
 
 from envkit.build.bootstrap import DEFAULT_PACKAGES, bootstrap_image
 from envkit.build.builder import BuildOptions, BuildResult
-from envkit.build.engine import BuildEvent, ContainerEngine
 from envkit.build.images import list_images
-from envkit.build.push import check_registry, push_image
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root, services, shown
+from envkit.engine.protocol import BuildEvent, ContainerEngine
+from envkit.engine.push import check_registry, push_image
 from envkit.errors import BuildFailed, ProbeError, UsageError
 from envkit.probe.core import probe
 from envkit.probe.report import default_store

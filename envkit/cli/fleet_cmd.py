@@ -169,7 +169,7 @@ def emit_k8s(kw: dict[str, Any], probe: ProbeOptions, payload_args: list[str]) -
         raise UsageError("--k8s runs an image", hint="--image REGISTRY/REPO@sha256:… (see build --push)")
     image = str(kw["image"])
     if "@sha256:" not in image:
-        from envkit.build.push import read_pushed
+        from envkit.engine.push import read_pushed
 
         pushed = read_pushed(project_root(), image.removeprefix("envkit/").split(":", 1)[0])
         if pushed is None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from envkit.build.engine import ContainerEngine
-from envkit.build.push import read_pushed
-from envkit.build.transport import ImageTransport
+from envkit.engine.protocol import ContainerEngine
+from envkit.engine.push import read_pushed
+from envkit.engine.transport import ImageTransport
 from envkit.errors import ProbeError
 from envkit.probe.core import resolve_image
 

@@ -48,8 +48,8 @@ Probe = Callable[[ProbeOptions, str], Report]
 
 def _image_probe(image: Mapping[str, Any], node: str) -> Probe:
     """Run in the run's image on this node's engine; make the image present first, by digest."""
-    from envkit.build.docker_api import DockerEngine
-    from envkit.build.docker_transport import DockerTransport
+    from envkit.engine.docker_api import DockerEngine
+    from envkit.engine.docker_transport import DockerTransport
 
     engine = DockerEngine()
     transport = DockerTransport(engine)

@@ -25,7 +25,7 @@ from envkit.probe.report import (
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 
 if TYPE_CHECKING:
-    from envkit.build.engine import ContainerEngine
+    from envkit.engine.protocol import ContainerEngine
 
 __all__ = ["Compared", "ProbeRun", "compare", "probe", "resolve_image", "summarize"]
 

@@ -21,7 +21,7 @@ from envkit.errors import ProbeError, ReportError
 from envkit.probe.report import Report, validate_report
 
 if TYPE_CHECKING:
-    from envkit.build.engine import ContainerEngine
+    from envkit.engine.protocol import ContainerEngine
 
 __all__ = ["PAYLOAD_DIR", "ProbeOptions", "merge_parts", "payload_argv", "run_in_image", "run_on_host"]
 
@@ -180,7 +180,7 @@ def run_in_image(
         "ENVKIT_IMAGE_TAGS": ",".join(info.tags),
     }
     script = 'exec "$(command -v python3 || command -v python)" "$0" "$@"'
-    from envkit.build.engine import Mount
+    from envkit.engine.protocol import Mount
 
     mounts = [Mount(str(PAYLOAD_DIR), CONTAINER_PAYLOAD, read_only=True)]
 

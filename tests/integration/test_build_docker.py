@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from envkit.build.bootstrap import bootstrap_image
-from envkit.build.docker_api import DockerEngine
 from envkit.cli import main
+from envkit.engine.docker_api import DockerEngine
 from envkit.lock import current_lock
 from envkit.probe.compare import compare_reports
 from envkit.probe.runner import ProbeOptions, run_on_host

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 
 from envkit.build.bootstrap import bootstrap_image
-from envkit.build.docker_api import DockerEngine
 from envkit.cli import main
+from envkit.engine.docker_api import DockerEngine
 from envkit.lock import current_lock
 from envkit.pack.testing import (
     ArchivePackage,

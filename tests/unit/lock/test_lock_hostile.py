@@ -264,8 +264,8 @@ def test_frozen_build_refuses_a_truncated_requirements_lock_and_never_installs_u
     project: Path,
 ) -> None:
     from envkit.build.builder import Builder, BuildOptions
-    from envkit.build.fake import FakeEngine
     from envkit.build.locks import EnvLocker
+    from envkit.engine.fake import FakeEngine
     from envkit.errors import UsageError
 
     out = _lock(project)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from envkit.build.builder import Builder, BuildOptions
-from envkit.build.fake import FakeEngine
 from envkit.build.locks import EnvLocker
 from envkit.catalog import Catalog
+from envkit.engine.fake import FakeEngine
 from envkit.errors import ExitCode, PackMismatch
 from envkit.pack.core import PackOptions, pack_environment
 from envkit.pack.fetch import UrlFetcher

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from envkit import _proc
-from envkit.build.engine import RunResult
-from envkit.build.fake import FakeEngine, FakeRun
 from envkit.cli import Services, main
+from envkit.engine.fake import FakeEngine, FakeRun
+from envkit.engine.protocol import RunResult
 from envkit.errors import ProbeError
 from envkit.probe.compare import compare_reports
 from envkit.probe.html import render_html

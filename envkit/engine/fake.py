@@ -1,4 +1,4 @@
-"""An in-memory :class:`~envkit.build.engine.ContainerEngine` for unit tests (like httpx's MockTransport).
+"""An in-memory :class:`~envkit.engine.protocol.ContainerEngine` for unit tests (like httpx's MockTransport).
 
 It records every call, keeps an ``images`` dict (tag -> ImageInfo), can be told
 to fail a build (``build_error``) or to be unreachable (``unavailable``), and
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from envkit.build.engine import BuildEvent, ImageInfo, Mount, RunResult
+from envkit.engine.protocol import BuildEvent, ImageInfo, Mount, RunResult
 from envkit.errors import BuildFailed, EngineError, EngineUnavailable
 from envkit.render.dockerfile import BUILDER_OF_LABEL, STAGE_LABEL
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit._atomic import write_text_atomic
-from envkit.build.transport import ImageTransport, Pushed
+from envkit.engine.transport import ImageTransport, Pushed
 from envkit.errors import UsageError
 
 __all__ = ["check_registry", "push_image", "pushed_path", "read_pushed"]

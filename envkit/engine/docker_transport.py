@@ -14,8 +14,8 @@ from typing import Any
 import docker.errors
 import requests.exceptions
 
-from envkit.build.docker_api import DockerEngine, translate_error
-from envkit.build.transport import Pushed
+from envkit.engine.docker_api import DockerEngine, translate_error
+from envkit.engine.transport import Pushed
 from envkit.errors import EngineError
 
 __all__ = ["DockerTransport"]
@@ -40,7 +40,7 @@ def _errors(stream: Iterable[dict[str, Any]], what: str) -> list[dict[str, Any]]
 
 
 class DockerTransport:
-    """:class:`~envkit.build.transport.ImageTransport` on the engine of a :class:`DockerEngine`."""
+    """:class:`~envkit.engine.transport.ImageTransport` on the engine of a :class:`DockerEngine`."""
 
     def __init__(self, engine: DockerEngine) -> None:
         self.api = engine.api

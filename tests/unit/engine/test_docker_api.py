@@ -9,7 +9,7 @@ import docker.errors
 import pytest
 import requests.exceptions
 
-from envkit.build.docker_api import DockerEngine, build_failure, translate_error
+from envkit.engine.docker_api import DockerEngine, build_failure, translate_error
 from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable
 
 

@@ -3,7 +3,7 @@
 A fleet probe runs the same image on every node, by digest: ``envkit build NAME --push REGISTRY``
 pushes it and records the registry's manifest digest; without a registry the image is saved once
 into the shared store and loaded on each node, checked by its image id (the sha256 of its config).
-:class:`envkit.build.docker_transport.DockerTransport` is the Engine API adapter; :class:`FakeTransport`
+:class:`envkit.engine.docker_transport.DockerTransport` is the Engine API adapter; :class:`FakeTransport`
 serves unit tests.
 """
 

@@ -21,8 +21,8 @@ import docker.errors
 import docker.types
 import requests.exceptions
 
-from envkit.build.engine import BuildEvent, ImageInfo, Mount, RunResult
-from envkit.build.pip_messages import PIP_NO_MATCH
+from envkit.engine.pip_messages import PIP_NO_MATCH
+from envkit.engine.protocol import BuildEvent, ImageInfo, Mount, RunResult
 from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable
 from envkit.render.dockerfile import BUILDER_OF_LABEL, STAGE_LABEL
 
@@ -162,7 +162,7 @@ def build_failure(error: str, tail: Sequence[str]) -> BuildFailed:
 
 
 class DockerEngine:
-    """:class:`~envkit.build.engine.ContainerEngine` on the Docker Engine API."""
+    """:class:`~envkit.engine.protocol.ContainerEngine` on the Docker Engine API."""
 
     def __init__(self, client: Any | None = None, *, timeout: int = 60) -> None:
         if client is None:
