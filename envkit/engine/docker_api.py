@@ -22,9 +22,8 @@ import docker.types
 import requests.exceptions
 
 from envkit.engine.pip_messages import PIP_NO_MATCH
-from envkit.engine.protocol import BuildEvent, ImageInfo, Mount, RunResult
+from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL, BuildEvent, ImageInfo, Mount, RunResult
 from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable
-from envkit.render.dockerfile import BUILDER_OF_LABEL, STAGE_LABEL
 
 __all__ = ["DockerEngine", "build_failure", "translate_error"]
 

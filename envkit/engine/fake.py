@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from envkit.engine.protocol import BuildEvent, ImageInfo, Mount, RunResult
+from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL, BuildEvent, ImageInfo, Mount, RunResult
 from envkit.errors import BuildFailed, EngineError, EngineUnavailable
-from envkit.render.dockerfile import BUILDER_OF_LABEL, STAGE_LABEL
 
 __all__ = ["FakeBuild", "FakeEngine", "FakeRun", "failing"]
 
