@@ -16,9 +16,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from envkit.build.locks import EnvLocker, ensure_fresh_lock
 from envkit.catalog import OfflineInstaller, load_catalog
 from envkit.lock.conda import RattlerSolver
+from envkit.lock.fresh import EnvLocker, ensure_fresh_lock
 from envkit.lock.testing import FakePipResolver
 from envkit.pack.archive import open_pack, write_pack
 from envkit.pack.collect import collect

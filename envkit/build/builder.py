@@ -7,7 +7,7 @@ full log is in ``.envkit/logs/NAME-<hash12>.log``. The builder stage's image
 (left untagged by the legacy builder) is removed after every build.
 
 The image always installs from a fresh lock (``images/NAME/``, see
-:mod:`envkit.build.locks`): a missing or stale lock is solved first, or refused
+:mod:`envkit.lock.fresh`): a missing or stale lock is solved first, or refused
 with ``--frozen``.
 """
 
@@ -22,13 +22,13 @@ from typing import TextIO
 
 from envkit import __version__, _proc
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
-from envkit.build.locks import Locker, lock_state
 from envkit.build.offline_conda import PackedContext, packed_context
 from envkit.build.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.catalog import Catalog
 from envkit.engine.protocol import BuildEvent, ContainerEngine, ImageInfo
 from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
 from envkit.lock import LockState
+from envkit.lock.fresh import Locker, lock_state
 from envkit.pack.collect import INSTALLER, PackProgress
 from envkit.pack.fetch import Fetcher, UrlFetcher
 from envkit.pack.request import pack_request

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit.build.builder import CONTEXT_LABEL, NAME_LABEL, image_repo
-from envkit.build.locks import lock_state
 from envkit.catalog import Catalog
 from envkit.engine.protocol import ContainerEngine
 from envkit.errors import EnvkitError
+from envkit.lock.fresh import lock_state
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL
 from envkit.spec.load import SPEC_DIR, load_spec
 

@@ -19,11 +19,11 @@ from envkit import _proc
 if TYPE_CHECKING:
     from envkit.audit.service import VulnService
     from envkit.build.builder import Builder
-    from envkit.build.locks import EnvLocker
     from envkit.catalog import Catalog
     from envkit.engine.protocol import ContainerEngine
     from envkit.engine.transport import ImageTransport
     from envkit.fleet.scheduler import Scheduler
+    from envkit.lock.fresh import EnvLocker
     from envkit.lock.solver import CondaSolver, PipResolver
     from envkit.pack.fetch import Fetcher
 
@@ -105,7 +105,7 @@ class Services:
         return self.solver_factory()
 
     def locker(self, catalog: Catalog) -> EnvLocker:
-        from envkit.build.locks import EnvLocker
+        from envkit.lock.fresh import EnvLocker
 
         return EnvLocker(catalog, *self.solvers())
 

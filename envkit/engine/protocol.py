@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["BUILDER_OF_LABEL", "STAGE_LABEL", "BuildEvent", "ContainerEngine", "ImageInfo", "Mount", "RunResult"]
+__all__ = [
+    "BUILDER_OF_LABEL",
+    "STAGE_LABEL",
+    "BuildEvent",
+    "ContainerEngine",
+    "ImageInfo",
+    "Mount",
+    "RunResult",
+]
 
 # The builder stage's image is left untagged by the legacy builder; these labels (written by
 # envkit.render.dockerfile) let `envkit build` find and remove it (a different key than

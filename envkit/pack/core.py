@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envkit import _proc
-from envkit.build.locks import Locker, ensure_fresh_lock
 from envkit.catalog import Catalog
+from envkit.lock.fresh import Locker, ensure_fresh_lock
 from envkit.pack.archive import write_pack
 from envkit.pack.collect import PackProgress, collect
 from envkit.pack.fetch import Fetcher

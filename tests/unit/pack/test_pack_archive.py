@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from envkit.build.locks import EnvLocker, ensure_fresh_lock
 from envkit.catalog import Catalog
 from envkit.errors import ExitCode, PackError, PackMismatch
+from envkit.lock.fresh import EnvLocker, ensure_fresh_lock
 from envkit.pack.archive import open_pack
 from envkit.pack.core import PackOptions, PackResult, pack_environment
 from envkit.pack.fetch import FakeFetcher, UrlFetcher

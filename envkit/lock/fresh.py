@@ -15,7 +15,9 @@ from typing import Protocol
 
 from envkit.catalog import Catalog
 from envkit.errors import LockError, UsageError
-from envkit.lock import CondaSolver, LockState, PipResolver, current_lock, lock_environment
+from envkit.lock.locker import current_lock, lock_environment
+from envkit.lock.lockset import LockState
+from envkit.lock.solver import CondaSolver, PipResolver
 from envkit.spec.load import LoadedSpec, image_dir
 
 __all__ = ["EnvLocker", "Locker", "ensure_fresh_lock", "lock_state"]
