@@ -26,9 +26,9 @@ from envkit.build.offline_conda import PackedContext, packed_context
 from envkit.build.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.catalog import Catalog
 from envkit.engine.protocol import BuildEvent, ContainerEngine, ImageInfo
-from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
+from envkit.errors import BuildFailed, EngineError, UsageError
 from envkit.lock import LockState
-from envkit.lock.fresh import Locker, lock_state
+from envkit.lock.fresh import Locker, ensure_fresh_lock
 from envkit.pack.collect import INSTALLER, PackProgress
 from envkit.pack.fetch import Fetcher, UrlFetcher
 from envkit.pack.request import pack_request
@@ -143,9 +143,16 @@ class Builder:
     ) -> BuildPlan:
         spec = loaded.spec
         warnings: list[str] = []
-        relocked = not (lock := lock_state(self.root, loaded)).fresh
-        if relocked:
-            lock = self._lock(loaded, lock, options, warnings, on_event)
+
+        def solving(stale: LockState) -> None:
+            if on_event:
+                on_event(BuildEvent(f"locking {spec.name} (the lock is {stale.status})", step="lock"))
+
+        lock, was = ensure_fresh_lock(
+            self.root, loaded, self.locker, frozen=options.frozen, verb="build", on_solve=solving
+        )
+        if was is not None:
+            warnings.append(f"{spec.name}: the lock was {was.status}; locked it now (images/{spec.name}/)")
         offline = options.offline or spec.offline or options.pack is not None
         # the bytes the lock was verified from: never a second read of images/NAME/
         lock_files = lock.lock.install_files if lock.lock is not None else {}
@@ -191,7 +198,15 @@ class Builder:
         if inputs.lock_sha256:
             build_labels[LOCK_LABEL] = inputs.lock_sha256
         return BuildPlan(
-            spec.name, context, build_labels, offline, lock, wheelhouse, tuple(warnings), relocked, packed
+            spec.name,
+            context,
+            build_labels,
+            offline,
+            lock,
+            wheelhouse,
+            tuple(warnings),
+            was is not None,
+            packed,
         )
 
     def _packed(
@@ -215,39 +230,6 @@ class Builder:
             request, self.root / ".envkit" / "cache", self.fetcher, pack=options.pack,
             pip_runner=self.pip_runner, on_progress=progress,
         )  # fmt: skip
-
-    def _lock(
-        self,
-        loaded: LoadedSpec,
-        lock: LockState,
-        options: BuildOptions,
-        warnings: list[str],
-        on_event: EventSink | None,
-    ) -> LockState:
-        """Solve a missing or stale lock now (``--frozen`` refuses); return the fresh state."""
-        name = loaded.spec.name
-        if options.frozen:
-            raise UsageError(
-                f"--frozen: {name} has no fresh lock ({lock.status}: {lock.reason})",
-                hint=f"run `envkit lock {name}` and commit images/{name}/, or build without --frozen",
-            )
-        if on_event:
-            on_event(BuildEvent(f"locking {name} (the lock is {lock.status})", step="lock"))
-        try:
-            locked = self.locker.lock(loaded, image_dir(self.root, name))
-        except SolverFailed as e:
-            raise SolverFailed(
-                f"cannot build {name}: the lock is {lock.status} and locking failed: {e.message}",
-                hint=f"{e.hint}; or run `envkit lock {name}` where the channels are reachable, commit "
-                f"images/{name}/ and build with --frozen",
-            ) from e
-        if not locked.fresh:
-            raise LockError(
-                f"locking {name} did not give a fresh lock ({locked.reason})",
-                hint=f"run `envkit lock {name}` and read its output",
-            )
-        warnings.append(f"{name}: the lock was {lock.status}; locked it now (images/{name}/)")
-        return locked
 
     # -- building ---------------------------------------------------------------------------
 

@@ -9,12 +9,13 @@ composition root (:class:`envkit.cli.Services`) passes py-rattler + uv; unit tes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from envkit.catalog import Catalog
-from envkit.errors import LockError, UsageError
+from envkit.errors import LockError, SolverFailed, UsageError
 from envkit.lock.locker import current_lock, lock_environment
 from envkit.lock.lockset import LockState
 from envkit.lock.solver import CondaSolver, PipResolver
@@ -46,24 +47,42 @@ class EnvLocker:
 
 
 def ensure_fresh_lock(
-    root: Path, loaded: LoadedSpec, locker: Locker, *, frozen: bool = False
-) -> tuple[LockState, bool]:
-    """The fresh lock of ``loaded``, solving it first when missing or stale; ``(state, relocked)``.
+    root: Path,
+    loaded: LoadedSpec,
+    locker: Locker,
+    *,
+    frozen: bool = False,
+    verb: str = "pack",
+    on_solve: Callable[[LockState], None] | None = None,
+) -> tuple[LockState, LockState | None]:
+    """The fresh lock of ``loaded``, solving it first when missing or stale: ``(fresh, was)``.
 
-    ``frozen`` refuses instead of solving (what ``envkit build --frozen`` and ``envkit pack
-    --frozen`` do). Errors: :class:`UsageError` (frozen), the locker's :class:`LockError`.
+    ``was`` is the missing or stale state that was solved (None when the lock was fresh);
+    ``on_solve`` hears of it before the solver starts. ``frozen`` refuses instead of solving
+    (what ``envkit build --frozen`` and ``envkit pack --frozen`` do); ``verb`` names the command in
+    messages. Errors: :class:`UsageError` (frozen), the locker's :class:`SolverFailed` (with what
+    to do instead) and :class:`LockError`.
     """
     state = lock_state(root, loaded)
     if state.fresh:
-        return state, False
+        return state, None
     name = loaded.spec.name
     if frozen:
         raise UsageError(
             f"--frozen: {name} has no fresh lock ({state.status}: {state.reason})",
-            hint=f"run `envkit lock {name}` and commit images/{name}/, or drop --frozen",
+            hint=f"run `envkit lock {name}` and commit images/{name}/, or {verb} without --frozen",
         )
-    locked = locker.lock(loaded, image_dir(root, name))  # verified as written: no second read
+    if on_solve is not None:
+        on_solve(state)
+    try:
+        locked = locker.lock(loaded, image_dir(root, name))  # verified as written: no second read
+    except SolverFailed as e:
+        raise SolverFailed(
+            f"cannot {verb} {name}: the lock is {state.status} and locking failed: {e.message}",
+            hint=f"{e.hint}; or run `envkit lock {name}` where the channels are reachable, commit "
+            f"images/{name}/ and {verb} with --frozen",
+        ) from e
     if not locked.fresh:
         raise LockError(f"locking {name} did not give a fresh lock ({locked.reason})",
                         hint=f"run `envkit lock {name}` and read its output")  # fmt: skip
-    return locked, True
+    return locked, state

@@ -71,7 +71,7 @@ def pack_environment(
     on_progress: Callable[[PackProgress], None] | None = None,
 ) -> PackResult:
     start = time.monotonic()
-    lock, relocked = ensure_fresh_lock(root, loaded, locker, frozen=options.frozen)
+    lock, was = ensure_fresh_lock(root, loaded, locker, frozen=options.frozen)
     request = pack_request(loaded, lock, image_dir(root, loaded.spec.name), catalog, options.find_links)
     collected = collect(
         request, root / ".envkit" / "cache", fetcher, pip_runner=pip_runner, on_progress=on_progress
@@ -90,7 +90,7 @@ def pack_environment(
         downloaded=collected.downloaded,
         reused=collected.reused,
         lock_sha256=request.lock_sha256,
-        lock="locked" if relocked else "fresh",
+        lock="locked" if was is not None else "fresh",
         seconds=round(time.monotonic() - start, 3),
         platforms=request.platforms,
     )

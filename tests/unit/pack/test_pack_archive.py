@@ -132,7 +132,7 @@ def test_open_pack_verifies_against_the_lock(
     # a pack of the older lock no longer fits once the spec (and so the lock) changed
     write_conda_spec(root, channel.resolve().as_uri(), conda="tinylib 1.3.*")
     relocked, again = ensure_fresh_lock(root, load_spec(root / "environments" / "ctiny.yaml"), locker)
-    assert again
+    assert again is not None and again.status == "stale"
     newer = pack_request(
         load_spec(root / "environments" / "ctiny.yaml"), relocked, image_dir(root, "ctiny"), catalog
     )
