@@ -92,7 +92,7 @@ base_image: envkit/debian-python:bookworm
 
 def conda_pack_step(project: Path) -> list[str]:
     """Pack the conda demo environment and build it from the pack with no network (~30 s)."""
-    from envkit.pack.testing import make_real_channel, noarch_python, venv_python
+    from envkit.offline.testing import make_real_channel, noarch_python, venv_python
 
     channel = (OUT / "conda-channel").resolve()
     if not (channel / "noarch" / "repodata.json").is_file():  # archives are kept: the lock pins their hashes

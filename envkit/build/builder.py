@@ -21,18 +21,18 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit import __version__, _proc
-from envkit.build.context import ContextEntry, ContextFiles, context_tar
-from envkit.build.offline_conda import PackedContext, packed_context
-from envkit.build.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.catalog import Catalog
 from envkit.engine.protocol import BuildEvent, ContainerEngine, ImageInfo
 from envkit.errors import BuildFailed, EngineError, UsageError
 from envkit.lock import LockState
 from envkit.lock.fresh import Locker, ensure_fresh_lock
-from envkit.pack.collect import INSTALLER, PackProgress
-from envkit.pack.fetch import Fetcher, UrlFetcher
-from envkit.pack.request import pack_request
+from envkit.offline.collect import INSTALLER, PackProgress
+from envkit.offline.fetch import Fetcher, UrlFetcher
+from envkit.offline.packed import PackedContext, packed_context
+from envkit.offline.request import pack_request
+from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.render import render_image
+from envkit.render.context import ContextEntry, ContextFiles, context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.spec.load import LoadedSpec, image_dir
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from envkit.fleet.scheduler import Scheduler
     from envkit.lock.fresh import EnvLocker
     from envkit.lock.solver import CondaSolver, PipResolver
-    from envkit.pack.fetch import Fetcher
+    from envkit.offline.fetch import Fetcher
 
 __all__ = ["Services"]
 
@@ -64,7 +64,7 @@ def _vuln_service(db: Path, online: bool) -> VulnService:
 
 
 def _fetcher() -> Fetcher:
-    from envkit.pack.fetch import UrlFetcher
+    from envkit.offline.fetch import UrlFetcher
 
     return UrlFetcher()
 

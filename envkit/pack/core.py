@@ -3,7 +3,7 @@
 From the fresh lock (solved first when missing or stale, as ``envkit build`` does): every conda
 package of the lock for the spec's platforms, every wheel of requirements.lock and the installer
 wheel the offline builder stage runs, each checked against its sha256 while downloading
-(:mod:`envkit.pack.collect`), then one byte-stable tar with a manifest (:mod:`envkit.pack.archive`).
+(:mod:`envkit.offline.collect`), then one byte-stable tar with a manifest (:mod:`envkit.offline.archive`).
 Downloads are cached under ``.envkit/cache``: packing an unchanged lock again downloads nothing
 and writes the same bytes. A hash mismatch stops with exit 3 naming the package and URL, and
 leaves no tarball.
@@ -19,10 +19,10 @@ from pathlib import Path
 from envkit import _proc
 from envkit.catalog import Catalog
 from envkit.lock.fresh import Locker, ensure_fresh_lock
-from envkit.pack.archive import write_pack
-from envkit.pack.collect import PackProgress, collect
-from envkit.pack.fetch import Fetcher
-from envkit.pack.request import pack_request
+from envkit.offline.archive import write_pack
+from envkit.offline.collect import PackProgress, collect
+from envkit.offline.fetch import Fetcher
+from envkit.offline.request import pack_request
 from envkit.spec.load import LoadedSpec, image_dir
 
 __all__ = ["PackOptions", "PackResult", "default_pack_path", "pack_environment"]

@@ -38,7 +38,7 @@ USER_UID = 10001
 SPEC_LABEL = "io.envkit.spec-sha256"  # envkit.spec.load.spec_hash of the spec
 LOCK_LABEL = "io.envkit.lock-sha256"  # digest over the lock set (envkit.lock.Lock.sha256)
 _CONTEXT = "/tmp/envkit"
-_PACK_CHANNEL = "channel"  # envkit.pack.collect.CHANNEL: the packed local channel in the context
+_PACK_CHANNEL = "channel"  # envkit.offline.collect.CHANNEL: the packed local channel in the context
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from envkit.build.bootstrap import bootstrap_image
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
 from envkit.lock import current_lock
-from envkit.pack.testing import (
+from envkit.offline.testing import (
     ArchivePackage,
     make_real_channel,
     noarch_python,

@@ -18,8 +18,8 @@ from envkit.catalog import Catalog
 from envkit.engine.fake import FakeEngine
 from envkit.errors import ExitCode, PackMismatch
 from envkit.lock.fresh import EnvLocker
+from envkit.offline.fetch import UrlFetcher
 from envkit.pack.core import PackOptions, pack_environment
-from envkit.pack.fetch import UrlFetcher
 from envkit.spec.load import LoadedSpec, load_spec
 from tests.unit.pack.conftest import INSTALLER, InstallerPip, write_conda_spec
 

@@ -19,10 +19,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from envkit.build.context import FILE_MODE, file_sha256, tar_info
 from envkit.errors import PackError, PackMismatch
-from envkit.pack.collect import Collected, PackRequest, bootstrap_path, conda_path, requirement_hashes
-from envkit.pack.manifest import MANIFEST, PackManifest
+from envkit.offline.collect import Collected, PackRequest, bootstrap_path, conda_path, requirement_hashes
+from envkit.offline.manifest import MANIFEST, PackManifest
+from envkit.render.context import FILE_MODE, file_sha256, tar_info
 
 __all__ = ["open_pack", "verify_against_lock", "write_pack"]
 

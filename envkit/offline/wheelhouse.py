@@ -22,9 +22,9 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from envkit import _proc
 from envkit._atomic import write_text_atomic
-from envkit.build.context import ContextEntry, file_sha256
 from envkit.engine.pip_messages import PIP_NO_MATCH
 from envkit.errors import BuildFailed, Unsatisfiable
+from envkit.render.context import ContextEntry, file_sha256
 from envkit.spec.models import ARCHES
 
 __all__ = ["PIP_NO_MATCH", "Wheel", "Wheelhouse", "WheelhouseRequest", "fill_wheelhouse", "pip_platforms"]

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envkit import __version__, _proc
-from envkit.build.context import file_sha256
-from envkit.build.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.catalog import InstallerFile, OfflineInstaller
 from envkit.errors import PackError
 from envkit.lock.solver import CondaPackage
-from envkit.pack.fetch import Fetcher
-from envkit.pack.manifest import PackFile, PackManifest
+from envkit.offline.fetch import Fetcher
+from envkit.offline.manifest import PackFile, PackManifest
+from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
+from envkit.render.context import file_sha256
 
 __all__ = [
     "CHANNEL",

@@ -1,10 +1,10 @@
 """Offline conda builds: the lock's packages go into the build context as a local channel.
 
 The files come from a pack (``--pack FILE``, verified against the lock by
-:func:`envkit.pack.archive.open_pack`) or are collected on the host right away
-(``--offline``: :func:`envkit.pack.collect.collect`, cached). The context gets
+:func:`envkit.offline.archive.open_pack`) or are collected on the host right away
+(``--offline``: :func:`envkit.offline.collect.collect`, cached). The context gets
 ``channel/<subdir>/<archive>``, ``wheels/`` for requirements.lock, ``installer/`` with the
-py-rattler wheel, the install script (:mod:`envkit.pack.payload.conda_install`) and
+py-rattler wheel, the install script (:mod:`envkit.offline.payload.conda_install`) and
 ``installer/packages.json`` (each locked URL -> its file, sha256 and md5), so the builder stage
 installs the explicit lock with no network and checks every archive again.
 """
@@ -19,10 +19,10 @@ from importlib import resources
 from pathlib import Path
 
 from envkit import _proc
-from envkit.build.context import ContextEntry
-from envkit.pack.archive import open_pack
-from envkit.pack.collect import INSTALLER, Collected, PackProgress, PackRequest, collect
-from envkit.pack.fetch import Fetcher
+from envkit.offline.archive import open_pack
+from envkit.offline.collect import INSTALLER, Collected, PackProgress, PackRequest, collect
+from envkit.offline.fetch import Fetcher
+from envkit.render.context import ContextEntry
 
 __all__ = ["INSTALL_SCRIPT", "PACKAGES_JSON", "PackedContext", "packed_context"]
 
@@ -72,7 +72,7 @@ def _entries(collected: Collected) -> list[ContextEntry]:
         for f in collected.manifest.files
         if f.kind == "conda"
     }
-    script = resources.files("envkit.pack").joinpath("payload").joinpath("conda_install.py").read_bytes()
+    script = resources.files("envkit.offline").joinpath("payload").joinpath("conda_install.py").read_bytes()
     packages = (json.dumps(known, indent=1, sort_keys=True) + "\n").encode("utf-8")
     for path, data in ((INSTALL_SCRIPT, script), (PACKAGES_JSON, packages)):
         entries.append(ContextEntry(path, hashlib.sha256(data).hexdigest(), len(data), data=data))

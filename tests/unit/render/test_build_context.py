@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.build.context import ContextFiles, context_tar, entry_from_file
+from envkit.render.context import ContextFiles, context_tar, entry_from_file
 
 
 def test_tar_is_byte_stable_and_sorted(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from packaging.version import Version
 from envkit.catalog import Catalog, InstallerFile
 from envkit.errors import UsageError
 from envkit.lock import LockState
-from envkit.pack.collect import PackRequest
+from envkit.offline.collect import PackRequest
 from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec
 from envkit.spec.models import ARCHES, Spec

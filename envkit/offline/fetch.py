@@ -1,7 +1,7 @@
 """Downloading one file: the :class:`Fetcher` seam, a urllib adapter and a fake.
 
 A fetcher streams bytes; the caller hashes them as they arrive (see
-:func:`envkit.pack.collect.fetch_verified`), so a file is never trusted before its sha256 is known.
+:func:`envkit.offline.collect.fetch_verified`), so a file is never trusted before its sha256 is known.
 """
 
 from __future__ import annotations
