@@ -1,8 +1,6 @@
-"""Write a pack (one byte-stable tar) and open one again, checking it against the lock.
+"""Open a pack (the tar :func:`envkit.pack.tarball.write_pack` wrote), checking it against the lock.
 
-``write_pack`` writes ``manifest.json`` and the collected files in path order into a temporary
-file beside the target and renames it into place: a failure leaves no tarball. ``open_pack``
-extracts a pack into a cache folder keyed by the tarball's sha256 and verifies, before any
+``open_pack`` extracts a pack into a cache folder keyed by the tarball's sha256 and verifies, before any
 build starts, that it was made from *this* lock (the lock digest, every locked conda package with
 the lock's sha256, every wheel hash among requirements.lock's) and that every file still has the
 sha256 its manifest records. Anything else is a :class:`~envkit.errors.PackMismatch` (exit 2)
@@ -12,42 +10,19 @@ naming the file.
 from __future__ import annotations
 
 import hashlib
-import io
-import os
 import shutil
 import tarfile
 import tempfile
 from pathlib import Path
 
-from envkit.errors import PackError, PackMismatch
+from envkit.errors import PackMismatch
 from envkit.offline.collect import Collected, PackRequest, bootstrap_path, conda_path, requirement_hashes
 from envkit.offline.manifest import MANIFEST, PackManifest
-from envkit.render.context import FILE_MODE, file_sha256, tar_info
+from envkit.render.context import file_sha256
 
-__all__ = ["open_pack", "verify_against_lock", "write_pack"]
+__all__ = ["open_pack", "verify_against_lock"]
 
 _CHUNK = 1 << 20
-
-
-def write_pack(collected: Collected, out: Path) -> str:
-    """Write the pack to ``out`` atomically; return the tarball's sha256."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            manifest = collected.manifest.to_json().encode("utf-8")
-            tar.addfile(tar_info(MANIFEST, tarfile.REGTYPE, len(manifest), FILE_MODE), io.BytesIO(manifest))
-            for entry in collected.manifest.files:
-                source = collected.sources[entry.path]
-                if file_sha256(source) != entry.sha256:  # the cache changed under us
-                    raise PackError(f"{source} changed while packing", hint="run `envkit pack` again")
-                with source.open("rb") as data:
-                    tar.addfile(tar_info(entry.path, tarfile.REGTYPE, entry.size, FILE_MODE), data)
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return file_sha256(out)
 
 
 def open_pack(pack: Path, request: PackRequest, cache_root: Path) -> Collected:

@@ -19,10 +19,10 @@ from pathlib import Path
 from envkit import _proc
 from envkit.catalog import Catalog
 from envkit.lock.fresh import Locker, ensure_fresh_lock
-from envkit.offline.archive import write_pack
 from envkit.offline.collect import PackProgress, collect
 from envkit.offline.fetch import Fetcher
 from envkit.offline.request import pack_request
+from envkit.pack.tarball import write_pack
 from envkit.spec.load import LoadedSpec, image_dir
 
 __all__ = ["PackOptions", "PackResult", "default_pack_path", "pack_environment"]
