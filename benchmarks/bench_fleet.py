@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envkit.probe.many import compare_n
+from envkit.fleet.compare import compare_n
 
 N = 1000
 STEPS = 10

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from envkit.errors import ExitCode
+from envkit.fleet.compare import ManyCompared, compare_n
 from envkit.probe.compare import Bands, fmt_rel
-from envkit.probe.many import ManyCompared, compare_n
 from envkit.probe.nway import member_list
 from envkit.result import CommandResult
 

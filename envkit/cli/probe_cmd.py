@@ -10,10 +10,10 @@ import click
 from envkit.cli import cli, fleet_cmd
 from envkit.cli._app import command, project_root, services, working
 from envkit.errors import ExitCode, UsageError
+from envkit.fleet.compare import find_run
 from envkit.probe import core
 from envkit.probe.compare import Bands, Comparison, fmt_rel
 from envkit.probe.driver import driver_line
-from envkit.probe.many import find_run
 from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions, payload_argv
 from envkit.result import CommandResult
