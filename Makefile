@@ -28,6 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check envkit tests benchmarks
 	$(BIN)/ruff check envkit tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 reformat: $(STAMP)
 	$(BIN)/ruff format envkit tests benchmarks
