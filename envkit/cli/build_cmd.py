@@ -157,10 +157,9 @@ def _probe(engine: ContainerEngine, result: BuildResult, loaded: LoadedSpec, roo
     # require_framework=False: the check below names each framework of the spec that did not run
     run = probe(opts, store=default_store(root), image=result.tag, engine=engine, require_framework=False)
     path = run.written[-1]
-    frameworks = {fw: entry["status"] for fw, entry in run.report["frameworks"].items()}
+    frameworks = {fw: entry.status.value for fw, entry in run.report.frameworks.items()}
     lines = list(run.warnings) + [
-        f"{r['framework']} {r['workload']}: {r['status']}, loss {r['loss_first']} -> {r['loss_last']}"
-        for r in run.summary
+        f"{r.framework} {r.workload}: {r.status}, loss {r.loss_first} -> {r.loss_last}" for r in run.summary
     ]
     broken = [fw for fw in declared if frameworks.get(fw) != "ok"]
     if broken:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from envkit.errors import ExitCode
 from envkit.fleet.compare import ManyCompared, compare_n
-from envkit.probe.compare import Bands, fmt_rel
+from envkit.probe.bands import Bands
+from envkit.probe.compare import fmt_rel
+from envkit.probe.model import Verdict
 from envkit.probe.nway import member_list
 from envkit.result import CommandResult
 
@@ -33,7 +35,7 @@ def nway_text(done: ManyCompared) -> str:
         ", no majority (tie)" if r.majority is None else f", majority: group 1 ({len(r.groups[0].members)})"
     )
     lines = [head]
-    suspects = {o.group for o in r.outliers if o.verdict == "suspect" and o.group != 1}
+    suspects = {o.group for o in r.outliers if o.suspect and o.group != 1}
     for g in r.groups:
         tag = "majority" if g.majority else "suspect" if g.index in suspects else g.verdict
         diff = f"  {fmt_rel(g.max_rel_diff)} from step {g.first_diff_step}" if g.first_diff_step else ""
@@ -43,10 +45,8 @@ def nway_text(done: ManyCompared) -> str:
     if r.outliers:
         lines.append("outliers (suspects first):")
     for o in r.outliers[:MAX_OUTLIERS]:
-        band = (
-            f" (band {o.band})" if o.verdict == "suspect" and o.band not in ("identical", "suspect") else ""
-        )
-        lines.append(f"  {o.name}: {o.verdict}{band}" + (f": {o.reason}" if o.reason else ""))
+        band = f" (band {o.band})" if o.suspect and o.band is not Verdict.IDENTICAL else ""
+        lines.append(f"  {o.name}: {o.tag}{band}" + (f": {o.reason}" if o.reason else ""))
         lines += [f"    {i}. {c.message}" for i, c in enumerate(o.causes[:MAX_CAUSES], 1)]
         if len(o.causes) > MAX_CAUSES:
             lines.append(f"    … {len(o.causes) - MAX_CAUSES} more (--json)")

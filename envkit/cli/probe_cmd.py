@@ -12,7 +12,8 @@ from envkit.cli._app import command, project_root, services, working
 from envkit.errors import ExitCode, UsageError
 from envkit.fleet.compare import find_run
 from envkit.probe import core
-from envkit.probe.compare import Bands, Comparison, fmt_rel
+from envkit.probe.bands import Bands
+from envkit.probe.compare import Comparison, fmt_rel
 from envkit.probe.driver import driver_line
 from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions, payload_argv
@@ -182,11 +183,11 @@ def _run(kw: dict[str, Any]) -> CommandResult:
 
     def text() -> str:
         lines = [
-            f"{row['framework']:<7}{row['workload']:<6}{row['status']:<8}loss {row['loss_first']} -> "
-            f"{row['loss_last']}  {row['note']}"
+            f"{row.framework:<7}{row.workload:<6}{row.status:<8}loss {row.loss_first} -> "
+            f"{row.loss_last}  {row.note}"
             for row in run.summary
         ]
-        check = run.report.get("driver")
+        check = run.report.driver
         driver = [driver_line(check)] if check else []
         return "\n".join([*lines, *driver, *(f"report: {w}" for w in run.written)])
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from envkit._atomic import write_text_atomic
 from envkit.errors import ReportError
 from envkit.fleet.store import MANIFEST, TASKS
-from envkit.probe.compare import Bands
+from envkit.probe.bands import Bands
 from envkit.probe.model import ProbeReport
 from envkit.probe.report import load_report, resolve_report
 

@@ -23,7 +23,9 @@ from envkit._atomic import write_text_atomic
 from envkit.errors import EnvkitError, ProbeError
 from envkit.fleet import store
 from envkit.fleet.repeat import repeat_summary
-from envkit.probe.report import Report, dump_report
+from envkit.probe.additions import FleetInfo
+from envkit.probe.model import ProbeReport
+from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 
 __all__ = ["main", "options_from_json", "run_task", "task_identity"]
@@ -43,7 +45,7 @@ def task_identity(environ: Mapping[str, str], tasks_per_node: int) -> tuple[str,
     return store.task_name(node, int(local) if local.isdigit() else 0, tasks_per_node), node
 
 
-Probe = Callable[[ProbeOptions, str], Report]
+Probe = Callable[[ProbeOptions, str], ProbeReport]
 
 
 def _image_probe(image: Mapping[str, Any], node: str) -> Probe:
@@ -65,7 +67,7 @@ def _image_probe(image: Mapping[str, Any], node: str) -> Probe:
         else:
             transport.pull(ref)
 
-    def probe(opts: ProbeOptions, label: str) -> Report:
+    def probe(opts: ProbeOptions, label: str) -> ProbeReport:
         return run_in_image(engine, ref, opts, label=label, host=node)
 
     return probe
@@ -89,19 +91,12 @@ def run_task(
             probe = (make_probe or _image_probe)(image, node)
         else:
 
-            def probe(o: ProbeOptions, label: str) -> Report:
+            def probe(o: ProbeOptions, label: str) -> ProbeReport:
                 return run_on_host(o, label=label)
 
         reports = [probe(opts, manifest["run"]) for _ in range(max(1, int(manifest.get("repeat", 1))))]
-        report = reports[0]
-        report["fingerprint"]["host"] = node
-        report["fleet"] = {
-            "run": manifest["run"],
-            "task": name,
-            "node": node,
-            "job": environ.get("SLURM_JOB_ID"),
-            "repeat": repeat_summary(reports),
-        }
+        fleet = FleetInfo(manifest["run"], name, node, environ.get("SLURM_JOB_ID"), repeat_summary(reports))
+        report = reports[0].with_fleet(fleet)
         path = run_dir / f"{name}.json"
         write_text_atomic(path, dump_report(report))
     except (EnvkitError, OSError, KeyError, ValueError) as e:

@@ -22,23 +22,38 @@ in the README and benchmarks/bench_bands.py). Pure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass
 
-__all__ = ["judge", "onset_max"]
+from envkit.probe.model import Verdict
+
+__all__ = ["Bands", "judge", "onset_max"]
 
 Diff = tuple[int, float]  # (step, relative difference)
 
 
-class Edges(Protocol):
-    """What :func:`judge` needs of :class:`envkit.probe.compare.Bands`."""
+@dataclass(frozen=True)
+class Bands:
+    """Upper edges (max relative difference, inclusive) of ``equivalent`` and ``precision-drift``."""
 
-    @property
-    def window(self) -> int: ...
+    equivalent: float = 2e-6
+    drift: float = 5e-3
+    window: int = 5  # onset steps the band is judged on (envkit.probe.bands)
 
-    @property
-    def drift(self) -> float: ...
+    def __post_init__(self) -> None:
+        if not 0 <= self.equivalent < self.drift:
+            raise ValueError("band edges must satisfy 0 <= equivalent < drift")
+        if self.window < 1:
+            raise ValueError("the onset window must be at least one step")
 
-    def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> str: ...
+    def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> Verdict:
+        """The band of one difference (fixed edges); see :func:`envkit.probe.bands.judge` for a series."""
+        if bitwise_equal:
+            return Verdict.IDENTICAL
+        if max_rel_diff <= self.equivalent:
+            return Verdict.EQUIVALENT
+        if max_rel_diff <= self.drift:
+            return Verdict.PRECISION_DRIFT
+        return Verdict.DIVERGED
 
 
 def onset_max(diffs: Sequence[Diff], window: int) -> float | None:
@@ -48,19 +63,19 @@ def onset_max(diffs: Sequence[Diff], window: int) -> float | None:
 
 
 def judge(
-    diffs: Sequence[Diff], *, bitwise: bool, workload_onset: float, edges: Edges, trajectory: bool = True
-) -> str:
+    diffs: Sequence[Diff], *, bitwise: bool, workload_onset: float, edges: Bands, trajectory: bool = True
+) -> Verdict:
     """The verdict of one metric: bands at onset, late growth tolerated unless beyond the drift edge.
 
     ``trajectory``: the metric is the loss or the global grad norm, judged on its own onset; a
     per-parameter metric (grad norms, final norms) takes its workload's onset band instead.
     """
     if bitwise:
-        return "identical"
+        return Verdict.IDENTICAL
     early = onset_max(diffs, edges.window) if trajectory else None
     verdict = edges.verdict(early if early is not None else workload_onset, False)
     late = max((d for step, d in diffs if step > edges.window), default=0.0)
-    calm = edges.verdict(workload_onset, False) == "equivalent"
-    if calm and verdict == "equivalent" and late > edges.drift:
-        return "diverged"
+    calm = edges.verdict(workload_onset, False) is Verdict.EQUIVALENT
+    if calm and verdict is Verdict.EQUIVALENT and late > edges.drift:
+        return Verdict.DIVERGED
     return verdict

@@ -9,7 +9,7 @@ the rows measured in DESIGN.md (max relative difference over 20 steps, H200, tor
 * TF32 on vs off 1.4e-5 … 2e-4, bf16 autocast 6e-5 … 7e-4 → ``precision-drift`` ≤ 5e-3, about 7×
   above the largest bf16 row, so a real bug (wrong init, a changed op) lands in ``diverged``.
 
-Both edges are configurable (:class:`Bands`). Pure: reports in, values out.
+Both edges are configurable (:class:`~envkit.probe.bands.Bands`). Pure: reports in, values out.
 """
 
 from __future__ import annotations
@@ -20,42 +20,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from envkit.errors import ReportError
-from envkit.probe.bands import judge, onset_max
+from envkit.probe.bands import Bands, judge, onset_max
 from envkit.probe.causes import Cause, likely_causes, side_names
-from envkit.probe.model import ProbeReport, Verdict, WorkloadRun, parse_report
-from envkit.probe.report import Report
+from envkit.probe.model import ProbeReport, Verdict, WorkloadRun
 
-__all__ = ["VERDICTS", "Bands", "Comparison", "MetricComparison", "Verdict", "compare_reports", "worst"]
+__all__ = ["VERDICTS", "Comparison", "MetricComparison", "Verdict", "compare_reports", "worst"]
 
 VERDICTS = tuple(Verdict)  # best to worst
 METRICS = ("loss", "grad_norm", "param_grad_norms", "final_params")
 TRAJECTORY = ("loss", "grad_norm")  # judged on their own onset (envkit.probe.bands)
 PARAM_FLOOR = 1e-3
-
-
-@dataclass(frozen=True)
-class Bands:
-    """Upper edges (max relative difference, inclusive) of ``equivalent`` and ``precision-drift``."""
-
-    equivalent: float = 2e-6
-    drift: float = 5e-3
-    window: int = 5  # onset steps the band is judged on (envkit.probe.bands)
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.equivalent < self.drift:
-            raise ValueError("band edges must satisfy 0 <= equivalent < drift")
-        if self.window < 1:
-            raise ValueError("the onset window must be at least one step")
-
-    def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> Verdict:
-        """The band of one difference (fixed edges); see :func:`envkit.probe.bands.judge` for a series."""
-        if bitwise_equal:
-            return Verdict.IDENTICAL
-        if max_rel_diff <= self.equivalent:
-            return Verdict.EQUIVALENT
-        if max_rel_diff <= self.drift:
-            return Verdict.PRECISION_DRIFT
-        return Verdict.DIVERGED
 
 
 @dataclass(frozen=True)
@@ -93,13 +67,8 @@ class Comparison:
         }
 
 
-def worst(verdicts: Sequence[str]) -> Verdict:
-    return max((Verdict(v) for v in verdicts), key=lambda v: v.rank, default=Verdict.IDENTICAL)
-
-
-def typed(report: ProbeReport | Report, source: str) -> ProbeReport:
-    """A report as :class:`ProbeReport`: loaded ones already are; a payload's document is parsed once."""
-    return report if isinstance(report, ProbeReport) else parse_report(report, source)
+def worst(verdicts: Sequence[Verdict]) -> Verdict:
+    return max(verdicts, key=lambda v: v.rank, default=Verdict.IDENTICAL)
 
 
 def rel_diff(a: float, b: float, floor: float = 0.0) -> float:
@@ -208,8 +177,8 @@ def _compare_metric(
         trajectory=metric in TRAJECTORY,
     )
     if inconsistent:
-        verdict = max(Verdict(verdict), bands.verdict(max_rel, False), key=lambda v: Verdict(v).rank)
-    return MetricComparison(*key, metric, Verdict(verdict), max_rel, first, detail)
+        verdict = max(verdict, bands.verdict(max_rel, False), key=lambda v: v.rank)
+    return MetricComparison(*key, metric, verdict, max_rel, first, detail)
 
 
 def _compare_workload(
@@ -242,11 +211,8 @@ def _compare_workload(
     return [_compare_metric(ra, rb, m, bands, key, workload_onset) for m in METRICS]
 
 
-def compare_reports(
-    a: ProbeReport | Report, b: ProbeReport | Report, bands: Bands | None = None
-) -> Comparison:
+def compare_reports(a: ProbeReport, b: ProbeReport, bands: Bands | None = None) -> Comparison:
     """Compare ``a`` with ``b``; raise ReportError when they cannot be compared."""
-    a, b = typed(a, "report a"), typed(b, "report b")
     bands = bands or Bands()
     names = side_names(a, b)
     check_comparable(a, b, names)

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from envkit.probe.compare import Comparison, fmt_rel, typed
+from envkit.probe.compare import Comparison, fmt_rel
 from envkit.probe.model import ProbeReport, WorkloadRun
-from envkit.probe.report import Report
 
 __all__ = ["VERDICT_COLORS", "line_chart", "render_html"]
 
@@ -139,8 +138,7 @@ def _both_ok(a: ProbeReport, b: ProbeReport) -> list[tuple[str, str]]:
     return out
 
 
-def render_html(a: ProbeReport | Report, b: ProbeReport | Report, comparison: Comparison) -> str:
-    a, b = typed(a, "report a"), typed(b, "report b")
+def render_html(a: ProbeReport, b: ProbeReport, comparison: Comparison) -> str:
     names = comparison.names
     rows = "".join(
         f"<tr><td>{escape(c.framework)}</td><td>{escape(c.workload)}</td><td>{escape(c.mode)}</td>"

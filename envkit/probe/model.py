@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 from envkit.errors import ReportError
+from envkit.probe.additions import DriverCheck, FleetInfo, RepeatSummary
 
 __all__ = [
     "KIND",
@@ -159,6 +160,7 @@ class FrameworkRun:
     reason: str | None = None
     info: Mapping[str, Any] = field(default_factory=dict)  # versions, GPUs, switches: open-ended facts
     workloads: Mapping[str, WorkloadRun] = field(default_factory=dict)
+    cuda_runtime: str | None = None  # the CUDA the framework was built with ("11.8"), None on CPU builds
 
     @property
     def ok(self) -> bool:
@@ -180,19 +182,49 @@ class ProbeConfig:
 
 @dataclass(frozen=True)
 class ProbeReport:
-    """A validated report; ``document`` is the JSON object it was parsed from (written back unchanged)."""
+    """A validated report, parsed once. ``document`` is the JSON object it was parsed from; what the
+    host adds (label, host facts, driver check, fleet task) are typed copies (``with_*``), written
+    back by :meth:`to_json`."""
 
     config: ProbeConfig
     fingerprint: Mapping[str, Any]  # host facts: open-ended by design (env, distributions, ...)
     frameworks: Mapping[str, FrameworkRun]
     label: str | None
     document: Mapping[str, Any] = field(repr=False, compare=False)
-    fleet: Mapping[str, Any] = field(default_factory=dict)  # what a fleet task adds (envkit.fleet)
+    fleet: FleetInfo | None = None  # what a fleet task adds (envkit.fleet.task)
+    driver: DriverCheck | None = None  # the host's driver against the image's CUDA (envkit.probe.driver)
 
     @property
     def host(self) -> str | None:
         host = self.fingerprint.get("host")
         return str(host) if host else None
+
+    @property
+    def repeat(self) -> RepeatSummary | None:
+        return self.fleet.repeat if self.fleet is not None else None
+
+    def with_host_facts(self, label: str, facts: Mapping[str, object]) -> ProbeReport:
+        """A copy labelled ``label`` whose fingerprint also holds ``facts`` (they win)."""
+        return replace(self, label=label, fingerprint={**self.fingerprint, **facts})
+
+    def with_driver(self, check: DriverCheck | None) -> ProbeReport:
+        return replace(self, driver=check)
+
+    def with_fleet(self, fleet: FleetInfo) -> ProbeReport:
+        """A copy filed by a fleet task: the fingerprint's host is the task's node."""
+        facts = {"host": fleet.node} if fleet.node is not None else {}
+        return replace(self, fleet=fleet, fingerprint={**self.fingerprint, **facts})
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON document: the one parsed, with the host's additions."""
+        data: dict[str, object] = {**self.document, "fingerprint": dict(self.fingerprint)}
+        if self.label is not None:
+            data["label"] = self.label
+        if self.driver is not None:
+            data["driver"] = self.driver.to_json()
+        if self.fleet is not None:
+            data["fleet"] = self.fleet.to_json()
+        return data
 
 
 # -- parsing ------------------------------------------------------------------------------------
@@ -294,21 +326,44 @@ def parse_report(data: Any, source: str) -> ProbeReport:
         for fw, entry in r.obj(top.get("frameworks"), "frameworks").items()
     }
     label = r.text(top.get("label"), "label", optional=True, limit=1000)
-    return ProbeReport(config, fingerprint, frameworks, label, top, _fleet(r, top.get("fleet")))
+    fleet, driver = _fleet(r, top.get("fleet")), _driver(r, top.get("driver"))
+    return ProbeReport(config, fingerprint, frameworks, label, top, fleet, driver)
 
 
-def _fleet(r: _Reader, value: Any) -> dict[str, Any]:
+def _fleet(r: _Reader, value: Any) -> FleetInfo | None:
     if value is None:
-        return {}
+        return None
     data = r.obj(value, "fleet")
-    repeat = data.get("repeat")
-    if repeat is not None:
-        rep = r.obj(repeat, "fleet.repeat")
-        if "n" in rep:
-            r.integer(rep["n"], "fleet.repeat.n", 1, MAX_STEPS)
-        if "differing" in rep and not isinstance(rep["differing"], list | None):
-            raise r.fail("fleet.repeat.differing", f"expected a list, got {_kind(rep['differing'])}")
-    return data
+    run, task, node, job = (
+        r.text(data.get(k), f"fleet.{k}", optional=True, limit=1000) for k in ("run", "task", "node", "job")
+    )
+    repeat = None
+    if data.get("repeat") is not None:
+        rep = r.obj(data["repeat"], "fleet.repeat")
+        n = r.integer(rep["n"], "fleet.repeat.n", 1, MAX_STEPS) if "n" in rep else 1
+        differing = rep.get("differing") or []
+        if not isinstance(differing, list):
+            raise r.fail("fleet.repeat.differing", f"expected a list, got {_kind(differing)}")
+        identical = rep.get("identical")
+        if identical is not None and not isinstance(identical, bool):
+            raise r.fail("fleet.repeat.identical", f"expected true or false, got {_kind(identical)}")
+        names = tuple(
+            r.text(d, f"fleet.repeat.differing[{i}]", limit=1000) or "" for i, d in enumerate(differing)
+        )
+        repeat = RepeatSummary(n, identical, names)
+    return FleetInfo(run, task, node, job, repeat)
+
+
+def _driver(r: _Reader, value: Any) -> DriverCheck | None:
+    if value is None:
+        return None
+    data = r.obj(value, "driver")
+    cuda, status = (r.text(data.get(k), f"driver.{k}", limit=100) or "" for k in ("cuda", "status"))
+    low, compat, host = (
+        r.text(data.get(k), f"driver.{k}", optional=True, limit=100)
+        for k in ("min_driver", "compat_driver", "host_driver")
+    )
+    return DriverCheck(cuda, low, compat, host, status)
 
 
 def _config(r: _Reader, value: Any) -> ProbeConfig:
@@ -371,6 +426,9 @@ def _framework(r: _Reader, value: Any, where: str, config: ProbeConfig) -> Frame
     status = _status(r, data.get("status"), where)
     reason = r.text(data.get("reason"), f"{where}.reason", optional=True)
     info = _info(r, data.get("info") or {}, f"{where}.info")
+    runtime = data.get("cuda_runtime")
+    if runtime is not None and not isinstance(runtime, str | int | float):
+        raise r.fail(f"{where}.cuda_runtime", f"expected a string, got {_kind(runtime)}")
     raw_workloads = data.get("workloads")
     if status is RunStatus.OK and raw_workloads is None:
         raise r.fail(f"{where}.workloads", "missing")
@@ -378,7 +436,7 @@ def _framework(r: _Reader, value: Any, where: str, config: ProbeConfig) -> Frame
         str(wl): _workload(r, res, f"{where}.workloads.{wl}", config)
         for wl, res in r.obj(raw_workloads or {}, f"{where}.workloads").items()
     }
-    return FrameworkRun(status, reason, info, workloads)
+    return FrameworkRun(status, reason, info, workloads, str(runtime) if runtime else None)
 
 
 def _workload(r: _Reader, value: Any, where: str, config: ProbeConfig) -> WorkloadRun:

@@ -14,20 +14,18 @@ Only per-task variables (``CUDA_VISIBLE_DEVICES``) are ignored in that judgement
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from envkit.errors import ReportError
+from envkit.probe.bands import Bands
 from envkit.probe.causes import Cause, likely_causes
-from envkit.probe.compare import Bands, Comparison, check_comparable, compare_reports, typed
-from envkit.probe.model import ProbeReport, WorkloadRun
-from envkit.probe.report import Report
+from envkit.probe.compare import Comparison, check_comparable, compare_reports
+from envkit.probe.model import ProbeReport, Verdict, WorkloadRun
 
 __all__ = ["Group", "NWay", "Outlier", "compare_many", "member_list", "numbers_key"]
 
 PER_TASK = {"CUDA_VISIBLE_DEVICES"}
-OK_VERDICTS = ("identical", "equivalent")
-_RANK = {"suspect": 0, "invalid": 1, "diverged": 2, "precision-drift": 3, "equivalent": 4, "identical": 5}
 
 
 def member_list(names: Sequence[str], limit: int) -> str:
@@ -42,10 +40,10 @@ def _steps_key(res: WorkloadRun) -> tuple[Any, ...]:
     return (res.status.value, steps, res.final_params_sha256, final)
 
 
-def numbers_key(report: ProbeReport | Report) -> tuple[Any, ...]:
+def numbers_key(report: ProbeReport) -> tuple[Any, ...]:
     """Everything the report's numbers are; equal keys mean bitwise-identical numbers."""
     out = []
-    for fw, entry in sorted(typed(report, "report").frameworks.items()):
+    for fw, entry in sorted(report.frameworks.items()):
         loads = tuple((wl, _steps_key(res)) for wl, res in sorted(entry.workloads.items()))
         out.append((fw, entry.status.value, loads))
     return tuple(out)
@@ -56,29 +54,56 @@ class Group:
     index: int  # 1-based, largest first
     members: tuple[str, ...]
     majority: bool
-    verdict: str  # against the majority ("identical" for the majority itself)
+    verdict: Verdict  # against the majority (identical for the majority itself)
     max_rel_diff: float | None
     first_diff_step: int | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
 
 @dataclass(frozen=True)
 class Outlier:
+    """A report outside the majority's group, or a majority member whose own reruns differ.
+
+    ``band`` is its verdict against the majority; ``suspect`` says the hardware is the likely cause
+    (``reason`` says why). Its JSON ``verdict`` is ``"suspect"`` or the band.
+    """
+
     name: str
     group: int
-    verdict: str  # a band, or "suspect"
-    band: str  # the band against the majority, also for suspects
+    band: Verdict
     max_rel_diff: float | None
     first_diff_step: int | None
     causes: tuple[Cause, ...]
+    suspect: bool = False
     reason: str | None = None  # why suspect
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["causes"] = [c.to_json() for c in self.causes]
-        return data
+    @property
+    def ok(self) -> bool:
+        return self.band.ok and not self.suspect
+
+    @property
+    def tag(self) -> str:
+        """What it is called: ``suspect``, or its band."""
+        return "suspect" if self.suspect else self.band.value
+
+    @property
+    def severity(self) -> int:
+        """Suspects first, then the worst band: 0 (suspect) … 5 (identical)."""
+        return 0 if self.suspect else len(Verdict) - self.band.rank
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "group": self.group,
+            "verdict": self.tag,
+            "band": self.band,
+            "max_rel_diff": self.max_rel_diff,
+            "first_diff_step": self.first_diff_step,
+            "causes": [c.to_json() for c in self.causes],
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -94,13 +119,9 @@ class NWay:
     @property
     def ok(self) -> bool:
         """Every report agrees with the majority within ``equivalent``; no suspect, no failed task."""
-        return (
-            self.majority is not None
-            and not self.failed
-            and all(o.verdict in OK_VERDICTS for o in self.outliers)
-        )
+        return self.majority is not None and not self.failed and all(o.ok for o in self.outliers)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "reports": len(self.names),
             "majority": self.majority,
@@ -124,10 +145,9 @@ def _same_setup(causes: Sequence[Cause], a: ProbeReport, b: ProbeReport) -> bool
 
 
 def _self_suspect(report: ProbeReport) -> str | None:
-    repeat = report.fleet.get("repeat") or {}
-    if repeat.get("n", 1) > 1 and repeat.get("identical") is False:
-        differing = ", ".join(repeat.get("differing") or ())
-        return f"its {repeat['n']} strict reruns on the same node differ ({differing})"
+    repeat = report.repeat
+    if repeat is not None and repeat.n > 1 and repeat.identical is False:
+        return f"its {repeat.n} strict reruns on the same node differ ({', '.join(repeat.differing)})"
     return None
 
 
@@ -139,12 +159,11 @@ def _group_reports(named: Sequence[tuple[str, ProbeReport]]) -> list[list[int]]:
 
 
 def compare_many(
-    given: Sequence[tuple[str, ProbeReport | Report]],
+    named: Sequence[tuple[str, ProbeReport]],
     bands: Bands | None = None,
     failed: Sequence[tuple[str, str]] = (),
 ) -> NWay:
     """Group ``named`` reports bitwise and judge every outlier against the majority."""
-    named = [(name, typed(report, name)) for name, report in given]
     bands = bands or Bands()
     if len(named) < 2:
         have = len(named)
@@ -163,12 +182,12 @@ def compare_many(
     groups, outliers, pairs = [], [], []
     for gi, idx in enumerate(buckets, 1):
         if gi == 1:
-            groups.append(Group(1, tuple(named[i][0] for i in idx), not tie, "identical", None, None))
+            groups.append(Group(1, tuple(named[i][0] for i in idx), not tie, Verdict.IDENTICAL, None, None))
             continue
         rep_name, rep = named[idx[0]]
         comparison = compare_reports(ref, rep, bands)
         pairs.append((ref_name, rep_name, comparison))
-        diffs = [c for c in comparison.comparisons if c.verdict != "identical"]
+        diffs = [c for c in comparison.comparisons if c.verdict is not Verdict.IDENTICAL]
         max_rel = max((c.max_rel_diff for c in diffs if c.max_rel_diff is not None), default=None)
         first_step = min((c.first_diff_step for c in diffs if c.first_diff_step), default=None)
         groups.append(
@@ -177,27 +196,25 @@ def compare_many(
         for i in idx:
             name, report = named[i]
             causes = tuple(likely_causes(ref, report, (ref_name, name)))
-            suspect = _same_setup(causes, ref, report) and comparison.verdict != "invalid"
+            suspect = _same_setup(causes, ref, report) and comparison.verdict is not Verdict.INVALID
             reason = (
                 "same fingerprint and strict mode as the majority, different numbers" if suspect else None
             )
-            verdict = "suspect" if suspect else comparison.verdict
             outliers.append(
-                Outlier(name, gi, verdict, comparison.verdict, max_rel, first_step, causes, reason)
+                Outlier(name, gi, comparison.verdict, max_rel, first_step, causes, suspect, reason)
             )
     for i in buckets[0]:
         name, report = named[i]
         why = _self_suspect(report)
         if why:
-            outliers.append(Outlier(name, 1, "suspect", "identical", None, None, (), why))
+            outliers.append(Outlier(name, 1, Verdict.IDENTICAL, None, None, (), True, why))
     for i in (i for idx in buckets[1:] for i in idx):
         why = _self_suspect(named[i][1])
         if why:
             outliers = [
-                o if o.name != named[i][0] else Outlier(**{**o.__dict__, "verdict": "suspect", "reason": why})
-                for o in outliers
+                o if o.name != named[i][0] else replace(o, suspect=True, reason=why) for o in outliers
             ]
-    outliers.sort(key=lambda o: (_RANK.get(o.verdict, 9), o.name))
+    outliers.sort(key=lambda o: (o.severity, o.name))
     return NWay(
         tuple(n for n, _ in named),
         tuple(groups),

@@ -48,8 +48,8 @@ def render_nway_html(named: Sequence[tuple[str, ProbeReport]], result: NWay) -> 
         for g in result.groups
     )
     outliers = "".join(
-        f'<li><b>{escape(o.name)}</b>: <span style="color:{_COLORS.get(o.verdict, "#000")}">'
-        f"{escape(o.verdict)}</span> (group {o.group}, {fmt_rel(o.max_rel_diff)})"
+        f'<li><b>{escape(o.name)}</b>: <span style="color:{_COLORS.get(o.tag, "#000")}">'
+        f"{escape(o.tag)}</span> (group {o.group}, {fmt_rel(o.max_rel_diff)})"
         + (f" — {escape(o.reason)}" if o.reason else "")
         + "<ol>"
         + "".join(f"<li>{escape(c.message)}</li>" for c in o.causes[:8])

@@ -12,13 +12,14 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envkit import __version__, _proc
 from envkit.errors import ProbeError, ReportError
-from envkit.probe.report import Report, validate_report
+from envkit.probe.model import ProbeReport
+from envkit.probe.report import report_from_json
 
 if TYPE_CHECKING:
     from envkit.engine.protocol import ContainerEngine
@@ -92,7 +93,8 @@ def _tail(text: str) -> str:
     return "\n".join(text.strip().splitlines()[-10:])
 
 
-def parse_output(stdout: str, stderr: str, where: str) -> Report:
+def parse_output(stdout: str, stderr: str, where: str) -> ProbeReport:
+    """The payload's report, parsed once (the only parse on the run path)."""
     try:
         data = json.loads(stdout)
     except ValueError as e:
@@ -101,7 +103,7 @@ def parse_output(stdout: str, stderr: str, where: str) -> Report:
             hint="rerun with --debug; is Python >= 3.8 on that side?",
         ) from e
     try:
-        return validate_report(data, f"payload output ({where})")
+        return report_from_json(data, f"payload output ({where})")
     except ReportError as e:
         raise ProbeError(e.message, hint="the payload and envkit versions disagree; reinstall envkit") from e
 
@@ -109,7 +111,7 @@ def parse_output(stdout: str, stderr: str, where: str) -> Report:
 Execute = Callable[[list[str]], tuple[int, str, str]]
 
 
-def _run_each(opts: ProbeOptions, execute: Execute, where: str, hint: str) -> Report:
+def _run_each(opts: ProbeOptions, execute: Execute, where: str, hint: str) -> ProbeReport:
     """One payload process per framework (``execute`` gets its arguments), their reports merged."""
     parts = []
     for fw in opts.frameworks:
@@ -123,26 +125,24 @@ def _run_each(opts: ProbeOptions, execute: Execute, where: str, hint: str) -> Re
     return merge_parts(parts)
 
 
-def merge_parts(parts: Sequence[Report]) -> Report:
+def merge_parts(parts: Sequence[ProbeReport]) -> ProbeReport:
     """Join per-framework payload reports: config and fingerprint from the first, frameworks from each."""
-    merged: Report = json.loads(json.dumps(parts[0]))
-    for part in parts[1:]:
-        merged["frameworks"].update(part["frameworks"])
-    merged["frameworks"] = dict(sorted(merged["frameworks"].items()))
-    return merged
+    frameworks = dict(sorted({fw: run for part in parts for fw, run in part.frameworks.items()}.items()))
+    documents: dict[str, object] = {}
+    for part in parts:
+        documents.update(part.document["frameworks"])
+    document = {**parts[0].document, "frameworks": dict(sorted(documents.items()))}
+    return replace(parts[0], frameworks=frameworks, document=document)
 
 
-def finish(report: Report, label: str, extra: Mapping[str, Any] | None = None) -> Report:
-    report["label"] = label
-    report["fingerprint"]["envkit_version"] = __version__
-    if extra:
-        report["fingerprint"].update(extra)
-    return report
+def finish(report: ProbeReport, label: str, extra: Mapping[str, object] | None = None) -> ProbeReport:
+    """The host's copy: labelled, with envkit's version (and ``extra``) in the fingerprint."""
+    return report.with_host_facts(label, {"envkit_version": __version__, **(extra or {})})
 
 
 def run_on_host(
     opts: ProbeOptions, *, label: str, python: str | None = None, run: _proc.Runner = _proc.run
-) -> Report:
+) -> ProbeReport:
     """Run each framework's payload in a subprocess of ``python`` (default: this interpreter)."""
     exe = python or sys.executable
     env = {**os.environ, **thread_env(opts), **opts.env, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -166,7 +166,7 @@ def run_in_image(
     label: str,
     host: str,
     gpus: bool | None = None,
-) -> Report:
+) -> ProbeReport:
     """Run the payload inside ``image`` with the payload directory mounted read-only."""
     info = engine.inspect(image)
     if info is None:
@@ -191,7 +191,7 @@ def run_in_image(
 
     hint = "does the image have python3? run `envkit probe --image ... --debug`"
     report = _run_each(opts, execute, f"in {image}", hint=hint)
-    container_host = report["fingerprint"].get("host")
+    container_host = report.fingerprint.get("host")
     return finish(
         report,
         label,

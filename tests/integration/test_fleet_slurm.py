@@ -22,6 +22,7 @@ from envkit.cli import main
 from envkit.fleet import store
 from envkit.fleet.fanout import FleetOptions, FleetRun, fan_out
 from envkit.fleet.slurm import SlurmScheduler
+from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_on_host
 
 pytestmark = [pytest.mark.slurm, pytest.mark.frameworks]
@@ -95,9 +96,9 @@ def test_fleet_probe_writes_one_report_per_node(tmp_path: Path, capsys: pytest.C
     # plant one divergent report: the last task's probe rerun with 2 threads instead of 1
     planted = tmp_path / "itest" / names[-1]
     original = json.loads(planted.read_text())
-    odd = run_on_host(
+    odd = json.loads(dump_report(run_on_host(
         ProbeOptions(frameworks=("torch",), workloads=("bert",), steps=3, threads=2), label="itest"
-    )
+    )))  # fmt: skip
     odd["fingerprint"]["host"], odd["fleet"] = original["fingerprint"]["host"], original["fleet"]
     planted.write_text(json.dumps(odd))
     code, diff = _probe(capsys, "--compare", str(tmp_path / "itest"))

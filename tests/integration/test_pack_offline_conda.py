@@ -169,7 +169,7 @@ def test_pack_carry_build_offline_run(
     report = run_in_image(
         engine, result["tag"], ProbeOptions(frameworks=("torch",), steps=1), label="t", host="h"
     )
-    fingerprint = report["fingerprint"]
+    fingerprint = report.fingerprint
     assert (
         "tinylib=1.2.0=pyh0_0" in fingerprint["conda_meta"]
         and fingerprint["distributions"]["six"] == "1.16.0"

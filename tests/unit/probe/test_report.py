@@ -9,7 +9,7 @@ import pytest
 
 from envkit.errors import ExitCode, ReportError
 from envkit.probe.report import default_store, dump_report, load_report, resolve_report, save_to_store
-from tests.unit.probe.conftest import make_report
+from tests.unit.probe.conftest import make_report, parsed, typed_report
 
 
 def test_roundtrip(write_report: Callable[[dict[str, Any], str], Path]) -> None:
@@ -20,7 +20,7 @@ def test_roundtrip(write_report: Callable[[dict[str, Any], str], Path]) -> None:
 
 def test_truncated_report_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "half.json"
-    path.write_text(dump_report(make_report())[:200])
+    path.write_text(dump_report(typed_report())[:200])
     with pytest.raises(ReportError) as info:
         load_report(path)
     assert str(path) in info.value.message and "truncated" in info.value.message
@@ -48,14 +48,14 @@ def test_corrupted_reports(tmp_path: Path, mutate: Callable[[dict[str, Any]], ob
 
 def test_store_layout_and_resolution(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    path = save_to_store(make_report(host="gpu-a"), store, "latest")
+    path = save_to_store(typed_report(host="gpu-a"), store, "latest")
     assert path == store / "gpu-a" / "latest.json"
-    assert dump_report(make_report(host="gpu-a")) == path.read_text()
+    assert dump_report(typed_report(host="gpu-a")) == path.read_text()
     assert resolve_report("gpu-a", store) == path
     assert resolve_report("gpu-a/latest", store) == path
-    other = save_to_store(make_report(host="gpu-b"), store, "tf32")
+    other = save_to_store(typed_report(host="gpu-b"), store, "tf32")
     assert resolve_report("gpu-b", store) == other  # the only report of that host
-    save_to_store(make_report(host="gpu-b"), store, "strict")
+    save_to_store(typed_report(host="gpu-b"), store, "strict")
     with pytest.raises(ReportError, match="several reports"):
         resolve_report("gpu-b", store)
     with pytest.raises(ReportError, match="neither a report file nor a host"):
@@ -68,4 +68,4 @@ def test_default_store_honours_env(tmp_path: Path) -> None:
 
 
 def test_dump_is_byte_stable() -> None:
-    assert dump_report(make_report()) == dump_report(json.loads(dump_report(make_report())))
+    assert dump_report(typed_report()) == dump_report(parsed(json.loads(dump_report(typed_report()))))
