@@ -40,7 +40,7 @@ class FleetOptions:
     account: str | None = None
     time_limit: str | None = None
     extra_args: tuple[str, ...] = ()
-    image: dict[str, Any] | None = None  # {"ref": REPO@sha256:…} or {"id": sha256:…, "tar": PATH}
+    image: dict[str, str] | None = None  # {"ref": REPO@sha256:…} or {"id": sha256:…, "tar": PATH}
     container: str = "docker"  # docker (the node's engine) or pyxis (srun --container-image)
     repeat: int = 1
     python: str = field(default_factory=lambda: sys.executable)
