@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -76,7 +75,7 @@ def _run(
 def _update(directory: str) -> CommandResult:
     path = default_db() if directory == _DEFAULT else Path(directory)
     meta = update_db(path, http_fetch)
-    data: dict[str, Any] = {"directory": str(path), **meta}
+    data: dict[str, object] = {"directory": str(path), **meta}
     return CommandResult("audit", data, f"updated {path}: {meta['records']} records from {OSV_PYPI_URL}")
 
 

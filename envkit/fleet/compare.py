@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envkit._atomic import write_text_atomic
 from envkit.errors import ReportError
@@ -35,7 +35,7 @@ class ManyCompared:
     def ok(self) -> bool:
         return self.result.ok
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         data = {**self.result.to_json(), "sources": list(self.sources)}
         if self.html is not None:
             data["html"] = str(self.html)

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from envkit import __version__
 from envkit.errors import UsageError
@@ -87,7 +86,7 @@ class FleetRun:
     def reports(self) -> tuple[Path, ...]:
         return tuple(self.run_dir / t.report for t in self.tasks if t.report)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "run": self.run_id,
             "run_dir": str(self.run_dir),

@@ -38,7 +38,7 @@ class Cause:
     a: str | None
     b: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -71,7 +71,7 @@ def _pairs(a: ProbeReport, b: ProbeReport) -> Iterator[tuple[int, str, str, Any,
     yield 64, "mode", "mode", ca.get("mode"), cb.get("mode")
     yield 62, "threads", "threads", ca.get("threads"), cb.get("threads")
     fa, fb = a.fingerprint, b.fingerprint
-    ea, eb = fa.get("env", {}), fb.get("env", {})
+    ea, eb = a.fact("env"), b.fact("env")
     for name in ("NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"):
         yield 90, "tf32", name, ea.get(name), eb.get(name)
     yield (
@@ -86,34 +86,33 @@ def _pairs(a: ProbeReport, b: ProbeReport) -> Iterator[tuple[int, str, str, Any,
     for name in sorted((set(ea) | set(eb)) - {*THREAD_ENV, "CUBLAS_WORKSPACE_CONFIG"}):
         yield 40, "env", name, ea.get(name), eb.get(name)
     yield 50, "driver", "NVIDIA driver", fa.get("gpu_driver"), fb.get("gpu_driver")
-    yield 45, "cpu", "CPU", fa.get("cpu", {}).get("model"), fb.get("cpu", {}).get("model")
-    yield 42, "cpu", "usable CPUs", fa.get("cpu", {}).get("affinity"), fb.get("cpu", {}).get("affinity")
-    yield 35, "python", "Python", fa.get("python", {}).get("version"), fb.get("python", {}).get("version")
-    ia = (fa.get("container") or {}).get("image_id")
-    ib = (fb.get("container") or {}).get("image_id")
-    yield 20, "image", "image", ia, ib
+    yield 45, "cpu", "CPU", a.fact("cpu").get("model"), b.fact("cpu").get("model")
+    yield 42, "cpu", "usable CPUs", a.fact("cpu").get("affinity"), b.fact("cpu").get("affinity")
+    yield 35, "python", "Python", a.fact("python").get("version"), b.fact("python").get("version")
+    yield 20, "image", "image", a.fact("container").get("image_id"), b.fact("container").get("image_id")
     yield from _framework_pairs(a, b)
 
 
 def _framework_pairs(a: ProbeReport, b: ProbeReport) -> Iterator[tuple[int, str, str, Any, Any]]:
     for fw in sorted(set(a.frameworks) & set(b.frameworks)):
-        ia, ib = a.frameworks[fw].info, b.frameworks[fw].info
+        ra, rb = a.frameworks[fw], b.frameworks[fw]
+        ia, ib = ra.info, rb.info
         yield 70, "framework", fw, ia.get("version"), ib.get("version")
-        gpus_a = ", ".join(sorted({g["capability"] for g in ia.get("gpus", [])})) or None
-        gpus_b = ", ".join(sorted({g["capability"] for g in ib.get("gpus", [])})) or None
+        gpus_a = ", ".join(sorted({g.capability for g in ra.gpus})) or None
+        gpus_b = ", ".join(sorted({g.capability for g in rb.gpus})) or None
         yield 84, "gpu", "GPU", gpus_a, gpus_b
         yield (
             83,
             "gpu",
             "GPU model",
-            ", ".join(g["name"] for g in ia.get("gpus", [])) or None,
-            ", ".join(g["name"] for g in ib.get("gpus", [])) or None,
+            ", ".join(g.name for g in ra.gpus) or None,
+            ", ".join(g.name for g in rb.gpus) or None,
         )
         yield 80, "cudnn", "cuDNN", ia.get("cudnn"), ib.get("cudnn")
         yield 76, "cuda", "CUDA runtime", ia.get("cuda_runtime"), ib.get("cuda_runtime")
         yield 30, "nccl", "NCCL", ia.get("nccl"), ib.get("nccl")
         yield 58, "blas", f"{fw} BLAS", ia.get("blas"), ib.get("blas")
-        sa, sb = ia.get("switches", {}), ib.get("switches", {})
+        sa, sb = ra.switches, rb.switches
         for key in sorted(set(sa) | set(sb)):
             weight, kind = (90, "tf32") if key in TF32_SWITCHES else (65, "determinism")
             if key in ("num_threads", "num_interop_threads"):
@@ -152,11 +151,11 @@ def likely_causes(a: ProbeReport, b: ProbeReport, names: tuple[str, str]) -> lis
 
 
 def _package_causes(a: ProbeReport, b: ProbeReport, names: tuple[str, str]) -> list[Cause]:
-    da, db = a.fingerprint.get("distributions") or {}, b.fingerprint.get("distributions") or {}
+    da, db = a.fact("distributions"), b.fact("distributions")
     frameworks = {"torch", "paddlepaddle", "paddlepaddle-gpu"}
     out = []
     for name in sorted((set(da) | set(db)) - frameworks):
-        va, vb = da.get(name), db.get(name)
+        va, vb = _s(da.get(name)), _s(db.get(name))
         if va == vb:
             continue
         weight = 55 if name == "numpy" else 52 if name.startswith(("nvidia-", "mkl", "intel-openmp")) else 10

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from envkit.errors import ReportError
 from envkit.probe.bands import Bands, judge, onset_max
@@ -43,7 +42,7 @@ class MetricComparison:
     first_diff_step: int | None
     detail: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -56,7 +55,7 @@ class Comparison:
     notes: tuple[str, ...]
     bands: Bands
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "verdict": self.verdict,
             "comparisons": [c.to_json() for c in self.comparisons],

@@ -24,8 +24,7 @@ def _key(version: str) -> tuple[int, ...]:
 
 
 def image_cuda(report: ProbeReport) -> str | None:
-    container = report.fingerprint.get("container") or {}
-    label = container.get("cuda")
+    label = report.fact("container").get("cuda")
     if label and label != "cpu":
         return str(label)
     for entry in report.frameworks.values():

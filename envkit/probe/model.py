@@ -27,6 +27,7 @@ __all__ = [
     "KIND",
     "SCHEMA",
     "FrameworkRun",
+    "Gpu",
     "NonFinite",
     "ProbeConfig",
     "ProbeReport",
@@ -155,12 +156,20 @@ class WorkloadRun:
 
 
 @dataclass(frozen=True)
+class Gpu:
+    name: str
+    capability: str  # "9.0"
+
+
+@dataclass(frozen=True)
 class FrameworkRun:
     status: RunStatus
     reason: str | None = None
-    info: Mapping[str, Any] = field(default_factory=dict)  # versions, GPUs, switches: open-ended facts
+    info: Mapping[str, object] = field(default_factory=dict)  # versions, BLAS, NCCL: open-ended facts
     workloads: Mapping[str, WorkloadRun] = field(default_factory=dict)
     cuda_runtime: str | None = None  # the CUDA the framework was built with ("11.8"), None on CPU builds
+    gpus: tuple[Gpu, ...] = ()
+    switches: Mapping[str, object] = field(default_factory=dict)  # TF32, determinism, threads, FLAGS_*
 
     @property
     def ok(self) -> bool:
@@ -174,9 +183,9 @@ class ProbeConfig:
     workloads: tuple[str, ...]
     mode: str
     dtype: str
-    values: Mapping[str, Any] = field(default_factory=dict)  # every config key, for the causes
+    values: Mapping[str, object] = field(default_factory=dict)  # every config key, for the causes
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> object:
         return self.values.get(key)
 
 
@@ -187,10 +196,10 @@ class ProbeReport:
     back by :meth:`to_json`."""
 
     config: ProbeConfig
-    fingerprint: Mapping[str, Any]  # host facts: open-ended by design (env, distributions, ...)
+    fingerprint: Mapping[str, object]  # host facts: open-ended by design (env, distributions, ...)
     frameworks: Mapping[str, FrameworkRun]
     label: str | None
-    document: Mapping[str, Any] = field(repr=False, compare=False)
+    document: Mapping[str, object] = field(repr=False, compare=False)
     fleet: FleetInfo | None = None  # what a fleet task adds (envkit.fleet.task)
     driver: DriverCheck | None = None  # the host's driver against the image's CUDA (envkit.probe.driver)
 
@@ -198,6 +207,14 @@ class ProbeReport:
     def host(self) -> str | None:
         host = self.fingerprint.get("host")
         return str(host) if host else None
+
+    def fact(self, key: str) -> Mapping[str, object]:
+        """A fingerprint section (``env``, ``distributions``, ``cpu``, ``python``, ``container``), or {}.
+
+        Their shapes were checked when the report was parsed; their content stays open.
+        """
+        value = self.fingerprint.get(key)
+        return value if isinstance(value, Mapping) else {}
 
     @property
     def repeat(self) -> RepeatSummary | None:
@@ -385,7 +402,7 @@ def _config(r: _Reader, value: Any) -> ProbeConfig:
     )
 
 
-def _fingerprint(r: _Reader, value: Any) -> dict[str, Any]:
+def _fingerprint(r: _Reader, value: Any) -> dict[str, object]:
     """The host facts the causes read: their shapes are checked, their content stays open."""
     data = r.obj(value, "fingerprint")
     for key in ("host", "gpu_driver"):
@@ -399,18 +416,21 @@ def _fingerprint(r: _Reader, value: Any) -> dict[str, Any]:
     return data
 
 
-def _info(r: _Reader, value: Any, where: str) -> dict[str, Any]:
+def _info(r: _Reader, value: Any, where: str) -> tuple[dict[str, object], tuple[Gpu, ...], dict[str, object]]:
+    """The framework's facts, its GPUs and its switches."""
     data = r.obj(value, where)
     gpus = data.get("gpus") or []
     if not isinstance(gpus, list):
         raise r.fail(f"{where}.gpus", f"expected a list, got {_kind(gpus)}")
+    found = []
     for i, gpu in enumerate(gpus):
         g = r.obj(gpu, f"{where}.gpus[{i}]")
-        for key in ("name", "capability"):
-            r.text(g.get(key), f"{where}.gpus[{i}].{key}", limit=1000)
-    if "switches" in data:
-        r.obj(data["switches"], f"{where}.switches")
-    return data
+        name, capability = (
+            r.text(g.get(k), f"{where}.gpus[{i}].{k}", limit=1000) or "" for k in ("name", "capability")
+        )
+        found.append(Gpu(name, capability))
+    switches = r.obj(data["switches"], f"{where}.switches") if "switches" in data else {}
+    return data, tuple(found), switches
 
 
 def _status(r: _Reader, value: Any, where: str) -> RunStatus:
@@ -425,7 +445,7 @@ def _framework(r: _Reader, value: Any, where: str, config: ProbeConfig) -> Frame
     data = r.obj(value, where)
     status = _status(r, data.get("status"), where)
     reason = r.text(data.get("reason"), f"{where}.reason", optional=True)
-    info = _info(r, data.get("info") or {}, f"{where}.info")
+    info, gpus, switches = _info(r, data.get("info") or {}, f"{where}.info")
     runtime = data.get("cuda_runtime")
     if runtime is not None and not isinstance(runtime, str | int | float):
         raise r.fail(f"{where}.cuda_runtime", f"expected a string, got {_kind(runtime)}")
@@ -436,7 +456,7 @@ def _framework(r: _Reader, value: Any, where: str, config: ProbeConfig) -> Frame
         str(wl): _workload(r, res, f"{where}.workloads.{wl}", config)
         for wl, res in r.obj(raw_workloads or {}, f"{where}.workloads").items()
     }
-    return FrameworkRun(status, reason, info, workloads, str(runtime) if runtime else None)
+    return FrameworkRun(status, reason, info, workloads, str(runtime) if runtime else None, gpus, switches)
 
 
 def _workload(r: _Reader, value: Any, where: str, config: ProbeConfig) -> WorkloadRun:

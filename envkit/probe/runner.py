@@ -130,7 +130,8 @@ def merge_parts(parts: Sequence[ProbeReport]) -> ProbeReport:
     frameworks = dict(sorted({fw: run for part in parts for fw, run in part.frameworks.items()}.items()))
     documents: dict[str, object] = {}
     for part in parts:
-        documents.update(part.document["frameworks"])
+        entries = part.document["frameworks"]  # an object: parse_report checked it
+        documents.update(entries if isinstance(entries, Mapping) else {})
     document = {**parts[0].document, "frameworks": dict(sorted(documents.items()))}
     return replace(parts[0], frameworks=frameworks, document=document)
 

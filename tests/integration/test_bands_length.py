@@ -30,4 +30,4 @@ def test_one_vs_two_threads_stays_equivalent(steps: int) -> None:
     assert result.verdict == "equivalent", [(c.metric, c.verdict, c.max_rel_diff) for c in result.comparisons]
     assert result.causes[0].kind == "threads"
     assert runs[0].config.get("device") == "cpu" and runs[0].config.get("device_requested") == "auto"
-    assert runs[0].document["frameworks"]["torch"]["device"] == "cpu"
+    assert runs[0].to_json()["frameworks"]["torch"]["device"] == "cpu"  # type: ignore[index]

@@ -65,7 +65,7 @@ def test_run_in_image_mounts_the_payload_read_only() -> None:
     assert run.mounts[0].target == CONTAINER_PAYLOAD and run.mounts[0].read_only
     assert run.env is not None and run.env["ENVKIT_IMAGE_ID"] == "sha256:abc"
     assert report.host == "host-a"
-    assert report.fingerprint["container"]["image_id"] == "sha256:abc"
+    assert report.fact("container")["image_id"] == "sha256:abc"
 
 
 def test_run_in_image_missing_image() -> None:
