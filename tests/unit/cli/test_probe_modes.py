@@ -61,4 +61,3 @@ def test_each_conflict_is_a_usage_error_before_anything_runs(
     (error,) = json.loads(capsys.readouterr().out)["errors"]
     assert error["message"] == message and error["hint"]
     assert list(tmp_path.iterdir()) == []  # nothing ran, nothing was written
-

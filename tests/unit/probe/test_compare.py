@@ -114,7 +114,9 @@ def test_causes_are_ranked_tf32_first() -> None:
 
 
 def test_json_shape() -> None:
-    data = json.loads(json.dumps(compare_reports(typed_report(), typed_report(host="b", scale=1.001)).to_json()))
+    data = json.loads(
+        json.dumps(compare_reports(typed_report(), typed_report(host="b", scale=1.001)).to_json())
+    )
     assert set(data) >= {"verdict", "comparisons", "causes"}
     assert set(data["comparisons"][0]) >= {
         "framework",
