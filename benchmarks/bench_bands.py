@@ -14,8 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from envkit.probe.bands import Bands, onset_max
-from envkit.probe.compare import compare_reports, rel_diff
+from envkit.comparison.bands import Bands, onset_max
+from envkit.comparison.pairwise import compare_reports, rel_diff
 from envkit.probe.model import ProbeReport
 from envkit.probe.report import dump_report, load_report
 from envkit.probe.runner import ProbeOptions, run_on_host

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from envkit.comparison.bands import Bands
+from envkit.comparison.nway import member_list
+from envkit.comparison.pairwise import fmt_rel
 from envkit.errors import ExitCode
 from envkit.fleet.compare import ManyCompared, compare_n
-from envkit.probe.bands import Bands
-from envkit.probe.compare import fmt_rel
 from envkit.probe.model import Verdict
-from envkit.probe.nway import member_list
 from envkit.result import CommandResult
 
 __all__ = ["compare_many", "nway_text"]

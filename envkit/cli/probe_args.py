@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from envkit.comparison.bands import Bands
 from envkit.errors import UsageError
-from envkit.probe.bands import Bands
 from envkit.probe.runner import ProbeOptions
 
 __all__ = ["CONFLICTS", "Conflict", "FleetArgs", "K8sArgs", "Mode", "ProbeArgs", "check_conflicts", "mode_of"]

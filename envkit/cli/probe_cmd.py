@@ -10,11 +10,11 @@ import click
 from envkit.cli import cli, fleet_cmd
 from envkit.cli._app import command, parsed_into, project_root, services, working
 from envkit.cli.probe_args import ProbeArgs, check_conflicts, mode_of
+from envkit.comparison.bands import Bands
+from envkit.comparison.pairwise import Comparison, fmt_rel
 from envkit.errors import ExitCode
 from envkit.fleet.compare import find_run
 from envkit.probe import core
-from envkit.probe.bands import Bands
-from envkit.probe.compare import Comparison, fmt_rel
 from envkit.probe.driver import driver_line
 from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS

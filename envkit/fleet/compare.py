@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit._atomic import write_text_atomic
+from envkit.comparison.bands import Bands
 from envkit.errors import ReportError
 from envkit.fleet.store import MANIFEST, TASKS
-from envkit.probe.bands import Bands
 from envkit.probe.model import ProbeReport
 from envkit.probe.report import load_report, resolve_report
 
 if TYPE_CHECKING:
-    from envkit.probe.nway import NWay
+    from envkit.comparison.nway import NWay
 
 __all__ = ["ManyCompared", "compare_n", "find_run", "load_run"]
 
@@ -109,11 +109,11 @@ def compare_n(
         sources.append(str(path))
     if not named and not failed:
         raise ReportError("nothing to compare", hint="give STORE/RUN or report files")
-    from envkit.probe.nway import compare_many  # not needed to tell a run from two files
+    from envkit.comparison.nway import compare_many  # not needed to tell a run from two files
 
     result = compare_many(named, bands, failed)
     if html is not None:
-        from envkit.probe.nway_html import render_nway_html
+        from envkit.comparison.nway_html import render_nway_html
 
         write_text_atomic(html, render_nway_html(named, result))
     return ManyCompared(result, tuple(sources), html)

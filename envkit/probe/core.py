@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit._atomic import write_text_atomic
+from envkit.comparison.bands import Bands
+from envkit.comparison.pairwise import Comparison, compare_reports
 from envkit.errors import ProbeError
-from envkit.probe.bands import Bands
-from envkit.probe.compare import Comparison, compare_reports
 from envkit.probe.driver import driver_check, driver_line, image_cuda
 from envkit.probe.model import ProbeReport, RunStatus
 from envkit.probe.report import (
@@ -221,7 +221,7 @@ def compare(
     a, b = load_report(path_a), load_report(path_b)
     comparison = compare_reports(a, b, bands)
     if html is not None:
-        from envkit.probe.html import render_html
+        from envkit.comparison.html import render_html
 
         write_text_atomic(html, render_html(a, b, comparison))
     return Compared(comparison, path_a, path_b, html)

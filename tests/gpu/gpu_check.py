@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from envkit.probe.compare import compare_reports
+from envkit.comparison.pairwise import compare_reports
 from envkit.probe.model import ProbeReport
 from envkit.probe.runner import ProbeOptions, run_on_host
 

@@ -9,7 +9,7 @@ import importlib.util
 
 import pytest
 
-from envkit.probe.compare import compare_reports
+from envkit.comparison.pairwise import compare_reports
 from envkit.probe.runner import ProbeOptions, run_on_host
 
 pytestmark = [

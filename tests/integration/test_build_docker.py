@@ -21,9 +21,9 @@ import pytest
 
 from envkit.build.bootstrap import bootstrap_image
 from envkit.cli import main
+from envkit.comparison.pairwise import compare_reports
 from envkit.engine.docker_api import DockerEngine
 from envkit.lock import current_lock
-from envkit.probe.compare import compare_reports
 from envkit.probe.runner import ProbeOptions, run_on_host
 from envkit.spec.load import load_spec
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from envkit.cli import main
-from envkit.probe.compare import compare_reports
+from envkit.comparison.pairwise import compare_reports
 from envkit.probe.model import ProbeReport, parse_report
 from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_on_host

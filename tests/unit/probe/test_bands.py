@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from envkit.probe.bands import Bands, judge, onset_max
-from envkit.probe.compare import compare_reports
+from envkit.comparison.bands import Bands, judge, onset_max
+from envkit.comparison.pairwise import compare_reports
 from tests.unit.probe.conftest import make_report, parsed
 
 

@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
+from envkit.comparison.bands import Bands
+from envkit.comparison.pairwise import compare_reports
 from envkit.errors import ExitCode, ReportError
-from envkit.probe.bands import Bands
-from envkit.probe.compare import compare_reports
 from tests.unit.probe.conftest import make_report, parsed, typed_report
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from envkit.cli import main
+from envkit.comparison.nway import compare_many, numbers_key
 from envkit.errors import ReportError
 from envkit.fleet import store
 from envkit.probe.model import ProbeReport, Verdict
-from envkit.probe.nway import compare_many, numbers_key
 from tests.unit.probe.conftest import make_report, parsed
 
 LOSSES = [1.0, 0.9, 0.8, 0.7, 0.6]

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from envkit.cli import main
+from envkit.comparison.pairwise import compare_reports
 from envkit.errors import ExitCode, ReportError
 from envkit.probe import report as report_module
-from envkit.probe.compare import compare_reports
 from envkit.probe.model import Verdict
 from envkit.probe.report import load_report, read_report
 from tests.unit.probe.conftest import make_report, parsed, typed_report
@@ -184,7 +184,7 @@ def test_gpu_check_path_imports_only_the_standard_library() -> None:
     code = (
         "import sys; sys.path[:] = [p for p in sys.path if 'site-packages' not in p]; "
         f"sys.path.insert(0, {str(REPO)!r}); "
-        "import envkit.probe.model, envkit.probe.report, envkit.probe.compare, envkit.probe.runner; "
+        "import envkit.probe.model, envkit.probe.report, envkit.comparison.pairwise, envkit.probe.runner; "
         "loaded = {m.split('.')[0] for m in sys.modules}; "
         "print(sorted(m for m in loaded - set(sys.stdlib_module_names) if m not in ('envkit', '__main__')))"
     )

@@ -10,11 +10,11 @@ import pytest
 
 from envkit import _proc
 from envkit.cli import Services, main
+from envkit.comparison.html import render_html
+from envkit.comparison.pairwise import compare_reports
 from envkit.engine.fake import FakeEngine, FakeRun
 from envkit.engine.protocol import RunResult
 from envkit.errors import ProbeError
-from envkit.probe.compare import compare_reports
-from envkit.probe.html import render_html
 from envkit.probe.report import load_report, safe_name
 from envkit.probe.runner import CONTAINER_PAYLOAD, ProbeOptions, payload_argv, run_in_image, run_on_host
 from tests.unit.probe.conftest import make_report, parsed

@@ -9,7 +9,7 @@ the rows measured in DESIGN.md (max relative difference over 20 steps, H200, tor
 * TF32 on vs off 1.4e-5 … 2e-4, bf16 autocast 6e-5 … 7e-4 → ``precision-drift`` ≤ 5e-3, about 7×
   above the largest bf16 row, so a real bug (wrong init, a changed op) lands in ``diverged``.
 
-Both edges are configurable (:class:`~envkit.probe.bands.Bands`). Pure: reports in, values out.
+Both edges are configurable (:class:`~envkit.comparison.bands.Bands`). Pure: reports in, values out.
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from envkit.comparison.bands import Bands, judge, onset_max
+from envkit.comparison.causes import Cause, likely_causes, side_names
 from envkit.errors import ReportError
-from envkit.probe.bands import Bands, judge, onset_max
-from envkit.probe.causes import Cause, likely_causes, side_names
 from envkit.probe.model import ProbeReport, Verdict, WorkloadRun
 
 __all__ = ["VERDICTS", "Comparison", "MetricComparison", "Verdict", "compare_reports", "worst"]
 
 VERDICTS = tuple(Verdict)  # best to worst
 METRICS = ("loss", "grad_norm", "param_grad_norms", "final_params")
-TRAJECTORY = ("loss", "grad_norm")  # judged on their own onset (envkit.probe.bands)
+TRAJECTORY = ("loss", "grad_norm")  # judged on their own onset (envkit.comparison.bands)
 PARAM_FLOOR = 1e-3
 
 

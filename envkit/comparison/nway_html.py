@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from envkit.probe.compare import fmt_rel
-from envkit.probe.html import VERDICT_COLORS, line_chart
+from envkit.comparison.html import VERDICT_COLORS, line_chart
+from envkit.comparison.nway import NWay, member_list
+from envkit.comparison.pairwise import fmt_rel
 from envkit.probe.model import ProbeReport
-from envkit.probe.nway import NWay, member_list
 
 __all__ = ["render_nway_html"]
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from envkit.probe.compare import Comparison, fmt_rel
+from envkit.comparison.pairwise import Comparison, fmt_rel
 from envkit.probe.model import ProbeReport, WorkloadRun
 
 __all__ = ["VERDICT_COLORS", "line_chart", "render_html"]

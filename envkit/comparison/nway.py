@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from envkit.comparison.bands import Bands
+from envkit.comparison.causes import Cause, likely_causes
+from envkit.comparison.pairwise import Comparison, check_comparable, compare_reports
 from envkit.errors import ReportError
-from envkit.probe.bands import Bands
-from envkit.probe.causes import Cause, likely_causes
-from envkit.probe.compare import Comparison, check_comparable, compare_reports
 from envkit.probe.model import ProbeReport, Verdict, WorkloadRun
 
 __all__ = ["Group", "NWay", "Outlier", "compare_many", "member_list", "numbers_key"]

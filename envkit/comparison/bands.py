@@ -37,7 +37,7 @@ class Bands:
 
     equivalent: float = 2e-6
     drift: float = 5e-3
-    window: int = 5  # onset steps the band is judged on (envkit.probe.bands)
+    window: int = 5  # onset steps the band is judged on (envkit.comparison.bands)
 
     def __post_init__(self) -> None:
         if not 0 <= self.equivalent < self.drift:
@@ -46,7 +46,7 @@ class Bands:
             raise ValueError("the onset window must be at least one step")
 
     def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> Verdict:
-        """The band of one difference (fixed edges); see :func:`envkit.probe.bands.judge` for a series."""
+        """The band of one difference (fixed edges); see :func:`envkit.comparison.bands.judge` for a series."""
         if bitwise_equal:
             return Verdict.IDENTICAL
         if max_rel_diff <= self.equivalent:
