@@ -9,18 +9,18 @@ from envkit.comparison.bands import Bands
 from envkit.comparison.nway import member_list
 from envkit.comparison.pairwise import fmt_rel
 from envkit.errors import ExitCode
-from envkit.fleet.compare import ManyCompared, compare_n
+from envkit.fleet.compare import ComparedMany, compare_n
 from envkit.probe.model import Verdict
 from envkit.result import CommandResult
 
-__all__ = ["compare_many", "nway_text"]
+__all__ = ["compare_refs", "nway_text"]
 
 MAX_MEMBERS = 6
 MAX_OUTLIERS = 50
 MAX_CAUSES = 5
 
 
-def compare_many(
+def compare_refs(
     refs: Sequence[str], store: Path, *, label: str | None, bands: Bands, html: Path | None
 ) -> CommandResult:
     done = compare_n(refs, store, label=label, bands=bands, html=html)
@@ -28,7 +28,7 @@ def compare_many(
     return CommandResult("probe", done.to_json(), lambda: nway_text(done), exit_code=code)
 
 
-def nway_text(done: ManyCompared) -> str:
+def nway_text(done: ComparedMany) -> str:
     r = done.result
     head = f"{len(r.names)} reports, {len(r.groups)} bitwise group(s)"
     head += (

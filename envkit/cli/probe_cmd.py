@@ -11,6 +11,7 @@ from envkit.cli import cli, fleet_cmd
 from envkit.cli._app import command, parsed_into, project_root, services, working
 from envkit.cli.probe_args import ProbeArgs, check_conflicts, mode_of
 from envkit.comparison.bands import Bands
+from envkit.comparison.files import compare_files
 from envkit.comparison.pairwise import Comparison, fmt_rel
 from envkit.errors import ExitCode
 from envkit.fleet.compare import find_run
@@ -181,8 +182,8 @@ def _compare(args: ProbeArgs) -> CommandResult:
     if len(refs) != 2 or any(find_run(r, store) for r in refs):
         from envkit.cli import nway_cmd
 
-        return nway_cmd.compare_many(refs, store, label=args.label, bands=bands, html=args.html_out)
-    done = core.compare((refs[0], refs[1]), store, label=args.label, bands=bands, html=args.html_out)
+        return nway_cmd.compare_refs(refs, store, label=args.label, bands=bands, html=args.html_out)
+    done = compare_files((refs[0], refs[1]), store, label=args.label, bands=bands, html=args.html_out)
     code = ExitCode.OK if done.ok else ExitCode.FINDINGS
     return CommandResult("probe", done.to_json(), lambda: _compare_text(done.comparison), exit_code=code)
 

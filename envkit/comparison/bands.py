@@ -46,7 +46,7 @@ class Bands:
             raise ValueError("the onset window must be at least one step")
 
     def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> Verdict:
-        """The band of one difference (fixed edges); see :func:`envkit.comparison.bands.judge` for a series."""
+        """The band of one difference (fixed edges); see :func:`judge` for a series."""
         if bitwise_equal:
             return Verdict.IDENTICAL
         if max_rel_diff <= self.equivalent:

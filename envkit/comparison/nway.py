@@ -23,7 +23,7 @@ from envkit.comparison.pairwise import Comparison, check_comparable, compare_rep
 from envkit.errors import ReportError
 from envkit.probe.model import ProbeReport, Verdict, WorkloadRun
 
-__all__ = ["Group", "NWay", "Outlier", "compare_many", "member_list", "numbers_key"]
+__all__ = ["Group", "NWayComparison", "Outlier", "compare_many", "member_list", "numbers_key"]
 
 PER_TASK = {"CUDA_VISIBLE_DEVICES"}
 
@@ -107,7 +107,7 @@ class Outlier:
 
 
 @dataclass(frozen=True)
-class NWay:
+class NWayComparison:
     names: tuple[str, ...]
     groups: tuple[Group, ...]
     majority: int | None
@@ -162,7 +162,7 @@ def compare_many(
     named: Sequence[tuple[str, ProbeReport]],
     bands: Bands | None = None,
     failed: Sequence[tuple[str, str]] = (),
-) -> NWay:
+) -> NWayComparison:
     """Group ``named`` reports bitwise and judge every outlier against the majority."""
     bands = bands or Bands()
     if len(named) < 2:
@@ -215,7 +215,7 @@ def compare_many(
                 o if o.name != named[i][0] else replace(o, suspect=True, reason=why) for o in outliers
             ]
     outliers.sort(key=lambda o: (o.severity, o.name))
-    return NWay(
+    return NWayComparison(
         tuple(n for n, _ in named),
         tuple(groups),
         majority,

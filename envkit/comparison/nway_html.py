@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from html import escape
 
 from envkit.comparison.html import VERDICT_COLORS, line_chart
-from envkit.comparison.nway import NWay, member_list
+from envkit.comparison.nway import NWayComparison, member_list
 from envkit.comparison.pairwise import fmt_rel
 from envkit.probe.model import ProbeReport
 
@@ -20,7 +20,7 @@ MAX_MEMBERS = 8
 _COLORS = {**VERDICT_COLORS, "suspect": "#b71c1c"}
 
 
-def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWay) -> list[str]:
+def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWayComparison) -> list[str]:
     reps = dict(named)
     groups = result.groups[:MAX_GROUPS_PLOTTED]
     first = reps[groups[0].members[0]]
@@ -39,7 +39,7 @@ def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWay) -> list[str]
     return out
 
 
-def render_nway_html(named: Sequence[tuple[str, ProbeReport]], result: NWay) -> str:
+def render_nway_html(named: Sequence[tuple[str, ProbeReport]], result: NWayComparison) -> str:
     groups = "".join(
         f"<tr><td>{g.index}</td><td>{len(g.members)}</td><td>{'majority' if g.majority else ''}</td>"
         f'<td style="color:{_COLORS.get(g.verdict, "#000")}">{escape(g.verdict)}</td>'

@@ -20,14 +20,14 @@ from envkit.probe.model import ProbeReport
 from envkit.probe.report import load_report, resolve_report
 
 if TYPE_CHECKING:
-    from envkit.comparison.nway import NWay
+    from envkit.comparison.nway import NWayComparison
 
-__all__ = ["ManyCompared", "compare_n", "find_run", "load_run"]
+__all__ = ["ComparedMany", "compare_n", "find_run", "load_run"]
 
 
 @dataclass(frozen=True)
-class ManyCompared:
-    result: NWay
+class ComparedMany:
+    result: NWayComparison
     sources: tuple[str, ...]
     html: Path | None
 
@@ -90,7 +90,7 @@ def compare_n(
     label: str | None = None,
     bands: Bands | None = None,
     html: Path | None = None,
-) -> ManyCompared:
+) -> ComparedMany:
     """Compare a run (one ref) or several reports (files, HOST[/LABEL], or runs: all their reports)."""
     named: list[tuple[str, ProbeReport]] = []
     failed: list[tuple[str, str]] = []
@@ -116,4 +116,4 @@ def compare_n(
         from envkit.comparison.nway_html import render_nway_html
 
         write_text_atomic(html, render_nway_html(named, result))
-    return ManyCompared(result, tuple(sources), html)
+    return ComparedMany(result, tuple(sources), html)

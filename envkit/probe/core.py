@@ -1,6 +1,7 @@
-"""What ``envkit probe`` does, as values: run the probe and file its report, or compare two reports.
+"""What ``envkit probe`` does, as values: run the probe and file its report.
 
-The CLI parses options, calls :func:`probe` or :func:`compare` and renders the result.
+The CLI parses options, calls :func:`probe` and renders the result; comparing reports is
+:mod:`envkit.comparison`.
 """
 
 from __future__ import annotations
@@ -11,16 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit._atomic import write_text_atomic
-from envkit.comparison.bands import Bands
-from envkit.comparison.pairwise import Comparison, compare_reports
 from envkit.errors import ProbeError
 from envkit.probe.driver import driver_check, driver_line, image_cuda
 from envkit.probe.model import ProbeReport, RunStatus
 from envkit.probe.report import (
     DEFAULT_LABEL,
     dump_report,
-    load_report,
-    resolve_report,
     safe_name,
     save_to_store,
 )
@@ -29,7 +26,7 @@ from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 if TYPE_CHECKING:
     from envkit.engine.protocol import ContainerEngine
 
-__all__ = ["Compared", "ProbeRun", "SummaryRow", "compare", "probe", "resolve_image", "summarize"]
+__all__ = ["ProbeRun", "SummaryRow", "probe", "resolve_image", "summarize"]
 
 
 def _json_number(value: float | None) -> float | str | None:
@@ -186,42 +183,3 @@ def summarize(report: ProbeReport) -> list[SummaryRow]:
                 )
             )
     return rows
-
-
-@dataclass(frozen=True)
-class Compared:
-    """Two reports compared: the comparison, the files read and the HTML page written (if any)."""
-
-    comparison: Comparison
-    a: Path
-    b: Path
-    html: Path | None
-
-    @property
-    def ok(self) -> bool:
-        return self.comparison.verdict.ok
-
-    def to_json(self) -> dict[str, object]:
-        data = {**self.comparison.to_json(), "a": str(self.a), "b": str(self.b)}
-        if self.html is not None:
-            data["html"] = str(self.html)
-        return data
-
-
-def compare(
-    refs: tuple[str, str],
-    store: Path,
-    *,
-    label: str | None = None,
-    bands: Bands | None = None,
-    html: Path | None = None,
-) -> Compared:
-    """Compare two reports (files, ``HOST`` or ``HOST/LABEL`` in ``store``); optionally write an HTML page."""
-    path_a, path_b = (resolve_report(ref, store, label) for ref in refs)
-    a, b = load_report(path_a), load_report(path_b)
-    comparison = compare_reports(a, b, bands)
-    if html is not None:
-        from envkit.comparison.html import render_html
-
-        write_text_atomic(html, render_html(a, b, comparison))
-    return Compared(comparison, path_a, path_b, html)

@@ -48,9 +48,14 @@ def test_the_tree_keeps_its_layers() -> None:
             "envkit.engine is not allowed to import envkit.build",
         ),
         (
-            "probe/compare.py",
+            "probe/model.py",
             "from envkit.fleet import store",
             "envkit.probe is not allowed to import envkit.fleet",
+        ),
+        (
+            "probe/core.py",
+            "import envkit.comparison.nway",
+            "envkit.probe is not allowed to import envkit.comparison",
         ),
         ("pack/core.py", "import envkit.build.builder", "envkit.pack is not allowed to import envkit.build"),
         ("errors.py", "import envkit.spec.load", "envkit.errors is not allowed to import envkit.spec"),
