@@ -1,7 +1,7 @@
 """The container engine interface: plain values in and out, no SDK objects.
 
 Adapters (``docker_api.py``) translate SDK errors into :mod:`envkit.errors`;
-:class:`envkit.engine.fake.FakeEngine` serves the unit tests of the layers above.
+:class:`envkit.engine.testing.FakeEngine` serves the unit tests of the layers above.
 """
 
 from __future__ import annotations

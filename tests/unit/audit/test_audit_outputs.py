@@ -24,8 +24,8 @@ from envkit.audit.targets import AuditRequest, audit_image
 from envkit.audit.update_db import update_db
 from envkit.catalog import load_catalog
 from envkit.cli import main
-from envkit.engine.fake import FakeEngine
 from envkit.engine.protocol import ImageInfo, RunResult
+from envkit.engine.testing import FakeEngine
 from envkit.errors import AuditError, ExitCode, UsageError
 
 # The parts of the SARIF 2.1.0 schema that are required (sarif-schema-2.1.0.json "required" lists).

@@ -11,7 +11,7 @@ import pytest
 from envkit._proc import ProcResult
 from envkit.build.builder import Builder
 from envkit.catalog import load_catalog
-from envkit.engine.fake import FakeEngine
+from envkit.engine.testing import FakeEngine
 from envkit.errors import Unsatisfiable
 from envkit.lock import PipPackage, PipRequest
 from envkit.lock.fresh import EnvLocker

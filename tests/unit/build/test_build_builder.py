@@ -9,8 +9,8 @@ import pytest
 
 from envkit.build.builder import Builder, BuildOptions
 from envkit.catalog import load_catalog
-from envkit.engine.fake import FakeEngine, failing
 from envkit.engine.protocol import BuildEvent, ImageInfo
+from envkit.engine.testing import FakeEngine, failing
 from envkit.errors import BuildFailed, EngineUnavailable, ExitCode, SolverFailed, Unsatisfiable, UsageError
 from envkit.lock import PipPackage, PipRequest
 from envkit.lock.fresh import lock_state

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from envkit.engine.fake import FakeEngine
 from envkit.engine.push import check_registry, push_image, read_pushed
+from envkit.engine.testing import FakeEngine
 from envkit.engine.transport import FakeTransport
 from envkit.errors import ProbeError, UsageError
 from envkit.fleet.images import image_for_fleet

@@ -264,7 +264,7 @@ def test_frozen_build_refuses_a_truncated_requirements_lock_and_never_installs_u
     project: Path,
 ) -> None:
     from envkit.build.builder import Builder, BuildOptions
-    from envkit.engine.fake import FakeEngine
+    from envkit.engine.testing import FakeEngine
     from envkit.errors import UsageError
     from envkit.lock.fresh import EnvLocker
 

@@ -15,7 +15,7 @@ import pytest
 
 from envkit.build.builder import Builder, BuildOptions
 from envkit.catalog import Catalog
-from envkit.engine.fake import FakeEngine
+from envkit.engine.testing import FakeEngine
 from envkit.errors import ExitCode, PackMismatch
 from envkit.lock.fresh import EnvLocker
 from envkit.offline.fetch import UrlFetcher

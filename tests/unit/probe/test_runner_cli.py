@@ -12,8 +12,8 @@ from envkit import _proc
 from envkit.cli import Services, main
 from envkit.comparison.html import render_html
 from envkit.comparison.pairwise import compare_reports
-from envkit.engine.fake import FakeEngine, FakeRun
 from envkit.engine.protocol import RunResult
+from envkit.engine.testing import FakeEngine, FakeRun
 from envkit.errors import ProbeError
 from envkit.probe.report import load_report, safe_name
 from envkit.probe.runner import CONTAINER_PAYLOAD, ProbeOptions, payload_argv, run_in_image, run_on_host
