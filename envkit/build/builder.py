@@ -36,7 +36,7 @@ from envkit.render.context import ContextEntry, ContextFiles, context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.spec.load import LoadedSpec, image_dir
 
-__all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
+__all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "image_repo"]
 
 WHEELS = "wheels"
 NAME_LABEL = "io.envkit.name"
@@ -84,9 +84,6 @@ class BuildPlan:
     @property
     def latest(self) -> str:
         return f"{image_repo(self.name)}:latest"
-
-
-PreparedBuild = BuildPlan  # the former name
 
 
 @dataclass(frozen=True)

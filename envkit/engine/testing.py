@@ -14,9 +14,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL, BuildEvent, ImageInfo, Mount, RunResult
+from envkit.engine.transport import Pushed
 from envkit.errors import BuildFailed, EngineError, EngineUnavailable
 
-__all__ = ["FakeBuild", "FakeEngine", "FakeRun", "failing"]
+__all__ = ["FakeBuild", "FakeEngine", "FakeRun", "FakeTransport", "failing"]
 
 RunAnswer = RunResult | Callable[[str, Sequence[str]], RunResult]
 
@@ -179,3 +180,37 @@ class FakeEngine:
 def failing(message: str = "step 2 failed", tail: Sequence[str] = ("ERROR: boom",)) -> BuildFailed:
     """A ready-made build error for ``FakeEngine(build_error=failing())``."""
     return BuildFailed(message, hint="see the log", log_tail=tail)
+
+
+@dataclass
+class FakeTransport:
+    """In memory: images are ids; a "registry" maps refs to ids; saved files hold the id."""
+
+    images: dict[str, str] = field(default_factory=dict)  # name or tag -> image id
+    registry: dict[str, str] = field(default_factory=dict)  # repo@digest -> image id
+    pulls: list[str] = field(default_factory=list)
+
+    def push(self, image: str, repository: str, tag: str) -> Pushed:
+        image_id = self.images.get(image)
+        if image_id is None:
+            raise EngineError(f"no such image: {image}", hint="build it first")
+        digest = "sha256:" + hashlib.sha256(f"{repository}:{image_id}".encode()).hexdigest()
+        self.registry[f"{repository}@{digest}"] = image_id
+        return Pushed(repository, tag, digest)
+
+    def pull(self, ref: str) -> str:
+        self.pulls.append(ref)
+        image_id = self.registry.get(ref)
+        if image_id is None:
+            raise EngineError(f"the registry has no {ref}", hint="push it first")
+        self.images[ref] = image_id
+        return image_id
+
+    def save(self, image: str, path: Path) -> None:
+        image_id = self.images.get(image, image)
+        path.write_text(image_id)
+
+    def load(self, path: Path) -> tuple[str, ...]:
+        image_id = path.read_text().strip()
+        self.images[image_id] = image_id
+        return (image_id,)

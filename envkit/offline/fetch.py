@@ -1,4 +1,4 @@
-"""Downloading one file: the :class:`Fetcher` seam, a urllib adapter and a fake.
+"""Downloading one file: the :class:`Fetcher` seam and a urllib adapter (the fake: envkit.offline.testing).
 
 A fetcher streams bytes; the caller hashes them as they arrive (see
 :func:`envkit.offline.collect.fetch_verified`), so a file is never trusted before its sha256 is known.
@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
 from urllib.parse import unquote, urlsplit
 
 from envkit.errors import PackError
 
-__all__ = ["CHUNK", "FakeFetcher", "Fetcher", "UrlFetcher"]
+__all__ = ["CHUNK", "Fetcher", "UrlFetcher"]
 
 CHUNK = 1 << 20
 
@@ -59,19 +58,3 @@ class UrlFetcher:
                 f"cannot download {url}: {e}",
                 hint="check the network, or point mirrors.conda in the spec at a reachable mirror",
             ) from e
-
-
-@dataclass
-class FakeFetcher:
-    """Serves ``files[url]``; records every URL asked for (tests count downloads with it)."""
-
-    files: Mapping[str, bytes] = field(default_factory=dict)
-    requests: list[str] = field(default_factory=list)
-
-    def fetch(self, url: str, sink: Callable[[bytes], None]) -> None:
-        self.requests.append(url)
-        if url not in self.files:
-            raise PackError(f"cannot download {url}: 404", hint="(fake fetcher: no such file)")
-        data = self.files[url]
-        for start in range(0, len(data), CHUNK):
-            sink(data[start : start + CHUNK])

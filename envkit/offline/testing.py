@@ -22,12 +22,16 @@ import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envkit.errors import PackError
+from envkit.offline.fetch import CHUNK
+
 __all__ = [
     "ArchivePackage",
+    "FakeFetcher",
     "Symlink",
     "make_real_channel",
     "noarch_python",
@@ -182,3 +186,19 @@ def make_real_channel(
         write_archive(pkg, root)
     asyncio.run(rattler.index.index_fs(root, write_zst=False, write_shards=False, force=True))
     return root.resolve().as_uri()
+
+
+@dataclass
+class FakeFetcher:
+    """Serves ``files[url]``; records every URL asked for (tests count downloads with it)."""
+
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    requests: list[str] = field(default_factory=list)
+
+    def fetch(self, url: str, sink: Callable[[bytes], None]) -> None:
+        self.requests.append(url)
+        if url not in self.files:
+            raise PackError(f"cannot download {url}: 404", hint="(fake fetcher: no such file)")
+        data = self.files[url]
+        for start in range(0, len(data), CHUNK):
+            sink(data[start : start + CHUNK])

@@ -19,8 +19,9 @@ from envkit.audit.core import AuditReport, Finding
 from envkit.audit.osv_dir import OsvDirService
 from envkit.audit.pip_audit_service import PipAuditService
 from envkit.audit.report import render, to_sarif
-from envkit.audit.service import Dep, FakeVulnService, Vuln
+from envkit.audit.service import Dep, Vuln
 from envkit.audit.targets import AuditRequest, audit_image
+from envkit.audit.testing import FakeVulnService
 from envkit.audit.update_db import update_db
 from envkit.catalog import load_catalog
 from envkit.cli import main

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from envkit.audit.service import FakeVulnService, Vuln
+from envkit.audit.service import Vuln
 from envkit.audit.targets import audit_environment, audit_image
+from envkit.audit.testing import FakeVulnService
 from envkit.catalog import load_catalog
 from envkit.engine.protocol import ImageInfo
 from envkit.errors import ExitCode, InventoryError

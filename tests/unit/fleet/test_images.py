@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from envkit.engine.push import check_registry, push_image, read_pushed
-from envkit.engine.testing import FakeEngine
-from envkit.engine.transport import FakeTransport
+from envkit.engine.testing import FakeEngine, FakeTransport
 from envkit.errors import ProbeError, UsageError
 from envkit.fleet.images import image_for_fleet
 

@@ -13,9 +13,10 @@ from envkit.catalog import Catalog
 from envkit.errors import ExitCode, PackError, PackMismatch
 from envkit.lock.fresh import EnvLocker, ensure_fresh_lock
 from envkit.offline.archive import open_pack
-from envkit.offline.fetch import FakeFetcher, UrlFetcher
+from envkit.offline.fetch import UrlFetcher
 from envkit.offline.manifest import MANIFEST, PackManifest
 from envkit.offline.request import pack_request
+from envkit.offline.testing import FakeFetcher
 from envkit.pack.core import PackOptions, PackResult, pack_environment
 from envkit.spec.load import LoadedSpec, image_dir, load_spec
 from tests.unit.pack.conftest import INSTALLER, InstallerPip, write_conda_spec

@@ -11,8 +11,8 @@ from envkit.catalog import InstallerFile, load_catalog
 from envkit.errors import PackError, PackMismatch, UsageError
 from envkit.offline.archive import verify_against_lock
 from envkit.offline.collect import PackRequest, collect
-from envkit.offline.fetch import FakeFetcher
 from envkit.offline.request import bootstrap_installers
+from envkit.offline.testing import FakeFetcher
 from envkit.spec.load import load_spec
 from tests.unit.pack.conftest import InstallerPip, packing_catalog
 
