@@ -51,4 +51,4 @@ clean:
 	rm -rf $(VENV) .envkit .pytest_cache .mypy_cache .ruff_cache
 
 check-readme: $(STAMP)
-	$(BIN)/python -m pytest tests/unit/test_readme.py -q
+	$(BIN)/python -m pytest tests/unit/test_docs.py -q

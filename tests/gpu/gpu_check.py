@@ -18,7 +18,7 @@ from envkit.comparison.pairwise import compare_reports
 from envkit.probe.model import ProbeReport
 from envkit.probe.runner import ProbeOptions, run_on_host
 
-# (name, side A, side B, expected verdict): the rows of DESIGN.md's measured table.
+# (name, side A, side B, expected verdict): the rows of docs/design.md's measured table.
 RUNS: dict[str, dict[str, Any]] = {
     "cpu": {},
     "gpu": {"device": "cuda"},
