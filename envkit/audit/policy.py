@@ -59,6 +59,8 @@ RULES: dict[str, tuple[Severity, str]] = {
 
 @dataclass(frozen=True)
 class PolicyContext:
+    """What the policy checks may look at: the catalog, today's date, the spec, its lock and image."""
+
     catalog: Catalog
     today: date
     spec: Spec | None = None

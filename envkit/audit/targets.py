@@ -41,6 +41,8 @@ PIP_LIST = ("python", "-m", "pip", "list", "--format=json", "--disable-pip-versi
 
 @dataclass(frozen=True)
 class AuditRequest:
+    """How to audit: the vulnerability service, the catalog, today's date, the host's driver."""
+
     service: VulnService
     catalog: Catalog
     today: date

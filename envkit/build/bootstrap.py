@@ -49,6 +49,8 @@ _TIMEOUT_S = 1800
 
 @dataclass(frozen=True)
 class BootstrapResult:
+    """A base image made without a registry (debootstrap + import): the image, whether it was new."""
+
     image: ImageInfo
     created: bool
     suite: str

@@ -52,6 +52,8 @@ def image_repo(name: str) -> str:
 
 @dataclass(frozen=True)
 class BuildOptions:
+    """How ``envkit build`` builds: offline, frozen lock, no cache, local wheels, a pack."""
+
     offline: bool = False
     frozen: bool = False
     nocache: bool = False
@@ -88,6 +90,8 @@ class BuildPlan:
 
 @dataclass(frozen=True)
 class BuildResult:
+    """A finished build: tags, context digest, image id and size, the lock and offline inputs used."""
+
     name: str
     status: str  # "built" or "up-to-date"
     tag: str
@@ -112,6 +116,10 @@ class BuildResult:
 
 
 class Builder:
+    """``envkit build``: spec → fresh lock → render → offline inputs → context → the engine builds the
+    image.
+    """
+
     def __init__(
         self,
         engine: ContainerEngine,

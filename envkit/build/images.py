@@ -18,6 +18,8 @@ __all__ = ["ImageRow", "list_images"]
 
 @dataclass(frozen=True)
 class ImageRow:
+    """One image envkit built: its environment, tags, the hashes it carries and whether it is stale."""
+
     name: str
     id: str
     tags: tuple[str, ...]

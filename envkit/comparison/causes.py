@@ -32,6 +32,8 @@ THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 @dataclass(frozen=True)
 class Cause:
+    """One environment difference between two reports, weighted by how likely it moves the numbers."""
+
     weight: int
     kind: str
     message: str

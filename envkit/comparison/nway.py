@@ -51,6 +51,8 @@ def numbers_key(report: ProbeReport) -> tuple[Any, ...]:
 
 @dataclass(frozen=True)
 class Group:
+    """Reports whose numbers are bitwise identical; the largest is the majority."""
+
     index: int  # 1-based, largest first
     members: tuple[str, ...]
     majority: bool
@@ -108,6 +110,8 @@ class Outlier:
 
 @dataclass(frozen=True)
 class NWayComparison:
+    """N reports compared: bitwise groups, the majority, the outliers, failed tasks, the bands."""
+
     names: tuple[str, ...]
     groups: tuple[Group, ...]
     majority: int | None

@@ -33,6 +33,8 @@ PARAM_FLOOR = 1e-3
 
 @dataclass(frozen=True)
 class MetricComparison:
+    """One framework × workload × metric of two reports: its verdict, the largest difference."""
+
     framework: str
     workload: str
     mode: str
@@ -48,6 +50,8 @@ class MetricComparison:
 
 @dataclass(frozen=True)
 class Comparison:
+    """Two reports compared: the worst verdict, one per metric, the likely causes, notes."""
+
     verdict: Verdict
     comparisons: tuple[MetricComparison, ...]
     causes: tuple[Cause, ...]

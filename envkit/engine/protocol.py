@@ -39,6 +39,8 @@ class BuildEvent:
 
 @dataclass(frozen=True)
 class ImageInfo:
+    """An image as the engine describes it: id, tags, labels, user, size."""
+
     id: str
     tags: tuple[str, ...]
     labels: Mapping[str, str]
@@ -48,6 +50,8 @@ class ImageInfo:
 
 @dataclass(frozen=True)
 class Mount:
+    """A host path mounted into a container (read-only by default)."""
+
     source: str  # host path
     target: str  # container path
     read_only: bool = True
@@ -55,6 +59,8 @@ class Mount:
 
 @dataclass(frozen=True)
 class RunResult:
+    """What a container run printed, and its exit code."""
+
     exit_code: int
     stdout: str
     stderr: str

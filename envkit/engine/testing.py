@@ -24,6 +24,8 @@ RunAnswer = RunResult | Callable[[str, Sequence[str]], RunResult]
 
 @dataclass(frozen=True)
 class FakeBuild:
+    """A build the fake engine was asked for."""
+
     context: bytes
     tag: str
     labels: Mapping[str, str]
@@ -33,6 +35,8 @@ class FakeBuild:
 
 @dataclass(frozen=True)
 class FakeRun:
+    """A container run the fake engine was asked for."""
+
     image: str
     argv: tuple[str, ...]
     mounts: tuple[Mount, ...]
@@ -43,6 +47,8 @@ class FakeRun:
 
 @dataclass
 class FakeEngine:
+    """An in-memory :class:`~envkit.engine.protocol.ContainerEngine` that records every call."""
+
     images_by_tag: dict[str, ImageInfo] = field(default_factory=dict)
     run_results: dict[str, RunAnswer] = field(default_factory=dict)
     default_run: RunResult = field(default_factory=lambda: RunResult(0, "", ""))

@@ -30,6 +30,8 @@ class Pushed:
 
 
 class ImageTransport(Protocol):
+    """Moving images between machines: registry push and pull, save and load."""
+
     def push(self, image: str, repository: str, tag: str) -> Pushed:
         """Tag ``image`` as ``repository:tag`` and push it; return the digest the registry answered."""
         ...

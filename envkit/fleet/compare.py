@@ -27,6 +27,8 @@ __all__ = ["ComparedMany", "compare_n", "find_run", "load_run"]
 
 @dataclass(frozen=True)
 class ComparedMany:
+    """A run or many reports compared N-way: the comparison, what was read, the HTML page."""
+
     result: NWayComparison
     sources: tuple[str, ...]
     html: Path | None

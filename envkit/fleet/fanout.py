@@ -30,6 +30,8 @@ UNKNOWN_POLLS = 5  # the scheduler forgot the job this many polls in a row: it i
 
 @dataclass(frozen=True)
 class FleetOptions:
+    """How a fleet probe fans out: the store, nodes, tasks per node, scheduler options, the image."""
+
     store: Path
     run_id: str | None = None
     nodes: int = 1
@@ -49,6 +51,8 @@ class FleetOptions:
 
 @dataclass(frozen=True)
 class TaskOutcome:
+    """How one task of a fleet run ended: ok (its report), failed, never-ran, running, pending."""
+
     task: str
     node: str
     state: str  # ok | failed | never-ran | running | pending
@@ -58,6 +62,8 @@ class TaskOutcome:
 
 @dataclass(frozen=True)
 class Progress:
+    """A fleet run while it goes: the job's state and how many tasks are in each state."""
+
     job_id: str
     job_state: JobState
     counts: dict[str, int]
@@ -70,6 +76,8 @@ class Progress:
 
 @dataclass(frozen=True)
 class FleetRun:
+    """A finished fleet run: its job, its state and every task's outcome."""
+
     run_id: str
     run_dir: Path
     scheduler: str

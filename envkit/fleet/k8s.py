@@ -42,6 +42,8 @@ _DNS = re.compile(r"[^a-z0-9-]+")
 
 @dataclass(frozen=True)
 class K8sOptions:
+    """The Kubernetes Jobs of a fleet run: nodes, image, payload arguments, namespace, store volume."""
+
     run_id: str
     nodes: tuple[str, ...]
     image: str

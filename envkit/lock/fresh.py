@@ -29,6 +29,8 @@ def lock_state(root: Path, loaded: LoadedSpec) -> LockState:
 
 
 class Locker(Protocol):
+    """Solves a spec and writes its lock set (``envkit lock``); what the builder and pack call."""
+
     def lock(self, loaded: LoadedSpec, directory: Path) -> LockState:
         """Solve ``loaded``, write its lock set into ``directory``, return it verified (raises LockError)."""
         ...

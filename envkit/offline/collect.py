@@ -77,6 +77,8 @@ class PackProgress:
 
 @dataclass(frozen=True)
 class Collected:
+    """Every file of a pack, verified, in the cache: the manifest and where each file lies."""
+
     manifest: PackManifest
     sources: Mapping[str, Path]  # pack path -> the verified local file
     downloaded: int = 0

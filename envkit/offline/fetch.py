@@ -22,6 +22,8 @@ CHUNK = 1 << 20
 
 
 class Fetcher(Protocol):
+    """Downloads one file, streaming its bytes to the caller (who hashes them as they arrive)."""
+
     def fetch(self, url: str, sink: Callable[[bytes], None]) -> None:
         """Stream the bytes at ``url`` into ``sink`` (raises :class:`PackError` when unreachable)."""
         ...

@@ -44,6 +44,8 @@ class PackFile:
 
 @dataclass(frozen=True)
 class PackManifest:
+    """A pack's ``manifest.json``: the lock it was made from and every file with its hashes."""
+
     name: str
     platforms: tuple[str, ...]
     lock_sha256: str  # the lock the pack was made from

@@ -32,6 +32,8 @@ PACKAGES_JSON = f"{INSTALLER}/packages.json"
 
 @dataclass(frozen=True)
 class PackedContext:
+    """The build-context entries of an offline conda build, and where they came from."""
+
     entries: tuple[ContextEntry, ...]
     has_wheels: bool
     files: int

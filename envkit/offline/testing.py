@@ -46,11 +46,15 @@ _TIMESTAMP = 1_700_000_000_000
 
 @dataclass(frozen=True)
 class Symlink:
+    """A symbolic link inside a test conda archive."""
+
     target: str
 
 
 @dataclass(frozen=True)
 class ArchivePackage:
+    """A real conda package to write for tests: its files, dependencies, noarch kind."""
+
     name: str
     version: str
     build: str

@@ -42,6 +42,8 @@ def pip_platforms(platform: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class WheelhouseRequest:
+    """What a wheelhouse must hold: the requirements, the image's Python and platforms."""
+
     requirements: str  # requirements file text (may carry index options and hashes)
     python: str  # "3.11"
     platforms: tuple[str, ...] = ("linux-64",)
@@ -61,6 +63,8 @@ class WheelhouseRequest:
 
 @dataclass(frozen=True)
 class Wheel:
+    """One wheel of a wheelhouse, with its sha256."""
+
     filename: str
     name: str
     version: str
@@ -70,6 +74,8 @@ class Wheel:
 
 @dataclass(frozen=True)
 class Wheelhouse:
+    """The wheels ``pip download`` fetched for an offline build, cached by request."""
+
     directory: Path
     wheels: tuple[Wheel, ...]
     cached: bool = False

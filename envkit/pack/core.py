@@ -30,6 +30,8 @@ __all__ = ["PackOptions", "PackResult", "default_pack_path", "pack_environment"]
 
 @dataclass(frozen=True)
 class PackOptions:
+    """How ``envkit pack`` packs: where to write, frozen lock, local wheels."""
+
     output: Path | None = None  # default: <root>/NAME-<lock12>.envkit-pack.tar
     frozen: bool = False  # refuse a missing or stale lock instead of solving it
     find_links: tuple[str, ...] = ()
@@ -37,6 +39,8 @@ class PackOptions:
 
 @dataclass(frozen=True)
 class PackResult:
+    """A written pack: its file, sha256, size, what it holds and how long it took."""
+
     name: str
     path: str
     sha256: str

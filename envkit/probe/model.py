@@ -80,6 +80,8 @@ class RunStatus(str, Enum):
 
 @dataclass(frozen=True)
 class Step:
+    """One training step's numbers: loss, global grad norm, the payload's finite flags."""
+
     step: int
     loss: float  # nan / ±inf when the payload wrote a non-finite marker
     grad_norm: float
@@ -104,6 +106,8 @@ class NonFinite:
 
 @dataclass(frozen=True)
 class WorkloadRun:
+    """One workload of one framework: its steps, parameter norms, final digest, NaN/Inf marker."""
+
     status: RunStatus
     reason: str | None = None
     params: tuple[str, ...] = ()
@@ -157,12 +161,16 @@ class WorkloadRun:
 
 @dataclass(frozen=True)
 class Gpu:
+    """A GPU the framework saw: its name and compute capability."""
+
     name: str
     capability: str  # "9.0"
 
 
 @dataclass(frozen=True)
 class FrameworkRun:
+    """One framework's run: its status, facts, GPUs, switches and workloads."""
+
     status: RunStatus
     reason: str | None = None
     info: Mapping[str, object] = field(default_factory=dict)  # versions, BLAS, NCCL: open-ended facts
@@ -178,6 +186,8 @@ class FrameworkRun:
 
 @dataclass(frozen=True)
 class ProbeConfig:
+    """The probe's configuration as the report records it (seed, steps, workloads, mode, dtype)."""
+
     seed: int
     steps: int
     workloads: tuple[str, ...]

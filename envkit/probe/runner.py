@@ -34,6 +34,8 @@ WORKLOADS = ("rnn", "bert")
 
 @dataclass(frozen=True)
 class ProbeOptions:
+    """How the probe runs: frameworks, workloads, steps, seed, mode, dtype, device, switches."""
+
     frameworks: tuple[str, ...] = FRAMEWORKS
     workloads: tuple[str, ...] = WORKLOADS
     steps: int = 10

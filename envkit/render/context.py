@@ -43,6 +43,8 @@ class ContextEntry:
 
 @dataclass(frozen=True)
 class ContextFiles:
+    """A build context's entries, sorted, and their digest (computed once)."""
+
     entries: tuple[ContextEntry, ...]
     digest: str = field(init=False, compare=False)  # context_digest(entries), computed once
 
