@@ -23,7 +23,7 @@ from envkit.comparison.pairwise import Comparison, check_comparable, compare_rep
 from envkit.errors import ReportError
 from envkit.probe.model import ProbeReport, Verdict, WorkloadRun
 
-__all__ = ["Group", "NWayComparison", "Outlier", "compare_many", "member_list", "numbers_key"]
+__all__ = ["Group", "NWayComparison", "Outlier", "compare_many", "member_list", "numbers_key", "workload_key"]
 
 PER_TASK = {"CUDA_VISIBLE_DEVICES"}
 
@@ -34,7 +34,8 @@ def member_list(names: Sequence[str], limit: int) -> str:
     return shown + (f" … (+{len(names) - limit})" if len(names) > limit else "")
 
 
-def _steps_key(res: WorkloadRun) -> tuple[Any, ...]:
+def workload_key(res: WorkloadRun) -> tuple[Any, ...]:
+    """Everything one workload's numbers are; equal keys mean bitwise-identical results."""
     steps = tuple((repr(s.loss), repr(s.grad_norm)) for s in res.steps)
     final = tuple((k, repr(v)) for k, v in sorted(res.final_param_norms.items()))
     return (res.status.value, steps, res.final_params_sha256, final)
@@ -44,7 +45,7 @@ def numbers_key(report: ProbeReport) -> tuple[Any, ...]:
     """Everything the report's numbers are; equal keys mean bitwise-identical numbers."""
     out = []
     for fw, entry in sorted(report.frameworks.items()):
-        loads = tuple((wl, _steps_key(res)) for wl, res in sorted(entry.workloads.items()))
+        loads = tuple((wl, workload_key(res)) for wl, res in sorted(entry.workloads.items()))
         out.append((fw, entry.status.value, loads))
     return tuple(out)
 

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from envkit.comparison.nway import workload_key
 from envkit.probe.additions import RepeatSummary
 from envkit.probe.model import ProbeReport, WorkloadRun
 
-__all__ = ["bitwise_key", "repeat_summary"]
+__all__ = ["repeat_summary"]
 
 
 def _workloads(report: ProbeReport) -> Iterator[tuple[str, WorkloadRun]]:
     for fw, entry in sorted(report.frameworks.items()):
         for wl, res in sorted(entry.workloads.items()):
             yield f"{fw}/{wl}", res
-
-
-def bitwise_key(res: WorkloadRun) -> tuple[object, ...]:
-    """Everything a workload's numbers are: equal keys mean bitwise-identical results."""
-    steps = tuple((repr(s.loss), repr(s.grad_norm)) for s in res.steps)
-    return (res.status, steps, res.final_params_sha256)
 
 
 def repeat_summary(reports: Sequence[ProbeReport]) -> RepeatSummary:
@@ -30,7 +25,7 @@ def repeat_summary(reports: Sequence[ProbeReport]) -> RepeatSummary:
             name
             for other in reports[1:]
             for name, res in _workloads(other)
-            if name not in first or bitwise_key(res) != bitwise_key(first[name])
+            if name not in first or workload_key(res) != workload_key(first[name])
         }
     )
     return RepeatSummary(len(reports), not differing, tuple(differing))
