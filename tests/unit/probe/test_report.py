@@ -69,3 +69,18 @@ def test_default_store_honours_env(tmp_path: Path) -> None:
 
 def test_dump_is_byte_stable() -> None:
     assert dump_report(typed_report()) == dump_report(parsed(json.loads(dump_report(typed_report()))))
+
+
+def test_host_additions_are_typed_copies_that_round_trip(tmp_path: Path) -> None:
+    from envkit.probe.additions import DriverCheck, FleetInfo, RepeatSummary
+
+    payload = typed_report(host="container-id")
+    driver = DriverCheck("12.4", "550.54.14", "525.60.13", "470.82.01", "too-old")
+    fleet = FleetInfo("r1", "node2", "node2", "12", RepeatSummary(3, False, ("torch/bert",)))
+    filed = payload.with_host_facts("r1", {"envkit_version": "x"}).with_driver(driver).with_fleet(fleet)
+    assert payload.host == "container-id" and payload.driver is None and payload.fleet is None  # unchanged
+    assert (filed.host, filed.label, filed.fingerprint["envkit_version"]) == ("node2", "r1", "x")
+    path = save_to_store(filed, tmp_path, "r1")
+    loaded = load_report(path)
+    assert (loaded.driver, loaded.fleet, loaded.repeat) == (driver, fleet, fleet.repeat)
+    assert dump_report(loaded) == path.read_text()  # parsed once, written back byte for byte
