@@ -14,11 +14,11 @@ from envkit.audit.core import AuditReport
 from envkit.audit.report import FORMATS, render
 from envkit.audit.service import SEVERITIES, VulnService
 from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image
-from envkit.audit.update_db import OSV_PYPI_URL, http_fetch, update_db
+from envkit.audit.update_db import OSV_PYPI_URL, update_db
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, shown, working
-from envkit.errors import UsageError
+from envkit.errors import AuditError, EnvkitError, UsageError
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
 
@@ -74,7 +74,21 @@ def _run(
 
 def _update(directory: str) -> CommandResult:
     path = default_db() if directory == _DEFAULT else Path(directory)
-    meta = update_db(path, http_fetch)
+    fetcher = services().fetcher()  # the one Fetcher (urllib: proxies from the environment)
+
+    def download(url: str) -> bytes:
+        from envkit.offline.fetch import fetch_bytes
+
+        try:
+            return fetch_bytes(fetcher, url)
+        except EnvkitError as e:
+            raise AuditError(
+                f"cannot download the advisory database from {url}: {e.message}",
+                hint="this needs internet access; offline, copy a checkout of "
+                "github.com/pypa/advisory-database and pass --db DIR",
+            ) from e
+
+    meta = update_db(path, download)
     data: dict[str, object] = {"directory": str(path), **meta}
     return CommandResult("audit", data, f"updated {path}: {meta['records']} records from {OSV_PYPI_URL}")
 

@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 from envkit.errors import PackError
 
-__all__ = ["CHUNK", "Fetcher", "UrlFetcher"]
+__all__ = ["CHUNK", "Fetcher", "UrlFetcher", "fetch_bytes"]
 
 CHUNK = 1 << 20
 
@@ -27,6 +27,13 @@ class Fetcher(Protocol):
     def fetch(self, url: str, sink: Callable[[bytes], None]) -> None:
         """Stream the bytes at ``url`` into ``sink`` (raises :class:`PackError` when unreachable)."""
         ...
+
+
+def fetch_bytes(fetcher: Fetcher, url: str) -> bytes:
+    """The whole file at ``url``, for a download that is checked as a whole (the advisory export)."""
+    chunks: list[bytes] = []
+    fetcher.fetch(url, chunks.append)
+    return b"".join(chunks)
 
 
 class UrlFetcher:

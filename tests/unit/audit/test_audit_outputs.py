@@ -279,3 +279,24 @@ def test_cli_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert main(["audit", str(freeze)]) == ExitCode.USAGE  # no database anywhere
     assert main(["audit", "--db", str(tmp_path)]) == ExitCode.USAGE  # nothing to audit
     assert main(["audit", "no-such-env", "--db", str(tmp_path)]) == ExitCode.USAGE
+
+
+def test_update_db_downloads_through_the_services_fetcher(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from envkit.audit.update_db import OSV_PYPI_URL
+    from envkit.cli._services import Services
+    from envkit.offline.testing import FakeFetcher
+
+    fetcher = FakeFetcher({OSV_PYPI_URL: osv_zip()})
+    services = Services(fetcher_factory=lambda: fetcher)
+    target = tmp_path / "db"
+    assert main(["audit", "--update-db", str(target), "--json"], services=services) == 0
+    assert fetcher.requests == [OSV_PYPI_URL]
+    assert json.loads(capsys.readouterr().out)["result"]["records"] == 1
+    assert (target / "vulns" / "demo-pkg" / "PYSEC-5.json").is_file()
+    empty = Services(fetcher_factory=lambda: FakeFetcher())
+    assert main(["audit", "--update-db", str(target), "--json"], services=empty) == 3  # kept, exit 3
+    (error,) = json.loads(capsys.readouterr().out)["errors"]
+    assert error["message"].startswith("cannot download the advisory database from https://")
+    assert "--db DIR" in error["hint"] and (target / "vulns" / "demo-pkg" / "PYSEC-5.json").is_file()
