@@ -24,7 +24,7 @@ from envkit import __version__
 from envkit._atomic import write_text_atomic
 from envkit.catalog import Catalog
 from envkit.errors import SpecError
-from envkit.init.adopted import AdoptError, Collected, Lost, shown_item
+from envkit.init.adopted import AdoptError, Collected, Lost, one_line, shown_item
 from envkit.init.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
 from envkit.init.detect import (
     Framework,
@@ -409,10 +409,10 @@ def render(
     lines = [
         f"# Adopted by `envkit init --from {shown_item(found.origin)}` (envkit {__version__}); edit freely."
     ]
-    lines += [f"#   {key}: {shown_item(value)}" for key, value in sorted(how.items())]
+    lines += [f"#   {key}: {one_line(value)}" for key, value in sorted(how.items())]
     if lost:
         lines.append(f"# Not carried ({len(lost)}; `envkit init --from ... --json` lists them too):")
-        lines += [f"#   - {shown_item(str(item))}" for item in lost[:200]]
+        lines += [f"#   - {one_line(str(item))}" for item in lost[:200]]
         if len(lost) > 200:
             lines.append(f"#   ... and {len(lost) - 200} more")
     description = shown_item(f"Adopted from {Path(found.origin).name or found.origin} ({found.kind})")[:300]

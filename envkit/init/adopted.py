@@ -25,6 +25,7 @@ __all__ = [
     "Lost",
     "PipPin",
     "hostile",
+    "one_line",
     "shown_item",
     "without_credentials",
 ]
@@ -101,9 +102,14 @@ class Collected:
         self.lost.append(Lost(where, shown_item(item), why))
 
 
+def one_line(text: str) -> str:
+    """``text`` fit to show and to store: one line, credentials redacted, terminal controls visible."""
+    return " ".join(neutralise(redact(text)).split())
+
+
 def shown_item(text: str) -> str:
-    """A source fragment fit to show and to store: one line, credentials redacted, bounded."""
-    one = " ".join(neutralise(redact(text)).split())
+    """A source fragment as :func:`one_line`, bounded to :data:`MAX_SHOWN` characters."""
+    one = one_line(text)
     return one if len(one) <= MAX_SHOWN else one[: MAX_SHOWN - 1] + "…"
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envkit.init.adopted import Collected, shown_item
+from envkit.init.adopted import Collected
 from envkit.init.from_conda_env import conda_pin
 from envkit.init.from_requirements import pip_args
 
@@ -310,6 +310,8 @@ def _python_hint(found: Collected, version: str, where: str) -> None:
 
 
 def _pip(args: list[str], found: Collected, *, where: str) -> None:
+    while args and args[0].startswith("-") and args[0] not in {"--version", "-V"}:
+        args = args[1:]  # pip's general options before the command: pip --no-cache-dir install ...
     if not args:
         return
     sub, rest = args[0], args[1:]
@@ -361,7 +363,3 @@ def _conda(args: list[str], found: Collected, *, where: str) -> None:
     for package in packages:
         conda_pin(package, where, found)
 
-
-def describe(text: str) -> str:
-    """A Dockerfile fragment as shown in messages."""
-    return shown_item(text)
