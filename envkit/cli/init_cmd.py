@@ -87,8 +87,10 @@ def init(
     """
     if from_source is not None:
         if framework or ci or force:
-            raise UsageError("--framework, --ci and --force do not apply with --from",
-                             hint="envkit init --from SOURCE [--name N] [--cuda X.Y] [--python 3.X] [--lock]")  # fmt: skip
+            raise UsageError(
+                "--framework, --ci and --force do not apply with --from",
+                hint="envkit init --from SOURCE [--name N] [--cuda X.Y] [--python 3.X] [--lock]",
+            )
         from envkit.cli.init_from import adopt_command
 
         return adopt_command(

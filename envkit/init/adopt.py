@@ -28,15 +28,13 @@ from envkit.init.adopted import AdoptError, Collected, Lost, one_line, shown_ite
 from envkit.init.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
 from envkit.init.detect import (
     Framework,
-    cuda_of_flavour,
+    cuda_evidence,
     detect_frameworks,
     facts_inventory,
     image_facts,
     index_flavour,
-    paddle_flavour,
     release_in,
     toolkit_cuda,
-    torch_flavour,
 )
 from envkit.spec.load import SPEC_DIR, load_spec
 from envkit.spec.models import NAME_RE, Spec
@@ -225,56 +223,10 @@ def _cuda(
     inventory = facts_inventory(found)
     index = index_flavour(found)
     candidates: list[tuple[str, str]] = []
-    if "torch" in versions:
-        flavour = torch_flavour(inventory) if frameworks["torch"].installer != "image" else None
-        if cuda_of_flavour(flavour):
-            candidates.append(
-                (
-                    cuda_of_flavour(flavour) or "",
-                    f"torch {frameworks['torch'].spec} ({frameworks['torch'].where})",
-                )
-            )
-        elif frameworks["torch"].installer == "pip" and index and cuda_of_flavour(index[0]):
-            candidates.append((cuda_of_flavour(index[0]) or "", f"the PyTorch index {index[0]} ({index[1]})"))
-        elif frameworks["torch"].installer == "pip":
-            release = catalog.framework_release("torch", versions["torch"])
-            if release and release.pypi_cuda:
-                candidates.append(
-                    (
-                        release.pypi_cuda,
-                        f"PyPI's Linux torch {versions['torch']} wheel is built for CUDA {release.pypi_cuda}",
-                    )
-                )
-        elif frameworks["torch"].installer == "conda":
-            toolkit = toolkit_cuda(inventory)
-            candidates.append(
-                (
-                    toolkit,
-                    f"the conda CUDA runtime pinned beside pytorch (cudatoolkit/cuda-runtime {toolkit})",
-                )
-                if toolkit
-                else ("cpu", "conda's pytorch without pytorch-cuda or a CUDA build is the CPU build")
-            )
-    if "paddle" in versions:
-        flavour = paddle_flavour(inventory) if frameworks["paddle"].installer != "image" else None
-        if flavour == "gpu" and index and cuda_of_flavour(index[0]):
-            candidates.append((cuda_of_flavour(index[0]) or "", f"the Paddle index {index[0]} ({index[1]})"))
-        elif flavour == "gpu":
-            release = catalog.framework_release("paddle", versions["paddle"])
-            if release and release.pypi_cuda:
-                candidates.append(
-                    (
-                        release.pypi_cuda,
-                        f"PyPI's paddlepaddle-gpu {versions['paddle']} is built for CUDA {release.pypi_cuda}",
-                    )
-                )
-        elif cuda_of_flavour(flavour):
-            candidates.append(
-                (
-                    cuda_of_flavour(flavour) or "",
-                    f"paddle {frameworks['paddle'].spec} ({frameworks['paddle'].where})",
-                )
-            )
+    for framework, version in sorted(versions.items(), reverse=True):  # torch's first, then paddle's
+        evidence = cuda_evidence(framework, version, frameworks[framework], inventory, index, catalog)
+        if evidence is not None:
+            candidates.append(evidence)
     if image_cuda:
         candidates.append((image_cuda, f"the base image {found.base_image}"))
     if not versions:
@@ -355,7 +307,8 @@ def _check_buildable(
         ]
         if release.wheel_for(cuda) is None or cuda not in buildable:
             raise AdoptError(
-                f"the source is {framework} {version} on CUDA {cuda} ({how.get('cuda', '?')}); envkit can build "
+                f"the source is {framework} {version} on CUDA {cuda} ({how.get('cuda', '?')}); "
+                f"envkit can build "
                 f"{framework} {version} for {', '.join(buildable) or 'no CUDA'} only; nothing was written",
                 hint=f"rerun with --cuda one of {', '.join(buildable)} (the spec then says so)"
                 if buildable
@@ -364,7 +317,8 @@ def _check_buildable(
         if python not in release.python:
             raise AdoptError(
                 f"the source is {framework} {version} on Python {python} ({how.get('python', '?')}); "
-                f"{framework} {version} publishes wheels for Python {', '.join(release.python)}; nothing was written",
+                f"{framework} {version} publishes wheels for Python {', '.join(release.python)}; "
+                "nothing was written",
                 hint=f"rerun with --python one of {', '.join(release.python)}",
             )
     if cuda != "cpu" and catalog.cuda_release(cuda) is None:
@@ -450,7 +404,8 @@ def _validate(name: str, text: str, catalog: Catalog, origin: str) -> tuple[Spec
         except SpecError as e:
             problems = "; ".join(f"{p.field or p.line}: {p.message}" for p in e.problems[:5])
             raise AdoptError(
-                f"the spec adopted from {shown_item(origin)} does not validate ({problems}); nothing was written",
+                f"the spec adopted from {shown_item(origin)} does not validate ({problems}); "
+                "nothing was written",
                 hint="this is a bug in envkit init --from when the source is sound; --cuda/--python choose "
                 "other values",
             ) from e

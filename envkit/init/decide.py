@@ -164,11 +164,13 @@ def decide_conda(
         kept.append(spec)
     if foreign:
         decided.notes.append(
-            f"the source is from {found.platform}: conda versions kept, builds dropped (they are that platform's)"
+            f"the source is from {found.platform}: conda versions kept, "
+            "builds dropped (they are that platform's)"
         )
     if defaults_builds:
         decided.notes.append(
-            f"{defaults_builds} conda pins named builds of the defaults channel: versions kept, builds dropped"
+            f"{defaults_builds} conda pins named builds of the defaults channel: "
+            "versions kept, builds dropped"
         )
     decided.moved = moved
     return list(dict.fromkeys(kept))
@@ -263,7 +265,7 @@ def decide_mirror(found: Collected, decided: Decided, catalog: Catalog) -> str |
 
 def _valid_mirror(url: str) -> bool:
     try:
-        Spec(name="probe", python="3.11", cuda="cpu", mirrors={"pypi": url})  # type: ignore[arg-type]
+        Spec(name="probe", python="3.11", cuda="cpu", mirrors={"pypi": url})
     except ValueError:
         return False
     return True

@@ -33,6 +33,7 @@ __all__ = [
     "FRAMEWORK_CONDA",
     "FRAMEWORK_PIP",
     "Framework",
+    "cuda_evidence",
     "cuda_of_flavour",
     "detect_frameworks",
     "facts_inventory",
@@ -149,13 +150,7 @@ def release_in(releases: tuple[FrameworkRelease, ...], constraint: str) -> tuple
         spec = SpecifierSet(_conda_range(text)) if text else SpecifierSet()
     except InvalidSpecifier:
         return None, f"cannot read the constraint {text!r}"
-    fitting = []
-    for release in releases:
-        try:
-            if Version(release.version) in spec and not release.yanked:
-                fitting.append(release)
-        except InvalidVersion:
-            continue
+    fitting = [r for r in releases if not r.yanked and _in(r.version, spec)]
     if not fitting:
         return None, f"no release in the catalog satisfies {text!r}"
     best = max(fitting, key=lambda r: (r.verified, Version(r.version)))
@@ -179,3 +174,44 @@ def paddle_flavour(inventory: Inventory) -> str | None:
 
 def toolkit_cuda(inventory: Inventory) -> str | None:
     return FACTS["cuda_toolkit"](inventory, inventory.primary())
+
+
+def cuda_evidence(
+    framework: str,
+    version: str,
+    pin: Framework,
+    inventory: Inventory,
+    index: tuple[str, str] | None,
+    catalog: Catalog,
+) -> tuple[str, str] | None:
+    """(CUDA, why) the framework's pin says, or None when it says nothing."""
+    if pin.installer == "image":
+        return None
+    flavour = torch_flavour(inventory) if framework == "torch" else paddle_flavour(inventory)
+    cuda = cuda_of_flavour(flavour)
+    if cuda:
+        return cuda, f"{framework} {pin.spec} ({pin.where})"
+    named = cuda_of_flavour(index[0]) if index else None
+    if pin.installer == "pip" and named and index and flavour in (None, "gpu"):
+        return named, f"the {framework} index {index[0]} ({index[1]})"
+    if pin.installer == "pip" and flavour in (None, "gpu"):
+        release = catalog.framework_release(framework, version)
+        if release and release.pypi_cuda:
+            return (
+                release.pypi_cuda,
+                f"PyPI's Linux {pin.spec.split('=')[0]} {version} is built for CUDA {release.pypi_cuda}",
+            )
+        return None
+    if framework == "torch" and pin.installer == "conda":
+        toolkit = toolkit_cuda(inventory)
+        if toolkit:
+            return toolkit, f"the conda CUDA runtime pinned beside pytorch ({toolkit})"
+        return "cpu", "conda's pytorch without pytorch-cuda or a CUDA build is the CPU build"
+    return None
+
+
+def _in(version: str, spec: SpecifierSet) -> bool:
+    try:
+        return Version(version) in spec
+    except InvalidVersion:
+        return False

@@ -53,7 +53,16 @@ def read_conda_env(text: str, found: Collected, *, label: str, base: Path | None
     prefix = data.get("prefix")
     if isinstance(prefix, str):
         found.platform = _platform_of_prefix(prefix)
-    for dep in data["dependencies"]:
+    _dependencies(data["dependencies"], found, label=label, base=base, lines=lines)
+    variables = data.get("variables")
+    if isinstance(variables, Mapping):
+        found.env.update({str(k): str(v) for k, v in variables.items()})
+
+
+def _dependencies(
+    deps: list[object], found: Collected, *, label: str, base: Path | None, lines: dict[str, list[int]]
+) -> None:
+    for dep in deps:
         if isinstance(dep, Mapping) and "pip" in dep:
             pip = dep["pip"]
             if not isinstance(pip, list):
@@ -65,10 +74,6 @@ def read_conda_env(text: str, found: Collected, *, label: str, base: Path | None
             raise AdoptError(f"{label}: unexpected dependency entry {str(dep)[:80]!r}", hint="check the file")
         text_dep = str(dep).strip()
         conda_pin(text_dep, _where(label, lines, text_dep), found)
-    for key in ("variables",):
-        if isinstance(data.get(key), Mapping):
-            for name, value in data[key].items():
-                found.env[str(name)] = str(value)
 
 
 def conda_pin(text: str, where: str, found: Collected, channel: str | None = None) -> None:

@@ -121,6 +121,30 @@ def _one(match: re.Match[str], values: dict[str, str]) -> str:
 
 
 def read_dockerfile(text: str, found: Collected, *, label: str) -> None:
+    stages, args = _stages(text, found, label=label)
+    if not stages:
+        return
+    chain = _chain(stages)
+    found.base_image = chain[0].image
+    for stage in stages:
+        if stage not in chain:
+            found.lose(
+                f"{label}:{stage.line}",
+                f"FROM {stage.image} AS {stage.name}",
+                "a build stage: what it builds is copied in by COPY --from, not carried",
+            )
+    for stage in chain:
+        values = {**args, **stage.env}
+        for number, run in stage.runs:
+            _run(run, found, where=f"{label}:{number}", values=values)
+        for number, other, why in stage.others:
+            found.lose(f"{label}:{number}", other, why)
+    for key, value in chain[-1].env.items():
+        _carry_env(key, value, found, label=label)
+
+
+def _stages(text: str, found: Collected, *, label: str) -> tuple[list[_Stage], dict[str, str]]:
+    """The stages (FROM, RUN, ENV, other instructions) and the global ARG defaults."""
     stages: list[_Stage] = []
     args: dict[str, str] = {}
     for number, instruction in _instructions(text):
@@ -150,26 +174,7 @@ def read_dockerfile(text: str, found: Collected, *, label: str) -> None:
         else:
             why = _OTHER_WHY.get(keyword, "not a Dockerfile instruction envkit knows")
             stages[-1].others.append((number, f"{keyword} {rest}", why))
-    if not stages:
-        return
-    chain = _chain(stages)
-    final = chain[-1]
-    found.base_image = chain[0].image
-    for stage in stages:
-        if stage not in chain:
-            found.lose(
-                f"{label}:{stage.line}",
-                f"FROM {stage.image} AS {stage.name}",
-                "a build stage: what it builds is copied in by COPY --from, not carried",
-            )
-    for stage in chain:
-        values = {**args, **stage.env}
-        for number, run in stage.runs:
-            _run(run, found, where=f"{label}:{number}", values=values)
-        for number, other, why in stage.others:
-            found.lose(f"{label}:{number}", other, why)
-    for key, value in final.env.items():
-        _carry_env(key, value, found, label=label)
+    return stages, args
 
 
 _OTHER_WHY = {
@@ -362,4 +367,3 @@ def _conda(args: list[str], found: Collected, *, where: str) -> None:
     found.channels.extend(channels)
     for package in packages:
         conda_pin(package, where, found)
-

@@ -204,7 +204,8 @@ def _include(value: str, option: str, found: Collected, *, where: str, base: Pat
         return
     if depth >= MAX_INCLUDE_DEPTH:
         raise AdoptError(
-            f"{where}: {option} {value}: includes nest deeper than {MAX_INCLUDE_DEPTH} files; nothing was written",
+            f"{where}: {option} {value}: includes nest deeper than {MAX_INCLUDE_DEPTH} files; "
+            "nothing was written",
             hint="a requirements file that includes itself? check the -r lines",
         )
     if option in {"-c", "--constraint"}:
@@ -243,7 +244,9 @@ def add_requirement(text: str, where: str, found: Collected) -> None:
 
 def _url_why(url: str) -> str:
     if url.startswith(("git+", "hg+", "svn+", "bzr+")):
-        return "a VCS checkout: the spec pins released versions only (publish a release, or a wheel on the mirror)"
+        return (
+            "a VCS checkout: the spec pins released versions only (publish a release, or a wheel on a mirror)"
+        )
     if url.startswith(("file:", "/", ".", "~")) or "://" not in url:
         return "a local build (a file on that machine): not carried"
     return "a direct URL: a spec's pins come from an index, with hashes (put the wheel on the mirror)"

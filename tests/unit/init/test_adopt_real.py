@@ -21,9 +21,9 @@ from envkit.spec.load import load_spec
 DATA = Path(__file__).resolve().parents[2] / "data" / "init"
 
 
-def adopt(path: Path, **kw: str) -> tuple[Collected, Adoption]:
+def adopt(path: Path, cuda: str | None = None, *, keep_defaults: bool = False) -> tuple[Collected, Adoption]:
     found, _ = read_source(str(path))
-    return found, plan_adoption(found, load_catalog(), **kw)
+    return found, plan_adoption(found, load_catalog(), cuda=cuda, keep_defaults=keep_defaults)
 
 
 def assert_nothing_silently_dropped(found: Collected, adoption: Adoption) -> None:
@@ -74,7 +74,9 @@ def test_stable_diffusion_environment_yaml(tmp_path: Path) -> None:
 
 def test_stylegan3_environment_yml(tmp_path: Path) -> None:
     found, a = adopt(DATA / "envyml-stylegan3-0f52883.yml", cuda="cpu")
-    assert a.detected["torch"] == "1.9.1" and a.detected["python"] == "3.9"  # `python >= 3.8`, torch 1.9.1's newest
+    assert (
+        a.detected["torch"] == "1.9.1" and a.detected["python"] == "3.9"
+    )  # `python >= 3.8`, torch 1.9.1's newest
     assert {"pillow=8.3.1", "scipy=1.7.1", "numpy>=1.20", "python >= 3.8"} <= set(a.pins["conda"])
     assert {"imgui==1.3.0", "pyspng", "psutil==5.9.0"} <= set(a.pins["pip"])
     assert any("cudatoolkit=11.1" in n and "cuda:" in n for n in a.notes)
@@ -92,7 +94,7 @@ def test_gpt4nlg_export_with_build_strings(tmp_path: Path) -> None:
     assert "torchvision==0.8.1" in a.pins["pip"] and "transformers==3.3.1" in a.pins["pip"]
     assert_nothing_silently_dropped(found, a)
     written_spec_validates(tmp_path, a)
-    _, kept = adopt(DATA / "envyml-gpt4nlg-4d86557.yml", cuda="cpu", keep_defaults="yes")
+    _, kept = adopt(DATA / "envyml-gpt4nlg-4d86557.yml", cuda="cpu", keep_defaults=True)
     assert "numpy=1.19.2=py37h54aff64_0" in kept.pins["conda"] and "defaults" in kept.spec.channels
 
 
@@ -113,7 +115,9 @@ def test_paddle_dev_environment(tmp_path: Path) -> None:
     found, a = adopt(DATA / "envyml-mynotes-py37-paddle-1e2d9a9.yaml", cuda="cpu")
     assert a.detected["python"] == "3.7"
     assert {"cudatoolkit=10.2", "cudnn=7.6", "llvmdev=10.0", "opencv"} <= set(a.pins["conda"])
-    assert "anaconda" in {x.item.removeprefix("channel ") for x in a.lost} or a.spec.channels == ("conda-forge",)
+    assert "anaconda" in {x.item.removeprefix("channel ") for x in a.lost} or a.spec.channels == (
+        "conda-forge",
+    )
     assert_nothing_silently_dropped(found, a)
     written_spec_validates(tmp_path, a)
 
@@ -128,7 +132,9 @@ def test_pytorch_serve_requirements(tmp_path: Path, name: str, torch: str, cuda:
     assert a.detected["torch"] == torch and a.detected["cuda"] == cuda
     # the included torch_common.txt is read; markers are kept as written
     assert "cython==3.0.5" in a.pins["pip"] and "numpy==1.24.3; sys_platform != 'win32'" in a.pins["pip"]
-    assert any("framework's index" in n for n in a.notes)  # --extra-index-url .../cuXYZ: carried by frameworks
+    assert any(
+        "framework's index" in n for n in a.notes
+    )  # --extra-index-url .../cuXYZ: carried by frameworks
     assert a.spec.mirrors.pypi is None
     assert_nothing_silently_dropped(found, a)
     written_spec_validates(tmp_path, a)
@@ -143,11 +149,16 @@ def test_paddleocr_requirements(tmp_path: Path) -> None:
 
 
 def test_pytorch_project_dockerfile(tmp_path: Path) -> None:
-    found, a = adopt(DATA / "mteb-383340d.Dockerfile")
+    _, a = adopt(DATA / "mteb-383340d.Dockerfile")
     assert a.detected == {"python": "3.11", "cuda": "12.1", "torch": "2.1.0",
                           "base_image": "pytorch/pytorch:2.1.0-cuda12.1-cudnn8-devel"}  # fmt: skip
     items = [x.item for x in a.lost]
-    assert items == ["-r requirements.txt", "COPY requirements.txt ./", 'ENTRYPOINT [ "python" ]', "COPY . ./"]
+    assert items == [
+        "-r requirements.txt",
+        "COPY requirements.txt ./",
+        'ENTRYPOINT [ "python" ]',
+        "COPY . ./",
+    ]
     written_spec_validates(tmp_path, a)
 
 
@@ -167,7 +178,7 @@ def test_paddle_project_dockerfile(tmp_path: Path) -> None:
 def test_paddle_fleetx_dockerfile_expands_args(tmp_path: Path) -> None:
     with pytest.raises(AdoptError, match=r"CUDA 10\.2"):
         adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile")
-    found, a = adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile", cuda="11.8")
+    _, a = adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile", cuda="11.8")
     assert a.detected["paddle"] == "2.0.0"  # ${PADDLE_PKG}${PADDLE_VER:+==${PADDLE_VER}}
     assert a.spec.base_image == "nvidia/cuda:10.2-cudnn7-devel-ubuntu18.04"
     assert a.spec.mirrors.pypi == "http://mirrors.aliyun.com/pypi/simple/"
@@ -183,7 +194,10 @@ def test_paddle_fleetx_dockerfile_expands_args(tmp_path: Path) -> None:
     "name",
     sorted(
         p.name
-        for p in (Path(os.environ.get("ENVKIT_SHARED", Path(__file__).resolve().parents[4] / "shared")) / "inventories").glob("*")
+        for p in (
+            Path(os.environ.get("ENVKIT_SHARED", Path(__file__).resolve().parents[4] / "shared"))
+            / "inventories"
+        ).glob("*")
         if p.suffix in (".txt", ".yml", ".json", ".lock") and "collectenv-windows" not in p.name
     ),
 )
@@ -203,7 +217,9 @@ def _python_hint(hint: str) -> str | None:
     return hint.rsplit(" ", 1)[-1] if "--python" in hint else None
 
 
-def test_cli_writes_validating_spec_and_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: E501
+def test_cli_writes_validating_spec_and_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("ENVKIT_ROOT", str(tmp_path))
     source = str(DATA / "req-pytorch-serve-torch_cu121_linux-155b2bb.txt")
     assert main(["init", "--from", source, "--name", "serve", "--json"]) == 0
