@@ -30,7 +30,7 @@ def collect_inventory(inventory: Inventory, found: Collected) -> None:
         found.platform = platform
     python = inventory.meta.get("python") or inventory.meta.get("python.version")
     if python:
-        found.python, found.python_where = python.split()[0], f"{label} (python {python.split()[0]})"
+        found.python, found.python_where = python.split()[0], label
     selected = inventory.meta.get("selected")
     if selected:
         found.notes.append(f"read {selected} of {label}")
