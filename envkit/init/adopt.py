@@ -101,6 +101,14 @@ def plan_adoption(
     chosen_cuda = cuda or _cuda(found, frameworks, versions, catalog, image_cuda, how)
     if cuda:
         how["cuda"] = f"--cuda {cuda}"
+    if base_image and image_cuda and image_cuda != chosen_cuda:
+        found.lose(
+            found.origin,
+            f"FROM {base_image}",
+            f"a CUDA {image_cuda} image under a CUDA {chosen_cuda} spec: "
+            "not carried (envkit uses the catalog's image for the spec's CUDA)",
+        )
+        base_image, image_python = None, None
     chosen_python = python or _python(found, versions, catalog, image_python, how)
     if python:
         how["python"] = f"--python {python}"
