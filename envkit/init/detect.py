@@ -190,7 +190,7 @@ def cuda_evidence(
     flavour = torch_flavour(inventory) if framework == "torch" else paddle_flavour(inventory)
     cuda = cuda_of_flavour(flavour)
     if cuda:
-        return cuda, f"{framework} {pin.spec} ({pin.where})"
+        return cuda, f"{pin.spec} ({pin.where})"
     named = cuda_of_flavour(index[0]) if index else None
     if pin.installer == "pip" and named and index and flavour in (None, "gpu"):
         return named, f"the {framework} index {index[0]} ({index[1]})"
