@@ -345,7 +345,8 @@ def _name(name: str | None, found: Collected) -> str:
     stem = Path(found.origin.removeprefix("image:")).name
     if found.kind == "dockerfile":
         stem = stem.lower().replace("dockerfile", "").strip("._-") or Path(found.origin).resolve().parent.name
-    raw = found.name or stem.split(".")[0] or "adopted"
+    named = Path(found.name.replace("\\", "/")).name if found.name else ""  # `conda env export -p PATH`
+    raw = named or stem.split(".")[0] or "adopted"
     slug = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._")[:100]
     return slug if slug and NAME_RE.match(slug) else "adopted"
 

@@ -125,7 +125,7 @@ def detect_frameworks(found: Collected) -> dict[str, Framework]:
     chosen: dict[str, Framework] = {}
     for pin in found.conda:
         if pin.name in FRAMEWORK_CONDA:
-            rest = pin.spec.split("::", 1)[-1][len(pin.name) :].strip()
+            rest = pin.spec.split("::", 1)[-1][len(pin.name) :].split("[", 1)[0].strip()
             constraint = pin.version or rest
             chosen[FRAMEWORK_CONDA[pin.name]] = Framework(
                 FRAMEWORK_CONDA[pin.name], constraint, "conda", pin.where, pin.spec

@@ -27,6 +27,8 @@ _SPEC = re.compile(
     r"^(?:(?P<channel>[A-Za-z0-9][A-Za-z0-9_.\-/:]*)::)?(?P<name>[A-Za-z0-9_][A-Za-z0-9_.\-]*)\s*"
     r"(?P<rest>.*)$"
 )
+_BRACKETS = re.compile(r"\[([^\]]*)\]$")
+_KEY_VALUE = re.compile(r"([a-z_]+)\s*=\s*['\"]?([^,'\"\]]+)['\"]?")
 _EXACT = re.compile(r"^(?:==?)?\s*(?P<version>[0-9][A-Za-z0-9_.+!]*)(?:[=\s]+(?P<build>[A-Za-z0-9_.+*]+))?$")
 
 
@@ -85,11 +87,14 @@ def conda_pin(text: str, where: str, found: Collected, channel: str | None = Non
         found.lose(where, text, "not a conda match spec")
         return
     rest = match["rest"].strip()
+    keys = _BRACKETS.search(rest)  # `pytorch=2.1.2[build=cpu*]` (conda env export --from-history)
+    fields = dict(_KEY_VALUE.findall(keys[1])) if keys else {}
+    rest = rest[: keys.start()].strip() if keys else rest
     exact = _EXACT.match(rest) if rest else None
-    version = build = ""
+    version, build = "", fields.get("build", "")
     if exact:
         version = exact["version"]
-        build = exact["build"] or ""
+        build = exact["build"] or build
         if rest.startswith("=") and not rest.startswith("==") and not build:
             version = version.rstrip("*").rstrip(".")  # `numpy=1.26` is 1.26.*: exact only when complete
     found.conda.append(
