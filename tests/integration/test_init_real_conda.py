@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,10 +63,10 @@ def _make(bundle: Path, root: Path) -> dict[str, Path]:
     return files
 
 
-def _init(root: Path, source: Path, name: str, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+def _init(root: Path, source: Path, name: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     capsys.readouterr()
     assert main(["init", "--from", str(source), "--name", name, "--json"]) == 0
-    result: dict[str, object] = json.loads(capsys.readouterr().out)["result"]
+    result: dict[str, Any] = json.loads(capsys.readouterr().out)["result"]
     assert main(["validate", name]) == 0
     return result
 
