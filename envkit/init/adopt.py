@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -90,6 +90,7 @@ def plan_adoption(
     keep_defaults: bool = False,
 ) -> Adoption:
     """The validated spec for ``found``; :class:`AdoptError` when no spec envkit validates fits it."""
+    found = replace(found, lost=list(found.lost), notes=list(found.notes))  # the caller's stays as read
     how: dict[str, str] = {}
     notes = list(found.notes)
     frameworks = detect_frameworks(found)

@@ -11,6 +11,7 @@ so nothing downstream can leak or replay it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -25,6 +26,7 @@ __all__ = [
     "Lost",
     "PipPin",
     "hostile",
+    "joined_lines",
     "one_line",
     "shown_item",
     "without_credentials",
@@ -100,6 +102,27 @@ class Collected:
 
     def lose(self, where: str, item: str, why: str) -> None:
         self.lost.append(Lost(where, shown_item(item), why))
+
+
+def joined_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Logical lines of a requirements file or a Dockerfile: backslash continuations joined, blank
+    and comment lines dropped (also between continuation lines, as Docker does): (first line, text)."""
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        if line.lstrip().startswith("#") or (not pending and not line.strip()):
+            continue
+        if not pending:
+            start = number
+        if line.endswith("\\"):
+            pending.append(line[:-1])
+            continue
+        pending.append(line)
+        yield start, " ".join(p.strip() for p in pending)
+        pending = []
+    if pending:
+        yield start, " ".join(p.strip() for p in pending)
 
 
 def one_line(text: str) -> str:

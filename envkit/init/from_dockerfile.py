@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envkit.init.adopted import Collected
+from envkit.init.adopted import Collected, joined_lines
 from envkit.init.from_conda_env import conda_pin
 from envkit.init.from_requirements import pip_args
 
@@ -72,31 +71,9 @@ def looks_like_dockerfile(path: Path, text: str) -> bool:
     name = path.name.lower()
     if name.startswith(("dockerfile", "containerfile")) or name.endswith((".dockerfile", ".containerfile")):
         return True
-    for _, instruction in _instructions(text):
+    for _, instruction in joined_lines(text):
         return instruction.split(None, 1)[0].upper() in {"FROM", "ARG"} and " " in instruction
     return False
-
-
-def _instructions(text: str) -> Iterator[tuple[int, str]]:
-    """Instructions with continuations joined and comment lines dropped: (first line, text)."""
-    pending: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.rstrip()
-        if line.lstrip().startswith("#"):
-            continue  # a comment, also between continuation lines (Docker drops those)
-        if not pending:
-            if not line.strip():
-                continue
-            start = number
-        if line.endswith("\\"):
-            pending.append(line[:-1])
-            continue
-        pending.append(line)
-        yield start, " ".join(p.strip() for p in pending)
-        pending = []
-    if pending:
-        yield start, " ".join(p.strip() for p in pending)
 
 
 def expand(text: str, values: dict[str, str]) -> str:
@@ -147,7 +124,7 @@ def _stages(text: str, found: Collected, *, label: str) -> tuple[list[_Stage], d
     """The stages (FROM, RUN, ENV, other instructions) and the global ARG defaults."""
     stages: list[_Stage] = []
     args: dict[str, str] = {}
-    for number, instruction in _instructions(text):
+    for number, instruction in joined_lines(text):
         match = _INSTRUCTION.match(instruction)
         if not match:
             found.lose(f"{label}:{number}", instruction, "not a Dockerfile instruction")

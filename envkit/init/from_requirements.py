@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envkit._io import TooLarge, read_text_bounded
-from envkit.init.adopted import AdoptError, Collected, PipPin, hostile, refuse
+from envkit.init.adopted import AdoptError, Collected, PipPin, hostile, joined_lines, refuse
 
 __all__ = [
     "MAX_TEXT_BYTES",
@@ -97,27 +97,6 @@ _WHEEL_PYTHON = re.compile(r"-cp3(\d{1,2})-cp3\d{1,2}")
 _OPTION_START = re.compile(r"\s--?[A-Za-z]")
 
 
-def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
-    """Lines with backslash continuations joined and comments removed: (first line number, text)."""
-    pending: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.rstrip()
-        if not pending:
-            start = number
-        if line.endswith("\\"):
-            pending.append(line[:-1])
-            continue
-        pending.append(line)
-        joined = " ".join(p.strip() for p in pending)
-        pending = []
-        stripped = re.sub(r"(^|\s)#.*$", "", joined).strip()
-        if stripped:
-            yield start, stripped
-    if pending:
-        yield start, " ".join(p.strip() for p in pending)
-
-
 def read_requirements_file(path: Path, found: Collected, *, label: str, depth: int = 0) -> None:
     """Read a requirements file (and the files it includes with ``-r``/``-c``, when present)."""
     try:
@@ -133,8 +112,10 @@ def read_requirements_file(path: Path, found: Collected, *, label: str, depth: i
 
 
 def requirement_lines(text: str, found: Collected, *, label: str, base: Path | None, depth: int = 0) -> None:
-    for number, line in _logical_lines(text):
-        requirement_line(line, f"{label}:{number}", found, base=base, depth=depth)
+    for number, line in joined_lines(text):
+        stripped = re.sub(r"(^|\s)#.*$", "", line).strip()  # a trailing comment
+        if stripped:
+            requirement_line(stripped, f"{label}:{number}", found, base=base, depth=depth)
 
 
 def requirement_line(line: str, where: str, found: Collected, *, base: Path | None, depth: int = 0) -> None:
