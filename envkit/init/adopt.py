@@ -42,6 +42,7 @@ from envkit.spec.models import NAME_RE, Spec
 __all__ = ["Adoption", "plan_adoption", "write_adoption"]
 
 _PREFERRED_PYTHON = "3.11"
+_BUILD_PYTHON = re.compile(r"(?:^|_)py3\.?(\d{1,2})(?:_|h|$)")  # py36_0, py3.9_cuda11.3_..., py311h...
 _PYTHONS = tuple(f"3.{m}" for m in range(6, 15))
 
 
@@ -274,6 +275,10 @@ def _python(
     where = (pin.where if pin else found.python_where) or found.origin
     if not stated and image_python:
         stated, where = image_python, f"the base image {found.base_image}"
+    if not stated:
+        built = next((b for p in found.conda if p.build and (b := _BUILD_PYTHON.search(p.build))), None)
+        if built:
+            stated, where = f"3.{built[1]}", "the py3X tag of the conda builds"
     if stated:
         exact = re.match(r"^[=\s]*(3\.\d+)(?:\.\d+)?(?:[=\s].*)?$", stated)
         if exact:

@@ -162,6 +162,17 @@ def decide_conda(
             decided.lose(pin.where, pin.spec, "not a conda match spec a spec accepts")
             continue
         kept.append(spec)
+    _conda_notes(found, decided, foreign=foreign, defaults_builds=defaults_builds)
+    decided.moved = moved
+    return list(dict.fromkeys(kept))
+
+
+def _conda_notes(found: Collected, decided: Decided, *, foreign: bool, defaults_builds: int) -> None:
+    if not found.channels and any(p.build for p in found.conda) and not foreign:
+        decided.notes.append(
+            "the listing names no channel: builds kept as listed (if they are Anaconda defaults' builds, "
+            "`envkit lock` says so; --keep-defaults keeps that channel)"
+        )
     if foreign:
         decided.notes.append(
             f"the source is from {found.platform}: conda versions kept, "
@@ -172,8 +183,6 @@ def decide_conda(
             f"{defaults_builds} conda pins named builds of the defaults channel: "
             "versions kept, builds dropped"
         )
-    decided.moved = moved
-    return list(dict.fromkeys(kept))
 
 
 def _as_pip(name: str, spec: str, version: str) -> str:

@@ -206,6 +206,8 @@ def cuda_evidence(
         toolkit = toolkit_cuda(inventory)
         if toolkit:
             return toolkit, f"the conda CUDA runtime pinned beside pytorch ({toolkit})"
+        if re.search(r"=[^=\s\[]+[=\s]\S|build=", pin.spec.split("::")[-1]):
+            return "cpu", f"the build of {pin.spec} names no CUDA envkit reads: cpu (--cuda to choose)"
         return "cpu", "conda's pytorch without pytorch-cuda or a CUDA build is the CPU build"
     return None
 
