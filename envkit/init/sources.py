@@ -27,9 +27,7 @@ SOURCE_KINDS = (
     "image:REF (a container image)",
     "host (this machine's environment)",
 )
-_REQUIREMENTS_NAME = re.compile(
-    r"(^|[-_.])(requirements?|reqs|constraints)([-_.].*)?\.(txt|in)$|\.txt$", re.I
-)
+_REQUIREMENTS_NAME = re.compile(r"(^|[-_.])(requirements?|reqs)([-_.].*)?\.(txt|in)$", re.I)
 
 ImageReader = Callable[[str], EnvironmentSource]
 
@@ -77,7 +75,12 @@ def _file(path: Path, text: str, label: str) -> tuple[Collected, Inventory | Non
         found = Collected(label, "environment.yml")
         read_conda_env(text, found, label=label, base=base)
         return found, _inventory(text, label)
-    if fmt in ("pip-freeze", "requirements-lock") or (fmt is None and _REQUIREMENTS_NAME.search(path.name)):
+    named = _REQUIREMENTS_NAME.search(path.name) is not None  # `torch>=2.4` also reads as name=version
+    if (
+        fmt in ("pip-freeze", "requirements-lock")
+        or (fmt in (None, "conda-export") and named)
+        or (fmt is None and path.suffix == ".txt")
+    ):
         _bounded(text, MAX_TEXT_BYTES, label)
         found = Collected(label, "requirements")
         requirement_lines(text, found, label=label, base=base)
