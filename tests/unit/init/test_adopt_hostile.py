@@ -141,3 +141,18 @@ def test_terminal_controls_are_neutralised(
     )
     assert code in (0, 2)
     assert "\x1b" not in out and "\x1b" not in "".join(p.read_text() for p in written(tmp_path))
+
+
+def test_options_that_do_not_mix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ENVKIT_ROOT", str(tmp_path))
+    (tmp_path / "requirements.txt").write_text("six==1.16.0\n")
+    assert main(["init", "--from", str(tmp_path / "requirements.txt"), "--ci", "github"]) == 2
+    assert "do not apply with --from" in capsys.readouterr().err
+    assert main(["init", "--lock"]) == 2
+    assert "apply with --from only" in capsys.readouterr().err
+    assert main(["init", "--from", "image:"]) == 2
+    assert main(["init", "--from", str(tmp_path / "missing.yml")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert not (tmp_path / "environments").exists()
