@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from envkit.catalog import load_catalog
 from envkit.cli._app import project_root, services, working
 from envkit.errors import EnvkitError
 from envkit.init.adopt import Adoption, plan_adoption, write_adoption
-from envkit.init.adopt_lock import LockComparison, lock_and_compare
 from envkit.init.sources import read_source
 from envkit.inventory.snapshot import EnvironmentSource
 from envkit.result import CommandResult
+
+if TYPE_CHECKING:
+    from envkit.init.adopt_lock import LockComparison
 
 __all__ = ["adopt_command"]
 
@@ -38,6 +42,8 @@ def adopt_command(
     data: dict[str, object] = adoption.to_json()
     comparison: LockComparison | None = None
     if lock:
+        from envkit.init.adopt_lock import lock_and_compare  # the solvers load only when asked for
+
         try:
             with working(f"locking {adoption.name}"):
                 comparison = lock_and_compare(root, path, adoption, inventory, catalog, services().solvers())
