@@ -97,7 +97,8 @@ def _one(match: re.Match[str], values: dict[str, str]) -> str:
     return value if value is not None else match[0]
 
 
-def read_dockerfile(text: str, found: Collected, *, label: str) -> None:
+def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | None = None) -> None:
+    """``context``: the build context (the Dockerfile's folder), where relative ``-r`` files are read."""
     stages, args = _stages(text, found, label=label)
     if not stages:
         return
@@ -113,7 +114,7 @@ def read_dockerfile(text: str, found: Collected, *, label: str) -> None:
     for stage in chain:
         values = {**args, **stage.env}
         for number, run in stage.runs:
-            _run(run, found, where=f"{label}:{number}", values=values)
+            _run(run, found, where=f"{label}:{number}", values=values, context=context)
         for number, other, why in stage.others:
             found.lose(f"{label}:{number}", other, why)
     for key, value in chain[-1].env.items():
@@ -202,14 +203,14 @@ def _carry_env(key: str, value: str, found: Collected, *, label: str) -> None:
         found.lose(label, f"ENV {key}", "not a variable a spec can carry")
 
 
-def _run(run: str, found: Collected, *, where: str, values: dict[str, str]) -> None:
+def _run(run: str, found: Collected, *, where: str, values: dict[str, str], context: Path | None) -> None:
     if run.startswith("["):
         try:
             argv = json.loads(run)
         except ValueError:
             argv = None
         if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
-            _command([expand(a, values) for a in argv], found, where=where, piped_to_shell=False)
+            _command([expand(a, values) for a in argv], found, where=where, context=context)
             return
     try:
         lexer = shlex.shlex(expand(run, values), posix=True, punctuation_chars=True)
@@ -229,7 +230,6 @@ def _run(run: str, found: Collected, *, where: str, values: dict[str, str]) -> N
     for index, argv in enumerate(commands):
         if not argv:
             continue
-        piped = index > 0 and separators[index - 1] == "|"
         feeds = index < len(separators) and separators[index] == "|"
         if (
             feeds
@@ -245,10 +245,10 @@ def _run(run: str, found: Collected, *, where: str, values: dict[str, str]) -> N
             )
             commands[index + 1] = []
             continue
-        _command(argv, found, where=where, piped_to_shell=piped)
+        _command(argv, found, where=where, context=context)
 
 
-def _command(argv: list[str], found: Collected, *, where: str, piped_to_shell: bool) -> None:
+def _command(argv: list[str], found: Collected, *, where: str, context: Path | None) -> None:
     while argv and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]) or argv[0] in {"sudo", "exec", "env"}):
         argv = argv[1:]  # DEBIAN_FRONTEND=noninteractive apt-get ..., sudo pip ...
     if not argv:
@@ -266,7 +266,7 @@ def _command(argv: list[str], found: Collected, *, where: str, piped_to_shell: b
         minor = re.search(r"pip3\.(\d+)$", argv[0])
         if minor:
             _python_hint(found, f"3.{minor[1]}", where)
-        _pip(argv[1:], found, where=where)
+        _pip(argv[1:], found, where=where, context=context)
     elif _CONDA.match(program):
         _conda(argv[1:], found, where=where)
     elif program in _OS_TOOLS:
@@ -291,7 +291,7 @@ def _python_hint(found: Collected, version: str, where: str) -> None:
         found.python, found.python_where = version, where
 
 
-def _pip(args: list[str], found: Collected, *, where: str) -> None:
+def _pip(args: list[str], found: Collected, *, where: str, context: Path | None) -> None:
     while args and args[0].startswith("-") and args[0] not in {"--version", "-V"}:
         args = args[1:]  # pip's general options before the command: pip --no-cache-dir install ...
     if not args:
@@ -299,7 +299,7 @@ def _pip(args: list[str], found: Collected, *, where: str) -> None:
     sub, rest = args[0], args[1:]
     if sub == "install":
         before = len(found.pip)
-        pip_args(rest, found, where=where, base=None)
+        pip_args(rest, found, where=where, base=context)
         tooling = [p for p in found.pip[before:] if p.name in _TOOLING]
         for pin in tooling:
             found.pip.remove(pin)

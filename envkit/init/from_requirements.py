@@ -179,6 +179,9 @@ def pip_args(
 
 
 def _include(value: str, option: str, found: Collected, *, where: str, base: Path | None, depth: int) -> None:
+    if Path(value).is_absolute() or value.startswith("~"):
+        found.lose(where, f"{option} {value}", "an absolute path (on that machine or in an image): not read")
+        return
     target = base / value if base is not None and not _VAR.search(value) else None
     if target is None or not target.is_file():
         found.lose(where, f"{option} {value}", "includes a file that is not beside the source: not read")

@@ -68,7 +68,7 @@ def _file(path: Path, text: str, label: str) -> tuple[Collected, Inventory | Non
     if looks_like_dockerfile(path, text):
         _bounded(text, MAX_TEXT_BYTES, label)
         found = Collected(label, "dockerfile")
-        read_dockerfile(text, found, label=label)
+        read_dockerfile(text, found, label=label, context=base)
         return found, None
     fmt = detect_format(text)
     if fmt == "env-export" or (fmt is None and path.suffix in (".yml", ".yaml") and "dependencies" in text):

@@ -87,3 +87,11 @@ def test_python_from_a_wheel_tag_and_from_an_override(tmp_path: Path) -> None:
 def test_unpinned_framework_takes_the_newest_release_in_range(tmp_path: Path) -> None:
     a = adopt(tmp_path, "requirements.txt", "torch>=2.4,<2.6\n", cuda="cpu")
     assert a.detected["torch"] == "2.5.1" and "newest release" in a.how["torch"]
+
+
+def test_dockerfile_reads_requirements_from_its_build_context(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("six==1.16.0\nscipy>=1.10\n")
+    text = "FROM python:3.11-slim\nCOPY requirements.txt .\nRUN pip install -r requirements.txt -r /etc/passwd\n"
+    a = adopt(tmp_path, "Dockerfile", text)
+    assert a.pins["pip"] == ("six==1.16.0", "scipy>=1.10")
+    assert any(x.item == "-r /etc/passwd" and "absolute path" in x.why for x in a.lost)
