@@ -91,7 +91,9 @@ def test_unpinned_framework_takes_the_newest_release_in_range(tmp_path: Path) ->
 
 def test_dockerfile_reads_requirements_from_its_build_context(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("six==1.16.0\nscipy>=1.10\n")
-    text = "FROM python:3.11-slim\nCOPY requirements.txt .\nRUN pip install -r requirements.txt -r /etc/passwd\n"
+    text = (
+        "FROM python:3.11-slim\nCOPY requirements.txt .\nRUN pip install -r requirements.txt -r /etc/passwd\n"
+    )
     a = adopt(tmp_path, "Dockerfile", text)
     assert a.pins["pip"] == ("six==1.16.0", "scipy>=1.10")
     assert any(x.item == "-r /etc/passwd" and "absolute path" in x.why for x in a.lost)
