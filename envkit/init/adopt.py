@@ -280,7 +280,7 @@ def _python(
         if built:
             stated, where = f"3.{built[1]}", "the py3X tag of the conda builds"
     if stated:
-        exact = re.match(r"^[=\s]*(3\.\d+)(?:\.\d+)?(?:[=\s].*)?$", stated)
+        exact = re.match(r"^[=\s]*(3\.\d+)(?:\.\d+|\.\*)?(?:[=\s].*)?$", stated)
         if exact:
             how["python"] = f"python {shown_item(stated.lstrip('= '))} ({where})"
             return exact[1]

@@ -39,6 +39,8 @@ def adopt(
          "  - pytorch-cuda=12.1\n", {"torch": "2.1.2", "cuda": "12.1", "python": "3.11"}),
         ("environment.yml", "dependencies:\n  - pytorch=2.1.2=py3.10_cuda11.8_cudnn8.7.0_0\n",
          {"torch": "2.1.2", "cuda": "11.8", "python": "3.10"}),
+        ("environment.yml", "dependencies:\n  - python=3.9.*\n  - numpy\n", {"python": "3.9", "cuda": "cpu"}),
+        ("environment.yml", "dependencies:\n  - python >=3.9,<3.11\n", {"python": "3.10"}),
         ("environment.yml", "dependencies:\n  - pytorch::pytorch=2.1.2\n  - cpuonly\n",
          {"torch": "2.1.2", "cuda": "cpu"}),
         ("Dockerfile", "FROM paddlepaddle/paddle:2.6.2-gpu-cuda11.7-cudnn8.4-trt8.4\n",
