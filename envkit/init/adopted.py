@@ -26,6 +26,7 @@ __all__ = [
     "Lost",
     "PipPin",
     "hostile",
+    "is_defaults",
     "joined_lines",
     "one_line",
     "shown_item",
@@ -37,6 +38,26 @@ MAX_SHOWN = 160  # characters of a source line quoted in a Lost line
 _SHELL = re.compile(
     r"`|\$\(|&&|\|\||[;|]\s*(?:rm|curl|wget|sh|bash|python|eval|exec)\b|[\x00-\x08\x0a-\x1f\x7f]"
 )
+
+
+DEFAULTS = {  # Anaconda's channels: `defaults` and what conda shows for it
+    "defaults",
+    "main",
+    "anaconda",
+    "pkgs/main",
+    "pkgs/r",
+    "pkgs/free",
+    "pkgs/msys2",
+    "r",
+    "free",
+    "msys2",
+}
+_DEFAULTS_URL = re.compile(r"^https?://repo\.anaconda\.(?:com|org)/pkgs/")
+
+
+def is_defaults(channel: str) -> bool:
+    """Anaconda's ``defaults`` channels, by name (``defaults``, ``pkgs/main``, ``anaconda``) or URL."""
+    return channel.lower().rstrip("/") in DEFAULTS or bool(_DEFAULTS_URL.match(channel))
 
 
 class AdoptError(UsageError):

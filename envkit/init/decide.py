@@ -22,25 +22,12 @@ from dataclasses import dataclass, field
 from packaging.utils import canonicalize_name
 
 from envkit.catalog import Catalog
-from envkit.init.adopted import Collected, Lost, shown_item, without_credentials
+from envkit.init.adopted import Collected, Lost, is_defaults, shown_item, without_credentials
 from envkit.init.detect import FRAMEWORK_CONDA, FRAMEWORK_PIP
 from envkit.spec.models import Spec
 
 __all__ = ["Decided", "decide_channels", "decide_conda", "decide_mirror", "decide_pip"]
 
-DEFAULTS = {
-    "defaults",
-    "main",
-    "anaconda",
-    "pkgs/main",
-    "pkgs/r",
-    "pkgs/free",
-    "pkgs/msys2",
-    "r",
-    "free",
-    "msys2",
-}
-_DEFAULTS_URL = re.compile(r"^https?://repo\.anaconda\.(?:com|org)/pkgs/")
 _CUDA_PLUMBING = {"pytorch-cuda", "pytorch-mutex", "cpuonly", "_pytorch_select", "cudatoolkit"}
 _TORCH_COMPANIONS = {"torchvision", "torchaudio", "torchtext", "torchdata"}
 # conda packages only Windows / macOS builds exist for (conda-forge and defaults)
@@ -66,10 +53,6 @@ class Decided:
         self.lost.append(Lost(where, shown_item(item), why))
 
 
-def _is_defaults(channel: str) -> bool:
-    return channel.lower() in DEFAULTS or bool(_DEFAULTS_URL.match(channel))
-
-
 def decide_channels(found: Collected, decided: Decided, *, keep_defaults: bool) -> list[str] | None:
     """The spec's channels (None: the source names none, the spec's default conda-forge stands)."""
     if not found.channels and not found.conda:
@@ -78,7 +61,7 @@ def decide_channels(found: Collected, decided: Decided, *, keep_defaults: bool) 
     for channel in dict.fromkeys(found.channels):
         if channel in _SOLVER_CHANNELS:
             continue  # `nodefaults` is what envkit writes anyway; `pypi` is conda's name for pip rows
-        if _is_defaults(channel) and not keep_defaults:
+        if is_defaults(channel) and not keep_defaults:
             decided.defaults_dropped = True
             continue
         clean, removed = without_credentials(channel) if "://" in channel else (channel, None)
@@ -94,7 +77,7 @@ def decide_channels(found: Collected, decided: Decided, *, keep_defaults: bool) 
         if not _valid_channel(clean):
             decided.lose(found.origin, clean, "not a channel name or URL a spec accepts")
             continue
-        kept.append("defaults" if _is_defaults(clean) else clean)
+        kept.append("defaults" if is_defaults(clean) else clean)
     if decided.defaults_dropped:
         decided.lose(
             found.origin,
@@ -151,12 +134,12 @@ def decide_conda(
             decided.lose(pin.where, pin.spec, f"a {found.platform} package: Linux has no build of it")
             continue
         spec = pin.spec
-        from_defaults = pin.channel is not None and _is_defaults(pin.channel)
+        from_defaults = pin.channel is not None and is_defaults(pin.channel)
         unknown_channel = pin.channel is None and decided.defaults_dropped
         if pin.build and (foreign or ((from_defaults or unknown_channel) and not keep_defaults)):
             spec = f"{pin.name}=={pin.version}" if pin.version else pin.name
             defaults_builds += not foreign
-        elif pin.channel and "::" in pin.spec and _is_defaults(pin.channel) and not keep_defaults:
+        elif pin.channel and "::" in pin.spec and is_defaults(pin.channel) and not keep_defaults:
             spec = pin.spec.split("::", 1)[1]
         if not _valid_match_spec(spec):
             decided.lose(pin.where, pin.spec, "not a conda match spec a spec accepts")

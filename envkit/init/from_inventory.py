@@ -13,13 +13,11 @@ from __future__ import annotations
 import json
 from importlib import metadata
 
-from envkit.init.adopted import Collected, CondaPin, PipPin
+from envkit.init.adopted import Collected, CondaPin, PipPin, is_defaults
 from envkit.inventory import Inventory, parse_inventory
 from envkit.inventory.models import VCS_VERSION_PREFIX, Package
 
-__all__ = ["collect_inventory", "host_local_installs"]
-
-_DEFAULTS = {"pkgs/main", "pkgs/r", "pkgs/free", "defaults", "anaconda", "pkgs/msys2"}
+__all__ = ["collect_inventory", "host_local_installs", "snapshot_inventory"]
 
 
 def collect_inventory(inventory: Inventory, found: Collected) -> None:
@@ -49,7 +47,7 @@ def _conda_row(package: Package, where: str, found: Collected, channels: list[st
     if channel and "://" in channel:
         channel = channel.rstrip("/")
     if channel:
-        channels.append("defaults" if channel in _DEFAULTS else channel)
+        channels.append("defaults" if is_defaults(channel) else channel)
     if not package.version:
         found.lose(where, package.name, "no version in the listing: not carried")
         return
