@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["REDACTED", "neutralise", "printable_line", "redact", "url_credentials"]
+__all__ = ["REDACTED", "neutralise", "one_line", "printable_line", "redact", "url_credentials"]
 
 REDACTED = "***"
 
@@ -80,6 +80,14 @@ def url_credentials(url: str) -> str | None:
 def neutralise(text: str) -> str:
     """``text`` with terminal control characters shown as ``\\xNN`` / ``\\uNNNN`` (newline, tab kept)."""
     return _CONTROL.sub(_escape, text)
+
+
+_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def one_line(text: str) -> str:
+    """``text`` for a one-line field: line breaks shown as ``\\n`` (…) and controls neutralised."""
+    return neutralise(text.translate(_BREAKS))
 
 
 def _escape(match: re.Match[str]) -> str:

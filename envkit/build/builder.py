@@ -14,6 +14,7 @@ with ``--frozen``.
 from __future__ import annotations
 
 import collections
+import io
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit import __version__, _proc
+from envkit._atomic import atomic_writer
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
 from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
 from envkit.build.locks import Locker, lock_state
@@ -262,13 +264,15 @@ class Builder:
                 self.engine.tag(prepared.tag, prepared.latest)
             return self._result(prepared, existing, "up-to-date", None, start)
         log_path = self.log_dir / f"{prepared.name}-{prepared.digest[:12]}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("w", encoding="utf-8") as log:
-            log.write(f"# envkit {__version__} build of {prepared.tag}\n")
+        # a fresh file renamed into place, kept when the build fails: never written through a planted link
+        with atomic_writer(log_path, within=self.root, keep_on_error=True) as raw:
+            log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
             try:
+                log.write(f"# envkit {__version__} build of {prepared.tag}\n")
                 self._stream(prepared, options, existing, log, log_path, on_event)
             finally:
                 pruned = self._prune(prepared.name, log)
+                log.detach()
         info = self.engine.inspect(prepared.tag)
         if info is None:
             raise BuildFailed(f"the engine reported success but {prepared.tag} does not exist",
