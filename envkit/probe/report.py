@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit._atomic import write_text_atomic
+from envkit._io import open_regular
 from envkit.errors import ReportError
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
@@ -86,7 +87,7 @@ def _check_depth(data: Any, source: str) -> None:
 
 def load_report(path: Path) -> ProbeReport:
     try:
-        with path.open("rb") as fh:
+        with open_regular(path, follow=True) as fh:  # a FIFO or device is refused, never waited on
             data = fh.read(MAX_BYTES + 1)
     except FileNotFoundError as e:
         raise ReportError(
