@@ -18,7 +18,7 @@ from envkit.errors import UsageError
 __all__ = ["check_registry", "push_image", "pushed_path", "read_pushed"]
 
 _REGISTRY = re.compile(
-    r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._/-][a-z0-9]+)*)?$"
+    r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._/-][a-z0-9]+)*)?\Z"
 )
 
 

@@ -57,7 +57,7 @@ def enroot_uri(ref: str) -> str:
             hint="push the image (envkit build NAME --push REGISTRY) and give --image NAME or REPO@sha256:…",
         )
     head, _, rest = ref.partition("/")
-    if rest and re.search(r"[.:]|^localhost$", head):
+    if rest and re.search(r"[.:]|^localhost\Z", head):
         return f"docker://{head}#{rest}"
     return f"docker://{ref}"
 

@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 # Linux platform tags of the wheels envkit installs (x86_64 and aarch64).
-_LINUX = re.compile(r"^(manylinux[0-9_]*|linux)_(x86_64|aarch64)$")
+_LINUX = re.compile(r"^(manylinux[0-9_]*|linux)_(x86_64|aarch64)\Z")
 
 
 class PageFormatError(EnvkitError):
@@ -129,8 +129,8 @@ def _requirement(line: str) -> Requirement | None:
         return None
 
 
-_CUDA_RUNTIME = re.compile(r"^(nvidia-cuda-runtime-cu\d+|cuda-toolkit|nvidia-cuda-runtime)$")
-_CUDNN = re.compile(r"^nvidia-cudnn-cu\d+$")
+_CUDA_RUNTIME = re.compile(r"^(nvidia-cuda-runtime-cu\d+|cuda-toolkit|nvidia-cuda-runtime)\Z")
+_CUDNN = re.compile(r"^nvidia-cudnn-cu\d+\Z")
 
 
 def cuda_requirements(requirements: list[Requirement]) -> tuple[str | None, str | None]:
