@@ -39,8 +39,8 @@ _VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,3}([a-z]+[0-9]*)?\Z")
 # conda MatchSpec: name, optional version, optional build, optional channel:: and [key=value] brackets.
 _MATCHSPEC_RE = re.compile(
     r"^(?:[A-Za-z0-9_.\-/]+::)?[A-Za-z0-9_.\-]+"
-    r"(?:\s*[=<>!~]{0,2}\s*[A-Za-z0-9_.*+!=<>,|\-]+)?"
-    r"(?:\s+[A-Za-z0-9_.*+\-]+)?"
+    r"(?: *[=<>!~]{0,2} *[A-Za-z0-9_.*+!=<>,|\-]+)?"  # spaces only: no newline, no tab
+    r"(?: +[A-Za-z0-9_.*+\-]+)?"
     r"(?:\[[A-Za-z0-9_.*=,'\"<> \-]+\])?\Z"
 )
 # Docker image reference: [registry[:port]/]path[:tag][@sha256:digest]
