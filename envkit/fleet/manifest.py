@@ -210,8 +210,9 @@ def image_from_json(data: Any, source: str, run_dir: Path) -> FleetImage | None:
         where = image_tar_path(run_dir.parent, image_id)
         if Path(tar) != where:
             raise FleetError(
-                f"{source}: image.tar {tar!r:.200} is not the store's tar for {image_id[:19]}… ({where})",
-                hint="a run loads images only from STORE/images/<id>.tar; " + _HINT,
+                f"{source}: image.tar {tar!r:.200} is not {where}: a run loads images only from "
+                "STORE/images/<id>.tar",
+                hint=_HINT,
             )
     if ref is None and where is None:
         raise FleetError(f"{source}: image needs a ref (REPO@sha256:…) or an id and its tar", hint=_HINT)
