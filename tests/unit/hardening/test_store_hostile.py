@@ -152,7 +152,7 @@ def test_the_store_tar_of_an_image_is_the_only_tar_a_run_loads(tmp_path: Path) -
 
 @pytest.mark.parametrize("how", ["owner", "group-writable", "world-writable", "symlink"])
 def test_a_run_written_by_another_user_is_refused_by_the_task(tmp_path: Path, how: str) -> None:
-    site, marker = _evil_site(tmp_path)
+    _, marker = _evil_site(tmp_path)
     run_dir = _run_dir(tmp_path)
     manifest = run_dir / store.MANIFEST
     if how == "owner":
@@ -188,9 +188,9 @@ def test_the_follower_refuses_a_run_directory_someone_else_made(tmp_path: Path) 
 
 
 STUB = """#!/bin/sh
-run=$3
-printf '{"task": "%s", "state": "ok", "report": "%s.json"}' "$ENVKIT_NODE" "$ENVKIT_NODE" > "$run/.tasks/$ENVKIT_NODE.json"
-echo '{}' > "$run/$ENVKIT_NODE.json"
+run=$3 n=$ENVKIT_NODE
+printf '{"task": "%s", "state": "ok", "report": "%s.json"}' "$n" "$n" > "$run/.tasks/$n.json"
+echo '{}' > "$run/$n.json"
 """
 
 
