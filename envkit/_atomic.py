@@ -90,6 +90,8 @@ def atomic_writer(
     must survive the failure it records). OS errors are :class:`EnvkitError` naming ``path``.
     """
     try:
+        if within is not None:
+            check_within(path, within)  # before mkdir: no directory is made outside either
         path.parent.mkdir(parents=True, exist_ok=True)
         if within is not None:
             check_within(path, within)

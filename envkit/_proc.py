@@ -69,6 +69,11 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], log: Path) -> subproce
     log.parent.mkdir(parents=True, exist_ok=True)
     try:  # O_NOFOLLOW: never appended through a link planted at the log's name
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        raise EnvkitError(
+            f"cannot write {log}: {e.strerror or e}", hint="is a link or another file in its place?"
+        ) from e
+    try:
         with os.fdopen(fd, "ab") as out:
             return subprocess.Popen(
                 list(argv), env=dict(env), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,

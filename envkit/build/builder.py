@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit import __version__, _proc
-from envkit._atomic import atomic_writer
+from envkit._atomic import atomic_writer, check_within
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
 from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
 from envkit.build.locks import Locker, lock_state
@@ -145,6 +145,7 @@ class Builder:
     ) -> BuildPlan:
         spec = loaded.spec
         warnings: list[str] = []
+        check_within(self.log_dir, self.root)  # .envkit (logs, caches) never leads out of the project
         relocked = not (lock := lock_state(self.root, loaded)).fresh
         if relocked:
             lock = self._lock(loaded, lock, options, warnings, on_event)

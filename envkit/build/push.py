@@ -46,7 +46,7 @@ def push_image(
     path = pushed_path(root, name)
     data = {"name": name, "image": image, "image_id": image_id, "repository": repository, "tag": tag,
             "digest": pushed.digest, "ref": pushed.ref}  # fmt: skip
-    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n", within=root)
     return pushed, path
 
 

@@ -122,7 +122,7 @@ def store_path(store: Path, host: str, label: str) -> Path:
 def save_to_store(report: Mapping[str, Any], store: Path, label: str) -> Path:
     host = str(report.get("fingerprint", {}).get("host") or "unknown")
     path = store_path(store, host, label)
-    write_text_atomic(path, dump_report(report))
+    write_text_atomic(path, dump_report(report), within=store)
     return path
 
 
