@@ -1,6 +1,5 @@
-"""Issue 24, class 3: the build log (its name is predictable from the repository) is
-
-Nor is anything written when .envkit leads out of the project.
+"""Issue 24, class 3: the build log (its name is predictable from the repository) is never written
+through a link, and nothing is written when ``.envkit`` leads out of the project.
 """
 
 from __future__ import annotations
