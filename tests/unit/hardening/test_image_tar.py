@@ -99,7 +99,7 @@ def test_hostile_tars_are_refused_with_the_reason(data: bytes, says: str) -> Non
 
 
 def test_a_manifest_listed_twice_or_an_escaping_entry_is_refused() -> None:
-    image_id, members, entry = _image()
+    _, members, entry = _image()
     twice = _tar([*members, ("manifest.json", json.dumps([entry]).encode()), ("./manifest.json", b"[]")])
     with pytest.raises(FleetError, match="appears twice"):
         _check(twice)
@@ -112,7 +112,7 @@ def test_an_oci_index_naming_the_image_is_refused() -> None:
     index = {
         "manifests": [{"digest": "sha256:" + "0" * 64, "annotations": {"io.containerd.image.name": "app:1"}}]
     }
-    with pytest.raises(FleetError, match="index.json names the image"):
+    with pytest.raises(FleetError, match=r"index\.json names the image"):
         _check(_saved(_image(), **{"index.json": json.dumps(index).encode()}))
     plain = {"manifests": [{"digest": "sha256:" + "0" * 64}]}
     _check(_saved(_image(), **{"index.json": json.dumps(plain).encode()}))
@@ -175,6 +175,6 @@ def test_a_tar_another_user_could_have_written_is_never_loaded(tmp_path: Path, h
         path.unlink()
         os.mkfifo(path)
     loader = _Loader()
-    with pytest.raises(FleetError, match="user id|writable by others|symbolic link|not a regular file"):
+    with pytest.raises(FleetError, match=r"user id|writable by others|symbolic link|not a regular file"):
         load_checked_tar(loader, path, GOOD_ID)
     assert loader.loaded == []
