@@ -15,6 +15,7 @@ __all__ = [
     "load_json_bounded",
     "open_regular",
     "read_bytes_bounded",
+    "read_limited",
     "read_text_bounded",
 ]
 
@@ -31,7 +32,12 @@ class TooLarge(Exception):
 def read_bytes_bounded(path: Path, limit: int) -> bytes:
     """At most ``limit`` bytes of ``path``; :class:`TooLarge` when there are more (OSError as usual)."""
     with path.open("rb") as fh:
-        data = fh.read(limit + 1)
+        return read_limited(fh, limit, path)
+
+
+def read_limited(fh: BinaryIO, limit: int, path: Path) -> bytes:
+    """The rest of the open ``fh``, at most ``limit`` bytes; :class:`TooLarge` (naming ``path``) beyond."""
+    data = fh.read(limit + 1)
     if len(data) > limit:
         raise TooLarge(path, limit)
     return data
