@@ -48,7 +48,7 @@ def _summary(report: AuditReport, fail_on: str) -> str:
     ignored = len(report.findings) - len(report.active)
     failing = len(report.failing(fail_on))
     return (
-        f"{report.target}: {len(report.active)} finding(s) ({', '.join(parts) or 'none'}), "
+        f"{one_line(report.target)}: {len(report.active)} finding(s) ({', '.join(parts) or 'none'}), "
         f"{ignored} ignored; "
         f"{report.checked} package(s) checked, {len(report.not_checked)} not checked, "
         f"{len(report.not_covered)} not covered; {failing} at or above --fail-on {fail_on}"
@@ -62,8 +62,8 @@ def to_table(report: AuditReport, fail_on: str) -> str:
         rows = [
             (
                 f.severity + (" (ignored)" if f.ignored else ""),
-                f.id,
-                f"{f.package} {f.version}" if f.package else "-",
+                one_line(f.id),
+                one_line(f"{f.package} {f.version}") if f.package else "-",
             )
             for f in ordered
         ]
@@ -88,10 +88,10 @@ def to_table(report: AuditReport, fail_on: str) -> str:
         ("not covered (conda-only)", report.not_covered),
     ):
         if items:
-            shown = ", ".join(f"{n.name} {n.version}".strip() for n in items[:30])
+            shown = ", ".join(one_line(f"{n.name} {n.version}".strip()) for n in items[:30])
             more = f" and {len(items) - 30} more" if len(items) > 30 else ""
             lines.append(f"{title}: {shown}{more}")
-            lines += [f"  reason: {r}" for r in sorted({n.reason for n in items})[:5]]
+            lines += [f"  reason: {one_line(r)}" for r in sorted({n.reason for n in items})[:5]]
     lines.append(_summary(report, fail_on))
     return "\n".join(lines)
 
