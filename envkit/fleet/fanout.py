@@ -19,7 +19,7 @@ from typing import Any
 
 from envkit import __version__
 from envkit.fleet import store
-from envkit.fleet.manifest import options_to_json, parse_manifest
+from envkit.fleet.manifest import options_to_json, parse_layout
 from envkit.fleet.pyxis import enroot_uri, pyxis_argv, pyxis_mounts
 from envkit.fleet.scheduler import JobRequest, JobState, JobStatus, Scheduler
 from envkit.probe.runner import ProbeOptions, payload_argv, thread_env
@@ -189,7 +189,7 @@ def follow(
 ) -> FleetRun:
     """Poll until the job ends (or ``timeout_s`` passes: then cancel it); every task's outcome."""
     raw = store.read_manifest(run_dir, owned=True)
-    manifest = parse_manifest(raw, str(run_dir / store.MANIFEST), run_dir)
+    manifest = parse_layout(raw, str(run_dir / store.MANIFEST), run_dir)
     per_node = manifest.tasks_per_node
     expected: tuple[str, ...] = manifest.nodelist
     start, unknown, reason = clock(), 0, None

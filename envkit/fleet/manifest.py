@@ -29,12 +29,14 @@ __all__ = [
     "MAX_MANIFEST_BYTES",
     "MAX_RECORD_BYTES",
     "FleetImage",
+    "RunLayout",
     "RunManifest",
     "check_owned",
     "image_from_json",
     "image_tar_path",
     "options_from_json",
     "options_to_json",
+    "parse_layout",
     "parse_manifest",
     "read_store_json",
 ]
@@ -220,17 +222,28 @@ def image_from_json(data: Any, source: str, run_dir: Path) -> FleetImage | None:
 
 
 @dataclass(frozen=True)
-class RunManifest:
-    """``run.json`` as a task and the follower use it (``raw``: the object, for rewriting it)."""
+class RunLayout:
+    """What the follower needs of ``run.json`` (``raw``: the object, for rewriting it with the result)."""
 
     run: str
-    options: ProbeOptions
     tasks_per_node: int
     repeat: int
-    image: FleetImage | None
     nodes: int
     nodelist: tuple[str, ...]
     raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """What a task runs: the layout, the probe options and the image."""
+
+    layout: RunLayout
+    options: ProbeOptions
+    image: FleetImage | None
+
+    @property
+    def run(self) -> str:
+        return self.layout.run
 
 
 def _int(data: Mapping[str, Any], key: str, lo: int, hi: int, source: str, default: int) -> int:
@@ -242,7 +255,7 @@ def _int(data: Mapping[str, Any], key: str, lo: int, hi: int, source: str, defau
     return value
 
 
-def parse_manifest(data: dict[str, Any], source: str, run_dir: Path) -> RunManifest:
+def parse_layout(data: dict[str, Any], source: str, run_dir: Path) -> RunLayout:
     from envkit.fleet.store import check_run_id
 
     run = data.get("run")
@@ -257,13 +270,19 @@ def parse_manifest(data: dict[str, Any], source: str, run_dir: Path) -> RunManif
     nodelist = requested.get("nodelist") or []
     if not (isinstance(nodelist, list) and all(isinstance(n, str) and n for n in nodelist)):
         raise FleetError(f"{source}: requested.nodelist must be a list of node names", hint=_HINT)
-    return RunManifest(
+    return RunLayout(
         run=run,
-        options=options_from_json(data.get("options", {}), source),
         tasks_per_node=_int(data, "tasks_per_node", 1, 1024, source, 1),
         repeat=_int(data, "repeat", 1, 100, source, 1),
-        image=image_from_json(data.get("image"), source, run_dir),
         nodes=_int(requested, "nodes", 1, 100_000, source, 1),
         nodelist=tuple(nodelist),
         raw=data,
+    )
+
+
+def parse_manifest(data: dict[str, Any], source: str, run_dir: Path) -> RunManifest:
+    return RunManifest(
+        layout=parse_layout(data, source, run_dir),
+        options=options_from_json(data.get("options", {}), source),
+        image=image_from_json(data.get("image"), source, run_dir),
     )

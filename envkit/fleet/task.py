@@ -95,7 +95,7 @@ def run_task(
             def probe(o: ProbeOptions, label: str) -> Report:
                 return run_on_host(o, label=label)
 
-        reports = [probe(opts, manifest.run) for _ in range(manifest.repeat)]
+        reports = [probe(opts, manifest.run) for _ in range(manifest.layout.repeat)]
         report = reports[0]
         report["fingerprint"]["host"] = node
         report["fleet"] = {
