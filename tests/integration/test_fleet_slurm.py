@@ -26,6 +26,7 @@ from envkit.fleet import store
 from envkit.fleet.fanout import FleetOptions, FleetRun, fan_out
 from envkit.fleet.slurm import SlurmScheduler
 from envkit.probe.runner import ProbeOptions, run_on_host
+from tests.unit.hardening.hostile import OTHER_UID, evil_site, make_foreign
 
 pytestmark = [pytest.mark.slurm, pytest.mark.frameworks]
 
@@ -157,8 +158,6 @@ def test_nodes_of_a_job_that_never_started_are_reported(
 
 # -- issue 24: the shared store is hostile ground (real sbatch/srun on every node) -------------
 
-OTHER_UID = 54321
-
 
 def _hostile_run(tmp_path: Path, run_id: str, **fields: Any) -> Path:
     """A run directory made the way envkit makes it, with a manifest others could have edited."""
@@ -192,20 +191,12 @@ def _wait(scheduler: SlurmScheduler, job_id: str) -> None:
     assert scheduler.status(job_id).state.finished, "the job did not end"
 
 
-def _evil_site(tmp_path: Path) -> tuple[Path, Path]:
-    site = tmp_path / "evil-site"
-    site.mkdir()
-    marker = tmp_path / "PWNED"
-    (site / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'a').write('ran on a node\\n')\n")
-    return site, marker
-
-
 def test_an_environment_in_run_json_runs_no_code_on_the_nodes(tmp_path: Path) -> None:
     """The PoC of issue 24: PYTHONPATH (sitecustomize.py) and LD_PRELOAD in run.json's options."""
     from envkit.fleet.fanout import follow
     from envkit.fleet.manifest import options_to_json
 
-    site, marker = _evil_site(tmp_path)
+    site, marker = evil_site(tmp_path)
     options = options_to_json(ProbeOptions(frameworks=("torch",), workloads=("bert",), steps=2))
     options["env"] = {"PYTHONPATH": str(site), "LD_PRELOAD": str(site / "libevil.so")}
     run_dir = _hostile_run(tmp_path, "envpoc", options=options)
@@ -221,17 +212,17 @@ def test_an_environment_in_run_json_runs_no_code_on_the_nodes(tmp_path: Path) ->
 
 @pytest.mark.parametrize("how", ["another user's manifest", "a group-writable run directory"])
 def test_a_run_another_user_could_write_runs_nothing_on_the_nodes(tmp_path: Path, how: str) -> None:
-    _, marker = _evil_site(tmp_path)
+    _, marker = evil_site(tmp_path)
     run_dir = _hostile_run(tmp_path, "foreign")
     if how == "another user's manifest":
-        os.chown(run_dir / store.MANIFEST, OTHER_UID, OTHER_UID)
+        make_foreign(run_dir / store.MANIFEST, "other user")
     else:
-        run_dir.chmod(0o775)
+        make_foreign(run_dir, "group-writable")
     scheduler, job_id = _submit(run_dir)
     _wait(scheduler, job_id)
     out = "".join(p.read_text() for p in (run_dir / store.SCHED).glob("slurm-*.out"))
     assert out.count("envkit task:") == 3 and "Traceback" not in out, out
-    assert ("user id 54321" if how.startswith("another") else "writable by others") in out
+    assert (f"user id {OTHER_UID}" if how.startswith("another") else "writable by others") in out
     assert list((run_dir / store.TASKS).iterdir()) == [] and not marker.exists()
     assert list(run_dir.glob("*.json")) == [run_dir / "run.json"]
 

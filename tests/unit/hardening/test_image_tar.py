@@ -11,7 +11,6 @@ import gzip
 import hashlib
 import io
 import json
-import os
 import tarfile
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -20,8 +19,7 @@ import pytest
 
 from envkit.errors import FleetError
 from envkit.fleet.image_tar import check_image_tar, load_checked_tar
-
-OTHER_UID = 54321
+from tests.unit.hardening.hostile import make_foreign
 
 
 def _config(seed: str) -> bytes:
@@ -161,19 +159,7 @@ def test_a_load_giving_other_images_is_an_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("how", ["other user", "group-writable", "symlink", "fifo"])
 def test_a_tar_another_user_could_have_written_is_never_loaded(tmp_path: Path, how: str) -> None:
     path = _store_tar(tmp_path, _saved(_image()))
-    if how == "other user":
-        if os.geteuid() != 0:
-            pytest.skip("chown to another user needs root")
-        os.chown(path, OTHER_UID, OTHER_UID)
-    elif how == "group-writable":
-        path.chmod(0o664)
-    elif how == "symlink":
-        real = tmp_path / "real.tar"
-        path.rename(real)
-        path.symlink_to(real)
-    else:
-        path.unlink()
-        os.mkfifo(path)
+    make_foreign(path, how)
     loader = _Loader()
     with pytest.raises(FleetError, match=r"user id|writable by others|symbolic link|not a regular file"):
         load_checked_tar(loader, path, GOOD_ID)

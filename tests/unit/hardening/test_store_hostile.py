@@ -24,18 +24,9 @@ from envkit.fleet.local import LocalScheduler
 from envkit.fleet.manifest import options_from_json, options_to_json, parse_manifest, read_store_json
 from envkit.fleet.scheduler import JobState, JobStatus
 from envkit.probe.runner import ProbeOptions
+from tests.unit.hardening.hostile import evil_site, make_foreign
 
 REPO = Path(__file__).resolve().parents[3]
-OTHER_UID = 54321  # a user that is not this one (tests run as root in CI: chown works)
-
-
-def _evil_site(tmp_path: Path) -> tuple[Path, Path]:
-    """A directory with a sitecustomize.py that leaves a marker when any Python starts with it."""
-    site = tmp_path / "evil-site"
-    site.mkdir()
-    marker = tmp_path / "PWNED"
-    (site / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
-    return site, marker
 
 
 def _run_dir(tmp_path: Path, **fields: Any) -> Path:
@@ -70,7 +61,7 @@ def _record(run_dir: Path) -> dict[str, Any]:
     ],
 )
 def test_an_environment_in_run_json_never_reaches_the_payload(tmp_path: Path, env: dict[str, str]) -> None:
-    site, marker = _evil_site(tmp_path)
+    site, marker = evil_site(tmp_path)
     options = {**options_to_json(ProbeOptions(frameworks=("torch",), steps=1))}
     options["env"] = {k: v.format(site=site) for k, v in env.items()}
     run_dir = _run_dir(tmp_path, options=options)
@@ -150,23 +141,11 @@ def test_the_store_tar_of_an_image_is_the_only_tar_a_run_loads(tmp_path: Path) -
     assert image is not None and image.tar == tar and image.id == image_id
 
 
-@pytest.mark.parametrize("how", ["owner", "group-writable", "world-writable", "symlink"])
+@pytest.mark.parametrize("how", ["other user", "group-writable", "world-writable", "symlink"])
 def test_a_run_written_by_another_user_is_refused_by_the_task(tmp_path: Path, how: str) -> None:
-    _, marker = _evil_site(tmp_path)
+    _, marker = evil_site(tmp_path)
     run_dir = _run_dir(tmp_path)
-    manifest = run_dir / store.MANIFEST
-    if how == "owner":
-        if os.geteuid() != 0:
-            pytest.skip("chown to another user needs root")
-        os.chown(manifest, OTHER_UID, OTHER_UID)
-    elif how == "group-writable":
-        manifest.chmod(0o664)
-    elif how == "world-writable":
-        run_dir.chmod(0o777)
-    else:
-        real = tmp_path / "elsewhere.json"
-        manifest.rename(real)
-        manifest.symlink_to(real)
+    make_foreign(run_dir if how == "world-writable" else run_dir / store.MANIFEST, how)
     done = _task(run_dir, PYTHONPATH=f"{REPO}")
     assert done.returncode == 3
     assert "envkit task:" in done.stderr and "Traceback" not in done.stderr
