@@ -79,8 +79,12 @@ MODEL_PATTERNS = _model_patterns()
 
 def test_the_collection_found_the_validators() -> None:
     assert len(PATTERNS) > 50 and len(END_ANCHORED) > 30  # the walk really imported envkit
-    for name in ("envkit.spec.models.NAME_RE", "envkit.fleet.slurm._NAME", "envkit.spec.models._URL_RE"):
-        assert name in END_ANCHORED or name.replace("spec.models", "cli.build_cmd") in END_ANCHORED
+    from envkit.fleet import slurm
+    from envkit.spec import models
+
+    collected = {id(p) for p in END_ANCHORED.values()}
+    for pattern in (models.NAME_RE, models._URL_RE, models._IMAGE_RE, slurm._NAME):
+        assert id(pattern) in collected, pattern.pattern
     assert len(MODEL_PATTERNS) >= 5
 
 
