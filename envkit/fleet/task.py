@@ -19,7 +19,6 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from envkit._atomic import write_text_atomic
 from envkit._safe import one_line
@@ -27,17 +26,11 @@ from envkit.errors import EnvkitError
 from envkit.fleet import store
 from envkit.fleet.image_tar import load_checked_tar
 from envkit.fleet.manifest import FleetImage, check_owned, parse_manifest
-from envkit.fleet.manifest import options_from_json as manifest_options
 from envkit.fleet.repeat import repeat_summary
 from envkit.probe.report import Report, dump_report
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 
-__all__ = ["main", "options_from_json", "run_task", "task_identity"]
-
-
-def options_from_json(data: Mapping[str, Any], source: str = "run.json") -> ProbeOptions:
-    """The manifest's probe options: an allow-list of typed fields, never an environment."""
-    return manifest_options(data, source)
+__all__ = ["main", "run_task", "task_identity"]
 
 
 def task_identity(environ: Mapping[str, str], tasks_per_node: int) -> tuple[str, str]:

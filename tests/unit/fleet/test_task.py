@@ -9,9 +9,9 @@ from typing import Any
 
 from envkit.errors import ProbeError
 from envkit.fleet import store
-from envkit.fleet.manifest import FleetImage
+from envkit.fleet.manifest import FleetImage, options_from_json
 from envkit.fleet.repeat import repeat_summary
-from envkit.fleet.task import Probe, options_from_json, run_task, task_identity
+from envkit.fleet.task import Probe, run_task, task_identity
 from envkit.probe.runner import ProbeOptions
 from tests.unit.probe.conftest import make_report
 
@@ -27,7 +27,7 @@ def _run_dir(tmp_path: Path, **extra: Any) -> Path:
 def test_identity_from_slurm_or_local_environment() -> None:
     assert task_identity({"SLURMD_NODENAME": "gpu7", "SLURM_LOCALID": "3"}, 8) == ("gpu7-3", "gpu7")
     assert task_identity({"ENVKIT_NODE": "local2", "SLURMD_NODENAME": "x"}, 1) == ("local2", "local2")
-    assert options_from_json(json.loads(json.dumps(asdict(ProbeOptions())))) == ProbeOptions()
+    assert options_from_json(json.loads(json.dumps(asdict(ProbeOptions()))), "run.json") == ProbeOptions()
 
 
 def test_task_writes_its_report_and_record(tmp_path: Path) -> None:
