@@ -21,6 +21,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from envkit._io import load_json_bounded
 from envkit.errors import EnvkitError
 
 __all__ = [
@@ -95,8 +96,10 @@ def _wheel(filename: str, *, yanked: bool = False, url: str = "") -> WheelFile |
 def read_pypi_project(url: str, body: bytes) -> dict[Version, list[DistFile]]:
     """Release -> its Linux wheels, from a PyPI JSON API page."""
     try:
-        data = json.loads(body)
+        data = load_json_bounded(body, 16)  # a recorded page may come from anyone: bounded depth
         releases = data["releases"]
+        if not isinstance(releases, dict):
+            raise TypeError("'releases' is not an object")
     except (ValueError, KeyError, TypeError) as e:
         raise PageFormatError(url, f"not a PyPI JSON project page: {e}") from e
     found: dict[Version, list[DistFile]] = {}

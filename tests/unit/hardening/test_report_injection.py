@@ -214,3 +214,36 @@ def test_snapshot_image_shape_checks_what_the_images_python_printed(stdout: str)
 
     with pytest.raises(InventoryError, match=r"unexpected output|unreadable output"):
         ImageSource(_Engine(stdout), "evil/image:1")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["[1, 2]", "[" * 100_000, '{"url": "x\\n# Audit passed", "nested": {"a": [1]}}', "\xff", "x" * (2 << 20)],
+)
+def test_a_hostile_source_json_neither_crashes_nor_forges_a_heading(tmp_path: Path, source: str) -> None:
+    from envkit.audit.osv_dir import OsvDirService
+
+    (tmp_path / "vulns").mkdir()
+    (tmp_path / "SOURCE.json").write_bytes(source.encode("utf-8", "surrogateescape"))
+    provenance = OsvDirService(tmp_path).provenance()
+    assert all(isinstance(v, str) for v in provenance.values())
+    report = AuditReport("env.yml", "inventory", provenance, (), 0)
+    html = _html(to_markdown(report, "low"))
+    assert "<h1>Audit" not in html and html.count("<h1>") == 1
+
+
+def test_a_deep_report_printed_by_an_images_python_is_a_clear_error() -> None:
+    from envkit.errors import ProbeError
+    from envkit.probe.runner import parse_output
+
+    with pytest.raises(ProbeError, match="printed no report"):
+        parse_output("[" * 100_000 + "]" * 100_000, "", "in evil/image:1")
+
+
+def test_a_deep_recorded_pypi_page_is_a_page_format_error() -> None:
+    from envkit.catalog.refresh.readers import read_pypi_project
+
+    with pytest.raises(EnvkitError, match="not a PyPI JSON project page"):
+        read_pypi_project("https://pypi.org/pypi/torch/json", b"[" * 100_000)
+    with pytest.raises(EnvkitError, match="not a PyPI JSON project page"):
+        read_pypi_project("https://pypi.org/pypi/torch/json", b'{"releases": ["1.0"]}')
