@@ -30,6 +30,7 @@ __all__ = [
     "atomic_writer",
     "check_within",
     "make_dir_exclusive",
+    "state_dir",
     "write_bytes_atomic",
     "write_text_atomic",
 ]
@@ -47,6 +48,17 @@ def check_within(path: Path, root: Path) -> Path:
             hint=f"a symlinked directory points out of {top}; remove the link and rerun",
         )
     return parent
+
+
+def state_dir(root: Path, *parts: str) -> Path:
+    """``ROOT/.envkit/PARTS``, envkit's own files in a project (logs, caches, reports, records).
+
+    Refused (:class:`EnvkitError`) when ``.envkit`` or a part is a link leading out of ``ROOT``: a
+    cloned repository that carries ``.envkit -> ~`` gets nothing written into the home directory.
+    """
+    path = root.joinpath(".envkit", *parts)
+    check_within(path / "-", root)
+    return path
 
 
 def _target(path: Path) -> os.stat_result | None:

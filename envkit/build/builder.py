@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit import __version__, _proc
-from envkit._atomic import atomic_writer, check_within
+from envkit._atomic import atomic_writer, state_dir
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
 from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
 from envkit.build.locks import Locker, lock_state
@@ -136,7 +136,7 @@ class Builder:
 
     @property
     def log_dir(self) -> Path:
-        return self.root / ".envkit" / "logs"
+        return state_dir(self.root, "logs")
 
     # -- preparation (no engine calls) -------------------------------------------------------
 
@@ -145,7 +145,7 @@ class Builder:
     ) -> BuildPlan:
         spec = loaded.spec
         warnings: list[str] = []
-        check_within(self.log_dir, self.root)  # .envkit (logs, caches) never leads out of the project
+        state_dir(self.root)  # .envkit (logs, caches) never leads out of the project
         relocked = not (lock := lock_state(self.root, loaded)).fresh
         if relocked:
             lock = self._lock(loaded, lock, options, warnings, on_event)
@@ -169,9 +169,7 @@ class Builder:
             request = WheelhouseRequest(
                 lock_files[lock.pip_lock].decode("utf-8"), spec.python, spec.platforms, options.find_links
             )
-            wheelhouse = fill_wheelhouse(
-                request, self.root / ".envkit" / "wheelhouse", runner=self.pip_runner
-            )
+            wheelhouse = fill_wheelhouse(request, state_dir(self.root, "wheelhouse"), runner=self.pip_runner)
             extra = wheelhouse.entries(WHEELS)
         inputs = replace(
             DockerfileInputs.from_lock(
@@ -215,7 +213,7 @@ class Builder:
                 on_event(BuildEvent(f"[{p.done}/{p.total}] {p.item}"))
 
         return packed_context(
-            request, self.root / ".envkit" / "cache", self.fetcher, pack=options.pack,
+            request, state_dir(self.root, "cache"), self.fetcher, pack=options.pack,
             pip_runner=self.pip_runner, on_progress=progress,
         )  # fmt: skip
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from envkit._atomic import write_text_atomic
+from envkit._atomic import state_dir, write_text_atomic
 from envkit.build.transport import ImageTransport, Pushed
 from envkit.errors import UsageError
 
@@ -33,7 +33,7 @@ def check_registry(registry: str) -> str:
 
 
 def pushed_path(root: Path, name: str) -> Path:
-    return root / ".envkit" / "pushed" / f"{name}.json"
+    return state_dir(root, "pushed") / f"{name}.json"
 
 
 def push_image(

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envkit._atomic import write_text_atomic
+from envkit._atomic import state_dir, write_text_atomic
 from envkit._io import open_regular
 from envkit.errors import ReportError
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
@@ -108,7 +108,7 @@ def dump_report(report: Mapping[str, Any]) -> str:
 
 def default_store(root: Path, environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
-    return Path(env["ENVKIT_STORE"]) if env.get("ENVKIT_STORE") else root / ".envkit" / "reports"
+    return Path(env["ENVKIT_STORE"]) if env.get("ENVKIT_STORE") else state_dir(root, "reports")
 
 
 def safe_name(text: str) -> str:

@@ -279,3 +279,33 @@ def test_images_name_linked_out_of_the_project_is_refused(tmp_path: Path, victim
         (root / "shared").mkdir()
         (root / "images" / "other").symlink_to(root / "shared")
         assert image_dir(root, "other") == root / "images" / "other"  # a link inside the project is fine
+
+
+@pytest.mark.parametrize("where", ["probe store", "push record", "diff snapshots", "state dir"])
+def test_a_cloned_envkit_link_out_of_the_project_is_refused_everywhere(
+    tmp_path: Path, victim: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``.envkit`` holds logs, caches, reports, records: a repository shipping ``.envkit -> ~`` gets none."""
+    from envkit._atomic import state_dir
+    from envkit.build.push import pushed_path
+    from envkit.cli.diff_cmd import store_dir
+    from envkit.probe.report import default_store
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / ".envkit").symlink_to(victim.parent)
+    monkeypatch.delenv("ENVKIT_STORE", raising=False)
+    monkeypatch.setenv("ENVKIT_ROOT", str(root))
+    calls = {
+        "probe store": lambda: default_store(root, {}),
+        "push record": lambda: pushed_path(root, "demo"),
+        "diff snapshots": lambda: store_dir(None),
+        "state dir": lambda: state_dir(root, "cache"),
+    }
+    with pytest.raises(EnvkitError, match="outside"):
+        calls[where]()
+    _untouched(victim)
+    (root / ".envkit").unlink()
+    (root / "scratch").mkdir()
+    (root / ".envkit").symlink_to(root / "scratch")  # a link that stays in the project is fine
+    assert calls[where]().parent.parent.resolve().is_relative_to(root.resolve())
