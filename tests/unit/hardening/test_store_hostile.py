@@ -303,3 +303,22 @@ def test_probe_compare_of_a_hostile_run_is_a_clear_error_not_a_traceback(
     assert code == 2 and "Traceback" not in out.err + out.out
     errors = json.loads(out.out)["errors"]
     assert "n1.json" in errors[0]["message"] and "nest" in errors[0]["message"]
+
+
+def test_the_cli_refuses_a_planted_run_id_and_writes_nothing_through_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's PoC: `envkit probe --scheduler local --run-id nightly` into a pre-created STORE/nightly."""
+    from envkit.cli import main
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / "store" / "nightly").mkdir(parents=True)
+    (tmp_path / "store" / "nightly" / ".sched").symlink_to(victim)
+    code = main(["probe", "--scheduler", "local", "--store", str(tmp_path / "store"), "--run-id", "nightly",
+                 "--frameworks", "torch", "--json"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 2 and "Traceback" not in out.err
+    error = json.loads(out.out)["errors"][0]
+    assert "run nightly exists" in error["message"] and "another --run-id" in error["hint"]
+    assert list(victim.iterdir()) == [] and not (tmp_path / "store" / "nightly" / "run.json").exists()
