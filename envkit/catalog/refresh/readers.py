@@ -229,7 +229,7 @@ def _trim_metadata(body: bytes) -> bytes:
 
 
 def _trim_pypi(body: bytes, keep: set[Version] | None) -> bytes:
-    data = json.loads(body)
+    data = load_json_bounded(body, 16)
     releases = {}
     for text, files in data.get("releases", {}).items():
         try:

@@ -309,3 +309,57 @@ def test_a_cloned_envkit_link_out_of_the_project_is_refused_everywhere(
     (root / "scratch").mkdir()
     (root / ".envkit").symlink_to(root / "scratch")  # a link that stays in the project is fine
     assert calls[where]().parent.parent.resolve().is_relative_to(root.resolve())
+
+
+# -- the shell scripts that run inside containers (pyxis, Kubernetes): predictable temp names -----
+
+
+def _stub_payload(tmp_path: Path) -> Path:
+    payload = tmp_path / "payload"
+    payload.mkdir()
+    (payload / "run.py").write_text("print('{\"stub\": true}')\n")
+    return payload
+
+
+def test_the_pyxis_task_script_writes_nothing_through_planted_temp_links(
+    tmp_path: Path, victim: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from envkit.fleet.pyxis import TASK_SCRIPT
+
+    run = tmp_path / "r1"
+    (run / ".tasks").mkdir(parents=True)
+    for planted in (run / ".tasks" / ".n1.tmp", run / ".n1.json.tmp", run / ".tasks" / "n1.err"):
+        planted.symlink_to(victim)
+    env = {"SLURMD_NODENAME": "n1", "ENVKIT_PAYLOAD": str(_stub_payload(tmp_path)),
+           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}  # fmt: skip
+    done = subprocess.run(
+        ["sh", "-c", TASK_SCRIPT, "envkit-task", str(run)], env=env, timeout=60, check=False
+    )
+    assert done.returncode == 0
+    _untouched(victim)
+    assert (run / "n1.json").read_text() == '{"stub": true}\n' and '"ok"' in (
+        run / ".tasks" / "n1.json"
+    ).read_text()
+
+
+def test_the_kubernetes_pod_script_writes_nothing_through_a_planted_temp_link(
+    tmp_path: Path, victim: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from envkit.fleet import k8s
+
+    opts = k8s.K8sOptions(run_id="r", nodes=("n1",), image="reg/x@sha256:" + "a" * 64, payload_args=())
+    script = k8s._script(opts).replace(k8s.STORE_MOUNT, str(tmp_path))
+    script = script.replace(k8s.PAYLOAD_MOUNT, str(_stub_payload(tmp_path)))
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / ".n1.json.tmp").symlink_to(victim)
+    env = {"NODE_NAME": "n1", "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    done = subprocess.run(["sh", "-c", script], env=env, timeout=60, check=False)
+    assert done.returncode == 0
+    _untouched(victim)
+    assert (tmp_path / "r" / "n1.json").read_text() == '{"stub": true}\n'
