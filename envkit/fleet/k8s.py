@@ -72,7 +72,7 @@ def _script(opts: K8sOptions) -> str:
     args = shlex.join(opts.payload_args)
     return (
         # noclobber (-C): `>` creates the temp file exclusively, never writing through a planted link
-        f"set -Ceu; mkdir -p {out}; tmp={out}/.$NODE_NAME.json.tmp; rm -f \"$tmp\"; "
+        f'set -Ceu; mkdir -p {out}; tmp={out}/.$NODE_NAME.json.tmp; rm -f "$tmp"; '
         f"py=$(command -v python3 || command -v python); "
         f'"$py" {PAYLOAD_MOUNT}/run.py {args} > "$tmp"; mv "$tmp" {out}/$NODE_NAME.json'
     )

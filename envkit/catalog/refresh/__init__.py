@@ -7,7 +7,6 @@ kept by ``--record`` to what the readers use.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
