@@ -363,3 +363,20 @@ def test_the_kubernetes_pod_script_writes_nothing_through_a_planted_temp_link(
     assert done.returncode == 0
     _untouched(victim)
     assert (tmp_path / "r" / "n1.json").read_text() == '{"stub": true}\n'
+
+
+def test_init_from_writes_no_spec_through_an_environments_link(
+    tmp_path: Path, victim: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from envkit.cli import main
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "environments").symlink_to(victim.parent)
+    source = tmp_path / "requirements.txt"
+    source.write_text("numpy==1.26.4\n")
+    monkeypatch.setenv("ENVKIT_ROOT", str(repo))
+    code = main(["init", "--from", str(source), "--name", "adopted"])
+    out = capsys.readouterr()
+    assert code != 0 and "Traceback" not in out.out + out.err and "outside" in out.err
+    _untouched(victim)
