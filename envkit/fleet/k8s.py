@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,8 @@ def _script(opts: K8sOptions) -> str:
     out = f"{STORE_MOUNT}/{opts.run_id}"
     args = shlex.join(opts.payload_args)
     return (
-        f"set -eu; mkdir -p {out}; tmp={out}/.$NODE_NAME.json.tmp; "
+        # noclobber (-C): `>` creates the temp file exclusively, never writing through a planted link
+        f'set -Ceu; mkdir -p {out}; tmp={out}/.$NODE_NAME.json.tmp; rm -f "$tmp"; '
         f"py=$(command -v python3 || command -v python); "
         f'"$py" {PAYLOAD_MOUNT}/run.py {args} > "$tmp"; mv "$tmp" {out}/$NODE_NAME.json'
     )
@@ -216,6 +217,7 @@ def emit_run(
     """
     from envkit.fleet import store as fleet_store
     from envkit.fleet.images import pushed_ref
+    from envkit.fleet.manifest import options_to_json
 
     ref = image if "@sha256:" in image else pushed_ref(root, image)
     if ref is None:
@@ -229,10 +231,12 @@ def emit_run(
         namespace=namespace, gpus_per_node=gpus_per_node, store_claim=store_claim,
         store_host_path=None if store_claim else str(store),
     )  # fmt: skip
+    run_dir = fleet_store.create_run_dir(store, run_id)  # exclusively: an existing run id is refused
     paths = write_manifests(job_manifests(opts), emit)
     fleet_store.write_json(
-        store / run_id / fleet_store.MANIFEST,
+        run_dir / fleet_store.MANIFEST,
         {"run": run_id, "scheduler": "kubernetes", "image": {"ref": ref}, "tasks_per_node": 1,
-         "requested": {"nodes": len(nodes), "nodelist": list(nodes)}, "options": asdict(probe)},
+         "requested": {"nodes": len(nodes), "nodelist": list(nodes)}, "options": options_to_json(probe)},
+        within=run_dir,
     )  # fmt: skip
     return Emitted(run_id, tuple(paths), store / run_id)

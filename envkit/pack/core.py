@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envkit import _proc
+from envkit._atomic import state_dir
 from envkit.catalog import Catalog
 from envkit.lock.fresh import Locker, ensure_fresh_lock
 from envkit.offline.collect import PackProgress, collect
@@ -78,7 +79,7 @@ def pack_environment(
     lock, was = ensure_fresh_lock(root, loaded, locker, frozen=options.frozen)
     request = pack_request(loaded, lock, image_dir(root, loaded.spec.name), catalog, options.find_links)
     collected = collect(
-        request, root / ".envkit" / "cache", fetcher, pip_runner=pip_runner, on_progress=on_progress
+        request, state_dir(root, "cache"), fetcher, pip_runner=pip_runner, on_progress=on_progress
     )
     out = options.output or default_pack_path(root, request.name, request.lock_sha256)
     sha256 = write_pack(collected, out)

@@ -7,7 +7,6 @@ framework runs in its own process, so two frameworks never share OpenMP runtimes
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -17,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit import __version__, _proc
+from envkit._io import load_json_bounded
 from envkit.errors import ProbeError, ReportError
 from envkit.probe.model import ProbeReport
-from envkit.probe.report import report_from_json
+from envkit.probe.report import MAX_DEPTH, report_from_json
 
 if TYPE_CHECKING:
     from envkit.engine.protocol import ContainerEngine
@@ -97,8 +97,8 @@ def _tail(text: str) -> str:
 
 def parse_output(stdout: str, stderr: str, where: str) -> ProbeReport:
     """The payload's report, parsed once (the only parse on the run path)."""
-    try:
-        data = json.loads(stdout)
+    try:  # what an image's python printed: bounded depth (a report nests 6 deep)
+        data = load_json_bounded(stdout, MAX_DEPTH)
     except ValueError as e:
         raise ProbeError(
             f"the probe payload in {where} printed no report:\n{_tail(stderr)}",
