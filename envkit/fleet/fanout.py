@@ -18,7 +18,7 @@ from pathlib import Path
 
 from envkit import __version__
 from envkit.fleet import store
-from envkit.fleet.manifest import options_to_json, parse_layout
+from envkit.fleet.manifest import parse_layout
 from envkit.fleet.pyxis import enroot_uri, pyxis_argv, pyxis_mounts
 from envkit.fleet.scheduler import JobRequest, JobState, JobStatus, Scheduler
 from envkit.probe.runner import ProbeOptions, payload_argv, thread_env
@@ -139,18 +139,11 @@ def submit(scheduler: Scheduler, opts: FleetOptions, probe: ProbeOptions) -> tup
     """Write the manifest and submit the job; return (run id, run directory, job id)."""
     run_id = store.check_run_id(opts.run_id or store.new_run_id())
     run_dir = store.create_run_dir(opts.store, run_id)  # exclusively: an existing run id is refused
-    manifest = {
-        "run": run_id,
-        "created": time.time(),
-        "envkit_version": __version__,
-        "scheduler": scheduler.name,
-        "options": options_to_json(probe),
-        "tasks_per_node": opts.tasks_per_node,
-        "repeat": opts.repeat,
-        "image": opts.image,
-        "requested": {"nodes": opts.nodes, "nodelist": list(opts.nodelist)},
-    }
-    store.write_json(run_dir / store.MANIFEST, manifest, within=run_dir)
+    manifest = store.write_manifest(
+        run_dir, scheduler=scheduler.name, options=probe, image=opts.image,
+        tasks_per_node=opts.tasks_per_node, nodes=opts.nodes, nodelist=opts.nodelist,
+        extra={"created": time.time(), "envkit_version": __version__, "repeat": opts.repeat},
+    )  # fmt: skip
     job_id = scheduler.submit(_request(opts, run_id, run_dir, probe))
     store.write_json(run_dir / store.MANIFEST, {**manifest, "job": job_id}, within=run_dir)
     return run_id, run_dir, job_id

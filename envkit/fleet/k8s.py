@@ -217,7 +217,6 @@ def emit_run(
     """
     from envkit.fleet import store as fleet_store
     from envkit.fleet.images import pushed_ref
-    from envkit.fleet.manifest import options_to_json
 
     ref = image if "@sha256:" in image else pushed_ref(root, image)
     if ref is None:
@@ -233,10 +232,8 @@ def emit_run(
     )  # fmt: skip
     run_dir = fleet_store.create_run_dir(store, run_id)  # exclusively: an existing run id is refused
     paths = write_manifests(job_manifests(opts), emit)
-    fleet_store.write_json(
-        run_dir / fleet_store.MANIFEST,
-        {"run": run_id, "scheduler": "kubernetes", "image": {"ref": ref}, "tasks_per_node": 1,
-         "requested": {"nodes": len(nodes), "nodelist": list(nodes)}, "options": options_to_json(probe)},
-        within=run_dir,
+    fleet_store.write_manifest(
+        run_dir, scheduler="kubernetes", options=probe, image={"ref": ref}, tasks_per_node=1,
+        nodes=len(nodes), nodelist=nodes,
     )  # fmt: skip
     return Emitted(run_id, tuple(paths), store / run_id)
