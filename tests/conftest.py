@@ -88,5 +88,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             if os.environ.get("CI"):
                 pytest.fail(f"CI must run the {marker} tests: start it with {start}")
             pytest.skip(f"no {marker} here (start one: {start})")
+    if item.get_closest_marker("conda"):
+        from tests.conda_bundle import bundle_available, bundle_missing_reason
+
+        if not bundle_available():
+            if os.environ.get("CI"):
+                pytest.fail(f"CI must run the real-conda tests: {bundle_missing_reason()}")
+            pytest.skip(bundle_missing_reason())
     if item.get_closest_marker("gpu") and not gpu_available():
         pytest.skip("no NVIDIA GPU")
