@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,15 +122,17 @@ class RealConda:
             "LANG": "C.UTF-8",
         }
 
-    def run(self, args: Sequence[str], scratch: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, args: Sequence[str], scratch: Path, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(self.exe), *args], env=self.env(scratch), capture_output=True, text=True,
-            timeout=timeout, check=False,
+            [str(self.exe), *args], env=dict(env or self.env(scratch)), capture_output=True, text=True,
+            timeout=300, check=False,
         )  # fmt: skip
 
-    def ok(self, args: Sequence[str], scratch: Path) -> str:
+    def ok(self, args: Sequence[str], scratch: Path, env: Mapping[str, str] | None = None) -> str:
         """Run ``args``; fail the test with conda's own output when it exits non-zero."""
-        done = self.run(args, scratch)
+        done = self.run(args, scratch, env)
         if done.returncode != 0:
             raise AssertionError(
                 f"conda {self.version} {' '.join(args)} exited {done.returncode}:\n"

@@ -25,7 +25,13 @@ import pytest
 
 from envkit.cli import main
 from envkit.lock.lockfile import LockContents, read_conda_lock
-from envkit.pack.testing import ArchivePackage, make_real_channel, noarch_python, venv_python, wheel_as_package
+from envkit.pack.testing import (
+    ArchivePackage,
+    make_real_channel,
+    noarch_python,
+    venv_python,
+    wheel_as_package,
+)
 from tests.conda_bundle import RealConda, bundle_available, bundle_missing_reason, installed_condas
 
 NAME = "rc"  # the spec's name: images/rc/ holds what envkit lock writes
@@ -51,7 +57,6 @@ class ChannelServer(http.server.ThreadingHTTPServer):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
-
 
 
 @contextmanager
