@@ -41,7 +41,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
     def __init__(self, request: Any, client_address: Any, server: ChannelServer) -> None:
         super().__init__(request, client_address, server, directory=str(server.root))
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
