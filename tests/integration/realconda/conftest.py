@@ -138,6 +138,33 @@ def locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Locked]:
         yield Locked(root, out, server, channel, read_conda_lock(out / "conda-lock.yml"))
 
 
+class ExplicitInstalls:
+    """``conda create -p P --file conda-linux-64.lock`` once per conda, shared by the tests that read P."""
+
+    def __init__(self, condas: dict[str, RealConda], locked: Locked, root: Path) -> None:
+        self._condas, self._locked, self._root = condas, locked, root
+        self._made: dict[str, Path] = {}
+
+    def scratch(self, version: str) -> Path:
+        return self._root / version
+
+    def prefix(self, version: str) -> Path:
+        if version not in self._made:
+            prefix = self._root / version / "env"
+            lock = self._locked.out / "conda-linux-64.lock"
+            self._condas[version].ok(["create", "-y", "-q", "-p", str(prefix), "--file", str(lock)],
+                                     self.scratch(version))  # fmt: skip
+            self._made[version] = prefix
+        return self._made[version]
+
+
+@pytest.fixture(scope="session")
+def explicit_installs(
+    condas: dict[str, RealConda], locked: Locked, tmp_path_factory: pytest.TempPathFactory
+) -> ExplicitInstalls:
+    return ExplicitInstalls(condas, locked, tmp_path_factory.mktemp("explicit"))
+
+
 def changed_copy(channel: Path, dest: Path, filename: str) -> Path:
     """A copy of ``channel`` with one byte of ``filename`` (under any subdir) flipped."""
     shutil.copytree(channel, dest)

@@ -18,7 +18,7 @@ import pytest
 
 from envkit.lock.solver import CondaPackage
 from tests.conda_bundle import VERSIONS, RealConda, conda_meta
-from tests.integration.realconda.conftest import Locked, changed_copy
+from tests.integration.realconda.conftest import ExplicitInstalls, Locked, changed_copy
 
 pytestmark = pytest.mark.conda
 
@@ -46,12 +46,9 @@ def _imports(prefix: Path) -> str:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_explicit_lock_installs_exactly_the_locked_records(
-    condas: dict[str, RealConda], locked: Locked, tmp_path: Path, version: str
+    explicit_installs: ExplicitInstalls, locked: Locked, version: str
 ) -> None:
-    conda = condas[version]
-    prefix = tmp_path / "env"
-    conda.ok(["create", "-y", "-q", "-p", str(prefix), "--file", str(locked.out / "conda-linux-64.lock")],
-             tmp_path)  # fmt: skip
+    prefix = explicit_installs.prefix(version)  # conda create -y -q -p P --file conda-linux-64.lock
     wanted = _locked_records(locked)
     assert set(wanted) == {"pip", "python", "tinylib"}
     assert _installed(prefix) == wanted

@@ -17,7 +17,7 @@ import pytest
 from envkit.cli import main
 from envkit.inventory import read_inventory
 from tests.conda_bundle import VERSIONS, RealConda
-from tests.integration.realconda.conftest import Locked
+from tests.integration.realconda.conftest import ExplicitInstalls, Locked
 from tests.integration.realconda.outputs import knows_sha256, listings
 
 pytestmark = pytest.mark.conda
@@ -25,14 +25,12 @@ pytestmark = pytest.mark.conda
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_listing_reads_back_as_the_lock(
-    condas: dict[str, RealConda], locked: Locked, tmp_path: Path, version: str,
-    capsys: pytest.CaptureFixture[str],
+    condas: dict[str, RealConda], locked: Locked, explicit_installs: ExplicitInstalls, tmp_path: Path,
+    version: str, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     conda = condas[version]
-    prefix = tmp_path / "env"
-    conda.ok(["create", "-y", "-q", "-p", str(prefix), "--file", str(locked.out / "conda-linux-64.lock")],
-             tmp_path)  # fmt: skip
-    found = listings(conda, prefix, tmp_path / "scratch")
+    prefix = explicit_installs.prefix(version)  # conda create -y -q -p P --file conda-linux-64.lock
+    found = listings(conda, prefix, explicit_installs.scratch(version))
     assert ("list-explicit-sha256.txt" in found) == knows_sha256(version)
     lock = locked.out / "conda-lock.yml"
     wanted = {(p.name, p.version, p.build) for p in read_inventory(lock).packages}
