@@ -163,6 +163,8 @@ def channel_from_url(url: str) -> str:
     if "://" not in base or len(parts) < 2:  # already a name: ``conda-forge``, ``pkgs/main``
         return base
     host, rest = parts[1], parts[2:]
+    if rest[:1] == ["t"] and len(rest) > 2:  # an access token (/t/<token>/) is no part of the name
+        rest = rest[2:]
     subdirs = {
         "noarch",
         "linux-64",
