@@ -9,7 +9,6 @@ conda adds ``pip`` to every ``python`` it solves, ``add_pip_as_python_dependency
 
 from __future__ import annotations
 
-import ensurepip
 import http.server
 import os
 import shutil
@@ -30,9 +29,9 @@ from envkit.pack.testing import (
     make_real_channel,
     noarch_python,
     venv_python,
-    wheel_as_package,
 )
 from tests.conda_bundle import RealConda, bundle_available, bundle_missing_reason, installed_condas
+from tests.integration.test_pack_offline_conda import _pip_package as pip_package
 
 NAME = "rc"  # the spec's name: images/rc/ holds what envkit lock writes
 
@@ -80,14 +79,6 @@ def condas() -> dict[str, RealConda]:
             pytest.fail(f"CI must run the real-conda tests: {bundle_missing_reason()}")
         pytest.skip(bundle_missing_reason())
     return installed_condas()
-
-
-def pip_package() -> ArchivePackage:
-    wheel = next((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"), None)
-    if wheel is None:
-        pytest.skip("this Python has no bundled pip wheel (ensurepip) to make the pip package from")
-    version = wheel.name.split("-")[1]
-    return wheel_as_package(wheel, "pip", version, entry_points=("pip = pip._internal.cli.main:main",))
 
 
 def this_python() -> ArchivePackage:

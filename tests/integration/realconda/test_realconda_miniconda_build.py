@@ -26,7 +26,6 @@ from typing import Any
 import docker
 import pytest
 
-from envkit.build.bootstrap import bootstrap_image
 from envkit.build.docker_api import DockerEngine
 from envkit.catalog import Catalog, InstallerFile, load_catalog
 from envkit.cli import main
@@ -37,26 +36,16 @@ from envkit.render import render_image
 from envkit.render.dockerfile import DockerfileInputs
 from envkit.spec.load import load_spec
 from tests.conda_bundle import RealConda
-from tests.integration.realconda.conftest import pip_package, serving
+from tests.integration.realconda.conftest import serving
 from tests.integration.realconda.standin import standin_installer
+from tests.integration.test_pack_offline_conda import BASE, base_image, engine
+from tests.integration.test_pack_offline_conda import _pip_package as pip_package
 
 pytestmark = [pytest.mark.conda, pytest.mark.docker, pytest.mark.slow]
+SHARED_FIXTURES = (engine, base_image)  # the offline-conda test's: pytest finds them here by name
 
-BASE = "envkit/debian-python:bookworm"  # Debian bookworm: /usr/bin/python3.11 (3.11.2)
 NAME = f"itest{os.getpid()}-miniconda"
 CONDA = "24.3.0"  # the catalog's Miniconda3-py311_24.3.0-0 ships conda 24.3.0
-
-
-@pytest.fixture(scope="module")
-def engine() -> DockerEngine:
-    return DockerEngine()
-
-
-@pytest.fixture(scope="module")
-def base_image(engine: DockerEngine) -> str:
-    if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
-        pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
-    return bootstrap_image(engine, BASE).image.tags[0]
 
 
 @pytest.fixture
