@@ -59,9 +59,9 @@ def conda_channels(spec: Spec) -> list[str]:
 
     No ``nodefaults`` entry: conda 23.5 / 24.3 drop it in ``conda env create`` (``conda_env``'s
     installer), but 26.7.1 keeps it as a channel and fails fetching
-    ``conda.anaconda.org/nodefaults`` (executed: tests/integration/realconda). conda adds the
-    channels of its own configuration (Miniconda's: ``defaults``) unless its ``.condarc`` says
-    ``channels: []``; the explicit lock, which names every package's URL, is what builds install.
+    ``conda.anaconda.org/nodefaults`` (executed: tests/integration/realconda). conda < 25 adds the
+    channels of its own configuration (a Miniconda's: the implicit ``defaults``) unless its root
+    ``.condarc`` says ``channels: []``, which the Dockerfile's ``conda env create`` step writes.
     """
     result = []
     for channel in spec.channels:

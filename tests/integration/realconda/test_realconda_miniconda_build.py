@@ -200,6 +200,27 @@ def test_rendered_miniconda_dockerfile_builds_and_runs(
         ok, log = _build(tmp_path / "wrong", f"envkit/{NAME}:wrong")
         assert not ok and "/tmp/installer.sh: FAILED" in log, log[-3000:]
 
+        # without a lock: `conda env create -f environment.yml` solves; the installer's own channels
+        # (none set: conda's implicit `defaults`, unreachable here) must not join the file's
+        unlocked = tmp_path / "unlocked"
+        unlocked.mkdir()
+        loaded = load_spec(project / "environments" / f"{NAME}.yaml")
+        for name, data in render_image(
+            loaded, catalog, DockerfileInputs(spec_sha256=loaded.sha256)
+        ).files.items():
+            (unlocked / name).write_bytes(data)
+        assert (
+            "conda env create -p /opt/env -f /tmp/envkit/environment.yml"
+            in (unlocked / "Dockerfile").read_text()
+        )
+        assert "nodefaults" not in (unlocked / "environment.yml").read_text()
+        cleanup.append(f"envkit/{NAME}:unlocked")
+        ok, log = _build(unlocked, f"envkit/{NAME}:unlocked")
+        assert ok and "repo.anaconda.com" not in log, log[-6000:]
+        run = engine.run(f"envkit/{NAME}:unlocked", ["python", "-c", _INSPECT])
+        assert run.exit_code == 0, run.stderr
+        assert json.loads(run.stdout)["tinylib"] == "1.2.0" and json.loads(run.stdout)["alpha"] == "1.0"
+
     run = engine.run(tag, ["python", "-c", _INSPECT])  # the server is gone: nothing is fetched at run time
     assert run.exit_code == 0, run.stderr
     seen = json.loads(run.stdout)
