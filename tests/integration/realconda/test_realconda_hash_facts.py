@@ -16,9 +16,10 @@ import pytest
 from packaging.version import Version
 
 from envkit.catalog import ExplicitHashSupport, load_catalog
+from envkit.lock.lockfile import EXPLICIT_HASH
 from envkit.lock.solver import CondaPackage
 from tests.conda_bundle import VERSIONS, RealConda, conda_meta
-from tests.integration.realconda.conftest import Locked
+from tests.integration.realconda.conftest import ExplicitInstalls, Locked
 
 pytestmark = pytest.mark.conda
 
@@ -50,23 +51,28 @@ def test_the_executed_facts_name_the_bundled_condas() -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("fact", FACTS, ids=lambda h: h.hash)
 def test_conda_reads_the_fragment_from_the_catalogs_version_on(
-    condas: dict[str, RealConda], locked: Locked, tmp_path: Path, version: str, fact: ExplicitHashSupport
-) -> None:
+    condas: dict[str, RealConda], locked: Locked, explicit_installs: ExplicitInstalls, tmp_path: Path,
+    version: str, fact: ExplicitHashSupport,
+) -> None:  # fmt: skip
     conda = condas[version]
     packages = locked.contents.conda["linux-64"]
     reads = Version(version) >= Version(fact.since)
     for number, form in enumerate(FORMS[fact.hash]):
-        lock = tmp_path / f"explicit-{number}.txt"
-        lock.write_text(_explicit(packages, form))
-        prefix = tmp_path / f"env-{number}"
-        done = conda.run(["create", "-y", "-q", "-p", str(prefix), "--file", str(lock)], tmp_path)
-        said = done.stdout + done.stderr
-        if reads:
-            assert done.returncode == 0, said[-3000:]
-            assert set(conda_meta(prefix)) == {p.name for p in packages}
+        if fact.hash == EXPLICIT_HASH and number == 0:  # envkit's own lock is this file: installed once
+            prefix = explicit_installs.prefix(version)
+            assert {n: r["md5"] for n, r in conda_meta(prefix).items()} == {p.name: p.md5 for p in packages}
         else:
-            assert done.returncode != 0 and "Could not parse explicit URL" in said, said[-3000:]
-            assert not (prefix / "conda-meta").is_dir()
+            lock = tmp_path / f"explicit-{number}.txt"
+            lock.write_text(_explicit(packages, form))
+            prefix = tmp_path / f"env-{number}"
+            done = conda.run(["create", "-y", "-q", "-p", str(prefix), "--file", str(lock)], tmp_path)
+            said = done.stdout + done.stderr
+            if reads:
+                assert done.returncode == 0, said[-3000:]
+                assert set(conda_meta(prefix)) == {p.name for p in packages}
+            else:
+                assert done.returncode != 0 and "Could not parse explicit URL" in said, said[-3000:]
+                assert not (prefix / "conda-meta").is_dir()
         if reads:  # read means checked: a wrong hash of this kind is refused
             bad = tmp_path / f"wrong-{number}.txt"
             bad.write_text(_explicit(packages, form, wrong="tinylib"))
