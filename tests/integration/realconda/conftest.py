@@ -30,7 +30,7 @@ from envkit.pack.testing import (
     noarch_python,
     venv_python,
 )
-from tests.conda_bundle import RealConda, bundle_available, bundle_missing_reason, installed_condas
+from tests.conda_bundle import RealConda
 from tests.integration.test_pack_offline_conda import _pip_package as pip_package
 
 NAME = "rc"  # the spec's name: images/rc/ holds what envkit lock writes
@@ -69,16 +69,6 @@ def serving(root: Path) -> Iterator[ChannelServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
-
-
-@pytest.fixture(scope="session")
-def condas() -> dict[str, RealConda]:
-    """Every conda of the bundle, installed once per bundle content into the test cache."""
-    if not bundle_available():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the real-conda tests: {bundle_missing_reason()}")
-        pytest.skip(bundle_missing_reason())
-    return installed_condas()
 
 
 def this_python() -> ArchivePackage:
