@@ -155,12 +155,16 @@ def requirement_version(match: re.Match[str]) -> str:
 
 def channel_from_url(url: str) -> str:
     """``https://conda.anaconda.org/conda-forge/linux-64/x.conda`` -> ``conda-forge``;
-    ``https://repo.anaconda.com/pkgs/main/...`` -> ``pkgs/main``."""
+    ``https://repo.anaconda.com/pkgs/main/...`` -> ``pkgs/main``; a channel URL without a package
+    (``conda list``'s channel column: ``http://127.0.0.1:8000``) -> ``127.0.0.1:8000``, the name
+    the package URLs of that channel give."""
     base = url.split("#", 1)[0]
     parts = [p for p in base.split("/") if p]
-    if len(parts) < 3:
+    if "://" not in base or len(parts) < 2:  # already a name: ``conda-forge``, ``pkgs/main``
         return base
     host, rest = parts[1], parts[2:]
+    if rest[:1] == ["t"] and len(rest) > 2:  # an access token (/t/<token>/) is no part of the name
+        rest = rest[2:]
     subdirs = {
         "noarch",
         "linux-64",
