@@ -32,7 +32,7 @@ __all__ = [
     "StrictModel",
 ]
 
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*\Z")  # \Z: "$" would let a trailing newline into paths
 _PYTHON_RE = re.compile(r"^3\.[0-9]{1,2}$")
 _CUDA_RE = re.compile(r"^(cpu|[0-9]{1,2}\.[0-9])$")
 _VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,3}([a-z]+[0-9]*)?$")
