@@ -40,6 +40,7 @@ _RESTORE = (
 __all__ = ["OsvDirService", "Record", "affects", "parse_record"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
+_MAX_VERSION_CHARS = 256  # as inventories (a longer one is not a version: ints past 4,300 digits fail)
 MAX_RECORD_BYTES = 4 * 1024 * 1024  # the largest PyPA record is ~60 KB; OSV's largest PyPI ones ~1 MB
 _GHSA_SEVERITY: dict[str, Severity] = {
     "LOW": "low",
@@ -118,6 +119,7 @@ def _severity(data: dict[str, Any]) -> Severity:
 
 
 def _version_key(text: str) -> str:
+    _need(len(text) <= _MAX_VERSION_CHARS, f"a listed version of {len(text)} characters")
     try:
         return str(Version(text))
     except InvalidVersion:
@@ -136,6 +138,7 @@ def _parse_range(raw: Any) -> tuple[tuple[str, Version], ...] | None:
         for kind, value in event.items():
             if kind not in ("introduced", "fixed", "last_affected", "limit"):
                 continue
+            _need(len(str(value)) <= _MAX_VERSION_CHARS, f"a {kind} version of {len(str(value))} characters")
             try:
                 parsed.append((kind, Version(str(value))))
             except InvalidVersion:
@@ -279,6 +282,30 @@ def _load_file(path: Path, display: str) -> Any:
         ) from e
 
 
+MAX_STAMP_BYTES = 64 * 1024  # envkit's own SOURCE.json is ~200 bytes
+
+
+def _source_stamp(stamp: Path) -> dict[str, str]:
+    """``SOURCE.json`` (from ``--update-db``): a JSON object of scalars, else an AuditError naming it."""
+    hint = "run envkit audit --update-db again, or delete the file (it only records where the data came from)"
+    try:
+        meta = json.loads(read_bytes_bounded(stamp, MAX_STAMP_BYTES).decode("utf-8"))
+    except TooLarge as e:
+        raise AuditError(f"{stamp}: larger than {e.limit} bytes: not envkit's SOURCE.json", hint=hint) from e
+    except (OSError, ValueError, RecursionError) as e:
+        raise AuditError(
+            f"{stamp}: unreadable ({type(e).__name__}): not envkit's SOURCE.json", hint=hint
+        ) from e
+    if not isinstance(meta, dict):
+        raise AuditError(
+            f"{stamp}: a JSON {type(meta).__name__}, not an object: not envkit's SOURCE.json", hint=hint
+        )
+    bad = [k for k, v in meta.items() if not isinstance(v, str | int | float | bool) or v is None]
+    if bad:
+        raise AuditError(f"{stamp}: {bad[0][:80]!r} is not a string or number", hint=hint)
+    return {k: str(v) for k, v in meta.items()}
+
+
 class OsvDirService(VulnService):
     """Advisories from ``ROOT/vulns/<package>/*.yaml|json`` (or ``ROOT/<package>/...``)."""
 
@@ -329,7 +356,7 @@ class OsvDirService(VulnService):
     def query(self, dep: Dep) -> tuple[Dep, list[Vuln]]:
         try:
             version = Version(dep.version)
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or a component beyond Python's 4,300-digit int limit
             return dep.skipped(f"{dep.version!r} is not a PEP 440 version"), []
         hits = [r.to_vuln(dep.name) for r in self.records(dep.name) if affects(r, dep.name, version)]
         return dep, sorted(hits, key=lambda v: v.id)
@@ -338,13 +365,13 @@ class OsvDirService(VulnService):
         info = {"service": self.name, "database": str(self.root)}
         stamp = self.root / "SOURCE.json"
         if stamp.is_file():
-            try:
-                meta = json.loads(stamp.read_text("utf-8"))
-                info.update({k: str(v) for k, v in meta.items() if isinstance(k, str)})
-            except (OSError, ValueError):
-                info["source_note"] = "SOURCE.json unreadable"
+            info.update(_source_stamp(stamp))
         else:
             readme = self.root / "README.md"
             if readme.is_file():
-                info["readme_sha256"] = hashlib.sha256(readme.read_bytes()).hexdigest()
+                digest = hashlib.sha256()
+                with readme.open("rb") as fh:  # streamed: a README is not bounded like the records
+                    while chunk := fh.read(1 << 20):
+                        digest.update(chunk)
+                info["readme_sha256"] = digest.hexdigest()
         return info

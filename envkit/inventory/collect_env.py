@@ -18,7 +18,7 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.inventory._collect import REQUIREMENT, Collector, without_features
+from envkit.inventory._collect import REQUIREMENT, Collector, version_too_large, without_features
 
 __all__ = ["SECTION", "public_version", "read_collect_env"]
 
@@ -100,6 +100,8 @@ def _row(kind: str, row: str, number: int, c: Collector) -> None:
 
 
 def _version(text: str) -> Version | None:
+    if version_too_large(text):  # thousands of digits: int() would refuse them with a ValueError
+        return None
     try:
         return Version(text)
     except InvalidVersion:
