@@ -43,6 +43,7 @@ _TOOLKIT_VERSIONED = re.compile(
     r"|pytorch-cuda|conda:pytorch-cuda)$"
 )
 _MAJOR = re.compile(r"^(\d{1,2})\.")
+_PREFIXES = ("nvidia-", "cupy-cuda", "jax-cuda", "cuda-", "conda:cuda", "pytorch-cuda", "conda:pytorch-cuda")
 
 
 def cuda_major(project: str, version: str) -> int | None:
@@ -60,7 +61,9 @@ def cuda_major(project: str, version: str) -> int | None:
 def cuda_majors(pkgs: Mapping[str, Package]) -> dict[int, list[Package]]:
     """Packages that say their CUDA major, by major (pip-installed, or conda packages of PyPI projects)."""
     found: dict[int, list[Package]] = {}
-    for project, package in sorted(pkgs.items()):
+    candidates = sorted(p for p in pkgs if p.startswith(_PREFIXES))  # cheap: 400-package fleets
+    for project in candidates:
+        package = pkgs[project]
         major = cuda_major(project, package.version)
         if major is not None:
             found.setdefault(major, []).append(package)

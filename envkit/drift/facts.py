@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from envkit.drift.torch_flavour import inferred_torch_flavour
 from envkit.inventory.models import Inventory, Package
 
 __all__ = ["FACTS", "cuda_flavour", "major_minor", "wheel_cuda"]
@@ -94,7 +95,8 @@ def _torch_cuda(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
     if torch and cuda_pin:
         return "cu" + cuda_pin.version.replace(".", "")
     if torch and torch.installer == "pip":
-        return wheel_cuda(pkgs)  # a PyPI torch without +cuXXX: its CUDA is the nvidia wheels'
+        # a PyPI torch without +cuXXX: its CUDA is the nvidia wheels', else what the platform says
+        return wheel_cuda(pkgs) or inferred_torch_flavour(inv, pkgs, torch)
     return None
 
 

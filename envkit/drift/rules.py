@@ -20,6 +20,7 @@ from envkit.drift.cuda_wheels import cuda_majors
 from envkit.drift.duplicates import variants
 from envkit.drift.facts import FACTS, cuda_flavour, major_minor
 from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet, Severity
+from envkit.drift.torch_flavour import flavour_unknown
 from envkit.errors import CatalogError
 from envkit.inventory.collect_env import public_version
 from envkit.inventory.models import Inventory, Package
@@ -208,7 +209,11 @@ WITHIN: dict[str, Within] = {
     "cuda_majors": _cuda_majors,
     "shadowed": _shadowed,
 }
-ACROSS: dict[str, Across] = {"fact_differs": _fact_differs, "differs_with": _differs_with}
+ACROSS: dict[str, Across] = {
+    "fact_differs": _fact_differs,
+    "differs_with": _differs_with,
+    "fact_unknown": flavour_unknown,
+}
 
 
 def apply_rules(inventories: Sequence[Inventory], rules: RuleSet) -> list[Finding]:
