@@ -42,6 +42,28 @@ def _python(requires: object) -> str:
     return next((p for p in _PYTHONS if spec.contains(f"{p}.0", prereleases=True)), here)
 
 
+def _record_python(c: Collector, requires: object, python: str) -> str:
+    """``meta["python"]`` only when the lock admits one Python minor; else the minor used for its
+    markers is ``python_assumed``: a lock for ">=3.10" is not a Python 3.11 environment, and saying
+    so would make ``python-minor-differs`` report a difference nobody installed. Returns the text
+    for ``selected``."""
+    try:
+        spec = SpecifierSet(requires) if isinstance(requires, str) and requires.strip() else None
+    except InvalidSpecifier:
+        spec = None
+    minors = [p for p in _PYTHONS if spec is not None and spec.contains(f"{p}.0", prereleases=True)]
+    if len(minors) == 1:
+        c.meta["python"] = python
+        return f"Python {python}"
+    c.meta["python_assumed"] = python
+    allowed = (
+        f"the lock allows {requires}"
+        if isinstance(requires, str) and requires.strip()
+        else "no Python stated"
+    )
+    return f"Python {python} assumed for markers ({allowed})"
+
+
 def _platform(c: Collector, available: Sequence[str] | None = None) -> str:
     chosen = c.platform or this_platform()
     if available is not None and chosen not in available:
@@ -150,8 +172,8 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
         if id(package) in seen and not _uv_local(package):
             _uv_add(package, c)
     c.meta["platform"] = platform
-    c.meta["python"] = python
-    c.meta["selected"] = f"platform {platform}, Python {python}: the project's dependencies and dev group"
+    shown = _record_python(c, data.get("requires-python"), python)
+    c.meta["selected"] = f"platform {platform}, {shown}: the project's dependencies and dev group"
 
 
 def _uv_local(package: Mapping[str, Any]) -> bool:
@@ -238,8 +260,8 @@ def read_pylock(data: Mapping[str, Any], c: Collector) -> None:
             version = version or vcs_version(commit)
         c.add(package["name"], version, "pip", line=None, url=str(url) if url else None)
     c.meta["platform"] = platform
-    c.meta["python"] = python
-    c.meta["selected"] = f"platform {platform}, Python {python}: packages whose marker holds"
+    shown = _record_python(c, data.get("requires-python"), python)
+    c.meta["selected"] = f"platform {platform}, {shown}: packages whose marker holds"
 
 
 # ---------------------------------------------------------------- poetry.lock
@@ -251,7 +273,8 @@ def read_poetry_lock(data: Mapping[str, Any], c: Collector) -> None:
         raise c.error(None, "poetry.lock without [[package]] entries")
     metadata = data.get("metadata")
     platform = _platform(c)
-    python = _python(metadata.get("python-versions") if isinstance(metadata, Mapping) else None)
+    requires = metadata.get("python-versions") if isinstance(metadata, Mapping) else None
+    python = _python(requires)
     env = marker_env(platform, python)
     optional = 0
     for index, package in enumerate(packages):
@@ -262,12 +285,15 @@ def read_poetry_lock(data: Mapping[str, Any], c: Collector) -> None:
             optional += 1
             continue
         markers = package.get("markers")
-        if isinstance(markers, str) and not _marker(c, markers, env, package["name"]):
+        if isinstance(markers, Mapping):  # Poetry 2: one marker per dependency group
+            if markers and not any(_marker(c, m, env, package["name"]) for m in markers.values()):
+                continue
+        elif isinstance(markers, str) and not _marker(c, markers, env, package["name"]):
             continue
         source = package.get("source")
         url = source.get("url") if isinstance(source, Mapping) else None
         c.add(package["name"], str(package.get("version") or ""), "pip", line=None, url=url)
     c.meta["platform"] = platform
-    c.meta["python"] = python
+    shown = _record_python(c, requires, python)
     left = f"; {optional} optional (extras) left out" if optional else ""
-    c.meta["selected"] = f"platform {platform}, Python {python}{left}"
+    c.meta["selected"] = f"platform {platform}, {shown}{left}"
