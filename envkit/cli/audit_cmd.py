@@ -122,7 +122,11 @@ def _update(directory: str) -> CommandResult:
     help="Platform to read from a multi-platform lock (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, "
     "poetry.lock), e.g. linux-64, osx-arm64, win-64. Default: this machine's.",
 )
-@click.option("--environment", metavar="NAME", help="pixi.lock environment to read (default: default).")
+@click.option(
+    "--environment",
+    metavar="NAME",
+    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated.",
+)
 @click.option(
     "--update-db",
     "update_dir",

@@ -99,7 +99,11 @@ def _text(report: DriftReport, min_severity: str) -> str:
     help="Platform to read from multi-platform locks (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, "
     "poetry.lock), e.g. linux-64, osx-arm64, win-64. Default: this machine's.",
 )
-@click.option("--environment", metavar="NAME", help="pixi.lock environment to read (default: default).")
+@click.option(
+    "--environment",
+    metavar="NAME",
+    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated.",
+)
 @click.option(
     "--min-severity",
     type=click.Choice(SEVERITIES),

@@ -154,6 +154,7 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
     for package in packages:
         by_name.setdefault(package["name"], []).append(package)
     roots = [p for p in packages if _uv_local(p)]
+    extras = _uv_chosen_extras(roots, c)
     seen: set[int] = set()
     todo = list(roots)
     while todo:
@@ -161,7 +162,7 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
         if id(package) in seen:
             continue
         seen.add(id(package))
-        for dep in _uv_edges(package, root=package in roots):
+        for dep in _uv_edges(package, root=package in roots, extras=extras):
             if not isinstance(dep, Mapping) or not _marker(c, dep.get("marker"), env, str(dep.get("name"))):
                 continue
             target = _uv_target(dep, by_name)
@@ -173,7 +174,13 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
             _uv_add(package, c)
     c.meta["platform"] = platform
     shown = _record_python(c, data.get("requires-python"), python)
-    c.meta["selected"] = f"platform {platform}, {shown}: the project's dependencies and dev group"
+    offered = sorted({str(e) for r in roots for e in _uv_optional(r)})
+    chosen = f" and extras {', '.join(extras)}" if extras else ""
+    left = sorted(set(offered) - set(extras))
+    note = f"; extras not read: {', '.join(left)} (choose with --environment EXTRA[,EXTRA])" if left else ""
+    c.meta["selected"] = (
+        f"platform {platform}, {shown}: the project's dependencies{chosen} and dev group{note}"
+    )
 
 
 def _uv_local(package: Mapping[str, Any]) -> bool:
@@ -181,11 +188,36 @@ def _uv_local(package: Mapping[str, Any]) -> bool:
     return isinstance(source, Mapping) and bool({"editable", "virtual"} & set(source))
 
 
-def _uv_edges(package: Mapping[str, Any], *, root: bool) -> list[Any]:
+def _uv_optional(package: Mapping[str, Any]) -> Mapping[str, Any]:
+    optional = package.get("optional-dependencies")
+    return optional if isinstance(optional, Mapping) else {}
+
+
+def _uv_chosen_extras(roots: list[Mapping[str, Any]], c: Collector) -> tuple[str, ...]:
+    """The workspace extras ``--environment`` names (``cu126``, ``cpu,viz``), as ``uv sync --extra``."""
+    if not c.environment:
+        return ()
+    chosen = tuple(e.strip() for e in c.environment.split(",") if e.strip())
+    offered = {str(e) for r in roots for e in _uv_optional(r)}
+    unknown = [e for e in chosen if e not in offered]
+    if unknown:
+        raise c.error(
+            None,
+            f"no extra {unknown[0]!r} in this uv.lock",
+            hint=f"its extras: {', '.join(sorted(offered)) or 'none'} (--environment EXTRA[,EXTRA])",
+        )
+    return chosen
+
+
+def _uv_edges(package: Mapping[str, Any], *, root: bool, extras: tuple[str, ...] = ()) -> list[Any]:
     edges = list(package.get("dependencies") or [])
     groups = package.get("dev-dependencies")
     if root and isinstance(groups, Mapping):
         edges += list(groups.get("dev") or [])
+    if root:
+        optional = _uv_optional(package)
+        for extra in extras:
+            edges += list(optional.get(extra) or [])
     return edges
 
 
