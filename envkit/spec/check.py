@@ -70,10 +70,11 @@ def check_against_catalog(
             )
         if release.wheel_for(spec.cuda) is None:
             flavours = ", ".join(w.cuda for w in release.wheels)
+            note = f" (catalog note: {release.note})" if release.note else ""
             problem(
                 path,
                 f"{framework} {version} has no published wheels for CUDA {spec.cuda}",
-                f"available: {flavours}",
+                f"available: {flavours}{note}",
             )
 
     _check_installers(spec, catalog, problem, warnings)
