@@ -106,9 +106,10 @@ def read_pixi_lock(data: Mapping[str, Any], c: Collector) -> None:
     by_url: dict[str, Mapping[str, Any]] = {}
     for entry in table:
         if isinstance(entry, Mapping):
-            url = entry.get("conda") or entry.get("pypi") or entry.get("url")
+            # v6: conda:/pypi:; v4-v5: url: or, for a path (editable) PyPI package, path:
+            url = entry.get("conda") or entry.get("pypi") or entry.get("url") or entry.get("path")
             if isinstance(url, str):
-                by_url.setdefault(url, entry)
+                by_url.setdefault(_pixi_key(url), entry)
     for item in per_platform.get(platform) or []:
         if isinstance(item, Mapping):
             _pixi_package(item, by_url, c)
@@ -118,10 +119,21 @@ def read_pixi_lock(data: Mapping[str, Any], c: Collector) -> None:
     c.meta["selected"] = f"environment {env_name} of {', '.join(envs)}; platform {platform} of {platforms}"
 
 
+def _pixi_key(url: str) -> str:
+    """A package's key in the table: a URL as it is, a local path normalized (``./``, ``.`` and ``./x/``
+    name the same project directory in the environment list and the package table)."""
+    if "://" in url:
+        return url
+    path = url.strip()
+    while path.startswith("./"):
+        path = path[2:]
+    return path.rstrip("/") or "."
+
+
 def _pixi_package(item: Mapping[str, Any], by_url: Mapping[str, Mapping[str, Any]], c: Collector) -> None:
     if "conda" in item:
         url = str(item["conda"])
-        entry = by_url.get(url, {})
+        entry = by_url.get(_pixi_key(url), {})
         parts = split_conda_filename(url.rsplit("/", 1)[-1])
         name = str(entry.get("name") or (parts[0] if parts else ""))
         version = str(entry.get("version") or (parts[1] if parts else ""))
@@ -130,7 +142,7 @@ def _pixi_package(item: Mapping[str, Any], by_url: Mapping[str, Mapping[str, Any
         c.add(name, version, "conda", line=None, build=build, channel=channel, url=url)
         return
     url = str(item.get("pypi", ""))
-    entry = by_url.get(url, {})
+    entry = by_url.get(_pixi_key(url), {})
     if entry.get("name"):
         c.add(str(entry["name"]), str(entry.get("version") or ""), "pip", line=None, url=url)
     else:
