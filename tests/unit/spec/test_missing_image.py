@@ -35,3 +35,23 @@ def test_every_removed_cuda_is_sourced() -> None:
     removed = removed_cudas()
     assert {"11.7", "11.6", "11.2"} <= set(removed)
     assert all("PR #" in source or "issue #" in source for source in removed.values())
+
+
+def test_cuda_13_2_with_the_torch_pip_installs_today_validates(tmp_path: Path) -> None:
+    """torch 2.15.0 (PyPI) requires cuda-toolkit 13.2.2: the catalog has CUDA 13.2, its image, the wheel."""
+    catalog = load_catalog()
+    release = catalog.framework_release("torch", "2.15.0")
+    assert release is not None and release.pypi_cuda == "13.2"
+    plain = release.wheel_for("13.2")
+    assert plain is not None and plain.pip_version == "2.15.0" and plain.index is None
+    assert catalog.runtime_image("13.2") is not None
+    path = tmp_path / "t.yaml"
+    path.write_text('name: t\npython: "3.12"\ncuda: "13.2"\nframeworks:\n  torch: "2.15.0"\n', "utf-8")
+    assert load_spec(path).spec.cuda == "13.2"
+
+
+def test_every_cuda_a_catalog_wheel_is_built_for_is_in_the_cuda_table() -> None:
+    catalog = load_catalog()
+    table = {r.version for r in catalog.cuda}
+    wheels = {w.cuda for f in catalog.frameworks.values() for r in f.releases for w in r.wheels}
+    assert wheels - {"cpu"} - table <= {"10.2"}  # 10.2 (torch 1.8-1.12's PyPI default): see the note
