@@ -27,7 +27,7 @@ import yaml
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envkit._io import TooLarge, read_bytes_bounded
+from envkit._io import TooLarge, load_json_bounded, read_bytes_bounded
 from envkit._yaml import ALIAS_OR_DEEP, C_SAFE_LOADER, YamlProblem, load_bounded
 from envkit.audit.cvss import cvss3_score, severity_of_score
 from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
@@ -282,28 +282,27 @@ def _load_file(path: Path, display: str) -> Any:
         ) from e
 
 
-MAX_STAMP_BYTES = 64 * 1024  # envkit's own SOURCE.json is ~200 bytes
+MAX_STAMP_BYTES = 1 << 20  # envkit's own SOURCE.json is ~200 bytes
 
 
 def _source_stamp(stamp: Path) -> dict[str, str]:
-    """``SOURCE.json`` (from ``--update-db``): a JSON object of scalars, else an AuditError naming it."""
-    hint = "run envkit audit --update-db again, or delete the file (it only records where the data came from)"
+    """``SOURCE.json`` (from ``--update-db``) as provenance: a bounded JSON object whose scalar values
+    are kept (each at most 500 characters). It only says where the data came from, so a file that is
+    not envkit's does not stop the audit: ``source_note`` names the file and what is wrong with it."""
     try:
-        meta = json.loads(read_bytes_bounded(stamp, MAX_STAMP_BYTES).decode("utf-8"))
+        meta = load_json_bounded(read_bytes_bounded(stamp, MAX_STAMP_BYTES), 4)
     except TooLarge as e:
-        raise AuditError(f"{stamp}: larger than {e.limit} bytes: not envkit's SOURCE.json", hint=hint) from e
-    except (OSError, ValueError, RecursionError) as e:
-        raise AuditError(
-            f"{stamp}: unreadable ({type(e).__name__}): not envkit's SOURCE.json", hint=hint
-        ) from e
+        return {"source_note": f"{stamp}: larger than {e.limit} bytes: not envkit's SOURCE.json; ignored"}
+    except (OSError, ValueError) as e:  # load_json_bounded: invalid, not UTF-8, too deep
+        return {"source_note": f"{stamp}: unreadable ({str(e)[:120]}): not envkit's SOURCE.json; ignored"}
     if not isinstance(meta, dict):
-        raise AuditError(
-            f"{stamp}: a JSON {type(meta).__name__}, not an object: not envkit's SOURCE.json", hint=hint
-        )
-    bad = [k for k, v in meta.items() if not isinstance(v, str | int | float | bool) or v is None]
-    if bad:
-        raise AuditError(f"{stamp}: {bad[0][:80]!r} is not a string or number", hint=hint)
-    return {k: str(v) for k, v in meta.items()}
+        kind = type(meta).__name__
+        return {"source_note": f"{stamp}: a JSON {kind}, not an object: not envkit's SOURCE.json; ignored"}
+    info = {str(k)[:80]: str(v)[:500] for k, v in meta.items() if isinstance(v, str | int | float)}
+    dropped = sorted(str(k)[:80] for k, v in meta.items() if not isinstance(v, str | int | float))
+    if dropped:
+        info["source_note"] = f"{stamp}: {', '.join(dropped[:5])}: not a string or number; left out"
+    return info
 
 
 class OsvDirService(VulnService):

@@ -26,7 +26,7 @@ from envkit.inventory._collect import REQUIREMENT, Collector, version_too_large,
 
 __all__ = ["SECTION", "public_version", "read_collect_env"]
 
-SECTION = re.compile(r"^\[(pip3?|conda)\]\s+(.*)$")
+SECTION = re.compile(r"^\[(pip3?|conda)\]\s+(.*)\Z")
 _KEYS = {
     "PyTorch version": "torch",
     "CUDA used to build PyTorch": "torch_cuda",
