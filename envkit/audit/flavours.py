@@ -22,7 +22,7 @@ from envkit.errors import CatalogError
 
 __all__ = ["Flavour", "base_dep", "load_flavours"]
 
-_POST_CUDA = re.compile(r"\.post\d{2,3}$")  # paddlepaddle-gpu 2.4.1.post112: CUDA 11.2
+_POST_CUDA = re.compile(r"\.post\d{2,3}\Z")  # paddlepaddle-gpu 2.4.1.post112: CUDA 11.2
 VersionRule = Literal["same", "drop-post-cuda"]
 _FILE = "envkit/audit/data/flavours.yaml"
 

@@ -27,11 +27,11 @@ from envkit.inventory.models import Package
 __all__ = ["cuda_major", "cuda_majors"]
 
 _NAMED = (
-    re.compile(r"^nvidia-[a-z0-9-]+-cu(\d{2})$"),
-    re.compile(r"^nvidia-[a-z0-9-]+-cuda(\d{2})\d$"),  # nvidia-dali-cuda120
-    re.compile(r"^cupy-cuda(\d{2})x$"),  # cupy-cuda12x
-    re.compile(r"^cupy-cuda(\d{2})\d$"),  # cupy-cuda117 (11.7), cupy-cuda102 (10.2)
-    re.compile(r"^jax-cuda(\d{2})-(?:plugin|pjrt)$"),
+    re.compile(r"^nvidia-[a-z0-9-]+-cu(\d{2})\Z"),
+    re.compile(r"^nvidia-[a-z0-9-]+-cuda(\d{2})\d\Z"),  # nvidia-dali-cuda120
+    re.compile(r"^cupy-cuda(\d{2})x\Z"),  # cupy-cuda12x
+    re.compile(r"^cupy-cuda(\d{2})\d\Z"),  # cupy-cuda117 (11.7), cupy-cuda102 (10.2)
+    re.compile(r"^jax-cuda(\d{2})-(?:plugin|pjrt)\Z"),
 )
 # Unsuffixed wheels whose version is the CUDA toolkit's (CUDA 13's component wheels).
 _TOOLKIT_VERSIONED = re.compile(
@@ -40,7 +40,7 @@ _TOOLKIT_VERSIONED = re.compile(
     # conda's CUDA packages carry the toolkit version too (conda-forge cuda-* feedstocks, NVIDIA's
     # channel, anaconda cudatoolkit); pytorch-cuda 12.1 is the pytorch channel's CUDA selector
     r"|conda:cuda-(?:cudart|nvrtc|cupti|runtime|libraries|nvtx|nvcc|version)|conda:cudatoolkit"
-    r"|pytorch-cuda|conda:pytorch-cuda)$"
+    r"|pytorch-cuda|conda:pytorch-cuda)\Z"
 )
 _MAJOR = re.compile(r"^(\d{1,2})\.")
 _PREFIXES = ("nvidia-", "cupy-cuda", "jax-cuda", "cuda-", "conda:cuda", "pytorch-cuda", "conda:pytorch-cuda")
