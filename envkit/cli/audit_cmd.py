@@ -18,7 +18,7 @@ from envkit.audit.update_db import OSV_PYPI_URL, update_db
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, shown, working
-from envkit.errors import AuditError, EnvkitError, UsageError
+from envkit.errors import UsageError
 from envkit.inventory.selector import split_selector
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
@@ -82,21 +82,7 @@ def _run(
 
 def _update(directory: str) -> CommandResult:
     path = default_db() if directory == _DEFAULT else Path(directory)
-    fetcher = services().fetcher()  # the one Fetcher (urllib: proxies from the environment)
-
-    def download(url: str) -> bytes:
-        from envkit.offline.fetch import fetch_bytes
-
-        try:
-            return fetch_bytes(fetcher, url)
-        except EnvkitError as e:
-            raise AuditError(
-                f"cannot download the advisory database from {url}: {e.message}",
-                hint="this needs internet access; offline, copy a checkout of "
-                "github.com/pypa/advisory-database and pass --db DIR",
-            ) from e
-
-    meta = update_db(path, download)
+    meta = update_db(path, services().fetcher())  # the one Fetcher (urllib: proxies from the environment)
     data: dict[str, object] = {"directory": str(path), **meta}
     return CommandResult("audit", data, f"updated {path}: {meta['records']} records from {OSV_PYPI_URL}")
 
