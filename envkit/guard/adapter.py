@@ -194,6 +194,10 @@ class Adapter:
     def weight_norms(self) -> dict[str, float]:
         raise NotImplementedError
 
+    def param_lrs(self) -> dict[str, float]:
+        """Each parameter's learning rate (from the optimizer's parameter groups)."""
+        raise NotImplementedError
+
     def training(self) -> bool:
         return bool(getattr(self.model, "training", True))
 

@@ -407,12 +407,16 @@ class Guard:
     ) -> Incident:
         incident = Incident(rec.step, kind, message, action, ranks=ranks)
         a = self.adapter
-        incident.param_grad_norms = {k: json_float(v) for k, v in a.param_norms().items()}
+        grad_norms = a.param_norms()
+        incident.param_grad_norms = {k: json_float(v) for k, v in grad_norms.items()}
         if self.dumps < self.max_dumps:
             self.dumps += 1
             incident.dump = self._dump(g, rec, kind, exact)
             if self.loss_fn is not None and self.world_size == 1:
                 incident.localization = self._localize(g)
+        update = _largest_update(grad_norms, a.weight_norms(), a.param_lrs())
+        if update is not None:
+            incident.localization = {**(incident.localization or {}), "largest_update": update}
         self.log.incidents.append(incident)
         if action == "warned":
             warnings.warn(f"envkit.guard: step {rec.step}: {message}", stacklevel=4)
@@ -471,6 +475,22 @@ class _NoOptimizer:
 
     def clear_grad(self, set_to_zero: bool = True) -> None:
         pass
+
+
+def _largest_update(
+    grads: dict[str, float], weights: dict[str, float], lrs: dict[str, float]
+) -> dict[str, Any] | None:
+    """The parameter the step would move most, relative to its size: lr · |grad| / |weight|."""
+    best: tuple[float, str] | None = None
+    for name, g in grads.items():
+        if not math.isfinite(g) or name not in lrs:
+            continue
+        rel = lrs[name] * g / max(weights.get(name, 0.0), 1e-12)
+        if math.isfinite(rel) and (best is None or rel > best[0]):
+            best = (rel, name)
+    if best is None:
+        return None
+    return {"parameter": best[1], "relative": best[0], "lr": lrs[best[1]]}
 
 
 def _message(kind: IncidentKind, rec: StepRecord) -> str:

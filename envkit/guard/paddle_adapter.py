@@ -312,6 +312,19 @@ class PaddleAdapter(Adapter):
             )
         )
 
+    def param_lrs(self) -> dict[str, float]:
+        base = self.lr() or 0.0
+        factors: dict[int, float] = {}
+        for group in getattr(self.optimizer, "_param_groups", None) or []:
+            if isinstance(group, dict):
+                for p in group.get("params", []):
+                    factors[id(p)] = float(group.get("learning_rate", 1.0))
+        out = {}
+        for n, p in self._named:
+            own = float(getattr(p, "optimize_attr", {}).get("learning_rate", 1.0))
+            out[n] = base * factors.get(id(p), 1.0) * own
+        return out
+
     @contextlib.contextmanager
     def trace(self) -> Iterator[Trace]:
         trace = Trace()

@@ -295,6 +295,13 @@ class TorchAdapter(Adapter):
         norms = torch._foreach_norm([p.detach() for _, p in self._named], 2.0)
         return dict(zip([n for n, _ in self._named], self.read(list(norms)), strict=True))
 
+    def param_lrs(self) -> dict[str, float]:
+        lrs: dict[int, float] = {}
+        for group in getattr(self.optimizer, "param_groups", None) or []:
+            for p in group.get("params", []):
+                lrs[id(p)] = float(group.get("lr", 0.0))
+        return {n: lrs[id(p)] for n, p in self._named if id(p) in lrs}
+
     @contextlib.contextmanager
     def trace(self) -> Iterator[Trace]:
         trace = Trace()
