@@ -337,7 +337,7 @@ class Guard:
             report = self.log.write()
             where = f"; replay: envkit guard replay {self.log.root / incident.dump}" if incident.dump else ""
             raise GuardStopped(
-                f"step {rec.step}: {message} ({why}); report {report}{where}",
+                f"step {rec.step}: {kind}: {message} ({why}); report {report}{where}",
                 hint=f"envkit guard show {self.log.root}",
             )
         return False
