@@ -422,3 +422,20 @@ def test_replay_refuses_a_dump_of_the_other_framework(tmp_path: Path, monkeypatc
     write_manifest(dump, manifest)
     with pytest.raises(DumpError, match="a paddle dump, and this model is torch"):
         replay_dump(dump, load_entry("guard_entry:build"))
+
+
+def test_probe_compare_reads_two_guarded_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """RUN/report.json is a probe report: 1 vs 2 intra-op threads compare as alike, threads as a cause."""
+    before = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            guarded(tmp_path / f"t{n}", 6, 1.0)
+    finally:
+        torch.set_num_threads(before)
+    code = main(["probe", "--compare", str(tmp_path / "t1" / "report.json"), str(tmp_path / "t2" / "report.json"), "--json"])
+    result = json.loads(capsys.readouterr().out)["result"]
+    text = json.dumps(result)
+    assert code == 0, text[:2000]
+    assert '"identical"' in text or '"equivalent"' in text
+    assert "threads" in text
