@@ -21,7 +21,7 @@ def guard() -> None:
 @command(guard, "show")
 @click.argument("run", type=click.Path(path_type=Path))
 def show(run: Path) -> CommandResult:
-    """Steps, skips and why, incidents with their localization, spikes, clipped steps (exit 1 on an incident)."""
+    """Steps, skips and why, incidents and their localization, spikes, clipping (exit 1: an incident)."""
     from envkit.guard.show import load_run, render_run
 
     summary = load_run(run)

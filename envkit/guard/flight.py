@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envkit.errors import DumpError
+from envkit.errors import DumpError, GuardError
 from envkit.guard.adapter import Adapter, RngState, Tensors
 from envkit.guard.dump import Dump, write_manifest
 
@@ -110,7 +111,7 @@ def write_dump(
     directory.mkdir(parents=True)
     tensors: Tensors = {}
     tree = _encode(adapter, batch, tensors)
-    adapter.save_tensors({k: v for k, v in tensors.items()}, str(directory / "batch.safetensors"))
+    adapter.save_tensors(dict(tensors), str(directory / "batch.safetensors"))
     _json(directory / "batch.json", tree)
     from safetensors.numpy import save_file
 
@@ -120,7 +121,7 @@ def write_dump(
     extra: dict[str, Any] = {}
     try:
         opt_tensors, opt_values = adapter.optimizer_state()
-    except Exception as exc:  # an optimizer state JSON cannot hold: the dump still replays the step
+    except GuardError as exc:  # an optimizer state JSON cannot hold: the dump still replays the step
         extra["optimizer_missing"] = str(exc)[:300]
     else:
         adapter.save_tensors(opt_tensors, str(directory / "optimizer.safetensors"))
@@ -178,13 +179,14 @@ def _obj(dump: Dump, name: str) -> dict[str, Any]:
 
 
 def _tensors(adapter: Adapter, dump: Dump, name: str) -> Tensors:
-    return _safe(lambda: adapter.load_tensors(str(dump.file(name))), dump, name)
+    tensors: Tensors = _safe(lambda: adapter.load_tensors(str(dump.file(name))), dump, name)
+    return tensors
 
 
-def _safe(load: Any, dump: Dump, name: str) -> Any:
+def _safe(load: Callable[[], Any], dump: Dump, name: str) -> Any:
     try:
         return load()
-    except Exception as e:  # safetensors' own checks (after ours): a clear error, never a traceback
+    except Exception as e:
         raise DumpError(
             f"{dump.file(name)}: cannot read the tensors: {str(e)[:200]}", hint="the dump is damaged"
         ) from e

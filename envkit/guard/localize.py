@@ -49,9 +49,16 @@ def _hints(facts: dict[str, dict[str, Any]], trace: Trace, adapter: Adapter) -> 
     hints = []
     for path, fact in facts.items():
         lo, hi = fact.get("min"), fact.get("max")
-        if fact["dtype"].startswith(("float", "bfloat")) and lo is not None and hi is not None:
-            if lo >= 0 and 2 < hi <= 255 and hi == math.floor(hi):
-                hints.append(f"{path} holds values {lo:g} … {hi:g}: an unnormalized 0–255 input?")
+        floating = fact["dtype"].startswith(("float", "bfloat"))
+        if (
+            floating
+            and lo is not None
+            and hi is not None
+            and lo >= 0
+            and 2 < hi <= 255
+            and hi == math.floor(hi)
+        ):
+            hints.append(f"{path} holds values {lo:g} … {hi:g}: an unnormalized 0–255 input?")
     if trace.failing_modules:
         name = trace.failing_modules[-1]
         module = dict(_named_modules(adapter)).get(name)
@@ -103,7 +110,7 @@ def replay_step(
             loss_value = adapter.read([loss])[0]
             loss.backward()
         grad_norm = adapter.read([adapter.total_norm(adapter.grads())])[0]
-    except Exception as exc:  # the step raised: where is the localization
+    except Exception as exc:  # noqa: BLE001 the user's step raised: where is the localization
         error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ''}"
     norms = adapter.param_norms()
     largest = max(norms.items(), key=lambda kv: kv[1] if math.isfinite(kv[1]) else math.inf, default=None)

@@ -87,16 +87,15 @@ class GuardStep:
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool:
+    ) -> None:
         if exc is not None and isinstance(exc, Exception) and not isinstance(exc, GuardError):
             self.guard._raised(self, exc)
-            return False
+            return
         if exc is None and not self.done:
             raise GuardError(
                 f"step {self.step}: the guarded block ended without g.optimizer_step()",
                 hint="call g.backward(loss) and g.optimizer_step() inside `with guard.step(...)`",
             )
-        return False
 
 
 class Guard:
@@ -218,7 +217,7 @@ class Guard:
             ]
         else:
             loss, norm = a.read([g.loss, total])
-            losses = norms = None
+            losses = norms = None  # type: ignore[assignment]
             bad_ranks = [] if math.isfinite(loss) and math.isfinite(norm) else [0]
         rec = StepRecord(
             g.step, loss, norm, lr=lr, loss_scale=a.loss_scale(), rank_losses=losses, rank_norms=norms
@@ -459,7 +458,7 @@ class Guard:
             twin_adapter.restore_buffers(g.buffers)
             result = replay_step(twin_adapter, self.loss_fn, g.batch, g.rng, training=a.training())
             return result.localization
-        except Exception as exc:  # localization is best effort: the incident and its dump stand
+        except Exception as exc:  # noqa: BLE001 localization is best effort: the incident and its dump stand
             return {"error": f"localization failed: {type(exc).__name__}: {str(exc)[:300]}"}
         finally:
             a.set_rng_state(now)
@@ -468,7 +467,7 @@ class Guard:
 class _NoOptimizer:
     """The replay twin's optimizer: only zero_grad is ever called."""
 
-    param_groups: list[Any] = []
+    param_groups: tuple[Any, ...] = ()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         pass

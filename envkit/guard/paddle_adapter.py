@@ -151,7 +151,8 @@ class PaddleAdapter(Adapter):
         if not values:
             return []
         stacked = paddle.stack([v.detach().astype("float64").reshape([]) for v in values])
-        return [float(v) for v in stacked.cpu().tolist()]
+        host: list[Any] = stacked.cpu().tolist()
+        return [float(v) for v in host]
 
     def lr(self) -> float | None:
         get_lr = getattr(self.optimizer, "get_lr", None)
@@ -211,7 +212,8 @@ class PaddleAdapter(Adapter):
         missing, extra = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
         if missing or extra:
             raise DumpError(
-                f"{source}: does not match the model's state_dict: missing {missing[:5]}, unknown {extra[:5]}",
+                f"{source}: does not match the model's state_dict: "
+                f"missing {missing[:5]}, unknown {extra[:5]}",
                 hint="replay with the model the dump was written from",
             )
         for key, have in expected.items():
@@ -386,7 +388,7 @@ class PaddleAdapter(Adapter):
         if os.environ.get("OMP_NUM_THREADS"):
             switches["num_threads"] = os.environ["OMP_NUM_THREADS"]
         return {
-            "version": paddle.__version__,
+            "version": getattr(paddle, "__version__", None),
             "git_version": getattr(paddle.version, "commit", None),
             "cuda_runtime": paddle.version.cuda() if cuda else None,
             "cuda_available": bool(gpus),

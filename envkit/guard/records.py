@@ -16,7 +16,7 @@ __all__ = ["Incident", "IncidentKind", "Policy", "StepRecord", "json_clean", "js
 
 
 class Policy(str, Enum):
-    """What a bad step does: ``skip`` (clear the gradients, go on), ``stop`` (raise), ``warn`` (step anyway)."""
+    """A bad step: ``skip`` (clear the gradients, go on), ``stop`` (raise), ``warn`` (step anyway)."""
 
     SKIP = "skip"
     STOP = "stop"

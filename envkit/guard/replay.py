@@ -71,7 +71,8 @@ def load_entry(spec: str) -> Builder:
         raise UsageError(
             f"--entry {spec}: {module_name} has no function {func_name}", hint="name the builder function"
         )
-    return func
+    builder: Builder = func
+    return builder
 
 
 def _built(builder: Builder) -> tuple[Any, Any, Any]:
@@ -86,7 +87,8 @@ def _built(builder: Builder) -> tuple[Any, Any, Any]:
 def _report(env: Any, source: str) -> ProbeReport:
     if not isinstance(env, dict) or not isinstance(env.get("fingerprint"), dict):
         raise DumpError(f"{source}: no fingerprint", hint="the dump was edited")
-    info = env.get("info") if isinstance(env.get("info"), dict) else {}
+    raw = env.get("info")
+    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
     framework = str(env.get("framework") or "torch")
     doc = {
         "schema": SCHEMA,

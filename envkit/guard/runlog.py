@@ -12,6 +12,7 @@ the report's ``guard`` key, which the probe ignores. A data-parallel rank other 
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import math
@@ -30,8 +31,8 @@ CSV_FIELDS = ("step", "loss", "grad_norm", "clipped_norm", "lr", "loss_scale", "
 
 
 def fingerprint() -> dict[str, Any]:
-    from envkit.probe.payload import fingerprint as fp  # the probe payload's own function (stdlib)
-
+    # the probe payload's own function (stdlib; the payload is a script tree, not type-checked)
+    fp = importlib.import_module("envkit.probe.payload.fingerprint")
     data: dict[str, Any] = fp.collect()
     return data
 

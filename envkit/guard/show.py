@@ -19,7 +19,7 @@ def load_run(run: Path) -> dict[str, Any]:
     if not isinstance(guard, dict) or not isinstance(guard.get("steps"), list):
         raise ReportError(
             f"{path}: a probe report without a 'guard' part: not written by envkit.guard",
-            hint="give the RUN directory a Guard(run=...) wrote; compare probe reports with `envkit probe --compare`",
+            hint="give the RUN directory a Guard(run=...) wrote (probe reports: `envkit probe --compare`)",
         )
     for key in ("incidents", "skips"):
         if not isinstance(guard.get(key), list) or not all(isinstance(i, dict) for i in guard[key]):
@@ -76,12 +76,12 @@ def render_run(s: dict[str, Any]) -> str:
         f"{s['run']}: {s['steps']} steps, {s['skipped']} skipped, {s['overflows']} loss-scale overflows, "
         f"{s['clipped_steps']} clipped ({share}), {len(s['incidents'])} incidents ({s['spikes']} spikes)"
     ]
-    for skip in s["skips"]:
-        lines.append(f"  skipped step {skip.get('step')}: {skip.get('reason')}")
+    lines += [f"  skipped step {skip.get('step')}: {skip.get('reason')}" for skip in s["skips"]]
     for inc in s["incidents"]:
         ranks = f" [ranks {', '.join(map(str, inc.get('ranks') or []))}]" if s["world_size"] > 1 else ""
         lines.append(
-            f"incident at step {inc.get('step')}: {inc.get('kind')}: {inc.get('message')} ({inc.get('action')}){ranks}"
+            f"incident at step {inc.get('step')}: {inc.get('kind')}: {inc.get('message')} "
+            f"({inc.get('action')}){ranks}"
         )
         if inc.get("dump"):
             lines.append(f"  dump: {Path(s['run']) / inc['dump']}")

@@ -92,7 +92,7 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str]] = {
     "deleted batch": (lambda d: (d / "batch.safetensors").unlink(), "missing"),
     "manifest gone": (lambda d: (d / "manifest.json").unlink(), "not an envkit.guard dump"),
     "path in the manifest": (
-        lambda d: rehash(d, lambda m: m.update(kind="envkit-guard-dump")) or _add_file(d, "../etc.json"),
+        lambda d: _add_file(d, "../etc.json"),
         "not a dump file name",
     ),
     "wrong kind": (lambda d: rehash(d, lambda m: m.update(kind="something")), "kind"),
@@ -121,7 +121,9 @@ class Boom:
         return (Path("/tmp/envkit-guard-pwned").touch, ())
 
 
-@pytest.mark.parametrize("name", ["model.safetensors", "batch.safetensors", "rng.safetensors", "records.json"])
+@pytest.mark.parametrize(
+    "name", ["model.safetensors", "batch.safetensors", "rng.safetensors", "records.json"]
+)
 @pytest.mark.parametrize("protocol", [0, 2, 5])
 def test_a_pickle_where_tensors_belong_is_named_and_never_run(dump: Path, name: str, protocol: int) -> None:
     marker = Path("/tmp/envkit-guard-pwned")
@@ -147,7 +149,8 @@ def test_a_torch_save_zip_is_named(dump: Path) -> None:
         b"\xff" * 8,  # a header longer than the file
         struct.pack("<Q", 5) + b"nope!",  # not JSON
         struct.pack("<Q", 2) + b"[]",  # not an object
-        struct.pack("<Q", 52) + b'{"w":{"dtype":"F32","shape":[2,4],"data_offsets":[0,9]}}',  # bytes don't fit
+        struct.pack("<Q", 52)
+        + b'{"w":{"dtype":"F32","shape":[2,4],"data_offsets":[0,9]}}',  # bytes don't fit
         struct.pack("<Q", 54) + b'{"w":{"dtype":"EVIL","shape":[2,4],"data_offsets":[0,32]}}',
     ],
 )
@@ -159,7 +162,9 @@ def test_malformed_safetensors_headers(dump: Path, header: bytes) -> None:
 
 
 def test_wrong_shapes_name_the_tensor(dump: Path) -> None:
-    with pytest.raises(DumpError, match=r"weight is torch.float32 \[2, 4\], the model's is torch.float32 \[3, 4\]"):
+    with pytest.raises(
+        DumpError, match=r"weight is torch.float32 \[2, 4\], the model's is torch.float32 \[3, 4\]"
+    ):
         replay_dump(dump, lambda: build(3))
 
 
@@ -168,7 +173,7 @@ def test_a_foreign_model_names_the_missing_keys(dump: Path) -> None:
         model = torch.nn.Sequential(torch.nn.Linear(4, 2))
         return model, torch.optim.SGD(model.parameters(), lr=0.1), lambda m, b: m(b["x"]).sum()
 
-    with pytest.raises(DumpError, match="missing 0.bias"):
+    with pytest.raises(DumpError, match=r"missing 0\.bias"):
         replay_dump(dump, other)
 
 

@@ -1,3 +1,5 @@
+# mypy: disable-error-code="misc, name-defined, index"
+# (the models subclass the framework's untyped Module/Layer, imported through importorskip)
 """envkit.guard with real Paddle (CPU): the same API, bitwise-healthy runs, planted causes, replay."""
 
 from __future__ import annotations
@@ -179,7 +181,10 @@ def test_planted_log_of_underflowed_softmax(tmp_path: Path) -> None:
 def test_planted_std1_linear_saturates(tmp_path: Path) -> None:
     paddle.seed(0)
     inc = first_incident(Classifier(Scorer(64), d=64), [xy(64, scale=10.0)], tmp_path)
-    assert (inc.localization["first_nonfinite_module"]["module"], inc.localization["first_nonfinite_module"]["type"]) == ("head", "Scorer")
+    assert (
+        inc.localization["first_nonfinite_module"]["module"],
+        inc.localization["first_nonfinite_module"]["type"],
+    ) == ("head", "Scorer")
 
 
 def test_planted_unnormalized_0_255_input(tmp_path: Path) -> None:
@@ -217,7 +222,9 @@ def test_planted_lr_1e3_on_a_fresh_head_names_the_head(tmp_path: Path) -> None:
     )
     paddle.seed(5)
     data = [(paddle.randn([8, 16]) * 30, paddle.randn([8, 1])) for _ in range(60)]
-    guard = Guard(model, opt, run=tmp_path / "run", loss_fn=model_loss, spikes="stop", spike_warmup=5, spike_window=10)
+    guard = Guard(
+        model, opt, run=tmp_path / "run", loss_fn=model_loss, spikes="stop", spike_warmup=5, spike_window=10
+    )
     with pytest.raises(GuardStopped, match="spike"):
         for i, batch in enumerate(data):
             with guard.step(i, batch) as step:
