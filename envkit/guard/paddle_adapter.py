@@ -151,7 +151,7 @@ class PaddleAdapter(Adapter):
         if not values:
             return []
         stacked = paddle.stack([v.detach().astype("float64").reshape([]) for v in values])
-        host: list[Any] = stacked.cpu().tolist()
+        host: Any = stacked.cpu().tolist()
         return [float(v) for v in host]
 
     def lr(self) -> float | None:
