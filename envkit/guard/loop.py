@@ -212,8 +212,9 @@ class Guard:
             ranks = a.gather([g.loss, total])
             losses, norms = [r[0] for r in ranks], [r[1] for r in ranks]
             loss, norm = losses[self.rank], norms[self.rank]
-            bad_ranks = [
-                i for i, (lv, nv) in enumerate(ranks) if not (math.isfinite(lv) and math.isfinite(nv))
+            # name the ranks whose loss went bad: after the all-reduce every rank's gradients are bad
+            bad_ranks = [i for i, lv in enumerate(losses) if not math.isfinite(lv)] or [
+                i for i, nv in enumerate(norms) if not math.isfinite(nv)
             ]
         else:
             loss, norm = a.read([g.loss, total])

@@ -1,0 +1,99 @@
+"""Two real processes (torch DDP over gloo, CPU), a NaN planted on rank 1 only: every rank skips the
+same step, nobody hangs in the all-reduce (the subprocess timeout proves it), the report names rank 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+pytestmark = [pytest.mark.frameworks, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+WORKER = textwrap.dedent(
+    """
+    import datetime, json, math, os, sys, warnings
+    import torch, torch.distributed as dist
+    from envkit.guard import Guard
+
+    warnings.simplefilter("ignore")
+    rank, run = int(os.environ["RANK"]), sys.argv[1]
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    guard = Guard(model, opt, run=run, clip=1.0)
+    g = torch.Generator().manual_seed(10 + rank)
+    applied = []
+    for step in range(5):
+        x, y = torch.randn(6, 4, generator=g), torch.randn(6, 1, generator=g)
+        if rank == 1 and step == 2:
+            x[0, 0] = math.nan
+        with guard.step(step, (x, y)) as s:
+            s.backward(torch.nn.functional.mse_loss(model(x), y))
+            applied.append(s.optimizer_step())
+    guard.close()
+    weights = [float(p.detach().double().sum()) for p in model.parameters()]
+    print(json.dumps({"rank": rank, "applied": applied, "weights": weights}))
+    dist.destroy_process_group()
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_nan_on_one_rank_skips_everywhere_without_a_hang(tmp_path: Path) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    port = _free_port()
+    procs = []
+    for rank in range(2):
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "RANK": str(rank),
+            "WORLD_SIZE": "2",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "OMP_NUM_THREADS": "1",
+        }
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(script), str(tmp_path / "run")],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    results = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=240)  # a hang in the all-reduce fails here
+            assert p.returncode == 0, err[-3000:]
+            results.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert [r["applied"] for r in results] == [[True, True, False, True, True]] * 2
+    assert results[0]["weights"] == results[1]["weights"]  # the replicas stayed in step
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    (incident,) = report["guard"]["incidents"]
+    assert incident["step"] == 2 and incident["ranks"] == [1]
+    assert "on rank 1 of 2" in incident["message"]
+    steps = report["guard"]["steps"]
+    assert steps[2]["rank_losses"][0] != "nan" and steps[2]["rank_losses"][1] == "nan"
+    assert (tmp_path / "run" / "rank-1" / "report.json").is_file()
