@@ -97,3 +97,55 @@ def test_nan_on_one_rank_skips_everywhere_without_a_hang(tmp_path: Path) -> None
     steps = report["guard"]["steps"]
     assert steps[2]["rank_losses"][0] != "nan" and steps[2]["rank_losses"][1] == "nan"
     assert (tmp_path / "run" / "rank-1" / "report.json").is_file()
+
+
+PADDLE_WORKER = textwrap.dedent(
+    """
+    import json, math, os, sys, warnings
+    import paddle, paddle.distributed as dist
+    from envkit.guard import Guard
+
+    def work(run):
+        warnings.simplefilter("ignore")
+        dist.init_parallel_env()
+        rank = dist.get_rank()
+        paddle.seed(0)
+        model = paddle.DataParallel(paddle.nn.Sequential(paddle.nn.Linear(4, 8), paddle.nn.Tanh(), paddle.nn.Linear(8, 1)))
+        opt = paddle.optimizer.SGD(parameters=model.parameters(), learning_rate=0.1)
+        guard = Guard(model, opt, run=run, clip=1.0)
+        paddle.seed(10 + rank)
+        applied = []
+        for step in range(5):
+            x, y = paddle.randn([6, 4]), paddle.randn([6, 1])
+            if rank == 1 and step == 2:
+                x = paddle.full([6, 4], math.nan)
+            with guard.step(step, (x, y)) as s:
+                s.backward(paddle.nn.functional.mse_loss(model(x), y))
+                applied.append(s.optimizer_step())
+        guard.close()
+        weights = [float(p.astype("float64").sum()) for p in model.parameters()]
+        with open(os.path.join(run, f"result-{rank}.json"), "w") as fh:
+            json.dump({"rank": rank, "applied": applied, "weights": weights}, fh)
+
+    if __name__ == "__main__":
+        os.makedirs(sys.argv[1], exist_ok=True)
+        dist.spawn(work, args=(sys.argv[1],), nprocs=2, backend="gloo")
+    """
+)
+
+
+def test_paddle_cpu_collective_nan_on_one_rank(tmp_path: Path) -> None:
+    pytest.importorskip("paddle")
+    script = tmp_path / "paddle_worker.py"
+    script.write_text(PADDLE_WORKER)
+    run = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, str(script), str(run)], env=env, capture_output=True, text=True, timeout=240
+    )  # a hang in the all-reduce fails here
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = [json.loads((run / f"result-{r}.json").read_text()) for r in range(2)]
+    assert [r["applied"] for r in results] == [[True, True, False, True, True]] * 2
+    assert results[0]["weights"] == results[1]["weights"]
+    (incident,) = json.loads((run / "report.json").read_text())["guard"]["incidents"]
+    assert incident["step"] == 2 and incident["ranks"] == [1]
