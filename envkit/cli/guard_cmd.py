@@ -15,7 +15,10 @@ from envkit.result import CommandResult
 
 @cli.group("guard")
 def guard() -> None:
-    """Read what envkit.guard recorded in a training run: steps, skips, incidents; replay a step."""
+    """Show what envkit.guard recorded in a training run; replay an incident's step from its dump.
+
+    Both subcommands take --json (the versioned envelope). See docs/guard.md.
+    """
 
 
 @command(guard, "show")
