@@ -6,8 +6,9 @@ sequence 64, batch 8), AdamW, clipping at 1.0. The unguarded loop is ``loss.back
 clip_grad_norm_(params, 1.0); opt.step(); opt.zero_grad()``; the guarded one does the same steps
 through ``Guard(..., clip=1.0, check_every=K)`` with K = 1 and K = 10 (spike detection on).
 
-One intra-op thread (``OMP_NUM_THREADS=1``). Variants run interleaved (``ROUNDS`` rounds of ``STEPS`` steps each, the minimum kept) and CPU
-time is measured with the wall time (on this shared machine the CPU line is the fair one).
+One intra-op thread (``OMP_NUM_THREADS=1``). Variants run interleaved (``ROUNDS`` rounds of
+``STEPS`` steps each, the minimum kept); CPU time is measured with the wall time (on a shared
+machine the CPU line is the fair one).
 Targets from issue 25: overhead ≤ 3 % at K = 1, ≤ 1 % at K = 10. Needs torch and/or paddle.
 """
 
