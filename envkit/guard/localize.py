@@ -113,7 +113,8 @@ def replay_step(
     except Exception as exc:  # noqa: BLE001 the user's step raised: where is the localization
         error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ''}"
     norms = adapter.param_norms()
-    largest = max(norms.items(), key=lambda kv: kv[1] if math.isfinite(kv[1]) else math.inf, default=None)
+    finite = [(n, v) for n, v in norms.items() if math.isfinite(v)]
+    largest = max(finite, key=lambda kv: kv[1], default=None)  # None when every norm is NaN/Inf
     localization = {
         "first_nonfinite_module": trace.first_bad_module,
         "first_nonfinite_grad": trace.first_bad_grad(),

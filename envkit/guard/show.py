@@ -53,9 +53,11 @@ def _localization(loc: dict[str, Any] | None) -> list[str]:
     lines = []
     mod = loc.get("first_nonfinite_module")
     if mod:
+        absmax = mod.get("inputs_absmax")
+        size = f"{absmax:.4g}" if isinstance(absmax, int | float) else absmax
         lines.append(
-            f"first non-finite output: {mod.get('module')} ({mod.get('type')}), inputs finite "
-            f"(|x| ≤ {mod.get('inputs_absmax')}), bad part {mod.get('output')}"
+            f"first non-finite output: {mod.get('module')} ({mod.get('type')}), its inputs finite "
+            f"(|x| ≤ {size}); non-finite: {mod.get('output')}"
         )
         if mod.get("nonfinite_parameter"):
             lines.append(f"  its parameter {mod['nonfinite_parameter']} is non-finite")
