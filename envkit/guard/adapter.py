@@ -7,6 +7,7 @@ this module imports no framework: the model's class says which one to load.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 
 from envkit.errors import GuardError
 
-__all__ = ["FRAMEWORKS", "Adapter", "RngState", "Trace", "detect_framework", "make_adapter"]
+__all__ = ["FRAMEWORKS", "Adapter", "Hooks", "RngState", "Trace", "detect_framework", "make_adapter"]
 
 FRAMEWORKS = ("torch", "paddle")
 Tensors = dict[str, Any]  # name -> a framework tensor (what safetensors' front end writes)
@@ -69,6 +70,60 @@ class Trace:
 
     def first_bad_grad(self) -> str | None:
         return next((name for name, ok in self.grad_order if not ok), None)
+
+
+class Hooks:
+    """The framework-neutral part of a replay under hooks: the module stack, the first module whose
+    inputs were finite and whose output was not, and the order in which gradients arrived."""
+
+    def __init__(
+        self,
+        tensor_ok: Callable[[Any], bool],
+        is_tensor: Callable[[Any], bool],
+        absmax: Callable[[Any], float | None],
+    ) -> None:
+        self.trace = Trace()
+        self.stack: list[str] = []
+        self.tensor_ok, self.is_tensor, self.absmax = tensor_ok, is_tensor, absmax
+
+    def _bad_part(self, value: Any) -> str | None:
+        return next(
+            (p or "the output" for p, t in walk(value, self.is_tensor) if not self.tensor_ok(t)), None
+        )
+
+    def enter(self, name: str) -> None:
+        self.stack.append(name)
+
+    def leave(self, name: str, module: Any, inputs: Any, output: Any, own: list[tuple[str, Any]]) -> None:
+        if self.stack and self.stack[-1] == name:
+            self.stack.pop()
+        if self.trace.first_bad_module is not None:
+            return
+        bad_output = self._bad_part(output)
+        if bad_output is None or self._bad_part(inputs) is not None:
+            return  # finite, or it only passed on what it was given
+        bad_param = next((n for n, p in own if not self.tensor_ok(p)), None)
+        self.trace.first_bad_module = {
+            "module": name or "(the model)",
+            "type": type(module).__name__,
+            "output": bad_output,
+            "inputs_absmax": self.absmax(inputs),
+            "nonfinite_parameter": f"{name}.{bad_param}" if bad_param else None,
+        }
+
+    def grad(self, name: str, grad: Any) -> None:
+        self.trace.grad_order.append((name, grad is None or self.tensor_ok(grad)))
+
+    @contextlib.contextmanager
+    def run(self, handles: list[Any]) -> Iterator[Trace]:
+        try:
+            yield self.trace
+        except Exception:
+            self.trace.failing_modules = list(self.stack)
+            raise
+        finally:
+            for h in handles:
+                h.remove()
 
 
 class Adapter:

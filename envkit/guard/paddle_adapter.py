@@ -7,9 +7,8 @@ own (one norm per gradient, stacked, normed), so a guarded run clips bitwise lik
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import paddle
@@ -17,6 +16,7 @@ import paddle
 from envkit.errors import DumpError, GuardError
 from envkit.guard.adapter import (
     Adapter,
+    Hooks,
     RngState,
     Tensors,
     Trace,
@@ -44,14 +44,9 @@ def _finite(t: Any) -> bool:
     return t.size == 0 or bool(paddle.isfinite(t.detach()).all())
 
 
-def _all_finite(value: Any) -> bool:
-    return all(_finite(t) for _, t in walk(value, _is_tensor) if _floating(t))
-
-
-def _bad_part(value: Any) -> str | None:
-    return next(
-        (p or "the output" for p, t in walk(value, _is_tensor) if _floating(t) and not _finite(t)), None
-    )
+def _tensor_ok(t: Any) -> bool:
+    """Finite, or not a floating tensor (one check per tensor: replays only)."""
+    return not _floating(t) or _finite(t)
 
 
 def _absmax(value: Any) -> float | None:
@@ -327,53 +322,21 @@ class PaddleAdapter(Adapter):
             out[n] = base * factors.get(id(p), 1.0) * own
         return out
 
-    @contextlib.contextmanager
-    def trace(self) -> Iterator[Trace]:
-        trace = Trace()
-        stack: list[str] = []
+    def trace(self) -> AbstractContextManager[Trace]:
+        hooks = Hooks(_tensor_ok, _is_tensor, _absmax)
         handles: list[Any] = []
-
-        def pre(name: str) -> Any:
-            def hook(layer: Any, inputs: Any) -> None:
-                stack.append(name)
-
-            return hook
-
-        def post(name: str) -> Any:
-            def hook(layer: Any, inputs: Any, output: Any) -> None:
-                if stack and stack[-1] == name:
-                    stack.pop()
-                if trace.first_bad_module is None and not _all_finite(output) and _all_finite(inputs):
-                    own = [(n, p) for n, p in layer.named_parameters(include_sublayers=False)]
-                    bad_param = next((n for n, p in own if not _finite(p)), None)
-                    trace.first_bad_module = {
-                        "module": name or "(the model)",
-                        "type": type(layer).__name__,
-                        "output": _bad_part(output),
-                        "inputs_absmax": _absmax(inputs),
-                        "nonfinite_parameter": f"{name}.{bad_param}" if bad_param else None,
-                    }
-
-            return hook
-
-        layers = [("", self.model), *self.model.named_sublayers()]
-        for name, layer in layers:
-            handles.append(layer.register_forward_pre_hook(pre(name)))
-            handles.append(layer.register_forward_post_hook(post(name)))
+        for name, layer in [("", self.model), *self.model.named_sublayers()]:
+            handles.append(layer.register_forward_pre_hook(lambda m, i, name=name: hooks.enter(name)))
+            handles.append(
+                layer.register_forward_post_hook(
+                    lambda m, i, out, name=name: hooks.leave(
+                        name, m, i, out, list(m.named_parameters(include_sublayers=False))
+                    )
+                )
+            )
         for name, param in self._named:
-
-            def grad_hook(grad: Any, name: str = name) -> None:
-                trace.grad_order.append((name, _finite(grad)))
-
-            handles.append(param.register_hook(grad_hook))
-        try:
-            yield trace
-        except Exception:
-            trace.failing_modules = list(stack)
-            raise
-        finally:
-            for h in handles:
-                h.remove()
+            handles.append(param.register_hook(lambda grad, name=name: hooks.grad(name, grad)))
+        return hooks.run(handles)
 
     def info(self) -> dict[str, Any]:
         cuda = paddle.device.is_compiled_with_cuda()

@@ -7,10 +7,14 @@ bitwise comparisons (``loss_hex``).
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
+
+# the probe payload's stdlib module (a script tree run in foreign interpreters, not type-checked)
+_PORTABLE = importlib.import_module("envkit.probe.payload.portable")
 
 __all__ = ["Incident", "IncidentKind", "Policy", "StepRecord", "json_clean", "json_float", "read_float"]
 
@@ -39,12 +43,9 @@ class IncidentKind(str, Enum):
 
 
 def json_float(value: float) -> float | str:
-    """A float for JSON: itself when finite, else the probe report's marker."""
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return value
+    """A float for JSON: itself when finite, else the probe report's marker (the payload's own encoder)."""
+    encoded: float | str = _PORTABLE.json_float(value)
+    return encoded
 
 
 def json_clean(value: Any) -> Any:

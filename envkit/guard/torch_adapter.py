@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import warnings
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
@@ -13,6 +12,7 @@ import torch
 from envkit.errors import DumpError, GuardError
 from envkit.guard.adapter import (
     Adapter,
+    Hooks,
     RngState,
     Tensors,
     Trace,
@@ -30,19 +30,9 @@ def _is_tensor(value: Any) -> bool:
     return isinstance(value, torch.Tensor)
 
 
-def _all_finite(value: Any) -> bool:
-    """Every floating tensor in a nested output is finite (one check per tensor; replay only)."""
-    for _, t in walk(value, _is_tensor):
-        if (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t.detach()).all()):
-            return False
-    return True
-
-
-def _bad_part(value: Any) -> str | None:
-    for path, t in walk(value, _is_tensor):
-        if (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t.detach()).all()):
-            return path or "the output"
-    return None
+def _tensor_ok(t: Any) -> bool:
+    """Finite, or not a floating tensor (one check per tensor: replays only)."""
+    return not (t.is_floating_point() or t.is_complex()) or bool(torch.isfinite(t.detach()).all())
 
 
 def _absmax(value: Any) -> float | None:
@@ -302,56 +292,28 @@ class TorchAdapter(Adapter):
                 lrs[id(p)] = float(group.get("lr", 0.0))
         return {n: lrs[id(p)] for n, p in self._named if id(p) in lrs}
 
-    @contextlib.contextmanager
-    def trace(self) -> Iterator[Trace]:  # noqa: C901 (hooks defined inline)
-        trace = Trace()
-        stack: list[str] = []
+    def trace(self) -> AbstractContextManager[Trace]:
+        hooks = Hooks(_tensor_ok, _is_tensor, _absmax)
         handles: list[Any] = []
-
-        def pre(name: str) -> Any:
-            def hook(module: Any, args: Any, kwargs: Any) -> None:
-                stack.append(name)
-
-            return hook
-
-        def post(name: str) -> Any:
-            def hook(module: Any, args: Any, kwargs: Any, output: Any) -> None:
-                if stack and stack[-1] == name:
-                    stack.pop()
-                if trace.first_bad_module is not None or _all_finite(output):
-                    return
-                inputs_ok = _all_finite((args, kwargs))
-                own = [(n, p) for n, p in module.named_parameters(recurse=False)]
-                bad_param = next((n for n, p in own if not bool(torch.isfinite(p.detach()).all())), None)
-                if inputs_ok:
-                    trace.first_bad_module = {
-                        "module": name or "(the model)",
-                        "type": type(module).__name__,
-                        "output": _bad_part(output),
-                        "inputs_absmax": _absmax((args, kwargs)),
-                        "nonfinite_parameter": f"{name}.{bad_param}" if bad_param else None,
-                    }
-
-            return hook
-
         for name, module in self.model.named_modules():
-            handles.append(module.register_forward_pre_hook(pre(name), with_kwargs=True))
-            handles.append(module.register_forward_hook(post(name), with_kwargs=True))
+            handles.append(
+                module.register_forward_pre_hook(
+                    lambda m, a, k, name=name: hooks.enter(name), with_kwargs=True
+                )
+            )
+            handles.append(
+                module.register_forward_hook(
+                    lambda m, a, k, out, name=name: hooks.leave(
+                        name, m, (a, k), out, list(m.named_parameters(recurse=False))
+                    ),
+                    with_kwargs=True,
+                )
+            )
         for name, param in self._named:
-
-            def grad_hook(p: Any, name: str = name) -> None:
-                ok = p.grad is None or bool(torch.isfinite(p.grad.detach()).all())
-                trace.grad_order.append((name, ok))
-
-            handles.append(param.register_post_accumulate_grad_hook(grad_hook))
-        try:
-            yield trace
-        except Exception:
-            trace.failing_modules = list(stack)
-            raise
-        finally:
-            for h in handles:
-                h.remove()
+            handles.append(
+                param.register_post_accumulate_grad_hook(lambda p, name=name: hooks.grad(name, p.grad))
+            )
+        return hooks.run(handles)
 
     def info(self) -> dict[str, Any]:
         with warnings.catch_warnings():

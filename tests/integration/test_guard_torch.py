@@ -20,7 +20,7 @@ F = torch.nn.functional
 from envkit.cli import main  # noqa: E402
 from envkit.errors import DumpError, GuardStopped  # noqa: E402
 from envkit.guard import Guard  # noqa: E402
-from envkit.guard.replay import replay_dump  # noqa: E402
+from envkit.guard.replay import load_entry, replay_dump  # noqa: E402
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -387,34 +387,39 @@ def test_replay_is_reproducible_and_a_changed_batch_is_refused(
     assert "sha256" in capsys.readouterr().err
 
 
+def _rewrite(
+    dump: Path, *, loss: float | None = None, framework: str | None = None, threads: int = 0
+) -> None:
+    """Edit a dump as another host (or a mislabeling tool) would have written it, and re-hash it."""
+    from envkit.guard.dump import write_manifest
+
+    manifest = json.loads((dump / "manifest.json").read_text())
+    manifest.pop("files")
+    if loss is not None:
+        manifest["outcome"]["loss"] = loss
+    if framework is not None:
+        manifest["framework"] = framework
+    if threads:
+        env = json.loads((dump / "env.json").read_text())
+        env["info"]["switches"]["num_threads"] = threads
+        (dump / "env.json").write_text(json.dumps(env))
+    write_manifest(dump, manifest)
+
+
 def test_replay_says_transient_when_the_recorded_outcome_differs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A recorded outcome that this same host does not reproduce: the device is suspect."""
     dump = _spiky_run(tmp_path)
     _entry(tmp_path, monkeypatch)
-    manifest = json.loads((dump / "manifest.json").read_text())
-    manifest["outcome"]["loss"] = 1.25  # as if the recording device had computed another number
-    (dump / "manifest.json").write_text(json.dumps(manifest))
-    from envkit.guard.replay import load_entry
-
-    verdict = replay_dump(dump, load_entry("guard_entry:build"))
-    assert verdict.verdict == "transient"
+    _rewrite(dump, loss=1.25)  # as if the recording device had computed another number
+    assert replay_dump(dump, load_entry("guard_entry:build")).verdict == "transient"
 
 
 def test_replay_says_environment_with_ranked_causes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dump = _spiky_run(tmp_path)
     _entry(tmp_path, monkeypatch)
-    manifest = json.loads((dump / "manifest.json").read_text())
-    manifest["outcome"]["loss"] = 1.25
-    env = json.loads((dump / "env.json").read_text())
-    env["info"]["switches"]["num_threads"] = 64  # the recording host ran with other threads
-    (dump / "env.json").write_text(json.dumps(env))
-    from envkit.guard.dump import write_manifest
-    from envkit.guard.replay import load_entry
-
-    manifest.pop("files")
-    write_manifest(dump, manifest)  # re-hash: an honest dump from another host
+    _rewrite(dump, loss=1.25, threads=64)  # another result, from a host with other threads
     verdict = replay_dump(dump, load_entry("guard_entry:build"))
     assert verdict.verdict == "environment"
     assert any(c["kind"] == "threads" for c in verdict.causes)
@@ -425,13 +430,7 @@ def test_replay_refuses_a_dump_of_the_other_framework(
 ) -> None:
     dump = _spiky_run(tmp_path)
     _entry(tmp_path, monkeypatch)
-    manifest = json.loads((dump / "manifest.json").read_text())
-    manifest.pop("files")
-    manifest["framework"] = "paddle"
-    from envkit.guard.dump import write_manifest
-    from envkit.guard.replay import load_entry
-
-    write_manifest(dump, manifest)
+    _rewrite(dump, framework="paddle")
     with pytest.raises(DumpError, match="a paddle dump, and this model is torch"):
         replay_dump(dump, load_entry("guard_entry:build"))
 
