@@ -1,7 +1,8 @@
 """``Guard``: the training-loop side (framework-neutral; the adapter does the tensor work).
 
 Per step: the loss's finite flag and one fused global gradient norm stay on the device; the host
-reads them every ``check_every`` steps (every step with a GradScaler or in a process group, which
+reads them every ``check_every`` steps on an accelerator (every step on CPU, where a read costs no
+wait, unless ``defer_reads=True``; every step with a GradScaler or in a process group, which
 sync anyway). A bad step found at its own read is handled exactly: skipped (gradients cleared),
 stopped (:class:`~envkit.errors.GuardStopped`) or warned. Between reads a bad step's gradients are
 zeroed on the device (``nan_to_num`` then × 0) so NaN never reaches the weights; the incident is
@@ -110,6 +111,7 @@ class Guard:
         policy: str = "skip",
         clip: float | None = None,
         check_every: int = 1,
+        defer_reads: bool | None = None,
         scaler: Any = None,
         scheduler: Any = None,
         loss_fn: LossFn | None = None,
@@ -139,7 +141,9 @@ class Guard:
         self.clip = clip
         rank, self.world_size = self.adapter.world()
         self.rank = rank
-        self.check_every = 1 if scaler is not None or self.world_size > 1 else check_every
+        # a CPU "device" answers at once: deferring reads there only adds the device-side masking
+        defer = self.adapter.device() != "cpu" if defer_reads is None else defer_reads
+        self.check_every = 1 if scaler is not None or self.world_size > 1 or not defer else check_every
         self.loss_fn, self.entry = loss_fn, entry
         self.max_skips, self.max_overflows, self.max_dumps = max_skips, max_overflows, max_dumps
         self.loss_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold)
@@ -156,6 +160,7 @@ class Guard:
             "policy": str(self.policy),
             "clip": clip,
             "check_every": self.check_every,
+            "check_every_requested": check_every,
             "scaler": scaler is not None,
             "spikes": None if self.spike_policy is None else str(self.spike_policy),
             "entry": entry,

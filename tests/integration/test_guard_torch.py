@@ -61,7 +61,7 @@ def guarded(
     run: Path, steps: int, clip: float | None, k: int = 1, nan_at: int | None = None
 ) -> tuple[Guard, list[str]]:
     model, opt = mlp()
-    guard = Guard(model, opt, run=run, clip=clip, check_every=k, loss_fn=ce)
+    guard = Guard(model, opt, run=run, clip=clip, check_every=k, defer_reads=k > 1, loss_fn=ce)
     for i, batch in enumerate(batches(steps, nan_at)):
         with guard.step(i, batch) as g:
             g.backward(ce(model, batch))
