@@ -73,11 +73,15 @@ class GuardStep:
 
         Backward runs even for a NaN loss: in a process group every rank must join the all-reduce.
         """
+        self.observe(loss)
+        self.guard.adapter.backward(loss)
+
+    def observe(self, loss: Any) -> None:
+        """Keep the loss's finite flag when the backward already ran elsewhere (a trainer's own loop)."""
         adapter = self.guard.adapter
         flag = adapter.finite_flag(loss)
         self.loss_ok = flag if self.loss_ok is None else adapter.both(self.loss_ok, flag)
         self.loss = loss.detach() if self.loss is None else self.loss + loss.detach()
-        adapter.backward(loss)
 
     def optimizer_step(self) -> bool:
         """Check, clip, step (or skip/stop); True when the update was applied."""

@@ -264,3 +264,27 @@ def test_replay_of_a_paddle_dump_is_reproducible(
     dump = tmp_path / "run" / "incidents" / "step-3"
     assert main(["guard", "replay", str(dump), "--entry", "paddle_entry:build", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["result"]["verdict"] == "reproducible"
+
+
+def test_hapi_callback_skips_a_nan_batch_inside_model_fit(tmp_path: Path) -> None:
+    from envkit.guard.hapi import GuardCallback
+
+    paddle.seed(0)
+    net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    model = paddle.Model(net)
+    model.prepare(
+        paddle.optimizer.Adam(parameters=net.parameters(), learning_rate=1e-2), nn.CrossEntropyLoss()
+    )
+    x = paddle.randn([16, 8])
+    x[9, :] = math.nan  # in the third batch of 4
+    y = paddle.randint(0, 3, [16, 1])
+    data = paddle.io.TensorDataset([x, y])
+    callback = GuardCallback(tmp_path / "run", clip=1.0)
+    model.fit(data, batch_size=4, epochs=1, shuffle=False, verbose=0, callbacks=[callback])
+    guard = callback.guard
+    assert guard is not None
+    assert [r.skipped is not None for r in guard.records] == [False, False, True, False]
+    assert guard.incidents[0].step == 2 and guard.incidents[0].dump == "incidents/step-2"
+    assert all(math.isfinite(float(p.sum())) for p in net.parameters())
+    assert "minimize" not in vars(model._optimizer)  # the wrappers are gone after fit
+    assert main(["guard", "show", str(tmp_path / "run")]) == 1
