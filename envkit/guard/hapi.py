@@ -25,7 +25,7 @@ def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-class GuardCallback(Callback):  # type: ignore[misc]  # paddle is untyped
+class GuardCallback(Callback):
     """Guard a ``paddle.Model.fit`` run; ``options`` are :class:`~envkit.guard.Guard`'s."""
 
     def __init__(self, run: str | Path, **options: Any) -> None:
@@ -37,7 +37,7 @@ class GuardCallback(Callback):  # type: ignore[misc]  # paddle is untyped
         self._saved: dict[str, Any] = {}
 
     def on_train_begin(self, logs: Any = None) -> None:
-        hapi = self.model
+        hapi: Any = self.model  # a paddle.Model; its private parts are not typed
         network, optimizer = hapi.network, hapi._optimizer
 
         def loss_fn(net: Any, batch: Any) -> Any:
@@ -78,7 +78,7 @@ class GuardCallback(Callback):  # type: ignore[misc]  # paddle is untyped
         optimizer.minimize = guarded_minimize
 
     def on_train_end(self, logs: Any = None) -> None:
-        hapi = self.model
+        hapi: Any = self.model  # a paddle.Model; its private parts are not typed
         if self._saved:  # drop the wrappers: the class's methods show through again
             vars(hapi).pop("train_batch", None)
             vars(hapi._optimizer).pop("minimize", None)
