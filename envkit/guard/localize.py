@@ -18,7 +18,7 @@ from typing import Any
 from envkit.guard.adapter import Adapter, RngState, Tensors, Trace, walk
 from envkit.guard.records import json_float
 
-__all__ = ["Replay", "batch_facts", "replay_step"]
+__all__ = ["NoOptimizer", "Replay", "batch_facts", "largest_update", "replay_step"]
 
 LossFn = Callable[[Any, Any], Any]
 
@@ -128,3 +128,31 @@ def replay_step(
         "hints": _hints(facts, trace, adapter),
     }
     return Replay(loss_value, grad_norm, localization, error)
+
+
+class NoOptimizer:
+    """The replay twin's optimizer: only zero_grad is ever called."""
+
+    param_groups: tuple[Any, ...] = ()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        pass
+
+    def clear_grad(self, set_to_zero: bool = True) -> None:
+        pass
+
+
+def largest_update(
+    grads: dict[str, float], weights: dict[str, float], lrs: dict[str, float]
+) -> dict[str, Any] | None:
+    """The parameter the step would move most, relative to its size: lr · |grad| / |weight|."""
+    best: tuple[float, str] | None = None
+    for name, g in grads.items():
+        if not math.isfinite(g) or name not in lrs:
+            continue
+        rel = lrs[name] * g / max(weights.get(name, 0.0), 1e-12)
+        if math.isfinite(rel) and (best is None or rel > best[0]):
+            best = (rel, name)
+    if best is None:
+        return None
+    return {"parameter": best[1], "relative": best[0], "lr": lrs[best[1]]}

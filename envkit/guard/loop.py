@@ -5,7 +5,7 @@ reads them every ``check_every`` steps on an accelerator (every step on CPU, whe
 wait, unless ``defer_reads=True``; every step with a GradScaler or in a process group, which
 sync anyway). A bad step found at its own read is handled exactly: skipped (gradients cleared),
 stopped (:class:`~envkit.errors.GuardStopped`) or warned. Between reads a bad step's gradients are
-zeroed on the device (``nan_to_num`` then × 0) so NaN never reaches the weights; the incident is
+zeroed on the device (``masked_fill_`` with the step's flag) so NaN never reaches the weights; the incident is
 recorded at the next read (its dump then holds the state at that read: ``exact: false``).
 Healthy numbers are never changed: the norm is what ``clip_grad_norm_`` computes, clipping is its
 own arithmetic, the random generators are only read (never reseeded).
@@ -27,7 +27,7 @@ from typing import Any
 from envkit.errors import GuardError, GuardStopped
 from envkit.guard.adapter import Adapter, RngState, Tensors, make_adapter
 from envkit.guard.flight import write_dump
-from envkit.guard.localize import replay_step
+from envkit.guard.localize import NoOptimizer, largest_update, replay_step
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
 from envkit.guard.runlog import RunLog
 from envkit.guard.spikes import SpikeDetector
@@ -423,7 +423,7 @@ class Guard:
             incident.dump = self._dump(g, rec, kind, exact)
             if self.loss_fn is not None and self.world_size == 1:
                 incident.localization = self._localize(g)
-        update = _largest_update(grad_norms, a.weight_norms(), a.param_lrs())
+        update = largest_update(grad_norms, a.weight_norms(), a.param_lrs())
         if update is not None:
             incident.localization = {**(incident.localization or {}), "largest_update": update}
         self.log.incidents.append(incident)
@@ -462,9 +462,7 @@ class Guard:
         now = a.rng_state()
         try:
             twin = copy.deepcopy(self.model)
-            from envkit.guard.adapter import make_adapter as _make
-
-            twin_adapter = _make(twin, _NoOptimizer())
+            twin_adapter = make_adapter(twin, NoOptimizer())
             twin_adapter.restore_buffers(g.buffers)
             result = replay_step(twin_adapter, self.loss_fn, g.batch, g.rng, training=a.training())
             return result.localization
@@ -472,34 +470,6 @@ class Guard:
             return {"error": f"localization failed: {type(exc).__name__}: {str(exc)[:300]}"}
         finally:
             a.set_rng_state(now)
-
-
-class _NoOptimizer:
-    """The replay twin's optimizer: only zero_grad is ever called."""
-
-    param_groups: tuple[Any, ...] = ()
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        pass
-
-    def clear_grad(self, set_to_zero: bool = True) -> None:
-        pass
-
-
-def _largest_update(
-    grads: dict[str, float], weights: dict[str, float], lrs: dict[str, float]
-) -> dict[str, Any] | None:
-    """The parameter the step would move most, relative to its size: lr · |grad| / |weight|."""
-    best: tuple[float, str] | None = None
-    for name, g in grads.items():
-        if not math.isfinite(g) or name not in lrs:
-            continue
-        rel = lrs[name] * g / max(weights.get(name, 0.0), 1e-12)
-        if math.isfinite(rel) and (best is None or rel > best[0]):
-            best = (rel, name)
-    if best is None:
-        return None
-    return {"parameter": best[1], "relative": best[0], "lr": lrs[best[1]]}
 
 
 def _message(kind: IncidentKind, rec: StepRecord) -> str:

@@ -120,13 +120,11 @@ class PaddleAdapter(Adapter):
             return total * clamped
 
     def gate(self, grads: list[Any], ok: Any) -> None:
+        bad = paddle.logical_not(ok)
         with paddle.no_grad():
             for _, p in self._named:
-                if p.grad is None:
-                    continue
-                g = p.grad_
-                clean = paddle.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0)
-                g.copy_(clean * ok.astype(g.dtype), False)
+                if p.grad is not None:  # one in-place pass per gradient; healthy values are not written
+                    p.grad_.masked_fill_(bad, 0.0)
 
     def both(self, a: Any, b: Any) -> Any:
         return paddle.logical_and(a, b)

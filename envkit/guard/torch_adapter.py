@@ -121,12 +121,10 @@ class TorchAdapter(Adapter):
         return total * torch.clamp(max_norm / (total + 1e-6), max=1.0)
 
     def gate(self, grads: list[Any], ok: Any) -> None:
+        bad = torch.logical_not(ok)
         with torch.no_grad():
-            for g in grads:
-                torch.nan_to_num_(g, nan=0.0, posinf=0.0, neginf=0.0)
-            for dtype in {g.dtype for g in grads}:
-                group = [g for g in grads if g.dtype == dtype]
-                torch._foreach_mul_(group, ok.to(dtype))
+            for g in grads:  # one in-place pass per gradient; healthy values are not written
+                g.masked_fill_(bad, 0.0)
 
     def optimizer_step(self) -> bool | None:
         if self.scaler is None:

@@ -48,8 +48,10 @@ def numbers(model: Any, losses: list[float]) -> list[str]:
     return [*(v.hex() for v in losses), *(float(p.astype("float64").sum()).hex() for p in model.parameters())]
 
 
-@pytest.mark.parametrize("clip", [None, 0.05])
-def test_healthy_guarded_run_is_bitwise_the_unguarded_loop(tmp_path: Path, clip: float | None) -> None:
+@pytest.mark.parametrize(("clip", "k"), [(None, 1), (0.05, 1), (0.05, 10)])
+def test_healthy_guarded_run_is_bitwise_the_unguarded_loop(
+    tmp_path: Path, clip: float | None, k: int
+) -> None:
     model, opt = mlp()
     ref = []
     for batch in batches(8):
@@ -62,7 +64,7 @@ def test_healthy_guarded_run_is_bitwise_the_unguarded_loop(tmp_path: Path, clip:
         ref.append(float(loss))
     expected = numbers(model, ref)
     model, opt = mlp()
-    guard = Guard(model, opt, run=tmp_path / "run", clip=clip)
+    guard = Guard(model, opt, run=tmp_path / "run", clip=clip, check_every=k, defer_reads=k > 1)
     for i, batch in enumerate(batches(8)):
         with guard.step(i, batch) as g:
             g.backward(ce(model, batch))
@@ -86,6 +88,19 @@ def test_nan_step_is_skipped_and_dumped_with_paddle_rng(tmp_path: Path) -> None:
     rng = json.loads((tmp_path / "run" / "incidents" / "step-2" / "rng.json").read_text())
     assert rng["paddle.cpu"] and "python" in rng
     assert main(["guard", "show", str(tmp_path / "run")]) == 1
+
+
+def test_deferred_reads_mask_a_nan_on_the_device(tmp_path: Path) -> None:
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run", clip=1.0, check_every=5, defer_reads=True)
+    for i, batch in enumerate(batches(10, nan_at=2)):
+        with guard.step(i, batch) as g:
+            g.backward(ce(model, batch))
+            g.optimizer_step()
+    guard.close()
+    (incident,) = guard.incidents
+    assert incident.step == 2 and incident.action == "skipped"
+    assert all(math.isfinite(float(p.sum())) for p in model.parameters())
 
 
 class LogSoftmaxHead(nn.Layer):
