@@ -458,3 +458,15 @@ def test_probe_compare_reads_two_guarded_runs(tmp_path: Path, capsys: pytest.Cap
     assert code == 0, text[:2000]
     assert '"identical"' in text or '"equivalent"' in text
     assert "threads" in text
+
+
+def test_n_way_compare_of_guarded_runs_names_the_run_with_the_nan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, nan_at in (("a", None), ("b", None), ("bad", 3)):
+        guarded(tmp_path / name, 6, 1.0, nan_at=nan_at)
+    reports = [str(tmp_path / name / "report.json") for name in ("a", "b", "bad")]
+    assert main(["probe", "--compare", *reports]) == 1
+    out = capsys.readouterr().out
+    assert "3 reports, 2 bitwise group(s)" in out
+    assert f"{reports[2]}: invalid" in out
