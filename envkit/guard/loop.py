@@ -127,6 +127,7 @@ class Guard:
         spike_warmup: int = 20,
         spike_threshold: float = 6.0,
         keep: int = 16,
+        flush_every: int = 100,
         max_dumps: int = 5,
         name: str = "train",
         seed: int = 0,
@@ -160,6 +161,7 @@ class Guard:
         self.dumps = 0
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
         self.log = RunLog(Path(run), self.adapter, name=name, seed=seed, rank=rank, world=self.world_size)
+        self.log.flush_every = flush_every
         self.log.config = {
             "policy": str(self.policy),
             "clip": clip,

@@ -6,7 +6,9 @@ the per-step loss and global gradient norm as exact floats, per-parameter gradie
 first and last step, the final weight norms and the first non-finite step. What only the guard
 knows (skips and why, incidents with their localization and dump, overflows, clipping) is under
 the report's ``guard`` key, which the probe ignores. A data-parallel rank other than 0 writes to
-``RUN/rank-N/``.
+``RUN/rank-N/``. ``steps.jsonl`` also grows every ``flush_every`` (100) steps while the run goes
+on, so a run that dies keeps its steps; the three files are rewritten whole at incidents and at
+``Guard.close()``.
 """
 
 from __future__ import annotations
@@ -48,11 +50,25 @@ class RunLog:
         self.config: dict[str, Any] = {}
         self.first_norms: dict[str, float] = {}
         self._env: dict[str, Any] | None = None
+        self.flush_every = 100
+        self._flushed = 0
 
     def add(self, rec: StepRecord, *, first: bool) -> None:
         if first:
             self.first_norms = self.adapter.last_param_norms()
         self.records.append(rec)
+        if self.flush_every and len(self.records) - self._flushed >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Append the records not yet in ``steps.jsonl`` (a run that dies keeps its steps so far)."""
+        new = self.records[self._flushed :]
+        if not new:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        with (self.root / "steps.jsonl").open("a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r.to_json(), sort_keys=True, allow_nan=False) + "\n" for r in new)
+        self._flushed = len(self.records)
 
     def env(self) -> dict[str, Any]:
         """The host fingerprint and the framework's info (computed once: it reads ~300 METADATA files)."""
@@ -147,6 +163,7 @@ class RunLog:
         write_text_atomic(path, json.dumps(report, indent=1, sort_keys=True, allow_nan=False) + "\n")
         lines = "".join(json.dumps(r.to_json(), sort_keys=True, allow_nan=False) + "\n" for r in self.records)
         write_text_atomic(self.root / "steps.jsonl", lines)
+        self._flushed = len(self.records)
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
         writer.writeheader()

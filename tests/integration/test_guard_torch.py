@@ -124,6 +124,20 @@ def test_k10_masks_a_nan_on_the_device_and_reports_it_at_the_read(tmp_path: Path
     assert all(math.isfinite(float(p.detach().sum())) for p in guard.model.parameters())
 
 
+def test_steps_jsonl_grows_while_the_run_goes_on(tmp_path: Path) -> None:
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run", flush_every=4)
+    for i, batch in enumerate(batches(10)):
+        with guard.step(i, batch) as g:
+            g.backward(ce(model, batch))
+            g.optimizer_step()
+        if i == 8:  # not closed yet: what a run that dies here leaves
+            lines = (tmp_path / "run" / "steps.jsonl").read_text().splitlines()
+            assert [json.loads(line)["step"] for line in lines] == list(range(8))
+    guard.close()
+    assert len((tmp_path / "run" / "steps.jsonl").read_text().splitlines()) == 10
+
+
 def test_policy_stop_raises_with_the_report_and_skip_cap_stops(tmp_path: Path) -> None:
     model, opt = mlp()
     guard = Guard(model, opt, run=tmp_path / "a", policy="stop")
