@@ -238,6 +238,10 @@ class Adapter:
     def from_numpy(self, value: Any) -> Any:
         raise NotImplementedError
 
+    def to_model_device(self, value: Any) -> Any:
+        """A tensor loaded from a dump (on the CPU) moved to where the model's parameters are."""
+        raise NotImplementedError
+
     def describe(self, value: Any) -> dict[str, Any]:
         """dtype, shape, min, max and finiteness of a tensor (for the batch facts)."""
         raise NotImplementedError

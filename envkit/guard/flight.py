@@ -70,7 +70,7 @@ def _decode(adapter: Adapter, node: Any, tensors: Tensors, source: str, budget: 
                 f"{source}: tensor {key!r} is not in batch.safetensors", hint="the dump was edited"
             )
         value = tensors[key]
-        return adapter.to_numpy(value) if kind == "numpy" else value
+        return adapter.to_numpy(value) if kind == "numpy" else adapter.to_model_device(value)
     if kind == "value":
         v = node.get("v")
         if not (v is None or isinstance(v, bool | int | float | str)):

@@ -281,6 +281,10 @@ class PaddleAdapter(Adapter):
     def from_numpy(self, value: Any) -> Any:
         return paddle.to_tensor(value.copy())
 
+    def to_model_device(self, value: Any) -> Any:
+        first = next((p for _, p in self._named), None)
+        return value if first is None or first.place.is_cpu_place() else value.cuda()
+
     def describe(self, value: Any) -> dict[str, Any]:
         t = value.detach()
         dtype = str(t.dtype).removeprefix("paddle.")

@@ -268,7 +268,7 @@ class TorchAdapter(Adapter):
             out["finite"] = bool(torch.isfinite(t).all()) if t.is_floating_point() else True
         return out
 
-    def to_device_like(self, value: Any) -> Any:
+    def to_model_device(self, value: Any) -> Any:
         first = next(iter(self.model.parameters()), None)
         return value.to(first.device) if first is not None else value
 
