@@ -60,6 +60,7 @@ def _absmax(value: Any) -> float | None:
 
 class PaddleAdapter(Adapter):
     name = "paddle"
+    safetensors = "safetensors.paddle"
 
     def __init__(self, model: Any, optimizer: Any, scaler: Any = None) -> None:
         if scaler is not None and not scaler.is_enable():
@@ -262,21 +263,8 @@ class PaddleAdapter(Adapter):
                 hint="replay with the optimizer the dump was written from",
             ) from e
 
-    def save_tensors(self, tensors: Tensors, path: str) -> None:
-        from safetensors.paddle import save_file
-
-        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, path)
-
-    def load_tensors(self, path: str) -> Tensors:
-        from safetensors.paddle import load_file
-
-        return dict(load_file(path, device="cpu"))
-
     def is_tensor(self, value: Any) -> bool:
         return _is_tensor(value)
-
-    def to_numpy(self, value: Any) -> Any:
-        return value.detach().cpu().numpy()
 
     def from_numpy(self, value: Any) -> Any:
         return paddle.to_tensor(value.copy())

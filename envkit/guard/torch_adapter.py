@@ -46,6 +46,7 @@ def _absmax(value: Any) -> float | None:
 
 class TorchAdapter(Adapter):
     name = "torch"
+    safetensors = "safetensors.torch"
 
     def __init__(self, model: Any, optimizer: Any, scaler: Any = None) -> None:
         super().__init__(model, optimizer, scaler)
@@ -241,21 +242,8 @@ class TorchAdapter(Adapter):
                 hint="replay with the optimizer the dump was written from (same parameter groups)",
             ) from e
 
-    def save_tensors(self, tensors: Tensors, path: str) -> None:
-        from safetensors.torch import save_file
-
-        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, path)
-
-    def load_tensors(self, path: str) -> Tensors:
-        from safetensors.torch import load_file
-
-        return dict(load_file(path, device="cpu"))
-
     def is_tensor(self, value: Any) -> bool:
         return _is_tensor(value)
-
-    def to_numpy(self, value: Any) -> Any:
-        return value.detach().cpu().numpy()
 
     def from_numpy(self, value: Any) -> Any:
         return torch.from_numpy(value.copy())
