@@ -8,6 +8,7 @@ this module imports no framework: the model's class says which one to load.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import random
 import sys
@@ -257,6 +258,14 @@ class Adapter:
 
     def weight_norms(self) -> dict[str, float]:
         raise NotImplementedError
+
+    def weights_sha256(self) -> str:
+        """sha256 over every parameter's name and float32 bytes (C order): equal weights, equal digest."""
+        digest = hashlib.sha256()
+        for name, p in self.params():
+            digest.update(name.encode() + b"\0")
+            digest.update(self.to_numpy(p).astype("<f4").tobytes())
+        return digest.hexdigest()
 
     def param_lrs(self) -> dict[str, float]:
         """Each parameter's learning rate (from the optimizer's parameter groups)."""

@@ -131,6 +131,7 @@ class Guard:
         max_dumps: int = 5,
         name: str = "train",
         seed: int = 0,
+        autocast: str | None = None,
     ) -> None:
         try:
             self.policy = Policy(policy)
@@ -170,6 +171,7 @@ class Guard:
             "scaler": scaler is not None,
             "spikes": None if self.spike_policy is None else str(self.spike_policy),
             "entry": entry,
+            "autocast": autocast,  # what the loop runs under (say it: comparisons rank it as a cause)
         }
 
     # -- the public API ------------------------------------------------------------------------

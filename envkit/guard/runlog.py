@@ -104,6 +104,7 @@ class RunLog:
                 "last": {k: json_float(v) for k, v in last.items()},
             },
             "final_param_norms": {k: json_float(v) for k, v in self.adapter.weight_norms().items()},
+            "final_params_sha256": self.adapter.weights_sha256(),
             "nonfinite": None,
         }
         if first_bad is not None:
@@ -130,7 +131,7 @@ class RunLog:
                 "dtype": self.adapter.dtype(),
                 "device": self.adapter.device(),
                 "threads": threads,
-                "autocast": None,
+                "autocast": self.config.get("autocast"),
                 "tf32": False,
             },
             "fingerprint": env["fingerprint"],

@@ -248,6 +248,10 @@ class TorchAdapter(Adapter):
     def from_numpy(self, value: Any) -> Any:
         return torch.from_numpy(value.copy())
 
+    def to_numpy(self, value: Any) -> Any:
+        t = value.detach().cpu()
+        return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
     def describe(self, value: Any) -> dict[str, Any]:
         t = value.detach()
         out: dict[str, Any] = {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}

@@ -484,3 +484,23 @@ def test_n_way_compare_of_guarded_runs_names_the_run_with_the_nan(
     out = capsys.readouterr().out
     assert "3 reports, 2 bitwise group(s)" in out
     assert f"{reports[2]}: invalid" in out
+
+
+def test_bf16_autocast_against_fp32_is_precision_drift_with_autocast_as_a_cause(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, dtype in (("fp32", None), ("bf16", torch.bfloat16)):
+        model, opt = mlp()
+        guard = Guard(model, opt, run=tmp_path / name, clip=1.0, autocast="bf16" if dtype else None)
+        for i, batch in enumerate(batches(12)):
+            with guard.step(i, batch) as g:
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype is not None):
+                    loss = ce(model, batch)
+                g.backward(loss.float())
+                g.optimizer_step()
+        guard.close()
+    reports = [str(tmp_path / n / "report.json") for n in ("fp32", "bf16")]
+    main(["probe", "--compare", *reports, "--json"])
+    result = json.dumps(json.loads(capsys.readouterr().out)["result"])
+    assert '"precision-drift"' in result
+    assert "autocast" in result and "inconsistent" not in result
