@@ -385,23 +385,32 @@ class Guard:
         return None
 
     def _rank_check(self, g: GuardStep, rec: StepRecord) -> None:
-        """fairseq's check: after the all-reduce every replica holds the same gradient norm."""
+        """fairseq's check: after the all-reduce every replica holds the same gradient norm.
+
+        The ranks outside the majority (within 1e-6, relative) are named; without a majority
+        (two replicas that disagree) every rank is.
+        """
         norms = rec.rank_norms or []
-        if not norms:
+        if len(norms) < 2:
             return
-        ref = sorted(norms)[len(norms) // 2]
-        off = [i for i, n in enumerate(norms) if abs(n - ref) > 1e-6 * max(abs(ref), 1e-12)]
-        if off:
-            text = ", ".join(f"rank {i}: {norms[i]!r}" for i in off)
-            msg = f"gradient norms differ between replicas after the all-reduce ({text}; median {ref!r})"
-            self._record_incident(
-                g,
-                rec,
-                IncidentKind.RANK_MISMATCH,
-                msg + ": a faulty device or mixed hardware?",
-                "warned",
-                off,
-            )
+
+        def near(a: float, b: float) -> bool:
+            return abs(a - b) <= 1e-6 * max(abs(a), abs(b), 1e-12)
+
+        groups = [[i for i, n in enumerate(norms) if near(n, ref)] for ref in norms]
+        largest = max(groups, key=len)
+        if len(largest) == len(norms):
+            return
+        off = (
+            [i for i in range(len(norms)) if i not in largest]
+            if 2 * len(largest) > len(norms)
+            else list(range(len(norms)))
+        )
+        text = ", ".join(f"rank {i}: {norms[i]!r}" for i in off)
+        msg = f"gradient norms differ between replicas after the all-reduce ({text})"
+        self._record_incident(
+            g, rec, IncidentKind.RANK_MISMATCH, msg + ": a faulty device or mixed hardware?", "warned", off
+        )
 
     def _store(self, rec: StepRecord) -> None:
         self.recent.append(rec)

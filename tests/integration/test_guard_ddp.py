@@ -40,6 +40,9 @@ WORKER = textwrap.dedent(
             x[0, 0] = math.nan
         with guard.step(step, (x, y)) as s:
             s.backward(torch.nn.functional.mse_loss(model(x), y))
+            if rank == 1 and step == 4:  # a faulty device: its all-reduced gradients come out wrong
+                for p in model.parameters():
+                    p.grad.mul_(1.01)
             applied.append(s.optimizer_step())
     guard.close()
     weights = [float(p.detach().double().sum()) for p in model.parameters()]
@@ -90,11 +93,13 @@ def test_nan_on_one_rank_skips_everywhere_without_a_hang(tmp_path: Path) -> None
             if p.poll() is None:
                 p.kill()
     assert [r["applied"] for r in results] == [[True, True, False, True, True]] * 2
-    assert results[0]["weights"] == results[1]["weights"]  # the replicas stayed in step
     report = json.loads((tmp_path / "run" / "report.json").read_text())
-    (incident,) = report["guard"]["incidents"]
-    assert incident["step"] == 2 and incident["ranks"] == [1]
-    assert "on rank 1 of 2" in incident["message"]
+    nan, mismatch = report["guard"]["incidents"]
+    assert nan["step"] == 2 and nan["ranks"] == [1]
+    assert "on rank 1 of 2" in nan["message"]
+    # fairseq's check: after the all-reduce the replicas must agree; two that differ: both named
+    assert (mismatch["step"], mismatch["kind"], mismatch["ranks"]) == (4, "rank-mismatch", [0, 1])
+    assert "rank 1: " in mismatch["message"]
     steps = report["guard"]["steps"]
     assert steps[2]["rank_losses"][0] != "nan" and steps[2]["rank_losses"][1] == "nan"
     assert (tmp_path / "run" / "rank-1" / "report.json").is_file()
