@@ -34,12 +34,14 @@ def show(run: Path) -> CommandResult:
 
 @command(guard, "replay")
 @click.argument("dump", type=click.Path(path_type=Path))
-@click.option("--entry", required=True, help="module:function returning (model, optimizer, loss_fn).")
-def replay(dump: Path, entry: str) -> CommandResult:
+@click.option("--entry", help="module:function returning (model, optimizer, loss_fn).")
+def replay(dump: Path, entry: str | None) -> CommandResult:
     """Run an incident's step again here: reproducible, transient or environment (with the causes)."""
-    from envkit.guard.replay import load_entry, replay_dump
+    from envkit.guard.replay import load_entry, replay_dump, suggest_entry
     from envkit.guard.show import render_replay
 
+    if entry is None:
+        raise suggest_entry(dump)
     result = replay_dump(dump, load_entry(entry))
     data: dict[str, Any] = result.to_json()
     code = ExitCode.OK if result.verdict == "reproducible" else ExitCode.FINDINGS

@@ -33,7 +33,7 @@ from envkit.guard.runlog import fingerprint
 from envkit.probe.causes import likely_causes
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
-__all__ = ["Builder", "ReplayVerdict", "load_entry", "replay_dump"]
+__all__ = ["Builder", "ReplayVerdict", "load_entry", "replay_dump", "suggest_entry"]
 
 Builder = Callable[[], Any]
 
@@ -73,6 +73,17 @@ def load_entry(spec: str) -> Builder:
         )
     builder: Builder = func
     return builder
+
+
+def suggest_entry(path: Path) -> UsageError:
+    """No --entry given: what to give (the entry the run recorded is named, never imported)."""
+    recorded = read_dump(path).manifest.get("entry")
+    hint = "give the module:function that builds (model, optimizer, loss_fn), e.g. --entry train:build"
+    if isinstance(recorded, str) and recorded:
+        hint = f"the run recorded --entry {recorded[:200]}; give it if you trust that code"
+    return UsageError(
+        f"{path}: `envkit guard replay` needs --entry (a dump never names code to run)", hint=hint
+    )
 
 
 def _built(builder: Builder) -> tuple[Any, Any, Any]:

@@ -182,3 +182,18 @@ def test_the_cli_prints_an_error_not_a_traceback(dump: Path, capsys: pytest.Capt
     assert main(["guard", "replay", str(dump), "--entry", "os:getcwd"]) == 2
     err = capsys.readouterr().err
     assert "sha256" in err and "Traceback" not in err
+
+
+def test_replay_without_entry_names_the_recorded_one_and_imports_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    model, opt, loss_fn = build()
+    guard = Guard(model, opt, run=run, entry="os:system")  # a recorded entry is never imported
+    x = torch.full((3, 4), float("nan"))
+    with guard.step(0, {"x": x}) as g:
+        g.backward(loss_fn(model, {"x": x}))
+        g.optimizer_step()
+    assert main(["guard", "replay", str(run / "incidents" / "step-0")]) == 2
+    err = capsys.readouterr().err
+    assert "needs --entry" in err and "--entry os:system" in err
