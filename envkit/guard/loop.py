@@ -252,7 +252,9 @@ class Guard:
     def _apply(self, rec: StepRecord, grads: list[Any], total: Any) -> None:
         a = self.adapter
         if self.clip is not None:
-            rec.clipped_norm = a.read([a.clip(grads, total, self.clip)])[0]
+            a.clip(grads, total, self.clip)
+            # the norm after, from the norm already read (no second host read per step)
+            rec.clipped_norm = rec.grad_norm * min(1.0, self.clip / (rec.grad_norm + 1e-6))
         applied = a.optimizer_step()
         if applied is False:
             rec.overflow, rec.skipped = True, "loss-scale overflow (GradScaler skipped the step)"
