@@ -504,3 +504,20 @@ def test_bf16_autocast_against_fp32_is_precision_drift_with_autocast_as_a_cause(
     result = json.dumps(json.loads(capsys.readouterr().out)["result"])
     assert '"precision-drift"' in result
     assert "autocast" in result and "inconsistent" not in result
+
+
+@pytest.mark.parametrize(
+    ("norms", "named"),
+    [([1.0, 1.0, 1.0], None), ([1.0, 1.0, 1.5], [2]), ([1.0, 1.0 + 1e-9, 1.0], None), ([1.0, 2.0], [0, 1])],
+)
+def test_cross_rank_check_names_the_ranks_outside_the_majority(
+    tmp_path: Path, norms: list[float], named: list[int] | None
+) -> None:
+    from envkit.guard.records import StepRecord
+
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run", loss_fn=None)
+    rec = StepRecord(0, 1.0, norms[0], rank_losses=[1.0] * len(norms), rank_norms=norms)
+    with pytest.warns(UserWarning) if named else _null():
+        guard._rank_check(guard.step(0, batches(1)[0]), rec)
+    assert [i.ranks for i in guard.incidents] == ([named] if named else [])
