@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from envkit import __version__, _proc
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
@@ -34,7 +34,11 @@ from envkit.pack.fetch import Fetcher, UrlFetcher
 from envkit.pack.request import pack_request
 from envkit.render import render_image
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
+from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec, image_dir
+
+if TYPE_CHECKING:
+    from envkit.reproduce.archive import ImageArchive
 
 __all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
 
@@ -109,6 +113,9 @@ class BuildResult:
     pruned_bytes: int = 0  # the builder stage's untagged image(s), removed after the build
     pack: str | None = None  # offline conda builds: the pack file, or "collected" (gathered on the host)
     pack_files: int = 0
+    normalized: dict[str, object] | None = (
+        None  # envkit.reproduce.image.NormalizeResult (reproducible layers)
+    )
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -124,8 +131,10 @@ class Builder:
         locker: Locker,
         pip_runner: _proc.Runner = _proc.run,
         fetcher: Fetcher | None = None,
+        archive: ImageArchive | None = None,
     ) -> None:
         self.engine = engine
+        self.archive = archive  # save/load for normalizing the built image (None: left as built)
         self.catalog = catalog
         self.root = root
         self.locker = locker
@@ -269,12 +278,33 @@ class Builder:
                 self._stream(prepared, options, existing, log, log_path, on_event)
             finally:
                 pruned = self._prune(prepared.name, log)
+            normalized = self._normalize(
+                prepared, runtime_image_ref(loaded.spec, self.catalog), existing, log
+            )
         info = self.engine.inspect(prepared.tag)
         if info is None:
             raise BuildFailed(f"the engine reported success but {prepared.tag} does not exist",
                               hint=f"see the log: {log_path}")  # fmt: skip
         self.engine.tag(prepared.tag, prepared.latest)
-        return replace(self._result(prepared, info, "built", log_path, start), pruned_bytes=pruned)
+        result = self._result(prepared, info, "built", log_path, start)
+        return replace(result, pruned_bytes=pruned, normalized=normalized)
+
+    def _normalize(
+        self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO
+    ) -> dict[str, object] | None:
+        """Rewrite the built image reproducibly (:mod:`envkit.reproduce.image`); no tag on failure."""
+        if self.archive is None:
+            return None
+        from envkit.reproduce.image import normalize_image
+
+        try:
+            done = normalize_image(self.archive, prepared.tag, base, tag=prepared.tag)
+        except (EngineError, KeyboardInterrupt) as e:
+            log.write(f"# normalizing failed: {getattr(e, 'message', e)}\n")
+            self._drop_tag(prepared.tag, existing)
+            raise
+        log.write(f"# normalized: {done.original_id} -> {done.image_id} ({done.seconds} s)\n")
+        return done.to_json()
 
     def _prune(self, name: str, log: TextIO) -> int:
         """Remove the builder stage's untagged image (hundreds of MB); best effort."""

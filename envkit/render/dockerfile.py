@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from envkit.catalog import Catalog, InstallerFile
 from envkit.errors import UsageError
+from envkit.reproduce.epoch import EPOCH_LABEL, source_date_epoch
 from envkit.spec.images import runtime_image_ref
 from envkit.spec.models import ARCHES, Installer, Spec
 
@@ -71,6 +72,17 @@ class DockerfileInputs:
             wheelhouse=wheelhouse,
         )
 
+    @property
+    def source_date_epoch(self) -> int:
+        """The build's SOURCE_DATE_EPOCH: from the lock digest (unlocked: the spec's), never the clock."""
+        return source_date_epoch(self.lock_sha256 or self.spec_sha256)
+
+
+def _epoch_arg(inputs: DockerfileInputs) -> str:
+    """``ARG SOURCE_DATE_EPOCH``: every RUN of the stage sees it (pip and compileall write checked-hash
+    .pyc files, useradd dates /etc/shadow by it); unlike ENV it is not left in the image's config."""
+    return f"ARG SOURCE_DATE_EPOCH={inputs.source_date_epoch}\n"
+
 
 def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
     found = {
@@ -83,6 +95,7 @@ def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
     }
     if inputs.lock_sha256:
         found[LOCK_LABEL] = inputs.lock_sha256
+    found[EPOCH_LABEL] = str(inputs.source_date_epoch)
     for framework, version in spec.frameworks.items():
         found[f"io.envkit.framework.{framework}"] = version
     return found
@@ -102,6 +115,7 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
         f"FROM {builder} AS builder\n",
         f'LABEL {STAGE_LABEL}="builder" {BUILDER_OF_LABEL}={docker_word(spec.name)}\n',
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n',
+        _epoch_arg(inputs),
     ]
     if spec.installer is Installer.VENV:
         parts.append(_venv_steps(spec, inputs))
@@ -290,6 +304,7 @@ def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str, os_step: 
         f"\nFROM {runtime} AS runtime\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
         f"LABEL {label_lines}\n"
+        f"{_epoch_arg(inputs)}"
         f"RUN groupadd --gid {USER_UID} {USER_NAME} \\\n"
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
         f"{os_step}"
