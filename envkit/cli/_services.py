@@ -129,8 +129,12 @@ class Services:
             locker=self.locker(catalog),
             fetcher=self.fetcher_factory(),
             pip_runner=self.pip_runner,
-            archive=self.archive_factory(self.engine()),
+            archive=self.archive(),
         )
+
+    def archive(self) -> ImageArchive | None:
+        """``docker save``/``load`` on this command line's engine (None: the engine has none)."""
+        return self.archive_factory(self.engine())
 
     def vuln_service(self, db: Path, online: bool) -> VulnService:
         return self.vuln_factory(db, online)

@@ -100,7 +100,8 @@ class DockerArchive:
                 for chunk in _chunks(self.api.load_image(fh)):
                     if "error" in chunk:
                         detail = chunk.get("errorDetail") or {}
-                        raise EngineError(f"docker load of {archive.name}: {detail.get('message') or chunk['error']}",
+                        message = detail.get("message") or chunk["error"]
+                        raise EngineError(f"docker load of {archive.name}: {message}",
                                           hint="check `docker info` (disk space) and retry")  # fmt: skip
                     text = str(chunk.get("stream") or chunk.get("status") or "").strip()
                     if text:

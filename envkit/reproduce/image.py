@@ -105,8 +105,8 @@ def normalized_config(
         if item.get("empty_layer"):
             entry["empty_layer"] = True
         else:
-            layer = next(own_ids, "sha256:" + "0" * 64)
-            by = _CONTENT_HASH.sub(lambda m: f"{m.group(1)}:{layer.split(':', 1)[1]}", by)
+            layer = next(own_ids, "sha256:" + "0" * 64).split(":", 1)[1]
+            by = _CONTENT_HASH.sub(rf"\1:{layer}", by)
         entry["created_by"] = by
         rewritten.append(entry)
     out["history"] = rewritten
@@ -127,8 +127,10 @@ def normalize_image(
     try:
         epoch = int(facts.labels[EPOCH_LABEL])
     except (KeyError, ValueError):
-        raise EngineError(f"{image} has no {EPOCH_LABEL} label: not built from an envkit Dockerfile",
-                          hint="rebuild it with this envkit (`envkit build NAME --no-cache`)") from None  # fmt: skip
+        raise EngineError(
+            f"{image} has no {EPOCH_LABEL} label: not built from an envkit Dockerfile",
+            hint="rebuild it with this envkit (`envkit build NAME --no-cache`)",
+        ) from None
     k = len(base_facts.diff_ids)
     if facts.diff_ids[:k] != base_facts.diff_ids:
         raise EngineError(f"{image} does not start with the layers of {base}",
@@ -163,8 +165,10 @@ def normalize_image(
             archive.load(load_path)
             loaded = archive.facts(tag)
             if loaded is None or loaded.id != new_id:
-                raise EngineError(f"docker load gave {tag} the id {loaded.id if loaded else None}, not {new_id}",
-                                  hint="retry the build")  # fmt: skip
+                got = loaded.id if loaded else None
+                raise EngineError(
+                    f"docker load gave {tag} the id {got}, not {new_id}", hint="retry the build"
+                )
             archive.remove(facts.id)
     return NormalizeResult(new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten,
                            round(time.monotonic() - start, 3))  # fmt: skip

@@ -23,7 +23,7 @@ import re
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, BinaryIO
+from typing import IO, BinaryIO, cast
 
 __all__ = ["LayerEntry", "NormalizedLayer", "iter_entries", "normalize_layer", "normalized_size"]
 
@@ -111,10 +111,10 @@ class _Plan:
             }
             data_from: tarfile.TarInfo | None = None
             data: bytes | None = None
-            first = carrier.get(m.name)
-            if first is not None and first != m.name:
-                info.type, info.linkname, info.size = tarfile.LNKTYPE, first, 0
-            elif first is not None or m.isreg():
+            carrier_name = carrier.get(m.name)
+            if carrier_name is not None and carrier_name != m.name:
+                info.type, info.linkname, info.size = tarfile.LNKTYPE, carrier_name, 0
+            elif carrier_name is not None or m.isreg():
                 source_member = by_name[_link_root(m, by_name)] if m.islnk() else m
                 info.type, info.size = tarfile.REGTYPE, source_member.size
                 data_from = source_member
@@ -173,10 +173,14 @@ def normalize_layer(source: tarfile.TarFile, out: IO[bytes], epoch: int) -> Norm
     """Write ``source`` (opened for random access) to ``out`` normalized; return its diff_id."""
     plan = _Plan(source, epoch)
     writer = _HashingWriter(out)
-    target = tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT, encoding="utf-8",  # type: ignore[call-overload]
-                          errors="surrogateescape")  # fmt: skip
-    # (stream mode "w|": tarfile never seeks or reads back in what it wrote)
-    with target:
+    # stream mode "w|": tarfile never seeks or reads back what it wrote
+    with tarfile.open(
+        fileobj=cast("IO[bytes]", writer),
+        mode="w|",
+        format=tarfile.PAX_FORMAT,
+        encoding="utf-8",
+        errors="surrogateescape",
+    ) as target:
         for info, data_from, data in plan.items:
             if data is not None:
                 target.addfile(info, _BytesReader(data))
@@ -203,10 +207,12 @@ class _BytesReader:
         return chunk
 
 
-def iter_entries(fileobj: BinaryIO, *, hashes: bool = True) -> Iterator[LayerEntry]:
+def iter_entries(fileobj: BinaryIO, *, hashes: bool = True, only: str | None = None) -> Iterator[LayerEntry]:
     """The entries of a layer tar read as a stream, with the sha256 of each file's content."""
     with tarfile.open(fileobj=fileobj, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:
         for m in tar:
+            if only is not None and m.name != only:
+                continue
             digest = ""
             if m.isreg() and hashes:
                 handle = tar.extractfile(m)
