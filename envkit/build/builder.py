@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from envkit import __version__, _proc
+from envkit._atomic import write_text_atomic
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
 from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
 from envkit.build.locks import Locker, lock_state
@@ -34,6 +35,7 @@ from envkit.pack.fetch import Fetcher, UrlFetcher
 from envkit.pack.request import pack_request
 from envkit.render import render_image
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
+from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, sbom_sha256, spec_sbom
 from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec, image_dir
 
@@ -76,6 +78,7 @@ class BuildPlan:
     warnings: tuple[str, ...] = ()
     relocked: bool = False  # this build solved the lock
     packed: PackedContext | None = None  # offline conda builds: the packed local channel
+    sbom: str | None = None  # the lock's CycloneDX SBOM: in the context, the image and beside the lock
 
     @property
     def digest(self) -> str:
@@ -188,6 +191,10 @@ class Builder:
             conda_pack=INSTALLER if packed is not None else None,
             offline=offline,
         )
+        sbom = self._sbom(loaded, lock, inputs)
+        if sbom is not None:
+            inputs = replace(inputs, sbom=SBOM_NAME)
+            lock_files = {**lock_files, SBOM_NAME: sbom.encode("utf-8")}
         rendered = render_image(loaded, self.catalog, inputs)
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)
         build_labels = {  # the Dockerfile's LABELs carry spec/lock hashes, CUDA and frameworks
@@ -199,8 +206,27 @@ class Builder:
         }
         if inputs.lock_sha256:
             build_labels[LOCK_LABEL] = inputs.lock_sha256
+        if sbom is not None:
+            build_labels[SBOM_LABEL] = sbom_sha256(sbom)
         return BuildPlan(
-            spec.name, context, build_labels, offline, lock, wheelhouse, tuple(warnings), relocked, packed
+            spec.name,
+            context,
+            build_labels,
+            offline,
+            lock,
+            wheelhouse,
+            tuple(warnings),
+            relocked,
+            packed,
+            sbom,
+        )
+
+    def _sbom(self, loaded: LoadedSpec, lock: LockState, inputs: DockerfileInputs) -> str | None:
+        """The lock's CycloneDX SBOM (:mod:`envkit.sbom.cyclonedx`), naming the base image by its ID."""
+        base = runtime_image_ref(loaded.spec, self.catalog)
+        found = self.engine.inspect(base)
+        return spec_sbom(
+            loaded.spec, lock, ImageRef(base, found.id if found else None), inputs.source_date_epoch
         )
 
     def _packed(
@@ -286,6 +312,8 @@ class Builder:
             raise BuildFailed(f"the engine reported success but {prepared.tag} does not exist",
                               hint=f"see the log: {log_path}")  # fmt: skip
         self.engine.tag(prepared.tag, prepared.latest)
+        if prepared.sbom is not None:  # beside the lock it describes
+            write_text_atomic(image_dir(self.root, prepared.name) / SBOM_NAME, prepared.sbom)
         result = self._result(prepared, info, "built", log_path, start)
         return replace(result, pruned_bytes=pruned, normalized=normalized)
 

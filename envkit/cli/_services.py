@@ -51,7 +51,7 @@ def _docker_archive(engine: ContainerEngine) -> ImageArchive | None:
     from envkit.build.docker_api import DockerEngine
     from envkit.reproduce.archive import DockerArchive
 
-    return DockerArchive() if isinstance(engine, DockerEngine) else None
+    return DockerArchive(engine.api) if isinstance(engine, DockerEngine) else None
 
 
 def _solvers() -> tuple[CondaSolver, PipResolver]:

@@ -58,6 +58,7 @@ class DockerfileInputs:
     wheelhouse: str | None = None  # e.g. "wheels": install pip packages offline from here
     conda_pack: str | None = None  # e.g. "installer": offline conda install from the packed local channel
     offline: bool = False  # the build has no network: OS libraries are checked, not installed
+    sbom: str | None = None  # e.g. "sbom.cdx.json": the lock's SBOM, copied into the image (envkit.sbom)
 
     @classmethod
     def from_lock(cls, spec_sha256: str, lock: LockState, wheelhouse: str | None = None) -> DockerfileInputs:
@@ -309,11 +310,18 @@ def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str, os_step: 
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
         f"{os_step}"
         f"COPY --from=builder {ENV_PREFIX} {ENV_PREFIX}\n"
+        f"{_sbom_step(inputs)}"
         f"ENV {env_lines}\n"
         f"USER {USER_UID}:{USER_UID}\n"
         f"WORKDIR /home/{USER_NAME}\n"
         'CMD ["python"]\n'
     )
+
+
+def _sbom_step(inputs: DockerfileInputs) -> str:
+    if not inputs.sbom:
+        return ""
+    return f"COPY {inputs.sbom} {ENV_PREFIX}/share/envkit/{inputs.sbom}\n"
 
 
 def _env_words(spec: Spec) -> dict[str, str]:

@@ -8,6 +8,7 @@ save or load); :class:`DockerArchive` is its Docker adapter. Errors become
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,23 +49,24 @@ class ImageArchive(Protocol):
 
 
 class DockerArchive:
-    """:class:`ImageArchive` on the Docker Engine API (its own client: long timeouts)."""
+    """:class:`ImageArchive` on the Docker Engine API: the engine adapter's client, long timeouts
+    while saving or loading (a multi-GB layer is minutes without a byte on the socket)."""
 
-    def __init__(self, client: Any | None = None) -> None:
-        import docker
-
+    def __init__(self, client: Any) -> None:
         from envkit.build.docker_api import translate_error
 
         self._translate = translate_error
         self._errors = _sdk_errors()
-        if client is None:
-            try:
-                client = docker.APIClient(
-                    **docker.utils.kwargs_from_env(), version="auto", timeout=_TIMEOUT_S
-                )
-            except self._errors as e:
-                raise translate_error(e) from e
         self.api = client
+
+    @contextmanager
+    def _patient(self) -> Iterator[None]:
+        before = self.api.timeout
+        self.api.timeout = _TIMEOUT_S
+        try:
+            yield
+        finally:
+            self.api.timeout = before
 
     def facts(self, image: str) -> ImageFacts | None:
         import docker.errors
@@ -87,7 +89,7 @@ class DockerArchive:
 
     def save(self, image: str, dest: Path) -> None:
         try:
-            with dest.open("wb") as out:
+            with self._patient(), dest.open("wb") as out:
                 for chunk in self.api.get_image(image, chunk_size=_CHUNK):
                     out.write(chunk)
         except self._errors as e:
@@ -96,7 +98,7 @@ class DockerArchive:
     def load(self, archive: Path) -> tuple[str, ...]:
         messages: list[str] = []
         try:
-            with archive.open("rb") as fh:
+            with self._patient(), archive.open("rb") as fh:
                 for chunk in _chunks(self.api.load_image(fh)):
                     if "error" in chunk:
                         detail = chunk.get("errorDetail") or {}

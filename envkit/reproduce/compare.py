@@ -169,6 +169,7 @@ def compare_saved(left: SavedImage, right: SavedImage) -> ImageDiff:
         a = left.entries(position, hashes=True) if a_id else {}
         b = right.entries(position, hashes=True) if b_id else {}
         diffs = [d for p in sorted(set(a) | set(b)) if (d := _diff(p, a.get(p), b.get(p))) is not None]
+        diffs.sort(key=lambda d: (not _content(d), d.path))
         touched.update(_target(p) for p in (*a, *b))
         layers.append(
             LayerDiff(position, a_id, b_id, tuple(diffs[:MAX_LISTED]), max(0, len(diffs) - MAX_LISTED))
@@ -193,8 +194,14 @@ def compare_saved(left: SavedImage, right: SavedImage) -> ImageDiff:
                 theirs = right.hashed(b_pos, theirs)
             if (d := _diff(path, mine, theirs)) is not None:
                 files.append(d)
+    files.sort(key=lambda d: (not _content(d), d.path))  # content first: a new epoch re-dates every file
     config = tuple(_config_diff(left.config, right.config))
     return ImageDiff(tuple(layers), tuple(files[:MAX_LISTED]), config, max(0, len(files) - MAX_LISTED))
+
+
+def _content(diff: EntryDiff) -> bool:
+    """Whether the bytes or the kind differ (not only mode, owner or mtime)."""
+    return diff.change != "changed" or bool({"kind", "size", "sha256", "link"} & set(diff.fields))
 
 
 def _target(path: str) -> str:
