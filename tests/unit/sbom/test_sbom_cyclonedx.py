@@ -115,13 +115,14 @@ def test_deeply_nested_components_are_bounded() -> None:
 
 
 def test_spdx_by_purl() -> None:
+    deb = "pkg:deb/debian/bash@5.2"
     numpy = "pkg:conda/numpy@1.26.4?build=py311h0_0&channel=https://conda.anaconda.org/conda-forge"
     data = {"spdxVersion": "SPDX-2.3", "packages": [
         {"name": "six", "versionInfo": "1.16.0", "externalRefs": [
             {"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl",
              "referenceLocator": "pkg:pypi/six@1.16.0"}]},
         {"name": "numpy", "externalRefs": [{"referenceType": "purl", "referenceLocator": numpy}]},
-        {"name": "bash", "externalRefs": [{"referenceType": "purl", "referenceLocator": "pkg:deb/debian/bash@5.2"}]},
+        {"name": "bash", "externalRefs": [{"referenceType": "purl", "referenceLocator": deb}]},
     ]}  # fmt: skip
     found = parse_inventory(json.dumps(data), path="x.spdx.json", label="x")
     assert {(p.name, p.version, p.installer, p.channel) for p in found.packages} == {
