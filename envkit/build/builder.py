@@ -14,6 +14,7 @@ with ``--frozen``.
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from envkit import __version__, _proc
 from envkit._atomic import write_text_atomic
+from envkit.build.attest import write_build_provenance
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
 from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
 from envkit.build.locks import Locker, lock_state
@@ -116,6 +118,7 @@ class BuildResult:
     pruned_bytes: int = 0  # the builder stage's untagged image(s), removed after the build
     pack: str | None = None  # offline conda builds: the pack file, or "collected" (gathered on the host)
     pack_files: int = 0
+    provenance: str | None = None  # .envkit/provenance/NAME-<id12>.intoto.json (envkit.sbom.provenance)
     normalized: dict[str, object] | None = (
         None  # envkit.reproduce.image.NormalizeResult (reproducible layers)
     )
@@ -290,6 +293,7 @@ class Builder:
         self, loaded: LoadedSpec, options: BuildOptions = BuildOptions(), on_event: EventSink | None = None
     ) -> BuildResult:
         start = time.monotonic()
+        started = dt.datetime.now(dt.timezone.utc)
         prepared = self.prepare(loaded, options, on_event)
         existing = self.engine.inspect(prepared.tag)
         if existing is not None and not options.nocache:
@@ -314,8 +318,14 @@ class Builder:
         self.engine.tag(prepared.tag, prepared.latest)
         if prepared.sbom is not None:  # beside the lock it describes
             write_text_atomic(image_dir(self.root, prepared.name) / SBOM_NAME, prepared.sbom)
+        base = runtime_image_ref(loaded.spec, self.catalog)
+        base_info = self.engine.inspect(base)
+        provenance = write_build_provenance(
+            self.root, self.catalog, loaded, prepared, image_id=info.id, base=base,
+            base_id=base_info.id if base_info else None, started=started, nocache=options.nocache,
+        )  # fmt: skip
         result = self._result(prepared, info, "built", log_path, start)
-        return replace(result, pruned_bytes=pruned, normalized=normalized)
+        return replace(result, pruned_bytes=pruned, normalized=normalized, provenance=str(provenance))
 
     def _normalize(
         self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO

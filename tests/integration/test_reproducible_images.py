@@ -27,6 +27,7 @@ from typing import Any
 
 import docker
 import pytest
+import requests
 
 from envkit.build.bootstrap import bootstrap_image
 from envkit.build.docker_api import DockerEngine
@@ -71,12 +72,13 @@ def _client(host: str | None) -> Iterator[docker.APIClient]:
 
 
 def _answers(host: str) -> bool:
+    client = docker.APIClient(base_url=host, version="1.41", timeout=5)  # no request before the ping
     try:
-        with _client(host) as client:
-            client.ping()
-        return True
-    except docker.errors.DockerException:
+        return bool(client.ping())
+    except (docker.errors.DockerException, OSError, requests.exceptions.RequestException):
         return False
+    finally:
+        client.close()
 
 
 @pytest.fixture(scope="module")
