@@ -65,14 +65,17 @@ def verify(target: str, pack: Path | None) -> CommandResult:
     )  # fmt: skip
     with working(f"rebuilding {name} from its lock (--no-cache)"):
         result = verify_image(services().builder(root, catalog), archive, loaded, image, options)
-    code = ExitCode.OK if result.equal else ExitCode.FINDINGS
+    code = ExitCode.OK if result.ok else ExitCode.FINDINGS
     return CommandResult("verify", result.to_json(), lambda: _text(result), code)
 
 
 def _text(result: VerifyResult) -> str:
+    notes = [f"  finding: {f}" for f in result.findings]
     if result.equal:
-        return f"{result.image}: reproduced (image {result.image_id} = rebuild from the lock)"
-    lines = [f"{result.image}: NOT reproduced: image {result.image_id}, rebuild {result.rebuilt_id} "
+        return "\n".join(
+            [f"{result.image}: reproduced (image {result.image_id} = rebuild from the lock)", *notes]
+        )
+    lines = [*notes, f"{result.image}: NOT reproduced: image {result.image_id}, rebuild {result.rebuilt_id} "
              f"(tagged {result.rebuilt_tag})"]  # fmt: skip
     if result.image_lock_sha256 != result.lock_sha256:
         lines.append(f"  the image was built from lock {result.image_lock_sha256}; the committed lock is "

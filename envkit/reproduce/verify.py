@@ -17,11 +17,14 @@ from typing import Any
 
 from envkit import _proc
 from envkit.build.builder import Builder, BuildOptions, image_repo
+from envkit.build.locks import lock_state
 from envkit.errors import EnvkitError, UsageError
 from envkit.render.dockerfile import LOCK_LABEL
 from envkit.reproduce.archive import ImageArchive
+from envkit.reproduce.attestations import check_provenance, check_sbom
 from envkit.reproduce.compare import EntryDiff, ImageDiff, SavedImage, compare_saved, saved_image
-from envkit.spec.load import LoadedSpec
+from envkit.spec.images import runtime_image_ref
+from envkit.spec.load import LoadedSpec, image_dir
 
 __all__ = ["DIFFOSCOPE_FILES", "Diffoscope", "VerifyResult", "verify_image"]
 
@@ -52,14 +55,20 @@ class VerifyResult:
     diff: ImageDiff | None
     diffoscope: tuple[Diffoscope, ...] = ()
     diffoscope_missing: bool = False
+    findings: tuple[str, ...] = ()  # the SBOM and provenance against the lock (envkit.reproduce.attestations)
 
     @property
     def equal(self) -> bool:
         return self.image_id == self.rebuilt_id
 
+    @property
+    def ok(self) -> bool:
+        return self.equal and not self.findings
+
     def to_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {k: v for k, v in self.__dict__.items() if k not in ("diff", "diffoscope")}
-        found["equal"] = self.equal
+        found["equal"], found["ok"] = self.equal, self.ok
+        found["findings"] = list(self.findings)
         found["diff"] = self.diff.to_json() if self.diff else None
         found["diffoscope"] = [d.to_json() for d in self.diffoscope]
         return found
@@ -77,10 +86,16 @@ def verify_image(
     facts = archive.facts(image)
     if facts is None:
         raise UsageError(f"no image {image} in the engine", hint=f"build it: envkit build {loaded.spec.name}")
+    name = loaded.spec.name
+    base = archive.facts(runtime_image_ref(loaded.spec, builder.catalog))
+    findings = [  # before the rebuild, which writes both again
+        *check_sbom(image_dir(builder.root, name), facts.labels, lock_state(builder.root, loaded)),
+        *check_provenance(builder.root, name, facts.id, facts.labels, base.id if base else None),
+    ]
     built = builder.build(loaded, replace(options, nocache=True, frozen=True))
     lock = built.labels.get(LOCK_LABEL)
-    result = VerifyResult(loaded.spec.name, image, facts.id, built.image_id, None, lock,
-                          facts.labels.get(LOCK_LABEL), None)  # fmt: skip
+    result = VerifyResult(name, image, facts.id, built.image_id, None, lock, facts.labels.get(LOCK_LABEL),
+                          None, findings=tuple(findings))  # fmt: skip
     if result.equal:
         return result
     rebuilt_tag = f"{image_repo(loaded.spec.name)}:rebuilt"
