@@ -41,9 +41,8 @@ def main() -> None:
             result = normalize_layer(layer, out, 1_700_000_000)
         seconds = time.perf_counter() - start
         assert result.size == planned
-    print(
-        f"   normalize: {files} files, {size / 1e6:.0f} MB in {seconds:.2f} s ({size / 1e6 / seconds:.0f} MB/s)"
-    )
+    rate = size / 1e6 / seconds
+    print(f"   normalize: {files} files, {size / 1e6:.0f} MB in {seconds:.2f} s ({rate:.0f} MB/s)")
 
 
 if __name__ == "__main__":
