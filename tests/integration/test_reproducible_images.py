@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -27,7 +28,6 @@ from typing import Any
 
 import docker
 import pytest
-import requests
 
 from envkit.build.bootstrap import bootstrap_image
 from envkit.build.docker_api import DockerEngine
@@ -71,14 +71,16 @@ def _client(host: str | None) -> Iterator[docker.APIClient]:
         client.close()
 
 
-def _answers(host: str) -> bool:
-    client = docker.APIClient(base_url=host, version="1.41", timeout=5)  # no request before the ping
-    try:
-        return bool(client.ping())
-    except (docker.errors.DockerException, OSError, requests.exceptions.RequestException):
-        return False
-    finally:
-        client.close()
+def _listening(socket_path: Path) -> bool:
+    """Whether dockerd accepts connections (a socket of our own: docker-py's unix connection leaks its
+    socket when connect() fails, a ResourceWarning at some later garbage collection)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(2)
+        try:
+            probe.connect(str(socket_path))
+        except OSError:
+            return False
+    return True
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +104,7 @@ def second_engine(engine: DockerEngine, base_image: str) -> Iterator[str]:
     daemon = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     try:
         for _ in range(120):
-            if _answers(host):
+            if _listening(root / "docker.sock"):
                 break
             if daemon.poll() is not None:
                 pytest.fail(f"the second dockerd exited: {(root / 'dockerd.log').read_text()[-2000:]}")
