@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from envkit.reproduce.layers import normalize_layer, normalized_size
+from envkit.reproduce.layers import LayerPlan
 
 
 def main() -> None:
@@ -37,8 +37,9 @@ def main() -> None:
         size = source.stat().st_size
         start = time.perf_counter()
         with tarfile.open(source, "r:") as layer, (Path(tmp) / "out.tar").open("wb") as out:
-            planned = normalized_size(layer, 1_700_000_000)
-            result = normalize_layer(layer, out, 1_700_000_000)
+            plan = LayerPlan(layer, 1_700_000_000)
+            planned = plan.size
+            result = plan.write(out)
         seconds = time.perf_counter() - start
         assert result.size == planned
     rate = size / 1e6 / seconds

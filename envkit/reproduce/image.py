@@ -35,7 +35,7 @@ from typing import IO, Any
 from envkit.errors import EngineError
 from envkit.reproduce.archive import ImageArchive
 from envkit.reproduce.epoch import EPOCH_LABEL, epoch_rfc3339
-from envkit.reproduce.layers import BLOCK, RECORD, normalize_layer, normalized_size
+from envkit.reproduce.layers import BLOCK, RECORD, LayerPlan
 
 __all__ = ["NormalizeResult", "normalize_image", "normalized_config", "read_saved"]
 
@@ -179,10 +179,11 @@ def _normalize_member(saved: tarfile.TarFile, path: str, epoch: int, writer: _Ar
     if handle is None:
         raise EngineError(f"docker save: {path} is not a file", hint="retry the build")
     with tarfile.open(fileobj=handle, mode="r:", encoding="utf-8", errors="surrogateescape") as layer:
-        size = normalized_size(layer, epoch)
+        plan = LayerPlan(layer, epoch)
+        size = plan.size
         # the name needs the diff_id, known only after writing: a fixed-width placeholder, patched after
         offset = writer.begin("0" * 64 + "/layer.tar", size)
-        result = normalize_layer(layer, writer.out, epoch)
+        result = plan.write(writer.out)
         writer.end(size)
     hexid = result.diff_id.split(":", 1)[1]
     writer.patch_name(offset, hexid + "/layer.tar", size)

@@ -23,9 +23,9 @@ import re
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, BinaryIO, cast
+from typing import IO, BinaryIO
 
-__all__ = ["LayerEntry", "NormalizedLayer", "iter_entries", "normalize_layer", "normalized_size"]
+__all__ = ["LayerEntry", "LayerPlan", "NormalizedLayer", "iter_entries", "normalize_layer", "normalized_size"]
 
 RECORD = tarfile.RECORDSIZE  # 10240: tarfile pads the archive to a multiple of it
 BLOCK = tarfile.BLOCKSIZE
@@ -81,8 +81,9 @@ def _needs_rewrite(name: str) -> bool:
     return name.endswith("conda-meta/history")
 
 
-class _Plan:
-    """The normalized member list of a source tar: headers, and where each one's data comes from."""
+class LayerPlan:
+    """The normalized member list of a source tar: each header (encoded once), where its data comes
+    from, and the archive's size before a byte is written (the outer archive's header needs it)."""
 
     def __init__(self, source: tarfile.TarFile, epoch: int) -> None:
         members = [m for m in source.getmembers() if m.type != tarfile.GNUTYPE_SPARSE]
@@ -98,7 +99,7 @@ class _Plan:
             first = min(names)
             for name in names:
                 carrier[name] = first
-        self.items: list[tuple[tarfile.TarInfo, tarfile.TarInfo | None, bytes | None]] = []
+        self.items: list[tuple[bytes, int, tarfile.TarInfo | None, bytes | None]] = []
         for m in sorted(members, key=lambda m: m.name.encode("utf-8", "surrogateescape")):
             info = tarfile.TarInfo(m.name)
             info.mode = m.mode
@@ -123,15 +124,38 @@ class _Plan:
                     info.size, data_from = len(data), None
             else:
                 info.type, info.linkname, info.size = m.type, m.linkname, 0
-            self.items.append((info, data_from, data))
+            header = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+            self.items.append((header, info.size, data_from, data))
+        total = sum(len(h) + -(-n // BLOCK) * BLOCK for h, n, _, _ in self.items) + 2 * BLOCK
+        self.size = -(-total // RECORD) * RECORD  # what tarfile writes: padded to whole records
+        self.source = source
 
-    def size(self) -> int:
-        total = 0
-        for info, _, _ in self.items:
-            total += len(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
-            total += -(-info.size // BLOCK) * BLOCK
-        total += 2 * BLOCK
-        return -(-total // RECORD) * RECORD
+    def write(self, out: IO[bytes]) -> NormalizedLayer:
+        """Write the normalized tar to ``out``; its diff_id (sha256) and size."""
+        writer = _HashingWriter(out)
+        for header, size, data_from, data in self.items:
+            writer.write(header)
+            if data is not None:
+                writer.write(data)
+            elif data_from is not None:
+                _copy(self.source, data_from, writer)
+            writer.write(b"\0" * (-size % BLOCK))
+        writer.write(b"\0" * (2 * BLOCK))
+        writer.write(b"\0" * (-writer.count % RECORD))
+        if writer.count != self.size:
+            raise RuntimeError(f"normalized layer: wrote {writer.count} bytes, planned {self.size}")
+        return NormalizedLayer(f"sha256:{writer.digest.hexdigest()}", writer.count, len(self.items))
+
+
+def _copy(source: tarfile.TarFile, member: tarfile.TarInfo, writer: _HashingWriter) -> None:
+    handle = source.extractfile(member)
+    left = member.size
+    while left > 0 and handle is not None:
+        chunk = handle.read(min(left, _COPY))
+        if not chunk:
+            raise ValueError(f"{member.name}: the layer ends inside this file")
+        writer.write(chunk)
+        left -= len(chunk)
 
 
 def _link_root(member: tarfile.TarInfo, by_name: dict[str, tarfile.TarInfo]) -> str:
@@ -165,46 +189,13 @@ class _HashingWriter:
 
 
 def normalized_size(source: tarfile.TarFile, epoch: int) -> int:
-    """The byte size :func:`normalize_layer` will write for ``source`` (a tar header needs it first)."""
-    return _Plan(source, epoch).size()
+    """The byte size :func:`normalize_layer` writes for ``source``."""
+    return LayerPlan(source, epoch).size
 
 
 def normalize_layer(source: tarfile.TarFile, out: IO[bytes], epoch: int) -> NormalizedLayer:
     """Write ``source`` (opened for random access) to ``out`` normalized; return its diff_id."""
-    plan = _Plan(source, epoch)
-    writer = _HashingWriter(out)
-    # stream mode "w|": tarfile never seeks or reads back what it wrote
-    with tarfile.open(
-        fileobj=cast("IO[bytes]", writer),
-        mode="w|",
-        format=tarfile.PAX_FORMAT,
-        encoding="utf-8",
-        errors="surrogateescape",
-    ) as target:
-        for info, data_from, data in plan.items:
-            if data is not None:
-                target.addfile(info, _BytesReader(data))
-            elif data_from is not None:
-                handle = source.extractfile(data_from)
-                target.addfile(info, handle)
-            else:
-                target.addfile(info)
-    expected = plan.size()
-    if writer.count != expected:
-        raise RuntimeError(f"normalized layer: wrote {writer.count} bytes, planned {expected}")
-    return NormalizedLayer(f"sha256:{writer.digest.hexdigest()}", writer.count, len(plan.items))
-
-
-class _BytesReader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def read(self, size: int = -1) -> bytes:
-        end = len(self.data) if size < 0 else self.pos + size
-        chunk = self.data[self.pos : end]
-        self.pos += len(chunk)
-        return chunk
+    return LayerPlan(source, epoch).write(out)
 
 
 def iter_entries(fileobj: BinaryIO, *, hashes: bool = True, only: str | None = None) -> Iterator[LayerEntry]:
