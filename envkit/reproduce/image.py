@@ -53,6 +53,7 @@ class NormalizeResult:
     own_layers: int
     bytes_rewritten: int
     seconds: float
+    stages: dict[str, float]  # save, rewrite, load, remove: where the seconds went
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -138,6 +139,7 @@ def normalize_image(
     with tempfile.TemporaryDirectory(prefix="envkit-normalize-", dir=workdir) as tmp:
         saved_path, load_path = Path(tmp) / "saved.tar", Path(tmp) / "load.tar"
         archive.save(image, saved_path)
+        stages = {"save": time.monotonic() - start}
         with tarfile.open(saved_path, "r:") as saved, load_path.open("wb") as out:
             _, layers, config = read_saved(saved)
             if len(layers) != len(facts.diff_ids):
@@ -160,9 +162,11 @@ def normalize_image(
             writer.add("manifest.json", json.dumps(manifest, separators=(",", ":")).encode())
             writer.close()
         saved_path.unlink()
+        stages["rewrite"] = time.monotonic() - start - sum(stages.values())
         new_id = f"sha256:{config_name}"
         if new_id != facts.id:
             archive.load(load_path)
+            stages["load"] = time.monotonic() - start - sum(stages.values())
             loaded = archive.facts(tag)
             if loaded is None or loaded.id != new_id:
                 got = loaded.id if loaded else None
@@ -170,8 +174,10 @@ def normalize_image(
                     f"docker load gave {tag} the id {got}, not {new_id}", hint="retry the build"
                 )
             archive.remove(facts.id)
-    return NormalizeResult(new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten,
-                           round(time.monotonic() - start, 3))  # fmt: skip
+            stages["remove"] = time.monotonic() - start - sum(stages.values())
+    seconds = round(time.monotonic() - start, 3)
+    spent = {k: round(v, 3) for k, v in stages.items()}
+    return NormalizeResult(new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten, seconds, spent)
 
 
 def _normalize_member(saved: tarfile.TarFile, path: str, epoch: int, writer: _ArchiveWriter) -> str:
