@@ -21,8 +21,8 @@ __all__ = [
     "without_features",
 ]
 
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
-_VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
+_VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*\Z")
 _PIP_CHANNELS = {"pypi", "<pip>"}
 # conda list's build column for pip-installed packages; ``<pip>`` is conda < 4.6's three-column row.
 _PIP_BUILDS = {"pypi_0", "dev_0", "<pip>"}
@@ -32,7 +32,7 @@ _CHANNEL_ALIASES = {"defaults": "pkgs/main"}
 # One pip requirement line: ``name[extras] <op> version ; marker`` or ``name @ url``.
 REQUIREMENT = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*"
-    r"(?:(?P<op>===|==|~=|!=|>=|<=|>|<)\s*(?P<version>[^\s;,]+)[^;]*|@\s*(?P<url>\S+))?\s*(?:;.*)?$"
+    r"(?:(?P<op>===|==|~=|!=|>=|<=|>|<)\s*(?P<version>[^\s;,]+)[^;]*|@\s*(?P<url>\S+))?\s*(?:;.*)?\Z"
 )
 EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")
 _GIT_SHA = re.compile(r"@([0-9a-f]{7,40})(?:#|$)")
@@ -155,12 +155,16 @@ def requirement_version(match: re.Match[str]) -> str:
 
 def channel_from_url(url: str) -> str:
     """``https://conda.anaconda.org/conda-forge/linux-64/x.conda`` -> ``conda-forge``;
-    ``https://repo.anaconda.com/pkgs/main/...`` -> ``pkgs/main``."""
+    ``https://repo.anaconda.com/pkgs/main/...`` -> ``pkgs/main``; a channel URL without a package
+    (``conda list``'s channel column: ``http://127.0.0.1:8000``) -> ``127.0.0.1:8000``, the name
+    the package URLs of that channel give."""
     base = url.split("#", 1)[0]
     parts = [p for p in base.split("/") if p]
-    if len(parts) < 3:
+    if "://" not in base or len(parts) < 2:  # already a name: ``conda-forge``, ``pkgs/main``
         return base
     host, rest = parts[1], parts[2:]
+    if rest[:1] == ["t"] and len(rest) > 2:  # an access token (/t/<token>/) is no part of the name
+        rest = rest[2:]
     subdirs = {
         "noarch",
         "linux-64",

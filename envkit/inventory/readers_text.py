@@ -26,10 +26,10 @@ __all__ = [
 ]
 
 _PROMPT = re.compile(r"^(\(.*?\)\s*)?\S*[@:]\S*[$#>]\s|^[$>]\s|conda list|mamba list|micromamba list")
-_TABLE_HEADER = re.compile(r"^#?\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
-_SEPARATOR = re.compile(r"^[\s\-=─━_]+$")
-_EXPORT = re.compile(r"^([^\s=]+)=([^\s=]+)(?:=([^\s=]+))?$")
-_PLAIN_PIN = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._+-]*)===?([A-Za-z0-9_][A-Za-z0-9._+!*-]*)$")
+_TABLE_HEADER = re.compile(r"^#?\s*Name\s+Version\s+Build(\s+Channel)?\s*\Z")
+_SEPARATOR = re.compile(r"^[\s\-=─━_]+\Z")
+_EXPORT = re.compile(r"^([^\s=]+)=([^\s=]+)(?:=([^\s=]+))?\Z")
+_PLAIN_PIN = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._+-]*)===?([A-Za-z0-9_][A-Za-z0-9._+!*-]*)\Z")
 _EDITABLE_NOTE = re.compile(r"^#\s*Editable install.*\(([A-Za-z0-9._-]+)==([^)\s]+)\)")
 
 
@@ -68,6 +68,8 @@ def _add_conda_row(fields: list[str], number: int, c: Collector, env: str | None
     """
     build = fields[2] if len(fields) > 2 else None
     channel = fields[3] if len(fields) > 3 else (None if build == "<pip>" else "pkgs/main")
+    if channel and "://" in channel:  # conda prints a channel's URL for channels it has no name for
+        channel = channel_from_url(channel)
     c.add(fields[0], fields[1], "conda", line=number, build=build, channel=channel, env=env)
 
 

@@ -6,6 +6,7 @@ has no timestamps, so relocking an unchanged spec gives identical bytes.
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 import warnings
@@ -17,19 +18,27 @@ from typing import Any
 import yaml
 
 with warnings.catch_warnings():  # conda-lock's vendored conda warns about itself on import
+    _CONDA_ROOT = os.environ.get("CONDA_ROOT")  # and sets it: restored below
     warnings.simplefilter("ignore", DeprecationWarning)
     warnings.simplefilter("ignore", PendingDeprecationWarning)
     from conda_lock.lockfile import parse_conda_lock_file, write_conda_lock_file
     from conda_lock.lockfile.v1.models import HashModel, LockMeta
     from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
     from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile, lockfile_v1_to_v2
-
 from pydantic import ValidationError
 
 from envkit._yaml import YamlProblem, load_bounded_fast
 from envkit.errors import LockError
 from envkit.lock.solver import CondaPackage, PipPackage
 from envkit.spec.models import ARCHES
+
+# conda-lock's vendored conda sets CONDA_ROOT=sys.prefix (envkit's venv) in os.environ on import:
+# every conda envkit then starts (`snapshot` runs `conda list --json`) would look for its root
+# .condarc there, not in its own install (seen with real conda: 24.3.0 then asks for libmamba).
+if _CONDA_ROOT is None:
+    os.environ.pop("CONDA_ROOT", None)
+else:
+    os.environ["CONDA_ROOT"] = _CONDA_ROOT
 
 __all__ = [
     "CONDA_LOCK",
@@ -288,8 +297,8 @@ def requirements_lock(header: str, pip: Mapping[str, Sequence[PipPackage]], opti
     return header + "".join(lines)
 
 
-_REQ_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)(?: ; [^\\]+)? \\$")
-_HASH_LINE = re.compile(r"^    --hash=sha256:([0-9a-f]{64})( \\)?$")
+_REQ_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)(?: ; [^\\]+)? \\\Z")
+_HASH_LINE = re.compile(r"^    --hash=sha256:([0-9a-f]{64})( \\)?\Z")
 
 
 def parse_requirements_lock(text: str) -> tuple[list[str], dict[tuple[str, str], list[str]]]:

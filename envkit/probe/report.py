@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envkit._atomic import write_text_atomic
+from envkit._atomic import state_dir, write_text_atomic
+from envkit._io import open_regular
 from envkit.errors import ReportError
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
@@ -86,7 +87,7 @@ def _check_depth(data: Any, source: str) -> None:
 
 def load_report(path: Path) -> ProbeReport:
     try:
-        with path.open("rb") as fh:
+        with open_regular(path, follow=True) as fh:  # a FIFO or device is refused, never waited on
             data = fh.read(MAX_BYTES + 1)
     except FileNotFoundError as e:
         raise ReportError(
@@ -107,7 +108,7 @@ def dump_report(report: Mapping[str, Any]) -> str:
 
 def default_store(root: Path, environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
-    return Path(env["ENVKIT_STORE"]) if env.get("ENVKIT_STORE") else root / ".envkit" / "reports"
+    return Path(env["ENVKIT_STORE"]) if env.get("ENVKIT_STORE") else state_dir(root, "reports")
 
 
 def safe_name(text: str) -> str:
@@ -121,7 +122,7 @@ def store_path(store: Path, host: str, label: str) -> Path:
 def save_to_store(report: Mapping[str, Any], store: Path, label: str) -> Path:
     host = str(report.get("fingerprint", {}).get("host") or "unknown")
     path = store_path(store, host, label)
-    write_text_atomic(path, dump_report(report))
+    write_text_atomic(path, dump_report(report), within=store)
     return path
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit import __version__
-from envkit._atomic import write_text_atomic
+from envkit._atomic import state_dir, write_text_atomic
 from envkit.errors import UsageError
 
 __all__ = [
@@ -97,14 +97,14 @@ def provenance_statement(
 
 
 def provenance_path(root: Path, name: str, image_id: str) -> Path:
-    return root / ".envkit" / "provenance" / f"{name}-{image_id.removeprefix('sha256:')[:12]}.intoto.json"
+    return state_dir(root, "provenance") / f"{name}-{image_id.removeprefix('sha256:')[:12]}.intoto.json"
 
 
 def write_provenance(root: Path, name: str, statement: Mapping[str, Any]) -> Path:
     subject = statement["subject"][0]["digest"]["sha256"]
     path = provenance_path(root, name, subject)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(statement, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(path, json.dumps(statement, indent=2, sort_keys=True) + "\n", within=root)
     return path
 
 
