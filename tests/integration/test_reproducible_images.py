@@ -150,9 +150,13 @@ def _remove_images(host: str | None, name: str) -> None:
             client.remove_image(image["Id"], force=True)
 
 
-def _both_engines(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], root: Path, name: str,
+def _both_engines(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], spec: Path, text: str,
                   other: str) -> dict[str, Any]:  # fmt: skip
-    """``name`` built with --no-cache on the default engine and on ``other``: one image, layer by layer."""
+    """The spec ``text`` built with --no-cache on the default engine and on ``other``: one image, layer
+    by layer."""
+    spec.parent.mkdir(exist_ok=True)
+    spec.write_text(text)
+    root, name = spec.parent.parent, spec.stem
     code, first = _cli(monkeypatch, capsys, root, "build", name, "--offline", "--no-cache")
     assert code == 0, first
     code, second = _cli(
@@ -170,17 +174,29 @@ def _changed(verified: dict[str, Any]) -> dict[str, str]:
     return {f["path"]: f["change"] for f in verified["diff"]["files"]}
 
 
+def _bump_and_verify(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], spec: Path,
+                     text: str, image: str) -> dict[str, str]:  # fmt: skip
+    """Change the spec, lock it, verify the image built before: not reproduced, from another lock."""
+    root, name = spec.parent.parent, spec.stem
+    spec.write_text(text)
+    code, _ = _cli(monkeypatch, capsys, root, "lock", name)
+    assert code == 0
+    code, bumped = _cli(monkeypatch, capsys, root, "verify", image)
+    assert code == 1, bumped
+    assert bumped["result"]["image_lock_sha256"] != bumped["result"]["lock_sha256"]
+    return _changed(bumped["result"])
+
+
 def test_venv_image_is_reproducible_on_two_engines_and_verify_names_a_changed_file(
     engine: DockerEngine, base_image: str, second_engine: str, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     name = f"itest{RUN}-rvenv"
     spec = tmp_path / "environments" / f"{name}.yaml"
-    spec.parent.mkdir()
     text = f'name: {name}\npython: "3.11"\ncuda: cpu\ninstaller: venv\nbase_image: {base_image}\npip:\n'
-    spec.write_text(text + "  - packaging==24.1\n  - six==1.16.0\n")
     try:
-        built = _both_engines(monkeypatch, capsys, tmp_path, name, second_engine)
+        built = _both_engines(monkeypatch, capsys, spec, text + "  - packaging==24.1\n  - six==1.16.0\n",
+                              second_engine)  # fmt: skip
         code, verified = _cli(monkeypatch, capsys, tmp_path, "verify", name)
         assert code == 0 and verified["result"]["equal"] is True, verified  # a third build, the same image
 
@@ -206,13 +222,8 @@ def test_venv_image_is_reproducible_on_two_engines_and_verify_names_a_changed_fi
         assert engine.inspect(f"envkit/{name}:latest").id == result["image_id"]  # type: ignore[union-attr]
 
         # a dependency bump: the old image is not what the new lock builds; verify names the files
-        spec.write_text(text + "  - packaging==24.1\n  - six==1.17.0\n")
-        code, _ = _cli(monkeypatch, capsys, tmp_path, "lock", name)
-        assert code == 0
-        code, bumped = _cli(monkeypatch, capsys, tmp_path, "verify", built["tag"])
-        assert code == 1, bumped
-        files = _changed(bumped["result"])
-        assert bumped["result"]["image_lock_sha256"] != bumped["result"]["lock_sha256"]
+        files = _bump_and_verify(monkeypatch, capsys, spec, text + "  - packaging==24.1\n  - six==1.17.0\n",
+                                 built["tag"])  # fmt: skip
         assert files.get("opt/env/lib/python3.11/site-packages/six.py") == "changed"
         assert files.get("opt/env/lib/python3.11/site-packages/six-1.17.0.dist-info/METADATA") == "added"
         assert files.get("opt/env/lib/python3.11/site-packages/six-1.16.0.dist-info/METADATA") == "removed"
@@ -239,17 +250,12 @@ def test_conda_image_is_reproducible_on_two_engines_and_a_bump_is_named(
         pip,
     ])  # fmt: skip
     spec = tmp_path / "environments" / f"{name}.yaml"
-    spec.parent.mkdir()
     text = f'name: {name}\npython: "3.11"\ncuda: cpu\nchannels: [{url}]\nbase_image: {base_image}\n'
-    spec.write_text(text + "conda:\n  - tinylib 1.2.*\npip:\n  - six==1.16.0\n")
     try:
-        built = _both_engines(monkeypatch, capsys, tmp_path, name, second_engine)
-        spec.write_text(text + "conda:\n  - tinylib 1.3.*\npip:\n  - six==1.16.0\n")
-        code, _ = _cli(monkeypatch, capsys, tmp_path, "lock", name)
-        assert code == 0
-        code, bumped = _cli(monkeypatch, capsys, tmp_path, "verify", built["tag"])
-        assert code == 1, bumped
-        files = _changed(bumped["result"])
+        first = text + "conda:\n  - tinylib 1.2.*\npip:\n  - six==1.16.0\n"
+        built = _both_engines(monkeypatch, capsys, spec, first, second_engine)
+        bump = text + "conda:\n  - tinylib 1.3.*\npip:\n  - six==1.16.0\n"
+        files = _bump_and_verify(monkeypatch, capsys, spec, bump, built["tag"])
         site = "opt/env/lib/python3.11/site-packages"
         assert files.get(f"{site}/tinylib/__init__.py") == "changed", files
         assert files.get("opt/env/conda-meta/tinylib-1.3.0-pyh0_0.json") == "added", files
