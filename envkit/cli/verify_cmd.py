@@ -38,7 +38,9 @@ def verify(target: str, pack: Path | None) -> CommandResult:
     the image's own offline setting. Equal image IDs: exit 0. Otherwise exit 1, naming what
     differs layer by layer (diff_id) and file by file (path, size, sha256, mode, owner, mtime),
     and diffoscope's report on the first differing files when diffoscope is installed. The
-    verified image keeps its tags; the rebuild is tagged envkit/NAME:rebuilt.
+    verified image keeps its tags; the rebuild is tagged envkit/NAME:rebuilt. The SBOM beside the
+    lock (images/NAME/sbom.cdx.json) and the image's provenance (.envkit/provenance/) are checked
+    against the image and the lock too: a mismatch is a finding (exit 1).
     """
     root = project_root()
     engine = services().engine()
