@@ -18,7 +18,7 @@ __all__ = ["EPOCH_LABEL", "EPOCH_START", "EPOCH_WINDOW_S", "epoch_rfc3339", "sou
 EPOCH_LABEL = "io.envkit.source-date-epoch"
 EPOCH_START = 1_577_836_800  # 2020-01-01T00:00:00Z
 EPOCH_WINDOW_S = 5 * 365 * 86_400  # up to 2024-12-30
-_HEX = re.compile(r"^[0-9a-f]{16,}$")
+_HEX = re.compile(r"^[0-9a-f]{16,}\Z")
 
 
 def source_date_epoch(digest: str) -> int:
