@@ -66,6 +66,7 @@ FAILING = {
     "render": ["render", "no-such-env"],
     "snapshot": ["snapshot", "--store", "/proc/version/x"],
     "validate": ["validate", "no-such-env"],
+    "verify": ["verify", "no-such-env"],
 }
 
 
