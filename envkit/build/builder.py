@@ -14,15 +14,17 @@ with ``--frozen``.
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import io
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from envkit import __version__, _proc
-from envkit._atomic import atomic_writer, state_dir
+from envkit._atomic import atomic_writer, state_dir, write_text_atomic
+from envkit.build.attest import write_build_provenance
 from envkit.catalog import Catalog
 from envkit.engine.protocol import BuildEvent, ContainerEngine, ImageInfo
 from envkit.errors import BuildFailed, EngineError, UsageError
@@ -36,7 +38,12 @@ from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelh
 from envkit.render import render_image
 from envkit.render.context import ContextEntry, ContextFiles, context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
+from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, sbom_sha256, spec_sbom
+from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec, image_dir
+
+if TYPE_CHECKING:
+    from envkit.reproduce.archive import ImageArchive
 
 __all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "image_repo"]
 
@@ -76,6 +83,7 @@ class BuildPlan:
     warnings: tuple[str, ...] = ()
     relocked: bool = False  # this build solved the lock
     packed: PackedContext | None = None  # offline conda builds: the packed local channel
+    sbom: str | None = None  # the lock's CycloneDX SBOM: in the context, the image and beside the lock
 
     @property
     def digest(self) -> str:
@@ -112,6 +120,10 @@ class BuildResult:
     pruned_bytes: int = 0  # the builder stage's untagged image(s), removed after the build
     pack: str | None = None  # offline conda builds: the pack file, or "collected" (gathered on the host)
     pack_files: int = 0
+    provenance: str | None = None  # .envkit/provenance/NAME-<id12>.intoto.json (envkit.sbom.provenance)
+    normalized: dict[str, object] | None = (
+        None  # envkit.reproduce.image.NormalizeResult (reproducible layers)
+    )
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -131,8 +143,10 @@ class Builder:
         locker: Locker,
         pip_runner: _proc.Runner = _proc.run,
         fetcher: Fetcher | None = None,
+        archive: ImageArchive | None = None,
     ) -> None:
         self.engine = engine
+        self.archive = archive  # save/load for normalizing the built image (None: left as built)
         self.catalog = catalog
         self.root = root
         self.locker = locker
@@ -192,6 +206,10 @@ class Builder:
             conda_pack=INSTALLER if packed is not None else None,
             offline=offline,
         )
+        sbom = self._sbom(loaded, lock, inputs)
+        if sbom is not None:
+            inputs = replace(inputs, sbom=SBOM_NAME)
+            lock_files = {**lock_files, SBOM_NAME: sbom.encode("utf-8")}
         rendered = render_image(loaded, self.catalog, inputs)
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)
         build_labels = {  # the Dockerfile's LABELs carry spec/lock hashes, CUDA and frameworks
@@ -203,6 +221,8 @@ class Builder:
         }
         if inputs.lock_sha256:
             build_labels[LOCK_LABEL] = inputs.lock_sha256
+        if sbom is not None:
+            build_labels[SBOM_LABEL] = sbom_sha256(sbom)
         return BuildPlan(
             spec.name,
             context,
@@ -213,6 +233,15 @@ class Builder:
             tuple(warnings),
             was is not None,
             packed,
+            sbom,
+        )
+
+    def _sbom(self, loaded: LoadedSpec, lock: LockState, inputs: DockerfileInputs) -> str | None:
+        """The lock's CycloneDX SBOM (:mod:`envkit.sbom.cyclonedx`), naming the base image by its ID."""
+        base = runtime_image_ref(loaded.spec, self.catalog)
+        found = self.engine.inspect(base)
+        return spec_sbom(
+            loaded.spec, lock, ImageRef(base, found.id if found else None), inputs.source_date_epoch
         )
 
     def _packed(
@@ -243,6 +272,7 @@ class Builder:
         self, loaded: LoadedSpec, options: BuildOptions = BuildOptions(), on_event: EventSink | None = None
     ) -> BuildResult:
         start = time.monotonic()
+        started = dt.datetime.now(dt.timezone.utc)
         prepared = self.prepare(loaded, options, on_event)
         existing = self.engine.inspect(prepared.tag)
         if existing is not None and not options.nocache:
@@ -255,16 +285,47 @@ class Builder:
             log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
             try:
                 log.write(f"# envkit {__version__} build of {prepared.tag}\n")
-                self._stream(prepared, options, existing, log, log_path, on_event)
+                try:
+                    self._stream(prepared, options, existing, log, log_path, on_event)
+                finally:
+                    pruned = self._prune(prepared.name, log)
+                base = runtime_image_ref(loaded.spec, self.catalog)
+                normalized = self._normalize(prepared, base, existing, log)
             finally:
-                pruned = self._prune(prepared.name, log)
                 log.detach()
         info = self.engine.inspect(prepared.tag)
         if info is None:
             raise BuildFailed(f"the engine reported success but {prepared.tag} does not exist",
                               hint=f"see the log: {log_path}")  # fmt: skip
         self.engine.tag(prepared.tag, prepared.latest)
-        return replace(self._result(prepared, info, "built", log_path, start), pruned_bytes=pruned)
+        if prepared.sbom is not None:  # beside the lock it describes
+            write_text_atomic(
+                image_dir(self.root, prepared.name) / SBOM_NAME, prepared.sbom, within=self.root
+            )
+        base_info = self.engine.inspect(base)
+        provenance = write_build_provenance(
+            self.root, self.catalog, loaded, prepared, image_id=info.id, base=base,
+            base_id=base_info.id if base_info else None, started=started, nocache=options.nocache,
+        )  # fmt: skip
+        result = self._result(prepared, info, "built", log_path, start)
+        return replace(result, pruned_bytes=pruned, normalized=normalized, provenance=str(provenance))
+
+    def _normalize(
+        self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO
+    ) -> dict[str, object] | None:
+        """Rewrite the built image reproducibly (:mod:`envkit.reproduce.image`); no tag on failure."""
+        if self.archive is None:
+            return None
+        from envkit.reproduce.image import normalize_image
+
+        try:
+            done = normalize_image(self.archive, prepared.tag, base, tag=prepared.tag)
+        except (EngineError, KeyboardInterrupt) as e:
+            log.write(f"# normalizing failed: {getattr(e, 'message', e)}\n")
+            self._drop_tag(prepared.tag, existing)
+            raise
+        log.write(f"# normalized: {done.original_id} -> {done.image_id} ({done.seconds} s)\n")
+        return done.to_json()
 
     def _prune(self, name: str, log: TextIO) -> int:
         """Remove the builder stage's untagged image (hundreds of MB); best effort."""

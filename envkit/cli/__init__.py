@@ -67,6 +67,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "diff_cmd",
         "Capture this environment (conda list --json in a conda env, pip's view, Python, platform, host).",
     ),
+    "verify": (
+        "verify_cmd",
+        "Rebuild an image from its committed lock with --no-cache and compare digests, file by file.",
+    ),
     "validate": ("spec_cmds", "Check specs: every problem of a file at once, with line, field and a hint."),
 }
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from envkit.lock.fresh import EnvLocker
     from envkit.lock.solver import CondaSolver, PipResolver
     from envkit.offline.fetch import Fetcher
+    from envkit.reproduce.archive import ImageArchive
 
 __all__ = ["Services"]
 
@@ -43,6 +44,14 @@ def _docker_transport(engine: ContainerEngine) -> ImageTransport:
     if not isinstance(engine, DockerEngine):
         raise TypeError("the Docker transport needs the Docker engine")
     return DockerTransport(engine)
+
+
+def _docker_archive(engine: ContainerEngine) -> ImageArchive | None:
+    """``docker save``/``load`` for reproducible images; None for other engines (left as built)."""
+    from envkit.engine.docker_api import DockerEngine
+    from envkit.reproduce.archive import DockerArchive
+
+    return DockerArchive(engine.api) if isinstance(engine, DockerEngine) else None
 
 
 def _solvers() -> tuple[CondaSolver, PipResolver]:
@@ -85,6 +94,7 @@ class Services:
 
     engine_factory: Callable[[], ContainerEngine] = _docker_engine
     transport_factory: Callable[[ContainerEngine], ImageTransport] = _docker_transport
+    archive_factory: Callable[[ContainerEngine], ImageArchive | None] = _docker_archive
     solver_factory: Callable[[], tuple[CondaSolver, PipResolver]] = _solvers
     vuln_factory: Callable[[Path, bool], VulnService] = _vuln_service
     fetcher_factory: Callable[[], Fetcher] = _fetcher
@@ -119,7 +129,12 @@ class Services:
             locker=self.locker(catalog),
             fetcher=self.fetcher_factory(),
             pip_runner=self.pip_runner,
+            archive=self.archive(),
         )
+
+    def archive(self) -> ImageArchive | None:
+        """``docker save``/``load`` on this command line's engine (None: the engine has none)."""
+        return self.archive_factory(self.engine())
 
     def vuln_service(self, db: Path, online: bool) -> VulnService:
         return self.vuln_factory(db, online)

@@ -39,7 +39,7 @@ KIND = "envkit-guard-dump"
 SCHEMA = 1
 MAX_JSON = 64 * 1024 * 1024
 MAX_HEADER = 100 * 1024 * 1024
-NAME = re.compile(r"^[a-z][a-z0-9_]*\.(json|safetensors)$")
+NAME = re.compile(r"[a-z][a-z0-9_]*\.(json|safetensors)")
 TENSOR_FILES = ("batch.safetensors", "rng.safetensors", "model.safetensors", "optimizer.safetensors")
 JSON_FILES = ("batch.json", "rng.json", "optimizer.json", "records.json", "env.json")
 DTYPE_BYTES = {
@@ -198,7 +198,7 @@ def read_dump(path: Path) -> Dump:  # noqa: C901 (one check per manifest field)
 
 
 def _check_file(directory: Path, manifest_path: Path, name: Any, entry: Any) -> None:
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise _fail(manifest_path, f"files: {name!r} is not a dump file name (no paths, no dots)")
     if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
         raise _fail(manifest_path, f"files.{name}: expected {{sha256, bytes}}")

@@ -14,6 +14,7 @@ from envkit._yaml import YamlProblem, load_bounded_fast
 from envkit.errors import InventoryError
 from envkit.inventory import readers_data as rd
 from envkit.inventory import readers_locks as rl
+from envkit.inventory import readers_sbom as rs
 from envkit.inventory import readers_text as rt
 from envkit.inventory._collect import Collector
 from envkit.inventory.collect_env import SECTION, read_collect_env
@@ -44,6 +45,8 @@ FORMATS: dict[str, str] = {
     "uv-lock": "uv.lock (what `uv sync` installs on one platform)",
     "pylock": "pylock.toml (PEP 751; packages whose marker holds on one platform)",
     "poetry-lock": "poetry.lock (the locked packages, extras left out)",
+    "cyclonedx": "CycloneDX JSON SBOM (syft, trivy, pip-audit, envkit build): pypi and conda purls",
+    "spdx": "SPDX 2.x JSON SBOM (syft, trivy): pypi and conda purls",
 }
 
 _YAML_KEY = re.compile(r"^(name|channels|dependencies|prefix|version|metadata|package|variables):")
@@ -60,6 +63,10 @@ def _first_data_line(text: str) -> str:
 
 def _detect_json(data: Any) -> str | None:
     if isinstance(data, Mapping):
+        if rs.is_cyclonedx(data):
+            return "cyclonedx"
+        if rs.is_spdx(data):
+            return "spdx"
         if data.get("kind") == "envkit-snapshot":
             return "snapshot"
         if data.get("kind") == "envkit-probe-report" or "fingerprint" in data or "distributions" in data:
@@ -257,6 +264,8 @@ _READERS: dict[str, Callable[[str, Collector], None]] = {
     "uv-lock": lambda t, c: rl.read_uv_lock(_load_toml(t, c), c),
     "pylock": lambda t, c: rl.read_pylock(_load_toml(t, c), c),
     "poetry-lock": lambda t, c: rl.read_poetry_lock(_load_toml(t, c), c),
+    "cyclonedx": lambda t, c: rs.read_cyclonedx(_json_obj(t, c), c),
+    "spdx": lambda t, c: rs.read_spdx(_json_obj(t, c), c),
 }
 
 

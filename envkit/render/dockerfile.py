@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from envkit.catalog import Catalog, InstallerFile
 from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL
 from envkit.errors import UsageError
+from envkit.reproduce.epoch import EPOCH_LABEL, source_date_epoch
 from envkit.spec.images import runtime_image_ref
 from envkit.spec.models import ARCHES, Installer, Spec
 
@@ -52,6 +53,7 @@ class DockerfileInputs:
     wheelhouse: str | None = None  # e.g. "wheels": install pip packages offline from here
     conda_pack: str | None = None  # e.g. "installer": offline conda install from the packed local channel
     offline: bool = False  # the build has no network: OS libraries are checked, not installed
+    sbom: str | None = None  # e.g. "sbom.cdx.json": the lock's SBOM, copied into the image (envkit.sbom)
 
     @classmethod
     def from_lock(cls, spec_sha256: str, lock: LockState, wheelhouse: str | None = None) -> DockerfileInputs:
@@ -66,6 +68,17 @@ class DockerfileInputs:
             wheelhouse=wheelhouse,
         )
 
+    @property
+    def source_date_epoch(self) -> int:
+        """The build's SOURCE_DATE_EPOCH: from the lock digest (unlocked: the spec's), never the clock."""
+        return source_date_epoch(self.lock_sha256 or self.spec_sha256)
+
+
+def _epoch_arg(inputs: DockerfileInputs) -> str:
+    """``ARG SOURCE_DATE_EPOCH``: every RUN of the stage sees it (pip and compileall write checked-hash
+    .pyc files, useradd dates /etc/shadow by it); unlike ENV it is not left in the image's config."""
+    return f"ARG SOURCE_DATE_EPOCH={inputs.source_date_epoch}\n"
+
 
 def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
     found = {
@@ -78,6 +91,7 @@ def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
     }
     if inputs.lock_sha256:
         found[LOCK_LABEL] = inputs.lock_sha256
+    found[EPOCH_LABEL] = str(inputs.source_date_epoch)
     for framework, version in spec.frameworks.items():
         found[f"io.envkit.framework.{framework}"] = version
     return found
@@ -97,6 +111,7 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
         f"FROM {builder} AS builder\n",
         f'LABEL {STAGE_LABEL}="builder" {BUILDER_OF_LABEL}={docker_word(spec.name)}\n',
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n',
+        _epoch_arg(inputs),
     ]
     if spec.installer is Installer.VENV:
         parts.append(_venv_steps(spec, inputs))
@@ -291,15 +306,23 @@ def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str, os_step: 
         f"\nFROM {runtime} AS runtime\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
         f"LABEL {label_lines}\n"
+        f"{_epoch_arg(inputs)}"
         f"RUN groupadd --gid {USER_UID} {USER_NAME} \\\n"
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
         f"{os_step}"
         f"COPY --from=builder {ENV_PREFIX} {ENV_PREFIX}\n"
+        f"{_sbom_step(inputs)}"
         f"ENV {env_lines}\n"
         f"USER {USER_UID}:{USER_UID}\n"
         f"WORKDIR /home/{USER_NAME}\n"
         'CMD ["python"]\n'
     )
+
+
+def _sbom_step(inputs: DockerfileInputs) -> str:
+    if not inputs.sbom:
+        return ""
+    return f"COPY {inputs.sbom} {ENV_PREFIX}/share/envkit/{inputs.sbom}\n"
 
 
 def _env_words(spec: Spec) -> dict[str, str]:

@@ -7,7 +7,9 @@ the explicit lock (``url#md5`` lines), finds each package in the packed local ch
 ``PACKAGES_JSON`` (url -> path, sha256, md5 from conda-lock.yml), checks sha256 and md5 of every
 archive (py-rattler does not check ``file://`` packages), indexes the channel with py-rattler,
 installs exactly those records into PREFIX, and records in ``conda-meta`` the lock's URL and
-channel, as an online install from that channel would. No network is used.
+channel, as an online install from that channel would. No network is used. Under
+``SOURCE_DATE_EPOCH`` (the Dockerfile's ``ARG``) the records' ``indexed_timestamp`` (when
+py-rattler indexed the channel, in ms) is that epoch, so the image is reproducible.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -85,12 +88,16 @@ def main(argv: list[str]) -> int:
     cache = channel.parent / "pkgs"
     asyncio.run(rattler.install(records, prefix, cache_dir=cache, show_progress=False))
     origin = {path.name: url for url, path in files}
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
     for meta in sorted((prefix / "conda-meta").glob("*.json")):
         data = json.loads(meta.read_text("utf-8"))
         url = origin.get(data.get("fn", ""))
         if url:  # the package's identity: where the lock says it comes from
             data["url"], data["channel"] = url, url.rsplit("/", 2)[0]
             data.pop("extracted_package_dir", None)
+        if epoch.isdigit() and "indexed_timestamp" in data:  # when the builder indexed the channel (ms)
+            data["indexed_timestamp"] = int(epoch) * 1000
+        if url or "indexed_timestamp" in data:
             meta.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
         meta.chmod(0o644)  # rattler writes 0600; the image's non-root user (and conda list) must read them
     print(f"envkit: installed {len(records)} conda packages into {prefix} (py-rattler {_version()})")

@@ -57,6 +57,7 @@ FAILING = {
     "build": ["build", "no-such-env"],
     "catalog": ["catalog", "--section", "nope"],
     "diff": ["diff", "only-one"],
+    "guard": ["guard", "show", "no-such-run"],
     "images": ["images", "Bad Name"],
     "init": ["init", "--cuda", "99.9"],
     "lock": ["lock", "no-such-env"],
@@ -65,6 +66,7 @@ FAILING = {
     "render": ["render", "no-such-env"],
     "snapshot": ["snapshot", "--store", "/proc/version/x"],
     "validate": ["validate", "no-such-env"],
+    "verify": ["verify", "no-such-env"],
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -47,7 +48,9 @@ def _modules() -> list[Any]:
     for info in pkgutil.walk_packages(envkit.__path__, "envkit."):
         if ".payload" in info.name or info.name.endswith("__main__"):
             continue  # the payload runs as a script; __main__ runs the CLI
-        out.append(importlib.import_module(info.name))
+        with warnings.catch_warnings():  # guard's framework adapters import paddle, which warns
+            warnings.simplefilter("ignore")
+            out.append(importlib.import_module(info.name))
     return out
 
 

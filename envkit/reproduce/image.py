@@ -1,0 +1,237 @@
+"""Normalize what the engine built: the image's own layers, a deterministic config, loaded back.
+
+``docker save`` gives the image as the engine stored it; the layers of the base image (the
+runtime stage's ``FROM``) are kept byte for byte (their diff_ids are the base's), every layer
+after them is rewritten by :func:`envkit.reproduce.layers.normalize_layer`, and the config is
+rebuilt without the build's noise:
+
+- ``created`` and each own history entry's ``created``: ``SOURCE_DATE_EPOCH`` (the image label
+  ``io.envkit.source-date-epoch``, which the Dockerfile took from the lock digest);
+- ``container``, ``container_config``, ``docker_version`` (the builder's container id and its
+  config, the engine's version): dropped; ``config.Image`` (the id of the intermediate parent
+  image, itself dated) and ``config.Hostname``: emptied;
+- content hashes in ``created_by`` (``COPY dir:<sha256 of the files before normalization>``):
+  the normalized layer's diff_id;
+- JSON keys sorted, no whitespace: the image ID (the config's sha256) depends on content only.
+
+The load archive holds only the rewritten layers (the engine has the base's: ``docker load``
+does not read a layer whose chain it has) plus config and manifest, entries in a fixed order
+and dated 0. ``docker load`` moves the tag to the normalized image; the engine's original is
+removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from envkit.errors import EngineError
+from envkit.reproduce.archive import ImageArchive
+from envkit.reproduce.epoch import EPOCH_LABEL, epoch_rfc3339
+from envkit.reproduce.layers import BLOCK, RECORD, LayerPlan
+
+__all__ = ["NormalizeResult", "normalize_image", "normalized_config", "read_saved"]
+
+_KEEP = ("architecture", "os", "os.version", "os.features", "variant", "config")
+_CONTENT_HASH = re.compile(r"\b(file|dir|multi):[0-9a-f]{64}\b")
+_MAX_JSON = 64 << 20
+
+
+@dataclass(frozen=True)
+class NormalizeResult:
+    """A normalized image: its new id, the engine's original id, how long it took."""
+
+    image_id: str  # the normalized image (sha256 of its config)
+    original_id: str  # what the engine built (removed)
+    epoch: int
+    diff_ids: tuple[str, ...]
+    own_layers: int
+    bytes_rewritten: int
+    seconds: float
+    stages: dict[str, float]  # save, rewrite, load, remove: where the seconds went
+
+    def to_json(self) -> dict[str, object]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+def read_saved(saved: tarfile.TarFile) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    """``(manifest entry, layer paths, config)`` of a ``docker save`` archive of one image."""
+    manifest = json.loads(_member_bytes(saved, "manifest.json"))
+    if not isinstance(manifest, list) or len(manifest) != 1 or not isinstance(manifest[0], dict):
+        raise EngineError("docker save: manifest.json does not describe one image", hint="retry the build")
+    entry = manifest[0]
+    layers = [str(p) for p in entry.get("Layers") or ()]
+    config = json.loads(_member_bytes(saved, str(entry.get("Config"))))
+    if not isinstance(config, dict):
+        raise EngineError("docker save: the image config is not a JSON object", hint="retry the build")
+    return entry, layers, config
+
+
+def _member_bytes(tar: tarfile.TarFile, name: str) -> bytes:
+    try:
+        member = tar.getmember(name)
+    except KeyError:
+        raise EngineError(
+            f"docker save: {name} is missing from the archive", hint="retry the build"
+        ) from None
+    if member.size > _MAX_JSON:
+        raise EngineError(f"docker save: {name} is {member.size} bytes", hint="is this an image archive?")
+    handle = tar.extractfile(member)
+    return handle.read() if handle is not None else b""
+
+
+def normalized_config(
+    config: dict[str, Any], *, base_history: int, base_layers: int, diff_ids: list[str], epoch: int
+) -> bytes:
+    """The config bytes of the normalized image (its ID is their sha256)."""
+    created = epoch_rfc3339(epoch)
+    out: dict[str, Any] = {k: config[k] for k in _KEEP if k in config}
+    inner = dict(out.get("config") or {})
+    for key in ("Image", "Hostname"):
+        if key in inner:
+            inner[key] = ""
+    out["config"] = inner
+    out["created"] = created
+    history = list(config.get("history") or [])
+    own_ids = iter(diff_ids[base_layers:])
+    rewritten: list[dict[str, Any]] = list(history[:base_history])
+    for item in history[base_history:]:
+        entry: dict[str, Any] = {"created": created}
+        by = str(item.get("created_by", ""))
+        if item.get("empty_layer"):
+            entry["empty_layer"] = True
+        else:
+            layer = next(own_ids, "sha256:" + "0" * 64).split(":", 1)[1]
+            by = _CONTENT_HASH.sub(rf"\1:{layer}", by)
+        entry["created_by"] = by
+        rewritten.append(entry)
+    out["history"] = rewritten
+    out["rootfs"] = {"type": "layers", "diff_ids": diff_ids}
+    return json.dumps(out, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def normalize_image(
+    archive: ImageArchive, image: str, base: str, *, tag: str, workdir: Path | None = None
+) -> NormalizeResult:
+    """Normalize ``image`` (built ``FROM base``) and load it back as ``tag``; remove the original."""
+    start = time.monotonic()
+    facts = archive.facts(image)
+    base_facts = archive.facts(base)
+    if facts is None or base_facts is None:
+        missing = image if facts is None else base
+        raise EngineError(f"cannot normalize {image}: {missing} is not in the engine", hint="rebuild it")
+    try:
+        epoch = int(facts.labels[EPOCH_LABEL])
+    except (KeyError, ValueError):
+        raise EngineError(
+            f"{image} has no {EPOCH_LABEL} label: not built from an envkit Dockerfile",
+            hint="rebuild it with this envkit (`envkit build NAME --no-cache`)",
+        ) from None
+    k = len(base_facts.diff_ids)
+    if facts.diff_ids[:k] != base_facts.diff_ids:
+        raise EngineError(f"{image} does not start with the layers of {base}",
+                          hint="was the base image replaced during the build? rebuild")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="envkit-normalize-", dir=workdir) as tmp:
+        saved_path, load_path = Path(tmp) / "saved.tar", Path(tmp) / "load.tar"
+        archive.save(image, saved_path)
+        stages = {"save": time.monotonic() - start}
+        with tarfile.open(saved_path, "r:") as saved, load_path.open("wb") as out:
+            _, layers, config = read_saved(saved)
+            if len(layers) != len(facts.diff_ids):
+                raise EngineError(f"docker save of {image}: {len(layers)} layers, inspect says "
+                                  f"{len(facts.diff_ids)}", hint="retry the build")  # fmt: skip
+            writer = _ArchiveWriter(out)
+            own: list[str] = []
+            rewritten = 0
+            for path in layers[k:]:
+                own.append(_normalize_member(saved, path, epoch, writer))
+                rewritten += saved.getmember(path).size
+            diff_ids = [*base_facts.diff_ids, *own]
+            config_bytes = normalized_config(
+                config, base_history=base_facts.history, base_layers=k, diff_ids=diff_ids, epoch=epoch
+            )
+            config_name = hashlib.sha256(config_bytes).hexdigest()
+            writer.add(f"{config_name}.json", config_bytes)
+            manifest = [{"Config": f"{config_name}.json", "RepoTags": [tag],
+                         "Layers": [f"{d.split(':', 1)[1]}/layer.tar" for d in diff_ids]}]  # fmt: skip
+            writer.add("manifest.json", json.dumps(manifest, separators=(",", ":")).encode())
+            writer.close()
+        saved_path.unlink()
+        stages["rewrite"] = time.monotonic() - start - sum(stages.values())
+        new_id = f"sha256:{config_name}"
+        if new_id != facts.id:
+            archive.load(load_path)
+            stages["load"] = time.monotonic() - start - sum(stages.values())
+            loaded = archive.facts(tag)
+            if loaded is None or loaded.id != new_id:
+                got = loaded.id if loaded else None
+                raise EngineError(
+                    f"docker load gave {tag} the id {got}, not {new_id}", hint="retry the build"
+                )
+            archive.remove(facts.id)
+            stages["remove"] = time.monotonic() - start - sum(stages.values())
+    seconds = round(time.monotonic() - start, 3)
+    spent = {k: round(v, 3) for k, v in stages.items()}
+    return NormalizeResult(new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten, seconds, spent)
+
+
+def _normalize_member(saved: tarfile.TarFile, path: str, epoch: int, writer: _ArchiveWriter) -> str:
+    handle = saved.extractfile(saved.getmember(path))
+    if handle is None:
+        raise EngineError(f"docker save: {path} is not a file", hint="retry the build")
+    with tarfile.open(fileobj=handle, mode="r:", encoding="utf-8", errors="surrogateescape") as layer:
+        plan = LayerPlan(layer, epoch)
+        size = plan.size
+        # the name needs the diff_id, known only after writing: a fixed-width placeholder, patched after
+        offset = writer.begin("0" * 64 + "/layer.tar", size)
+        result = plan.write(writer.out)
+        writer.end(size)
+    hexid = result.diff_id.split(":", 1)[1]
+    writer.patch_name(offset, hexid + "/layer.tar", size)
+    return result.diff_id
+
+
+class _ArchiveWriter:
+    """A plain ustar archive written by hand: members with known sizes, streamed content."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.offset = 0
+
+    def _header(self, name: str, size: int) -> bytes:
+        info = tarfile.TarInfo(name)
+        info.size, info.mtime, info.mode, info.uname, info.gname = size, 0, 0o644, "", ""
+        return info.tobuf(tarfile.USTAR_FORMAT, "utf-8", "strict")
+
+    def begin(self, name: str, size: int) -> int:
+        header = self._header(name, size)
+        at = self.out.tell()
+        self.out.write(header)
+        return at
+
+    def end(self, size: int) -> None:
+        pad = -size % BLOCK
+        self.out.write(b"\0" * pad)
+
+    def patch_name(self, at: int, name: str, size: int) -> None:
+        here = self.out.tell()
+        self.out.seek(at)
+        self.out.write(self._header(name, size))
+        self.out.seek(here)
+
+    def add(self, name: str, data: bytes) -> None:
+        self.begin(name, len(data))
+        self.out.write(data)
+        self.end(len(data))
+
+    def close(self) -> None:
+        self.out.write(b"\0" * (2 * BLOCK))
+        self.out.write(b"\0" * (-self.out.tell() % RECORD))
+        self.out.flush()

@@ -1,0 +1,165 @@
+"""normalize_image and compare_saved over docker-save archives made here (no engine: a fake ImageArchive)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from envkit.errors import EngineError
+from envkit.reproduce.archive import ImageFacts
+from envkit.reproduce.compare import compare_saved, saved_image
+from envkit.reproduce.epoch import EPOCH_LABEL
+from envkit.reproduce.image import normalize_image, normalized_config
+
+EPOCH = 1_700_000_000
+
+
+def _layer(files: dict[str, bytes], now: int) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.uname = len(data), now, "root"
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+BASE = _layer({"etc/os-release": b"debian\n"}, 1_000)
+
+
+def _config(diff_ids: list[str], now: str, labels: dict[str, str]) -> dict[str, object]:
+    return {
+        "architecture": "amd64", "os": "linux", "created": now, "docker_version": "20.10.24",
+        "container": "f00d" * 16, "container_config": {"Hostname": "f00d"},
+        "config": {"Hostname": "", "Image": "sha256:" + "1" * 64, "Labels": labels, "Cmd": ["python"]},
+        "history": [
+            {"created": "2020-01-01T00:00:00Z", "created_by": "debootstrap"},
+            {"created": now, "created_by": "/bin/sh -c #(nop)  LABEL a=b", "empty_layer": True},
+            {"created": now, "created_by": "/bin/sh -c #(nop) COPY dir:" + "ab" * 32 + " in /opt/env "},
+        ],
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
+    }  # fmt: skip
+
+
+def _saved(layers: list[bytes], now: str, labels: dict[str, str]) -> tuple[bytes, list[str]]:
+    diff_ids = [f"sha256:{hashlib.sha256(x).hexdigest()}" for x in layers]
+    config = json.dumps(_config(diff_ids, now, labels)).encode()
+    paths = [f"v1id{i}/layer.tar" for i in range(len(layers))]
+    manifest = json.dumps([{"Config": "c.json", "RepoTags": ["envkit/x:1"], "Layers": paths}]).encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in [*zip(paths, layers, strict=True), ("c.json", config), ("manifest.json", manifest)]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue(), diff_ids
+
+
+class FakeArchive:
+    """An engine holding a base image and one built image, as docker save/load would see them."""
+
+    def __init__(self, built: bytes, diff_ids: list[str], labels: dict[str, str]) -> None:
+        self.images = {
+            "base": ImageFacts("sha256:base", (diff_ids[0],), 1, {}, ("base",)),
+            "envkit/x:1": ImageFacts("sha256:built", tuple(diff_ids), 3, labels, ("envkit/x:1",)),
+        }
+        self.saves = {"envkit/x:1": built}
+        self.loaded: list[bytes] = []
+        self.removed: list[str] = []
+
+    def facts(self, image: str) -> ImageFacts | None:
+        return self.images.get(image)
+
+    def save(self, image: str, dest: Path) -> None:
+        dest.write_bytes(self.saves[image])
+
+    def load(self, archive: Path) -> tuple[str, ...]:
+        data = archive.read_bytes()
+        self.loaded.append(data)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            entry = json.loads(tar.extractfile("manifest.json").read())[0]  # type: ignore[union-attr]
+            config = json.loads(tar.extractfile(entry["Config"]).read())  # type: ignore[union-attr]
+            for layer in entry["Layers"][1:]:  # the base layer's file is absent: the engine has it
+                assert hashlib.sha256(tar.extractfile(layer).read()).hexdigest() in layer  # type: ignore[union-attr]
+        new_id = "sha256:" + entry["Config"].removesuffix(".json")
+        self.images[entry["RepoTags"][0]] = ImageFacts(new_id, tuple(config["rootfs"]["diff_ids"]), 3, {}, ())
+        self.saves[new_id] = _with_base(data, entry["Layers"][0])  # docker save gives every layer
+        return (f"Loaded image ID: {new_id}",)
+
+    def remove(self, image: str) -> None:
+        self.removed.append(image)
+
+
+def _with_base(data: bytes, base_path: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(data)) as src, tarfile.open(fileobj=buf, mode="w") as dst:
+        info = tarfile.TarInfo(base_path)
+        info.size = len(BASE)
+        dst.addfile(info, io.BytesIO(BASE))
+        for member in src.getmembers():
+            dst.addfile(member, src.extractfile(member))
+    return buf.getvalue()
+
+
+def _build(now: int, content: bytes = b"print(1)\n") -> tuple[FakeArchive, str]:
+    labels = {EPOCH_LABEL: str(EPOCH)}
+    own = _layer({"opt/env/bin/tool": content, "etc/passwd": b"envkit:x:10001\n"}, now)
+    saved, diff_ids = _saved([BASE, own], f"2026-12-01T08:{now % 60:02d}:00.1234Z", labels)
+    archive = FakeArchive(saved, diff_ids, labels)
+    return archive, normalize_image(archive, "envkit/x:1", "base", tag="envkit/x:1").image_id
+
+
+def test_two_builds_at_different_times_give_one_image_id() -> None:
+    first, one = _build(1_800_000_000)
+    second, two = _build(1_800_000_777)
+    assert one == two and first.loaded == second.loaded  # the load archive itself is byte-identical
+    assert first.removed == ["sha256:built"]  # the engine's original is removed
+    assert _build(1_800_000_000, b"print(2)\n")[1] != one
+
+
+def test_the_normalized_config() -> None:
+    config = _config(["sha256:" + "a" * 64, "sha256:" + "b" * 64], "2026-12-01T08:00:00.5Z", {"k": "v"})
+    ids = ["sha256:" + "a" * 64, "sha256:" + "c" * 64]
+    data = json.loads(normalized_config(config, base_history=1, base_layers=1, diff_ids=ids, epoch=EPOCH))
+    assert data["created"] == "2023-11-14T22:13:20Z"
+    assert not {"container", "container_config", "docker_version"} & set(data)
+    assert data["config"]["Image"] == "" and data["config"]["Labels"] == {"k": "v"}
+    assert data["history"][0] == {
+        "created": "2020-01-01T00:00:00Z",
+        "created_by": "debootstrap",
+    }  # base: kept
+    assert data["history"][1] == {"created": "2023-11-14T22:13:20Z", "empty_layer": True,
+                                  "created_by": "/bin/sh -c #(nop)  LABEL a=b"}  # fmt: skip
+    assert data["history"][2]["created_by"] == "/bin/sh -c #(nop) COPY dir:" + "c" * 64 + " in /opt/env "
+    assert data["rootfs"]["diff_ids"][1] == "sha256:" + "c" * 64
+
+
+def test_an_image_without_the_epoch_label_is_refused() -> None:
+    saved, diff_ids = _saved([BASE, _layer({"f": b"x"}, 5)], "2026-12-01T00:00:00Z", {})
+    with pytest.raises(EngineError, match=EPOCH_LABEL):
+        normalize_image(FakeArchive(saved, diff_ids, {}), "envkit/x:1", "base", tag="envkit/x:1")
+
+
+def test_compare_names_the_changed_file_through_an_extra_layer(tmp_path: Path) -> None:
+    archive, good = _build(1_800_000_000)
+    own = list(archive.images["envkit/x:1"].diff_ids)
+    with tarfile.open(fileobj=io.BytesIO(archive.saves[good])) as tar:
+        layer = tar.extractfile(own[1].split(":")[1] + "/layer.tar").read()  # type: ignore[union-attr]
+    commit = _layer({"opt/env/bin/tool": b"print('evil')\n"}, 1_900_000_000)  # what docker commit adds on top
+    tampered, _ = _saved([BASE, layer, commit], "2026-12-02T00:00:00Z", {EPOCH_LABEL: str(EPOCH)})
+    archive.saves["tampered"] = tampered
+    with saved_image(archive, "tampered", tmp_path) as left, saved_image(archive, good, tmp_path) as right:
+        diff = compare_saved(left, right)
+    assert [(x.index, x.rebuilt) for x in diff.layers] == [(2, None)]
+    assert [(f.path, f.change) for f in diff.files] == [("opt/env/bin/tool", "changed")]
+    changed = diff.files[0]
+    assert changed.image is not None and changed.rebuilt is not None
+    assert {"size", "sha256", "mtime"} <= set(changed.fields)
+    assert changed.rebuilt.sha256 == hashlib.sha256(b"print(1)\n").hexdigest()
+    assert changed.image.sha256 == hashlib.sha256(b"print('evil')\n").hexdigest()
+    assert not diff.equal and any("created" in c for c in diff.config)
