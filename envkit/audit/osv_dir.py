@@ -304,6 +304,7 @@ class OsvDirService(VulnService):
         self._vulns = vulns
         self._index: dict[str, list[Path]] | None = None
         self._records: dict[str, list[Record]] = {}
+        self._answers: dict[tuple[str, str, str | None], tuple[Dep, list[Vuln]]] = {}
         self._advisory_index: AdvisoryIndex | None = None
         if index_dir is not None:
             from envkit.audit.index import AdvisoryIndex
@@ -346,6 +347,14 @@ class OsvDirService(VulnService):
         return found
 
     def query(self, dep: Dep) -> tuple[Dep, list[Vuln]]:
+        """The advisories affecting ``dep`` (once per name and version in a run: a fleet repeats them)."""
+        key = (dep.name, dep.version, dep.skip_reason)
+        if key not in self._answers:
+            self._answers[key] = self._query(dep)
+        answered, hits = self._answers[key]
+        return answered, list(hits)
+
+    def _query(self, dep: Dep) -> tuple[Dep, list[Vuln]]:
         try:
             version = Version(dep.version)
         except InvalidVersion:
