@@ -1,7 +1,7 @@
 """Fleet diff at 10,000 hosts: read 10,000 pip freezes of 400 lines from disk and diff them (goal < 10 s).
 
 The template is real: the ``name==version`` lines of the pip freezes in ../shared/inventories
-(EmbodMocap, GLANCE, moma-ppo, nix flake: 463 distinct projects), the first 400 projects by name,
+(EmbodMocap, GLANCE, moma-ppo, nix flake), the first 400 projects by name,
 each at the version its first file pins, with numpy 1.26.4 and torch 2.4.1+cu121. Planted drift:
 5% of the hosts with 3 packages at 99.0.0, host 7 with numpy 1.21.6. The case reads the files
 with ``read_inventory`` (format detection included) and runs ``diff_inventories``, in a fresh
@@ -31,8 +31,9 @@ def template() -> dict[str, str]:
     for path in sorted((SHARED / "inventories").glob("pipfreeze-*.txt")):
         for line in path.read_text("utf-8").splitlines():
             m = _PIN.match(line.strip())
-            if m and m.group(1).lower() not in pins:
-                pins[m.group(1).lower()] = m.group(2)
+            name = re.sub(r"[-_.]+", "-", m.group(1)).lower() if m else ""
+            if m and name not in pins:  # PEP 503 names: one row per project, as in a real freeze
+                pins[name] = m.group(2)
     pins |= {"numpy": "1.26.4", "torch": "2.4.1+cu121"}
     keep = [n for n in sorted(pins) if n not in ("numpy", "torch")][: PACKAGES - 2]
     return {n: pins[n] for n in sorted([*keep, "numpy", "torch"])}

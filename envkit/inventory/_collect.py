@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -37,6 +38,12 @@ REQUIREMENT = re.compile(
 EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")
 _GIT_SHA = re.compile(r"@([0-9a-f]{7,40})(?:#|$)")
 _WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-([0-9][^-/]*)-[^/]*\.whl")
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _pip_pin(name: str, version: str, line: int) -> Package:
+    norm = canonical(name)
+    return Package(project_of(norm, "pip", None), norm, version, "pip", None, None, None, line, None)
 
 
 @dataclass
@@ -98,6 +105,11 @@ class Collector:
         self.packages.append(
             Package(project, norm, version, installer, build or None, channel or None, url, line, env)
         )
+
+    def add_pin(self, name: str, version: str, line: int) -> None:
+        """A ``name==version`` row whose name and version the caller's pattern validated: :meth:`add`'s
+        result for it, made once per process (a fleet's freezes repeat the same rows)."""
+        self.packages.append(_pip_pin(name, version, line))
 
     def inventory(self, label: str, *, facts_only: bool = False) -> Inventory:
         """The inventory read; an error when nothing, or at least half the rows, could be read.

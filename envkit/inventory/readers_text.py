@@ -140,11 +140,13 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
 def read_requirements(text: str, c: Collector) -> None:
     """``pip freeze`` and requirements locks: ``==`` pins, ``name @ url``, ``-e`` lines, hashes."""
     editable: tuple[str, str] | None = None
-    for number, line in _logical_lines(text):
+    # Without a backslash there is no continuation line to join: the lines as they are (fast path).
+    lines = _logical_lines(text) if "\\" in text else enumerate(text.splitlines(), start=1)
+    for number, line in lines:
         stripped = line.strip()
         pin = _PLAIN_PIN.match(stripped)
         if pin:  # the common `name==version` line: one match, already a valid name and version
-            c.add(pin[1], pin[2], "pip", line=number, checked=True)
+            c.add_pin(pin[1], pin[2], number)
             editable = None
         elif stripped.startswith("#"):
             note = _EDITABLE_NOTE.match(stripped)
