@@ -134,10 +134,26 @@ class Collector:
             label,
             self.path,
             self.format,
-            tuple(sorted(self.packages, key=_order)),
+            _interned(tuple(sorted(self.packages, key=_order))),
             dict(sorted(self.meta.items())),
             tuple(self.warnings),
         )
+
+
+_INTERNED: dict[tuple[int, ...], tuple[Package, ...]] = {}
+
+
+def _interned(packages: tuple[Package, ...]) -> tuple[Package, ...]:
+    """One tuple for the same rows (the same Package objects: :func:`_pip_pin`'s): files that differ
+    only in comments or order then share their tables downstream (see ``Inventory.primary``)."""
+    key = tuple(map(id, packages))  # the tuple held below keeps these objects, so their ids, alive
+    held = _INTERNED.get(key)
+    if held is not None:
+        return held
+    if len(_INTERNED) >= 256:
+        _INTERNED.clear()
+    _INTERNED[key] = packages
+    return packages
 
 
 def _order(package: Package) -> tuple[str, str, str, str, int]:
