@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 
@@ -15,6 +14,7 @@ __all__ = [
     "REQUIREMENT",
     "Collector",
     "channel_from_url",
+    "pip_pin",
     "requirement_version",
     "split_conda_filename",
     "vcs_version",
@@ -40,8 +40,8 @@ _GIT_SHA = re.compile(r"@([0-9a-f]{7,40})(?:#|$)")
 _WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-([0-9][^-/]*)-[^/]*\.whl")
 
 
-@functools.lru_cache(maxsize=1 << 18)
-def _pip_pin(name: str, version: str, line: int) -> Package:
+def pip_pin(name: str, version: str, line: int) -> Package:
+    """:meth:`Collector.add`'s row for ``name==version`` whose name and version a pattern checked."""
     norm = canonical(name)
     return Package(project_of(norm, "pip", None), norm, version, "pip", None, None, None, line, None)
 
@@ -106,11 +106,6 @@ class Collector:
             Package(project, norm, version, installer, build or None, channel or None, url, line, env)
         )
 
-    def add_pin(self, name: str, version: str, line: int) -> None:
-        """A ``name==version`` row whose name and version the caller's pattern validated: :meth:`add`'s
-        result for it, made once per process (a fleet's freezes repeat the same rows)."""
-        self.packages.append(_pip_pin(name, version, line))
-
     def inventory(self, label: str, *, facts_only: bool = False) -> Inventory:
         """The inventory read; an error when nothing, or at least half the rows, could be read.
 
@@ -144,7 +139,7 @@ _INTERNED: dict[tuple[int, ...], tuple[Package, ...]] = {}
 
 
 def _interned(packages: tuple[Package, ...]) -> tuple[Package, ...]:
-    """One tuple for the same rows (the same Package objects: :func:`_pip_pin`'s): files that differ
+    """One tuple for the same rows (the same Package objects: ``readers_text``'s memo): files that differ
     only in comments or order then share their tables downstream (see ``Inventory.primary``)."""
     key = tuple(map(id, packages))  # the tuple held below keeps these objects, so their ids, alive
     held = _INTERNED.get(key)
