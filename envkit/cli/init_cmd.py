@@ -8,6 +8,7 @@ import click
 
 from envkit.cli import cli
 from envkit.cli._app import command, project_root
+from envkit.errors import UsageError
 from envkit.init import CI_TARGETS, FRAMEWORKS, InitResult, init_repo
 from envkit.result import CommandResult
 
@@ -33,6 +34,21 @@ from envkit.result import CommandResult
     help="Where the recipes install envkit from: git+https://HOST/ORG/envkit@COMMIT (40 hex) or "
     "https://.../envkit_dl-VER-py3-none-any.whl#sha256=HEX [default: this installation's own source].",
 )
+@click.option(
+    "--from",
+    "from_source",
+    metavar="SOURCE",
+    help="Adopt what you have: environment.yml, requirements.txt, a conda list / pip freeze or any "
+    "inventory `envkit diff` reads, a lock, a Dockerfile, image:REF or host (docs/init.md).",
+)
+@click.option(
+    "--lock", "lock_now", is_flag=True, help="With --from: lock at once and compare with the source."
+)
+@click.option(
+    "--keep-defaults",
+    is_flag=True,
+    help="With --from: keep Anaconda's defaults channel (licence terms apply).",
+)
 def init(
     framework: str | None,
     cuda: str | None,
@@ -41,6 +57,9 @@ def init(
     ci: str | None,
     force: bool,
     envkit_source: str | None,
+    from_source: str | None,
+    lock_now: bool,
+    keep_defaults: bool,
 ) -> CommandResult:
     """Give this repository envkit: a starter spec, `make env-*` targets and a CI recipe.
 
@@ -60,7 +79,27 @@ def init(
     name (`envkit` on PyPI is an unrelated project): a git URL at a commit or a wheel
     URL with its sha256 (`make env-install`). With --ci, exits 2 when no pinned source
     is given and this installation's own cannot be told.
+
+    With --from SOURCE it writes only environments/NAME.yaml, adopted from what the
+    team has (--cuda/--python override what was detected), lists what it could not
+    carry and why, and never replaces an existing spec; --lock locks it at once and
+    prints `envkit diff SOURCE images/NAME/conda-lock.yml`.
     """
+    if from_source is not None:
+        if framework or ci or force:
+            raise UsageError(
+                "--framework, --ci and --force do not apply with --from",
+                hint="envkit init --from SOURCE [--name N] [--cuda X.Y] [--python 3.X] [--lock]",
+            )
+        from envkit.cli.init_from import adopt_command
+
+        return adopt_command(
+            from_source, name=name, cuda=cuda, python=python, lock=lock_now, keep_defaults=keep_defaults
+        )
+    if lock_now or keep_defaults:
+        raise UsageError(
+            "--lock and --keep-defaults apply with --from only", hint="envkit init --from SOURCE --lock"
+        )
     result = init_repo(
         project_root(),
         framework,

@@ -1,0 +1,427 @@
+"""``envkit init --from SOURCE``: the spec of an environment a team already has.
+
+:func:`plan_adoption` turns what a source says (:class:`~envkit.init.adopted.Collected`) into a
+spec: Python, CUDA and frameworks detected (:mod:`envkit.init.detect`), conda and pip pins kept
+as written, channels and the PyPI mirror carried (credentials removed), the base image kept;
+every thing not carried is a :class:`~envkit.init.adopted.Lost` line with its reason. The text
+is validated exactly as ``envkit validate`` does before :func:`write_adoption` writes it, and
+an existing spec is never replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+from pydantic import ValidationError
+
+from envkit import __version__
+from envkit._atomic import write_text_atomic
+from envkit.catalog import Catalog
+from envkit.errors import SpecError
+from envkit.init.adopted import AdoptError, Collected, Lost, one_line, shown_item
+from envkit.init.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
+from envkit.init.detect import (
+    Framework,
+    cuda_evidence,
+    detect_frameworks,
+    facts_inventory,
+    image_facts,
+    index_flavour,
+    release_in,
+    toolkit_cuda,
+)
+from envkit.spec.load import SPEC_DIR, load_spec
+from envkit.spec.models import NAME_RE, Spec
+
+__all__ = ["Adoption", "plan_adoption", "write_adoption"]
+
+_PREFERRED_PYTHON = "3.11"
+_BUILD_PYTHON = re.compile(r"(?:^|_)py3\.?(\d{1,2})(?:_|h|$)")  # py36_0, py3.9_cuda11.3_..., py311h...
+_PYTHONS = tuple(f"3.{m}" for m in range(6, 15))
+
+
+@dataclass(frozen=True)
+class Adoption:
+    """The spec adopted from a source, what was detected and how, and what was not carried."""
+
+    source: str
+    kind: str
+    name: str
+    text: str  # the spec's YAML
+    spec: Spec
+    detected: dict[str, str]  # fact -> value
+    how: dict[str, str]  # fact -> where it came from
+    lost: tuple[Lost, ...]
+    notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    pins: dict[str, tuple[str, ...]] = field(default_factory=dict)  # conda / pip, as written in the spec
+
+    @property
+    def relative_path(self) -> str:
+        return f"{SPEC_DIR}/{self.name}.yaml"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "kind": self.kind,
+            "name": self.name,
+            "spec": self.relative_path,
+            "detected": self.detected,
+            "how": self.how,
+            "conda": list(self.pins.get("conda", ())),
+            "pip": list(self.pins.get("pip", ())),
+            "not_carried": [item.to_json() for item in self.lost],
+            "notes": list(self.notes),
+        }
+
+
+def plan_adoption(
+    found: Collected,
+    catalog: Catalog,
+    *,
+    name: str | None = None,
+    cuda: str | None = None,
+    python: str | None = None,
+    keep_defaults: bool = False,
+) -> Adoption:
+    """The validated spec for ``found``; :class:`AdoptError` when no spec envkit validates fits it."""
+    found = replace(found, lost=list(found.lost), notes=list(found.notes))  # the caller's stays as read
+    how: dict[str, str] = {}
+    notes = list(found.notes)
+    frameworks = detect_frameworks(found)
+    base_image = _base_image(found)
+    image_fw, image_version, image_cuda, image_python = image_facts(base_image, catalog)
+    if image_fw and image_fw not in frameworks and image_version:
+        frameworks[image_fw] = Framework(image_fw, image_version, "image", found.origin, base_image or "")
+    versions = _framework_versions(frameworks, catalog, how, found)
+    chosen_cuda = cuda or _cuda(found, frameworks, versions, catalog, image_cuda, how)
+    if cuda:
+        how["cuda"] = f"--cuda {cuda}"
+    if base_image and image_cuda and image_cuda != chosen_cuda:
+        found.lose(
+            found.origin,
+            f"FROM {base_image}",
+            f"a CUDA {image_cuda} image under a CUDA {chosen_cuda} spec: "
+            "not carried (envkit uses the catalog's image for the spec's CUDA)",
+        )
+        base_image, image_python = None, None
+    chosen_python = python or _python(found, versions, catalog, image_python, how)
+    if python:
+        how["python"] = f"--python {python}"
+    _check_buildable(versions, chosen_cuda, chosen_python, catalog, base_image, how)
+    foreign = bool(found.platform) and not (found.platform or "").startswith("linux-")
+    decided = Decided()
+    channels = decide_channels(found, decided, keep_defaults=keep_defaults)
+    conda = decide_conda(
+        found,
+        decided,
+        frameworks=set(versions),
+        keep_defaults=keep_defaults,
+        foreign=foreign,
+        python_override=python,
+    )
+    pip = decide_pip(found, decided, frameworks=set(versions))
+    mirror = decide_mirror(found, decided, catalog)
+    for framework, version in versions.items():
+        wheel = catalog.requested_wheel(framework, version, chosen_cuda)
+        if wheel is not None and frameworks[framework].spec != wheel.requirement:
+            notes.append(
+                f"{framework}: {shown_item(frameworks[framework].spec)} ({frameworks[framework].where}) "
+                f"is installed as {wheel.requirement}"
+            )
+    notes += decided.notes
+    adopted_name = _name(name, found)
+    platform = "linux-aarch64" if found.platform == "linux-aarch64" else None
+    text = render(
+        adopted_name,
+        found,
+        chosen_python,
+        chosen_cuda,
+        versions,
+        conda,
+        pip,
+        channels,
+        mirror,
+        base_image,
+        platform,
+        found.env,
+        [*found.lost, *decided.lost],
+        how,
+    )
+    spec, warnings = _validate(adopted_name, text, catalog, found.origin)
+    detected = {"python": chosen_python, "cuda": chosen_cuda, **versions}
+    if base_image:
+        detected["base_image"] = base_image
+    return Adoption(
+        source=found.origin,
+        kind=found.kind,
+        name=adopted_name,
+        text=text,
+        spec=spec,
+        detected=detected,
+        how=how,
+        lost=(*found.lost, *decided.lost),
+        notes=tuple(notes),
+        warnings=warnings,
+        pins={"conda": tuple(conda), "pip": tuple(pip)},
+    )
+
+
+def write_adoption(root: Path, adoption: Adoption) -> Path:
+    """Write ``environments/NAME.yaml``; never over an existing file."""
+    path = root / SPEC_DIR / f"{adoption.name}.yaml"
+    if path.exists() or path.is_symlink():
+        raise AdoptError(
+            f"{adoption.relative_path} exists: envkit init --from never replaces a spec; nothing was written",
+            hint=f"choose another name with --name, or move {adoption.relative_path} away",
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, adoption.text)
+    return path
+
+
+def _base_image(found: Collected) -> str | None:
+    image = found.base_image
+    if not image:
+        return None
+    if "$" in image or image == "scratch":
+        found.lose(
+            found.origin,
+            f"FROM {image}",
+            "not an image reference envkit can pin (unexpanded variable or scratch)",
+        )
+        return None
+    try:
+        Spec(name="probe", python="3.11", cuda="cpu", base_image=image)
+    except ValidationError:
+        found.lose(found.origin, f"FROM {image}", "not an image reference a spec accepts")
+        return None
+    return image
+
+
+def _framework_versions(
+    frameworks: dict[str, Framework], catalog: Catalog, how: dict[str, str], found: Collected
+) -> dict[str, str]:
+    versions: dict[str, str] = {}
+    for framework, pin in sorted(frameworks.items()):
+        family = catalog.frameworks.get(framework)
+        version, why = release_in(family.releases if family else (), pin.constraint)
+        if version is None:
+            found.lose(
+                pin.where, pin.spec, f"{why}: the framework is not carried (pin it, or refresh the catalog)"
+            )
+            continue
+        versions[framework] = version
+        how[framework] = f"{shown_item(pin.spec)} ({pin.where})" + ("" if why == "pinned" else f": {why}")
+    return versions
+
+
+def _cuda(
+    found: Collected,
+    frameworks: dict[str, Framework],
+    versions: dict[str, str],
+    catalog: Catalog,
+    image_cuda: str | None,
+    how: dict[str, str],
+) -> str:
+    inventory = facts_inventory(found)
+    index = index_flavour(found)
+    candidates: list[tuple[str, str]] = []
+    for framework, version in sorted(versions.items(), reverse=True):  # torch's first, then paddle's
+        evidence = cuda_evidence(framework, version, frameworks[framework], inventory, index, catalog)
+        if evidence is not None:
+            candidates.append(evidence)
+    if image_cuda:
+        candidates.append((image_cuda, f"the base image {found.base_image}"))
+    if not versions:
+        toolkit = toolkit_cuda(inventory)
+        if toolkit:
+            candidates.append((toolkit, "the CUDA runtime packages pinned"))
+    if not candidates:
+        how["cuda"] = "no CUDA build pinned: cpu"
+        return "cpu"
+    cuda, where = candidates[0]
+    for other, other_where in candidates[1:]:
+        if other != cuda and not (other == "cpu" and "base image" in other_where):
+            found.lose(
+                found.origin,
+                f"CUDA {other} ({other_where})",
+                f"differs from CUDA {cuda} ({where}): the spec has one CUDA",
+            )
+    how["cuda"] = where
+    return cuda
+
+
+def _python(
+    found: Collected,
+    versions: dict[str, str],
+    catalog: Catalog,
+    image_python: str | None,
+    how: dict[str, str],
+) -> str:
+    allowed = set(_PYTHONS)
+    for framework, version in versions.items():
+        release = catalog.framework_release(framework, version)
+        if release is not None:
+            allowed &= set(release.python)
+    pin = next((p for p in found.conda if p.name == "python"), None)
+    stated = (pin.spec[len("python") :].strip() if pin else None) or found.python
+    where = (pin.where if pin else found.python_where) or found.origin
+    if not stated and image_python:
+        stated, where = image_python, f"the base image {found.base_image}"
+    if not stated:
+        built = next((b for p in found.conda if p.build and (b := _BUILD_PYTHON.search(p.build))), None)
+        if built:
+            stated, where = f"3.{built[1]}", "the py3X tag of the conda builds"
+    if stated:
+        exact = re.match(r"^[=\s]*(3\.\d+)(?:\.\d+|\.\*)?(?:[=\s].*)?$", stated)
+        if exact:
+            how["python"] = f"python {shown_item(stated.lstrip('= '))} ({where})"
+            return exact[1]
+        try:
+            spec = SpecifierSet(stated.replace(" ", ""))
+        except InvalidSpecifier:
+            spec = SpecifierSet()
+        fitting = [p for p in _PYTHONS if p in allowed and spec.contains(f"{p}.0")]
+        if fitting:
+            chosen = _PREFERRED_PYTHON if _PREFERRED_PYTHON in fitting else max(fitting, key=Version)
+            how["python"] = (
+                f"python{shown_item(stated)} ({where}): {chosen}, the newest the frameworks support"
+            )
+            return chosen
+    chosen = _PREFERRED_PYTHON if _PREFERRED_PYTHON in allowed else max(allowed, key=Version)
+    how["python"] = f"not stated by the source: {chosen} (--python to choose)"
+    return chosen
+
+
+def _check_buildable(
+    versions: dict[str, str],
+    cuda: str,
+    python: str,
+    catalog: Catalog,
+    base_image: str | None,
+    how: dict[str, str],
+) -> None:
+    """The detected CUDA and Python must be ones envkit can build: a clear refusal otherwise."""
+    for framework, version in versions.items():
+        release = catalog.framework_release(framework, version)
+        if release is None:
+            continue
+        buildable = [
+            w.cuda
+            for w in release.wheels
+            if w.cuda == "cpu"
+            or (catalog.cuda_release(w.cuda) is not None and (base_image or catalog.runtime_image(w.cuda)))
+        ]
+        if release.wheel_for(cuda) is None or cuda not in buildable:
+            raise AdoptError(
+                f"the source is {framework} {version} on CUDA {cuda} ({how.get('cuda', '?')}); "
+                f"envkit can build "
+                f"{framework} {version} for {', '.join(buildable) or 'no CUDA'} only; nothing was written",
+                hint=f"rerun with --cuda one of {', '.join(buildable)} (the spec then says so)"
+                if buildable
+                else f"pin another {framework} release in the source",
+            )
+        if python not in release.python:
+            raise AdoptError(
+                f"the source is {framework} {version} on Python {python} ({how.get('python', '?')}); "
+                f"{framework} {version} publishes wheels for Python {', '.join(release.python)}; "
+                "nothing was written",
+                hint=f"rerun with --python one of {', '.join(release.python)}",
+            )
+    if cuda != "cpu" and catalog.cuda_release(cuda) is None:
+        raise AdoptError(
+            f"the source is on CUDA {cuda} ({how.get('cuda', '?')}), which envkit's catalog does not know; "
+            "nothing was written",
+            hint=f"rerun with --cuda one of cpu, {', '.join(catalog.cuda_versions())}",
+        )
+
+
+def _name(name: str | None, found: Collected) -> str:
+    if name is not None:
+        if not NAME_RE.match(name) or len(name) > 100:
+            raise AdoptError(f"{name!r} is not an environment name", hint="names match [a-z0-9][a-z0-9._-]*")
+        return name
+    stem = Path(found.origin.removeprefix("image:")).name
+    if found.kind == "dockerfile":
+        stem = stem.lower().replace("dockerfile", "").strip("._-") or Path(found.origin).resolve().parent.name
+    named = Path(found.name.replace("\\", "/")).name if found.name else ""  # `conda env export -p PATH`
+    raw = named or stem.split(".")[0] or "adopted"
+    slug = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._")[:100]
+    return slug if slug and NAME_RE.match(slug) else "adopted"
+
+
+def render(
+    name: str,
+    found: Collected,
+    python: str,
+    cuda: str,
+    frameworks: dict[str, str],
+    conda: list[str],
+    pip: list[str],
+    channels: list[str] | None,
+    mirror: str | None,
+    base_image: str | None,
+    platform: str | None,
+    env: dict[str, str],
+    lost: list[Lost],
+    how: dict[str, str],
+) -> str:
+    """The spec's YAML, with a header saying where each fact came from and what was not carried."""
+    q = json.dumps
+    lines = [
+        f"# Adopted by `envkit init --from {shown_item(found.origin)}` (envkit {__version__}); edit freely."
+    ]
+    lines += [f"#   {key}: {one_line(value)}" for key, value in sorted(how.items())]
+    if lost:
+        lines.append(f"# Not carried ({len(lost)}; `envkit init --from ... --json` lists them too):")
+        lines += [f"#   - {one_line(str(item))}" for item in lost[:200]]
+        if len(lost) > 200:
+            lines.append(f"#   ... and {len(lost) - 200} more")
+    description = shown_item(f"Adopted from {Path(found.origin).name or found.origin} ({found.kind})")[:300]
+    lines += [f"name: {name}", f"description: {q(description)}", f'python: "{python}"', f'cuda: "{cuda}"']
+    if frameworks:
+        lines.append("frameworks:")
+        lines += [f"  {fw}: {q(version)}" for fw, version in sorted(frameworks.items())]
+    if platform:
+        lines.append(f"platforms: [{platform}]")
+    if channels is not None:
+        lines.append("channels: [" + ", ".join(q(c) for c in channels) + "]")
+    if base_image:
+        lines.append(f"base_image: {q(base_image)}")
+    if mirror:
+        lines += ["mirrors:", f"  pypi: {q(mirror)}"]
+    if conda:
+        lines.append("conda:")
+        lines += [f"  - {q(c)}" for c in conda]
+    if pip:
+        lines.append("pip:")
+        lines += [f"  - {q(p)}" for p in pip]
+    if env:
+        lines.append("env:")
+        lines += [f"  {key}: {q(value)}" for key, value in sorted(env.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _validate(name: str, text: str, catalog: Catalog, origin: str) -> tuple[Spec, tuple[str, ...]]:
+    """``envkit validate`` on the text, before anything is written."""
+    with tempfile.TemporaryDirectory(prefix="envkit-init-") as tmp:
+        path = Path(tmp) / f"{name}.yaml"
+        path.write_text(text, "utf-8")
+        try:
+            loaded = load_spec(path, catalog)
+        except SpecError as e:
+            problems = "; ".join(f"{p.field or p.line}: {p.message}" for p in e.problems[:5])
+            raise AdoptError(
+                f"the spec adopted from {shown_item(origin)} does not validate ({problems}); "
+                "nothing was written",
+                hint="this is a bug in envkit init --from when the source is sound; --cuda/--python choose "
+                "other values",
+            ) from e
+    return loaded.spec, loaded.warnings

@@ -1,0 +1,346 @@
+"""A Dockerfile -> base image, pins, mirrors; every other instruction listed as not carried.
+
+Read, never run: ``FROM`` (after ``ARG`` defaults) becomes the base image, following stage
+names back to an image; ``RUN`` lines are split into commands with :mod:`shlex` (``&&``, ``;``,
+``|``) and only ``pip install``, ``pip config set global.index-url``, ``conda/mamba install``
+and ``conda create`` are read (their packages become pins, ``-i``/``-c`` mirrors and channels).
+OS packages, downloaded scripts run by a shell (``curl ... | sh``), other commands, and
+``COPY``/``CMD``/... are each reported with the line they are on. ``$VAR``, ``${VAR}``,
+``${VAR:-default}`` and ``${VAR:+alt}`` are expanded from ``ARG`` and ``ENV``; what stays
+unexpanded is reported, not guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envkit.init.adopted import Collected, joined_lines
+from envkit.init.from_conda_env import conda_pin
+from envkit.init.from_requirements import pip_args
+
+__all__ = ["looks_like_dockerfile", "read_dockerfile"]
+
+_INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)(?:\s+(.*))?$", re.DOTALL)
+_KNOWN = {
+    "FROM",
+    "ARG",
+    "ENV",
+    "RUN",
+    "COPY",
+    "ADD",
+    "WORKDIR",
+    "EXPOSE",
+    "CMD",
+    "ENTRYPOINT",
+    "USER",
+    "LABEL",
+    "HEALTHCHECK",
+    "VOLUME",
+    "SHELL",
+    "ONBUILD",
+    "STOPSIGNAL",
+    "MAINTAINER",
+}
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^{}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_PIP = re.compile(r"^(?:.*/)?pip(?:3(?:\.\d+)?)?$")
+_PYTHON = re.compile(r"^(?:.*/)?python(?:3(?:\.(\d+))?)?$")
+_CONDA = re.compile(r"^(?:.*/)?(?:conda|mamba|micromamba)$")
+_OS_TOOLS = {"apt-get", "apt", "yum", "dnf", "apk", "zypper", "microdnf"}
+_SHELLS = {"sh", "bash", "zsh", "dash", "python", "python3"}
+_FETCH = {"curl", "wget"}
+_TOOLING = {"pip", "setuptools", "wheel"}
+_SILENT = {"apt-get update", "apt update", "conda clean", "pip cache", "rm", "mkdir", "cd", "true", "echo"}
+_OPERATORS = {"&&", "||", ";", "|", "&"}
+
+
+@dataclass
+class _Stage:
+    image: str
+    name: str | None
+    line: int
+    runs: list[tuple[int, str]] = field(default_factory=list)
+    others: list[tuple[int, str, str]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def looks_like_dockerfile(path: Path, text: str) -> bool:
+    name = path.name.lower()
+    if name.startswith(("dockerfile", "containerfile")) or name.endswith((".dockerfile", ".containerfile")):
+        return True
+    for _, instruction in joined_lines(text):
+        return instruction.split(None, 1)[0].upper() in {"FROM", "ARG"} and " " in instruction
+    return False
+
+
+def expand(text: str, values: dict[str, str]) -> str:
+    """``$X``, ``${X}``, ``${X:-d}``, ``${X-d}``, ``${X:+a}``, ``${X+a}``; unknown variables stay."""
+    for _ in range(8):  # innermost first: ${A:+==${B}}
+        changed = _VAR.sub(lambda m: _one(m, values), text)
+        if changed == text:
+            break
+        text = changed
+    return text
+
+
+def _one(match: re.Match[str], values: dict[str, str]) -> str:
+    name = match[1] or match[4]
+    value = values.get(name)
+    op, word = match[2], match[3] or ""
+    if op in (":-", "-"):
+        return value if value or (op == "-" and value is not None) else word
+    if op in (":+", "+"):
+        return word if value or (op == "+" and value is not None) else ""
+    return value if value is not None else match[0]
+
+
+def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | None = None) -> None:
+    """``context``: the build context (the Dockerfile's folder), where relative ``-r`` files are read."""
+    stages, args = _stages(text, found, label=label)
+    if not stages:
+        return
+    chain = _chain(stages)
+    found.base_image = chain[0].image
+    for stage in stages:
+        if stage not in chain:
+            found.lose(
+                f"{label}:{stage.line}",
+                f"FROM {stage.image} AS {stage.name}",
+                "a build stage: what it builds is copied in by COPY --from, not carried",
+            )
+    for stage in chain:
+        values = {**args, **stage.env}
+        for number, run in stage.runs:
+            _run(run, found, where=f"{label}:{number}", values=values, context=context)
+        for number, other, why in stage.others:
+            found.lose(f"{label}:{number}", other, why)
+    for key, value in chain[-1].env.items():
+        _carry_env(key, value, found, label=label)
+
+
+def _stages(text: str, found: Collected, *, label: str) -> tuple[list[_Stage], dict[str, str]]:
+    """The stages (FROM, RUN, ENV, other instructions) and the global ARG defaults."""
+    stages: list[_Stage] = []
+    args: dict[str, str] = {}
+    for number, instruction in joined_lines(text):
+        match = _INSTRUCTION.match(instruction)
+        if not match:
+            found.lose(f"{label}:{number}", instruction, "not a Dockerfile instruction")
+            continue
+        keyword, rest = match[1].upper(), (match[2] or "").strip()
+        values = {**args, **(stages[-1].env if stages else {})}
+        if keyword == "ARG":
+            name, _, default = rest.partition("=")
+            args[name.strip()] = (
+                expand(default.strip().strip("\"'"), values) if default else args.get(name.strip(), "")
+            )
+        elif keyword == "FROM":
+            parts = [p for p in rest.split() if not p.startswith("--platform")]
+            image = expand(parts[0], values) if parts else ""
+            alias = parts[2] if len(parts) >= 3 and parts[1].upper() == "AS" else None
+            stages.append(_Stage(image, alias, number))
+        elif not stages:
+            found.lose(f"{label}:{number}", instruction, "before the first FROM")
+        elif keyword == "ENV":
+            for key, value in _env_pairs(rest):
+                stages[-1].env[key] = expand(value, values)
+        elif keyword == "RUN":
+            stages[-1].runs.append((number, rest))
+        else:
+            why = _OTHER_WHY.get(keyword, "not a Dockerfile instruction envkit knows")
+            stages[-1].others.append((number, f"{keyword} {rest}", why))
+    return stages, args
+
+
+_OTHER_WHY = {
+    "COPY": "the application's files: keep this in your Dockerfile, FROM the image envkit builds",
+    "ADD": "the application's files: keep this in your Dockerfile, FROM the image envkit builds",
+    "WORKDIR": "part of the application image, not of the environment",
+    "EXPOSE": "part of the application image, not of the environment",
+    "CMD": "part of the application image, not of the environment",
+    "ENTRYPOINT": "part of the application image, not of the environment",
+    "USER": "part of the application image, not of the environment",
+    "LABEL": "envkit writes its own labels (spec, lock digest)",
+    "HEALTHCHECK": "part of the application image, not of the environment",
+    "VOLUME": "part of the application image, not of the environment",
+    "SHELL": "envkit's Dockerfile chooses its own shell",
+    "ONBUILD": "part of the application image, not of the environment",
+    "STOPSIGNAL": "part of the application image, not of the environment",
+    "MAINTAINER": "envkit writes its own labels (spec, lock digest)",
+}
+
+
+def _chain(stages: list[_Stage]) -> list[_Stage]:
+    """The final stage and the stages it is built FROM, root first."""
+    by_name = {s.name: s for s in stages if s.name}
+    chain = [stages[-1]]
+    while chain[0].image in by_name and by_name[chain[0].image] not in chain:
+        chain.insert(0, by_name[chain[0].image])
+    return chain
+
+
+def _env_pairs(rest: str) -> list[tuple[str, str]]:
+    try:
+        tokens = shlex.split(rest, posix=True)
+    except ValueError:
+        return []
+    if tokens and "=" not in tokens[0]:
+        return [(tokens[0], " ".join(tokens[1:]))]  # legacy `ENV KEY value with spaces`
+    return [(k, v) for k, _, v in (t.partition("=") for t in tokens)]
+
+
+def _carry_env(key: str, value: str, found: Collected, *, label: str) -> None:
+    if key in {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "HOME"} or "$" in value or "\n" in value:
+        found.lose(
+            label, f"ENV {key}={value}", "names paths of that image (or an unexpanded variable): not carried"
+        )
+    elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) and value.isprintable():
+        found.env[key] = value
+    else:
+        found.lose(label, f"ENV {key}", "not a variable a spec can carry")
+
+
+def _run(run: str, found: Collected, *, where: str, values: dict[str, str], context: Path | None) -> None:
+    if run.startswith("["):
+        try:
+            argv = json.loads(run)
+        except ValueError:
+            argv = None
+        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+            _command([expand(a, values) for a in argv], found, where=where, context=context)
+            return
+    try:
+        lexer = shlex.shlex(expand(run, values), posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        found.lose(where, f"RUN {run}", "unbalanced quotes: not read")
+        return
+    commands: list[list[str]] = [[]]
+    separators: list[str] = []
+    for token in tokens:
+        if token in _OPERATORS:
+            commands.append([])
+            separators.append(token)
+        else:
+            commands[-1].append(token)
+    for index, argv in enumerate(commands):
+        if not argv:
+            continue
+        feeds = index < len(separators) and separators[index] == "|"
+        if (
+            feeds
+            and argv[0] in _FETCH
+            and index + 1 < len(commands)
+            and commands[index + 1][:1]
+            and (commands[index + 1][0].rsplit("/", 1)[-1] in _SHELLS)
+        ):
+            found.lose(
+                where,
+                " ".join([*argv, "|", *commands[index + 1]]),
+                "downloads a script and runs it: envkit never runs remote code; not carried",
+            )
+            commands[index + 1] = []
+            continue
+        _command(argv, found, where=where, context=context)
+
+
+def _command(argv: list[str], found: Collected, *, where: str, context: Path | None) -> None:
+    while argv and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]) or argv[0] in {"sudo", "exec", "env"}):
+        argv = argv[1:]  # DEBIAN_FRONTEND=noninteractive apt-get ..., sudo pip ...
+    if not argv:
+        return
+    program = argv[0]
+    python = _PYTHON.match(program)
+    if python and argv[1:3] == ["-m", "pip"]:
+        argv = ["pip", *argv[3:]]
+        if python[1]:
+            _python_hint(found, f"3.{python[1]}", where)
+    pip = _PIP.match(argv[0].rsplit("/", 1)[-1] if "/" in argv[0] else argv[0])
+    if argv[0] == "uv" and argv[1:2] == ["pip"]:
+        argv, pip = argv[1:], _PIP.match("pip")
+    if pip:
+        minor = re.search(r"pip3\.(\d+)$", argv[0])
+        if minor:
+            _python_hint(found, f"3.{minor[1]}", where)
+        _pip(argv[1:], found, where=where, context=context)
+    elif _CONDA.match(program):
+        _conda(argv[1:], found, where=where)
+    elif program in _OS_TOOLS:
+        packages = (
+            [a for a in argv[2:] if not a.startswith("-")] if argv[1:2] in (["install"], ["add"]) else []
+        )
+        if packages:
+            found.lose(
+                where,
+                f"{program} install {' '.join(packages)}",
+                "OS packages: not carried (envkit's base images bring what the frameworks load; "
+                "others belong in a base image)",
+            )
+    elif " ".join(argv[:2]) in _SILENT or program in _SILENT:
+        return
+    else:
+        found.lose(where, " ".join(argv), "a shell command: envkit builds from the spec only; not carried")
+
+
+def _python_hint(found: Collected, version: str, where: str) -> None:
+    if found.python is None:
+        found.python, found.python_where = version, where
+
+
+def _pip(args: list[str], found: Collected, *, where: str, context: Path | None) -> None:
+    while args and args[0].startswith("-") and args[0] not in {"--version", "-V"}:
+        args = args[1:]  # pip's general options before the command: pip --no-cache-dir install ...
+    if not args:
+        return
+    sub, rest = args[0], args[1:]
+    if sub == "install":
+        before = len(found.pip)
+        pip_args(rest, found, where=where, base=context)
+        tooling = [p for p in found.pip[before:] if p.name in _TOOLING]
+        for pin in tooling:
+            found.pip.remove(pin)
+            found.lose(where, pin.spec, "installer tooling: the environment envkit builds brings its own pip")
+    elif sub == "config" and rest[:2] == ["set", "global.index-url"] and len(rest) >= 3:
+        found.index_urls.append((rest[2], where))
+    elif sub in {"cache", "list", "freeze", "check", "show", "--version", "-V"}:
+        return
+    else:
+        found.lose(where, f"pip {' '.join(args)}", f"pip {sub}: not carried")
+
+
+def _conda(args: list[str], found: Collected, *, where: str) -> None:
+    if not args:
+        return
+    sub, rest = args[0], args[1:]
+    if sub in {"clean", "info", "list", "init", "activate", "deactivate", "shell"}:
+        return
+    if sub in {"env"} or sub not in {"install", "create"}:
+        found.lose(where, f"conda {' '.join(args)}", f"conda {sub}: not carried")
+        return
+    channels: list[str] = []
+    packages: list[str] = []
+    index = 0
+    while index < len(rest):
+        token = rest[index]
+        index += 1
+        if token in {"-c", "--channel"} and index < len(rest):
+            channels.append(rest[index])
+            index += 1
+        elif token.startswith("--channel="):
+            channels.append(token.split("=", 1)[1])
+        elif token in {"-n", "--name", "-p", "--prefix"}:
+            index += 1
+        elif token in {"-f", "--file"} and index < len(rest):
+            found.lose(where, f"conda {sub} --file {rest[index]}", "reads a file inside the image: not read")
+            index += 1
+        elif token.startswith("-"):
+            continue  # -y, -q, --override-channels, --strict-channel-priority
+        else:
+            packages.append(token)
+    found.channels.extend(channels)
+    for package in packages:
+        conda_pin(package, where, found)

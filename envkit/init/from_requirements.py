@@ -1,0 +1,236 @@
+"""requirements.txt / pip freeze lines and ``pip install`` arguments -> pins, indexes and what is lost.
+
+The inventory reader (:func:`envkit.inventory.readers_text.read_requirements`) keeps only the
+installed version of each line; a spec needs the requirement as written (``scipy>=1.10,<1.14``,
+markers) and the pip options (``-i``, ``--extra-index-url``, ``-f``, ``-r``), so this reads them.
+Lines that cannot become a spec pin are reported, never dropped silently: editable installs,
+local paths and wheels, VCS and direct URLs, environment variables, pip options the spec has no
+field for. A line with shell syntax in it is refused (:func:`envkit.init.adopted.hostile`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from envkit._io import TooLarge, read_text_bounded
+from envkit.init.adopted import AdoptError, Collected, PipPin, hostile, joined_lines, refuse
+
+__all__ = [
+    "MAX_TEXT_BYTES",
+    "add_requirement",
+    "pip_args",
+    "read_requirements_file",
+    "requirement_line",
+    "requirement_lines",
+]
+
+MAX_TEXT_BYTES = 4 * 1024 * 1024  # a requirements.txt or Dockerfile is a few KB; 4 MiB is not one
+MAX_INCLUDE_DEPTH = 5
+_INDEX = {"-i", "--index-url"}
+_EXTRA = {"--extra-index-url", "-f", "--find-links"}
+_INCLUDE = {"-r", "--requirement", "-c", "--constraint"}
+_EDITABLE = {"-e", "--editable"}
+# pip options that take a value and that a spec has no field for (reported, value skipped)
+_VALUED = {
+    "--trusted-host",
+    "--hash",
+    "--config-settings",
+    "-C",
+    "--global-option",
+    "--platform",
+    "--python-version",
+    "--target",
+    "-t",
+    "--prefix",
+    "--root",
+    "--src",
+    "--cache-dir",
+    "--progress-bar",
+    "--timeout",
+    "--retries",
+    "--proxy",
+    "--cert",
+    "--client-cert",
+    "--only-binary",
+    "--no-binary",
+    "--implementation",
+    "--abi",
+    "--upgrade-strategy",
+    "--report",
+    "--log",
+    "--exists-action",
+}
+# options that change nothing a spec records (the lock pins and hashes everything anyway)
+_QUIET = {
+    "-q",
+    "--quiet",
+    "-v",
+    "--verbose",
+    "--no-cache-dir",
+    "-U",
+    "--upgrade",
+    "--user",
+    "--disable-pip-version-check",
+    "--no-input",
+    "--require-hashes",
+    "--force-reinstall",
+    "-I",
+    "--ignore-installed",
+    "--prefer-binary",
+    "--no-warn-script-location",
+    "--compile",
+    "--no-compile",
+    "-y",
+    "--yes",
+    "--break-system-packages",
+    "--root-user-action",
+}
+_URL_LINE = re.compile(r"^(?:git\+|hg\+|svn\+|bzr\+|https?://|file:|\.{0,2}/|~/)|\.(?:whl|tar\.gz|zip)$")
+_VAR = re.compile(r"\$\{?[A-Za-z_]")
+_WHEEL_PYTHON = re.compile(r"-cp3(\d{1,2})-cp3\d{1,2}")
+_OPTION_START = re.compile(r"\s--?[A-Za-z]")
+
+
+def read_requirements_file(path: Path, found: Collected, *, label: str, depth: int = 0) -> None:
+    """Read a requirements file (and the files it includes with ``-r``/``-c``, when present)."""
+    try:
+        text = read_text_bounded(path, MAX_TEXT_BYTES)
+    except TooLarge as e:
+        raise AdoptError(
+            f"{label}: larger than {e.limit} bytes: not a requirements file; nothing was written",
+            hint="check the path",
+        ) from e
+    except UnicodeDecodeError as e:
+        raise AdoptError(f"{label}: not UTF-8 text (byte {e.start})", hint="is this a binary file?") from e
+    requirement_lines(text, found, label=label, base=path.parent, depth=depth)
+
+
+def requirement_lines(text: str, found: Collected, *, label: str, base: Path | None, depth: int = 0) -> None:
+    for number, line in joined_lines(text):
+        stripped = re.sub(r"(^|\s)#.*$", "", line).strip()  # a trailing comment
+        if stripped:
+            requirement_line(stripped, f"{label}:{number}", found, base=base, depth=depth)
+
+
+def requirement_line(line: str, where: str, found: Collected, *, base: Path | None, depth: int = 0) -> None:
+    """One logical line of a requirements file (or of an environment.yml's ``pip:`` list)."""
+    line = line.strip()
+    if not line or line.startswith("#"):
+        return
+    if hostile(line):
+        raise refuse(where, line)
+    option = _OPTION_START.search(line) if not line.startswith("-") else None
+    requirement, rest = ("", line) if line.startswith("-") else (line, "")
+    if option:
+        requirement, rest = line[: option.start()], line[option.start() :]
+    try:
+        tokens = shlex.split(rest, comments=False, posix=True)
+    except ValueError:
+        found.lose(where, line, "unbalanced quotes: not a requirement line")
+        return
+    if requirement:
+        add_requirement(requirement.strip(), where, found)
+    pip_args(tokens, found, where=where, base=base, depth=depth, requirements=not requirement)
+
+
+def pip_args(
+    tokens: Sequence[str],
+    found: Collected,
+    *,
+    where: str,
+    base: Path | None,
+    depth: int = 0,
+    requirements: bool = True,
+) -> None:
+    """``pip install`` arguments (or a requirements line's options) into ``found``."""
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        option, _, inline = token.partition("=") if token.startswith("--") else (token, "", "")
+        takes_value = option in _INDEX | _EXTRA | _INCLUDE | _EDITABLE | _VALUED
+        value = inline or (tokens[index + 1] if takes_value and index + 1 < len(tokens) else "")
+        if takes_value and not inline:
+            index += 1
+        index += 1
+        if option in _INDEX:
+            found.index_urls.append((value, where))
+        elif option in _EXTRA:
+            found.extra_urls.append((value, where))
+        elif option in _INCLUDE:
+            _include(value, option, found, where=where, base=base, depth=depth)
+        elif option in _EDITABLE:
+            found.lose(where, f"-e {value}", "an editable install (a checkout on that machine): not carried")
+        elif option == "--hash":
+            continue  # the lock hashes what it pins
+        elif option in _VALUED:
+            found.lose(where, f"{option} {value}", "a pip option the spec has no field for")
+        elif option in _QUIET or (option == "--no-deps" and not requirements):
+            continue
+        elif token.startswith("-"):
+            found.lose(where, token, "a pip option the spec has no field for")
+        elif requirements:
+            add_requirement(token, where, found)
+
+
+def _include(value: str, option: str, found: Collected, *, where: str, base: Path | None, depth: int) -> None:
+    if Path(value).is_absolute() or value.startswith("~"):
+        found.lose(where, f"{option} {value}", "an absolute path (on that machine or in an image): not read")
+        return
+    target = base / value if base is not None and not _VAR.search(value) else None
+    if target is None or not target.is_file():
+        found.lose(where, f"{option} {value}", "includes a file that is not beside the source: not read")
+        return
+    if depth >= MAX_INCLUDE_DEPTH:
+        raise AdoptError(
+            f"{where}: {option} {value}: includes nest deeper than {MAX_INCLUDE_DEPTH} files; "
+            "nothing was written",
+            hint="a requirements file that includes itself? check the -r lines",
+        )
+    if option in {"-c", "--constraint"}:
+        found.lose(
+            where, f"{option} {value}", "a constraints file: its pins are not requirements; not carried"
+        )
+        return
+    read_requirements_file(target, found, label=value, depth=depth + 1)
+
+
+def add_requirement(text: str, where: str, found: Collected) -> None:
+    """One requirement: a :class:`PipPin`, or a Lost line saying why it cannot be one."""
+    if hostile(text):
+        raise refuse(where, text)
+    if _VAR.search(text):
+        found.lose(where, text, "uses a variable the source does not set: not carried")
+        return
+    wheel_python = _WHEEL_PYTHON.search(text)
+    if wheel_python and found.python is None:
+        found.python, found.python_where = f"3.{wheel_python[1]}", f"{where} (a cp3{wheel_python[1]} wheel)"
+    if _URL_LINE.search(text) and " @ " not in text:
+        found.lose(where, text, _url_why(text))
+        return
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as e:
+        found.lose(where, text, f"not a PEP 508 requirement ({str(e).splitlines()[0][:80]})")
+        return
+    if req.url:
+        found.lose(where, text, _url_why(req.url))
+        return
+    name = canonicalize_name(req.name)
+    exact = [s.version for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
+    found.pip.append(PipPin(name, text.strip(), exact[0] if len(exact) == 1 else "", where))
+
+
+def _url_why(url: str) -> str:
+    if url.startswith(("git+", "hg+", "svn+", "bzr+")):
+        return (
+            "a VCS checkout: the spec pins released versions only (publish a release, or a wheel on a mirror)"
+        )
+    if url.startswith(("file:", "/", ".", "~")) or "://" not in url:
+        return "a local build (a file on that machine): not carried"
+    return "a direct URL: a spec's pins come from an index, with hashes (put the wheel on the mirror)"

@@ -1,0 +1,136 @@
+"""Which reader a ``--from`` source goes to: a file (by name and content), ``image:REF`` or ``host``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from envkit._io import TooLarge, read_text_bounded
+from envkit.errors import InventoryError
+from envkit.init.adopted import AdoptError, Collected
+from envkit.init.from_conda_env import read_conda_env
+from envkit.init.from_dockerfile import looks_like_dockerfile, read_dockerfile
+from envkit.init.from_inventory import collect_inventory, host_local_installs, snapshot_inventory
+from envkit.init.from_requirements import requirement_lines
+from envkit.inventory import FORMATS, Inventory, detect_format, parse_inventory
+from envkit.inventory.read import MAX_INVENTORY_BYTES
+from envkit.inventory.snapshot import EnvironmentSource, LocalSource, take_snapshot
+
+__all__ = ["SOURCE_KINDS", "read_source"]
+
+SOURCE_KINDS = (
+    "environment.yml (conda env export, --from-history or hand-written; pip: section)",
+    "requirements.txt / pip freeze / pip list --format=json",
+    "a Dockerfile",
+    f"any inventory envkit diff reads ({', '.join(FORMATS)})",
+    "image:REF (a container image)",
+    "host (this machine's environment)",
+)
+_REQUIREMENTS_NAME = re.compile(r"(^|[-_.])(requirements?|reqs)([-_.].*)?\.(txt|in)$", re.I)
+
+ImageReader = Callable[[str], EnvironmentSource]
+
+
+def read_source(
+    source: str, *, image_reader: ImageReader | None = None
+) -> tuple[Collected, Inventory | None]:
+    """What ``source`` says, and its inventory when ``envkit diff`` can read it (for ``--lock``)."""
+    if source == "host":
+        return _snapshot("host", LocalSource(), local=host_local_installs())
+    if source.startswith("image:"):
+        ref = source.removeprefix("image:")
+        if not ref or image_reader is None:
+            raise AdoptError(
+                "image: needs a reference, e.g. image:pytorch/pytorch:2.1.2-cuda12.1-cudnn8-runtime",
+                hint="envkit init --from image:REF",
+            )
+        return _snapshot(source, image_reader(ref), local={})
+    path = Path(source)
+    if not path.is_file():
+        raise AdoptError(f"{source}: no such file", hint="pass a file, image:REF or host")
+    try:
+        text = read_text_bounded(path, MAX_INVENTORY_BYTES)
+    except TooLarge as e:
+        raise AdoptError(
+            f"{source}: larger than {e.limit} bytes: not an environment source; nothing was written",
+            hint="check the path",
+        ) from e
+    except UnicodeDecodeError as e:
+        raise AdoptError(f"{source}: not UTF-8 text (byte {e.start})", hint="is this a binary file?") from e
+    return _file(path, text, source)
+
+
+def _file(path: Path, text: str, label: str) -> tuple[Collected, Inventory | None]:
+    from envkit.init.from_requirements import MAX_TEXT_BYTES
+
+    base = path.parent
+    if looks_like_dockerfile(path, text):
+        _bounded(text, MAX_TEXT_BYTES, label)
+        found = Collected(label, "dockerfile")
+        read_dockerfile(text, found, label=label, context=base)
+        return found, None
+    fmt = detect_format(text)
+    if fmt == "env-export" or (fmt is None and path.suffix in (".yml", ".yaml") and "dependencies" in text):
+        found = Collected(label, "environment.yml")
+        read_conda_env(text, found, label=label, base=base)
+        return found, _inventory(text, label)
+    named = _REQUIREMENTS_NAME.search(path.name) is not None  # `torch>=2.4` also reads as name=version
+    if (
+        fmt in ("pip-freeze", "requirements-lock")
+        or (fmt in (None, "conda-export") and named)
+        or (fmt is None and path.suffix == ".txt")
+    ):
+        _bounded(text, MAX_TEXT_BYTES, label)
+        found = Collected(label, "requirements")
+        requirement_lines(text, found, label=label, base=base)
+        return found, _inventory(text, label)
+    if fmt is None:
+        raise AdoptError(
+            f"{label}: not a source envkit init reads; nothing was written",
+            hint="envkit init --from reads: " + "; ".join(SOURCE_KINDS),
+        )
+    try:
+        inventory = parse_inventory(text, path=label, label=path.stem)
+    except InventoryError as e:
+        raise AdoptError(f"{e.message}; nothing was written", hint=e.hint) from e
+    found = Collected(label, inventory.format)
+    collect_inventory(inventory, found)
+    return found, inventory
+
+
+def _bounded(text: str, limit: int, label: str) -> None:
+    if len(text) > limit:
+        raise AdoptError(
+            f"{label}: larger than {limit} bytes for its kind; nothing was written", hint="check the path"
+        )
+
+
+def _inventory(text: str, label: str) -> Inventory | None:
+    """The source as ``envkit diff`` reads it (None when it cannot: a hand-written range is no listing)."""
+    try:
+        return parse_inventory(text, path=label, label=Path(label).stem)
+    except InventoryError:
+        return None
+
+
+def _snapshot(label: str, source: EnvironmentSource, *, local: dict[str, str]) -> tuple[Collected, Inventory]:
+    inventory = snapshot_inventory(take_snapshot(source), label)
+    found = Collected(label, "snapshot")
+    collect_inventory(inventory, found)
+    if local:
+        names = {_canonical(n): url for n, url in local.items()}
+        for pin in [p for p in found.pip if p.name in names]:
+            found.pip.remove(pin)
+            found.lose(
+                label,
+                f"{pin.spec} @ {names[pin.name]}",
+                "installed from a directory or VCS here (PEP 610): not carried",
+            )
+    return found, inventory
+
+
+def _canonical(name: str) -> str:
+    from packaging.utils import canonicalize_name
+
+    return canonicalize_name(name)

@@ -1,0 +1,101 @@
+"""What `envkit init --from` reads a CUDA, a framework and a Python from (the issue's own examples)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envkit.catalog import load_catalog
+from envkit.init.adopt import Adoption, plan_adoption
+from envkit.init.sources import read_source
+
+PADDLE_CU126 = "https://www.paddlepaddle.org.cn/packages/stable/cu126/"
+
+
+def adopt(
+    tmp_path: Path, name: str, text: str, cuda: str | None = None, python: str | None = None
+) -> Adoption:
+    path = tmp_path / name
+    path.write_text(text)
+    found, _ = read_source(str(path))
+    return plan_adoption(found, load_catalog(), cuda=cuda, python=python)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "detected"),
+    [
+        ("requirements.txt", "torch==2.1.2+cu121\nnumpy==1.26.4\n", {"torch": "2.1.2", "cuda": "12.1"}),
+        ("requirements.txt", "torch==2.1.2+cpu\n", {"torch": "2.1.2", "cuda": "cpu"}),
+        ("requirements.txt", "--index-url https://download.pytorch.org/whl/cu118\ntorch==2.1.2\n",
+         {"torch": "2.1.2", "cuda": "11.8"}),
+        ("requirements.txt", "torch==2.1.2\n", {"torch": "2.1.2", "cuda": "12.1"}),  # PyPI's Linux wheel
+        ("requirements.txt", "paddlepaddle-gpu==2.6.0.post118\n", {"paddle": "2.6.0", "cuda": "11.8"}),
+        ("requirements.txt", "paddlepaddle-gpu==2.6.0\n", {"paddle": "2.6.0", "cuda": "11.8"}),
+        ("requirements.txt", f"paddlepaddle-gpu==3.0.0 -i {PADDLE_CU126}\n",
+         {"paddle": "3.0.0", "cuda": "12.6"}),
+        ("requirements.txt", "paddlepaddle==2.6.2\n", {"paddle": "2.6.2", "cuda": "cpu"}),
+        ("environment.yml", "channels: [pytorch, nvidia]\ndependencies:\n  - python=3.11\n  - pytorch=2.1.2\n"
+         "  - pytorch-cuda=12.1\n", {"torch": "2.1.2", "cuda": "12.1", "python": "3.11"}),
+        ("environment.yml", "dependencies:\n  - pytorch=2.1.2=py3.10_cuda11.8_cudnn8.7.0_0\n",
+         {"torch": "2.1.2", "cuda": "11.8", "python": "3.10"}),
+        ("environment.yml", "dependencies:\n  - python=3.9.*\n  - numpy\n", {"python": "3.9", "cuda": "cpu"}),
+        ("environment.yml", "dependencies:\n  - python >=3.9,<3.11\n", {"python": "3.10"}),
+        ("environment.yml", "dependencies:\n  - pytorch::pytorch=2.1.2\n  - cpuonly\n",
+         {"torch": "2.1.2", "cuda": "cpu"}),
+        ("Dockerfile", "FROM paddlepaddle/paddle:2.6.2-gpu-cuda11.7-cudnn8.4-trt8.4\n",
+         {"paddle": "2.6.2", "cuda": "11.7"}),
+        ("Dockerfile", "FROM nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04\nRUN pip install torch==2.1.2\n",
+         {"torch": "2.1.2", "cuda": "12.1"}),
+    ],
+)  # fmt: skip
+def test_detected(tmp_path: Path, name: str, text: str, detected: dict[str, str]) -> None:
+    adoption = adopt(tmp_path, name, text)
+    assert {k: adoption.detected[k] for k in detected} == detected
+
+
+def test_post_build_is_installed_as_the_catalogs_wheel(tmp_path: Path) -> None:
+    a = adopt(tmp_path, "requirements.txt", "paddlepaddle-gpu==2.6.0.post118\nscipy>=1.10,<1.14\n")
+    assert a.spec.frameworks.paddle == "2.6.0" and a.spec.cuda == "11.8"
+    assert a.pins["pip"] == ("scipy>=1.10,<1.14",)
+    assert any("paddlepaddle-gpu==2.6.0.post118" in n and "paddlepaddle-gpu==2.6.0" in n for n in a.notes)
+
+
+def test_a_base_image_of_another_cuda_is_reported(tmp_path: Path) -> None:
+    text = "FROM nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04\nRUN pip install torch==2.1.2\n"
+    a = adopt(tmp_path, "Dockerfile", text)
+    assert a.spec.base_image is None  # PyPI torch 2.1.2 is CUDA 12.1: the 11.8 image is not kept
+    assert any("a CUDA 11.8 image under a CUDA 12.1 spec" in x.why for x in a.lost)
+    assert any("differs from CUDA 12.1" in x.why for x in a.lost)
+
+
+def test_torch_and_paddle_on_different_cudas(tmp_path: Path) -> None:
+    text = "torch==2.4.0+cu121\npaddlepaddle-gpu==2.6.0.post118\n"
+    with pytest.raises(Exception, match=r"paddle 2\.6\.0 on CUDA 12\.1"):
+        adopt(tmp_path, "requirements.txt", text)
+
+
+def test_python_from_a_wheel_tag_and_from_an_override(tmp_path: Path) -> None:
+    a = adopt(
+        tmp_path, "requirements.txt", "x @ https://h.example/x-1.0-cp310-cp310-linux_x86_64.whl\nsix==1\n"
+    )
+    assert a.detected["python"] == "3.10" and "cp310" in a.how["python"]
+    b = adopt(tmp_path, "environment.yml", "dependencies:\n  - python=3.10\n  - six\n", python="3.12")
+    assert b.detected["python"] == "3.12" and b.how["python"] == "--python 3.12"
+    assert "python=3.10" not in b.pins["conda"]
+    assert any("replaced by --python 3.12" in x.why for x in b.lost)
+
+
+def test_unpinned_framework_takes_the_newest_release_in_range(tmp_path: Path) -> None:
+    a = adopt(tmp_path, "requirements.txt", "torch>=2.4,<2.6\n", cuda="cpu")
+    assert a.detected["torch"] == "2.5.1" and "newest release" in a.how["torch"]
+
+
+def test_dockerfile_reads_requirements_from_its_build_context(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("six==1.16.0\nscipy>=1.10\n")
+    text = (
+        "FROM python:3.11-slim\nCOPY requirements.txt .\nRUN pip install -r requirements.txt -r /etc/passwd\n"
+    )
+    a = adopt(tmp_path, "Dockerfile", text)
+    assert a.pins["pip"] == ("six==1.16.0", "scipy>=1.10")
+    assert any(x.item == "-r /etc/passwd" and "absolute path" in x.why for x in a.lost)
