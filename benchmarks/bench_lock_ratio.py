@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._goals import record, run_case
-from benchmarks.bench_lock import PLATFORMS, _filler
-from envkit.lock.testing import make_wheel, realistic_records, write_channel
+from benchmarks.bench_lock import PLATFORMS, write_project
 
 ROUNDS = 3
 
@@ -103,22 +102,6 @@ def bare_case(requests_in: str) -> tuple[float, float, dict[str, Any]]:
     start, cpu = time.perf_counter(), time.process_time()
     counts = asyncio.run(solve_all())
     return time.perf_counter() - start, time.process_time() - cpu, {"conda": counts}
-
-
-def write_project(root: Path) -> None:
-    real = realistic_records(PLATFORMS)
-    filler = [r for p in PLATFORMS for r in _filler(p)]
-    channel = write_channel(root / "channel", [*real, *filler], archives=False)
-    wheels = root / "wheels"
-    make_wheel(wheels, "alpha", "1.0", ["beta>=1"])
-    make_wheel(wheels, "beta", "2.0")
-    (root / "environments").mkdir()
-    (root / "environments" / "bench.yaml").write_text(
-        'name: bench\npython: "3.11"\ncuda: "12.1"\n'
-        "conda:\n  - pytorch\n  - numpy\n  - libblas * *openblas\n"
-        f'  - synthetic-0001\npip:\n  - alpha\nchannels: ["{channel}"]\n'
-        f'platforms: [{", ".join(PLATFORMS)}]\nmirrors:\n  pypi: "{wheels.as_uri()}"\n'
-    )
 
 
 def main() -> None:
