@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import errno
+import json
+import os
+import stat
 from pathlib import Path
+from typing import Any, BinaryIO
 
-__all__ = ["TooLarge", "read_bytes_bounded", "read_text_bounded"]
+__all__ = [
+    "NotRegular",
+    "TooLarge",
+    "load_json_bounded",
+    "open_regular",
+    "read_bytes_bounded",
+    "read_limited",
+    "read_text_bounded",
+]
 
 
 class TooLarge(Exception):
@@ -19,7 +32,12 @@ class TooLarge(Exception):
 def read_bytes_bounded(path: Path, limit: int) -> bytes:
     """At most ``limit`` bytes of ``path``; :class:`TooLarge` when there are more (OSError as usual)."""
     with path.open("rb") as fh:
-        data = fh.read(limit + 1)
+        return read_limited(fh, limit, path)
+
+
+def read_limited(fh: BinaryIO, limit: int, path: Path) -> bytes:
+    """The rest of the open ``fh``, at most ``limit`` bytes; :class:`TooLarge` (naming ``path``) beyond."""
+    data = fh.read(limit + 1)
     if len(data) > limit:
         raise TooLarge(path, limit)
     return data
@@ -28,3 +46,50 @@ def read_bytes_bounded(path: Path, limit: int) -> bytes:
 def read_text_bounded(path: Path, limit: int) -> str:
     """UTF-8 text of ``path`` (a leading BOM dropped), bounded like :func:`read_bytes_bounded`."""
     return read_bytes_bounded(path, limit).decode("utf-8").removeprefix("\ufeff")
+
+
+class NotRegular(OSError):
+    """The path is a link, a directory, a FIFO or a device where a regular file was expected."""
+
+
+def open_regular(path: Path, *, follow: bool = False) -> BinaryIO:
+    """``path`` opened for reading, refused unless it is a regular file.
+
+    Never blocks on a FIFO (opened ``O_NONBLOCK``, then checked); a symlink is refused unless
+    ``follow`` (``O_NOFOLLOW``). :class:`NotRegular` says which; other OS errors as usual.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise NotRegular(errno.ELOOP, "a symbolic link, not a file", str(path)) from e
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotRegular(errno.EINVAL, "not a regular file", str(path))
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def load_json_bounded(data: bytes | str, max_depth: int) -> Any:
+    """Parse JSON text; ``ValueError`` (a short reason) when invalid or nested deeper than ``max_depth``."""
+    try:
+        value = json.loads(data)
+    except RecursionError as e:
+        raise ValueError(f"nested deeper than {max_depth} levels") from e
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 text (byte {e.start})") from e
+    except ValueError as e:
+        raise ValueError(f"invalid JSON: {str(e)[:200]}") from e
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            raise ValueError(f"nested deeper than {max_depth} levels")
+        if isinstance(item, dict):
+            stack += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+    return value

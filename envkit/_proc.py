@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -66,8 +67,14 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], log: Path) -> subproce
     For the local fleet scheduler; the caller polls and ends it (``terminate``/``kill`` by handle).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
+    try:  # O_NOFOLLOW: never appended through a link planted at the log's name
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        raise EnvkitError(
+            f"cannot write {log}: {e.strerror or e}", hint="is a link or another file in its place?"
+        ) from e
     try:
-        with log.open("ab") as out:
+        with os.fdopen(fd, "ab") as out:
             return subprocess.Popen(
                 list(argv), env=dict(env), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -15,7 +15,16 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["REDACTED", "neutralise", "printable_line", "redact", "url_credentials"]
+__all__ = [
+    "REDACTED",
+    "https_url",
+    "markdown_text",
+    "neutralise",
+    "one_line",
+    "printable_line",
+    "redact",
+    "url_credentials",
+]
 
 REDACTED = "***"
 
@@ -80,6 +89,40 @@ def url_credentials(url: str) -> str | None:
 def neutralise(text: str) -> str:
     """``text`` with terminal control characters shown as ``\\xNN`` / ``\\uNNNN`` (newline, tab kept)."""
     return _CONTROL.sub(_escape, text)
+
+
+_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def one_line(text: str) -> str:
+    """``text`` for a one-line field: line breaks shown as ``\\n`` (…) and controls neutralised."""
+    return neutralise(text.translate(_BREAKS))
+
+
+# ASCII punctuation that makes inline markup anywhere in a line (CommonMark lets any of it be
+# backslash-escaped; with ``[`` and ``]`` escaped no link or image can form, so ``(``, ``)`` and ``!``
+# stay as they are); ``<``, ``>`` and ``&`` become entities (no raw HTML). ``#``, ``-``, ``+``, ``=``
+# and ``1.`` only make structure at the start of a line: :func:`markdown_text` escapes them there.
+_MARKDOWN = str.maketrans({**{c: "\\" + c for c in "\\`*_[]|~"}, "<": "&lt;", ">": "&gt;", "&": "&amp;"})
+_LINE_BREAKS = re.compile("[\r\n\x85\u2028\u2029]+")
+_LINE_START = re.compile(r"^(\s*)(?:([-+=#])|(\d+)(?=[.)]))")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal markdown on one line: no markup, no HTML, no link, no heading or list."""
+    flat = neutralise(_LINE_BREAKS.sub(" ", text)).translate(_MARKDOWN)
+    return _LINE_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[2] else f"{m[1]}{m[3]}\\", flat)
+
+
+def https_url(text: str) -> str | None:
+    """``text`` when it is a plain ``https://host/...`` URL (a link target others may click), else None."""
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return None
+    if parts.scheme != "https" or not parts.hostname or not printable_line(text) or " " in text:
+        return None
+    return text
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -29,7 +29,7 @@ import yaml
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envkit._io import TooLarge, read_bytes_bounded
+from envkit._io import TooLarge, load_json_bounded, read_bytes_bounded
 from envkit._yaml import ALIAS_OR_DEEP, C_SAFE_LOADER, YamlProblem, load_bounded
 from envkit.audit.cvss import cvss3_score, severity_of_score
 from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
@@ -366,10 +366,12 @@ class OsvDirService(VulnService):
         info = {"service": self.name, "database": str(self.root)}
         stamp = self.root / "SOURCE.json"
         if stamp.is_file():
-            try:
-                meta = json.loads(stamp.read_text("utf-8"))
-                info.update({k: str(v) for k, v in meta.items() if isinstance(k, str)})
-            except (OSError, ValueError):
+            try:  # the database's own words: bounded, an object of strings (escaped where shown)
+                meta = load_json_bounded(read_bytes_bounded(stamp, 1 << 20), 4)
+                if not isinstance(meta, dict):
+                    raise ValueError("not an object")
+                info.update({k: str(v)[:500] for k, v in meta.items() if isinstance(v, (str, int, float))})
+            except (OSError, ValueError, TooLarge):
                 info["source_note"] = "SOURCE.json unreadable"
         else:
             readme = self.root / "README.md"

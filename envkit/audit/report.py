@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from envkit import __version__
+from envkit._safe import https_url, markdown_text, one_line
 from envkit.audit.core import AuditReport, Finding
 from envkit.audit.policy import RULES
 from envkit.audit.service import severity_rank
@@ -47,7 +48,7 @@ def _summary(report: AuditReport, fail_on: str) -> str:
     ignored = len(report.findings) - len(report.active)
     failing = len(report.failing(fail_on))
     return (
-        f"{report.target}: {len(report.active)} finding(s) ({', '.join(parts) or 'none'}), "
+        f"{one_line(report.target)}: {len(report.active)} finding(s) ({', '.join(parts) or 'none'}), "
         f"{ignored} ignored; "
         f"{report.checked} package(s) checked, {len(report.not_checked)} not checked, "
         f"{len(report.not_covered)} not covered; {failing} at or above --fail-on {fail_on}"
@@ -61,8 +62,8 @@ def to_table(report: AuditReport, fail_on: str) -> str:
         rows = [
             (
                 f.severity + (" (ignored)" if f.ignored else ""),
-                f.id,
-                f"{f.package} {f.version}" if f.package else "-",
+                one_line(f.id),
+                one_line(f"{f.package} {f.version}") if f.package else "-",
             )
             for f in ordered
         ]
@@ -73,10 +74,13 @@ def to_table(report: AuditReport, fail_on: str) -> str:
         )
         indent = " " * (sum(widths) + 6)
         for row, f in zip(rows, ordered, strict=True):
-            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + f"  {f.message}")
-            lines.append(f"{indent}fix: {f.fix}")
+            # advisory text is one line each: a newline in it cannot forge a summary line
+            lines.append(
+                "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + f"  {one_line(f.message)}"
+            )
+            lines.append(f"{indent}fix: {one_line(f.fix)}")
             if f.ignored:
-                lines.append(f"{indent}ignored: {f.ignored}")
+                lines.append(f"{indent}ignored: {one_line(f.ignored)}")
     else:
         lines.append("no findings")
     for title, items in (
@@ -84,16 +88,18 @@ def to_table(report: AuditReport, fail_on: str) -> str:
         ("not covered (conda-only)", report.not_covered),
     ):
         if items:
-            shown = ", ".join(f"{n.name} {n.version}".strip() for n in items[:30])
+            shown = ", ".join(one_line(f"{n.name} {n.version}".strip()) for n in items[:30])
             more = f" and {len(items) - 30} more" if len(items) > 30 else ""
             lines.append(f"{title}: {shown}{more}")
-            lines += [f"  reason: {r}" for r in sorted({n.reason for n in items})[:5]]
+            lines += [f"  reason: {one_line(r)}" for r in sorted({n.reason for n in items})[:5]]
     lines.append(_summary(report, fail_on))
     return "\n".join(lines)
 
 
 def to_markdown(report: AuditReport, fail_on: str) -> str:
-    out = [f"# envkit audit: {report.target}", "", _summary(report, fail_on), ""]
+    """Every value (advisory text, package names, SOURCE.json provenance) is escaped: literal text."""
+    md = markdown_text
+    out = [f"# envkit audit: {md(report.target)}", "", md(_summary(report, fail_on)), ""]
     if report.findings:
         out += ["| severity | id | package | finding | fix |", "|---|---|---|---|---|"]
         for f in _ordered(report.findings):
@@ -104,15 +110,17 @@ def to_markdown(report: AuditReport, fail_on: str) -> str:
                 f.message,
                 f.fix,
             ]
-            out.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+            out.append("| " + " | ".join(md(c) for c in cells) + " |")
         out.append("")
     for title, items in (
         ("Not checked", report.not_checked),
         ("Not covered (conda-only packages)", report.not_covered),
     ):
         if items:
-            out += [f"## {title}", ""] + [f"- {n.name} {n.version}: {n.reason}" for n in items] + [""]
-    out += ["## Database", ""] + [f"- {k}: {v}" for k, v in sorted(report.provenance.items())]
+            out += (
+                [f"## {title}", ""] + [f"- {md(f'{n.name} {n.version}: {n.reason}')}" for n in items] + [""]
+            )
+    out += ["## Database", ""] + [f"- {md(f'{k}: {v}')}" for k, v in sorted(report.provenance.items())]
     return "\n".join(out) + "\n"
 
 
@@ -125,8 +133,9 @@ def _rule(finding: Finding) -> dict[str, Any]:
         "help": {"text": finding.fix},
         "properties": {"security-severity": _SECURITY_SEVERITY[finding.severity], "tags": [finding.kind]},
     }
-    if finding.references:
-        rule["helpUri"] = finding.references[0]
+    link = next((u for u in map(https_url, finding.references) if u), None)
+    if link:  # only a plain https URL: never javascript:, data: or file: from an advisory
+        rule["helpUri"] = link
     return rule
 
 

@@ -42,8 +42,8 @@ def default_packages() -> tuple[str, ...]:
     return tuple(sorted({*DEFAULT_PACKAGES, *load_catalog().os_packages()}))
 
 
-_SUITE = re.compile(r"^[a-z]+$")
-_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")
+_SUITE = re.compile(r"^[a-z]+\Z")
+_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*\Z")
 _TIMEOUT_S = 1800
 
 

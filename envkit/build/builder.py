@@ -14,6 +14,7 @@ with ``--frozen``.
 from __future__ import annotations
 
 import collections
+import io
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit import __version__, _proc
+from envkit._atomic import atomic_writer, state_dir
 from envkit.build.context import ContextEntry, ContextFiles, context_tar
 from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
 from envkit.build.locks import Locker, lock_state
@@ -134,7 +136,7 @@ class Builder:
 
     @property
     def log_dir(self) -> Path:
-        return self.root / ".envkit" / "logs"
+        return state_dir(self.root, "logs")
 
     # -- preparation (no engine calls) -------------------------------------------------------
 
@@ -143,6 +145,7 @@ class Builder:
     ) -> BuildPlan:
         spec = loaded.spec
         warnings: list[str] = []
+        state_dir(self.root)  # .envkit (logs, caches) never leads out of the project
         relocked = not (lock := lock_state(self.root, loaded)).fresh
         if relocked:
             lock = self._lock(loaded, lock, options, warnings, on_event)
@@ -166,9 +169,7 @@ class Builder:
             request = WheelhouseRequest(
                 lock_files[lock.pip_lock].decode("utf-8"), spec.python, spec.platforms, options.find_links
             )
-            wheelhouse = fill_wheelhouse(
-                request, self.root / ".envkit" / "wheelhouse", runner=self.pip_runner
-            )
+            wheelhouse = fill_wheelhouse(request, state_dir(self.root, "wheelhouse"), runner=self.pip_runner)
             extra = wheelhouse.entries(WHEELS)
         inputs = replace(
             DockerfileInputs.from_lock(
@@ -212,7 +213,7 @@ class Builder:
                 on_event(BuildEvent(f"[{p.done}/{p.total}] {p.item}"))
 
         return packed_context(
-            request, self.root / ".envkit" / "cache", self.fetcher, pack=options.pack,
+            request, state_dir(self.root, "cache"), self.fetcher, pack=options.pack,
             pip_runner=self.pip_runner, on_progress=progress,
         )  # fmt: skip
 
@@ -262,13 +263,15 @@ class Builder:
                 self.engine.tag(prepared.tag, prepared.latest)
             return self._result(prepared, existing, "up-to-date", None, start)
         log_path = self.log_dir / f"{prepared.name}-{prepared.digest[:12]}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("w", encoding="utf-8") as log:
-            log.write(f"# envkit {__version__} build of {prepared.tag}\n")
+        # a fresh file renamed into place, kept when the build fails: never written through a planted link
+        with atomic_writer(log_path, within=self.root, keep_on_error=True) as raw:
+            log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
             try:
+                log.write(f"# envkit {__version__} build of {prepared.tag}\n")
                 self._stream(prepared, options, existing, log, log_path, on_event)
             finally:
                 pruned = self._prune(prepared.name, log)
+                log.detach()
         info = self.engine.inspect(prepared.tag)
         if info is None:
             raise BuildFailed(f"the engine reported success but {prepared.tag} does not exist",

@@ -29,7 +29,7 @@ from envkit.render.dockerfile import BUILDER_OF_LABEL, STAGE_LABEL
 __all__ = ["DockerEngine", "build_failure", "translate_error"]
 
 BUILD_TIMEOUT_S = 3 * 3600  # a quiet `pip install torch` step can take minutes between lines
-_STEP = re.compile(r"^Step (\d+/\d+) : (.*)$")
+_STEP = re.compile(r"^Step (\d+/\d+) : (.*)\Z")
 _TAIL = 25
 
 _BASE_IMAGE = re.compile(

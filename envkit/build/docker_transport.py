@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import docker.errors
 import requests.exceptions
 
+from envkit._atomic import atomic_writer
 from envkit.build.docker_api import DockerEngine, translate_error
 from envkit.build.transport import Pushed
 from envkit.errors import EngineError
@@ -70,20 +71,24 @@ class DockerTransport:
             raise translate_error(e, what=f"pulling {ref}") from e
 
     def save(self, image: str, path: Path) -> None:
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            with tmp.open("wb") as out:
+        try:  # a fresh temp file (O_EXCL, random name) renamed over ``path``: never through a planted link
+            with atomic_writer(path) as out:
                 for chunk in self.api.get_image(image, chunk_size=_CHUNK):
                     out.write(chunk)
-            tmp.replace(path)
         except SDK_ERRORS as e:
-            tmp.unlink(missing_ok=True)
             raise translate_error(e, what=f"saving {image}") from e
 
     def load(self, path: Path) -> tuple[str, ...]:
         try:
             with path.open("rb") as data:
-                chunks = _errors(self.api.load_image(data), f"loading {path}")
+                return self.load_from(data, str(path))
+        except SDK_ERRORS as e:
+            raise translate_error(e, what=f"loading {path}") from e
+
+    def load_from(self, data: BinaryIO, source: str) -> tuple[str, ...]:
+        """``docker load`` from an open file (the one that was checked); the loaded image ids."""
+        try:
+            chunks = _errors(self.api.load_image(data), f"loading {source}")
             ids = []
             for chunk in chunks:
                 text = str(chunk.get("stream") or "")
@@ -96,4 +101,4 @@ class DockerTransport:
         except EngineError:
             raise
         except SDK_ERRORS as e:
-            raise translate_error(e, what=f"loading {path}") from e
+            raise translate_error(e, what=f"loading {source}") from e

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit._safe import one_line
 from envkit.build.builder import CONTEXT_LABEL, NAME_LABEL, image_repo
 from envkit.build.engine import ContainerEngine
 from envkit.build.locks import lock_state
@@ -12,6 +13,7 @@ from envkit.catalog import Catalog
 from envkit.errors import EnvkitError
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL
 from envkit.spec.load import SPEC_DIR, load_spec
+from envkit.spec.models import NAME_RE
 
 __all__ = ["ImageRow", "list_images"]
 
@@ -56,7 +58,7 @@ def list_images(engine: ContainerEngine, root: Path, catalog: Catalog) -> list[I
         tags = tuple(sorted(t for t in info.tags if t.startswith(repo + ":")))
         rows.append(
             ImageRow(
-                name=name,
+                name=one_line(name),
                 id=info.id,
                 tags=tags,
                 context_sha256=info.labels.get(CONTEXT_LABEL, ""),
@@ -72,6 +74,12 @@ def list_images(engine: ContainerEngine, root: Path, catalog: Catalog) -> list[I
 
 
 def _current(root: Path, name: str, catalog: Catalog) -> tuple[str | None, str | None, str]:
+    if not NAME_RE.fullmatch(name):  # an image's label is the image's: never a path to follow
+        return (
+            None,
+            None,
+            f"the image's {NAME_LABEL} label {one_line(name)[:80]!r} is not an environment name",
+        )
     path = root / SPEC_DIR / f"{name}.yaml"
     if not path.is_file():
         return None, None, f"no spec {SPEC_DIR}/{name}.yaml any more"

@@ -11,14 +11,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from envkit._atomic import write_text_atomic
+from envkit._atomic import state_dir, write_text_atomic
 from envkit.build.transport import ImageTransport, Pushed
 from envkit.errors import UsageError
 
 __all__ = ["check_registry", "push_image", "pushed_path", "read_pushed"]
 
 _REGISTRY = re.compile(
-    r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._/-][a-z0-9]+)*)?$"
+    r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._/-][a-z0-9]+)*)?\Z"
 )
 
 
@@ -33,7 +33,7 @@ def check_registry(registry: str) -> str:
 
 
 def pushed_path(root: Path, name: str) -> Path:
-    return root / ".envkit" / "pushed" / f"{name}.json"
+    return state_dir(root, "pushed") / f"{name}.json"
 
 
 def push_image(
@@ -46,7 +46,7 @@ def push_image(
     path = pushed_path(root, name)
     data = {"name": name, "image": image, "image_id": image_id, "repository": repository, "tag": tag,
             "digest": pushed.digest, "ref": pushed.ref}  # fmt: skip
-    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n", within=root)
     return pushed, path
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from envkit._atomic import state_dir
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services
 from envkit.drift import DriftReport, diff_inventories
@@ -23,7 +24,7 @@ def store_dir(store: Path | None) -> Path:
     if store is not None:
         return store
     env = os.environ.get("ENVKIT_STORE")
-    return Path(env) if env else project_root() / ".envkit" / "snapshots"
+    return Path(env) if env else state_dir(project_root(), "snapshots")
 
 
 def resolve_input(name: str, store: Path) -> tuple[Path, str]:

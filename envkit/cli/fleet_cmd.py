@@ -7,7 +7,6 @@ local`` a :class:`LocalScheduler` (tasks as processes on this machine, to try a 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -162,6 +161,7 @@ def emit_k8s(kw: dict[str, Any], probe: ProbeOptions, payload_args: list[str]) -
     """Write the ConfigMap and Job manifests, and the run's manifest into the store."""
     from envkit.fleet import store as fleet_store
     from envkit.fleet.k8s import K8sOptions, job_manifests, write_manifests
+    from envkit.fleet.manifest import options_to_json
 
     if not kw["emit"]:
         raise UsageError("--k8s writes manifests", hint="give --emit DIR, then `kubectl apply -f DIR`")
@@ -186,11 +186,13 @@ def emit_k8s(kw: dict[str, Any], probe: ProbeOptions, payload_args: list[str]) -
         namespace=kw["namespace"], gpus_per_node=kw["gpus_per_node"], store_claim=kw["store_claim"],
         store_host_path=None if kw["store_claim"] else str(store),
     )  # fmt: skip
+    run_dir = fleet_store.create_run_dir(store, run_id)  # exclusively: an existing run id is refused
     paths = write_manifests(job_manifests(opts), kw["emit"])
     fleet_store.write_json(
-        store / run_id / fleet_store.MANIFEST,
+        run_dir / fleet_store.MANIFEST,
         {"run": run_id, "scheduler": "kubernetes", "image": {"ref": image}, "tasks_per_node": 1,
-         "requested": {"nodes": len(nodes), "nodelist": list(nodes)}, "options": asdict(probe)},
+         "requested": {"nodes": len(nodes), "nodelist": list(nodes)}, "options": options_to_json(probe)},
+        within=run_dir,
     )  # fmt: skip
     data = {"run": run_id, "manifests": [str(p) for p in paths], "store": str(store / run_id)}
 

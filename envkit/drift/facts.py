@@ -9,7 +9,7 @@ from envkit.inventory.models import Inventory, Package
 
 __all__ = ["FACTS", "cuda_flavour", "major_minor", "wheel_cuda"]
 
-_LOCAL_CU = re.compile(r"\+(cu\d+|cpu|rocm[\d.]+)$")
+_LOCAL_CU = re.compile(r"\+(cu\d+|cpu|rocm[\d.]+)\Z")
 _BUILD_CUDA = re.compile(r"cuda(\d+)\.?(\d+)")
 _BUILD_CU = re.compile(r"(?:^|_)cu(\d{3,})(?:_|$)")
 _MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
@@ -68,7 +68,7 @@ _CUDA_WHEELS = (
     "nvidia-cublas-cu12",
     "nvidia-cublas-cu11",
 )
-_POST_CUDA = re.compile(r"\.post(\d{2,3})$")
+_POST_CUDA = re.compile(r"\.post(\d{2,3})\Z")
 
 
 def wheel_cuda(pkgs: dict[str, Package]) -> str | None:
@@ -154,7 +154,7 @@ def _cudnn_major(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
             return pkgs[project].version.split(".", 1)[0]
     for key in ("torch.cudnn", "cudnn_version"):  # collect_env's `cudnn` is a host fact (drift.host)
         value = inv.meta.get(key, "")
-        match = re.match(r"^(\d)(\d{3})$|^(\d+)\.", value)  # torch reports 8902 for 8.9.2
+        match = re.match(r"^(\d)(\d{3})\Z|^(\d+)\.", value)  # torch reports 8902 for 8.9.2
         if match:
             return match[1] or match[3]
     torch = pkgs.get("torch")

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from envkit import __version__
-from envkit.errors import UsageError
 from envkit.fleet import store
+from envkit.fleet.manifest import options_to_json, parse_layout
 from envkit.fleet.pyxis import enroot_uri, pyxis_argv, pyxis_mounts
 from envkit.fleet.scheduler import JobRequest, JobState, JobStatus, Scheduler
 from envkit.probe.runner import ProbeOptions, payload_argv, thread_env
@@ -131,24 +131,21 @@ def _request(opts: FleetOptions, run_id: str, run_dir: Path, probe: ProbeOptions
 def submit(scheduler: Scheduler, opts: FleetOptions, probe: ProbeOptions) -> tuple[str, Path, str]:
     """Write the manifest and submit the job; return (run id, run directory, job id)."""
     run_id = store.check_run_id(opts.run_id or store.new_run_id())
-    run_dir = (opts.store / run_id).resolve()
-    if (run_dir / store.MANIFEST).exists():
-        raise UsageError(f"run {run_id} exists in {opts.store}", hint="pick another --run-id, or omit it")
-    (run_dir / store.SCHED).mkdir(parents=True, exist_ok=True)
+    run_dir = store.create_run_dir(opts.store, run_id)  # exclusively: an existing run id is refused
     manifest = {
         "run": run_id,
         "created": time.time(),
         "envkit_version": __version__,
         "scheduler": scheduler.name,
-        "options": asdict(probe),
+        "options": options_to_json(probe),
         "tasks_per_node": opts.tasks_per_node,
         "repeat": opts.repeat,
         "image": opts.image,
         "requested": {"nodes": opts.nodes, "nodelist": list(opts.nodelist)},
     }
-    store.write_json(run_dir / store.MANIFEST, manifest)
+    store.write_json(run_dir / store.MANIFEST, manifest, within=run_dir)
     job_id = scheduler.submit(_request(opts, run_id, run_dir, probe))
-    store.write_json(run_dir / store.MANIFEST, {**manifest, "job": job_id})
+    store.write_json(run_dir / store.MANIFEST, {**manifest, "job": job_id}, within=run_dir)
     return run_id, run_dir, job_id
 
 
@@ -191,10 +188,10 @@ def follow(
     clock: Callable[[], float] = time.monotonic,
 ) -> FleetRun:
     """Poll until the job ends (or ``timeout_s`` passes: then cancel it); every task's outcome."""
-    manifest = store.read_manifest(run_dir)
-    per_node = int(manifest.get("tasks_per_node", 1))
-    requested = manifest.get("requested", {})
-    expected: tuple[str, ...] = tuple(requested.get("nodelist") or ())
+    raw = store.read_manifest(run_dir, owned=True)
+    manifest = parse_layout(raw, str(run_dir / store.MANIFEST), run_dir)
+    per_node = manifest.tasks_per_node
+    expected: tuple[str, ...] = manifest.nodelist
     start, unknown, reason = clock(), 0, None
     while True:
         status = scheduler.status(job_id)
@@ -208,7 +205,7 @@ def follow(
         finished = status.state.finished or unknown >= UNKNOWN_POLLS or timed_out
         tasks = outcomes(run_dir, status, expected, per_node, finished)
         if not expected and not tasks:  # nodes not allocated yet (or never)
-            count = int(requested.get("nodes") or 1) * per_node
+            count = manifest.nodes * per_node
             state = "never-ran" if finished else "pending"
             why = f"job {status.state.value}" + (f": {status.reason}" if status.reason else "")
             tasks = tuple(TaskOutcome(f"unallocated-{i}", "?", state, error=why) for i in range(1, count + 1))
@@ -221,9 +218,9 @@ def follow(
             break
         sleep(poll_s)
     result = FleetRun(
-        str(manifest["run"]), run_dir, scheduler.name, job_id, status.state, tasks, reason or status.reason
+        manifest.run, run_dir, scheduler.name, job_id, status.state, tasks, reason or status.reason
     )
-    store.write_json(run_dir / store.MANIFEST, {**manifest, "result": result.to_json()})
+    store.write_json(run_dir / store.MANIFEST, {**raw, "result": result.to_json()}, within=run_dir)
     return result
 
 

@@ -3,19 +3,24 @@
 * A pushed build (``envkit build NAME --push REGISTRY`` records ``.envkit/pushed/NAME.json``) or an
   ``--image REPO@sha256:…`` reference: each node pulls that reference; the engine checks the digest.
 * Otherwise the local image is saved once into ``STORE/images/<id>.tar`` (the store every node sees)
-  and each node loads it and checks that the loaded image id (the sha256 of the image config) is
-  the one recorded in the run's manifest.
+  and each node checks the tar (one image, the recorded config digest, no tags:
+  :mod:`envkit.fleet.image_tar`) before loading it. A tar already there is reused only when this
+  user saved it; a link or another user's file is replaced (renamed over), never written through.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
+from envkit._atomic import check_within
 from envkit.build.engine import ContainerEngine
 from envkit.build.push import read_pushed
 from envkit.build.transport import ImageTransport
 from envkit.errors import ProbeError
+from envkit.fleet.manifest import image_tar_path
 from envkit.probe.core import resolve_image
 
 __all__ = ["image_for_fleet"]
@@ -35,8 +40,23 @@ def image_for_fleet(
     pushed = read_pushed(root, name)
     if pushed is not None and pushed.get("image_id") == info.id:
         return {"ref": pushed["ref"], "id": info.id, "name": image}
-    tar = (store / "images" / f"{info.id.removeprefix('sha256:')[:24]}.tar").resolve()
-    if not tar.is_file():
+    root = store.resolve()
+    tar = image_tar_path(root, info.id)  # never resolved: a planted link there is replaced, not followed
+    if not _ours(tar):
         tar.parent.mkdir(parents=True, exist_ok=True)
+        check_within(tar, root)
         transport.save(info.id, tar)
     return {"id": info.id, "tar": str(tar), "name": image}
+
+
+def _ours(tar: Path) -> bool:
+    """Whether ``tar`` is a regular file this user saved (owned, writable by nobody else): reuse it."""
+    try:
+        st = os.lstat(tar)
+    except FileNotFoundError:
+        return False
+    return (
+        stat.S_ISREG(st.st_mode)
+        and st.st_uid == os.geteuid()
+        and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    )

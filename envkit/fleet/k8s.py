@@ -71,7 +71,8 @@ def _script(opts: K8sOptions) -> str:
     out = f"{STORE_MOUNT}/{opts.run_id}"
     args = shlex.join(opts.payload_args)
     return (
-        f"set -eu; mkdir -p {out}; tmp={out}/.$NODE_NAME.json.tmp; "
+        # noclobber (-C): `>` creates the temp file exclusively, never writing through a planted link
+        f'set -Ceu; mkdir -p {out}; tmp={out}/.$NODE_NAME.json.tmp; rm -f "$tmp"; '
         f"py=$(command -v python3 || command -v python); "
         f'"$py" {PAYLOAD_MOUNT}/run.py {args} > "$tmp"; mv "$tmp" {out}/$NODE_NAME.json'
     )

@@ -26,14 +26,17 @@ node=$(printf '%s' "${SLURMD_NODENAME:-$(hostname)}" | tr -c 'A-Za-z0-9._-' '_')
 task=$node
 if [ "${ENVKIT_TASKS_PER_NODE:-1}" -gt 1 ]; then task="$node-${SLURM_LOCALID:-0}"; fi
 mkdir -p "$run/.tasks"
+set -C  # noclobber: `>` creates its file exclusively (O_EXCL), never writing through a planted link
 record() {
+  rm -f "$run/.tasks/.$task.tmp"
   printf '{"task": "%s", "node": "%s", "state": "%s", "pid": %s%s}\n' "$task" "$node" "$1" $$ "$2" \
-    > "$run/.tasks/.$task.tmp" && mv "$run/.tasks/.$task.tmp" "$run/.tasks/$task.json"
+    > "$run/.tasks/.$task.tmp" && mv -f "$run/.tasks/.$task.tmp" "$run/.tasks/$task.json"
 }
 record running ""
 py=$(command -v python3 || command -v python) || {
   record failed ', "error": "no python in the image"'; exit 3; }
 payload=${ENVKIT_PAYLOAD:-/opt/envkit-probe}/run.py
+rm -f "$run/.$task.json.tmp" "$run/.tasks/$task.err"
 if "$py" "$payload" "$@" > "$run/.$task.json.tmp" 2> "$run/.tasks/$task.err"; then
   mv "$run/.$task.json.tmp" "$run/$task.json"
   record ok ", \"report\": \"$task.json\""
@@ -54,7 +57,7 @@ def enroot_uri(ref: str) -> str:
             hint="push the image (envkit build NAME --push REGISTRY) and give --image NAME or REPO@sha256:…",
         )
     head, _, rest = ref.partition("/")
-    if rest and re.search(r"[.:]|^localhost$", head):
+    if rest and re.search(r"[.:]|^localhost\Z", head):
         return f"docker://{head}#{rest}"
     return f"docker://{ref}"
 

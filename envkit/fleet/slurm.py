@@ -43,7 +43,7 @@ _STATES = {
     "TIMEOUT": JobState.TIMEOUT,
     "NODE_FAIL": JobState.NODE_FAIL,
 }
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
 def parse_state(text: str) -> JobState:

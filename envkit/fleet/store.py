@@ -21,15 +21,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envkit._atomic import write_text_atomic
-from envkit.errors import UsageError
+from envkit._atomic import make_dir_exclusive, write_text_atomic
+from envkit._safe import one_line
+from envkit.errors import EnvkitError, FleetError, UsageError
+from envkit.fleet.manifest import MAX_MANIFEST_BYTES, MAX_RECORD_BYTES, check_owned, read_store_json
 
-__all__ = ["MANIFEST", "TaskRecord", "new_run_id", "read_manifest", "read_tasks", "task_name", "write_json"]
+__all__ = [
+    "MANIFEST",
+    "TaskRecord",
+    "create_run_dir",
+    "new_run_id",
+    "read_manifest",
+    "read_tasks",
+    "task_name",
+    "write_json",
+]
 
 MANIFEST = "run.json"
 TASKS = ".tasks"
 SCHED = ".sched"
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+_TASK = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")  # never . or .. or a .hidden temp
+_STATES = ("running", "ok", "failed")
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -38,7 +51,7 @@ def new_run_id(now: float | None = None) -> str:
 
 
 def check_run_id(run_id: str) -> str:
-    if not _RUN_ID.match(run_id):
+    if not _RUN_ID.fullmatch(run_id):
         raise UsageError(f"invalid run id {run_id!r}", hint="letters, digits, '.', '_' and '-' (at most 80)")
     return run_id
 
@@ -48,29 +61,56 @@ def task_name(node: str, local_id: int, tasks_per_node: int) -> str:
     return safe if tasks_per_node <= 1 else f"{safe}-{local_id}"
 
 
-def write_json(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+def write_json(path: Path, data: Any, *, within: Path | None = None) -> None:
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n", within=within)
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / MANIFEST
+def create_run_dir(store: Path, run_id: str) -> Path:
+    """``STORE/RUN`` with ``.tasks`` and ``.sched``, created by this user now; an existing run id is refused.
+
+    Never reuses a directory (or follows a link) someone else made: whoever made it could rewrite
+    ``run.json`` while the run goes on, or point ``.sched`` elsewhere.
+    """
+    root = store.resolve()
+    run_dir = root / check_run_id(run_id)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        make_dir_exclusive(run_dir, what="run directory")
+    except EnvkitError as e:
+        raise UsageError(
+            f"run {run_id} exists in {store}: {e.message}", hint="pick another --run-id, or omit it"
+        ) from e
+    for sub in (TASKS, SCHED):
+        make_dir_exclusive(run_dir / sub)
+    return run_dir
+
+
+def read_manifest(run_dir: Path, *, owned: bool = False) -> dict[str, Any]:
+    """``run.json`` as an object (bounded, shape-checked); ``owned``: refuse it unless this user's own."""
+    path = run_dir / MANIFEST
+    if owned:
+        check_owned(run_dir, "run directory")
+    try:
+        data = read_store_json(path, limit=MAX_MANIFEST_BYTES, what="run manifest")
     except FileNotFoundError as e:
         raise UsageError(
             f"{run_dir}: not a fleet run (no {MANIFEST})",
             hint="give STORE/RUN as printed by `envkit probe --slurm`",
         ) from e
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{path}: unreadable run manifest ({e})", hint="the run directory is damaged") from e
-    if not isinstance(data, dict) or "run" not in data:
-        raise UsageError(f"{path}: not an envkit run manifest", hint="the run directory is damaged")
+    if "run" not in data:
+        raise FleetError(
+            f"{path}: not an envkit run manifest (no run id)", hint="the run directory is damaged"
+        )
+    if owned:
+        check_owned(path, "run manifest")
     return data
 
 
 @dataclass(frozen=True)
 class TaskRecord:
-    """What a task wrote about itself: ``running`` (with pid), ``ok`` or ``failed`` (with the error)."""
+    """What a task wrote about itself: ``running`` (with pid), ``ok`` or ``failed`` (with the error).
+
+    Its texts are one line (newlines and controls escaped): a task cannot forge lines of output.
+    """
 
     task: str
     node: str
@@ -81,23 +121,34 @@ class TaskRecord:
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> TaskRecord:
+        task, state = data["task"], data["state"]
+        if not (isinstance(task, str) and _TASK.fullmatch(task)) or state not in _STATES:
+            raise ValueError("not a task record")
+        node = data.get("node") or task
+        pid, error, report = data.get("pid"), data.get("error"), data.get("report")
+        if report is not None and not (isinstance(report, str) and report == f"{task}.json"):
+            raise ValueError("a report other than <task>.json")
         return TaskRecord(
-            task=str(data["task"]),
-            node=str(data.get("node") or data["task"]),
-            state=str(data["state"]),
-            pid=data.get("pid"),
-            error=data.get("error"),
-            report=data.get("report"),
+            task=task,
+            node=one_line(str(node))[:200],
+            state=state,
+            pid=pid if type(pid) is int else None,
+            error=None if error is None else one_line(str(error))[:2000],
+            report=report,
         )
 
 
 def read_tasks(run_dir: Path) -> dict[str, TaskRecord]:
-    """Every task record of a run (a record being rewritten is read at its last complete version)."""
+    """Every task record of a run (a record being rewritten is read at its last complete version).
+
+    A record that is not one (a link, a FIFO, a huge or deep file, another shape) is skipped.
+    """
     out: dict[str, TaskRecord] = {}
     for path in sorted((run_dir / TASKS).glob("*.json")):
         try:
-            record = TaskRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError):
+            record = TaskRecord.from_json(read_store_json(path, limit=MAX_RECORD_BYTES, what="task record"))
+        except (OSError, ValueError, KeyError, TypeError, EnvkitError):
             continue
-        out[record.task] = record
+        if path.stem == record.task:
+            out[record.task] = record
     return out

@@ -6,7 +6,9 @@ records ``running`` in ``.tasks/<task>.json``, runs the probe (on the node, or i
 through the node's Docker engine: pulled by digest, or loaded from the store's tar and checked
 by image id), writes ``<task>.json`` and records ``ok`` or ``failed`` with the error.
 With ``repeat`` > 1 the probe runs that many times and the report says whether the reruns agree bitwise.
-Exit 0 when the report was written, 3 otherwise.
+The manifest is trusted only when this user owns it and nobody else can write it, and only its
+allow-listed fields are used (:mod:`envkit.fleet.manifest`); an image tar is checked before it is
+loaded (:mod:`envkit.fleet.image_tar`). Exit 0 when the report was written, 3 otherwise.
 """
 
 from __future__ import annotations
@@ -17,23 +19,18 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from envkit._atomic import write_text_atomic
-from envkit.errors import EnvkitError, ProbeError
+from envkit._safe import one_line
+from envkit.errors import EnvkitError
 from envkit.fleet import store
+from envkit.fleet.image_tar import load_checked_tar
+from envkit.fleet.manifest import FleetImage, check_owned, parse_manifest
 from envkit.fleet.repeat import repeat_summary
 from envkit.probe.report import Report, dump_report
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 
-__all__ = ["main", "options_from_json", "run_task", "task_identity"]
-
-
-def options_from_json(data: Mapping[str, Any]) -> ProbeOptions:
-    fields = dict(data)
-    for key in ("frameworks", "workloads"):
-        fields[key] = tuple(fields[key])
-    return ProbeOptions(**fields)
+__all__ = ["main", "run_task", "task_identity"]
 
 
 def task_identity(environ: Mapping[str, str], tasks_per_node: int) -> tuple[str, str]:
@@ -46,22 +43,17 @@ def task_identity(environ: Mapping[str, str], tasks_per_node: int) -> tuple[str,
 Probe = Callable[[ProbeOptions, str], Report]
 
 
-def _image_probe(image: Mapping[str, Any], node: str) -> Probe:
+def _image_probe(image: FleetImage, node: str) -> Probe:
     """Run in the run's image on this node's engine; make the image present first, by digest."""
     from envkit.build.docker_api import DockerEngine
     from envkit.build.docker_transport import DockerTransport
 
     engine = DockerEngine()
     transport = DockerTransport(engine)
-    ref = str(image.get("ref") or image["id"])
+    ref = str(image.ref or image.id)
     if engine.inspect(ref) is None:
-        if image.get("tar"):
-            loaded = transport.load(Path(image["tar"]))
-            if image["id"] not in loaded:
-                raise ProbeError(
-                    f"the image tar {image['tar']} held {', '.join(loaded) or 'nothing'}, not {image['id']}",
-                    hint="the store's copy is damaged or was replaced: rerun `envkit probe --slurm --image`",
-                )
+        if image.tar is not None and image.id is not None:
+            load_checked_tar(transport, image.tar, image.id)
         else:
             transport.pull(ref)
 
@@ -75,41 +67,48 @@ def run_task(
     run_dir: Path,
     environ: Mapping[str, str],
     *,
-    make_probe: Callable[[Mapping[str, Any], str], Probe] | None = None,
+    make_probe: Callable[[FleetImage, str], Probe] | None = None,
 ) -> int:
-    manifest = store.read_manifest(run_dir)
-    name, node = task_identity(environ, int(manifest.get("tasks_per_node", 1)))
+    raw = store.read_manifest(run_dir, owned=True)  # nothing another user wrote runs here
+    source = str(run_dir / store.MANIFEST)
+    per_node = raw.get("tasks_per_node", 1) if type(raw.get("tasks_per_node", 1)) is int else 1
+    name, node = task_identity(environ, per_node)
     record_path = run_dir / store.TASKS / f"{name}.json"
     base = {"task": name, "node": node, "pid": os.getpid(), "started": time.time()}
-    store.write_json(record_path, {**base, "state": "running"})
+    (run_dir / store.TASKS).mkdir(exist_ok=True)  # in a run directory only this user can write (checked)
+    check_owned(run_dir / store.TASKS, "task records directory")
+    store.write_json(record_path, {**base, "state": "running"}, within=run_dir)
     try:
-        opts = options_from_json(manifest["options"])
-        image = manifest.get("image")
-        if image:
-            probe = (make_probe or _image_probe)(image, node)
+        manifest = parse_manifest(raw, source, run_dir)
+        opts = manifest.options
+        if manifest.image is not None:
+            probe = (make_probe or _image_probe)(manifest.image, node)
         else:
 
             def probe(o: ProbeOptions, label: str) -> Report:
                 return run_on_host(o, label=label)
 
-        reports = [probe(opts, manifest["run"]) for _ in range(max(1, int(manifest.get("repeat", 1))))]
+        reports = [probe(opts, manifest.run) for _ in range(manifest.layout.repeat)]
         report = reports[0]
         report["fingerprint"]["host"] = node
         report["fleet"] = {
-            "run": manifest["run"],
+            "run": manifest.run,
             "task": name,
             "node": node,
             "job": environ.get("SLURM_JOB_ID"),
             "repeat": repeat_summary(reports),
         }
         path = run_dir / f"{name}.json"
-        write_text_atomic(path, dump_report(report))
+        write_text_atomic(path, dump_report(report), within=run_dir)
     except (EnvkitError, OSError, KeyError, ValueError) as e:
         message = e.message if isinstance(e, EnvkitError) else f"{type(e).__name__}: {e}"
-        store.write_json(record_path, {**base, "state": "failed", "error": message, "ended": time.time()})
-        print(f"envkit task {name}: {message}", file=sys.stderr)
+        failed = {**base, "state": "failed", "error": message, "ended": time.time()}
+        store.write_json(record_path, failed, within=run_dir)
+        print(f"envkit task {name}: {one_line(message)}", file=sys.stderr)
         return 3
-    store.write_json(record_path, {**base, "state": "ok", "report": path.name, "ended": time.time()})
+    store.write_json(
+        record_path, {**base, "state": "ok", "report": path.name, "ended": time.time()}, within=run_dir
+    )
     return 0
 
 
@@ -118,7 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m envkit.fleet.task STORE/RUN", file=sys.stderr)
         return 2
-    return run_task(Path(args[0]), os.environ)
+    try:
+        return run_task(Path(args[0]), os.environ)
+    except EnvkitError as e:  # the manifest itself is unusable (or not this user's): no record is written
+        print(f"envkit task: {one_line(e.message)}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from envkit.spec.models import NAME_RE, Spec
 __all__ = ["Adoption", "plan_adoption", "write_adoption"]
 
 _PREFERRED_PYTHON = "3.11"
-_BUILD_PYTHON = re.compile(r"(?:^|_)py3\.?(\d{1,2})(?:_|h|$)")  # py36_0, py3.9_cuda11.3_..., py311h...
+_BUILD_PYTHON = re.compile(r"(?:^|_)py3\.?(\d{1,2})(?:_|h|\Z)")  # py36_0, py3.9_cuda11.3_..., py311h...
 _PYTHONS = tuple(f"3.{m}" for m in range(6, 15))
 
 
@@ -181,8 +181,7 @@ def write_adoption(root: Path, adoption: Adoption) -> Path:
             f"{adoption.relative_path} exists: envkit init --from never replaces a spec; nothing was written",
             hint=f"choose another name with --name, or move {adoption.relative_path} away",
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, adoption.text)
+    write_text_atomic(path, adoption.text, within=root)  # never through an `environments` link out of root
     return path
 
 

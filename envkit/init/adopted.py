@@ -170,7 +170,7 @@ def refuse(where: str, text: str) -> AdoptError:
 
 
 _SECRET_QUERY = re.compile(
-    r"^(token|access_token|auth|auth_token|api_key|apikey|key|password|secret|sig)$", re.I
+    r"^(token|access_token|auth|auth_token|api_key|apikey|key|password|secret|sig)\s*\Z", re.I
 )
 
 

@@ -142,11 +142,11 @@ def _write_new(root: Path, relative: str, text: str, *, force: bool) -> FileChan
             return FileChange(relative, "unchanged")
         if not force:
             return FileChange(relative, "kept", "rerun with --force to replace it")
-        write_text_atomic(path, text)
+        write_text_atomic(path, text, within=root)
         return FileChange(relative, "overwritten", "replaced (--force)")
     if path.exists():
         raise UsageError(f"{relative} exists and is not a file", hint="move it away and rerun `envkit init`")
-    write_text_atomic(path, text)
+    write_text_atomic(path, text, within=root)
     return FileChange(relative, "created")
 
 
@@ -155,7 +155,7 @@ def _add_include(root: Path) -> FileChange:
     existing = next((root / n for n in _MAKEFILES if (root / n).is_file()), None)
     if existing is None:
         text = f"# Makefile created by `envkit init`: the env-* targets live in {MK_NAME}.\n{INCLUDE_LINE}\n"
-        write_text_atomic(root / "Makefile", text)
+        write_text_atomic(root / "Makefile", text, within=root)
         return FileChange("Makefile", "created")
     current = existing.read_text("utf-8", errors="surrogateescape")
     if _INCLUDE_RE.search(current):
@@ -165,6 +165,11 @@ def _add_include(root: Path) -> FileChange:
         f"{current}{separator}\n# envkit targets (make env-help), added by `envkit init`\n{INCLUDE_LINE}\n"
     )
     data = appended.encode("utf-8", errors="surrogateescape")
-    target = existing.resolve()  # a symlinked Makefile stays a symlink
-    write_bytes_atomic(target, data, mode=target.stat().st_mode & 0o777)
+    target = existing.resolve()  # a symlinked Makefile stays a symlink, if it stays in the project
+    if not target.is_relative_to(root.resolve()):
+        raise UsageError(
+            f"{existing.name} is a link to {target}, outside the project: envkit init does not write there",
+            hint=f"add `{INCLUDE_LINE}` to it yourself, or replace the link with a file",
+        )
+    write_bytes_atomic(target, data, mode=target.stat().st_mode & 0o777, within=root)
     return FileChange(existing.name, "updated", f"appended `{INCLUDE_LINE}`")

@@ -34,7 +34,7 @@ _TORCH_COMPANIONS = {"torchvision", "torchaudio", "torchtext", "torchdata"}
 _FOREIGN_ONLY = re.compile(
     r"^(vc|vs2015_runtime|vc14_runtime|vs20\d\d_.*|ucrt|pywin32|pywin32-ctypes|pywinpty|winpty|"
     r"win_inet_pton|wincertstore|menuinst|m2w64-.*|msys2-.*|console_shortcut|powershell_shortcut|"
-    r"appnope|pyobjc-.*|libcxx-.*|llvm-openmp-osx)$"
+    r"appnope|pyobjc-.*|libcxx-.*|llvm-openmp-osx)\Z"
 )
 _FRAMEWORK_INDEX = re.compile(
     r"download\.pytorch\.org/whl|paddlepaddle\.org\.cn/(?:whl|packages)|data\.pyg\.org/whl"

@@ -25,11 +25,11 @@ MAX_ENV_BYTES = 16 * 1024 * 1024  # the largest real export beside the project i
 # name, then an optional version/range, then an optional build (``=`` or space separated)
 _SPEC = re.compile(
     r"^(?:(?P<channel>[A-Za-z0-9][A-Za-z0-9_.\-/:]*)::)?(?P<name>[A-Za-z0-9_][A-Za-z0-9_.\-]*)\s*"
-    r"(?P<rest>.*)$"
+    r"(?P<rest>.*)\Z"
 )
-_BRACKETS = re.compile(r"\[([^\]]*)\]$")
+_BRACKETS = re.compile(r"\[([^\]]*)\]\Z")
 _KEY_VALUE = re.compile(r"([a-z_]+)\s*=\s*['\"]?([^,'\"\]]+)['\"]?")
-_EXACT = re.compile(r"^(?:==?)?\s*(?P<version>[0-9][A-Za-z0-9_.+!]*)(?:[=\s]+(?P<build>[A-Za-z0-9_.+*]+))?$")
+_EXACT = re.compile(r"^(?:==?)?\s*(?P<version>[0-9][A-Za-z0-9_.+!]*)(?:[=\s]+(?P<build>[A-Za-z0-9_.+*]+))?\Z")
 
 
 def read_conda_env(text: str, found: Collected, *, label: str, base: Path | None) -> None:

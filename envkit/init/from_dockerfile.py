@@ -24,7 +24,7 @@ from envkit.init.from_requirements import pip_args
 
 __all__ = ["looks_like_dockerfile", "read_dockerfile"]
 
-_INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)(?:\s+(.*))?$", re.DOTALL)
+_INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)(?:\s+(.*))?\Z", re.DOTALL)
 _KNOWN = {
     "FROM",
     "ARG",
@@ -46,9 +46,9 @@ _KNOWN = {
     "MAINTAINER",
 }
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^{}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-_PIP = re.compile(r"^(?:.*/)?pip(?:3(?:\.\d+)?)?$")
-_PYTHON = re.compile(r"^(?:.*/)?python(?:3(?:\.(\d+))?)?$")
-_CONDA = re.compile(r"^(?:.*/)?(?:conda|mamba|micromamba)$")
+_PIP = re.compile(r"^(?:.*/)?pip(?:3(?:\.\d+)?)?\Z")
+_PYTHON = re.compile(r"^(?:.*/)?python(?:3(?:\.(\d+))?)?\Z")
+_CONDA = re.compile(r"^(?:.*/)?(?:conda|mamba|micromamba)\Z")
 _OS_TOOLS = {"apt-get", "apt", "yum", "dnf", "apk", "zypper", "microdnf"}
 _SHELLS = {"sh", "bash", "zsh", "dash", "python", "python3"}
 _FETCH = {"curl", "wget"}

@@ -91,7 +91,7 @@ _QUIET = {
     "--break-system-packages",
     "--root-user-action",
 }
-_URL_LINE = re.compile(r"^(?:git\+|hg\+|svn\+|bzr\+|https?://|file:|\.{0,2}/|~/)|\.(?:whl|tar\.gz|zip)$")
+_URL_LINE = re.compile(r"^(?:git\+|hg\+|svn\+|bzr\+|https?://|file:|\.{0,2}/|~/)|\.(?:whl|tar\.gz|zip)\Z")
 _VAR = re.compile(r"\$\{?[A-Za-z_]")
 _WHEEL_PYTHON = re.compile(r"-cp3(\d{1,2})-cp3\d{1,2}")
 _OPTION_START = re.compile(r"\s--?[A-Za-z]")

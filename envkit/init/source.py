@@ -29,8 +29,8 @@ __all__ = ["DISTRIBUTION", "SOURCE_HINT", "default_source", "pinned_requirement"
 DISTRIBUTION = "envkit-dl"  # `pip index versions envkit-dl`: no such project on PyPI (checked 2026-11-30)
 # URL characters that are safe unquoted-in-quotes in YAML, make and sh (no quotes, $, &, ;, spaces).
 _U = r"[A-Za-z0-9._~/:%+=-]"
-_GIT = re.compile(rf"^git\+(?:https|ssh)://(?:git@)?[A-Za-z0-9.-]+(?::\d+)?/{_U}+@[0-9a-f]{{40}}$")
-_WHEEL = re.compile(rf"^(?:https|file)://{_U}+\.whl#sha256=[0-9a-f]{{64}}$")
+_GIT = re.compile(rf"^git\+(?:https|ssh)://(?:git@)?[A-Za-z0-9.-]+(?::\d+)?/{_U}+@[0-9a-f]{{40}}\Z")
+_WHEEL = re.compile(rf"^(?:https|file)://{_U}+\.whl#sha256=[0-9a-f]{{64}}\Z")
 SOURCE_HINT = (
     "pass --envkit-source git+https://HOST/ORG/envkit@<40-hex commit> or "
     "https://HOST/PATH/envkit_dl-VERSION-py3-none-any.whl#sha256=<64-hex digest>"

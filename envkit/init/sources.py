@@ -27,7 +27,7 @@ SOURCE_KINDS = (
     "image:REF (a container image)",
     "host (this machine's environment)",
 )
-_REQUIREMENTS_NAME = re.compile(r"(^|[-_.])(requirements?|reqs)([-_.].*)?\.(txt|in)$", re.I)
+_REQUIREMENTS_NAME = re.compile(r"(^|[-_.])(requirements?|reqs)([-_.].*)?\.(txt|in)\Z", re.I)
 
 ImageReader = Callable[[str], EnvironmentSource]
 

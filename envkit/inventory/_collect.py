@@ -22,8 +22,8 @@ __all__ = [
     "without_features",
 ]
 
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
-_VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
+_VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*\Z")
 _PIP_CHANNELS = {"pypi", "<pip>"}
 # conda list's build column for pip-installed packages; ``<pip>`` is conda < 4.6's three-column row.
 _PIP_BUILDS = {"pypi_0", "dev_0", "<pip>"}
@@ -33,7 +33,7 @@ _CHANNEL_ALIASES = {"defaults": "pkgs/main"}
 # One pip requirement line: ``name[extras] <op> version ; marker`` or ``name @ url``.
 REQUIREMENT = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*"
-    r"(?:(?P<op>===|==|~=|!=|>=|<=|>|<)\s*(?P<version>[^\s;,]+)[^;]*|@\s*(?P<url>\S+))?\s*(?:;.*)?$"
+    r"(?:(?P<op>===|==|~=|!=|>=|<=|>|<)\s*(?P<version>[^\s;,]+)[^;]*|@\s*(?P<url>\S+))?\s*(?:;.*)?\Z"
 )
 EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")
 _GIT_SHA = re.compile(r"@([0-9a-f]{7,40})(?:#|$)")

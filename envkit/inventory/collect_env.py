@@ -22,7 +22,7 @@ from envkit.inventory._collect import REQUIREMENT, Collector, without_features
 
 __all__ = ["SECTION", "public_version", "read_collect_env"]
 
-SECTION = re.compile(r"^\[(pip3?|conda)\]\s+(.*)$")
+SECTION = re.compile(r"^\[(pip3?|conda)\]\s+(.*)\Z")
 _KEYS = {
     "PyTorch version": "torch",
     "CUDA used to build PyTorch": "torch_cuda",

@@ -7,10 +7,10 @@ conda packages py-rattler installed have none) and the distributions importlib.m
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from typing import Any
 
+from envkit._io import load_json_bounded
 from envkit.build.engine import ContainerEngine
 from envkit.errors import InventoryError
 
@@ -49,6 +49,35 @@ print(json.dumps({"host": socket.gethostname(), "python": platform.python_versio
 )
 
 
+MAX_DEPTH = 8  # {"conda": [{"name": …}]}: 3 deep
+
+
+def _checked(data: Any, image: str) -> dict[str, Any]:
+    """The script's output, shape-checked: an image's python may print anything (it is the image's)."""
+
+    def bad(what: str) -> InventoryError:
+        return InventoryError(
+            f"unexpected output from {image}: {what}",
+            hint="the image's python printed something else than envkit's snapshot script does; "
+            "run the image by hand (is `python` on its PATH envkit's expected CPython?)",
+        )
+
+    if not isinstance(data, dict):
+        raise bad(f"a JSON {type(data).__name__}, not an object")
+    for key in ("python", "platform"):
+        if not isinstance(data.get(key), str):
+            raise bad(f"{key!r} is not a string")
+    conda = data.get("conda")
+    if conda is not None and not (isinstance(conda, list) and all(isinstance(r, dict) for r in conda)):
+        raise bad("'conda' is not a list of records")
+    pip = data.get("pip", [])
+    if not (isinstance(pip, list) and all(isinstance(p, list) and len(p) == 2 for p in pip)):
+        raise bad("'pip' is not a list of [name, version] pairs")
+    if not isinstance(data.get("facts", {}), dict):
+        raise bad("'facts' is not an object")
+    return data
+
+
 class ImageSource:
     """An ``EnvironmentSource`` over one run of :data:`SCRIPT` in ``image``."""
 
@@ -64,10 +93,11 @@ class ImageSource:
                 hint="the image needs `python` on its PATH",
             )
         try:
-            self.data: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+            data = load_json_bounded(result.stdout.strip().splitlines()[-1], MAX_DEPTH)
         except (ValueError, IndexError) as e:
             raise InventoryError(f"unreadable output from {image}: {result.stdout[-300:]!r}",
                                  hint="run the image by hand: does python start?") from e  # fmt: skip
+        self.data: dict[str, Any] = _checked(data, image)
 
     def host(self) -> str:
         """The image's reference as a store name: ``envkit/x:latest`` -> ``envkit_x_latest``."""

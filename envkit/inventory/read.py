@@ -48,7 +48,7 @@ FORMATS: dict[str, str] = {
 }
 
 _YAML_KEY = re.compile(r"^(name|channels|dependencies|prefix|version|metadata|package|variables):")
-_EXPORT_LINE = re.compile(r"^[A-Za-z0-9_][^\s=]*=[^\s=]+(=[^\s=]+)?$")
+_EXPORT_LINE = re.compile(r"^[A-Za-z0-9_][^\s=]*=[^\s=]+(=[^\s=]+)?\Z")
 
 
 def _first_data_line(text: str) -> str:
@@ -139,7 +139,7 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
         return None
     if "==" in first or " @ " in first or first.startswith("-"):
         return "pip-freeze"
-    if re.match(r"^[A-Za-z0-9._-]+$", first):
+    if re.fullmatch(r"[A-Za-z0-9._-]+", first):
         # a bare name is a pip freeze line only among real pins: one word alone is not a listing
         pinned = any("==" in line or " @ " in line for line in lines)
         return "pip-freeze" if pinned else None

@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 _DEP = re.compile(
-    r"^(?:(?P<channel>[^:\s]+)::)?(?P<name>[^\s=<>!]+)(?:[=\s]+(?P<version>[^\s=]+))?(?:=(?P<build>\S+))?$"
+    r"^(?:(?P<channel>[^:\s]+)::)?(?P<name>[^\s=<>!]+)(?:[=\s]+(?P<version>[^\s=]+))?(?:=(?P<build>\S+))?\Z"
 )
 
 

@@ -29,10 +29,10 @@ __all__ = [
 ]
 
 _PROMPT = re.compile(r"^(\(.*?\)\s*)?\S*[@:]\S*[$#>]\s|^[$>]\s|conda list|mamba list|micromamba list")
-_TABLE_HEADER = re.compile(r"^#?\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
-_SEPARATOR = re.compile(r"^[\s\-=─━_]+$")
-_EXPORT = re.compile(r"^([^\s=]+)=([^\s=]+)(?:=([^\s=]+))?$")
-_PLAIN_PIN = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._+-]*)===?([A-Za-z0-9_][A-Za-z0-9._+!*-]*)$")
+_TABLE_HEADER = re.compile(r"^#?\s*Name\s+Version\s+Build(\s+Channel)?\s*\Z")
+_SEPARATOR = re.compile(r"^[\s\-=─━_]+\Z")
+_EXPORT = re.compile(r"^([^\s=]+)=([^\s=]+)(?:=([^\s=]+))?\Z")
+_PLAIN_PIN = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._+-]*)===?([A-Za-z0-9_][A-Za-z0-9._+!*-]*)\Z")
 _EDITABLE_NOTE = re.compile(r"^#\s*Editable install.*\(([A-Za-z0-9._-]+)==([^)\s]+)\)")
 
 

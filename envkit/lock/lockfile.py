@@ -316,8 +316,8 @@ def requirements_lock(header: str, pip: Mapping[str, Sequence[PipPackage]], opti
     return header + "".join(lines)
 
 
-_REQ_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)(?: ; [^\\]+)? \\$")
-_HASH_LINE = re.compile(r"^    --hash=sha256:([0-9a-f]{64})( \\)?$")
+_REQ_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)(?: ; [^\\]+)? \\\Z")
+_HASH_LINE = re.compile(r"^    --hash=sha256:([0-9a-f]{64})( \\)?\Z")
 
 
 def parse_requirements_lock(text: str) -> tuple[list[str], dict[tuple[str, str], list[str]]]:

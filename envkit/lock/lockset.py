@@ -44,8 +44,8 @@ __all__ = ["MANIFEST", "Lock", "LockState", "Status", "manifest_bytes", "set_dig
 MANIFEST = "lockset.json"
 MANIFEST_VERSION = 1
 Status = Literal["fresh", "stale", "missing"]
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
+_HEX32 = re.compile(r"^[0-9a-f]{32}\Z")
 _MAX_MANIFEST = 64 * 1024
 
 # files derived from conda-lock.yml: name -> bytes as envkit renders them from the parsed contents

@@ -32,7 +32,7 @@ _PIP_FRAMEWORKS = {"torch", "paddlepaddle", "paddlepaddle-gpu"}
 _CPU_NAMES = {"pytorch-cpu", "cpuonly", "paddlepaddle"}  # names that are CPU builds by definition
 _GPU_NAMES = {"pytorch-gpu", "paddlepaddle-gpu", "paddlepaddle-cuda"}
 _CUDA_DEPENDS = {"__cuda", "cudatoolkit", "cuda-version", "pytorch-cuda", "cuda-cudart", "cuda-runtime"}
-_NVIDIA_WHEEL = re.compile(r"^(nvidia-.*-cu\d+|cuda-toolkit)$")
+_NVIDIA_WHEEL = re.compile(r"^(nvidia-.*-cu\d+|cuda-toolkit)\Z")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def conda_variant(package: CondaPackage) -> Variant | None:
         kind = "cpu"
     elif name in _GPU_NAMES or re.search(r"(^|_)cuda\d", package.build) or "_cuda" in package.build:
         kind = "cuda"
-    elif re.search(r"(^|_)cpu(_|$)", package.build):
+    elif re.search(r"(^|_)cpu(_|\Z)", package.build):
         kind = "cpu"
     else:
         depends = {d.split()[0] for d in package.depends}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envkit import _proc
+from envkit._atomic import state_dir
 from envkit.build.locks import Locker, ensure_fresh_lock
 from envkit.catalog import Catalog
 from envkit.pack.archive import write_pack
@@ -74,7 +75,7 @@ def pack_environment(
     lock, relocked = ensure_fresh_lock(root, loaded, locker, frozen=options.frozen)
     request = pack_request(loaded, lock, image_dir(root, loaded.spec.name), catalog, options.find_links)
     collected = collect(
-        request, root / ".envkit" / "cache", fetcher, pip_runner=pip_runner, on_progress=on_progress
+        request, state_dir(root, "cache"), fetcher, pip_runner=pip_runner, on_progress=on_progress
     )
     out = options.output or default_pack_path(root, request.name, request.lock_sha256)
     sha256 = write_pack(collected, out)

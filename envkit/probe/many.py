@@ -6,15 +6,16 @@ ran (from the tasks' records and the run's manifest), which the comparison lists
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit._atomic import write_text_atomic
-from envkit.errors import ReportError
-from envkit.fleet.store import MANIFEST, TASKS
+from envkit._safe import one_line
+from envkit.errors import EnvkitError, ReportError
+from envkit.fleet.manifest import MAX_MANIFEST_BYTES, read_store_json
+from envkit.fleet.store import MANIFEST, read_tasks
 from envkit.probe.compare import Bands
 from envkit.probe.model import ProbeReport
 from envkit.probe.report import load_report, resolve_report
@@ -51,21 +52,21 @@ def find_run(ref: str, store: Path) -> Path | None:
 
 
 def _failed_tasks(run_dir: Path, have: set[str]) -> list[tuple[str, str]]:
+    """The tasks without a report, from the run's result and the tasks' records (bounded, shape-checked)."""
     failed: dict[str, str] = {}
     try:
-        manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_store_json(run_dir / MANIFEST, limit=MAX_MANIFEST_BYTES, what="run manifest")
+    except (OSError, EnvkitError):
         manifest = {}
-    for task in (manifest.get("result") or {}).get("tasks") or []:
-        if task.get("state") != "ok":
-            failed[str(task["task"])] = f"{task.get('state')}: {task.get('error') or 'no report'}"
-    for path in sorted((run_dir / TASKS).glob("*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if record.get("state") == "failed":
-            failed[str(record.get("task") or path.stem)] = f"failed: {record.get('error')}"
+    result = manifest.get("result")
+    tasks = result.get("tasks") if isinstance(result, dict) else None
+    for task in tasks if isinstance(tasks, list) else []:
+        if isinstance(task, dict) and isinstance(task.get("task"), str) and task.get("state") != "ok":
+            why = f"{task.get('state')}: {task.get('error') or 'no report'}"
+            failed[one_line(task["task"])[:200]] = one_line(why)[:2000]
+    for record in read_tasks(run_dir).values():
+        if record.state == "failed":
+            failed[record.task] = f"failed: {record.error}"
     return sorted((name, why) for name, why in failed.items() if name not in have)
 
 

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envkit._atomic import write_text_atomic
+from envkit._atomic import state_dir, write_text_atomic
+from envkit._io import open_regular
 from envkit.errors import ReportError
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
@@ -92,7 +93,7 @@ def load_report(path: Path) -> ProbeReport:
 def read_report_text(path: Path) -> str:
     """A report file's text (bounded: one byte over :data:`MAX_BYTES` tells it is too large)."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path, follow=True) as fh:  # a FIFO or device is refused, never waited on
             data = fh.read(MAX_BYTES + 1)
     except FileNotFoundError as e:
         raise ReportError(
@@ -113,7 +114,7 @@ def dump_report(report: Mapping[str, Any]) -> str:
 
 def default_store(root: Path, environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
-    return Path(env["ENVKIT_STORE"]) if env.get("ENVKIT_STORE") else root / ".envkit" / "reports"
+    return Path(env["ENVKIT_STORE"]) if env.get("ENVKIT_STORE") else state_dir(root, "reports")
 
 
 def safe_name(text: str) -> str:
@@ -127,7 +128,7 @@ def store_path(store: Path, host: str, label: str) -> Path:
 def save_to_store(report: Mapping[str, Any], store: Path, label: str) -> Path:
     host = str(report.get("fingerprint", {}).get("host") or "unknown")
     path = store_path(store, host, label)
-    write_text_atomic(path, dump_report(report))
+    write_text_atomic(path, dump_report(report), within=store)
     return path
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit import __version__, _proc
+from envkit._io import load_json_bounded
 from envkit.errors import ProbeError, ReportError
-from envkit.probe.report import Report, validate_report
+from envkit.probe.report import MAX_DEPTH, Report, validate_report
 
 if TYPE_CHECKING:
     from envkit.build.engine import ContainerEngine
@@ -93,8 +94,8 @@ def _tail(text: str) -> str:
 
 
 def parse_output(stdout: str, stderr: str, where: str) -> Report:
-    try:
-        data = json.loads(stdout)
+    try:  # what an image's python printed: bounded depth (a report nests 6 deep)
+        data = load_json_bounded(stdout, MAX_DEPTH)
     except ValueError as e:
         raise ProbeError(
             f"the probe payload in {where} printed no report:\n{_tail(stderr)}",

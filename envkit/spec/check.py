@@ -20,7 +20,7 @@ __all__ = ["check_against_catalog", "pinned_specifiers"]
 
 # Versions used to decide whether a spec's constraint admits a known-bad range.
 _PROBE_VERSIONS = ("1.21.6", "1.23.5", "1.24.4", "1.26.4", "2.0.2", "2.1.3", "2.2.6", "2.3.5", "3.0.0")
-_CONDA_PIN = re.compile(r"^(?:[^:]+::)?([A-Za-z0-9_.\-]+)\s*([=<>!~].*)?$")
+_CONDA_PIN = re.compile(r"^(?:[^:]+::)?([A-Za-z0-9_.\-]+)\s*([=<>!~].*)?\Z")
 
 
 def check_against_catalog(

@@ -65,8 +65,20 @@ def resolve_spec_path(name_or_path: str, root: Path) -> Path:
 
 
 def image_dir(root: Path, name: str) -> Path:
-    """Where ``envkit render`` / ``envkit lock`` write an environment's files: ``images/NAME``."""
-    return root / IMAGES_DIR / name
+    """Where ``envkit render`` / ``envkit lock`` write an environment's files: ``images/NAME``.
+
+    A ``images`` or ``images/NAME`` that is a link leading out of the project (a cloned repository
+    can carry one) is refused: envkit writes nothing outside the project.
+    """
+    path = root / IMAGES_DIR / name
+    if path.is_symlink() or path.parent.is_symlink():
+        target, top = path.resolve(), root.resolve()
+        if not target.is_relative_to(top):
+            raise UsageError(
+                f"{path} leads to {target}, outside the project: envkit does not write there",
+                hint=f"remove the link (or make it point inside {top}) and rerun",
+            )
+    return path
 
 
 def find_specs(root: Path) -> list[Path]:

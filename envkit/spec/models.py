@@ -32,27 +32,27 @@ __all__ = [
     "StrictModel",
 ]
 
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_PYTHON_RE = re.compile(r"^3\.[0-9]{1,2}$")
-_CUDA_RE = re.compile(r"^(cpu|[0-9]{1,2}\.[0-9])$")
-_VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,3}([a-z]+[0-9]*)?$")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*\Z")
+_PYTHON_RE = re.compile(r"^3\.[0-9]{1,2}\Z")
+_CUDA_RE = re.compile(r"^(cpu|[0-9]{1,2}\.[0-9])\Z")
+_VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,3}([a-z]+[0-9]*)?\Z")
 # conda MatchSpec: name, optional version, optional build, optional channel:: and [key=value] brackets.
 _MATCHSPEC_RE = re.compile(
     r"^(?:[A-Za-z0-9_.\-/]+::)?[A-Za-z0-9_.\-]+"
-    r"(?:\s*[=<>!~]{0,2}\s*[A-Za-z0-9_.*+!=<>,|\-]+)?"
-    r"(?:\s+[A-Za-z0-9_.*+\-]+)?"
-    r"(?:\[[A-Za-z0-9_.*=,'\"<> \-]+\])?$"
+    r"(?: *[=<>!~]{0,2} *[A-Za-z0-9_.*+!=<>,|\-]+)?"  # spaces only: no newline, no tab
+    r"(?: +[A-Za-z0-9_.*+\-]+)?"
+    r"(?:\[[A-Za-z0-9_.*=,'\"<> \-]+\])?\Z"
 )
 # Docker image reference: [registry[:port]/]path[:tag][@sha256:digest]
 _IMAGE_RE = re.compile(
     r"^(?:[a-z0-9]+(?:[.-][a-z0-9]+)*(?::[0-9]+)?/)?"
     r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
-    r"(?:@sha256:[a-f0-9]{64})?$"
+    r"(?:@sha256:[a-f0-9]{64})?\Z"
 )
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_URL_RE = re.compile(r"^(https?|file)://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+$")
-_CHANNEL_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.\-]*|(?:https?|file)://[^\s'\"`$\\]+)$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+_URL_RE = re.compile(r"^(https?|file)://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+\Z")
+_CHANNEL_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.\-]*|(?:https?|file)://[^\s'\"`$\\]+)\Z")
 ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}  # conda subdir -> uname -m
 _PLATFORMS = tuple(ARCHES)
 _MATCHSPEC_FORBIDDEN = set(";&`$\\\n\r\t'\"")

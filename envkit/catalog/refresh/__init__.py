@@ -7,7 +7,6 @@ kept by ``--record`` to what the readers use.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ import yaml
 from packaging.version import InvalidVersion, Version
 
 from envkit._atomic import write_bytes_atomic
+from envkit._io import load_json_bounded
 from envkit.catalog.refresh.fallback import FamilySpec, load_fallback
 from envkit.catalog.refresh.generate import Refreshed, build_frameworks, pypi_url
 from envkit.catalog.refresh.pages import HttpPages, Page, PageSource, PageUnreachable, RecordedPages, Recorder
@@ -59,7 +59,8 @@ def recording_trim(families: dict[str, FamilySpec] | None = None) -> Callable[[s
 
 def _covered(body: bytes, floor: Version) -> set[Version]:
     found = set()
-    for text in json.loads(body).get("releases", {}):
+    data = load_json_bounded(body, 16)
+    for text in data.get("releases", {}) if isinstance(data, dict) else ():
         try:
             v = Version(text)
         except InvalidVersion:

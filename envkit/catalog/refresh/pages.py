@@ -24,11 +24,15 @@ from pathlib import Path
 from typing import Protocol
 
 from envkit._atomic import write_bytes_atomic
+from envkit._io import TooLarge, load_json_bounded, open_regular, read_limited
 from envkit.errors import EnvkitError, ExitCode
 
 __all__ = ["HttpPages", "Page", "PageSource", "PageUnreachable", "RecordedPages", "Recorder"]
 
 MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 4 << 20
+MAX_PAGE_BYTES = 64 << 20  # the largest trimmed index page is a few MB
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")  # what _file_name writes
 
 
 class PageUnreachable(EnvkitError):
@@ -68,12 +72,14 @@ class HttpPages:
         request = urllib.request.Request(url, headers={"User-Agent": "envkit-catalog-refresh"})  # noqa: S310
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:  # noqa: S310
-                body: bytes = response.read()
+                body: bytes = response.read(MAX_PAGE_BYTES + 1)  # bounded: an endless answer is refused
         except urllib.error.HTTPError as e:
             raise PageUnreachable(url, f"HTTP {e.code}") from e
         except (urllib.error.URLError, TimeoutError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise PageUnreachable(url, f"host unreachable ({reason})") from e
+        if len(body) > MAX_PAGE_BYTES:
+            raise PageUnreachable(url, f"larger than {MAX_PAGE_BYTES} bytes")
         return Page(url, body, self._today().isoformat(), hashlib.sha256(body).hexdigest())
 
 
@@ -83,28 +89,55 @@ def _file_name(url: str) -> str:
 
 
 class RecordedPages:
-    """Pages recorded in ``directory`` (see :class:`Recorder`)."""
+    """Pages recorded in ``directory`` (see :class:`Recorder`).
+
+    The snapshot may come from anyone (a shared directory, a pull request): its manifest is read
+    bounded and shape-checked, and each ``file`` must be a plain name in ``directory``, a regular
+    file (no link, FIFO or device), read bounded.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        path = directory / MANIFEST
         try:
-            self._manifest: dict[str, dict[str, str]] = json.loads((directory / MANIFEST).read_text("utf-8"))[
-                "pages"
-            ]
-        except (OSError, ValueError, KeyError) as e:
+            with open_regular(path) as fh:
+                data = load_json_bounded(read_limited(fh, MAX_MANIFEST_BYTES, path), 8)
+            pages = data["pages"]
+            if not isinstance(pages, dict) or not all(
+                isinstance(k, str) and isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+                for k, v in pages.items()
+            ):
+                raise ValueError("'pages' is not an object of page entries")
+        except (OSError, ValueError, KeyError, TypeError, TooLarge) as e:
             raise EnvkitError(
-                f"{directory / MANIFEST}: not a recorded page snapshot ({e})",
+                f"{path}: not a recorded page snapshot ({e})",
                 hint="record one with `envkit catalog refresh --record DIR`",
             ) from e
+        self._manifest: dict[str, dict[str, str]] = pages
 
     def get(self, url: str) -> Page:
         entry = self._manifest.get(url)
         if entry is None:
             raise PageUnreachable(url, f"not recorded in {self.directory}")
         if "unreachable" in entry:
-            raise PageUnreachable(url, f"{entry['unreachable']} (recorded {entry['fetched']})")
-        body = (self.directory / entry["file"]).read_bytes()
-        return Page(url, body, entry["fetched"], entry["sha256"])
+            raise PageUnreachable(url, f"{entry['unreachable']} (recorded {entry.get('fetched')})")
+        name = entry.get("file", "")
+        if not _PLAIN_NAME.fullmatch(name) or name in (".", "..", MANIFEST):
+            raise EnvkitError(
+                f"{self.directory / MANIFEST}: the page {url} is recorded as {name!r:.100}, not a file name "
+                "in that directory",
+                hint="a recorded page is a plain file beside manifest.json; record again with --record DIR",
+            )
+        path = self.directory / name
+        try:
+            with open_regular(path) as fh:
+                body = read_limited(fh, MAX_PAGE_BYTES, path)
+        except (OSError, TooLarge) as e:
+            raise EnvkitError(
+                f"{path}: cannot read the recorded page ({e})",
+                hint="a recorded page is a regular file beside manifest.json; record again with --record DIR",
+            ) from e
+        return Page(url, body, entry.get("fetched", ""), entry.get("sha256", ""))
 
 
 Trim = Callable[[str, bytes], bytes]
@@ -128,7 +161,7 @@ class Recorder:
             raise
         body = self._trim(url, page.body)
         name = _file_name(url)
-        write_bytes_atomic(self._directory / name, body)
+        write_bytes_atomic(self._directory / name, body, within=self._directory)
         self._pages[url] = {"fetched": page.fetched, "file": name, "sha256": page.sha256}
         return Page(url, body, page.fetched, page.sha256)
 

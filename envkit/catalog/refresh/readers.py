@@ -21,6 +21,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from envkit._io import load_json_bounded
 from envkit.errors import EnvkitError
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 # Linux platform tags of the wheels envkit installs (x86_64 and aarch64).
-_LINUX = re.compile(r"^(manylinux[0-9_]*|linux)_(x86_64|aarch64)$")
+_LINUX = re.compile(r"^(manylinux[0-9_]*|linux)_(x86_64|aarch64)\Z")
 
 
 class PageFormatError(EnvkitError):
@@ -95,8 +96,10 @@ def _wheel(filename: str, *, yanked: bool = False, url: str = "") -> WheelFile |
 def read_pypi_project(url: str, body: bytes) -> dict[Version, list[DistFile]]:
     """Release -> its Linux wheels, from a PyPI JSON API page."""
     try:
-        data = json.loads(body)
+        data = load_json_bounded(body, 16)  # a recorded page may come from anyone: bounded depth
         releases = data["releases"]
+        if not isinstance(releases, dict):
+            raise TypeError("'releases' is not an object")
     except (ValueError, KeyError, TypeError) as e:
         raise PageFormatError(url, f"not a PyPI JSON project page: {e}") from e
     found: dict[Version, list[DistFile]] = {}
@@ -129,8 +132,8 @@ def _requirement(line: str) -> Requirement | None:
         return None
 
 
-_CUDA_RUNTIME = re.compile(r"^(nvidia-cuda-runtime-cu\d+|cuda-toolkit|nvidia-cuda-runtime)$")
-_CUDNN = re.compile(r"^nvidia-cudnn-cu\d+$")
+_CUDA_RUNTIME = re.compile(r"^(nvidia-cuda-runtime-cu\d+|cuda-toolkit|nvidia-cuda-runtime)\Z")
+_CUDNN = re.compile(r"^nvidia-cudnn-cu\d+\Z")
 
 
 def cuda_requirements(requirements: list[Requirement]) -> tuple[str | None, str | None]:
@@ -226,7 +229,7 @@ def _trim_metadata(body: bytes) -> bytes:
 
 
 def _trim_pypi(body: bytes, keep: set[Version] | None) -> bytes:
-    data = json.loads(body)
+    data = load_json_bounded(body, 16)
     releases = {}
     for text, files in data.get("releases", {}).items():
         try:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from envkit.errors import ProbeError
 from envkit.fleet import store
+from envkit.fleet.manifest import FleetImage, options_from_json
 from envkit.fleet.repeat import repeat_summary
-from envkit.fleet.task import Probe, options_from_json, run_task, task_identity
+from envkit.fleet.task import Probe, run_task, task_identity
 from envkit.probe.runner import ProbeOptions
 from tests.unit.probe.conftest import make_report
 
@@ -27,14 +27,14 @@ def _run_dir(tmp_path: Path, **extra: Any) -> Path:
 def test_identity_from_slurm_or_local_environment() -> None:
     assert task_identity({"SLURMD_NODENAME": "gpu7", "SLURM_LOCALID": "3"}, 8) == ("gpu7-3", "gpu7")
     assert task_identity({"ENVKIT_NODE": "local2", "SLURMD_NODENAME": "x"}, 1) == ("local2", "local2")
-    assert options_from_json(asdict(ProbeOptions())) == ProbeOptions()
+    assert options_from_json(json.loads(json.dumps(asdict(ProbeOptions()))), "run.json") == ProbeOptions()
 
 
 def test_task_writes_its_report_and_record(tmp_path: Path) -> None:
     run_dir = _run_dir(tmp_path, repeat=2)
-    seen: list[Mapping[str, Any]] = []
+    seen: list[FleetImage] = []
 
-    def make_probe(image: Mapping[str, Any], node: str) -> Probe:
+    def make_probe(image: FleetImage, node: str) -> Probe:
         seen.append(image)
         return lambda opts, label: make_report(host="container-id", label=label)
 
@@ -45,13 +45,13 @@ def test_task_writes_its_report_and_record(tmp_path: Path) -> None:
     assert report["fleet"] == {"run": "r1", "task": "node2", "node": "node2", "job": "12",
                                "repeat": {"n": 2, "identical": True, "differing": []}}  # fmt: skip
     assert store.read_tasks(run_dir)["node2"].state == "ok"
-    assert seen[0]["ref"].startswith("reg/x@sha256:")
+    assert str(seen[0].ref).startswith("reg/x@sha256:")
 
 
 def test_task_failure_is_recorded_with_its_error(tmp_path: Path) -> None:
     run_dir = _run_dir(tmp_path)
 
-    def make_probe(image: Mapping[str, Any], node: str) -> Probe:
+    def make_probe(image: FleetImage, node: str) -> Probe:
         raise ProbeError("the registry has no reg/x@sha256:aaa", hint="push it")
 
     assert run_task(run_dir, {"ENVKIT_NODE": "n1"}, make_probe=make_probe) == 3

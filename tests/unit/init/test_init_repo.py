@@ -168,10 +168,12 @@ def test_cli_init_json_and_exit_codes(
 
 
 def test_symlinked_and_non_utf8_makefile_are_preserved(tmp_path: Path) -> None:
-    shared = tmp_path / "common.mk"
-    shared.write_bytes(b"# caf\xe9 (latin-1)\nall:\n\t@true\n")
     repo = tmp_path / "repo"
-    repo.mkdir()
+    (repo / "make").mkdir(parents=True)
+    shared = (
+        repo / "make" / "common.mk"
+    )  # a link inside the project is written through (issue 24: not outside)
+    shared.write_bytes(b"# caf\xe9 (latin-1)\nall:\n\t@true\n")
     (repo / "Makefile").symlink_to(shared)
     init_repo(repo, "torch", "cpu")
     assert (repo / "Makefile").is_symlink()

@@ -1,0 +1,288 @@
+"""What a fleet task accepts from the shared store: bounded, shape-checked, typed, owned.
+
+The store (NFS, Lustre) is written by many users and every node, so its files are hostile input:
+
+- every store file is read bounded (size, JSON depth), must be a regular file (no link, FIFO) and
+  a JSON object; anything else is a :class:`FleetError` naming the file, never a traceback;
+- the probe options are an allow-list of typed fields with the CLI's own ranges and choices;
+  an environment (``env``) is never taken from a file: the task's environment is the scheduler's;
+- the image is a ``REPO@sha256:…`` reference or an image id, its tar only ``STORE/images/<id>.tar``;
+- a task runs nothing that another user could have written: the run directory and ``run.json`` must
+  belong to this user (or root) and be writable by nobody else (:func:`check_owned`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envkit._io import NotRegular, TooLarge, load_json_bounded, open_regular
+from envkit.errors import FleetError
+from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions
+
+__all__ = [
+    "MAX_MANIFEST_BYTES",
+    "MAX_RECORD_BYTES",
+    "FleetImage",
+    "RunLayout",
+    "RunManifest",
+    "check_owned",
+    "image_from_json",
+    "image_tar_path",
+    "options_from_json",
+    "options_to_json",
+    "parse_layout",
+    "parse_manifest",
+    "read_store_json",
+]
+
+MAX_MANIFEST_BYTES = 4 << 20  # a manifest with a 1,000-task result is ~200 KB
+MAX_RECORD_BYTES = 256 << 10  # a task record: a few hundred bytes, an error of a few KB
+MAX_DEPTH = 16  # run.json nests 4 deep
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_DIGEST_REF = re.compile(r"[a-z0-9][a-z0-9._:/-]{0,254}@sha256:[0-9a-f]{64}")
+_HINT = "the run directory is damaged or was written by someone else: rerun `envkit probe --slurm`"
+
+# field -> (type, allowed values or (min, max)); the CLI's choices and ranges (cli/probe_cmd.py)
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "mode": ("strict", "default"),
+    "dtype": ("float32", "float64"),
+    "device": ("auto", "cpu", "cuda"),
+    "autocast": ("none", "bf16"),
+    "poison": ("none", "input", "lr"),
+}
+_INTS: dict[str, tuple[int, int]] = {
+    "steps": (1, 100_000),
+    "seed": (0, 2**63 - 1),
+    "poison_step": (0, 100_000),
+    "threads": (0, 4096),
+}
+_BOOLS = ("tf32", "nan_check")
+_LISTS: dict[str, tuple[str, ...]] = {"frameworks": FRAMEWORKS, "workloads": WORKLOADS}
+
+
+def read_store_json(path: Path, *, limit: int, what: str) -> dict[str, Any]:
+    """A store file's JSON object, read bounded; :class:`FleetError` naming ``path`` otherwise.
+
+    ``FileNotFoundError`` passes through (callers say what a missing file means).
+    """
+    try:
+        with open_regular(path) as fh:
+            data = fh.read(limit + 1)
+    except FileNotFoundError:
+        raise
+    except NotRegular as e:
+        raise FleetError(f"{path}: not a {what}: {e.strerror}", hint=_HINT) from e
+    except OSError as e:
+        raise FleetError(f"{path}: cannot read the {what}: {e.strerror or e}", hint=_HINT) from e
+    if len(data) > limit:
+        raise FleetError(f"{path}: larger than {limit} bytes, not a {what}", hint=_HINT) from TooLarge(
+            path, limit
+        )
+    try:
+        value = load_json_bounded(data, MAX_DEPTH)
+    except ValueError as e:
+        raise FleetError(f"{path}: not a {what}: {e}", hint=_HINT) from e
+    if not isinstance(value, dict):
+        raise FleetError(f"{path}: not a {what}: a JSON {type(value).__name__}, not an object", hint=_HINT)
+    return value
+
+
+def check_owned(path: Path, what: str, *, fd: int | None = None) -> None:
+    """Refuse ``path`` (or the open ``fd``) unless this user or root owns it and nobody else can write it.
+
+    A symbolic link is refused too: it is not followed.
+    """
+    try:
+        st = os.lstat(path) if fd is None else os.fstat(fd)
+    except OSError as e:
+        raise FleetError(f"{path}: cannot check the {what}: {e.strerror or e}", hint=_HINT) from e
+    if stat.S_ISLNK(st.st_mode):
+        raise FleetError(f"{path}: the {what} is a symbolic link; envkit does not follow it", hint=_HINT)
+    if st.st_uid not in (os.geteuid(), 0):
+        raise FleetError(
+            f"{path}: the {what} belongs to user id {st.st_uid}, not to you ({os.geteuid()}): "
+            "envkit runs nothing another user could have written",
+            hint="submit the run yourself (`envkit probe --slurm`) into a store directory you own",
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise FleetError(
+            f"{path}: the {what} is writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
+            "envkit runs nothing another user could have written",
+            hint=f"chmod go-w {path}, or rerun the probe into a fresh run",
+        )
+
+
+def options_to_json(opts: ProbeOptions) -> dict[str, Any]:
+    """The allow-listed options as the manifest records them (never ``env``)."""
+    data: dict[str, Any] = {key: list(getattr(opts, key)) for key in _LISTS}
+    data.update({key: getattr(opts, key) for key in (*_CHOICES, *_INTS, *_BOOLS)})
+    return data
+
+
+def options_from_json(data: Any, source: str) -> ProbeOptions:
+    """The manifest's ``options``: exactly the allow-listed fields, each typed and in range."""
+    if not isinstance(data, Mapping):
+        raise FleetError(f"{source}: options must be an object", hint=_HINT)
+    fields: dict[str, Any] = {}
+    for key, value in data.items():
+        where = f"{source}: options.{key}"
+        if key == "env":  # written (empty) by earlier envkits; an environment is never taken from a file
+            if value not in ({}, None):
+                raise FleetError(
+                    f"{where}: an environment is never taken from the store (it would run code on the "
+                    "node: PYTHONPATH, LD_PRELOAD)",
+                    hint="the task's environment is the one the scheduler gives it; " + _HINT,
+                )
+            continue
+        expected = _expected(key)
+        if expected is None:
+            raise FleetError(f"{where}: not a probe option envkit accepts from a run manifest", hint=_HINT)
+        if not _valid(key, value):
+            raise FleetError(f"{where}: {expected}, not {value!r:.60}", hint=_HINT)
+        fields[key] = tuple(dict.fromkeys(value)) if key in _LISTS else value
+    return ProbeOptions(**fields)
+
+
+def _expected(key: str) -> str | None:
+    if key in _LISTS:
+        return f"a non-empty list of {', '.join(_LISTS[key])}"
+    if key in _CHOICES:
+        return f"one of {', '.join(_CHOICES[key])}"
+    if key in _INTS:
+        return f"an integer from {_INTS[key][0]} to {_INTS[key][1]}"
+    return "true or false" if key in _BOOLS else None
+
+
+def _valid(key: str, value: Any) -> bool:
+    if key in _LISTS:
+        return (
+            isinstance(value, list)
+            and bool(value)
+            and all(isinstance(v, str) and v in _LISTS[key] for v in value)
+        )
+    if key in _CHOICES:
+        return isinstance(value, str) and value in _CHOICES[key]
+    if key in _INTS:
+        return type(value) is int and _INTS[key][0] <= value <= _INTS[key][1]
+    return type(value) is bool
+
+
+@dataclass(frozen=True)
+class FleetImage:
+    """The run's image: pulled by ``ref`` (``REPO@sha256:…``) or loaded from ``tar`` and checked by ``id``."""
+
+    ref: str | None = None
+    id: str | None = None
+    tar: Path | None = None
+    name: str | None = None
+
+
+def image_tar_path(store: Path, image_id: str) -> Path:
+    """Where the store keeps an image's tar: ``STORE/images/<first 24 hex of the id>.tar``."""
+    return store / "images" / f"{image_id.removeprefix('sha256:')[:24]}.tar"
+
+
+def image_from_json(data: Any, source: str, run_dir: Path) -> FleetImage | None:
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise FleetError(f"{source}: image must be an object", hint=_HINT)
+    unknown = sorted(set(data) - {"ref", "id", "tar", "name"})
+    if unknown:
+        raise FleetError(f"{source}: image.{unknown[0]}: not a field envkit writes", hint=_HINT)
+    ref, image_id, tar, name = (data.get(k) for k in ("ref", "id", "tar", "name"))
+    if ref is not None and not (isinstance(ref, str) and _DIGEST_REF.fullmatch(ref)):
+        raise FleetError(f"{source}: image.ref must be REPO@sha256:<64 hex>, not {ref!r:.80}", hint=_HINT)
+    if image_id is not None and not (
+        isinstance(image_id, str) and image_id.startswith("sha256:") and _HEX64.fullmatch(image_id[7:])
+    ):
+        raise FleetError(f"{source}: image.id must be sha256:<64 hex>, not {image_id!r:.80}", hint=_HINT)
+    if name is not None and not isinstance(name, str):
+        raise FleetError(f"{source}: image.name must be a string", hint=_HINT)
+    where: Path | None = None
+    if tar is not None:
+        if image_id is None or not isinstance(tar, str):
+            raise FleetError(f"{source}: image.tar needs image.id (and is a path)", hint=_HINT)
+        where = image_tar_path(run_dir.parent, image_id)
+        if Path(tar) != where:
+            raise FleetError(
+                f"{source}: image.tar {tar!r:.200} is not {where}: a run loads images only from "
+                "STORE/images/<id>.tar",
+                hint=_HINT,
+            )
+    if ref is None and where is None:
+        raise FleetError(f"{source}: image needs a ref (REPO@sha256:…) or an id and its tar", hint=_HINT)
+    return FleetImage(ref=ref, id=image_id, tar=where, name=name)
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """What the follower needs of ``run.json`` (``raw``: the object, for rewriting it with the result)."""
+
+    run: str
+    tasks_per_node: int
+    repeat: int
+    nodes: int
+    nodelist: tuple[str, ...]
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """What a task runs: the layout, the probe options and the image."""
+
+    layout: RunLayout
+    options: ProbeOptions
+    image: FleetImage | None
+
+    @property
+    def run(self) -> str:
+        return self.layout.run
+
+
+def _int(data: Mapping[str, Any], key: str, lo: int, hi: int, source: str, default: int) -> int:
+    value = data.get(key, default)
+    if not (type(value) is int and lo <= value <= hi):
+        raise FleetError(
+            f"{source}: {key} must be an integer from {lo} to {hi}, not {value!r:.40}", hint=_HINT
+        )
+    return value
+
+
+def parse_layout(data: dict[str, Any], source: str, run_dir: Path) -> RunLayout:
+    from envkit.fleet.store import check_run_id
+
+    run = data.get("run")
+    if not isinstance(run, str) or run != run_dir.name:
+        raise FleetError(
+            f"{source}: run must be this run's id ({run_dir.name!r}), not {run!r:.80}", hint=_HINT
+        )
+    check_run_id(run)
+    requested = data.get("requested") or {}
+    if not isinstance(requested, Mapping):
+        raise FleetError(f"{source}: requested must be an object", hint=_HINT)
+    nodelist = requested.get("nodelist") or []
+    if not (isinstance(nodelist, list) and all(isinstance(n, str) and n for n in nodelist)):
+        raise FleetError(f"{source}: requested.nodelist must be a list of node names", hint=_HINT)
+    return RunLayout(
+        run=run,
+        tasks_per_node=_int(data, "tasks_per_node", 1, 1024, source, 1),
+        repeat=_int(data, "repeat", 1, 100, source, 1),
+        nodes=_int(requested, "nodes", 1, 100_000, source, 1),
+        nodelist=tuple(nodelist),
+        raw=data,
+    )
+
+
+def parse_manifest(data: dict[str, Any], source: str, run_dir: Path) -> RunManifest:
+    return RunManifest(
+        layout=parse_layout(data, source, run_dir),
+        options=options_from_json(data.get("options", {}), source),
+        image=image_from_json(data.get("image"), source, run_dir),
+    )
