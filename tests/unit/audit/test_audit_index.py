@@ -16,7 +16,8 @@ from envkit.audit import index as index_module
 from envkit.audit.index import AdvisoryIndex, decode_record, default_index_dir, encode_record
 from envkit.audit.osv_dir import OsvDirService, Record
 from envkit.audit.service import Dep, Vuln
-from envkit.errors import AuditError
+from envkit.cli import main
+from envkit.errors import AuditError, ExitCode
 
 QUERIES = [("demo", v) for v in ("1.0", "1.4.9+cu121", "2.0.1", "2.1.0", "3.0.1", "4.2.0", "9.0", "x")] + [
     ("zstd", "1.0"),
@@ -209,3 +210,21 @@ def test_every_record_field_is_kept(osv_db: Path) -> None:
     records = OsvDirService(osv_db).records("demo")
     assert set(encode_record(records[0])) == {f.name for f in dataclasses.fields(Record)}
     assert [decode_record(encode_record(r)) for r in records] == records
+
+
+def test_envkit_audit_keeps_its_index_where_envkit_advisory_index_says(
+    osv_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ENVKIT_ADVISORY_INDEX", str(tmp_path / "index"))
+    freeze = tmp_path / "freeze.txt"
+    freeze.write_text("demo==1.4\nzstd==1.0\n", "utf-8")
+    argv = ["audit", str(freeze), "--db", str(osv_db), "--json"]
+    assert main(argv) == ExitCode.FINDINGS
+    first = capsys.readouterr().out
+    assert len(list((tmp_path / "index").iterdir())) == 1
+    assert main(argv) == ExitCode.FINDINGS
+    assert capsys.readouterr().out == first  # from the index: the same envelope
+    (osv_db / "vulns" / "demo" / "PYSEC-0001.yaml").unlink()
+    main(argv)
+    ids = {f["id"] for f in json.loads(capsys.readouterr().out)["result"]["findings"]}
+    assert "PYSEC-0001" not in ids and "PYSEC-0006" in ids
