@@ -15,6 +15,7 @@ import subprocess
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,19 @@ def shared_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"{path} is absent (real test data lives beside the project)")
     return path
+
+
+@pytest.fixture(scope="session")
+def condas() -> dict[str, Any]:
+    """Real conda 23.5.2 / 24.3.0 / 26.7.1 (``tests.conda_bundle.RealConda`` by version), installed
+    from ../shared/conda-bundle once per bundle content into the test cache."""
+    from tests.conda_bundle import bundle_available, bundle_missing_reason, installed_condas
+
+    if not bundle_available():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the real-conda tests: {bundle_missing_reason()}")
+        pytest.skip(bundle_missing_reason())
+    return dict(installed_condas())
 
 
 @functools.cache
@@ -96,5 +110,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             if os.environ.get("CI"):
                 pytest.fail(f"CI must run the {marker} tests: start it with {start}")
             pytest.skip(f"no {marker} here (start one: {start})")
+    if item.get_closest_marker("conda"):
+        from tests.conda_bundle import bundle_available, bundle_missing_reason
+
+        if not bundle_available():
+            if os.environ.get("CI"):
+                pytest.fail(f"CI must run the real-conda tests: {bundle_missing_reason()}")
+            pytest.skip(bundle_missing_reason())
     if item.get_closest_marker("gpu") and not gpu_available():
         pytest.skip("no NVIDIA GPU")

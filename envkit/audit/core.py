@@ -9,6 +9,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
+from envkit.audit.flavours import base_dep
 from envkit.audit.service import SEVERITIES, Dep, Severity, Vuln, VulnService, severity_rank
 from envkit.errors import ExitCode
 from envkit.inventory.models import VCS_VERSION_PREFIX, Inventory, Package
@@ -130,11 +131,14 @@ def _fix_for(name: str, version: str, vuln: Vuln) -> str:
 
 
 def vuln_finding(dep: Dep, vuln: Vuln, package: Package | None, location: str | None) -> Finding:
+    via = f" [{vuln.via}]" if vuln.via else ""
+    if package is not None and package.installer == "conda" and package.name != dep.name:
+        via += f" [conda {package.name} is PyPI {dep.name}: matched through envkit's conda/PyPI name mapping]"
     return Finding(
         kind="vulnerability",
         id=vuln.id,
         severity=vuln.severity,
-        message=f"{dep.name} {dep.version}: {vuln.summary or vuln.id}",
+        message=f"{dep.name} {dep.version}: {vuln.summary or vuln.id}{via}",
         fix=_fix_for(dep.name, dep.version, vuln),
         package=dep.name,
         version=dep.version,
@@ -173,15 +177,28 @@ def audit_inventory(
         deps.setdefault(Dep(package.project, package.version), package)
     findings: list[Finding] = []
     checked = 0
-    unanswered = set(deps)
-    for dep, vulns in service.query_all(list(deps)):
-        asked = Dep(dep.name, dep.version)
-        unanswered.discard(asked)
+    bases = {dep: mapped for dep in deps if (mapped := base_dep(dep)) is not None}
+    asks = list(dict.fromkeys([*deps, *(b for b, _ in bases.values())]))
+    answers: dict[Dep, tuple[Dep, list[Vuln]]] = {}
+    for dep, vulns in service.query_all(asks):
+        answers[Dep(dep.name, dep.version)] = (dep, vulns)
+    unanswered = []
+    for asked, package in deps.items():
+        if asked not in answers:
+            unanswered.append(asked)
+            continue
+        dep, vulns = answers[asked]
+        if asked in bases:  # a flavour: its own advisories and the base project's
+            base, flavour = bases[asked]
+            base_answer, base_vulns = answers.get(base) or (base.skipped("no answer"), [])
+            if base_answer.skip_reason is None:
+                dep = replace(dep, skip_reason=None)
+                vulns = [*vulns, *(replace(v, via=flavour.via()) for v in base_vulns)]
         if dep.skip_reason is not None:
             not_checked.append(NotChecked(dep.name, dep.version, dep.skip_reason))
             continue
         checked += 1
-        findings += [vuln_finding(dep, v, deps.get(asked), where) for v in _dedupe(vulns)]
+        findings += [vuln_finding(dep, v, package, where) for v in _dedupe(vulns)]
     # A dependency the service never answered for is not checked: never let it pass as clean.
     not_checked += [NotChecked(d.name, d.version, f"{service.name} gave no answer") for d in unanswered]
     return findings, checked, sorted(set(not_checked)), sorted(set(not_covered))
@@ -224,6 +241,7 @@ def _merge(group: list[Vuln]) -> Vuln:
         severity=max((v.severity for v in ordered), key=lambda s: (severity_rank(s), s != "unknown")),
         source="; ".join(dict.fromkeys(v.source for v in ordered if v.source)) or None,
         references=tuple(dict.fromkeys(r for v in ordered for r in v.references)),
+        via=first.via if all(v.via for v in ordered) else None,  # one own-name record: a direct match
     )
 
 

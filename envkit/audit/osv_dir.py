@@ -45,6 +45,7 @@ _RESTORE = (
 __all__ = ["OsvDirService", "Record", "affects", "parse_record"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
+_MAX_VERSION_CHARS = 256  # as inventories (a longer one is not a version: ints past 4,300 digits fail)
 MAX_RECORD_BYTES = 4 * 1024 * 1024  # the largest PyPA record is ~60 KB; OSV's largest PyPI ones ~1 MB
 _GHSA_SEVERITY: dict[str, Severity] = {
     "LOW": "low",
@@ -123,6 +124,7 @@ def _severity(data: dict[str, Any]) -> Severity:
 
 
 def _version_key(text: str) -> str:
+    _need(len(text) <= _MAX_VERSION_CHARS, f"a listed version of {len(text)} characters")
     try:
         return str(Version(text))
     except InvalidVersion:
@@ -141,6 +143,7 @@ def _parse_range(raw: Any) -> tuple[tuple[str, Version], ...] | None:
         for kind, value in event.items():
             if kind not in ("introduced", "fixed", "last_affected", "limit"):
                 continue
+            _need(len(str(value)) <= _MAX_VERSION_CHARS, f"a {kind} version of {len(str(value))} characters")
             try:
                 parsed.append((kind, Version(str(value))))
             except InvalidVersion:
@@ -284,6 +287,29 @@ def _load_file(path: Path, display: str) -> Any:
         ) from e
 
 
+MAX_STAMP_BYTES = 1 << 20  # envkit's own SOURCE.json is ~200 bytes
+
+
+def _source_stamp(stamp: Path) -> dict[str, str]:
+    """``SOURCE.json`` (from ``--update-db``) as provenance: a bounded JSON object whose scalar values
+    are kept (each at most 500 characters). It only says where the data came from, so a file that is
+    not envkit's does not stop the audit: ``source_note`` names the file and what is wrong with it."""
+    try:
+        meta = load_json_bounded(read_bytes_bounded(stamp, MAX_STAMP_BYTES), 4)
+    except TooLarge as e:
+        return {"source_note": f"{stamp}: larger than {e.limit} bytes: not envkit's SOURCE.json; ignored"}
+    except (OSError, ValueError) as e:  # load_json_bounded: invalid, not UTF-8, too deep
+        return {"source_note": f"{stamp}: unreadable ({str(e)[:120]}): not envkit's SOURCE.json; ignored"}
+    if not isinstance(meta, dict):
+        kind = type(meta).__name__
+        return {"source_note": f"{stamp}: a JSON {kind}, not an object: not envkit's SOURCE.json; ignored"}
+    info = {str(k)[:80]: str(v)[:500] for k, v in meta.items() if isinstance(v, str | int | float)}
+    dropped = sorted(str(k)[:80] for k, v in meta.items() if not isinstance(v, str | int | float))
+    if dropped:
+        info["source_note"] = f"{stamp}: {', '.join(dropped[:5])}: not a string or number; left out"
+    return info
+
+
 class OsvDirService(VulnService):
     """Advisories from ``ROOT/vulns/<package>/*.yaml|json`` (or ``ROOT/<package>/...``)."""
 
@@ -357,7 +383,7 @@ class OsvDirService(VulnService):
     def _query(self, dep: Dep) -> tuple[Dep, list[Vuln]]:
         try:
             version = Version(dep.version)
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or a component beyond Python's 4,300-digit int limit
             return dep.skipped(f"{dep.version!r} is not a PEP 440 version"), []
         hits = [r.to_vuln(dep.name) for r in self.records(dep.name) if affects(r, dep.name, version)]
         return dep, sorted(hits, key=lambda v: v.id)
@@ -366,15 +392,13 @@ class OsvDirService(VulnService):
         info = {"service": self.name, "database": str(self.root)}
         stamp = self.root / "SOURCE.json"
         if stamp.is_file():
-            try:  # the database's own words: bounded, an object of strings (escaped where shown)
-                meta = load_json_bounded(read_bytes_bounded(stamp, 1 << 20), 4)
-                if not isinstance(meta, dict):
-                    raise ValueError("not an object")
-                info.update({k: str(v)[:500] for k, v in meta.items() if isinstance(v, (str, int, float))})
-            except (OSError, ValueError, TooLarge):
-                info["source_note"] = "SOURCE.json unreadable"
+            info.update(_source_stamp(stamp))
         else:
             readme = self.root / "README.md"
             if readme.is_file():
-                info["readme_sha256"] = hashlib.sha256(readme.read_bytes()).hexdigest()
+                digest = hashlib.sha256()
+                with readme.open("rb") as fh:  # streamed: a README is not bounded like the records
+                    while chunk := fh.read(1 << 20):
+                        digest.update(chunk)
+                info["readme_sha256"] = digest.hexdigest()
         return info

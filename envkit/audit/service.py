@@ -73,6 +73,7 @@ class Vuln:
     severity: Severity = "unknown"
     source: str | None = None  # the advisory file or service that said so
     references: tuple[str, ...] = field(default=(), compare=False)
+    via: str | None = None  # how it was matched when not by the distribution's own name (flavours)
 
     @property
     def ids(self) -> frozenset[str]:

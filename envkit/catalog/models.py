@@ -127,6 +127,9 @@ class ExplicitHashSupport(Sourced):
     tool: Literal["conda", "micromamba"]
     hash: Literal["md5", "sha256"]
     since: str
+    # the tool releases this fact was executed against (tests/integration/realconda, real conda from
+    # ../shared/conda-bundle): each reads or refuses the fragment as ``since`` says; empty = not run
+    executed: tuple[str, ...] = ()
 
 
 class OfflineInstaller(Sourced):

@@ -20,6 +20,7 @@ from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, shown, working
 from envkit.errors import UsageError
+from envkit.inventory.selector import split_selector
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
 
@@ -44,7 +45,7 @@ def _service(db: Path | None, online: bool) -> VulnService:
 
 
 def _is_env_name(target: str) -> bool:
-    path = Path(target)
+    path = Path(split_selector(target).name)
     if path.is_file():
         return path.parent.name == "environments" and path.suffix in (".yaml", ".yml")
     return True
@@ -70,7 +71,14 @@ def _run(
         loaded = load_spec(resolve_spec_path(target, root))
         return audit_environment(loaded, image_dir(root, loaded.spec.name), request)
     platform, environment = choice
-    return audit_file(Path(target), request, loaded=loaded, platform=platform, environment=environment)
+    chosen = split_selector(target)  # FILE#ENVIRONMENT@PLATFORM
+    return audit_file(
+        Path(chosen.name),
+        request,
+        loaded=loaded,
+        platform=chosen.platform or platform,
+        environment=chosen.environment or environment,
+    )
 
 
 def _update(directory: str) -> CommandResult:
@@ -122,7 +130,11 @@ def _update(directory: str) -> CommandResult:
     help="Platform to read from a multi-platform lock (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, "
     "poetry.lock), e.g. linux-64, osx-arm64, win-64. Default: this machine's.",
 )
-@click.option("--environment", metavar="NAME", help="pixi.lock environment to read (default: default).")
+@click.option(
+    "--environment",
+    metavar="NAME",
+    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated.",
+)
 @click.option(
     "--update-db",
     "update_dir",

@@ -77,11 +77,16 @@ def _view(cat: Catalog, section: str | None) -> CommandResult:
             lines.append("base images")
             lines += [f" {mark[b.verified]} {b.ref}" for b in cat.base_images]
         if "installers" in data:
-            lines.append("installers (sha256 verified in the Dockerfile)")
+            ran = sorted({v for h in cat.explicit_hashes for v in h.executed}, key=Version)
+            lines.append(
+                "installers (sha256 verified in the Dockerfile; no installer itself was run by envkit's"
+            )
+            lines.append(f"  tests, only conda {', '.join(ran) or 'none'} built from source)")
             lines += [f" {mark[i.verified]} {i.url}  {i.sha256[:12]}  ({i.tool} {i.tool_version})"
                       for i in cat.installers]  # fmt: skip
-            lines.append("explicit lock hashes (url#HASH), read from")
-            lines += [f" {mark[h.verified]} {h.hash:<6} {h.tool} >= {h.since}" for h in cat.explicit_hashes]
+            lines.append("explicit lock hashes (url#HASH), read from   ? = unverified, not executed")
+            lines += [f" {mark[h.verified]} {h.hash:<6} {h.tool} >= {h.since}  {_executed(h.executed)}"
+                      for h in cat.explicit_hashes]  # fmt: skip
             lines.append("offline conda installer (envkit pack, build --offline)")
             lines += [f" {mark[i.verified]} {i.filename}  {i.sha256[:12]}" for i in cat.offline_installers]
         if "rules" in data:
@@ -90,6 +95,10 @@ def _view(cat: Catalog, section: str | None) -> CommandResult:
         return "\n".join(lines)
 
     return CommandResult("catalog", data, text, exit_code=ExitCode.OK)
+
+
+def _executed(versions: tuple[str, ...]) -> str:
+    return f"(executed with {', '.join(versions)})" if versions else "(not executed)"
 
 
 def _flavours(release: FrameworkRelease) -> str:

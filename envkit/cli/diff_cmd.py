@@ -14,6 +14,7 @@ from envkit.drift import DriftReport, diff_inventories
 from envkit.drift.models import SEVERITIES, severity_rank
 from envkit.errors import ExitCode, UsageError
 from envkit.inventory import FORMATS, Inventory, read_inventory
+from envkit.inventory.selector import Selected, split_selector
 from envkit.inventory.snapshot import EnvironmentSource, LocalSource, take_snapshot, write_snapshot
 from envkit.result import CommandResult
 
@@ -100,7 +101,11 @@ def _text(report: DriftReport, min_severity: str) -> str:
     help="Platform to read from multi-platform locks (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, "
     "poetry.lock), e.g. linux-64, osx-arm64, win-64. Default: this machine's.",
 )
-@click.option("--environment", metavar="NAME", help="pixi.lock environment to read (default: default).")
+@click.option(
+    "--environment",
+    metavar="NAME",
+    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated.",
+)
 @click.option(
     "--min-severity",
     type=click.Choice(SEVERITIES),
@@ -132,11 +137,14 @@ def diff(
             "diff needs two or more inputs", hint="or check one file with `envkit diff --check FILE`"
         )
     where = store_dir(store)
-    resolved = [(check, check.stem)] if check is not None else [resolve_input(n, where) for n in inputs]
-    labels = _unique([label for _, label in resolved])
+    chosen = [Selected(str(check))] if check is not None else [split_selector(n) for n in inputs]
+    resolved = [resolve_input(s.name, where) for s in chosen]
+    labels = _unique([label + s.suffix for (_, label), s in zip(resolved, chosen, strict=True)])
     inventories: list[Inventory] = [
-        read_inventory(p, fmt, label=lbl, platform=platform, environment=environment)
-        for (p, _), lbl in zip(resolved, labels, strict=True)
+        read_inventory(
+            p, fmt, label=lbl, platform=s.platform or platform, environment=s.environment or environment
+        )
+        for (p, _), lbl, s in zip(resolved, labels, chosen, strict=True)
     ]
     report = diff_inventories(inventories)
     worst = report.worst

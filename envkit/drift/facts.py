@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from envkit.drift.torch_flavour import inferred_torch_flavour
 from envkit.inventory.models import Inventory, Package
 
 __all__ = ["FACTS", "cuda_flavour", "major_minor", "wheel_cuda"]
@@ -94,7 +95,8 @@ def _torch_cuda(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
     if torch and cuda_pin:
         return "cu" + cuda_pin.version.replace(".", "")
     if torch and torch.installer == "pip":
-        return wheel_cuda(pkgs)  # a PyPI torch without +cuXXX: its CUDA is the nvidia wheels'
+        # a PyPI torch without +cuXXX: its CUDA is the nvidia wheels', else what the platform says
+        return wheel_cuda(pkgs) or inferred_torch_flavour(inv, pkgs, torch)
     return None
 
 
@@ -162,12 +164,30 @@ def _cudnn_major(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
     return build_cudnn[1] if build_cudnn else None
 
 
+_BLAS_IMPLS = ("mkl", "openblas", "accelerate", "blis", "netlib")  # accelerate: also newaccelerate
+
+
+def _blas_impl(package: Package | None) -> str | None:
+    build = package.build if package else None
+    return next((impl for impl in _BLAS_IMPLS if build and impl in build), None)
+
+
 def _blas(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
-    for project in ("conda:blas", "conda:libblas"):
-        build = pkgs[project].build if project in pkgs else None
-        for impl in ("mkl", "openblas", "accelerate", "blis", "netlib"):
-            if build and impl in build:
-                return impl
+    """The BLAS numpy links. conda-forge's numpy links ``libblas.so.3``, so ``libblas``'s build
+    (``16_linux64_mkl``, ``5_h4a7cf45_openblas``, ``1_h8933c1f_netlib``) names it; the ``blas``
+    metapackage is a selector that can disagree with it in a mixed environment. Anaconda's
+    (defaults) numpy links the implementation its ``blas 1.0 <impl>`` metapackage selects.
+    Sources: conda-forge docs, "Switching BLAS implementation"; anaconda's blas recipe."""
+    numpy = pkgs.get("numpy")
+    libblas, selector = _blas_impl(pkgs.get("conda:libblas")), _blas_impl(pkgs.get("conda:blas"))
+    defaults_selector = selector is not None and pkgs["conda:blas"].version.startswith("1.")  # c-f: 2.x
+    numpy_from_defaults = (
+        numpy is not None and numpy.installer == "conda" and "conda-forge" not in (numpy.channel or "")
+    )
+    if defaults_selector and numpy_from_defaults:
+        return selector
+    if libblas or selector:
+        return libblas or selector
     if "blas" in inv.meta:
         return inv.meta["blas"].lower()
     if "conda:mkl" in pkgs and pkgs.get("numpy") and pkgs["numpy"].installer == "conda":

@@ -79,14 +79,57 @@ def _severity(fact: str, values: Sequence[str]) -> Severity:
     return "info"
 
 
+# GPU facts whose absence, in an input that records its host, means "none": a CPU box's collect_env
+# says "Could not collect" for the driver and GPU, its snapshot has no /proc/driver/nvidia.
+_ONE_SIDED: dict[str, tuple[str, Severity]] = {
+    "gpu": ("no GPU", "warning"),
+    "driver": ("none", "warning"),
+    "cuda_runtime": ("none", "warning"),
+    "cudnn": ("none", "info"),
+}
+
+
+def _gpu_shown(inv: Inventory, gpu: str) -> str:
+    """``NVIDIA H200 ×8``: the GPU with its count when the input says it (collect_env's ``GPU 0:``
+    lines, the one line per GPU a snapshot lists), else as recorded."""
+    models = gpu.split(", ")
+    count = inv.meta.get("gpu_count") or (str(len(models)) if inv.format == "snapshot" else None)
+    return f"{models[0]} ×{count}" if count and len(set(models)) == 1 else gpu
+
+
+def _one_sided(fact: str, known: dict[str, str], missing: list[str]) -> Finding:
+    """A GPU fact some hosts have and others (that record their host) lack: ``NVIDIA H200 ×1 vs no GPU``."""
+    label = HOST_FACTS[fact][0]
+    none, severity = _ONE_SIDED[fact]
+    if len(known) == 1 and len(missing) == 1:
+        ((have, value),) = known.items()
+        message = f"{label}: {value} ({have}) vs {none} ({missing[0]})"
+    else:
+        groups: dict[str, list[str]] = {}
+        for name, value in known.items():
+            groups.setdefault(value, []).append(name)
+        shown = "; ".join(f"{v} on {len(n)} ({', '.join(n[:5])})" for v, n in sorted(groups.items()))
+        message = f"{label}: {shown}; {none} on {len(missing)} ({', '.join(missing[:10])})"
+    values: dict[str, str | None] = {**known, **dict.fromkeys(missing)}
+    return Finding(fact, "host", severity, None, values, message)
+
+
 def host_findings(inventories: Sequence[Inventory]) -> list[Finding]:
-    """One ``host`` finding per fact that differs among the inputs that record it."""
+    """One ``host`` finding per fact that differs among the inputs that record it; a GPU fact that
+    some record and others (recording their host) lack is reported too (``driver 580 vs none``)."""
     if len(inventories) < 2:
         return []
     tables = [(inv.label, host_facts(inv)) for inv in inventories]
     findings = []
     for fact, (label, _) in HOST_FACTS.items():
         known = {name: facts[fact] for name, facts in tables if fact in facts}
+        missing = [name for name, facts in tables if facts and fact not in facts]
+        if fact in _ONE_SIDED and known and missing:
+            if fact == "gpu":
+                by_label = {inv.label: inv for inv in inventories}
+                known = {name: _gpu_shown(by_label[name], value) for name, value in known.items()}
+            findings.append(_one_sided(fact, known, missing))
+            continue
         if len(known) < 2 or len(set(known.values())) < 2:
             continue
         severity = _severity(fact, list(known.values()))

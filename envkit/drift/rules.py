@@ -17,9 +17,11 @@ import yaml
 from envkit._memo import by_identity
 from envkit.catalog import KnownBadRule, load_catalog
 from envkit.drift.compare import spread
+from envkit.drift.cuda_wheels import cuda_majors
 from envkit.drift.duplicates import variants
 from envkit.drift.facts import FACTS, cuda_flavour, major_minor
 from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet, Severity
+from envkit.drift.torch_flavour import flavour_unknown
 from envkit.errors import CatalogError
 from envkit.inventory.collect_env import public_version
 from envkit.inventory.models import Inventory, Package
@@ -125,10 +127,24 @@ def _cuda_components(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> li
     runtime = [p for p in present if p != "conda:cuda-version"]
     minors = {p: major_minor(pkgs[p].version) for p in (runtime or present)}
     distinct = {m for m in minors.values() if m}
-    if len(distinct) <= 1:
-        return []
+    if len(distinct) <= 1 or len({m.split(".")[0] for m in distinct}) > 1:
+        return []  # two CUDA majors: cuda-majors-mixed reports them
     detail = ", ".join(f"{p.removeprefix('conda:')} {pkgs[p].version}" for p in sorted(minors))
     return [_one(rule, "cuda", inv, " ".join(sorted(distinct)), detail)]
+
+
+def _cuda_majors(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+    """CUDA libraries of two or more CUDA majors (from wheel names or toolkit versions, any major)."""
+    majors = cuda_majors(pkgs)
+    if len(majors) <= 1:
+        return []
+    detail = "; ".join(
+        f"CUDA {m}: "
+        + ", ".join(f"{p.name} {p.version}" for p in found[:4])
+        + (" …" if len(found) > 4 else "")
+        for m, found in sorted(majors.items())
+    )
+    return [_one(rule, "cuda", inv, " ".join(str(m) for m in sorted(majors)), detail)]
 
 
 def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
@@ -205,9 +221,14 @@ WITHIN: dict[str, Within] = {
     "companion_flavour": _companion_flavour,
     "companion_release": _companion_release,
     "cuda_components": _cuda_components,
+    "cuda_majors": _cuda_majors,
     "shadowed": _shadowed,
 }
-ACROSS: dict[str, Across] = {"fact_differs": _fact_differs, "differs_with": _differs_with}
+ACROSS: dict[str, Across] = {
+    "fact_differs": _fact_differs,
+    "differs_with": _differs_with,
+    "fact_unknown": flavour_unknown,
+}
 
 
 def apply_rules(inventories: Sequence[Inventory], rules: RuleSet) -> list[Finding]:

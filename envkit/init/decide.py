@@ -60,7 +60,7 @@ def decide_channels(found: Collected, decided: Decided, *, keep_defaults: bool) 
     kept: list[str] = []
     for channel in dict.fromkeys(found.channels):
         if channel in _SOLVER_CHANNELS:
-            continue  # `nodefaults` is what envkit writes anyway; `pypi` is conda's name for pip rows
+            continue  # `nodefaults`: not a channel (envkit adds no defaults); `pypi`: conda's pip rows
         if is_defaults(channel) and not keep_defaults:
             decided.defaults_dropped = True
             continue

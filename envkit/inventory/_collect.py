@@ -19,10 +19,17 @@ __all__ = [
     "split_conda_filename",
     "vcs_version",
     "version_from_url",
+    "version_too_large",
     "without_features",
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
+# Versions are parsed as integers per component (packaging, conda ordering): Python refuses integers
+# of more than 4,300 digits with a ValueError, and nothing real comes near these bounds (the longest
+# components are timestamps like 20240101235959).
+MAX_VERSION_CHARS = 256
+MAX_VERSION_DIGITS = 40
+_DIGIT_RUN = re.compile(rf"[0-9]{{{MAX_VERSION_DIGITS + 1},}}")
 _VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*\Z")
 _PIP_CHANNELS = {"pypi", "<pip>"}
 # conda list's build column for pip-installed packages; ``<pip>`` is conda < 4.6's three-column row.
@@ -90,7 +97,11 @@ class Collector:
             self.skip(line, f"not a package name: {name!r}")
             return
         if not checked and version and not _VERSION.match(version):
-            self.skip(line, f"not a version: {version!r} (package {name})")
+            self.skip(line, f"not a version: {version[:80]!r} (package {name})")
+            return
+        problem = version_too_large(version)
+        if problem:
+            self.skip(line, f"not a version: {problem} (package {name[:80]})")
             return
         channel = _CHANNEL_ALIASES.get(channel or "", channel)
         if channel in _PIP_CHANNELS or build in _PIP_BUILDS:
@@ -155,6 +166,16 @@ def _order(package: Package) -> tuple[str, str, str, str, int]:
     return (package.project, package.name, package.version, package.installer, package.line or 0)
 
 
+def version_too_large(version: str) -> str | None:
+    """Why ``version`` is beyond what a real version looks like (and what parsers take), or None."""
+    if len(version) > MAX_VERSION_CHARS:
+        return f"{len(version)} characters (at most {MAX_VERSION_CHARS})"
+    run = _DIGIT_RUN.search(version)
+    if run:
+        return f"a component of {len(run[0])} digits (at most {MAX_VERSION_DIGITS})"
+    return None
+
+
 def version_from_url(url: str) -> str:
     """A wheel URL's version, ``0+git.<sha12>`` for a VCS URL pinned to a commit, else ``""``."""
     wheel = _WHEEL.search(url)
@@ -178,12 +199,16 @@ def requirement_version(match: re.Match[str]) -> str:
 
 def channel_from_url(url: str) -> str:
     """``https://conda.anaconda.org/conda-forge/linux-64/x.conda`` -> ``conda-forge``;
-    ``https://repo.anaconda.com/pkgs/main/...`` -> ``pkgs/main``."""
+    ``https://repo.anaconda.com/pkgs/main/...`` -> ``pkgs/main``; a channel URL without a package
+    (``conda list``'s channel column: ``http://127.0.0.1:8000``) -> ``127.0.0.1:8000``, the name
+    the package URLs of that channel give."""
     base = url.split("#", 1)[0]
     parts = [p for p in base.split("/") if p]
-    if len(parts) < 3:
+    if "://" not in base or len(parts) < 2:  # already a name: ``conda-forge``, ``pkgs/main``
         return base
     host, rest = parts[1], parts[2:]
+    if rest[:1] == ["t"] and len(rest) > 2:  # an access token (/t/<token>/) is no part of the name
+        rest = rest[2:]
     subdirs = {
         "noarch",
         "linux-64",

@@ -7,6 +7,10 @@ environments. Each row keeps the section it came from (``Package.env``); the env
 whose torch is the one collect_env ran with (the header's ``PyTorch version``) is the active
 one (``meta["active_env"]``), else pip's, by installer precedence.
 
+Both layouts are read: the classic ``Key: value`` header and the sectioned one of newer
+collect_env copies (vLLM's: ``System Info`` / ``PyTorch Info`` / ``Python Environment`` /
+``CUDA / GPU Info`` blocks between ``=====`` rules, keys padded before the colon).
+
 The header is read even when the package sections say ``Could not collect``: torch's version
 (a row of its own), the CUDA it was built with, the CUDA runtime, driver, GPU, cuDNN (from
 the list of libcudnn files when collect_env could not pick one), OS, libc and CPU.
@@ -18,7 +22,7 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.inventory._collect import REQUIREMENT, Collector, without_features
+from envkit.inventory._collect import REQUIREMENT, Collector, version_too_large, without_features
 
 __all__ = ["SECTION", "public_version", "read_collect_env"]
 
@@ -37,7 +41,8 @@ _KEYS = {
     "Python platform": "platform",
     "CPU": "cpu",
 }
-_UNKNOWN = ("could not collect", "probably one of the following", "n/a", "none")
+# "No CUDA": collect_env on a machine without CUDA (torch/utils/collect_env.py, vLLM's copy)
+_UNKNOWN = ("could not collect", "probably one of the following", "n/a", "none", "no cuda")
 _CUDNN_FILE = re.compile(r"libcudnn\.so\.(\d+(?:\.\d+)*)|cudnn64_(\d+)\.dll", re.IGNORECASE)
 
 
@@ -58,7 +63,7 @@ def read_collect_env(text: str, c: Collector) -> None:
             _row(section[1], section[2].strip(), number, c)
             continue
         key, sep, value = stripped.partition(":")
-        value = value.strip()
+        key, value = key.strip(), value.strip()  # the sectioned layout pads keys: "OS      : Ubuntu"
         if sep and key in _KEYS:
             last_key = _KEYS[key]
             so = _CUDNN_FILE.search(value)
@@ -100,6 +105,8 @@ def _row(kind: str, row: str, number: int, c: Collector) -> None:
 
 
 def _version(text: str) -> Version | None:
+    if version_too_large(text):  # thousands of digits: int() would refuse them with a ValueError
+        return None
     try:
         return Version(text)
     except InvalidVersion:

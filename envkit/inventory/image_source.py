@@ -35,7 +35,7 @@ if meta.is_dir():
         except (OSError, ValueError):
             continue
         conda.append({"name": r.get("name"), "version": r.get("version"), "build_string": r.get("build"),
-                      "channel": str(r.get("channel") or "").rstrip("/").rsplit("/", 1)[-1] or None,
+                      "channel": str(r.get("channel") or "") or None,
                       "platform": r.get("subdir")})
 pip = {}
 for dist in metadata.distributions():

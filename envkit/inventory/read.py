@@ -219,6 +219,10 @@ def _load_toml(text: str, c: Collector) -> Mapping[str, Any]:
     except _toml.TOMLDecodeError as e:
         line = re.search(r"line (\d+)", str(e))
         raise c.error(int(line[1]) if line else None, f"invalid TOML: {str(e).split(' (at')[0]}") from e
+    except RecursionError as e:  # arrays or inline tables nested thousands deep
+        raise c.error(None, "invalid TOML: nested too deeply") from e
+    except ValueError as e:  # integers beyond Python's 4,300-digit limit
+        raise c.error(None, "invalid TOML: an integer of more than 4,300 digits") from e
     return data
 
 

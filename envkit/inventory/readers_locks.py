@@ -42,6 +42,28 @@ def _python(requires: object) -> str:
     return next((p for p in _PYTHONS if spec.contains(f"{p}.0", prereleases=True)), here)
 
 
+def _record_python(c: Collector, requires: object, python: str) -> str:
+    """``meta["python"]`` only when the lock admits one Python minor; else the minor used for its
+    markers is ``python_assumed``: a lock for ">=3.10" is not a Python 3.11 environment, and saying
+    so would make ``python-minor-differs`` report a difference nobody installed. Returns the text
+    for ``selected``."""
+    try:
+        spec = SpecifierSet(requires) if isinstance(requires, str) and requires.strip() else None
+    except InvalidSpecifier:
+        spec = None
+    minors = [p for p in _PYTHONS if spec is not None and spec.contains(f"{p}.0", prereleases=True)]
+    if len(minors) == 1:
+        c.meta["python"] = python
+        return f"Python {python}"
+    c.meta["python_assumed"] = python
+    allowed = (
+        f"the lock allows {requires}"
+        if isinstance(requires, str) and requires.strip()
+        else "no Python stated"
+    )
+    return f"Python {python} assumed for markers ({allowed})"
+
+
 def _platform(c: Collector, available: Sequence[str] | None = None) -> str:
     chosen = c.platform or this_platform()
     if available is not None and chosen not in available:
@@ -84,9 +106,10 @@ def read_pixi_lock(data: Mapping[str, Any], c: Collector) -> None:
     by_url: dict[str, Mapping[str, Any]] = {}
     for entry in table:
         if isinstance(entry, Mapping):
-            url = entry.get("conda") or entry.get("pypi") or entry.get("url")
+            # v6: conda:/pypi:; v4-v5: url: or, for a path (editable) PyPI package, path:
+            url = entry.get("conda") or entry.get("pypi") or entry.get("url") or entry.get("path")
             if isinstance(url, str):
-                by_url.setdefault(url, entry)
+                by_url.setdefault(_pixi_key(url), entry)
     for item in per_platform.get(platform) or []:
         if isinstance(item, Mapping):
             _pixi_package(item, by_url, c)
@@ -96,10 +119,21 @@ def read_pixi_lock(data: Mapping[str, Any], c: Collector) -> None:
     c.meta["selected"] = f"environment {env_name} of {', '.join(envs)}; platform {platform} of {platforms}"
 
 
+def _pixi_key(url: str) -> str:
+    """A package's key in the table: a URL as it is, a local path normalized (``./``, ``.`` and ``./x/``
+    name the same project directory in the environment list and the package table)."""
+    if "://" in url:
+        return url
+    path = url.strip()
+    while path.startswith("./"):
+        path = path[2:]
+    return path.rstrip("/") or "."
+
+
 def _pixi_package(item: Mapping[str, Any], by_url: Mapping[str, Mapping[str, Any]], c: Collector) -> None:
     if "conda" in item:
         url = str(item["conda"])
-        entry = by_url.get(url, {})
+        entry = by_url.get(_pixi_key(url), {})
         parts = split_conda_filename(url.rsplit("/", 1)[-1])
         name = str(entry.get("name") or (parts[0] if parts else ""))
         version = str(entry.get("version") or (parts[1] if parts else ""))
@@ -108,7 +142,7 @@ def _pixi_package(item: Mapping[str, Any], by_url: Mapping[str, Mapping[str, Any
         c.add(name, version, "conda", line=None, build=build, channel=channel, url=url)
         return
     url = str(item.get("pypi", ""))
-    entry = by_url.get(url, {})
+    entry = by_url.get(_pixi_key(url), {})
     if entry.get("name"):
         c.add(str(entry["name"]), str(entry.get("version") or ""), "pip", line=None, url=url)
     else:
@@ -132,6 +166,7 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
     for package in packages:
         by_name.setdefault(package["name"], []).append(package)
     roots = [p for p in packages if _uv_local(p)]
+    extras = _uv_chosen_extras(roots, c)
     seen: set[int] = set()
     todo = list(roots)
     while todo:
@@ -139,7 +174,7 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
         if id(package) in seen:
             continue
         seen.add(id(package))
-        for dep in _uv_edges(package, root=package in roots):
+        for dep in _uv_edges(package, root=package in roots, extras=extras):
             if not isinstance(dep, Mapping) or not _marker(c, dep.get("marker"), env, str(dep.get("name"))):
                 continue
             target = _uv_target(dep, by_name)
@@ -150,8 +185,14 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
         if id(package) in seen and not _uv_local(package):
             _uv_add(package, c)
     c.meta["platform"] = platform
-    c.meta["python"] = python
-    c.meta["selected"] = f"platform {platform}, Python {python}: the project's dependencies and dev group"
+    shown = _record_python(c, data.get("requires-python"), python)
+    offered = sorted({str(e) for r in roots for e in _uv_optional(r)})
+    chosen = f" and extras {', '.join(extras)}" if extras else ""
+    left = sorted(set(offered) - set(extras))
+    note = f"; extras not read: {', '.join(left)} (choose with --environment EXTRA[,EXTRA])" if left else ""
+    c.meta["selected"] = (
+        f"platform {platform}, {shown}: the project's dependencies{chosen} and dev group{note}"
+    )
 
 
 def _uv_local(package: Mapping[str, Any]) -> bool:
@@ -159,11 +200,36 @@ def _uv_local(package: Mapping[str, Any]) -> bool:
     return isinstance(source, Mapping) and bool({"editable", "virtual"} & set(source))
 
 
-def _uv_edges(package: Mapping[str, Any], *, root: bool) -> list[Any]:
+def _uv_optional(package: Mapping[str, Any]) -> Mapping[str, Any]:
+    optional = package.get("optional-dependencies")
+    return optional if isinstance(optional, Mapping) else {}
+
+
+def _uv_chosen_extras(roots: list[Mapping[str, Any]], c: Collector) -> tuple[str, ...]:
+    """The workspace extras ``--environment`` names (``cu126``, ``cpu,viz``), as ``uv sync --extra``."""
+    if not c.environment:
+        return ()
+    chosen = tuple(e.strip() for e in c.environment.split(",") if e.strip())
+    offered = {str(e) for r in roots for e in _uv_optional(r)}
+    unknown = [e for e in chosen if e not in offered]
+    if unknown:
+        raise c.error(
+            None,
+            f"no extra {unknown[0]!r} in this uv.lock",
+            hint=f"its extras: {', '.join(sorted(offered)) or 'none'} (--environment EXTRA[,EXTRA])",
+        )
+    return chosen
+
+
+def _uv_edges(package: Mapping[str, Any], *, root: bool, extras: tuple[str, ...] = ()) -> list[Any]:
     edges = list(package.get("dependencies") or [])
     groups = package.get("dev-dependencies")
     if root and isinstance(groups, Mapping):
         edges += list(groups.get("dev") or [])
+    if root:
+        optional = _uv_optional(package)
+        for extra in extras:
+            edges += list(optional.get(extra) or [])
     return edges
 
 
@@ -238,8 +304,8 @@ def read_pylock(data: Mapping[str, Any], c: Collector) -> None:
             version = version or vcs_version(commit)
         c.add(package["name"], version, "pip", line=None, url=str(url) if url else None)
     c.meta["platform"] = platform
-    c.meta["python"] = python
-    c.meta["selected"] = f"platform {platform}, Python {python}: packages whose marker holds"
+    shown = _record_python(c, data.get("requires-python"), python)
+    c.meta["selected"] = f"platform {platform}, {shown}: packages whose marker holds"
 
 
 # ---------------------------------------------------------------- poetry.lock
@@ -251,7 +317,8 @@ def read_poetry_lock(data: Mapping[str, Any], c: Collector) -> None:
         raise c.error(None, "poetry.lock without [[package]] entries")
     metadata = data.get("metadata")
     platform = _platform(c)
-    python = _python(metadata.get("python-versions") if isinstance(metadata, Mapping) else None)
+    requires = metadata.get("python-versions") if isinstance(metadata, Mapping) else None
+    python = _python(requires)
     env = marker_env(platform, python)
     optional = 0
     for index, package in enumerate(packages):
@@ -262,12 +329,15 @@ def read_poetry_lock(data: Mapping[str, Any], c: Collector) -> None:
             optional += 1
             continue
         markers = package.get("markers")
-        if isinstance(markers, str) and not _marker(c, markers, env, package["name"]):
+        if isinstance(markers, Mapping):  # Poetry 2: one marker per dependency group
+            if markers and not any(_marker(c, m, env, package["name"]) for m in markers.values()):
+                continue
+        elif isinstance(markers, str) and not _marker(c, markers, env, package["name"]):
             continue
         source = package.get("source")
         url = source.get("url") if isinstance(source, Mapping) else None
         c.add(package["name"], str(package.get("version") or ""), "pip", line=None, url=url)
     c.meta["platform"] = platform
-    c.meta["python"] = python
+    shown = _record_python(c, requires, python)
     left = f"; {optional} optional (extras) left out" if optional else ""
-    c.meta["selected"] = f"platform {platform}, Python {python}{left}"
+    c.meta["selected"] = f"platform {platform}, {shown}{left}"

@@ -71,6 +71,8 @@ def _add_conda_row(fields: list[str], number: int, c: Collector, env: str | None
     """
     build = fields[2] if len(fields) > 2 else None
     channel = fields[3] if len(fields) > 3 else (None if build == "<pip>" else "pkgs/main")
+    if channel and "://" in channel:  # conda prints a channel's URL for channels it has no name for
+        channel = channel_from_url(channel)
     c.add(fields[0], fields[1], "conda", line=number, build=build, channel=channel, env=env)
 
 

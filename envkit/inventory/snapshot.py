@@ -21,6 +21,7 @@ from envkit._atomic import write_text_atomic
 from envkit._safe import redact
 from envkit.errors import EnvkitError
 from envkit.inventory import snapshot_payload
+from envkit.inventory._collect import channel_from_url
 
 __all__ = [
     "SNAPSHOT_KIND",
@@ -132,7 +133,13 @@ def _record(raw: Any, keep: tuple[str, ...]) -> dict[str, Any]:
         raise EnvkitError(
             "conda list --json returned a non-object entry", hint="check the conda installation"
         )
-    return {k: redact(v) if isinstance(v, str) else v for k, v in ((k, raw.get(k)) for k in keep)}
+    record = {k: redact(v) if isinstance(v, str) else v for k, v in ((k, raw.get(k)) for k in keep)}
+    channel = record.get("channel")
+    if isinstance(channel, str) and "://" in channel:
+        # conda-meta's channel is a URL: real conda writes <channel>/<subdir>, py-rattler <channel>;
+        # the name is the one the lock's package URLs give (conda-forge, pkgs/main, host[:port]/path)
+        record["channel"] = channel_from_url(channel)
+    return record
 
 
 def _key(record: dict[str, Any]) -> tuple[str, str]:

@@ -55,14 +55,19 @@ class PipIndexes:
 
 
 def conda_channels(spec: Spec) -> list[str]:
-    """The spec's channels, rewritten to the conda mirror when one is set, plus ``nodefaults``."""
+    """The spec's channels, rewritten to the conda mirror when one is set.
+
+    No ``nodefaults`` entry: conda 23.5 / 24.3 drop it in ``conda env create`` (``conda_env``'s
+    installer), but 26.7.1 keeps it as a channel and fails fetching
+    ``conda.anaconda.org/nodefaults`` (executed: tests/integration/realconda). conda < 25 adds the
+    channels of its own configuration (a Miniconda's: the implicit ``defaults``) unless its root
+    ``.condarc`` says ``channels: []``, which the Dockerfile's ``conda env create`` step writes.
+    """
     result = []
     for channel in spec.channels:
         if spec.mirrors.conda and "://" not in channel:
             channel = f"{spec.mirrors.conda.rstrip('/')}/{channel}"
         result.append(channel)
-    if "defaults" not in spec.channels:
-        result.append("nodefaults")  # never fall back to Anaconda's default channels
     return result
 
 
@@ -105,7 +110,7 @@ class LockInputs:
     """Everything the solvers see for one spec; :attr:`sha256` is the lock's identity."""
 
     uses_conda: bool
-    channels: tuple[str, ...]  # as the solver gets them (mirror applied, no ``nodefaults``)
+    channels: tuple[str, ...]  # as the solver gets them (mirror applied)
     platforms: tuple[PlatformInputs, ...]
     pip_options: tuple[str, ...]  # the index options written into requirements.lock
     env_channels: tuple[str, ...]  # the channels written into the pinned environment.yml
@@ -131,7 +136,7 @@ class LockInputs:
 
 def lock_inputs(spec: Spec, catalog: Catalog) -> LockInputs:
     channels = conda_channels(spec)
-    solver_channels = tuple(c for c in channels if c != "nodefaults")
+    solver_channels = tuple(channels)
     indexes = pip_indexes(spec, catalog)
     requirements = (*framework_requirements(spec, catalog), *spec.pip)
     platforms = []

@@ -7,6 +7,7 @@ has no timestamps, so relocking an unchanged spec gives identical bytes.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import tempfile
 import warnings
@@ -50,9 +51,17 @@ __all__ = [
 def _import_conda_lock() -> None:
     """Import conda-lock on first use: it takes about a second, and an audit never needs it."""
     with warnings.catch_warnings():  # conda-lock's vendored conda warns about itself on import
+        conda_root = os.environ.get("CONDA_ROOT")  # and sets it: restored below
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", PendingDeprecationWarning)
         import conda_lock.lockfile  # noqa: F401
+    # conda-lock's vendored conda sets CONDA_ROOT=sys.prefix (envkit's venv) in os.environ on import:
+    # every conda envkit then starts (`snapshot` runs `conda list --json`) would look for its root
+    # .condarc there, not in its own install (seen with real conda: 24.3.0 then asks for libmamba).
+    if conda_root is None:
+        os.environ.pop("CONDA_ROOT", None)
+    else:
+        os.environ["CONDA_ROOT"] = conda_root
 
 
 def parse_conda_lock_file(path: Path) -> Lockfile:

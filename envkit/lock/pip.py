@@ -106,7 +106,13 @@ def _translate(stderr: str, request: PipRequest) -> EnvkitError:
 
 def read_pylock(text: str) -> tuple[PipPackage, ...]:
     """Packages from a PEP 751 ``pylock.toml``: version, first wheel (or sdist) URL, every sha256."""
-    data: dict[str, Any] = tomllib.loads(text)
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except (ValueError, RecursionError) as e:  # TOMLDecodeError, 4,300-digit integers, deep nesting
+        raise SolverFailed(
+            f"uv returned an unreadable pylock.toml: {type(e).__name__}: {str(e)[:160]}",
+            hint="run with --debug; check the uv version envkit uses",
+        ) from e
     packages = []
     for entry in data.get("packages", []):
         files = [*entry.get("wheels", []), *([entry["sdist"]] if "sdist" in entry else [])]

@@ -122,6 +122,7 @@ def verify_against_lock(manifest: PackManifest, request: PackRequest, where: str
 def _extract(pack: Path, target: Path) -> None:
     """Extract regular files only, each under ``target`` (no links, no absolute or ``..`` paths)."""
     work = Path(tempfile.mkdtemp(dir=target.parent if target.parent.exists() else _mk(target.parent)))
+    root = work.resolve()
     try:
         with tarfile.open(pack, mode="r:") as tar:
             for member in tar:
@@ -129,7 +130,10 @@ def _extract(pack: Path, target: Path) -> None:
                 if not member.isfile() or name.startswith("/") or ".." in name.split("/"):
                     raise PackMismatch(f"{pack}: unexpected entry {name!r}",
                                        hint="this is not a pack made by `envkit pack`")  # fmt: skip
-                dest = work / name
+                dest = (work / name).resolve()
+                if not dest.is_relative_to(root) or dest == root or dest.exists():
+                    raise PackMismatch(f"{pack}: unexpected entry {name[:200]!r} (outside the pack or twice)",
+                                       hint="this is not a pack made by `envkit pack`")  # fmt: skip
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 source = tar.extractfile(member)
                 if source is None:
@@ -139,8 +143,8 @@ def _extract(pack: Path, target: Path) -> None:
         if target.exists():
             shutil.rmtree(target)
         work.rename(target)
-    except tarfile.TarError as e:
-        raise PackMismatch(f"{pack}: not a readable pack ({e})",
+    except (tarfile.TarError, OSError) as e:
+        raise PackMismatch(f"{pack}: not a readable pack ({type(e).__name__}: {str(e)[:200]})",
                            hint="carry the file again; make it with `envkit pack NAME`") from e  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)

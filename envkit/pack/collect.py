@@ -25,6 +25,7 @@ from envkit.catalog import InstallerFile, OfflineInstaller
 from envkit.errors import PackError
 from envkit.lock.solver import CondaPackage
 from envkit.pack.fetch import Fetcher
+from envkit.pack.lock_names import check_conda_file
 from envkit.pack.manifest import PackFile, PackManifest
 
 __all__ = [
@@ -171,6 +172,7 @@ def _conda_files(request: PackRequest) -> dict[str, CondaPackage]:
                     hint=f"relock with `envkit lock {request.name}` against a channel with sha256 in its "
                     "repodata",
                 )
+            check_conda_file(package, f"images/{request.name}/conda-lock.yml")
             path = conda_path(package)
             other = found.get(path)
             if other is not None and other.sha256 != package.sha256:

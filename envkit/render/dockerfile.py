@@ -216,8 +216,14 @@ def _conda_steps(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
         if spec.installer is Installer.MICROMAMBA:
             text += f"RUN {create} -f {_CONTEXT}/environment.yml \\\n && {clean}\n"
         else:
+            # no channel of the installer's own configuration (Miniconda: Anaconda's defaults) joins the
+            # environment.yml's: `nodefaults` did that for conda < 25, 26.7.1 fetches it as a channel
+            # (executed: tests/integration/realconda); an empty root `channels` does it for all
             text += (
-                f"RUN /opt/conda/bin/conda env create -p {ENV_PREFIX} -f {_CONTEXT}/environment.yml \\\n"
+                f"RUN /opt/conda/bin/conda config --file /opt/conda/.condarc --remove-key channels "
+                ">/dev/null 2>&1 || true \\\n"
+                " && printf 'channels: []\\n' >> /opt/conda/.condarc \\\n"
+                f" && /opt/conda/bin/conda env create -p {ENV_PREFIX} -f {_CONTEXT}/environment.yml \\\n"
                 f" && {clean}\n"
             )
     return text

@@ -13,6 +13,7 @@ from packaging.utils import canonicalize_name
 from envkit._safe import redact, url_credentials
 from envkit.catalog import FRAMEWORK_PACKAGES, Catalog, KnownBadRule
 from envkit.errors import Problem
+from envkit.spec.missing_image import missing_image_hint
 from envkit.spec.models import ARCHES, Installer, Spec
 from envkit.spec.yamlsrc import Located
 
@@ -69,10 +70,11 @@ def check_against_catalog(
             )
         if release.wheel_for(spec.cuda) is None:
             flavours = ", ".join(w.cuda for w in release.wheels)
+            note = f" (catalog note: {release.note})" if release.note else ""
             problem(
                 path,
                 f"{framework} {version} has no published wheels for CUDA {spec.cuda}",
-                f"available: {flavours}",
+                f"available: {flavours}{note}",
             )
 
     _check_installers(spec, catalog, problem, warnings)
@@ -197,7 +199,7 @@ def _check_base_image(spec: Spec, catalog: Catalog, problem: _Reporter, warnings
             f"e.g. base_image: {images[0]}" if images else "set base_image to an image with python3",
         )
     elif spec.is_gpu and catalog.runtime_image(spec.cuda) is None:
-        problem(("cuda",), f"the catalog has no CUDA {spec.cuda} runtime image", "set base_image explicitly")
+        problem(("cuda",), *missing_image_hint(spec, catalog))
 
 
 class _Reporter(Protocol):

@@ -17,22 +17,22 @@ import pytest
 from envkit.cli import main
 from envkit.lock.testing import make_channel, make_wheel
 from envkit.spec.load import load_spec
+from tests.conda_bundle import RealConda
 
 VERSION = "26.7.1"
 
 
+pytestmark = pytest.mark.conda
+
+
 @pytest.fixture(scope="module")
-def conda_env(shared_dir: Path) -> Iterator[dict[str, Path]]:
-    bundle = shared_dir / "conda-bundle"
-    if not (bundle / "install.sh").is_file():
-        pytest.skip("no conda bundle beside the project")
-    # its own folder: a conda install outlives pytest's rotation of numbered temporary folders
+def conda_env(condas: dict[str, RealConda]) -> Iterator[dict[str, Path]]:
+    # its own folder: a conda environment outlives pytest's rotation of numbered temporary folders
     with tempfile.TemporaryDirectory(prefix="envkit-init-conda-") as tmp:
-        yield _make(bundle, Path(tmp))
+        yield _make(condas[VERSION], Path(tmp))
 
 
-def _make(bundle: Path, root: Path) -> dict[str, Path]:
-    subprocess.run(["bash", str(bundle / "install.sh"), str(root), VERSION], check=True, capture_output=True)
+def _make(real: RealConda, root: Path) -> dict[str, Path]:
     channel = make_channel(root / "channel", ("linux-64",))
     env = {
         **os.environ,
@@ -42,7 +42,7 @@ def _make(bundle: Path, root: Path) -> dict[str, Path]:
         "CONDA_SOLVER": "classic",  # measured: a first run from Python otherwise asks for libmamba (absent)
     }
     (root / "home").mkdir()
-    conda = str(root / f"conda-{VERSION}" / "bin" / "conda")
+    conda = str(real.exe)  # installed once per bundle content into the test cache (tests/conda_bundle.py)
     prefix = root / "envs" / "worked"
     subprocess.run(
         [conda, "create", "-y", "-q", "-p", str(prefix), "--offline", "--override-channels", "-c", channel,

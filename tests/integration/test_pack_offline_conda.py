@@ -30,6 +30,7 @@ import pytest
 from envkit.build.bootstrap import bootstrap_image
 from envkit.build.docker_api import DockerEngine
 from envkit.cli import main
+from envkit.inventory._collect import channel_from_url
 from envkit.lock import current_lock
 from envkit.pack.testing import (
     ArchivePackage,
@@ -183,7 +184,8 @@ def test_pack_carry_build_offline_run(
     )
     assert code == 0, snap
     stored = json.loads((project / "snap.json").read_text())
-    assert {"name": "tinylib", "version": "1.2.0", "build_string": "pyh0_0", "channel": "channel",
+    channel_name = channel_from_url(url)  # the name the lock's package URLs give (host path of file://)
+    assert {"name": "tinylib", "version": "1.2.0", "build_string": "pyh0_0", "channel": channel_name,
             "platform": "noarch"} in stored["conda"]  # fmt: skip
     assert {"name": "six", "version": "1.16.0"} in stored["pip"]
 

@@ -181,6 +181,9 @@ def _release(
             out.warnings.append(
                 f"{name} {version}: no {spec.package}=={spec.pip_version(version)} wheel found"
             )
+    table_has_cuda = any(spec.cuda != "cpu" for spec in group.flavours)
+    if not table_has_cuda:
+        wheels = _with_default_wheel(name, version, pypi_cuda, pypi, wheels)
     pythons = linux_pythons(live) or linux_pythons(index_wheels)
     if not pythons or not wheels:
         out.warnings.append(f"{name} {version}: no Linux wheels found; left out")
@@ -197,11 +200,38 @@ def _release(
     entry["flavours"] = "fallback" if from_fallback else "index"
     entry["source"] = group.source
     entry["verified"] = group.verified
-    if group.note:
-        entry["note"] = group.note
+    note = group.note
+    if name == "torch" and not table_has_cuda and not pypi_cuda and not group.pypi_cuda:
+        unread = (
+            "the CUDA of the default PyPI wheel is unknown (no wheel metadata could be read) and the "
+            "flavour table has no CUDA row for this release: only CPU is listed, which is not what "
+            "`pip install torch` gives on Linux [re-run `envkit catalog refresh` online]"
+        )
+        out.warnings.append(f"{name} {version}: {unread}")
+        note = f"{note}; {unread}" if note else unread
+    if note:
+        entry["note"] = note
     entry["wheels"] = wheels
     entry["sources"] = _dedup(sources)
     return entry
+
+
+def _with_default_wheel(
+    name: str,
+    version: Version,
+    cuda: str | None,
+    pypi: dict[str, dict[Version, list[DistFile]]],
+    wheels: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The plain ``pip install torch==V`` wheel as a CUDA flavour of its own (the caller: when the
+    flavour table has no CUDA row for the release, i.e. it is newer than the table; torch 2.15.0
+    requires ``cuda-toolkit[...]==13.2.2``): such a release must not become CPU-only."""
+    if name != "torch" or cuda is None or any(w["cuda"] == cuda for w in wheels):
+        return wheels
+    if not pypi.get("torch", {}).get(version):
+        return wheels
+    plain = {"cuda": cuda, "package": "torch", "pip_version": str(version), "index": None, "index_mode": None}
+    return [*wheels, plain]
 
 
 def _dedup(refs: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -36,7 +36,7 @@ def test_paris_exports_show_the_changes(shared_dir: Path) -> None:
 
 def test_conda_pytorch_equals_pip_torch() -> None:
     conda = inv("pytorch 2.4.1 py3.11_cuda12.1_cudnn9.1.0_0 pytorch\nnumpy 1.26.4 py311h_0\n", "a")
-    pip = inv("torch==2.4.1\nnumpy==1.26.4\n", "b")
+    pip = inv("torch==2.4.1+cu121\nnumpy==1.26.4\n", "b")  # flavour stated: a bare 2.4.1 is unknown
     assert diff_inventories([conda, pip]).findings == ()
 
 

@@ -176,6 +176,10 @@ def test_snapshots_carry_host_facts_that_diff_compares(tmp_path: Path) -> None:
         write_snapshot(take_snapshot(source), tmp_path / f"{source.hostname}.json")
     report = diff_inventories([read_inventory(tmp_path / "a.json"), read_inventory(tmp_path / "b.json")])
     host = {f.package: f for f in report.findings if f.kind == "host"}
-    assert set(host) == {"os", "libc"}  # a driver or GPU on one side only is not a difference of values
+    # a driver or GPU on one side only is reported (issue 26, class 9): the CPU box has none
+    assert set(host) == {"os", "libc", "driver", "gpu"}
+    assert host["gpu"].message == "GPU: NVIDIA H100 ×1 (b) vs no GPU (a)"
+    assert host["driver"].message == "NVIDIA driver: 550.54.15 (b) vs none (a)"
+    assert host["gpu"].severity == host["driver"].severity == "warning"
     assert host["os"].message == "OS: Debian GNU/Linux 12 (bookworm) (a) -> Ubuntu 22.04.4 LTS (b)"
     assert host["os"].severity == "info"

@@ -15,7 +15,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envkit.audit.osv_dir import parse_record
+from envkit.audit.osv_dir import OsvDirService, parse_record
+from envkit.audit.service import Dep
+from envkit.drift import diff_inventories
 from envkit.errors import EnvkitError
 from envkit.inventory import FORMATS, parse_inventory
 from envkit.spec.load import load_spec
@@ -153,3 +155,77 @@ RECORD = {
 def test_advisory_parser_on_hostile_records(record: dict[str, Any]) -> None:
     with contextlib.suppress(EnvkitError):
         parse_record(record, "fuzz.json")
+
+
+# Class 12 (issue 26): versions with components of thousands of digits, TOML nested thousands deep
+# and TOML integers of thousands of digits, in every reader; and the diff and the audit of whatever
+# was read. Before the bounds: ValueError (4,300-digit int limit) or RecursionError tracebacks.
+HUGE_VERSIONS = st.builds(
+    lambda head, digits, tail: f"{head}{'9' * digits}{tail}",
+    st.sampled_from(["", "1.", "2.1.", "0.post", "1!"]),
+    st.integers(41, 6000),
+    st.sampled_from(["", ".0", "+cu121", "rc1", ".dev0"]),
+)
+VERSION_TEMPLATES = {
+    "pip-freeze": "numpy==1.26.4\ntorch=={v}\n",
+    "conda-list": "# Name  Version  Build  Channel\nnumpy  {v}  py311h64a7726_0  conda-forge\n"
+    "torch  2.1.0  py3.11_0  pytorch\n",
+    "env-export": "name: x\ndependencies:\n  - numpy={v}=py311_0\n  - pip:\n    - torch=={v}\n",
+    "collect-env": "PyTorch version: {v}\nPython version: 3.11.9\n[pip3] numpy=={v}\n"
+    "[conda] torch  {v}  py3.11_0  pytorch\n",
+    "uv-lock": 'version = 1\nrequires-python = ">=3.10"\n\n[[package]]\nname = "numpy"\nversion = "{v}"\n'
+    'source = {{ registry = "https://pypi.org/simple" }}\n',
+    "pylock": 'lock-version = "1.0"\ncreated-by = "x"\n[[packages]]\nname = "numpy"\nversion = "{v}"\n',
+    "poetry-lock": '[[package]]\nname = "numpy"\nversion = "{v}"\noptional = false\n'
+    'python-versions = ">=3.9"\nfiles = []\n',
+}
+TOML_TEMPLATES = {k: v for k, v in VERSION_TEMPLATES.items() if k in {"uv-lock", "pylock", "poetry-lock"}}
+OTHER = parse_inventory("numpy==1.26.4\ntorch==2.1.0+cu121\n", path="other.txt", label="other")
+
+
+def _read_diff_audit(text: str, fmt: str | None, tmp_path: Path) -> None:
+    try:
+        inventory = parse_inventory(text, path="fuzz.txt", label="fuzz", format=fmt)
+    except EnvkitError as e:
+        assert len(e.message) < 2000  # the message names the line, not the whole value
+        return
+    diff_inventories([inventory, OTHER])
+    db = tmp_path / "db" / "vulns" / "numpy"
+    db.mkdir(parents=True, exist_ok=True)
+    (db / "PYSEC-1.json").write_text(
+        json.dumps({"id": "PYSEC-1", "affected": [{"package": {"name": "numpy", "ecosystem": "PyPI"}}]})
+    )
+    service = OsvDirService(tmp_path / "db")
+    for package in inventory.packages:
+        with contextlib.suppress(EnvkitError):
+            service.query(Dep(package.name, package.version))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(fmt=st.sampled_from(sorted(VERSION_TEMPLATES)), version=HUGE_VERSIONS, forced=st.booleans())
+def test_versions_of_thousands_of_digits_in_every_reader(
+    tmp_path: Path, fmt: str, version: str, forced: bool
+) -> None:
+    _read_diff_audit(VERSION_TEMPLATES[fmt].format(v=version), fmt if forced else None, tmp_path)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(
+    fmt=st.sampled_from(sorted(TOML_TEMPLATES)),
+    depth=st.integers(500, 20_000),
+    opener=st.sampled_from(["[", "{ a = "]),
+    digits=st.integers(4301, 9000),
+    where=st.sampled_from(["nest", "int-key", "int-version"]),
+)
+def test_hostile_toml_in_every_toml_reader(
+    tmp_path: Path, fmt: str, depth: int, opener: str, digits: int, where: str
+) -> None:
+    text = TOML_TEMPLATES[fmt].format(v="1.0")
+    if where == "nest":
+        closer = "]" if opener == "[" else " }"
+        text = f"x = {opener * depth}1{closer * depth}\n" + text
+    elif where == "int-key":
+        text = f"x = {'9' * digits}\n" + text
+    else:
+        text = text.replace('version = "1.0"', f"version = {'9' * digits}")
+    _read_diff_audit(text, fmt, tmp_path)

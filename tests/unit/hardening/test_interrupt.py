@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -48,13 +49,14 @@ def test_ctrl_c_in_a_command_exits_130(
     assert run.envelope()["errors"][0]["type"] == "Interrupted"
 
 
-@pytest.mark.slow
-def test_sigint_in_a_real_process(tmp_path: Path) -> None:
-    """A real SIGINT while envkit imports its CLI: exit 130, no traceback.
+def _self_interrupting(tmp_path: Path, disposition: signal.Handlers) -> subprocess.CompletedProcess[str]:
+    """``envkit validate --json`` in a child that sends itself SIGINT as ``envkit.cli`` starts importing.
 
-    A ``sitecustomize`` hook sends the signal to the process itself at the moment
-    ``envkit.cli`` starts importing, so the signal lands inside the guarded start-up
-    every time (a timer from outside raced the interpreter's own start on a busy machine).
+    A ``sitecustomize`` hook sends the signal at that moment, so it lands inside the guarded
+    start-up every time (a timer from outside raced the interpreter's own start on a busy machine).
+    The child's SIGINT disposition is set explicitly (``disposition``) rather than inherited: a test
+    run started with ``cmd &`` from a non-interactive shell, under ``nohup`` or by some CI runners
+    inherits an *ignored* SIGINT, and Python keeps it ignored.
     """
     hook = tmp_path / "hook"
     hook.mkdir()
@@ -69,17 +71,38 @@ def test_sigint_in_a_real_process(tmp_path: Path) -> None:
         "sys.meta_path.insert(0, _Interrupt())\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), str(REPO)])}
-    proc = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "envkit", "validate", "--json"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, disposition),  # the test process starts no threads
     )
+
+
+@pytest.mark.slow
+def test_sigint_in_a_real_process(tmp_path: Path) -> None:
+    """A real SIGINT (default disposition, as from a terminal) while envkit imports its CLI: exit 130."""
+    proc = _self_interrupting(tmp_path, signal.SIG_DFL)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 130, (proc.returncode, proc.stderr)
     assert json.loads(proc.stdout)["errors"][0]["type"] == "Interrupted"
+
+
+@pytest.mark.slow
+def test_an_inherited_ignored_sigint_stays_ignored(tmp_path: Path) -> None:
+    """Started with SIGINT ignored (``cmd &``, ``nohup``), envkit keeps it ignored (docs/signals.md).
+
+    The self-sent SIGINT changes nothing: the command runs to its own end (here: no specs in
+    an empty folder, exit 2) instead of stopping with 130.
+    """
+    proc = _self_interrupting(tmp_path, signal.SIG_IGN)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert data["errors"][0]["type"] != "Interrupted"
 
 
 ENDLESS = ["/dev/zero", "/dev/urandom"]

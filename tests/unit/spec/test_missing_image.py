@@ -1,0 +1,57 @@
+"""Class 10 (issue 26), part: a CUDA whose images NVIDIA deleted is a hint naming the closest tag."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envkit.catalog import load_catalog
+from envkit.errors import SpecError
+from envkit.spec.load import load_spec
+from envkit.spec.missing_image import removed_cudas
+
+
+def _problems(tmp_path: Path, cuda: str, torch: str, python: str = "3.10") -> str:
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        f'name: t\npython: "{python}"\ncuda: "{cuda}"\nframeworks:\n  torch: "{torch}"\n', "utf-8"
+    )
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    return str(info.value) + " " + " ".join(f"{p.message} (hint: {p.hint})" for p in info.value.problems)
+
+
+def test_cuda_11_7_names_the_deletion_and_the_closest_image(tmp_path: Path) -> None:
+    """torch 2.0.1's default CUDA 11.7: its nvidia/cuda images were deleted in 2023."""
+    text = _problems(tmp_path, "11.7", "2.0.1")
+    assert "NVIDIA deleted the CUDA 11.7 images from Docker Hub and NGC" in text
+    image = load_catalog().runtime_image("11.8")
+    assert image is not None and f"closest CUDA with an image: 11.8 ({image.ref})" in text
+    assert "torch 2.0.1 publishes wheels for CUDA 11.8" in text and 'set cuda: "11.8"' in text
+
+
+def test_every_removed_cuda_is_sourced() -> None:
+    removed = removed_cudas()
+    assert {"11.7", "11.6", "11.2"} <= set(removed)
+    assert all("PR #" in source or "issue #" in source for source in removed.values())
+
+
+def test_cuda_13_2_with_the_torch_pip_installs_today_validates(tmp_path: Path) -> None:
+    """torch 2.15.0 (PyPI) requires cuda-toolkit 13.2.2: the catalog has CUDA 13.2, its image, the wheel."""
+    catalog = load_catalog()
+    release = catalog.framework_release("torch", "2.15.0")
+    assert release is not None and release.pypi_cuda == "13.2"
+    plain = release.wheel_for("13.2")
+    assert plain is not None and plain.pip_version == "2.15.0" and plain.index is None
+    assert catalog.runtime_image("13.2") is not None
+    path = tmp_path / "t.yaml"
+    path.write_text('name: t\npython: "3.12"\ncuda: "13.2"\nframeworks:\n  torch: "2.15.0"\n', "utf-8")
+    assert load_spec(path).spec.cuda == "13.2"
+
+
+def test_every_cuda_a_catalog_wheel_is_built_for_is_in_the_cuda_table() -> None:
+    catalog = load_catalog()
+    table = {r.version for r in catalog.cuda}
+    wheels = {w.cuda for f in catalog.frameworks.values() for r in f.releases for w in r.wheels}
+    assert wheels - {"cpu"} - table <= {"10.2"}  # 10.2 (torch 1.8-1.12's PyPI default): see the note
