@@ -11,13 +11,16 @@ the audit of an old export; any other failure stops the demo.
    environment (a generated channel of real archives) and build it from the
    pack with no network;
 3. probe the host twice with 1 and 2 threads and compare (verdict, causes, HTML);
-4. snapshot the host and, when the image was built, the inside of the image; diff them (real
+4. a guarded training (envkit.guard, torch) with a planted NaN: the incident, its localization,
+   its replay verdict, and two guarded runs (1 vs 2 threads) compared as probe reports;
+5. snapshot the host and, when the image was built, the inside of the image; diff them (real
    drift between two real environments) and audit the image's snapshot when an advisory database
    is at hand (else say in one line how to get one).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -200,6 +203,40 @@ def probe_step() -> list[str]:
     return [str(reports), str(html)]
 
 
+def guard_step() -> list[str]:
+    if importlib.util.find_spec("torch") is None:
+        note("torch is not installed: no guarded training (pip install torch)")
+        return []
+    import warnings
+
+    from envkit.guard import example
+
+    runs = OUT / "guard"
+    note("a guarded training (torch, CPU): step 3's batch is an unnormalized outlier")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        example.train(runs / "nan", bad_at=3)
+    step(
+        "what the guard saw: the skipped step, its dump and localization",
+        ["guard", "show", str(runs / "nan")],
+        ok=(1,),
+    )
+    dump = runs / "nan" / "incidents" / "step-3"
+    step(
+        "replay the incident's step from its dump",
+        ["guard", "replay", str(dump), "--entry", "envkit.guard.example:build"],
+    )
+    for n in (1, 2):
+        example.train(runs / f"threads-{n}", threads=n)
+    reports = [str(runs / f"threads-{n}" / "report.json") for n in (1, 2)]
+    step(
+        "compare two guarded runs (1 vs 2 threads) as probe reports",
+        ["probe", "--compare", *reports],
+        ok=(0, 1),
+    )
+    return [str(runs)]
+
+
 def demo_image() -> str | None:
     """The demo image ``image_step`` built (an envkit image named demo-*), or None."""
     if not docker_reachable():
@@ -275,7 +312,7 @@ def inventory_step() -> list[str]:
 def main(steps: Sequence[Callable[[], list[str] | None]] | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     outputs: list[str] = []
-    for run in steps or (specs_step, image_step, probe_step, inventory_step):
+    for run in steps or (specs_step, image_step, probe_step, guard_step, inventory_step):
         outputs += run() or []
     print("\n\033[1mdemo: done.\033[0m Generated build contexts: images/. Reports:")
     for path in outputs:

@@ -22,6 +22,9 @@ and exits with the error's :attr:`exit_code`::
     ├── PackError                    exit 3  a download for a pack failed or did not match the lock
     │   └── PackMismatch             exit 2  a pack file that does not belong to this lock
     ├── FleetError                   exit 3  the batch scheduler (Slurm) refused or failed
+    ├── GuardError                   exit 3  the training guard (envkit.guard) could not go on
+    │   ├── GuardStopped             exit 1  policy "stop": a non-finite or spiking step
+    │   └── DumpError                exit 2  an unreadable, tampered or foreign incident dump
     └── Interrupted                  exit 130 Ctrl-C (no traceback)
 
 Findings (drift, divergence, vulnerabilities) are results, never exceptions.
@@ -38,11 +41,14 @@ __all__ = [
     "BuildFailed",
     "CatalogError",
     "ContainerCommandMissing",
+    "DumpError",
     "EngineError",
     "EngineUnavailable",
     "EnvkitError",
     "ExitCode",
     "FleetError",
+    "GuardError",
+    "GuardStopped",
     "Interrupted",
     "InventoryError",
     "LockError",
@@ -200,6 +206,20 @@ class PackMismatch(PackError):
 
 class FleetError(EnvkitError):
     pass
+
+
+class GuardError(EnvkitError):
+    pass
+
+
+class GuardStopped(GuardError):
+    """Raised in the training loop by policy ``stop`` (or a skip cap): the message names the report."""
+
+    exit_code = ExitCode.FINDINGS
+
+
+class DumpError(GuardError):
+    exit_code = ExitCode.USAGE
 
 
 class Interrupted(EnvkitError):

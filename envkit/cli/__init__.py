@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Print what envkit knows: CUDA releases, framework wheels, base images, installers, rules.",
     ),
     "diff": ("diff_cmd", "Compare environments and flag drift with known-incompatibility rules."),
+    "guard": (
+        "guard_cmd",
+        "Show what envkit.guard recorded in a training run; replay an incident's step from its dump.",
+    ),
     "images": (
         "build_cmd",
         "List images built by envkit, per environment: tags, context hash, size, staleness.",

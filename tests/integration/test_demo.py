@@ -27,5 +27,7 @@ def test_demo_without_docker(
     assert "probing the host only" in out
     assert "verdict: equivalent" in out or "verdict: identical" in out
     assert (tmp_path / ".envkit" / "demo" / "compare-threads.html").is_file()
+    assert "first non-finite output: head (NaiveLogSoftmax)" in out
+    assert "step 3: reproducible" in out
     assert (tmp_path / ".envkit" / "demo" / "snapshot.json").is_file()
     assert not list((tmp_path / "images").rglob("*.tmp"))

@@ -1,0 +1,13 @@
+"""envkit.guard: catch NaN/Inf and exploding gradients inside your own training loop (torch, Paddle).
+
+``Guard(model, optimizer, run=..., policy="skip", clip=1.0)``, then per step
+``with guard.step(step, batch) as g: g.backward(loss); g.optimizer_step()``. See ``docs/guard.md``.
+Importing this package imports no framework; the model's class picks the adapter.
+"""
+
+from __future__ import annotations
+
+from envkit.guard.loop import Guard, GuardStep
+from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord
+
+__all__ = ["Guard", "GuardStep", "Incident", "IncidentKind", "Policy", "StepRecord"]

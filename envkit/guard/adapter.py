@@ -1,0 +1,336 @@
+"""What the guard needs from a framework, and which framework a model belongs to.
+
+:class:`Adapter` is implemented once per framework (``torch_adapter``, ``paddle_adapter``); the
+loop (:mod:`envkit.guard.loop`), the flight recorder and the replay only talk to it. Importing
+this module imports no framework: the model's class says which one to load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import random
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from envkit.errors import GuardError
+
+__all__ = ["FRAMEWORKS", "Adapter", "Hooks", "RngState", "Trace", "detect_framework", "make_adapter"]
+
+FRAMEWORKS = ("torch", "paddle")
+Tensors = dict[str, Any]  # name -> a framework tensor (what safetensors' front end writes)
+
+
+@dataclass
+class RngState:
+    """The random generators before a step: arrays (as numpy) and JSON-able parts. Never reseeded."""
+
+    arrays: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+def python_rng() -> list[Any]:
+    version, state, gauss = random.getstate()
+    return [version, list(state), gauss]
+
+
+def set_python_rng(value: Sequence[Any]) -> None:
+    version, state, gauss = value
+    random.setstate((int(version), tuple(int(v) for v in state), gauss))
+
+
+def numpy_rng(rng: RngState) -> None:
+    """numpy's legacy global generator, when numpy is loaded (a guard never imports it for this)."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    rng.arrays["numpy.keys"] = keys
+    rng.values["numpy"] = [str(name), int(pos), int(has_gauss), float(cached)]
+
+
+def set_numpy_rng(rng: RngState) -> None:
+    if "numpy" not in rng.values:
+        return
+    import numpy as np
+
+    name, pos, has_gauss, cached = rng.values["numpy"]
+    np.random.set_state((name, rng.arrays["numpy.keys"], pos, has_gauss, cached))
+
+
+@dataclass
+class Trace:
+    """What a replay under hooks saw (filled by the adapter's ``trace``)."""
+
+    first_bad_module: dict[str, Any] | None = None
+    failing_modules: list[str] = field(default_factory=list)  # module stack when the step raised
+    grad_order: list[tuple[str, bool]] = field(default_factory=list)  # (param, finite) in backward order
+
+    def first_bad_grad(self) -> str | None:
+        return next((name for name, ok in self.grad_order if not ok), None)
+
+
+class Hooks:
+    """The framework-neutral part of a replay under hooks: the module stack, the first module whose
+    inputs were finite and whose output was not, and the order in which gradients arrived."""
+
+    def __init__(
+        self,
+        tensor_ok: Callable[[Any], bool],
+        is_tensor: Callable[[Any], bool],
+        absmax: Callable[[Any], float | None],
+    ) -> None:
+        self.trace = Trace()
+        self.stack: list[str] = []
+        self.tensor_ok, self.is_tensor, self.absmax = tensor_ok, is_tensor, absmax
+
+    def _bad_part(self, value: Any) -> str | None:
+        return next(
+            (p or "the output" for p, t in walk(value, self.is_tensor) if not self.tensor_ok(t)), None
+        )
+
+    def enter(self, name: str) -> None:
+        self.stack.append(name)
+
+    def leave(self, name: str, module: Any, inputs: Any, output: Any, own: list[tuple[str, Any]]) -> None:
+        if self.stack and self.stack[-1] == name:
+            self.stack.pop()
+        if self.trace.first_bad_module is not None:
+            return
+        bad_output = self._bad_part(output)
+        if bad_output is None or self._bad_part(inputs) is not None:
+            return  # finite, or it only passed on what it was given
+        bad_param = next((n for n, p in own if not self.tensor_ok(p)), None)
+        self.trace.first_bad_module = {
+            "module": name or "(the model)",
+            "type": type(module).__name__,
+            "output": bad_output,
+            "inputs_absmax": self.absmax(inputs),
+            "nonfinite_parameter": f"{name}.{bad_param}" if bad_param else None,
+        }
+
+    def grad(self, name: str, grad: Any) -> None:
+        self.trace.grad_order.append((name, grad is None or self.tensor_ok(grad)))
+
+    @contextlib.contextmanager
+    def run(self, handles: list[Any]) -> Iterator[Trace]:
+        try:
+            yield self.trace
+        except Exception:
+            self.trace.failing_modules = list(self.stack)
+            raise
+        finally:
+            for h in handles:
+                h.remove()
+
+
+class Adapter:
+    """The tensor operations of one framework (all methods work on that framework's objects)."""
+
+    name = ""
+    safetensors = ""  # the safetensors front end: safetensors.torch, safetensors.paddle
+
+    def __init__(self, model: Any, optimizer: Any, scaler: Any = None) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self.scaler = scaler
+
+    # -- the step ----------------------------------------------------------------------------
+    def params(self) -> list[tuple[str, Any]]:
+        raise NotImplementedError
+
+    def finite_flag(self, value: Any) -> Any:
+        """A 0-d boolean on the device: ``value`` (a loss) is finite. No host sync."""
+        raise NotImplementedError
+
+    def backward(self, loss: Any) -> None:
+        raise NotImplementedError
+
+    def unscale(self) -> None:
+        """Unscale the gradients (GradScaler) so that norms and clipping see the true values."""
+
+    def grads(self) -> list[Any]:
+        raise NotImplementedError
+
+    def total_norm(self, grads: list[Any]) -> Any:
+        """The global 2-norm of ``grads`` as one device scalar, fused where the framework can."""
+        raise NotImplementedError
+
+    def last_param_norms(self) -> dict[str, float]:
+        """The per-parameter gradient norms the last :meth:`total_norm` computed (read now)."""
+        return {}
+
+    def where_ok(self, ok: Any, value: Any) -> Any:
+        """``value`` where ``ok``, else 0 (on the device)."""
+        raise NotImplementedError
+
+    def clear_grads(self) -> None:
+        """Drop the model's gradients without the optimizer (a replay's twin has none)."""
+        raise NotImplementedError
+
+    def clip(self, grads: list[Any], total: Any, max_norm: float) -> Any:
+        """Clip in place exactly as the framework's clip_grad_norm_ does; the norm after, on device."""
+        raise NotImplementedError
+
+    def gate(self, grads: list[Any], ok: Any) -> None:
+        """Zero every gradient when ``ok`` is false, on the device (healthy gradients stay bitwise)."""
+        raise NotImplementedError
+
+    def both(self, a: Any, b: Any) -> Any:
+        return a & b
+
+    def optimizer_step(self) -> bool | None:
+        """Step (through the scaler when there is one); False when the scaler skipped it (overflow)."""
+        raise NotImplementedError
+
+    def zero_grad(self) -> None:
+        raise NotImplementedError
+
+    def read(self, values: list[Any]) -> list[float]:
+        """Device scalars to host floats in one transfer."""
+        raise NotImplementedError
+
+    def lr(self) -> float | None:
+        raise NotImplementedError
+
+    def loss_scale(self) -> float | None:
+        return None
+
+    # -- state for the flight recorder -------------------------------------------------------
+    def rng_state(self) -> RngState:
+        raise NotImplementedError
+
+    def set_rng_state(self, rng: RngState) -> None:
+        raise NotImplementedError
+
+    def buffers(self) -> Tensors:
+        """A copy of the model's buffers (a forward may change them: batch-norm statistics)."""
+        return {}
+
+    def restore_buffers(self, saved: Tensors) -> None:
+        """Put copied buffers back (in place)."""
+
+    def model_state(self, buffers: Tensors | None) -> Tensors:
+        raise NotImplementedError
+
+    def load_model_state(self, tensors: Tensors, source: str) -> None:
+        raise NotImplementedError
+
+    def optimizer_state(self) -> tuple[Tensors, dict[str, Any]]:
+        raise NotImplementedError
+
+    def load_optimizer_state(self, tensors: Tensors, values: dict[str, Any], source: str) -> None:
+        raise NotImplementedError
+
+    def save_tensors(self, tensors: Tensors, path: str) -> None:
+        """Through the framework's safetensors front end (never pickle)."""
+        front = importlib.import_module(self.safetensors)
+        front.save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, path)
+
+    def load_tensors(self, path: str) -> Tensors:
+        front = importlib.import_module(self.safetensors)
+        return dict(front.load_file(path, device="cpu"))
+
+    def is_tensor(self, value: Any) -> bool:
+        raise NotImplementedError
+
+    def to_numpy(self, value: Any) -> Any:
+        return value.detach().cpu().numpy()
+
+    def from_numpy(self, value: Any) -> Any:
+        raise NotImplementedError
+
+    def to_model_device(self, value: Any) -> Any:
+        """A tensor loaded from a dump (on the CPU) moved to where the model's parameters are."""
+        raise NotImplementedError
+
+    def describe(self, value: Any) -> dict[str, Any]:
+        """dtype, shape, min, max and finiteness of a tensor (for the batch facts)."""
+        raise NotImplementedError
+
+    def param_norms(self) -> dict[str, float]:
+        """Every parameter's gradient 2-norm (host floats): at the first and last step and at incidents."""
+        raise NotImplementedError
+
+    def weight_norms(self) -> dict[str, float]:
+        raise NotImplementedError
+
+    def weights_sha256(self) -> str:
+        """sha256 over every parameter's name and float32 bytes (C order): equal weights, equal digest."""
+        digest = hashlib.sha256()
+        for name, p in self.params():
+            digest.update(name.encode() + b"\0")
+            digest.update(self.to_numpy(p).astype("<f4").tobytes())
+        return digest.hexdigest()
+
+    def param_lrs(self) -> dict[str, float]:
+        """Each parameter's learning rate (from the optimizer's parameter groups)."""
+        raise NotImplementedError
+
+    def training(self) -> bool:
+        return bool(getattr(self.model, "training", True))
+
+    def set_training(self, mode: bool) -> None:
+        self.model.train() if mode else self.model.eval()
+
+    def trace(self) -> AbstractContextManager[Trace]:
+        """Hooks on every module and parameter for one replayed step (removed on exit)."""
+        raise NotImplementedError
+
+    def info(self) -> dict[str, Any]:
+        """Versions and switches, as the probe report's ``frameworks.NAME.info``."""
+        raise NotImplementedError
+
+    def dtype(self) -> str:
+        raise NotImplementedError
+
+    def device(self) -> str:
+        raise NotImplementedError
+
+    # -- data parallel -----------------------------------------------------------------------
+    def world(self) -> tuple[int, int]:
+        """(rank, world size); (0, 1) outside a process group."""
+        return 0, 1
+
+    def gather(self, values: list[Any]) -> list[list[float]]:
+        """Every rank's ``values`` (device scalars), one collective: ``out[rank][i]``."""
+        return [self.read(values)]
+
+
+def walk(value: Any, is_leaf: Callable[[Any], bool], path: str = "") -> Iterator[tuple[str, Any]]:
+    """(path, leaf) of a nested tuple/list/dict: what forward hooks and batches hold."""
+    if is_leaf(value):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from walk(item, is_leaf, f"{path}[{key!r}]")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from walk(item, is_leaf, f"{path}[{i}]")
+
+
+def detect_framework(model: Any) -> str:
+    """``torch`` or ``paddle``, from the module path of the model's class and its bases."""
+    for cls in type(model).__mro__:
+        top = (cls.__module__ or "").split(".")[0]
+        if top in FRAMEWORKS:
+            return top
+    raise GuardError(
+        f"envkit.guard: cannot tell the framework of a {type(model).__name__} model",
+        hint="pass a torch.nn.Module or a paddle.nn.Layer",
+    )
+
+
+def make_adapter(model: Any, optimizer: Any, scaler: Any = None) -> Adapter:
+    framework = detect_framework(model)
+    if framework == "torch":
+        from envkit.guard.torch_adapter import TorchAdapter
+
+        return TorchAdapter(model, optimizer, scaler)
+    from envkit.guard.paddle_adapter import PaddleAdapter
+
+    return PaddleAdapter(model, optimizer, scaler)

@@ -1,0 +1,227 @@
+"""The flight recorder's dump, ``RUN/incidents/step-N/``: written with safetensors + JSON, read strictly.
+
+Files: ``manifest.json`` (kind, schema, framework, step, the outcome to reproduce, and the sha256
+and size of every other file), ``batch.safetensors`` + ``batch.json`` (the batch's tree),
+``rng.safetensors`` + ``rng.json`` (python, numpy, framework CPU/CUDA generators from before the
+step), ``model.safetensors``, ``optimizer.safetensors`` + ``optimizer.json``, ``records.json``
+(the last steps) and ``env.json`` (the probe's host fingerprint and the framework's info).
+
+Nothing is unpickled, ever: a reader checks the manifest, each file's size and sha256, and each
+safetensors header (length, JSON, dtypes, offsets) before the safetensors library sees the file.
+A pickle or a ``torch.save`` zip where tensors belong is named as such. The hashes catch changed
+or truncated files; someone who rewrites the manifest too is not stopped (sign dumps if that matters).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envkit._atomic import write_text_atomic
+from envkit.errors import DumpError
+
+__all__ = [
+    "KIND",
+    "SCHEMA",
+    "Dump",
+    "read_dump",
+    "sha256_file",
+    "write_manifest",
+]
+
+KIND = "envkit-guard-dump"
+SCHEMA = 1
+MAX_JSON = 64 * 1024 * 1024
+MAX_HEADER = 100 * 1024 * 1024
+NAME = re.compile(r"^[a-z][a-z0-9_]*\.(json|safetensors)$")
+TENSOR_FILES = ("batch.safetensors", "rng.safetensors", "model.safetensors", "optimizer.safetensors")
+JSON_FILES = ("batch.json", "rng.json", "optimizer.json", "records.json", "env.json")
+DTYPE_BYTES = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+    "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+}  # fmt: skip
+HINT = "the dump was changed, truncated or not written by envkit.guard; use the dump the run wrote"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    """Hash every file of ``directory`` into the manifest and write it last (atomically)."""
+    files = {}
+    for path in sorted(directory.iterdir()):
+        if path.name != "manifest.json" and path.is_file():
+            files[path.name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    manifest = {**manifest, "kind": KIND, "schema": SCHEMA, "files": files}
+    write_text_atomic(directory / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+@dataclass(frozen=True)
+class Dump:
+    """A dump whose files all matched their recorded hashes (tensors are loaded by the adapter)."""
+
+    path: Path
+    manifest: Mapping[str, Any]
+    json_parts: Mapping[str, Any]
+
+    @property
+    def framework(self) -> str:
+        return str(self.manifest["framework"])
+
+    @property
+    def step(self) -> int:
+        return int(self.manifest["step"])
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def has(self, name: str) -> bool:
+        return name in self.manifest["files"]
+
+
+def _fail(path: Path, what: str, hint: str = HINT) -> DumpError:
+    return DumpError(f"{path}: {what}", hint=hint)
+
+
+def _sniff(path: Path, head: bytes) -> str | None:
+    """What a file that is not what it should be looks like (never parsed further)."""
+    if head[:1] == b"\x80" and len(head) > 1 and head[1] <= 5:
+        return "a Python pickle (envkit never unpickles)"
+    if head[:2] == b"PK":
+        return "a zip archive (torch.save writes one: a pickle inside; envkit never unpickles)"
+    if head[:1] in (b"(", b"]", b"}") or head.startswith((b"c__builtin__", b"cposix", b"cos\n")):
+        return "a Python pickle (protocol 0/1; envkit never unpickles)"
+    return None
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise _fail(path, f"cannot read: {e.strerror or e}") from e
+    if len(data) > MAX_JSON:
+        raise _fail(path, f"{len(data)} bytes, more than a dump's JSON holds ({MAX_JSON})")
+    sniffed = _sniff(path, data[:16])
+    if sniffed:
+        raise _fail(path, f"is {sniffed}, where JSON belongs")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise _fail(path, f"not valid JSON ({str(e)[:200]})") from e
+
+
+def check_safetensors(path: Path) -> dict[str, Any]:  # noqa: C901 (one check per header field)
+    """Validate a safetensors file's header without the library: length, JSON, dtypes, offsets."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        head = fh.read(8)
+        sniffed = _sniff(path, head)
+        if sniffed:
+            raise _fail(path, f"is {sniffed}, where safetensors belong")
+        if len(head) < 8:
+            raise _fail(path, f"truncated: {size} bytes, not a safetensors file")
+        (length,) = struct.unpack("<Q", head)
+        if length > MAX_HEADER or length > size - 8:
+            raise _fail(path, f"not a safetensors file (a header of {length} bytes in a {size}-byte file)")
+        raw = fh.read(length)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise _fail(path, f"not a safetensors file: its header is not JSON ({str(e)[:100]})") from e
+    if not isinstance(header, dict):
+        raise _fail(path, "not a safetensors file: its header is not an object")
+    data_size = size - 8 - length
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(entry, dict) or entry.get("dtype") not in DTYPE_BYTES:
+            raise _fail(
+                path,
+                f"tensor {name!r}: unknown dtype {_kind_of(entry)}",
+            )
+        shape, offsets = entry.get("shape"), entry.get("data_offsets")
+        if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
+            raise _fail(path, f"tensor {name!r}: bad shape {shape!r}")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)):
+            raise _fail(path, f"tensor {name!r}: bad data_offsets {offsets!r}")
+        count = 1
+        for d in shape:
+            count *= d
+        begin, end = offsets
+        if not 0 <= begin <= end <= data_size or end - begin != count * DTYPE_BYTES[entry["dtype"]]:
+            raise _fail(path, f"tensor {name!r}: its bytes {begin}…{end} do not fit its shape or the file")
+    return header
+
+
+def read_dump(path: Path) -> Dump:  # noqa: C901 (one check per manifest field)
+    """Check a dump directory (or its manifest.json) completely; DumpError naming the file otherwise."""
+    directory = path.parent if path.name == "manifest.json" else path
+    manifest_path = directory / "manifest.json"
+    if not directory.is_dir():
+        raise _fail(directory, "no such dump directory", "give RUN/incidents/step-N")
+    if not manifest_path.is_file():
+        raise _fail(manifest_path, "missing: not an envkit.guard dump", "give RUN/incidents/step-N")
+    manifest = _load_json(manifest_path)
+    if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
+        raise _fail(manifest_path, f"not an envkit.guard dump manifest (kind {_kind(manifest)})")
+    if manifest.get("schema") != SCHEMA:
+        raise _fail(manifest_path, f"schema {manifest.get('schema')!r}, this envkit reads schema {SCHEMA}")
+    if manifest.get("framework") not in ("torch", "paddle"):
+        raise _fail(manifest_path, f"framework {manifest.get('framework')!r}: expected torch or paddle")
+    step = manifest.get("step")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise _fail(manifest_path, f"step {step!r}: expected a non-negative integer")
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        raise _fail(manifest_path, "files: expected an object of name -> {sha256, bytes}")
+    for required in ("batch.safetensors", "batch.json", "rng.json", "model.safetensors", "records.json"):
+        if required not in files:
+            raise _fail(manifest_path, f"files: {required} is not listed")
+    for name, entry in files.items():
+        _check_file(directory, manifest_path, name, entry)
+    parts = {name: _load_json(directory / name) for name in JSON_FILES if name in files}
+    for name in TENSOR_FILES:
+        if name in files:
+            check_safetensors(directory / name)
+    return Dump(directory, manifest, parts)
+
+
+def _check_file(directory: Path, manifest_path: Path, name: Any, entry: Any) -> None:
+    if not isinstance(name, str) or not NAME.match(name):
+        raise _fail(manifest_path, f"files: {name!r} is not a dump file name (no paths, no dots)")
+    if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+        raise _fail(manifest_path, f"files.{name}: expected {{sha256, bytes}}")
+    path = directory / name
+    if not path.is_file() or path.is_symlink():
+        raise _fail(path, "missing (the manifest lists it)")
+    size = path.stat().st_size
+    if entry.get("bytes") != size:
+        raise _fail(path, f"{size} bytes, the manifest recorded {entry.get('bytes')}: truncated or changed")
+    digest = sha256_file(path)
+    if digest != entry["sha256"]:
+        raise _fail(
+            path,
+            f"sha256 {digest[:16]}… differs from the recorded {str(entry['sha256'])[:16]}…: "
+            "the file was changed after the run wrote it; refusing to replay it",
+        )
+
+
+def _kind_of(entry: Any) -> str:
+    return repr(entry.get("dtype") if isinstance(entry, dict) else entry)[:60]
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return repr(value.get("kind"))[:60]
+    return type(value).__name__

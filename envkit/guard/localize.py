@@ -1,0 +1,158 @@
+"""Name the first bad module and parameter by replaying one step under hooks. Framework-neutral.
+
+A replay loads the model state and the random generators from before the step, runs the user's
+``loss_fn(model, batch)`` and backward with a hook on every module and parameter, and reports:
+the first module (in the order forward finished them) whose inputs were finite and whose output
+was not; the module stack when the step raised; the first parameter whose gradient was non-finite
+in backward order; the parameter with the largest gradient norm; facts about the batch (ranges)
+and hints for the usual causes (unnormalized 0–255 inputs, indices past an embedding table).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from envkit.guard.adapter import Adapter, RngState, Tensors, Trace, walk
+from envkit.guard.records import json_float
+
+__all__ = ["NoOptimizer", "Replay", "batch_facts", "largest_update", "replay_step"]
+
+LossFn = Callable[[Any, Any], Any]
+
+
+@dataclass
+class Replay:
+    loss: float
+    grad_norm: float
+    localization: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def same_as(self, loss: float, grad_norm: float) -> bool:
+        """Bitwise the same loss and grad norm (NaN equals NaN: a reproduced NaN is reproduced)."""
+        return _same(self.loss, loss) and _same(self.grad_norm, grad_norm)
+
+
+def _same(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a.hex() == b.hex()
+
+
+def batch_facts(adapter: Adapter, batch: Any) -> dict[str, dict[str, Any]]:
+    return {path or "batch": adapter.describe(t) for path, t in walk(batch, adapter.is_tensor)}
+
+
+def _hints(facts: dict[str, dict[str, Any]], trace: Trace, adapter: Adapter) -> list[str]:
+    hints = []
+    for path, fact in facts.items():
+        lo, hi = fact.get("min"), fact.get("max")
+        floating = fact["dtype"].startswith(("float", "bfloat"))
+        if (
+            floating
+            and lo is not None
+            and hi is not None
+            and lo >= 0
+            and 2 < hi <= 255
+            and hi == math.floor(hi)
+        ):
+            hints.append(f"{path} holds values {lo:g} … {hi:g}: an unnormalized 0–255 input?")
+    if trace.failing_modules:
+        name = trace.failing_modules[-1]
+        module = dict(_named_modules(adapter)).get(name)
+        rows = getattr(module, "num_embeddings", None) or getattr(module, "_num_embeddings", None)
+        if rows is not None:
+            hints.append(
+                f"{name or '(the model)'} is an embedding table of {rows} rows: an index (a token id, "
+                "a position past the table for a longer sequence, a label) is out of range"
+            )
+    return hints
+
+
+def _raised_in(trace: Trace, error: str | None) -> str | None:
+    if trace.failing_modules:
+        return trace.failing_modules[-1] or "(the model)"
+    return "(loss_fn, outside the model's modules)" if error else None
+
+
+def _named_modules(adapter: Adapter) -> list[tuple[str, Any]]:
+    model = adapter.model
+    if hasattr(model, "named_modules"):
+        return list(model.named_modules())
+    return [("", model), *model.named_sublayers()]
+
+
+def replay_step(
+    adapter: Adapter,
+    loss_fn: LossFn,
+    batch: Any,
+    rng: RngState,
+    *,
+    training: bool,
+    model_state: Tensors | None = None,
+    source: str = "the dump",
+) -> Replay:
+    """Run one step again under hooks (no optimizer step); the gradients are left for the caller."""
+    if model_state is not None:
+        adapter.load_model_state(model_state, source)
+    adapter.set_training(training)
+    adapter.set_rng_state(rng)
+    adapter.clear_grads()
+    facts = batch_facts(adapter, batch)
+    loss_value = grad_norm = math.nan
+    error = None
+    trace = Trace()
+    try:
+        with adapter.trace() as trace:
+            loss = loss_fn(adapter.model, batch)
+            loss_value = adapter.read([loss])[0]
+            loss.backward()
+        grad_norm = adapter.read([adapter.total_norm(adapter.grads())])[0]
+    except Exception as exc:  # noqa: BLE001 the user's step raised: where is the localization
+        error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ''}"
+    norms = adapter.param_norms()
+    finite = [(n, v) for n, v in norms.items() if math.isfinite(v)]
+    largest = max(finite, key=lambda kv: kv[1], default=None)  # None when every norm is NaN/Inf
+    localization = {
+        "first_nonfinite_module": trace.first_bad_module,
+        "first_nonfinite_grad": trace.first_bad_grad(),
+        "largest_grad": None
+        if largest is None
+        else {"parameter": largest[0], "norm": json_float(largest[1])},
+        "raised_in": _raised_in(trace, error),
+        "module_stack": trace.failing_modules,
+        "error": error,
+        "batch": facts,
+        "hints": _hints(facts, trace, adapter),
+    }
+    return Replay(loss_value, grad_norm, localization, error)
+
+
+class NoOptimizer:
+    """The replay twin's optimizer: only zero_grad is ever called."""
+
+    param_groups: tuple[Any, ...] = ()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        pass
+
+    def clear_grad(self, set_to_zero: bool = True) -> None:
+        pass
+
+
+def largest_update(
+    grads: dict[str, float], weights: dict[str, float], lrs: dict[str, float]
+) -> dict[str, Any] | None:
+    """The parameter the step would move most, relative to its size: lr · |grad| / |weight|."""
+    best: tuple[float, str] | None = None
+    for name, g in grads.items():
+        if not math.isfinite(g) or name not in lrs:
+            continue
+        rel = lrs[name] * g / max(weights.get(name, 0.0), 1e-12)
+        if math.isfinite(rel) and (best is None or rel > best[0]):
+            best = (rel, name)
+    if best is None:
+        return None
+    return {"parameter": best[1], "relative": best[0], "lr": lrs[best[1]]}

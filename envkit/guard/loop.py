@@ -1,0 +1,493 @@
+"""``Guard``: the training-loop side (framework-neutral; the adapter does the tensor work).
+
+Per step: the loss's finite flag and one fused global gradient norm stay on the device; the host
+reads them every ``check_every`` steps on an accelerator (every step on CPU, where a read costs no
+wait, unless ``defer_reads=True``; every step with a GradScaler or in a process group, which
+sync anyway). A bad step found at its own read is handled exactly: skipped (gradients cleared),
+stopped (:class:`~envkit.errors.GuardStopped`) or warned. Between reads a bad step's gradients are
+zeroed on the device (``masked_fill_`` with the step's flag) so NaN never reaches the weights; the incident is
+recorded at the next read (its dump then holds the state at that read: ``exact: false``).
+Healthy numbers are never changed: the norm is what ``clip_grad_norm_`` computes, clipping is its
+own arithmetic, the random generators are only read (never reseeded).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import warnings
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from envkit.errors import GuardError, GuardStopped
+from envkit.guard.adapter import Adapter, RngState, Tensors, make_adapter
+from envkit.guard.flight import write_dump
+from envkit.guard.localize import NoOptimizer, largest_update, replay_step
+from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
+from envkit.guard.runlog import RunLog
+from envkit.guard.spikes import SpikeDetector
+
+__all__ = ["Guard", "GuardStep"]
+
+LossFn = Callable[[Any, Any], Any]
+
+
+@dataclass
+class _Pending:
+    """A step not read yet (check_every > 1): device values plus what its dump would need."""
+
+    step: int
+    values: list[Any]  # loss, grad norm, clipped norm (device scalars)
+    batch: Any
+    rng: RngState
+    lr: float | None
+    ok: Any
+
+
+@dataclass
+class GuardStep:
+    """``with guard.step(step, batch) as g``: ``g.backward(loss)``, then ``g.optimizer_step()``."""
+
+    guard: Guard
+    step: int
+    batch: Any
+    rng: RngState = field(default_factory=RngState)
+    buffers: Tensors = field(default_factory=dict)
+    loss: Any = None
+    loss_ok: Any = None
+    done: bool = False
+
+    def __enter__(self) -> GuardStep:
+        adapter = self.guard.adapter
+        self.rng = adapter.rng_state()
+        self.buffers = adapter.buffers()
+        return self
+
+    def backward(self, loss: Any) -> None:
+        """Keep the loss's finite flag (on the device), then backward (through the GradScaler if any).
+
+        Backward runs even for a NaN loss: in a process group every rank must join the all-reduce.
+        """
+        self.observe(loss)
+        self.guard.adapter.backward(loss)
+
+    def observe(self, loss: Any) -> None:
+        """Keep the loss's finite flag when the backward already ran elsewhere (a trainer's own loop)."""
+        adapter = self.guard.adapter
+        flag = adapter.finite_flag(loss)
+        self.loss_ok = flag if self.loss_ok is None else adapter.both(self.loss_ok, flag)
+        self.loss = loss.detach() if self.loss is None else self.loss + loss.detach()
+
+    def optimizer_step(self) -> bool:
+        """Check, clip, step (or skip/stop); True when the update was applied."""
+        if self.loss is None:
+            raise GuardError("g.optimizer_step() before g.backward(loss)", hint="call g.backward(loss) first")
+        self.done = True
+        return self.guard._finish(self)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is not None and isinstance(exc, Exception) and not isinstance(exc, GuardError):
+            self.guard._raised(self, exc)
+            return
+        if exc is None and not self.done:
+            raise GuardError(
+                f"step {self.step}: the guarded block ended without g.optimizer_step()",
+                hint="call g.backward(loss) and g.optimizer_step() inside `with guard.step(...)`",
+            )
+
+
+class Guard:
+    """Guard a training loop: see ``docs/guard.md``."""
+
+    def __init__(
+        self,
+        model: Any,
+        optimizer: Any,
+        *,
+        run: str | os.PathLike[str],
+        policy: str = "skip",
+        clip: float | None = None,
+        check_every: int = 1,
+        defer_reads: bool | None = None,
+        scaler: Any = None,
+        scheduler: Any = None,
+        loss_fn: LossFn | None = None,
+        entry: str | None = None,
+        max_skips: int = 10,
+        max_overflows: int = 20,
+        spikes: str | None = "warn",
+        spike_window: int = 100,
+        spike_warmup: int = 20,
+        spike_threshold: float = 6.0,
+        keep: int = 16,
+        flush_every: int = 100,
+        max_dumps: int = 5,
+        name: str = "train",
+        seed: int = 0,
+        autocast: str | None = None,
+    ) -> None:
+        try:
+            self.policy = Policy(policy)
+            self.spike_policy = None if spikes is None else Policy(spikes)
+        except ValueError:
+            raise GuardError(
+                f"policy {policy!r} / spikes {spikes!r}: choose skip, stop or warn", hint="see docs/guard.md"
+            ) from None
+        if check_every < 1 or (clip is not None and not clip > 0) or max_skips < 1:
+            raise GuardError("check_every and max_skips must be >= 1, clip > 0", hint="see docs/guard.md")
+        self.adapter: Adapter = make_adapter(model, optimizer, scaler)
+        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
+        self.clip = clip
+        rank, self.world_size = self.adapter.world()
+        self.rank = rank
+        # a CPU "device" answers at once: deferring reads there only adds the device-side masking
+        defer = self.adapter.device() != "cpu" if defer_reads is None else defer_reads
+        self.check_every = 1 if scaler is not None or self.world_size > 1 or not defer else check_every
+        self.loss_fn, self.entry = loss_fn, entry
+        self.max_skips, self.max_overflows, self.max_dumps = max_skips, max_overflows, max_dumps
+        self.loss_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold)
+        self.grad_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold)
+        self.recent: deque[StepRecord] = deque(maxlen=keep)
+        self.pending: list[_Pending] = []
+        self.count = 0
+        self.consecutive_skips = 0
+        self.consecutive_overflows = 0
+        self.dumps = 0
+        self.unhealthy = False  # the last applied step was not finite: no checkpoint now
+        self.log = RunLog(Path(run), self.adapter, name=name, seed=seed, rank=rank, world=self.world_size)
+        self.log.flush_every = flush_every
+        self.log.config = {
+            "policy": str(self.policy),
+            "clip": clip,
+            "check_every": self.check_every,
+            "check_every_requested": check_every,
+            "scaler": scaler is not None,
+            "spikes": None if self.spike_policy is None else str(self.spike_policy),
+            "entry": entry,
+            "autocast": autocast,  # what the loop runs under (say it: comparisons rank it as a cause)
+        }
+
+    # -- the public API ------------------------------------------------------------------------
+    def step(self, step: int, batch: Any) -> GuardStep:
+        return GuardStep(self, step, batch)
+
+    @property
+    def incidents(self) -> list[Incident]:
+        return self.log.incidents
+
+    @property
+    def records(self) -> list[StepRecord]:
+        return self.log.records
+
+    def checkpoint_allowed(self) -> bool:
+        """False right after a non-finite step was applied (policy warn): do not save NaN weights."""
+        return not self.unhealthy
+
+    def checkpoint(self, save: Callable[..., Any], *args: Any, **kwargs: Any) -> bool:
+        """Call ``save(*args, **kwargs)`` unless the last step left non-finite numbers (then warn)."""
+        if not self.checkpoint_allowed():
+            warnings.warn("envkit.guard: checkpoint refused after a non-finite step", stacklevel=2)
+            return False
+        save(*args, **kwargs)
+        return True
+
+    def close(self) -> Path:
+        """Read what is pending and write RUN/report.json, steps.jsonl and steps.csv."""
+        self._drain(None)
+        return self.log.write()
+
+    def __enter__(self) -> Guard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- one step ------------------------------------------------------------------------------
+    def _finish(self, g: GuardStep) -> bool:
+        a = self.adapter
+        a.unscale()
+        grads = a.grads()
+        total = a.total_norm(grads)
+        ok = a.both(g.loss_ok, a.finite_flag(total))
+        self.count += 1
+        lr = a.lr()
+        if self.count % self.check_every != 0:
+            return self._masked(g, grads, total, ok, lr)
+        self._drain(g)
+        if self.world_size > 1:
+            ranks = a.gather([g.loss, total])
+            losses, norms = [r[0] for r in ranks], [r[1] for r in ranks]
+            loss, norm = losses[self.rank], norms[self.rank]
+            # name the ranks whose loss went bad: after the all-reduce every rank's gradients are bad
+            bad_ranks = [i for i, lv in enumerate(losses) if not math.isfinite(lv)] or [
+                i for i, nv in enumerate(norms) if not math.isfinite(nv)
+            ]
+        else:
+            loss, norm = a.read([g.loss, total])
+            losses = norms = None  # type: ignore[assignment]
+            bad_ranks = [] if math.isfinite(loss) and math.isfinite(norm) else [0]
+        rec = StepRecord(
+            g.step, loss, norm, lr=lr, loss_scale=a.loss_scale(), rank_losses=losses, rank_norms=norms
+        )
+        if bad_ranks:
+            return self._bad(g, rec, grads, total, bad_ranks)
+        self.consecutive_overflows = 0
+        spike = self._spike(rec)
+        if spike is not None and self.spike_policy is not Policy.WARN:
+            return self._incident(g, rec, spike[0], spike[1], self.spike_policy or Policy.WARN, [])
+        if spike is not None:  # recorded before the update: the dump holds the weights it started from
+            self._record_incident(g, rec, spike[0], spike[1], "warned", [])
+        if norms is not None:
+            self._rank_check(g, rec)
+        self._apply(rec, grads, total)
+        return rec.skipped is None
+
+    def _apply(self, rec: StepRecord, grads: list[Any], total: Any) -> None:
+        a = self.adapter
+        if self.clip is not None:
+            a.clip(grads, total, self.clip)
+            # the norm after, from the norm already read (no second host read per step)
+            rec.clipped_norm = rec.grad_norm * min(1.0, self.clip / (rec.grad_norm + 1e-6))
+        applied = a.optimizer_step()
+        if applied is False:
+            rec.overflow, rec.skipped = True, "loss-scale overflow (GradScaler skipped the step)"
+        elif self.scheduler is not None:
+            self.scheduler.step()
+        a.zero_grad()
+        self.consecutive_skips = 0
+        self.unhealthy = not rec.finite
+        self._store(rec)
+
+    def _masked(self, g: GuardStep, grads: list[Any], total: Any, ok: Any, lr: float | None) -> bool:
+        """A step between reads: zero its gradients on the device if it is bad, then step."""
+        a = self.adapter
+        a.gate(grads, ok)
+        values = [g.loss, total]
+        if self.clip is not None:
+            values.append(a.clip(grads, a.where_ok(ok, total), self.clip))
+        a.optimizer_step()
+        if self.scheduler is not None:
+            self.scheduler.step()
+        a.zero_grad()
+        self.pending.append(_Pending(g.step, values, g.batch, g.rng, lr, ok))
+        return True
+
+    def _drain(self, current: GuardStep | None) -> None:
+        """Read the pending steps in one transfer; record them, and an incident for each bad one."""
+        if not self.pending:
+            return
+        a = self.adapter
+        flat = a.read([v for p in self.pending for v in p.values])
+        width = len(self.pending[0].values)
+        pending, self.pending = self.pending, []
+        for i, p in enumerate(pending):
+            vals = flat[i * width : (i + 1) * width]
+            rec = StepRecord(p.step, vals[0], vals[1], clipped_norm=vals[2] if width > 2 else None, lr=p.lr)
+            if not rec.finite:
+                rec.skipped = "non-finite (found at a later read: its gradients were zeroed on the device)"
+                kind = (
+                    IncidentKind.NONFINITE_LOSS
+                    if not math.isfinite(rec.loss)
+                    else IncidentKind.NONFINITE_GRAD
+                )
+                probe = GuardStep(self, p.step, p.batch, p.rng)
+                self._record_incident(probe, rec, kind, _message(kind, rec), "skipped", [0], exact=False)
+                self._store(rec)
+                continue
+            spike = self._spike(rec)
+            self._store(rec)
+            if spike is not None:
+                probe = GuardStep(self, p.step, p.batch, p.rng)
+                self._record_incident(probe, rec, spike[0], spike[1], "warned", [], exact=False)
+
+    def _bad(self, g: GuardStep, rec: StepRecord, grads: list[Any], total: Any, ranks: list[int]) -> bool:
+        a = self.adapter
+        loss_ok = (
+            math.isfinite(rec.loss) if rec.rank_losses is None else all(map(math.isfinite, rec.rank_losses))
+        )
+        if a.scaler is not None and loss_ok:
+            self.consecutive_overflows += 1
+            if self.consecutive_overflows <= self.max_overflows:
+                a.optimizer_step()  # the scaler sees the inf, skips and backs off its scale
+                a.zero_grad()
+                rec.overflow, rec.skipped = True, "loss-scale overflow (GradScaler skipped the step)"
+                self._store(rec)
+                return False
+        kind = IncidentKind.NONFINITE_GRAD if loss_ok else IncidentKind.NONFINITE_LOSS
+        message = _message(kind, rec)
+        if rec.rank_losses is not None:
+            message += f" on rank {', '.join(map(str, ranks))} of {self.world_size}"
+        return self._incident(g, rec, kind, message, self.policy, ranks)
+
+    def _incident(
+        self,
+        g: GuardStep,
+        rec: StepRecord,
+        kind: IncidentKind,
+        message: str,
+        policy: Policy,
+        ranks: list[int],
+    ) -> bool:
+        a = self.adapter
+        if policy is Policy.WARN:
+            self._record_incident(g, rec, kind, message, "warned", ranks)
+            grads = a.grads()
+            self._apply(rec, grads, a.total_norm(grads))
+            return True
+        rec.skipped = f"{kind}: {message}"
+        incident = self._record_incident(g, rec, kind, message, "skipped", ranks)
+        a.zero_grad()
+        self._store(rec)
+        self.consecutive_skips += 1
+        if policy is Policy.STOP or self.consecutive_skips >= self.max_skips:
+            why = "policy stop" if policy is Policy.STOP else f"{self.consecutive_skips} skips in a row"
+            incident.action = "stopped"
+            report = self.log.write()
+            where = f"; replay: envkit guard replay {self.log.root / incident.dump}" if incident.dump else ""
+            raise GuardStopped(
+                f"step {rec.step}: {kind}: {message} ({why}); report {report}{where}",
+                hint=f"envkit guard show {self.log.root}",
+            )
+        return False
+
+    def _raised(self, g: GuardStep, exc: Exception) -> None:
+        """The step raised (index out of range, a device assert): record and dump it, then re-raise."""
+        self.count += 1
+        loss = math.nan
+        rec = StepRecord(g.step, loss, math.nan, lr=self.adapter.lr(), skipped=f"error: {type(exc).__name__}")
+        message = (
+            f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+        )
+        self._record_incident(g, rec, IncidentKind.ERROR, message, "raised", [self.rank])
+        self.adapter.zero_grad()
+        self._store(rec)
+        self.log.write()
+
+    def _spike(self, rec: StepRecord) -> tuple[IncidentKind, str] | None:
+        if self.spike_policy is None:
+            return None
+        loss = self.loss_spikes.check(rec.loss)
+        norm = self.grad_spikes.check(rec.grad_norm)
+        if loss is not None:
+            return (
+                IncidentKind.LOSS_SPIKE,
+                f"loss {rec.loss:.6g} above {loss.limit:.6g} (median {loss.median:.6g})",
+            )
+        if norm is not None:
+            return IncidentKind.GRAD_SPIKE, (
+                f"grad norm {rec.grad_norm:.6g} above {norm.limit:.6g} (median {norm.median:.6g})"
+            )
+        return None
+
+    def _rank_check(self, g: GuardStep, rec: StepRecord) -> None:
+        """fairseq's check: after the all-reduce every replica holds the same gradient norm.
+
+        The ranks outside the majority (within 1e-6, relative) are named; without a majority
+        (two replicas that disagree) every rank is.
+        """
+        norms = rec.rank_norms or []
+        if len(norms) < 2:
+            return
+
+        def near(a: float, b: float) -> bool:
+            return abs(a - b) <= 1e-6 * max(abs(a), abs(b), 1e-12)
+
+        groups = [[i for i, n in enumerate(norms) if near(n, ref)] for ref in norms]
+        largest = max(groups, key=len)
+        if len(largest) == len(norms):
+            return
+        off = (
+            [i for i in range(len(norms)) if i not in largest]
+            if 2 * len(largest) > len(norms)
+            else list(range(len(norms)))
+        )
+        text = ", ".join(f"rank {i}: {norms[i]!r}" for i in off)
+        msg = f"gradient norms differ between replicas after the all-reduce ({text})"
+        self._record_incident(
+            g, rec, IncidentKind.RANK_MISMATCH, msg + ": a faulty device or mixed hardware?", "warned", off
+        )
+
+    def _store(self, rec: StepRecord) -> None:
+        self.recent.append(rec)
+        self.log.add(rec, first=len(self.log.records) == 0)
+
+    def _record_incident(
+        self,
+        g: GuardStep,
+        rec: StepRecord,
+        kind: IncidentKind,
+        message: str,
+        action: str,
+        ranks: list[int],
+        *,
+        exact: bool = True,
+    ) -> Incident:
+        incident = Incident(rec.step, kind, message, action, ranks=ranks)
+        a = self.adapter
+        grad_norms = a.param_norms()
+        incident.param_grad_norms = {k: json_float(v) for k, v in grad_norms.items()}
+        if self.dumps < self.max_dumps:
+            self.dumps += 1
+            incident.dump = self._dump(g, rec, kind, exact)
+            if self.loss_fn is not None and self.world_size == 1:
+                incident.localization = self._localize(g)
+        update = largest_update(grad_norms, a.weight_norms(), a.param_lrs())
+        if update is not None:
+            incident.localization = {**(incident.localization or {}), "largest_update": update}
+        self.log.incidents.append(incident)
+        if action == "warned":
+            warnings.warn(f"envkit.guard: step {rec.step}: {message}", stacklevel=4)
+        return incident
+
+    def _dump(self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool) -> str:
+        name = f"step-{rec.step}" if self.world_size == 1 else f"step-{rec.step}-rank-{self.rank}"
+        relative = f"incidents/{name}"
+        write_dump(
+            self.log.root / relative,
+            self.adapter,
+            batch=g.batch,
+            rng=g.rng,
+            model_state=self.adapter.model_state(g.buffers if exact else None),
+            records=[r.to_json() for r in [*self.recent, rec]],
+            env=self.log.env(),
+            manifest={
+                "step": rec.step,
+                "kind_of_incident": str(kind),
+                "exact": exact,
+                "training": self.adapter.training(),
+                "entry": self.entry,
+                "rank": self.rank,
+                "world_size": self.world_size,
+                "outcome": {"loss": json_float(rec.loss), "grad_norm": json_float(rec.grad_norm)},
+            },
+        )
+        return relative
+
+    def _localize(self, g: GuardStep) -> dict[str, Any]:
+        """Replay the step on a copy of the model (the live one, its gradients and generators untouched)."""
+        a = self.adapter
+        assert self.loss_fn is not None
+        now = a.rng_state()
+        try:
+            twin = copy.deepcopy(self.model)
+            twin_adapter = make_adapter(twin, NoOptimizer())
+            twin_adapter.restore_buffers(g.buffers)
+            result = replay_step(twin_adapter, self.loss_fn, g.batch, g.rng, training=a.training())
+            return result.localization
+        except Exception as exc:  # noqa: BLE001 localization is best effort: the incident and its dump stand
+            return {"error": f"localization failed: {type(exc).__name__}: {str(exc)[:300]}"}
+        finally:
+            a.set_rng_state(now)
+
+
+def _message(kind: IncidentKind, rec: StepRecord) -> str:
+    if kind is IncidentKind.NONFINITE_LOSS:
+        return f"the loss is {rec.loss}"
+    return f"the global gradient norm is {rec.grad_norm} (loss {rec.loss!r})"

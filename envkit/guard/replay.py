@@ -1,0 +1,216 @@
+"""``envkit guard replay DUMP``: run an incident's step again here and say what it was.
+
+Verdicts (after Megatron's RerunStateMachine, ``../shared/research/guard-anchors.md``):
+
+- ``reproducible``: the replay gives bitwise the recorded loss and gradient norm: the data, the
+  model or the hyper-parameters did it (the localization says where);
+- ``transient``: the same environment, a different result (or two replays here differ): suspect the
+  device;
+- ``environment``: this host's fingerprint differs from the recording host's and so does the
+  result: the ranked causes from the two fingerprints, as ``probe --compare`` ranks them.
+
+The model, optimizer and loss come from the user's ``--entry module:function`` (named on the
+command line, never taken from the dump): ``function()`` returns ``(model, optimizer, loss_fn)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envkit.errors import DumpError, UsageError
+from envkit.guard.adapter import make_adapter
+from envkit.guard.dump import Dump, read_dump
+from envkit.guard.flight import load_dump
+from envkit.guard.localize import Replay, replay_step
+from envkit.guard.records import json_clean, read_float
+from envkit.guard.runlog import fingerprint
+from envkit.probe.causes import likely_causes
+from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
+
+__all__ = ["Builder", "ReplayVerdict", "load_entry", "replay_dump", "suggest_entry"]
+
+Builder = Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class ReplayVerdict:
+    verdict: str
+    dump: str
+    step: int
+    recorded: dict[str, Any]
+    replays: list[dict[str, Any]]
+    localization: dict[str, Any]
+    causes: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(json_clean(self.__dict__))
+
+
+def load_entry(spec: str) -> Builder:
+    """``module:function`` (importable from the current directory) that builds model, optimizer, loss."""
+    module_name, sep, func_name = spec.partition(":")
+    if not sep or not module_name or not func_name.isidentifier():
+        raise UsageError(f"--entry {spec!r}: expected module:function", hint="e.g. --entry train:build")
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise UsageError(
+            f"--entry {spec}: cannot import {module_name}: {e}", hint="run from the training code's directory"
+        ) from e
+    func = getattr(module, func_name, None)
+    if not callable(func):
+        raise UsageError(
+            f"--entry {spec}: {module_name} has no function {func_name}", hint="name the builder function"
+        )
+    builder: Builder = func
+    return builder
+
+
+def suggest_entry(path: Path) -> UsageError:
+    """No --entry given: what to give (the entry the run recorded is named, never imported)."""
+    recorded = read_dump(path).manifest.get("entry")
+    hint = "give the module:function that builds (model, optimizer, loss_fn), e.g. --entry train:build"
+    if isinstance(recorded, str) and recorded:
+        hint = f"the run recorded --entry {recorded[:200]}; give it if you trust that code"
+    return UsageError(
+        f"{path}: `envkit guard replay` needs --entry (a dump never names code to run)", hint=hint
+    )
+
+
+def _built(builder: Builder) -> tuple[Any, Any, Any]:
+    made = builder()
+    if isinstance(made, dict):
+        made = (made.get("model"), made.get("optimizer"), made.get("loss_fn"))
+    if not (isinstance(made, tuple) and len(made) == 3 and callable(made[2])):
+        raise UsageError("the entry must return (model, optimizer, loss_fn)", hint="see docs/guard.md")
+    return made
+
+
+def _report(env: Any, source: str) -> ProbeReport:
+    if not isinstance(env, dict) or not isinstance(env.get("fingerprint"), dict):
+        raise DumpError(f"{source}: no fingerprint", hint="the dump was edited")
+    raw = env.get("info")
+    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    framework = str(env.get("framework") or "torch")
+    doc = {
+        "schema": SCHEMA,
+        "kind": KIND,
+        "config": {
+            "seed": 0,
+            "steps": 1,
+            "workloads": ["replay"],
+            "mode": "guard",
+            "dtype": "float32",
+            "threads": info.get("switches", {}).get("num_threads"),
+        },
+        "fingerprint": env["fingerprint"],
+        "frameworks": {framework: {"status": "ok", "info": info, "workloads": {}}},
+    }
+    return parse_report(doc, source)
+
+
+def _same(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a.hex() == b.hex()
+
+
+def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
+    dump = read_dump(path)
+    model, optimizer, loss_fn = _built(builder)
+    adapter = make_adapter(model, optimizer)
+    loaded = load_dump(dump, adapter)
+    if loaded.optimizer is not None:
+        adapter.load_optimizer_state(*loaded.optimizer, source=str(dump.file("optimizer.safetensors")))
+    training = bool(dump.manifest.get("training", True))
+    source = str(dump.file("model.safetensors"))
+    runs: list[Replay] = [
+        replay_step(
+            adapter,
+            loss_fn,
+            loaded.batch,
+            loaded.rng,
+            training=training,
+            model_state=loaded.model_state,
+            source=source,
+        )
+        for _ in range(2)
+    ]
+    outcome = dump.manifest.get("outcome") or {}
+    try:
+        loss, norm = read_float(outcome.get("loss")), read_float(outcome.get("grad_norm"))
+    except (TypeError, ValueError) as e:
+        raise DumpError(
+            f"{dump.file('manifest.json')}: outcome is not two numbers", hint="the dump was edited"
+        ) from e
+    verdict, causes, notes = _verdict(dump, runs, loss, norm)
+    return ReplayVerdict(
+        verdict=verdict,
+        dump=str(dump.path),
+        step=dump.step,
+        recorded={"loss": loss, "grad_norm": norm, "kind": dump.manifest.get("kind_of_incident")},
+        replays=[{"loss": r.loss, "grad_norm": r.grad_norm, "error": r.error} for r in runs],
+        localization=runs[0].localization,
+        causes=causes,
+        notes=notes,
+    )
+
+
+def _verdict(
+    dump: Dump, runs: list[Replay], loss: float, norm: float
+) -> tuple[str, list[dict[str, Any]], list[str]]:
+    notes: list[str] = []
+    first, second = runs
+    if not (_same(first.loss, second.loss) and _same(first.grad_norm, second.grad_norm)):
+        return "transient", [], ["two replays on this host differ: a nondeterministic or faulty device"]
+    exact = bool(dump.manifest.get("exact", True))
+    if exact:
+        same = first.same_as(loss, norm)
+    else:
+        notes.append("the dump holds the weights of a later step (check_every > 1): compared by finiteness")
+        same = math.isfinite(first.loss) == math.isfinite(loss) and math.isfinite(
+            first.grad_norm
+        ) == math.isfinite(norm)
+    if first.error is not None and dump.manifest.get("kind_of_incident") == "error":
+        same = True  # the step raised again
+    if same:
+        return "reproducible", [], notes
+    there = _report(dump.json_parts.get("env.json"), str(dump.file("env.json")))
+    from envkit.guard.adapter import FRAMEWORKS
+
+    framework = dump.framework if dump.framework in FRAMEWORKS else "torch"
+    here_adapter_info = _here_info(framework)
+    here = _report(
+        {"fingerprint": fingerprint(), "framework": framework, "info": here_adapter_info}, "this host"
+    )
+    causes = [
+        c.to_json()
+        for c in likely_causes(there, here, ("recorded", "here"))
+        if c.kind != "package" or c.weight > 10
+    ]
+    if causes:
+        return "environment", causes, notes
+    return "transient", [], [*notes, "the same environment gave a different result: suspect the device"]
+
+
+def _here_info(framework: str) -> dict[str, Any]:
+    if framework == "torch":
+        import torch
+
+        from envkit.guard.torch_adapter import TorchAdapter
+
+        return TorchAdapter(torch.nn.Linear(1, 1), None).info()
+    import paddle
+
+    from envkit.guard.paddle_adapter import PaddleAdapter
+
+    return PaddleAdapter(paddle.nn.Linear(1, 1), None).info()

@@ -1,0 +1,180 @@
+"""The run's record: ``RUN/report.json`` (a probe report), ``RUN/steps.jsonl`` and ``RUN/steps.csv``.
+
+``report.json`` is what ``envkit probe --compare runA runB`` reads: the probe's fingerprint, the
+framework's info (versions, switches, thread counts), and one "workload" (the run's ``name``) with
+the per-step loss and global gradient norm as exact floats, per-parameter gradient norms at the
+first and last step, the final weight norms and the first non-finite step. What only the guard
+knows (skips and why, incidents with their localization and dump, overflows, clipping) is under
+the report's ``guard`` key, which the probe ignores. A data-parallel rank other than 0 writes to
+``RUN/rank-N/``. ``steps.jsonl`` also grows every ``flush_every`` (100) steps while the run goes
+on, so a run that dies keeps its steps; the three files are rewritten whole at incidents and at
+``Guard.close()``.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from envkit._atomic import write_text_atomic
+from envkit.guard.adapter import Adapter
+from envkit.guard.records import Incident, StepRecord, json_float
+from envkit.probe.model import KIND, SCHEMA
+
+__all__ = ["GUARD_SCHEMA", "RunLog"]
+
+GUARD_SCHEMA = 1
+CSV_FIELDS = ("step", "loss", "grad_norm", "clipped_norm", "lr", "loss_scale", "overflow", "skipped")
+
+
+def fingerprint() -> dict[str, Any]:
+    # the probe payload's own function (stdlib; the payload is a script tree, not type-checked)
+    fp = importlib.import_module("envkit.probe.payload.fingerprint")
+    data: dict[str, Any] = fp.collect()
+    return data
+
+
+class RunLog:
+    def __init__(self, run: Path, adapter: Adapter, *, name: str, seed: int, rank: int, world: int) -> None:
+        self.run = run
+        self.root = run if rank == 0 else run / f"rank-{rank}"
+        self.adapter = adapter
+        self.name, self.seed, self.rank, self.world = name, seed, rank, world
+        self.records: list[StepRecord] = []
+        self.incidents: list[Incident] = []
+        self.config: dict[str, Any] = {}
+        self.first_norms: dict[str, float] = {}
+        self._env: dict[str, Any] | None = None
+        self.flush_every = 100
+        self._flushed = 0
+
+    def add(self, rec: StepRecord, *, first: bool) -> None:
+        if first:
+            self.first_norms = self.adapter.last_param_norms()
+        self.records.append(rec)
+        if self.flush_every and len(self.records) - self._flushed >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Append the records not yet in ``steps.jsonl`` (a run that dies keeps its steps so far)."""
+        new = self.records[self._flushed :]
+        if not new:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        with (self.root / "steps.jsonl").open("a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r.to_json(), sort_keys=True, allow_nan=False) + "\n" for r in new)
+        self._flushed = len(self.records)
+
+    def env(self) -> dict[str, Any]:
+        """The host fingerprint and the framework's info (computed once: it reads ~300 METADATA files)."""
+        if self._env is None:
+            self._env = {
+                "fingerprint": fingerprint(),
+                "framework": self.adapter.name,
+                "info": self.adapter.info(),
+            }
+        return self._env
+
+    def report(self) -> dict[str, Any]:
+        env = self.env()
+        info = env["info"]
+        steps = [
+            {
+                "step": i + 1,
+                "loss": json_float(r.loss),
+                "grad_norm": json_float(r.grad_norm),
+                "finite": {"loss": math.isfinite(r.loss), "grads": math.isfinite(r.grad_norm)},
+            }
+            for i, r in enumerate(self.records)
+        ]
+        names = [n for n, _ in self.adapter.params()]
+        last = self.adapter.last_param_norms()
+        first_bad = next((i for i, r in enumerate(self.records) if not r.finite), None)
+        workload: dict[str, Any] = {
+            "status": "ok",
+            "params": names,
+            "steps": steps,
+            "param_grad_norms": {
+                "first": {k: json_float(v) for k, v in self.first_norms.items()},
+                "last": {k: json_float(v) for k, v in last.items()},
+            },
+            "final_param_norms": {k: json_float(v) for k, v in self.adapter.weight_norms().items()},
+            "final_params_sha256": self.adapter.weights_sha256(),
+            "nonfinite": None,
+        }
+        if first_bad is not None:
+            rec = self.records[first_bad]
+            what = "loss" if not math.isfinite(rec.loss) else "grad"
+            incident = next((i for i in self.incidents if i.step == rec.step), None)
+            loc = (incident.localization or {}) if incident else {}
+            workload["nonfinite"] = {
+                "step": first_bad + 1,
+                "what": what,
+                "parameter": loc.get("first_nonfinite_grad"),
+                "op_error": loc.get("error"),
+            }
+        threads = info.get("switches", {}).get("num_threads")
+        return {
+            "schema": SCHEMA,
+            "kind": KIND,
+            "label": self.name,
+            "config": {
+                "seed": self.seed,
+                "steps": len(self.records),
+                "workloads": [self.name],
+                "mode": "guard",
+                "dtype": self.adapter.dtype(),
+                "device": self.adapter.device(),
+                "threads": threads,
+                "autocast": self.config.get("autocast"),
+                "tf32": False,
+            },
+            "fingerprint": env["fingerprint"],
+            "frameworks": {
+                self.adapter.name: {"status": "ok", "info": info, "workloads": {self.name: workload}}
+            },
+            "guard": self.guard_part(),
+        }
+
+    def guard_part(self) -> dict[str, Any]:
+        clipped = sum(1 for r in self.records if r.clipped_norm is not None and r.clipped_norm < r.grad_norm)
+        return {
+            "schema": GUARD_SCHEMA,
+            "config": self.config,
+            "rank": self.rank,
+            "world_size": self.world,
+            "steps": [r.to_json() for r in self.records],
+            "skips": [{"step": r.step, "reason": r.skipped} for r in self.records if r.skipped],
+            "incidents": [i.to_json() for i in self.incidents],
+            "clipped_steps": clipped,
+        }
+
+    def write(self) -> Path:
+        """Write the three files (atomically); the path of report.json. Nothing for a run of no steps."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self.root / "report.json"
+        if not self.records:
+            return path
+        report = self.report()
+        write_text_atomic(path, json.dumps(report, indent=1, sort_keys=True, allow_nan=False) + "\n")
+        lines = "".join(json.dumps(r.to_json(), sort_keys=True, allow_nan=False) + "\n" for r in self.records)
+        write_text_atomic(self.root / "steps.jsonl", lines)
+        self._flushed = len(self.records)
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        for r in self.records:
+            row = r.to_json()
+            writer.writerow(
+                {
+                    k: "" if row[k] is None else (repr(row[k]) if isinstance(row[k], float) else row[k])
+                    for k in CSV_FIELDS
+                }
+            )
+        write_text_atomic(self.root / "steps.csv", buf.getvalue())
+        return path

@@ -1,0 +1,107 @@
+"""What ``envkit guard show`` and ``envkit guard replay`` print: a run's summary, a replay's verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from envkit.errors import ReportError
+from envkit.probe.report import load_report
+
+__all__ = ["load_run", "render_replay", "render_run"]
+
+
+def load_run(run: Path) -> dict[str, Any]:
+    """RUN/report.json, checked as a probe report, and the guard's part of it, summarized."""
+    path = run / "report.json" if run.is_dir() or not run.name.endswith(".json") else run
+    report = load_report(path)
+    guard = report.document.get("guard")
+    if not isinstance(guard, dict) or not isinstance(guard.get("steps"), list):
+        raise ReportError(
+            f"{path}: a probe report without a 'guard' part: not written by envkit.guard",
+            hint="give the RUN directory a Guard(run=...) wrote (probe reports: `envkit probe --compare`)",
+        )
+    for key in ("incidents", "skips"):
+        if not isinstance(guard.get(key), list) or not all(isinstance(i, dict) for i in guard[key]):
+            raise ReportError(
+                f"{path}: guard.{key}: expected a list of objects", hint="the report was edited"
+            )
+    steps = guard["steps"]
+    incidents = guard["incidents"]
+    spikes = [i for i in incidents if str(i.get("kind", "")).endswith("-spike")]
+    overflows = sum(1 for s in steps if isinstance(s, dict) and s.get("overflow"))
+    clipped = guard.get("clipped_steps") or 0
+    return {
+        "run": str(path.parent),
+        "steps": len(steps),
+        "skipped": len(guard["skips"]),
+        "skips": guard["skips"],
+        "overflows": overflows,
+        "clipped_steps": clipped,
+        "clipped_share": clipped / len(steps) if steps else 0.0,
+        "incidents": incidents,
+        "spikes": len(spikes),
+        "config": guard.get("config") or {},
+        "rank": guard.get("rank", 0),
+        "world_size": guard.get("world_size", 1),
+    }
+
+
+def _localization(loc: dict[str, Any] | None) -> list[str]:
+    if not loc:
+        return []
+    lines = []
+    mod = loc.get("first_nonfinite_module")
+    if mod:
+        absmax = mod.get("inputs_absmax")
+        size = f"{absmax:.4g}" if isinstance(absmax, int | float) else absmax
+        lines.append(
+            f"first non-finite output: {mod.get('module')} ({mod.get('type')}), its inputs finite "
+            f"(|x| ≤ {size}); non-finite: {mod.get('output')}"
+        )
+        if mod.get("nonfinite_parameter"):
+            lines.append(f"  its parameter {mod['nonfinite_parameter']} is non-finite")
+    if loc.get("raised_in"):
+        lines.append(f"raised in: {loc['raised_in']}: {loc.get('error')}")
+    if loc.get("first_nonfinite_grad"):
+        lines.append(f"first non-finite gradient (backward order): {loc['first_nonfinite_grad']}")
+    largest = loc.get("largest_grad")
+    if largest:
+        lines.append(f"largest gradient norm: {largest.get('parameter')} ({largest.get('norm')})")
+    lines += [f"hint: {h}" for h in loc.get("hints") or []]
+    return lines
+
+
+def render_run(s: dict[str, Any]) -> str:
+    share = f"{100 * s['clipped_share']:.1f} %"
+    lines = [
+        f"{s['run']}: {s['steps']} steps, {s['skipped']} skipped, {s['overflows']} loss-scale overflows, "
+        f"{s['clipped_steps']} clipped ({share}), {len(s['incidents'])} incidents ({s['spikes']} spikes)"
+    ]
+    lines += [f"  skipped step {skip.get('step')}: {skip.get('reason')}" for skip in s["skips"]]
+    for inc in s["incidents"]:
+        ranks = f" [ranks {', '.join(map(str, inc.get('ranks') or []))}]" if s["world_size"] > 1 else ""
+        lines.append(
+            f"incident at step {inc.get('step')}: {inc.get('kind')}: {inc.get('message')} "
+            f"({inc.get('action')}){ranks}"
+        )
+        if inc.get("dump"):
+            lines.append(f"  dump: {Path(s['run']) / inc['dump']}")
+        lines += [f"  {line}" for line in _localization(inc.get("localization"))]
+    if not s["incidents"]:
+        lines.append("no incidents")
+    return "\n".join(lines)
+
+
+def render_replay(d: dict[str, Any]) -> str:
+    rec = d["recorded"]
+    lines = [f"{d['dump']}: step {d['step']}: {d['verdict']}"]
+    lines.append(f"  recorded: loss {rec['loss']}, grad norm {rec['grad_norm']} ({rec.get('kind')})")
+    for i, r in enumerate(d["replays"], 1):
+        err = f", raised {r['error']}" if r.get("error") else ""
+        lines.append(f"  replay {i}: loss {r['loss']}, grad norm {r['grad_norm']}{err}")
+    lines += [f"  {line}" for line in _localization(d.get("localization"))]
+    for cause in d.get("causes") or []:
+        lines.append(f"  cause: {cause['message']}")
+    lines += [f"  note: {n}" for n in d.get("notes") or []]
+    return "\n".join(lines)

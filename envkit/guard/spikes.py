@@ -1,0 +1,50 @@
+"""Spike detection that non-finite values never enter: median and MAD over a window, after a warm-up.
+
+A value is a spike when it exceeds ``median + threshold · 1.4826 · MAD`` of the last ``window``
+finite values, once ``warmup`` finite values have been seen (1.4826 · MAD estimates σ for normal
+data). NaN/Inf are never added, so one NaN cannot distort the statistics of the next steps (the
+OLMo-core gap in ``../shared/research/guard-anchors.md``). Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import deque
+from dataclasses import dataclass
+
+__all__ = ["SpikeDetector"]
+
+MAD_TO_SIGMA = 1.4826
+
+
+@dataclass(frozen=True)
+class Spike:
+    value: float
+    median: float
+    limit: float
+
+
+class SpikeDetector:
+    def __init__(self, window: int = 100, warmup: int = 20, threshold: float = 6.0) -> None:
+        if window < 3 or warmup < 3 or warmup > window or threshold <= 0:
+            raise ValueError("spike detector: need 3 <= warmup <= window and threshold > 0")
+        self.window: deque[float] = deque(maxlen=window)
+        self.warmup = warmup
+        self.threshold = threshold
+
+    def check(self, value: float) -> Spike | None:
+        """The spike ``value`` is, if any; then ``value`` joins the window when finite."""
+        if not math.isfinite(value):
+            return None
+        spike = None
+        if len(self.window) >= self.warmup:
+            median = statistics.median(self.window)
+            mad = statistics.median(abs(v - median) for v in self.window)
+            # an all-equal window has MAD 0: fall back to a relative margin so that noise is no spike
+            spread = MAD_TO_SIGMA * mad if mad > 0 else abs(median) * 1e-3 + 1e-12
+            limit = median + self.threshold * spread
+            if value > limit:
+                spike = Spike(value, median, limit)
+        self.window.append(value)
+        return spike

@@ -1,0 +1,372 @@
+"""The guard's PyTorch side: fused norms, exact clipping, GradScaler, RNG, hooks, safetensors."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from contextlib import AbstractContextManager
+from typing import Any
+
+import torch
+
+from envkit.errors import DumpError, GuardError
+from envkit.guard.adapter import (
+    Adapter,
+    Hooks,
+    RngState,
+    Tensors,
+    Trace,
+    numpy_rng,
+    python_rng,
+    set_numpy_rng,
+    set_python_rng,
+    walk,
+)
+
+__all__ = ["TorchAdapter"]
+
+
+def _is_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor)
+
+
+def _tensor_ok(t: Any) -> bool:
+    """Finite, or not a floating tensor (one check per tensor: replays only)."""
+    return not (t.is_floating_point() or t.is_complex()) or bool(torch.isfinite(t.detach()).all())
+
+
+def _absmax(value: Any) -> float | None:
+    found = [
+        float(t.detach().abs().max())
+        for _, t in walk(value, _is_tensor)
+        if t.numel() and (t.is_floating_point() or not t.is_complex()) and t.dtype != torch.bool
+    ]
+    return max(found) if found else None
+
+
+class TorchAdapter(Adapter):
+    name = "torch"
+    safetensors = "safetensors.torch"
+
+    def __init__(self, model: Any, optimizer: Any, scaler: Any = None) -> None:
+        super().__init__(model, optimizer, scaler)
+        self._named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self._scale_before: float | None = None
+        self._norms: Any = None
+        self._norm_names: list[str] | None = None
+
+    def params(self) -> list[tuple[str, Any]]:
+        return self._named
+
+    def finite_flag(self, value: Any) -> Any:
+        return torch.isfinite(value.detach()).all()
+
+    def backward(self, loss: Any) -> None:
+        if self.scaler is not None:
+            self._scale_before = float(self.scaler.get_scale())
+            self.scaler.scale(loss).backward()
+        else:
+            loss.backward()
+
+    def unscale(self) -> None:
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
+
+    def grads(self) -> list[Any]:
+        with_grad = [(n, p.grad) for n, p in self._named if p.grad is not None]
+        self._norm_names = [n for n, _ in with_grad]
+        return [g for _, g in with_grad]
+
+    def total_norm(self, grads: list[Any]) -> Any:
+        """clip_grad_norm_'s own arithmetic (``get_total_norm``): one ``_foreach_norm``, then the norm
+        of the stacked norms. With one device and dtype the per-parameter norms are kept (no read)."""
+        self._norms = None
+        if not grads:
+            return torch.zeros(())
+        first = grads[0]
+        if all(g.device == first.device and g.dtype == first.dtype for g in grads):
+            norms = torch._foreach_norm(grads, 2.0)
+            self._norms = norms
+            return torch.linalg.vector_norm(torch.stack(list(norms)), 2.0)
+        get_total_norm = getattr(torch.nn.utils, "get_total_norm", None)
+        if get_total_norm is not None:  # torch 2.6+: what clip_grad_norm_ itself calls
+            return get_total_norm(grads, 2.0)
+        norms = torch._foreach_norm(grads, 2.0)
+        return torch.linalg.vector_norm(torch.stack([n.to(first.device) for n in norms]), 2.0)
+
+    def last_param_norms(self) -> dict[str, float]:
+        if self._norms is None:
+            return {}
+        names = (
+            [n for n, p in self._named if p.grad is not None]
+            if self._norm_names is None
+            else self._norm_names
+        )
+        return dict(zip(names, self.read(list(self._norms)), strict=False))
+
+    def where_ok(self, ok: Any, value: Any) -> Any:
+        return torch.where(ok, value, torch.zeros_like(value))
+
+    def clear_grads(self) -> None:
+        for _, p in self._named:
+            p.grad = None
+
+    def clip(self, grads: list[Any], total: Any, max_norm: float) -> Any:
+        params = [p for _, p in self._named if p.grad is not None]
+        clip_with_norm = getattr(torch.nn.utils, "clip_grads_with_norm_", None)
+        if clip_with_norm is not None:
+            clip_with_norm(params, max_norm, total)
+        else:  # before 2.6: the same arithmetic as clip_grad_norm_
+            coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+            torch._foreach_mul_(grads, coef.to(grads[0].device))
+        return total * torch.clamp(max_norm / (total + 1e-6), max=1.0)
+
+    def gate(self, grads: list[Any], ok: Any) -> None:
+        bad = torch.logical_not(ok)
+        with torch.no_grad():
+            for g in grads:  # one in-place pass per gradient; healthy values are not written
+                g.masked_fill_(bad, 0.0)
+
+    def optimizer_step(self) -> bool | None:
+        if self.scaler is None:
+            self.optimizer.step()
+            return None
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        # GradScaler does not say whether it skipped (pytorch#152279): the scale backs off iff it did
+        after = float(self.scaler.get_scale())
+        return not (self._scale_before is not None and after < self._scale_before)
+
+    def zero_grad(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def read(self, values: list[Any]) -> list[float]:
+        if not values:
+            return []
+        stacked = torch.stack([v.detach().to(torch.float64).reshape(()) for v in values])
+        return [float(v) for v in stacked.cpu().tolist()]
+
+    def lr(self) -> float | None:
+        groups = getattr(self.optimizer, "param_groups", None)
+        if not groups:
+            return None
+        lr = groups[0].get("lr")
+        return float(lr) if isinstance(lr, int | float) or _is_tensor(lr) else None
+
+    def loss_scale(self) -> float | None:
+        return None if self.scaler is None else float(self.scaler.get_scale())
+
+    # -- state ------------------------------------------------------------------------------
+    def rng_state(self) -> RngState:
+        rng = RngState(values={"python": python_rng()})
+        numpy_rng(rng)
+        rng.arrays["torch.cpu"] = torch.get_rng_state().numpy().copy()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+            for i, state in enumerate(torch.cuda.get_rng_state_all()):
+                rng.arrays[f"torch.cuda.{i}"] = state.cpu().numpy().copy()
+        return rng
+
+    def set_rng_state(self, rng: RngState) -> None:
+        set_python_rng(rng.values["python"])
+        set_numpy_rng(rng)
+        torch.set_rng_state(torch.from_numpy(rng.arrays["torch.cpu"].copy()))
+        cuda = sorted(k for k in rng.arrays if k.startswith("torch.cuda."))
+        if cuda and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([torch.from_numpy(rng.arrays[k].copy()) for k in cuda])
+
+    def buffers(self) -> Tensors:
+        return {n: b.detach().clone() for n, b in self.model.named_buffers()}
+
+    def restore_buffers(self, saved: Tensors) -> None:
+        with torch.no_grad():
+            for n, b in self.model.named_buffers():
+                if n in saved:
+                    b.copy_(saved[n])
+
+    def model_state(self, buffers: Tensors | None) -> Tensors:
+        out: Tensors = {}
+        for key, value in self.model.state_dict(keep_vars=False).items():
+            chosen = buffers[key] if buffers and key in buffers else value
+            out[key] = chosen.detach().cpu().contiguous().clone()
+        return out
+
+    def load_model_state(self, tensors: Tensors, source: str) -> None:
+        expected = self.model.state_dict()
+        _check_names(set(expected), set(tensors), source, "the model's state_dict")
+        for key, have in expected.items():
+            got = tensors[key]
+            if tuple(got.shape) != tuple(have.shape) or got.dtype != have.dtype:
+                raise DumpError(
+                    f"{source}: {key} is {got.dtype} {list(got.shape)}, "
+                    f"the model's is {have.dtype} {list(have.shape)}",
+                    hint="replay with the model the dump was written from (same code, same sizes)",
+                )
+        with torch.no_grad():
+            for key, have in expected.items():
+                have.copy_(tensors[key])
+
+    def optimizer_state(self) -> tuple[Tensors, dict[str, Any]]:
+        sd = self.optimizer.state_dict()
+        tensors: Tensors = {}
+        state: dict[str, dict[str, Any]] = {}
+        for idx, entry in sd["state"].items():
+            state[str(idx)] = {}
+            for key, value in entry.items():
+                if _is_tensor(value):
+                    tensors[f"state.{idx}.{key}"] = value.detach().cpu().contiguous().clone()
+                else:
+                    state[str(idx)][key] = value
+        values = {"state": state, "param_groups": sd["param_groups"]}
+        try:
+            json.dumps(values, allow_nan=True)
+        except (TypeError, ValueError) as e:
+            raise GuardError(
+                f"the optimizer's state holds a value JSON cannot keep ({e})",
+                hint="envkit dumps never pickle: keep param_groups to numbers, strings, lists and dicts",
+            ) from e
+        return tensors, values
+
+    def load_optimizer_state(self, tensors: Tensors, values: dict[str, Any], source: str) -> None:
+        state: dict[int, dict[str, Any]] = {}
+        for idx, entry in (values.get("state") or {}).items():
+            state[int(idx)] = dict(entry)
+        for key, value in tensors.items():
+            _, idx, name = key.split(".", 2)
+            state.setdefault(int(idx), {})[name] = value
+        groups = values.get("param_groups") or []
+        try:
+            self.optimizer.load_state_dict({"state": state, "param_groups": groups})
+        except (ValueError, KeyError, RuntimeError, TypeError) as e:
+            raise DumpError(
+                f"{source}: the optimizer state does not fit this optimizer: {e}",
+                hint="replay with the optimizer the dump was written from (same parameter groups)",
+            ) from e
+
+    def is_tensor(self, value: Any) -> bool:
+        return _is_tensor(value)
+
+    def from_numpy(self, value: Any) -> Any:
+        return torch.from_numpy(value.copy())
+
+    def to_numpy(self, value: Any) -> Any:
+        t = value.detach().cpu()
+        return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
+    def describe(self, value: Any) -> dict[str, Any]:
+        t = value.detach()
+        out: dict[str, Any] = {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
+        if t.numel() and t.dtype != torch.bool and not t.is_complex():
+            out["min"], out["max"] = float(t.min()), float(t.max())
+            out["finite"] = bool(torch.isfinite(t).all()) if t.is_floating_point() else True
+        return out
+
+    def to_model_device(self, value: Any) -> Any:
+        first = next(iter(self.model.parameters()), None)
+        return value.to(first.device) if first is not None else value
+
+    def param_norms(self) -> dict[str, float]:
+        named = [(n, p.grad) for n, p in self._named if p.grad is not None]
+        if not named:
+            return {}
+        norms = torch._foreach_norm([g.detach() for _, g in named], 2.0)
+        return dict(zip([n for n, _ in named], self.read(list(norms)), strict=True))
+
+    def weight_norms(self) -> dict[str, float]:
+        norms = torch._foreach_norm([p.detach() for _, p in self._named], 2.0)
+        return dict(zip([n for n, _ in self._named], self.read(list(norms)), strict=True))
+
+    def param_lrs(self) -> dict[str, float]:
+        lrs: dict[int, float] = {}
+        for group in getattr(self.optimizer, "param_groups", None) or []:
+            for p in group.get("params", []):
+                lrs[id(p)] = float(group.get("lr", 0.0))
+        return {n: lrs[id(p)] for n, p in self._named if id(p) in lrs}
+
+    def trace(self) -> AbstractContextManager[Trace]:
+        hooks = Hooks(_tensor_ok, _is_tensor, _absmax)
+        handles: list[Any] = []
+        for name, module in self.model.named_modules():
+            handles.append(
+                module.register_forward_pre_hook(
+                    lambda m, a, k, name=name: hooks.enter(name), with_kwargs=True
+                )
+            )
+            handles.append(
+                module.register_forward_hook(
+                    lambda m, a, k, out, name=name: hooks.leave(
+                        name, m, (a, k), out, list(m.named_parameters(recurse=False))
+                    ),
+                    with_kwargs=True,
+                )
+            )
+        for name, param in self._named:
+            handles.append(
+                param.register_post_accumulate_grad_hook(lambda p, name=name: hooks.grad(name, p.grad))
+            )
+        return hooks.run(handles)
+
+    def info(self) -> dict[str, Any]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            switches = {
+                "num_threads": torch.get_num_threads(),
+                "num_interop_threads": torch.get_num_interop_threads(),
+                "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+                "float32_matmul_precision": torch.get_float32_matmul_precision(),
+                "cuda.matmul.allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+                "cudnn.allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+                "cudnn.deterministic": bool(torch.backends.cudnn.deterministic),
+                "cudnn.benchmark": bool(torch.backends.cudnn.benchmark),
+            }
+        gpus = []
+        if torch.cuda.is_available():
+            for i in range(torch.cuda.device_count()):
+                major, minor = torch.cuda.get_device_capability(i)
+                gpus.append({"name": torch.cuda.get_device_name(i), "capability": f"sm_{major}{minor}"})
+        return {
+            "version": torch.__version__,
+            "git_version": getattr(torch.version, "git_version", None),
+            "cuda_runtime": torch.version.cuda,
+            "cuda_available": torch.cuda.is_available(),
+            "gpus": gpus,
+            "switches": switches,
+        }
+
+    def dtype(self) -> str:
+        first = next((p for _, p in self._named), None)
+        return "float32" if first is None else str(first.dtype).removeprefix("torch.")
+
+    def device(self) -> str:
+        first = next((p for _, p in self._named), None)
+        return "cpu" if first is None else first.device.type
+
+    def world(self) -> tuple[int, int]:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
+
+    def gather(self, values: list[Any]) -> list[list[float]]:
+        _, size = self.world()
+        if size == 1:
+            return [self.read(values)]
+        vec = torch.stack([v.detach().to(torch.float64).reshape(()) for v in values])
+        if torch.distributed.get_backend() == "gloo":
+            vec = vec.cpu()
+        out = [torch.empty_like(vec) for _ in range(size)]
+        torch.distributed.all_gather(out, vec)
+        return [[float(x) for x in t.cpu().tolist()] for t in out]
+
+
+def _check_names(expected: set[str], got: set[str], source: str, what: str) -> None:
+    missing, extra = sorted(expected - got), sorted(got - expected)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing[:5])}")
+        if extra:
+            parts.append(f"unknown {', '.join(extra[:5])}")
+        raise DumpError(
+            f"{source}: does not match {what}: {'; '.join(parts)}",
+            hint="replay with the model the dump was written from",
+        )

@@ -1,0 +1,305 @@
+# mypy: disable-error-code="misc, name-defined, index"
+# (the models subclass the framework's untyped Module/Layer, imported through importorskip)
+"""envkit.guard with real Paddle (CPU): the same API, bitwise-healthy runs, planted causes, replay."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+paddle = pytest.importorskip("paddle")
+nn = paddle.nn
+F = paddle.nn.functional
+
+from envkit.cli import main  # noqa: E402
+from envkit.errors import GuardStopped  # noqa: E402
+from envkit.guard import Guard  # noqa: E402
+
+pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
+
+
+def mlp() -> tuple[Any, Any]:
+    paddle.seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.1), nn.Linear(16, 3))
+    return model, paddle.optimizer.AdamW(parameters=model.parameters(), learning_rate=1e-2)
+
+
+def batches(n: int, nan_at: int | None = None) -> list[tuple[Any, Any]]:
+    paddle.seed(1)
+    out = [(paddle.randn([4, 8]), paddle.randint(0, 3, [4])) for _ in range(n)]
+    if nan_at is not None:
+        x = out[nan_at][0].numpy()
+        x[0, :] = math.nan
+        out[nan_at] = (paddle.to_tensor(x), out[nan_at][1])
+    return out
+
+
+def ce(model: Any, batch: Any) -> Any:
+    return F.cross_entropy(model(batch[0]), batch[1])
+
+
+def numbers(model: Any, losses: list[float]) -> list[str]:
+    return [*(v.hex() for v in losses), *(float(p.astype("float64").sum()).hex() for p in model.parameters())]
+
+
+@pytest.mark.parametrize(("clip", "k"), [(None, 1), (0.05, 1), (0.05, 10)])
+def test_healthy_guarded_run_is_bitwise_the_unguarded_loop(
+    tmp_path: Path, clip: float | None, k: int
+) -> None:
+    model, opt = mlp()
+    ref = []
+    for batch in batches(8):
+        loss = ce(model, batch)
+        loss.backward()
+        if clip is not None:
+            paddle.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        opt.clear_grad()
+        ref.append(float(loss))
+    expected = numbers(model, ref)
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run", clip=clip, check_every=k, defer_reads=k > 1)
+    for i, batch in enumerate(batches(8)):
+        with guard.step(i, batch) as g:
+            g.backward(ce(model, batch))
+            g.optimizer_step()
+    guard.close()
+    assert numbers(model, [r.loss for r in guard.records]) == expected
+    assert not guard.incidents
+
+
+def test_nan_step_is_skipped_and_dumped_with_paddle_rng(tmp_path: Path) -> None:
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run", loss_fn=ce)
+    for i, batch in enumerate(batches(5, nan_at=2)):
+        with guard.step(i, batch) as g:
+            g.backward(ce(model, batch))
+            g.optimizer_step()
+    guard.close()
+    (incident,) = guard.incidents
+    assert incident.step == 2 and incident.action == "skipped"
+    assert all(math.isfinite(float(p.sum())) for p in model.parameters())
+    rng = json.loads((tmp_path / "run" / "incidents" / "step-2" / "rng.json").read_text())
+    assert rng["paddle.cpu"] and "python" in rng
+    assert main(["guard", "show", str(tmp_path / "run")]) == 1
+
+
+def test_deferred_reads_mask_a_nan_on_the_device(tmp_path: Path) -> None:
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run", clip=1.0, check_every=5, defer_reads=True)
+    for i, batch in enumerate(batches(10, nan_at=2)):
+        with guard.step(i, batch) as g:
+            g.backward(ce(model, batch))
+            g.optimizer_step()
+    guard.close()
+    (incident,) = guard.incidents
+    assert incident.step == 2 and incident.action == "skipped"
+    assert all(math.isfinite(float(p.sum())) for p in model.parameters())
+
+
+class LogSoftmaxHead(nn.Layer):
+    """A hand-written softmax, then log. (Paddle's own F.softmax clips the shifted logits at -64 on
+    CPU, seen here as log-probabilities of exactly -64: it never underflows to 0.)"""
+
+    def forward(self, x: Any) -> Any:
+        z = x * 1000.0
+        e = paddle.exp(z - z.max(axis=-1, keepdim=True))
+        return paddle.log(e / e.sum(axis=-1, keepdim=True))
+
+
+class Scorer(nn.Layer):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(d, d, weight_attr=nn.initializer.Normal(std=1.0))
+
+    def forward(self, x: Any) -> Any:
+        return paddle.exp(self.proj(x))
+
+
+class Gate(nn.Layer):
+    def forward(self, x: Any) -> Any:
+        return paddle.exp(x)
+
+
+class Classifier(nn.Layer):
+    def __init__(self, head: nn.Layer, d: int = 8, classes: int = 3) -> None:
+        super().__init__()
+        self.log_head = isinstance(head, LogSoftmaxHead)
+        self.enc = nn.Linear(d, classes if self.log_head else d)
+        self.head = head
+        self.out = nn.Linear(d, classes)
+        self.criterion = nn.CrossEntropyLoss()
+
+    def forward(self, x: Any, y: Any) -> Any:
+        h = self.head(self.enc(x))
+        if self.log_head:
+            return F.nll_loss(h, y)
+        return self.criterion(self.out(h), y)
+
+
+class Positional(nn.Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(50, 8)
+        self.pos = nn.Embedding(16, 8)
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, ids: Any, y: Any) -> Any:
+        positions = paddle.arange(ids.shape[1]).unsqueeze(0)
+        return F.cross_entropy(self.out((self.tok(ids) + self.pos(positions)).mean(1)), y)
+
+
+class Backbone(nn.Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 1)
+
+    def forward(self, x: Any, y: Any) -> Any:
+        return F.mse_loss(self.head(self.body(x)), y)
+
+
+def model_loss(model: Any, batch: Any) -> Any:
+    return model(batch[0], batch[1])
+
+
+def first_incident(model: Any, data: list[Any], tmp_path: Path) -> Any:
+    opt = paddle.optimizer.SGD(parameters=model.parameters(), learning_rate=1e-3)
+    guard = Guard(model, opt, run=tmp_path / "run", loss_fn=model_loss, policy="stop")
+    with pytest.raises((GuardStopped, ValueError, IndexError)):
+        for i, batch in enumerate(data):
+            with guard.step(i, batch) as g:
+                g.backward(model_loss(model, batch))
+                g.optimizer_step()
+    return guard.incidents[0]
+
+
+def xy(d: int = 8, scale: float = 1.0, seq: int | None = None, label: int | None = None) -> tuple[Any, Any]:
+    paddle.seed(3)
+    x = paddle.randint(0, 50, [4, seq]) if seq else paddle.randn([4, d]) * scale
+    return x, paddle.to_tensor([0, 1, 2, label if label is not None else 1])
+
+
+def test_planted_log_of_underflowed_softmax(tmp_path: Path) -> None:
+    paddle.seed(0)
+    inc = first_incident(Classifier(LogSoftmaxHead()), [xy()], tmp_path)
+    mod = inc.localization["first_nonfinite_module"]
+    assert (mod["module"], mod["type"]) == ("head", "LogSoftmaxHead")
+
+
+def test_planted_std1_linear_saturates(tmp_path: Path) -> None:
+    paddle.seed(0)
+    inc = first_incident(Classifier(Scorer(64), d=64), [xy(64, scale=10.0)], tmp_path)
+    assert (
+        inc.localization["first_nonfinite_module"]["module"],
+        inc.localization["first_nonfinite_module"]["type"],
+    ) == ("head", "Scorer")
+
+
+def test_planted_unnormalized_0_255_input(tmp_path: Path) -> None:
+    paddle.seed(0)
+    x = paddle.randint(0, 256, [4, 8]).astype("float32")
+    x[0, 0] = 255.0
+    inc = first_incident(Classifier(Gate()), [(x, paddle.to_tensor([0, 1, 2, 1]))], tmp_path)
+    assert inc.localization["first_nonfinite_module"]["module"] == "head"
+    assert any("0–255" in h for h in inc.localization["hints"])
+
+
+def test_planted_label_out_of_range(tmp_path: Path) -> None:
+    paddle.seed(0)
+    inc = first_incident(Classifier(Gate()), [xy(scale=0.1, label=7)], tmp_path)
+    assert str(inc.kind) == "error"
+    assert inc.localization["raised_in"] == "criterion"
+
+
+def test_planted_sequence_longer_than_the_position_table(tmp_path: Path) -> None:
+    paddle.seed(0)
+    inc = first_incident(Positional(), [xy(seq=12), xy(seq=20)], tmp_path)
+    assert inc.step == 1 and inc.localization["raised_in"] == "pos"
+    assert any("16 rows" in h for h in inc.localization["hints"])
+
+
+def test_planted_lr_1e3_on_a_fresh_head_names_the_head(tmp_path: Path) -> None:
+    paddle.seed(0)
+    model = Backbone()
+    opt = paddle.optimizer.SGD(
+        learning_rate=1e-3,
+        parameters=[
+            {"params": model.body.parameters(), "learning_rate": 1e-3},  # a factor: 1e-6 for the body
+            {"params": model.head.parameters()},
+        ],
+    )
+    paddle.seed(5)
+    data = [(paddle.randn([8, 16]) * 30, paddle.randn([8, 1])) for _ in range(60)]
+    guard = Guard(
+        model, opt, run=tmp_path / "run", loss_fn=model_loss, spikes="stop", spike_warmup=5, spike_window=10
+    )
+    with pytest.raises(GuardStopped, match="spike"):
+        for i, batch in enumerate(data):
+            with guard.step(i, batch) as step:
+                step.backward(model_loss(model, batch))
+                step.optimizer_step()
+    assert guard.incidents[0].localization["largest_update"]["parameter"].startswith("head.")
+
+
+def test_replay_of_a_paddle_dump_is_reproducible(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run", policy="warn", loss_fn=ce)
+    for i, batch in enumerate(batches(4, nan_at=3)):
+        with guard.step(i, batch) as g:
+            g.backward(ce(model, batch))
+            g.optimizer_step()
+    guard.close()
+    (tmp_path / "paddle_entry.py").write_text(
+        textwrap.dedent(
+            """
+            import paddle
+            import paddle.nn.functional as F
+
+            def build():
+                paddle.seed(0)
+                nn = paddle.nn
+                model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.1), nn.Linear(16, 3))
+                opt = paddle.optimizer.AdamW(parameters=model.parameters(), learning_rate=1e-2)
+                return model, opt, lambda m, b: F.cross_entropy(m(b[0]), b[1])
+            """
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("paddle_entry", None)
+    dump = tmp_path / "run" / "incidents" / "step-3"
+    assert main(["guard", "replay", str(dump), "--entry", "paddle_entry:build", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["result"]["verdict"] == "reproducible"
+
+
+def test_hapi_callback_skips_a_nan_batch_inside_model_fit(tmp_path: Path) -> None:
+    from envkit.guard.hapi import GuardCallback
+
+    paddle.seed(0)
+    net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    model = paddle.Model(net)
+    model.prepare(
+        paddle.optimizer.Adam(parameters=net.parameters(), learning_rate=1e-2), nn.CrossEntropyLoss()
+    )
+    x = paddle.randn([16, 8])
+    x[9, :] = math.nan  # in the third batch of 4
+    y = paddle.randint(0, 3, [16, 1])
+    data = paddle.io.TensorDataset([x, y])
+    callback = GuardCallback(tmp_path / "run", clip=1.0)
+    model.fit(data, batch_size=4, epochs=1, shuffle=False, verbose=0, callbacks=[callback])
+    guard = callback.guard
+    assert guard is not None
+    assert [r.skipped is not None for r in guard.records] == [False, False, True, False]
+    assert guard.incidents[0].step == 2 and guard.incidents[0].dump == "incidents/step-2"
+    assert all(math.isfinite(float(p.sum())) for p in net.parameters())
+    assert "minimize" not in vars(model._optimizer)  # the wrappers are gone after fit
+    assert main(["guard", "show", str(tmp_path / "run")]) == 1
