@@ -135,7 +135,7 @@ def _cuda_components(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> li
 
 def _cuda_majors(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
     """CUDA libraries of two or more CUDA majors (from wheel names or toolkit versions, any major)."""
-    majors = cuda_majors(pkgs)
+    majors = _shared_majors(pkgs)
     if len(majors) <= 1:
         return []
     detail = "; ".join(
@@ -145,6 +145,9 @@ def _cuda_majors(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[F
         for m, found in sorted(majors.items())
     )
     return [_one(rule, "cuda", inv, " ".join(str(m) for m in sorted(majors)), detail)]
+
+
+_shared_majors = by_identity(cuda_majors)  # once per table (a fleet's hosts share theirs); read only
 
 
 def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
