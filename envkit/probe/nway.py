@@ -13,14 +13,15 @@ Only per-task variables (``CUDA_VISIBLE_DEVICES``) are ignored in that judgement
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from envkit._memo import by_identity
 from envkit.errors import ReportError
 from envkit.probe.causes import Cause, likely_causes
 from envkit.probe.compare import Bands, Comparison, check_comparable, compare_reports, typed
-from envkit.probe.model import ProbeReport, WorkloadRun
+from envkit.probe.model import FrameworkRun, ProbeReport, WorkloadRun
 from envkit.probe.report import Report
 
 __all__ = ["Group", "NWay", "Outlier", "compare_many", "member_list", "numbers_key"]
@@ -44,8 +45,13 @@ def _steps_key(res: WorkloadRun) -> tuple[Any, ...]:
 
 def numbers_key(report: ProbeReport | Report) -> tuple[Any, ...]:
     """Everything the report's numbers are; equal keys mean bitwise-identical numbers."""
+    return _numbers_key(typed(report, "report").frameworks)
+
+
+@by_identity  # once for the reports that share their numbers (a run read by SharedReader)
+def _numbers_key(frameworks: Mapping[str, FrameworkRun]) -> tuple[Any, ...]:
     out = []
-    for fw, entry in sorted(typed(report, "report").frameworks.items()):
+    for fw, entry in sorted(frameworks.items()):
         loads = tuple((wl, _steps_key(res)) for wl, res in sorted(entry.workloads.items()))
         out.append((fw, entry.status.value, loads))
     return tuple(out)
