@@ -1,6 +1,7 @@
 """Run every benchmark: `make bench` (or `python -m benchmarks [NAME ...]`).
 
-Each ``benchmarks/bench_*.py`` module defines ``main() -> None`` that prints its figures.
+Each ``benchmarks/bench_*.py`` module defines ``main() -> None`` that prints its figures; those
+with a goal (issue 22's table, :mod:`benchmarks._goals`) record them, and the table closes the run.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import pkgutil
 import sys
 import time
 from pathlib import Path
+
+from benchmarks._goals import table
 
 
 def main() -> None:
@@ -24,6 +27,7 @@ def main() -> None:
         start = time.perf_counter()
         importlib.import_module(f"benchmarks.{name}").main()
         print(f"   ({time.perf_counter() - start:.1f} s)", flush=True)
+    table()
 
 
 if __name__ == "__main__":

@@ -27,26 +27,32 @@ def _filler(subdir: str) -> list[Record]:
     return records
 
 
+def write_project(root: Path) -> int:
+    """The channel, the wheel mirror and ``environments/bench.yaml`` under ``root``; the record count."""
+    real = realistic_records(PLATFORMS)
+    filler = [r for p in PLATFORMS for r in _filler(p)]
+    channel = write_channel(root / "channel", [*real, *filler], archives=False)
+    wheels = root / "wheels"
+    make_wheel(wheels, "alpha", "1.0", ["beta>=1"])
+    make_wheel(wheels, "beta", "2.0")
+    (root / "environments").mkdir()
+    (root / "environments" / "bench.yaml").write_text(
+        'name: bench\npython: "3.11"\ncuda: "12.1"\n'
+        "conda:\n  - pytorch\n  - numpy\n  - libblas * *openblas\n"
+        f'  - synthetic-0001\npip:\n  - alpha\nchannels: ["{channel}"]\n'
+        f'platforms: [{", ".join(PLATFORMS)}]\nmirrors:\n  pypi: "{wheels.as_uri()}"\n'
+    )
+    return len(real) + len(filler)
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="envkit-bench-") as tmp:
         root = Path(tmp)
-        real = realistic_records(PLATFORMS)
-        filler = [r for p in PLATFORMS for r in _filler(p)]
         start = time.perf_counter()
-        channel = write_channel(root / "channel", [*real, *filler], archives=False)
+        records = write_project(root)
         print(f"   wrote the channel in {time.perf_counter() - start:.1f} s")
-        wheels = root / "wheels"
-        make_wheel(wheels, "alpha", "1.0", ["beta>=1"])
-        make_wheel(wheels, "beta", "2.0")
-        (root / "environments").mkdir()
-        (root / "environments" / "bench.yaml").write_text(
-            'name: bench\npython: "3.11"\ncuda: "12.1"\n'
-            "conda:\n  - pytorch\n  - numpy\n  - libblas * *openblas\n"
-            f'  - synthetic-0001\npip:\n  - alpha\nchannels: ["{channel}"]\n'
-            f'platforms: [{", ".join(PLATFORMS)}]\nmirrors:\n  pypi: "{wheels.as_uri()}"\n'
-        )
         loaded = load_spec(root / "environments" / "bench.yaml")
-        print(f"   channel: {len(real) + len(filler)} records over {len(PLATFORMS)} platforms + noarch")
+        print(f"   channel: {records} records over {len(PLATFORMS)} platforms + noarch")
         for label in ("first lock", "relock (previous lock preferred)"):
             start = time.perf_counter()
             result = lock_environment(

@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 def shared_path() -> Path:
     return Path(os.environ.get("ENVKIT_SHARED", REPO.parent / "shared"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_advisory_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """`envkit audit` keeps its advisory index in the user's cache: tests keep theirs in a temporary one."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ENVKIT_ADVISORY_INDEX", str(tmp_path_factory.mktemp("advisory-index")))
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -121,6 +122,7 @@ class AuditReport:
         }
 
 
+@functools.lru_cache(maxsize=65536)  # pure; a fleet audit asks for the same few thousand pairs
 def _fix_for(name: str, version: str, vuln: Vuln) -> str:
     try:
         current = Version(Version(version).public)
@@ -207,6 +209,12 @@ def audit_inventory(
 
 
 def _dedupe(vulns: Iterable[Vuln]) -> list[Vuln]:
+    # Vuln equality leaves references out: the key keeps them, so a cached answer is the same answer.
+    return list(_dedupe_once(tuple((v, v.references) for v in vulns)))
+
+
+@functools.lru_cache(maxsize=65536)  # pure; a fleet audit sees the same lists on every host
+def _dedupe_once(keyed: tuple[tuple[Vuln, tuple[str, ...]], ...]) -> tuple[Vuln, ...]:
     """Merge advisories that are aliases of each other (PYSEC and GHSA for one CVE) into one.
 
     The merged finding keeps the PYSEC id (else the smallest), the *highest* severity of the
@@ -214,11 +222,11 @@ def _dedupe(vulns: Iterable[Vuln]) -> list[Vuln]:
     source's data: all ids as aliases, fixed versions, references and sources.
     """
     groups: list[list[Vuln]] = []
-    for vuln in vulns:
+    for vuln, _ in keyed:
         joined = [g for g in groups if any(vuln.ids & other.ids for other in g)]
         merged = [vuln, *(v for g in joined for v in g)]
         groups = [g for g in groups if g not in joined] + [merged]
-    return sorted((_merge(g) for g in groups), key=lambda v: v.id)
+    return tuple(sorted((_merge(g) for g in groups), key=lambda v: v.id))
 
 
 def _merge(group: list[Vuln]) -> Vuln:

@@ -19,9 +19,11 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from packaging.utils import canonicalize_name
@@ -32,6 +34,9 @@ from envkit._yaml import ALIAS_OR_DEEP, C_SAFE_LOADER, YamlProblem, load_bounded
 from envkit.audit.cvss import cvss3_score, severity_of_score
 from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
 from envkit.errors import AuditError, UsageError
+
+if TYPE_CHECKING:
+    from envkit.audit.index import AdvisoryIndex
 
 _RESTORE = (
     "restore the advisory database (git checkout / envkit audit --update-db); records are never skipped"
@@ -312,7 +317,8 @@ class OsvDirService(VulnService):
 
     name = "osv-dir"
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, index_dir: Path | None = None) -> None:
+        """``index_dir``: keep the parsed records there (:mod:`envkit.audit.index`); None reads the files."""
         vulns = root / "vulns"
         if not vulns.is_dir():
             if not root.is_dir():
@@ -326,6 +332,12 @@ class OsvDirService(VulnService):
         self._vulns = vulns
         self._index: dict[str, list[Path]] | None = None
         self._records: dict[str, list[Record]] = {}
+        self._answers: dict[tuple[str, str, str | None], tuple[Dep, list[Vuln]]] = {}
+        self._advisory_index: AdvisoryIndex | None = None
+        if index_dir is not None:
+            from envkit.audit.index import AdvisoryIndex
+
+            self._advisory_index = AdvisoryIndex(root, vulns, index_dir, self._readers)
 
     def _package_index(self) -> dict[str, list[Path]]:
         if self._index is None:
@@ -340,21 +352,37 @@ class OsvDirService(VulnService):
         return self._index
 
     def records(self, package: str) -> list[Record]:
-        """Every record filed under ``package`` (parsed once per run)."""
+        """Every record filed under ``package`` (parsed once per run, or once per database: the index)."""
         name = canonicalize_name(package)
         if name not in self._records:
-            found = []
-            for folder in self._package_index().get(name, []):
-                for path in sorted(folder.iterdir()):
-                    if path.suffix in _SUFFIXES and path.is_file():
-                        display = (
-                            str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
-                        )
-                        found.append(parse_record(_load_file(path, str(path)), display))
-            self._records[name] = found
+            index = self._advisory_index
+            self._records[name] = index.records(name) if index else self._read_package(name)
         return self._records[name]
 
+    def _readers(self) -> list[tuple[str, Callable[[], list[Record]]]]:
+        """What the advisory index is built from: every package folder's reader."""
+        return [(name, partial(self._read_package, name)) for name in self._package_index()]
+
+    def _read_package(self, name: str) -> list[Record]:
+        found = []
+        for folder in self._package_index().get(name, []):
+            for path in sorted(folder.iterdir()):
+                if path.suffix in _SUFFIXES and path.is_file():
+                    display = (
+                        str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
+                    )
+                    found.append(parse_record(_load_file(path, str(path)), display))
+        return found
+
     def query(self, dep: Dep) -> tuple[Dep, list[Vuln]]:
+        """The advisories affecting ``dep`` (once per name and version in a run: a fleet repeats them)."""
+        key = (dep.name, dep.version, dep.skip_reason)
+        if key not in self._answers:
+            self._answers[key] = self._query(dep)
+        answered, hits = self._answers[key]
+        return answered, list(hits)
+
+    def _query(self, dep: Dep) -> tuple[Dep, list[Vuln]]:
         try:
             version = Version(dep.version)
         except ValueError:  # InvalidVersion, or a component beyond Python's 4,300-digit int limit

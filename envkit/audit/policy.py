@@ -8,6 +8,7 @@ pure function and testable without files or engines.
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -356,6 +357,11 @@ def check_cuda_driver(ctx: PolicyContext) -> list[Finding]:
 
 def python_eol() -> dict[str, date]:
     """Python minor version -> end-of-life date, from the catalog's python_eol.yaml."""
+    return dict(_python_eol())
+
+
+@functools.cache
+def _python_eol() -> dict[str, date]:  # read once per process: a fleet audit asks for every inventory
     try:
         text = (
             resources.files("envkit.catalog").joinpath("data").joinpath("python_eol.yaml").read_text("utf-8")

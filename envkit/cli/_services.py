@@ -67,9 +67,10 @@ def _vuln_service(db: Path, online: bool) -> VulnService:
         from envkit.audit.pip_audit_service import online_service
 
         return online_service("osv")
+    from envkit.audit.index import default_index_dir
     from envkit.audit.osv_dir import OsvDirService
 
-    return OsvDirService(db)
+    return OsvDirService(db, index_dir=default_index_dir())
 
 
 def _fetcher() -> Fetcher:

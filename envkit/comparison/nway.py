@@ -13,15 +13,16 @@ Only per-task variables (``CUDA_VISIBLE_DEVICES``) are ignored in that judgement
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from envkit._memo import by_identity
 from envkit.comparison.bands import Bands
 from envkit.comparison.causes import Cause, likely_causes
 from envkit.comparison.pairwise import Comparison, check_comparable, compare_reports
 from envkit.errors import ReportError
-from envkit.probe.model import ProbeReport, Verdict, WorkloadRun
+from envkit.probe.model import FrameworkRun, ProbeReport, Verdict, WorkloadRun
 
 __all__ = ["Group", "NWayComparison", "Outlier", "compare_many", "member_list", "numbers_key", "workload_key"]
 
@@ -43,8 +44,13 @@ def workload_key(res: WorkloadRun) -> tuple[Any, ...]:
 
 def numbers_key(report: ProbeReport) -> tuple[Any, ...]:
     """Everything the report's numbers are; equal keys mean bitwise-identical numbers."""
+    return _numbers_key(report.frameworks)
+
+
+@by_identity  # once for the reports that share their numbers (a run read by SharedReader)
+def _numbers_key(frameworks: Mapping[str, FrameworkRun]) -> tuple[Any, ...]:
     out = []
-    for fw, entry in sorted(report.frameworks.items()):
+    for fw, entry in sorted(frameworks.items()):
         loads = tuple((wl, workload_key(res)) for wl, res in sorted(entry.workloads.items()))
         out.append((fw, entry.status.value, loads))
     return tuple(out)

@@ -140,17 +140,77 @@ def _compare_project(
 
 
 def diff_packages(inventories: Sequence[Inventory], policy: DiffPolicy) -> list[Finding]:
-    """Package differences across two or more inventories (one finding per project at most)."""
+    """Package differences across two or more inventories (one finding per project at most).
+
+    A fleet's inventories mostly share their packages (one image, many hosts: one table, one
+    Package per row, see ``Inventory.primary``): each project is judged on its distinct packages,
+    and the label-by-label comparison (:func:`_compare_project`) runs only where there is a finding.
+    """
     if len(inventories) < 2:
         return []
-    tables = [(inv.label, inv.primary()) for inv in inventories]
+    labels = [inv.label for inv in inventories]
+    tables = [inv.primary() for inv in inventories]
+    if len(set(labels)) < len(labels):  # a label twice: the label-keyed comparison decides as it always did
+        return _diff_by_label(inventories, tables, policy)
+    groups: dict[int, tuple[dict[str, Package], int]] = {}
+    for table in tables:
+        held = groups.get(id(table))
+        groups[id(table)] = (table, held[1] + 1 if held else 1)
     projects: set[str] = set()
-    for _, table in tables:
+    for table, _ in groups.values():
         projects.update(table)
     findings = []
     for project in sorted(projects):
-        present = {label: table[project] for label, table in tables if project in table}
+        finding = _compare_shared(project, labels, tables, groups, inventories, policy)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def _diff_by_label(
+    inventories: Sequence[Inventory], tables: list[dict[str, Package]], policy: DiffPolicy
+) -> list[Finding]:
+    labelled = [(inv.label, table) for inv, table in zip(inventories, tables, strict=True)]
+    projects: set[str] = set()
+    for _, table in labelled:
+        projects.update(table)
+    findings = []
+    for project in sorted(projects):
+        present = {label: table[project] for label, table in labelled if project in table}
         finding = _compare_project(project, present, inventories, policy)
         if finding is not None:
             findings.append(finding)
     return findings
+
+
+def _compare_shared(
+    project: str,
+    labels: list[str],
+    tables: list[dict[str, Package]],
+    groups: dict[int, tuple[dict[str, Package], int]],
+    inventories: Sequence[Inventory],
+    policy: DiffPolicy,
+) -> Finding | None:
+    """:func:`_compare_project` decided on the distinct packages (labels are unique here)."""
+    distinct: dict[int, Package] = {}
+    count = 0
+    for table, members in groups.values():
+        package = table.get(project)
+        if package is not None:
+            distinct[id(package)] = package
+            count += members
+    pkgs = list(distinct.values())
+    versions = [p.version for p in pkgs if p.version]
+    if count == len(labels) and len({_public(v) for v in versions}) > 1:
+        values = {label: table[project].version or None for label, table in zip(labels, tables, strict=True)}
+        return _finding(project, "version", values, labels, policy, major=_is_major(versions))
+    if count == len(labels) and len({_public(v) for v in versions}) <= 1:
+        installers = {p.installer for p in pkgs}
+        builds = {_local(p) for p in pkgs}
+        channels = {p.channel for p in pkgs}
+        same_build = None in builds or len(builds) == 1
+        same_channel = installers != {"conda"} or None in channels or len(channels) == 1
+        if len(installers) == 1 and same_build and same_channel:
+            return None  # nothing differs: the usual case
+    present = {label: table[project] for label, table in zip(labels, tables, strict=True) if project in table}
+    return _compare_project(project, present, inventories, policy)

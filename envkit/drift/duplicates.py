@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
+from envkit._memo import by_identity
 from envkit.drift.models import Finding
 from envkit.inventory.models import Inventory, Package
 
@@ -23,6 +24,8 @@ MAX_VARIANTS = 64  # tables checked per inventory; beyond, each alternative is t
 def duplicates(inventory: Inventory) -> dict[str, list[Package]]:
     """Projects listed more than once with different versions by one installer (and environment)."""
     found: dict[str, list[Package]] = {}
+    if not _repeats(inventory.packages):
+        return found  # every project listed once: the usual case, without grouping
     for project, packages in inventory.by_project().items():
         groups: dict[tuple[str, str | None], set[str]] = {}
         for package in packages:
@@ -30,6 +33,11 @@ def duplicates(inventory: Inventory) -> dict[str, list[Package]]:
         if any(len(versions) > 1 for versions in groups.values()):
             found[project] = packages
     return found
+
+
+@by_identity
+def _repeats(packages: tuple[Package, ...]) -> bool:
+    return len({p.project for p in packages}) < len(packages)
 
 
 def duplicate_findings(inventory: Inventory) -> list[Finding]:

@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from envkit.catalog import load_catalog
+from envkit._memo import by_identity
+from envkit.catalog import KnownBadRule, load_catalog
 from envkit.drift.compare import spread
 from envkit.drift.cuda_wheels import cuda_majors
 from envkit.drift.duplicates import variants
@@ -79,13 +80,18 @@ def _one(
 
 def _known_bad(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
     """The catalog's known-bad combinations (the same matching as spec validation and the audit)."""
-    versions = {project: package.version for project, package in pkgs.items()}
     found = []
-    for bad in load_catalog().known_bad_hits(versions):
+    for bad in _bad_hits(pkgs):
         hit = Rule(bad.id, rule.check, bad.severity, bad.message, bad.source, fix=bad.fix)
         detail = ", ".join(f"{p} {pkgs[p].version}" for p in bad.when)
         found.append(_one(hit, next(iter(bad.when)), inv, detail, detail))
     return found
+
+
+@by_identity
+def _bad_hits(pkgs: dict[str, Package]) -> list[KnownBadRule]:
+    """The catalog's hits for one table (a fleet's hosts share their tables)."""
+    return load_catalog().known_bad_hits({project: package.version for project, package in pkgs.items()})
 
 
 def _companion_flavour(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
@@ -129,7 +135,7 @@ def _cuda_components(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> li
 
 def _cuda_majors(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
     """CUDA libraries of two or more CUDA majors (from wheel names or toolkit versions, any major)."""
-    majors = cuda_majors(pkgs)
+    majors = _shared_majors(pkgs)
     if len(majors) <= 1:
         return []
     detail = "; ".join(
@@ -141,11 +147,14 @@ def _cuda_majors(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[F
     return [_one(rule, "cuda", inv, " ".join(str(m) for m in sorted(majors)), detail)]
 
 
+_shared_majors = by_identity(cuda_majors)  # once per table (a fleet's hosts share theirs); read only
+
+
 def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
     """pip and conda both installed one project. In collect_env, whose ``[pip]`` rows are pip's
     view of the same environment, only a different version is a second install; two separate
     environments (``meta["environments"]``) are not shadowing at all."""
-    if "environments" in inv.meta:
+    if "environments" in inv.meta or not _both_installers(inv):
         return []
     view_only = inv.format == "collect-env"
     installers: dict[str, dict[str, Package]] = {}
@@ -168,6 +177,15 @@ def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Find
         severity: Severity | None = "critical" if project in rule.params.get("critical_for", ()) else None
         found.append(_one(rule, project, inv, detail, detail, severity))
     return found
+
+
+def _both_installers(inv: Inventory) -> bool:
+    return len(_installers(inv.packages)) > 1
+
+
+@by_identity
+def _installers(packages: tuple[Package, ...]) -> frozenset[str]:
+    return frozenset(p.installer for p in packages)
 
 
 def _across(rule: Rule, package: str, values: dict[str, str | None], what: str) -> list[Finding]:
@@ -221,11 +239,22 @@ def apply_rules(inventories: Sequence[Inventory], rules: RuleSet) -> list[Findin
     tables = [inv.primary() for inv in inventories]
     every = [list(variants(inv)) for inv in inventories]  # duplicated rows: each version present
     findings: list[Finding] = []
+    seen: set[tuple[object, ...]] = set()  # each finding once (a duplicated row's tables repeat them)
     for rule in rules.rules:
         if rule.check in WITHIN:
             for inv, tried in zip(inventories, every, strict=True):
                 for table in tried:
-                    findings.extend(f for f in WITHIN[rule.check](rule, inv, table) if f not in findings)
+                    for finding in WITHIN[rule.check](rule, inv, table):
+                        if _identity(finding) not in seen:
+                            seen.add(_identity(finding))
+                            findings.append(finding)
         elif len(inventories) > 1:
-            findings.extend(ACROSS[rule.check](rule, inventories, tables))
+            across = ACROSS[rule.check](rule, inventories, tables)
+            findings.extend(across)
+            seen.update(_identity(f) for f in across)
     return findings
+
+
+def _identity(f: Finding) -> tuple[object, ...]:
+    """Equal for equal findings (``Finding`` holds a dict: not hashable itself)."""
+    return (f.package, f.kind, f.severity, f.rule, tuple(sorted(f.values.items())), f.message)

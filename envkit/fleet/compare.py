@@ -19,6 +19,7 @@ from envkit.fleet.manifest import MAX_MANIFEST_BYTES, read_store_json
 from envkit.fleet.store import MANIFEST, read_tasks
 from envkit.probe.model import ProbeReport
 from envkit.probe.report import load_report, resolve_report
+from envkit.probe.shared_reports import SharedReader
 
 if TYPE_CHECKING:
     from envkit.comparison.nway import NWayComparison
@@ -75,7 +76,8 @@ def _failed_tasks(run_dir: Path, have: set[str]) -> list[tuple[str, str]]:
 def load_run(run_dir: Path) -> tuple[list[tuple[str, ProbeReport]], list[tuple[str, str]]]:
     """A run's reports (named after their task) and its failed tasks."""
     paths = sorted(p for p in run_dir.glob("*.json") if p.name != MANIFEST)
-    named = [(p.stem, load_report(p)) for p in paths]
+    reader = SharedReader()  # a run's reports share all but their host facts: those parsed once
+    named = [(p.stem, reader.load(p)) for p in paths]
     return named, _failed_tasks(run_dir, {n for n, _ in named})
 
 

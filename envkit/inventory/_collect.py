@@ -14,6 +14,7 @@ __all__ = [
     "REQUIREMENT",
     "Collector",
     "channel_from_url",
+    "pip_pin",
     "requirement_version",
     "split_conda_filename",
     "vcs_version",
@@ -44,6 +45,12 @@ REQUIREMENT = re.compile(
 EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")
 _GIT_SHA = re.compile(r"@([0-9a-f]{7,40})(?:#|$)")
 _WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-([0-9][^-/]*)-[^/]*\.whl")
+
+
+def pip_pin(name: str, version: str, line: int) -> Package:
+    """:meth:`Collector.add`'s row for ``name==version`` whose name and version a pattern checked."""
+    norm = canonical(name)
+    return Package(project_of(norm, "pip", None), norm, version, "pip", None, None, None, line, None)
 
 
 @dataclass
@@ -133,10 +140,26 @@ class Collector:
             label,
             self.path,
             self.format,
-            tuple(sorted(self.packages, key=_order)),
+            _interned(tuple(sorted(self.packages, key=_order))),
             dict(sorted(self.meta.items())),
             tuple(self.warnings),
         )
+
+
+_INTERNED: dict[tuple[int, ...], tuple[Package, ...]] = {}
+
+
+def _interned(packages: tuple[Package, ...]) -> tuple[Package, ...]:
+    """One tuple for the same rows (the same Package objects: ``readers_text``'s memo): files that differ
+    only in comments or order then share their tables downstream (see ``Inventory.primary``)."""
+    key = tuple(map(id, packages))  # the tuple held below keeps these objects, so their ids, alive
+    held = _INTERNED.get(key)
+    if held is not None:
+        return held
+    if len(_INTERNED) >= 256:
+        _INTERNED.clear()
+    _INTERNED[key] = packages
+    return packages
 
 
 def _order(package: Package) -> tuple[str, str, str, str, int]:

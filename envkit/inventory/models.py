@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from envkit._memo import by_identity
+
 __all__ = ["VCS_VERSION_PREFIX", "Inventory", "Package"]
 
 Installer = Literal["conda", "pip"]
@@ -49,7 +51,8 @@ class Inventory:
 
     @functools.cached_property
     def _primary(self) -> dict[str, Package]:
-        return self.primary_table()
+        # Inventories read from one text share their packages (envkit.inventory.read): one table.
+        return _primary_of(self.packages, self.meta.get("active_env"))
 
     def primary(self) -> dict[str, Package]:
         """:meth:`primary_table`, computed once per inventory (callers must not change it)."""
@@ -62,19 +65,36 @@ class Inventory:
         that ran torch), then pip over conda (pip's files shadow conda's), then the row that
         is the project itself (``numpy`` over ``numpy-base``), then the earlier line.
         """
-        active = self.meta.get("active_env")
-        chosen: dict[str, Package] = {}
-        for package in self.packages:
-            held = chosen.get(package.project)
-            if held is None or _rank(package, active) > _rank(held, active):
-                chosen[package.project] = package
-        return chosen
+        return _primary_table(self.packages, self.meta.get("active_env"))
 
     def by_project(self) -> dict[str, list[Package]]:
         found: dict[str, list[Package]] = {}
         for package in self.packages:
             found.setdefault(package.project, []).append(package)
         return found
+
+
+def _primary_table(packages: tuple[Package, ...], active: str | None) -> dict[str, Package]:
+    chosen: dict[str, Package] = {}
+    for package in packages:
+        held = chosen.get(package.project)
+        if held is None or _rank(package, active) > _rank(held, active):
+            chosen[package.project] = package
+    return chosen
+
+
+@by_identity
+def _shared_tables(packages: tuple[Package, ...]) -> dict[str | None, dict[str, Package]]:
+    """The tables made of one package tuple, by active environment (filled by :func:`_primary_of`)."""
+    return {}
+
+
+def _primary_of(packages: tuple[Package, ...], active: str | None) -> dict[str, Package]:
+    """:func:`_primary_table`, once per package tuple (and active environment)."""
+    tables = _shared_tables(packages)
+    if active not in tables:
+        tables[active] = _primary_table(packages, active)
+    return tables[active]
 
 
 def _rank(package: Package, active: str | None) -> tuple[bool, bool, bool, int]:

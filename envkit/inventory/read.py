@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -11,14 +12,14 @@ from typing import Any
 from envkit import _toml
 from envkit._io import TooLarge, read_text_bounded
 from envkit._yaml import YamlProblem, load_bounded_fast
-from envkit.errors import InventoryError
+from envkit.errors import EnvkitError, InventoryError
 from envkit.inventory import readers_data as rd
 from envkit.inventory import readers_locks as rl
 from envkit.inventory import readers_sbom as rs
 from envkit.inventory import readers_text as rt
 from envkit.inventory._collect import Collector
 from envkit.inventory.collect_env import SECTION, read_collect_env
-from envkit.inventory.models import Inventory
+from envkit.inventory.models import Inventory, Package
 from envkit.inventory.not_inventory import not_an_inventory
 
 __all__ = ["FORMATS", "MAX_INVENTORY_BYTES", "detect_format", "parse_inventory", "read_inventory"]
@@ -90,7 +91,7 @@ def detect_format(text: str) -> str | None:
     maybe_rows = "[pip" in body or "[conda]" in body
     if (maybe_rows and any(SECTION.match(line) for line in lines)) or (
         "Collecting environment information..." in lines
-        or any(line.startswith("PyTorch version:") for line in lines)
+        or ("PyTorch version:" in body and any(line.startswith("PyTorch version:") for line in lines))
     ):
         return "collect-env"
     if head.startswith(("{", "[")):
@@ -136,7 +137,7 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
         if {"environments", "packages"} <= keys:
             return "pixi-lock"
         return "env-export"
-    if any(
+    if ("# packages in environment at" in body or "List of packages in environment:" in body) and any(
         line.startswith(("# packages in environment at", "List of packages in environment:"))
         for line in lines
     ):
@@ -292,6 +293,48 @@ def parse_inventory(
         )
     if format is not None and format not in _READERS:
         raise InventoryError(f"unknown inventory format {format!r}", hint=f"use one of: {', '.join(FORMATS)}")
+    if len(text) <= _SAME_TEXT_BYTES:
+        try:
+            chosen, packages, meta = _read_once(text, format, platform, environment)
+        except _Uncached:
+            pass  # warnings or an error name the file: read it under its own path below
+        else:
+            return Inventory(label, path, chosen, packages, dict(meta))
+    return _read(text, path=path, label=label, format=format, platform=platform, environment=environment)
+
+
+# A fleet's listings repeat: one image, many hosts. A text read cleanly once gives the same packages.
+_SAME_TEXT_BYTES = 256 * 1024
+_NO_PATH = "\0"
+
+
+class _Uncached(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=64)
+def _read_once(
+    text: str, format: str | None, platform: str | None, environment: str | None
+) -> tuple[str, tuple[Package, ...], tuple[tuple[str, str], ...]]:
+    """``_read``'s packages for ``text``, when it reads without a warning (they name no file)."""
+    try:
+        inv = _read(text, path=_NO_PATH, label="", format=format, platform=platform, environment=environment)
+    except EnvkitError as e:  # the message would name no file: the caller reads it again
+        raise _Uncached from e
+    if inv.warnings:
+        raise _Uncached
+    return inv.format, inv.packages, tuple(inv.meta.items())
+
+
+def _read(
+    text: str,
+    *,
+    path: str,
+    label: str,
+    format: str | None,
+    platform: str | None,
+    environment: str | None,
+) -> Inventory:
     if format is None:
         what = not_an_inventory(text)
         if what is not None:

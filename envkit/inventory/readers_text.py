@@ -4,6 +4,7 @@ conda list --export, conda list --explicit, pip freeze / requirements locks and
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -12,11 +13,13 @@ from envkit.inventory._collect import (
     REQUIREMENT,
     Collector,
     channel_from_url,
+    pip_pin,
     requirement_version,
     split_conda_filename,
     version_from_url,
     without_features,
 )
+from envkit.inventory.models import Package
 
 __all__ = [
     "read_conda_explicit",
@@ -142,17 +145,28 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
 def read_requirements(text: str, c: Collector) -> None:
     """``pip freeze`` and requirements locks: ``==`` pins, ``name @ url``, ``-e`` lines, hashes."""
     editable: tuple[str, str] | None = None
-    for number, line in _logical_lines(text):
-        stripped = line.strip()
-        pin = _PLAIN_PIN.match(stripped)
-        if pin:  # the common `name==version` line: one match, already a valid name and version
-            c.add(pin[1], pin[2], "pip", line=number, checked=True)
+    # Without a backslash there is no continuation line to join: the lines as they are (fast path).
+    lines = _logical_lines(text) if "\\" in text else enumerate(text.splitlines(), start=1)
+    for number, line in lines:
+        package = _plain_pin(line, number)
+        if package is not None:  # the common `name==version` line
+            c.packages.append(package)
             editable = None
-        elif stripped.startswith("#"):
+            continue
+        stripped = line.strip()
+        if stripped.startswith("#"):
             note = _EDITABLE_NOTE.match(stripped)
             editable = (note[1], note[2]) if note else editable
         elif stripped:
             editable = _requirement_line(stripped, number, editable, c)
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _plain_pin(line: str, number: int) -> Package | None:
+    """A ``name==version`` row (one match: already a valid name and version), read once per process:
+    a fleet's freezes repeat the same rows."""
+    pin = _PLAIN_PIN.match(line.strip())
+    return pip_pin(pin[1], pin[2], number) if pin else None
 
 
 def _requirement_line(

@@ -6,6 +6,7 @@ has no timestamps, so relocking an unchanged spec gives identical bytes.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -13,18 +14,9 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-
-with warnings.catch_warnings():  # conda-lock's vendored conda warns about itself on import
-    _CONDA_ROOT = os.environ.get("CONDA_ROOT")  # and sets it: restored below
-    warnings.simplefilter("ignore", DeprecationWarning)
-    warnings.simplefilter("ignore", PendingDeprecationWarning)
-    from conda_lock.lockfile import parse_conda_lock_file, write_conda_lock_file
-    from conda_lock.lockfile.v1.models import HashModel, LockMeta
-    from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
-    from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile, lockfile_v1_to_v2
 from pydantic import ValidationError
 
 from envkit._yaml import YamlProblem, load_bounded_fast
@@ -32,13 +24,8 @@ from envkit.errors import LockError
 from envkit.lock.solver import CondaPackage, PipPackage
 from envkit.spec.models import ARCHES
 
-# conda-lock's vendored conda sets CONDA_ROOT=sys.prefix (envkit's venv) in os.environ on import:
-# every conda envkit then starts (`snapshot` runs `conda list --json`) would look for its root
-# .condarc there, not in its own install (seen with real conda: 24.3.0 then asks for libmamba).
-if _CONDA_ROOT is None:
-    os.environ.pop("CONDA_ROOT", None)
-else:
-    os.environ["CONDA_ROOT"] = _CONDA_ROOT
+if TYPE_CHECKING:
+    from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile
 
 __all__ = [
     "CONDA_LOCK",
@@ -58,6 +45,32 @@ __all__ = [
     "read_conda_lock",
     "requirements_lock",
 ]
+
+
+@functools.cache
+def _import_conda_lock() -> None:
+    """Import conda-lock on first use: it takes about a second, and an audit never needs it."""
+    with warnings.catch_warnings():  # conda-lock's vendored conda warns about itself on import
+        conda_root = os.environ.get("CONDA_ROOT")  # and sets it: restored below
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        import conda_lock.lockfile  # noqa: F401
+    # conda-lock's vendored conda sets CONDA_ROOT=sys.prefix (envkit's venv) in os.environ on import:
+    # every conda envkit then starts (`snapshot` runs `conda list --json`) would look for its root
+    # .condarc there, not in its own install (seen with real conda: 24.3.0 then asks for libmamba).
+    if conda_root is None:
+        os.environ.pop("CONDA_ROOT", None)
+    else:
+        os.environ["CONDA_ROOT"] = conda_root
+
+
+def parse_conda_lock_file(path: Path) -> Lockfile:
+    """conda-lock's own reader of ``path``."""
+    _import_conda_lock()
+    from conda_lock.lockfile import parse_conda_lock_file as parse
+
+    return parse(path)
+
 
 CONDA_LOCK = "conda-lock.yml"
 REQUIREMENTS_LOCK = "requirements.lock"
@@ -93,6 +106,11 @@ def header_sha256(text: str) -> str | None:
 
 def conda_lock_yml(header: str, contents: LockContents, spec_sha256: str, source: str) -> str:
     """conda-lock's v1 format, written by conda-lock's own models and writer."""
+    _import_conda_lock()
+    from conda_lock.lockfile import write_conda_lock_file
+    from conda_lock.lockfile.v1.models import LockMeta
+    from conda_lock.lockfile.v2prelim.models import Lockfile
+
     packages = [_conda_dep(p) for platform in contents.platforms for p in contents.conda.get(platform, ())]
     packages += [
         _pip_dep(p, platform) for platform in contents.platforms for p in contents.pip.get(platform, ())
@@ -114,6 +132,9 @@ def conda_lock_yml(header: str, contents: LockContents, spec_sha256: str, source
 
 
 def _conda_dep(p: CondaPackage) -> LockedDependency:
+    from conda_lock.lockfile.v1.models import HashModel
+    from conda_lock.lockfile.v2prelim.models import LockedDependency
+
     return LockedDependency(
         name=p.name,
         version=p.version,
@@ -128,6 +149,9 @@ def _conda_dep(p: CondaPackage) -> LockedDependency:
 
 
 def _pip_dep(p: PipPackage, platform: str) -> LockedDependency:
+    from conda_lock.lockfile.v1.models import HashModel
+    from conda_lock.lockfile.v2prelim.models import LockedDependency
+
     return LockedDependency(
         name=p.name,
         version=p.version,
@@ -205,6 +229,10 @@ def contents_from_data(data: object, where: str) -> LockContents:
     meta = content.get("metadata")
     if isinstance(meta, Mapping) and isinstance(meta.get("content_hash"), Mapping):
         content["metadata"] = {**meta, "content_hash": _hashes_as_text(meta["content_hash"])}
+    _import_conda_lock()
+    from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
+    from conda_lock.lockfile.v2prelim.models import Lockfile, lockfile_v1_to_v2
+
     try:
         if version == 1:
             lock = lockfile_v1_to_v2(LockfileV1.model_validate(content))

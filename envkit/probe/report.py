@@ -27,6 +27,7 @@ __all__ = [
     "dump_report",
     "load_report",
     "read_report",
+    "read_report_text",
     "report_from_json",
     "resolve_report",
     "save_to_store",
@@ -82,6 +83,11 @@ def _check_depth(data: Any, source: str) -> None:
 
 
 def load_report(path: Path) -> ProbeReport:
+    return read_report(read_report_text(path), str(path))
+
+
+def read_report_text(path: Path) -> str:
+    """A report file's text (bounded: one byte over :data:`MAX_BYTES` tells it is too large)."""
     try:
         with open_regular(path, follow=True) as fh:  # a FIFO or device is refused, never waited on
             data = fh.read(MAX_BYTES + 1)
@@ -95,7 +101,7 @@ def load_report(path: Path) -> ProbeReport:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ReportError(f"{path}: not UTF-8 text (byte {e.start})", hint="is this a probe report?") from e
-    return read_report(text, str(path))
+    return text
 
 
 def dump_report(report: ProbeReport) -> str:
