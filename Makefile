@@ -28,6 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check envkit tests benchmarks
 	$(BIN)/ruff check envkit tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 reformat: $(STAMP)
 	$(BIN)/ruff format envkit tests benchmarks
@@ -50,4 +51,4 @@ clean:
 	rm -rf $(VENV) .envkit .pytest_cache .mypy_cache .ruff_cache
 
 check-readme: $(STAMP)
-	$(BIN)/python -m pytest tests/unit/test_readme.py -q
+	$(BIN)/python -m pytest tests/unit/test_docs.py -q

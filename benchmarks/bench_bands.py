@@ -10,14 +10,14 @@ Prints, per pair and length, the verdict of every workload, the onset difference
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import tempfile
 from pathlib import Path
 
-from envkit.probe.bands import onset_max
-from envkit.probe.compare import Bands, compare_reports, rel_diff
-from envkit.probe.report import Report
+from envkit.comparison.bands import Bands, onset_max
+from envkit.comparison.pairwise import compare_reports, rel_diff
+from envkit.probe.model import ProbeReport
+from envkit.probe.report import dump_report, load_report
 from envkit.probe.runner import ProbeOptions, run_on_host
 
 PAIRS = {
@@ -26,24 +26,23 @@ PAIRS = {
 }
 
 
-def _report(folder: Path, steps: int, **kw: object) -> Report:
+def _report(folder: Path, steps: int, **kw: object) -> ProbeReport:
     name = "-".join(f"{k}{v}" for k, v in sorted(kw.items())) + f"-{steps}.json"
     path = folder / name
     if path.is_file():
-        loaded: Report = json.loads(path.read_text())
-        return loaded
+        return load_report(path)
     opts = ProbeOptions(frameworks=("torch",), steps=steps, device="cpu", **kw)  # type: ignore[arg-type]
     report = run_on_host(opts, label=name)
-    path.write_text(json.dumps(report))
+    path.write_text(dump_report(report))
     return report
 
 
-def _split(a: Report, b: Report, wl: str, bands: Bands) -> tuple[float, float]:
+def _split(a: ProbeReport, b: ProbeReport, wl: str, bands: Bands) -> tuple[float, float]:
     """(onset max, later max) of the loss and grad norm differences of one workload."""
-    ra, rb = a["frameworks"]["torch"]["workloads"][wl], b["frameworks"]["torch"]["workloads"][wl]
+    ra, rb = a.frameworks["torch"].workloads[wl], b.frameworks["torch"].workloads[wl]
     diffs = [
-        (sa["step"], rel_diff(float(sa[m]), float(sb[m])))
-        for sa, sb in zip(ra["steps"], rb["steps"], strict=True)
+        (sa.step, rel_diff(getattr(sa, m), getattr(sb, m)))
+        for sa, sb in zip(ra.steps, rb.steps, strict=True)
         for m in ("loss", "grad_norm")
     ]
     late = max((d for s, d in diffs if s > bands.window), default=0.0)

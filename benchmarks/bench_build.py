@@ -43,7 +43,7 @@ def _torch_extra() -> str:
 
 def main() -> None:
     try:
-        from envkit.build.docker_api import DockerEngine
+        from envkit.engine.docker_api import DockerEngine
 
         engine = DockerEngine()
     except EnvkitError as e:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envkit.probe.many import compare_n
+from envkit.fleet.compare import compare_n
 
 N = 1000
 STEPS = 10
@@ -117,7 +117,7 @@ def main() -> None:
         done = compare_n([str(run)], Path(tmp))
         seconds = time.perf_counter() - start
     r = done.result
-    suspects = [o.name for o in r.outliers if o.verdict == "suspect"]
+    suspects = [o.name for o in r.outliers if o.suspect]
     print(f"   {N} reports ({size / 1e3:.0f} KB each) compared N-way in {seconds:.2f} s (bound: 5 s)")
     print(
         f"   {len(r.groups)} groups, majority {len(r.groups[0].members)}, {len(r.outliers)} outliers, "

@@ -16,15 +16,16 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from envkit.build.locks import EnvLocker, ensure_fresh_lock
 from envkit.catalog import OfflineInstaller, load_catalog
 from envkit.lock.conda import RattlerSolver
+from envkit.lock.fresh import EnvLocker, ensure_fresh_lock
 from envkit.lock.testing import FakePipResolver
-from envkit.pack.archive import open_pack, write_pack
-from envkit.pack.collect import collect
-from envkit.pack.fetch import UrlFetcher
-from envkit.pack.request import pack_request
-from envkit.pack.testing import ArchivePackage, make_real_channel, noarch_python, venv_python
+from envkit.offline.archive import open_pack
+from envkit.offline.collect import collect
+from envkit.offline.fetch import UrlFetcher
+from envkit.offline.request import pack_request
+from envkit.offline.testing import ArchivePackage, make_real_channel, noarch_python, venv_python
+from envkit.pack.tarball import write_pack
 from envkit.spec.load import image_dir, load_spec
 
 _WHEEL = "py_rattler-0.28.0-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"

@@ -1,3 +1,5 @@
+"""``python -m envkit``: the command line."""
+
 from envkit._entry import main
 
 raise SystemExit(main())

@@ -95,7 +95,7 @@ base_image: envkit/debian-python:bookworm
 
 def conda_pack_step(project: Path) -> list[str]:
     """Pack the conda demo environment and build it from the pack with no network (~30 s)."""
-    from envkit.pack.testing import make_real_channel, noarch_python, venv_python
+    from envkit.offline.testing import make_real_channel, noarch_python, venv_python
 
     channel = (OUT / "conda-channel").resolve()
     if not (channel / "noarch" / "repodata.json").is_file():  # archives are kept: the lock pins their hashes
@@ -122,7 +122,7 @@ def conda_pack_step(project: Path) -> list[str]:
 
 def docker_reachable() -> bool:
     try:
-        from envkit.build.docker_api import DockerEngine
+        from envkit.engine.docker_api import DockerEngine
 
         DockerEngine(timeout=5).images("io.envkit.name")
     except Exception:  # noqa: BLE001 - any failure means "no engine"
@@ -241,7 +241,7 @@ def demo_image() -> str | None:
     """The demo image ``image_step`` built (an envkit image named demo-*), or None."""
     if not docker_reachable():
         return None
-    from envkit.build.docker_api import DockerEngine
+    from envkit.engine.docker_api import DockerEngine
 
     names = {i.labels.get("io.envkit.name", "") for i in DockerEngine(timeout=5).images("io.envkit.name")}
     demos = sorted(n for n in names if n.startswith("demo"))

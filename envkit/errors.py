@@ -89,6 +89,8 @@ class EnvkitError(Exception):
 
 
 class UsageError(EnvkitError):
+    """Bad input from the user: an option, a spec, a file (exit 2)."""
+
     exit_code = ExitCode.USAGE
 
 
@@ -147,27 +149,29 @@ class SpecError(UsageError):
 
 
 class CatalogError(EnvkitError):
-    pass
+    """The catalog's data is invalid or does not know what was asked."""
 
 
 class LockError(EnvkitError):
-    pass
+    """Locking failed or a lock is invalid."""
 
 
 class Unsatisfiable(LockError):
+    """No set of packages satisfies the spec (exit 2)."""
+
     exit_code = ExitCode.USAGE
 
 
 class SolverFailed(LockError):
-    pass
+    """The solver could not run: a channel or index unreachable, a tool missing."""
 
 
 class EngineError(EnvkitError):
-    pass
+    """The container engine failed."""
 
 
 class EngineUnavailable(EngineError):
-    pass
+    """No container engine answers (no daemon, no permission on its socket)."""
 
 
 class ContainerCommandMissing(EngineError):
@@ -175,41 +179,49 @@ class ContainerCommandMissing(EngineError):
 
 
 class BuildFailed(EngineError):
+    """An image build failed; ``log_tail`` holds the last lines of its log."""
+
     def __init__(self, message: str, *, hint: str | None = None, log_tail: Sequence[str] = ()) -> None:
         super().__init__(message, hint=hint)
         self.log_tail = tuple(log_tail)
 
 
 class ProbeError(EnvkitError):
-    pass
+    """The probe could not run (no framework, a payload failure)."""
 
 
 class ReportError(ProbeError):
+    """A probe report is invalid, truncated or cannot be compared (exit 2)."""
+
     exit_code = ExitCode.USAGE
 
 
 class InventoryError(EnvkitError):
+    """An environment file cannot be read as an inventory (exit 2)."""
+
     exit_code = ExitCode.USAGE
 
 
 class AuditError(EnvkitError):
-    pass
+    """The audit could not run: no advisory database, a download failed."""
 
 
 class PackError(EnvkitError):
-    pass
+    """Collecting or writing a pack failed."""
 
 
 class PackMismatch(PackError):
+    """A pack does not fit the lock, or its files are not what its manifest says (exit 2)."""
+
     exit_code = ExitCode.USAGE
 
 
 class FleetError(EnvkitError):
-    pass
+    """A fleet run failed, or its store holds something envkit did not write."""
 
 
 class GuardError(EnvkitError):
-    pass
+    """The training guard (envkit.guard) could not go on (exit 3)."""
 
 
 class GuardStopped(GuardError):
@@ -219,6 +231,8 @@ class GuardStopped(GuardError):
 
 
 class DumpError(GuardError):
+    """An incident dump is invalid or not the framework's (exit 2)."""
+
     exit_code = ExitCode.USAGE
 
 

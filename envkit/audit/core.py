@@ -67,6 +67,8 @@ class Finding:
 
 @dataclass(frozen=True, order=True)
 class NotChecked:
+    """A dependency the audit could not check (or no advisory feed covers), and why."""
+
     name: str
     version: str
     reason: str
@@ -77,6 +79,8 @@ class NotChecked:
 
 @dataclass(frozen=True)
 class AuditReport:
+    """The audit of one target: its findings, what was checked and what was not, and on what data."""
+
     target: str
     target_kind: str  # environment | inventory | image
     provenance: Mapping[str, str]

@@ -29,6 +29,8 @@ _FILE = "envkit/audit/data/flavours.yaml"
 
 @dataclass(frozen=True)
 class Flavour:
+    """A build flavour of a PyPI project (paddlepaddle-gpu of paddlepaddle) whose advisories it shares."""
+
     distribution: str  # canonical name of the flavour (paddlepaddle-gpu)
     project: str  # canonical name whose advisories apply (paddlepaddle)
     version: VersionRule

@@ -67,6 +67,8 @@ class Affected:
 
 @dataclass(frozen=True)
 class Record:
+    """One OSV advisory, parsed strictly: ids, severity, the affected versions, references."""
+
     id: str
     summary: str
     aliases: tuple[str, ...]

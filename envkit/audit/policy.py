@@ -22,8 +22,8 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.audit.core import Finding
 from envkit.audit.service import Severity
-from envkit.build.engine import ImageInfo
 from envkit.catalog import Catalog
+from envkit.engine.protocol import ImageInfo
 from envkit.errors import CatalogError, LockError
 from envkit.inventory.models import Inventory
 from envkit.lock import LockState
@@ -60,6 +60,8 @@ RULES: dict[str, tuple[Severity, str]] = {
 
 @dataclass(frozen=True)
 class PolicyContext:
+    """What the policy checks may look at: the catalog, today's date, the spec, its lock and image."""
+
     catalog: Catalog
     today: date
     spec: Spec | None = None

@@ -8,7 +8,7 @@ pip-audit's ``SkippedDependency``): it is reported as *not checked*, never as cl
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -17,7 +17,6 @@ from packaging.utils import canonicalize_name
 __all__ = [
     "SEVERITIES",
     "Dep",
-    "FakeVulnService",
     "Severity",
     "Vuln",
     "VulnService",
@@ -97,25 +96,3 @@ class VulnService(abc.ABC):
     def provenance(self) -> dict[str, str]:
         """What the answers are based on (database path, revision, URL)."""
         return {"service": self.name}
-
-
-class FakeVulnService(VulnService):
-    """For tests: fixed answers keyed by (name, version); ``skip`` maps names to reasons."""
-
-    name = "fake"
-
-    def __init__(
-        self,
-        vulns: Mapping[tuple[str, str], Sequence[Vuln]] | None = None,
-        *,
-        skip: Mapping[str, str] | None = None,
-    ) -> None:
-        self._vulns = {(str(canonicalize_name(n)), v): list(vs) for (n, v), vs in (vulns or {}).items()}
-        self._skip = {str(canonicalize_name(n)): r for n, r in (skip or {}).items()}
-        self.queried: list[Dep] = []
-
-    def query(self, dep: Dep) -> tuple[Dep, list[Vuln]]:
-        self.queried.append(dep)
-        if dep.name in self._skip:
-            return dep.skipped(self._skip[dep.name]), []
-        return dep, list(self._vulns.get((dep.name, dep.version), []))

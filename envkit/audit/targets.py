@@ -16,8 +16,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from envkit.audit.core import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
 from envkit.audit.policy import PolicyContext, lock_files, run_policy
 from envkit.audit.service import VulnService
-from envkit.build.engine import ContainerEngine
 from envkit.catalog import Catalog
+from envkit.engine.protocol import ContainerEngine
 from envkit.errors import AuditError, UsageError
 from envkit.inventory import parse_inventory, read_inventory
 from envkit.inventory.models import Inventory, Package
@@ -41,6 +41,8 @@ PIP_LIST = ("python", "-m", "pip", "list", "--format=json", "--disable-pip-versi
 
 @dataclass(frozen=True)
 class AuditRequest:
+    """How to audit: the vulnerability service, the catalog, today's date, the host's driver."""
+
     service: VulnService
     catalog: Catalog
     today: date

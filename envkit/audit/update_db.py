@@ -4,8 +4,8 @@ The export (a zip of ``<ID>.json`` OSV records) is unpacked into
 ``DIR/vulns/<package>/<ID>.json`` — the layout :class:`~envkit.audit.osv_dir.OsvDirService`
 reads — beside ``DIR/SOURCE.json`` (URL, sha256 of the zip, record count). The new
 tree is written beside the old one and swapped in at the end, so an interrupted
-update leaves the previous database intact. Fetching goes through a ``Fetcher``
-callable, so tests use a fake one.
+update leaves the previous database intact. Fetching goes through the one
+:class:`~envkit.offline.fetch.Fetcher` (``Services`` builds it; tests pass ``FakeFetcher``).
 
 The download is untrusted input that becomes paths (whoever controls its bytes — a
 TLS-intercepting proxy, a compromised bucket, a mirror — chooses the names). So the
@@ -26,18 +26,17 @@ import re
 import shutil
 import zipfile
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from envkit.audit.osv_dir import MAX_RECORD_BYTES, parse_record
-from envkit.errors import AuditError
+from envkit.errors import AuditError, EnvkitError
+from envkit.offline.fetch import Fetcher, fetch_bytes
 
-__all__ = ["OSV_PYPI_URL", "Fetcher", "http_fetch", "update_db", "valid_distribution_name"]
+__all__ = ["OSV_PYPI_URL", "update_db", "valid_distribution_name"]
 
 OSV_PYPI_URL = "https://osv-vulnerabilities.storage.googleapis.com/PyPI/all.zip"
-Fetcher = Callable[[str], bytes]
 
 # PEP 508 "names" (packaging.requirements' NAME), ASCII only; 200 is far above the longest name on PyPI.
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?", re.ASCII)
@@ -51,21 +50,6 @@ _REFUSED = "the update was refused and the previous database is unchanged"
 def valid_distribution_name(name: str) -> bool:
     """Whether ``name`` is a PEP 508 distribution name (and so safe as one path part)."""
     return _NAME.fullmatch(name) is not None
-
-
-def http_fetch(url: str, *, timeout: float = 60.0) -> bytes:
-    import requests
-
-    try:
-        response = requests.get(url, timeout=timeout)
-        response.raise_for_status()
-    except requests.RequestException as e:
-        raise AuditError(
-            f"cannot download the advisory database from {url}: {type(e).__name__}",
-            hint="this needs internet access; offline, copy a checkout of github.com/pypa/advisory-database "
-            "and pass --db DIR",
-        ) from e
-    return response.content
 
 
 @dataclass(frozen=True)
@@ -168,9 +152,16 @@ def _plan(archive: zipfile.ZipFile, url: str, staging: Path) -> tuple[list[_Writ
     return list(writes.values()), records
 
 
-def update_db(directory: Path, fetch: Fetcher, *, url: str = OSV_PYPI_URL) -> dict[str, object]:
+def update_db(directory: Path, fetcher: Fetcher, *, url: str = OSV_PYPI_URL) -> dict[str, object]:
     """Download, validate every record, and replace ``directory`` atomically. Returns SOURCE.json's data."""
-    data = fetch(url)
+    try:
+        data = fetch_bytes(fetcher, url)
+    except EnvkitError as e:
+        raise AuditError(
+            f"cannot download the advisory database from {url}: {e.message}",
+            hint="this needs internet access; offline, copy a checkout of github.com/pypa/advisory-database "
+            "and pass --db DIR",
+        ) from e
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile as e:

@@ -1,0 +1,1 @@
+"""The build stage: ``Builder`` (render + offline inputs + engine), base images, the image list."""

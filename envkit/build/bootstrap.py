@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit import _proc
-from envkit.build.engine import ContainerEngine, ImageInfo
 from envkit.catalog import load_catalog
+from envkit.engine.protocol import ContainerEngine, ImageInfo
 from envkit.errors import EngineError, UsageError
 
 __all__ = [
@@ -49,6 +49,8 @@ _TIMEOUT_S = 1800
 
 @dataclass(frozen=True)
 class BootstrapResult:
+    """A base image made without a registry (debootstrap + import): the image, whether it was new."""
+
     image: ImageInfo
     created: bool
     suite: str

@@ -7,7 +7,7 @@ full log is in ``.envkit/logs/NAME-<hash12>.log``. The builder stage's image
 (left untagged by the legacy builder) is removed after every build.
 
 The image always installs from a fresh lock (``images/NAME/``, see
-:mod:`envkit.build.locks`): a missing or stale lock is solved first, or refused
+:mod:`envkit.lock.fresh`): a missing or stale lock is solved first, or refused
 with ``--frozen``.
 """
 
@@ -25,18 +25,18 @@ from typing import TYPE_CHECKING, TextIO
 from envkit import __version__, _proc
 from envkit._atomic import atomic_writer, state_dir, write_text_atomic
 from envkit.build.attest import write_build_provenance
-from envkit.build.context import ContextEntry, ContextFiles, context_tar
-from envkit.build.engine import BuildEvent, ContainerEngine, ImageInfo
-from envkit.build.locks import Locker, lock_state
-from envkit.build.offline_conda import PackedContext, packed_context
-from envkit.build.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.catalog import Catalog
-from envkit.errors import BuildFailed, EngineError, LockError, SolverFailed, UsageError
+from envkit.engine.protocol import BuildEvent, ContainerEngine, ImageInfo
+from envkit.errors import BuildFailed, EngineError, UsageError
 from envkit.lock import LockState
-from envkit.pack.collect import INSTALLER, PackProgress
-from envkit.pack.fetch import Fetcher, UrlFetcher
-from envkit.pack.request import pack_request
+from envkit.lock.fresh import Locker, ensure_fresh_lock
+from envkit.offline.collect import INSTALLER, PackProgress
+from envkit.offline.fetch import Fetcher, UrlFetcher
+from envkit.offline.packed import PackedContext, packed_context
+from envkit.offline.request import pack_request
+from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.render import render_image
+from envkit.render.context import ContextEntry, ContextFiles, context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, sbom_sha256, spec_sbom
 from envkit.spec.images import runtime_image_ref
@@ -45,7 +45,7 @@ from envkit.spec.load import LoadedSpec, image_dir
 if TYPE_CHECKING:
     from envkit.reproduce.archive import ImageArchive
 
-__all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "PreparedBuild", "image_repo"]
+__all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "image_repo"]
 
 WHEELS = "wheels"
 NAME_LABEL = "io.envkit.name"
@@ -61,6 +61,8 @@ def image_repo(name: str) -> str:
 
 @dataclass(frozen=True)
 class BuildOptions:
+    """How ``envkit build`` builds: offline, frozen lock, no cache, local wheels, a pack."""
+
     offline: bool = False
     frozen: bool = False
     nocache: bool = False
@@ -96,11 +98,10 @@ class BuildPlan:
         return f"{image_repo(self.name)}:latest"
 
 
-PreparedBuild = BuildPlan  # the former name
-
-
 @dataclass(frozen=True)
 class BuildResult:
+    """A finished build: tags, context digest, image id and size, the lock and offline inputs used."""
+
     name: str
     status: str  # "built" or "up-to-date"
     tag: str
@@ -129,6 +130,10 @@ class BuildResult:
 
 
 class Builder:
+    """``envkit build``: spec → fresh lock → render → offline inputs → context → the engine builds the
+    image.
+    """
+
     def __init__(
         self,
         engine: ContainerEngine,
@@ -160,9 +165,16 @@ class Builder:
         spec = loaded.spec
         warnings: list[str] = []
         state_dir(self.root)  # .envkit (logs, caches) never leads out of the project
-        relocked = not (lock := lock_state(self.root, loaded)).fresh
-        if relocked:
-            lock = self._lock(loaded, lock, options, warnings, on_event)
+
+        def solving(stale: LockState) -> None:
+            if on_event:
+                on_event(BuildEvent(f"locking {spec.name} (the lock is {stale.status})", step="lock"))
+
+        lock, was = ensure_fresh_lock(
+            self.root, loaded, self.locker, frozen=options.frozen, verb="build", on_solve=solving
+        )
+        if was is not None:
+            warnings.append(f"{spec.name}: the lock was {was.status}; locked it now (images/{spec.name}/)")
         offline = options.offline or spec.offline or options.pack is not None
         # the bytes the lock was verified from: never a second read of images/NAME/
         lock_files = lock.lock.install_files if lock.lock is not None else {}
@@ -219,7 +231,7 @@ class Builder:
             lock,
             wheelhouse,
             tuple(warnings),
-            relocked,
+            was is not None,
             packed,
             sbom,
         )
@@ -253,39 +265,6 @@ class Builder:
             request, state_dir(self.root, "cache"), self.fetcher, pack=options.pack,
             pip_runner=self.pip_runner, on_progress=progress,
         )  # fmt: skip
-
-    def _lock(
-        self,
-        loaded: LoadedSpec,
-        lock: LockState,
-        options: BuildOptions,
-        warnings: list[str],
-        on_event: EventSink | None,
-    ) -> LockState:
-        """Solve a missing or stale lock now (``--frozen`` refuses); return the fresh state."""
-        name = loaded.spec.name
-        if options.frozen:
-            raise UsageError(
-                f"--frozen: {name} has no fresh lock ({lock.status}: {lock.reason})",
-                hint=f"run `envkit lock {name}` and commit images/{name}/, or build without --frozen",
-            )
-        if on_event:
-            on_event(BuildEvent(f"locking {name} (the lock is {lock.status})", step="lock"))
-        try:
-            locked = self.locker.lock(loaded, image_dir(self.root, name))
-        except SolverFailed as e:
-            raise SolverFailed(
-                f"cannot build {name}: the lock is {lock.status} and locking failed: {e.message}",
-                hint=f"{e.hint}; or run `envkit lock {name}` where the channels are reachable, commit "
-                f"images/{name}/ and build with --frozen",
-            ) from e
-        if not locked.fresh:
-            raise LockError(
-                f"locking {name} did not give a fresh lock ({locked.reason})",
-                hint=f"run `envkit lock {name}` and read its output",
-            )
-        warnings.append(f"{name}: the lock was {lock.status}; locked it now (images/{name}/)")
-        return locked
 
     # -- building ---------------------------------------------------------------------------
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from envkit._safe import one_line
 from envkit.build.builder import CONTEXT_LABEL, NAME_LABEL, image_repo
-from envkit.build.engine import ContainerEngine
-from envkit.build.locks import lock_state
 from envkit.catalog import Catalog
+from envkit.engine.protocol import ContainerEngine
 from envkit.errors import EnvkitError
+from envkit.lock.fresh import lock_state
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL
 from envkit.spec.load import SPEC_DIR, load_spec
 from envkit.spec.models import NAME_RE
@@ -20,6 +20,8 @@ __all__ = ["ImageRow", "list_images"]
 
 @dataclass(frozen=True)
 class ImageRow:
+    """One image envkit built: its environment, tags, the hashes it carries and whether it is stale."""
+
     name: str
     id: str
     tags: tuple[str, ...]

@@ -59,6 +59,8 @@ FRAMEWORK_PACKAGES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Catalog:
+    """Every fact envkit relies on, each with its source: CUDA, wheels, base images, installers, rules."""
+
     cuda: tuple[CudaRelease, ...]
     frameworks: dict[str, FrameworkFamily]
     base_images: tuple[BaseImage, ...]

@@ -31,6 +31,8 @@ class Sourced(StrictModel):
 
 
 class CudaRelease(Sourced):
+    """A CUDA release: its minimum and compatibility drivers, cuDNN versions, GPU architectures."""
+
     version: str
     min_driver: str
     compat_driver: str
@@ -42,6 +44,8 @@ IndexMode = Literal["index-url", "extra-index-url", "find-links"]
 
 
 class Wheel(StrictModel):
+    """A framework wheel flavour for one CUDA: its package, pip version and the index that serves it."""
+
     cuda: str
     package: str
     pip_version: str
@@ -90,11 +94,15 @@ class FrameworkRelease(StrictModel):
 
 
 class FrameworkFamily(StrictModel):
+    """A framework (torch, paddle): its releases and their wheels per CUDA flavour."""
+
     source: str
     releases: tuple[FrameworkRelease, ...]
 
 
 class BaseImage(Sourced):
+    """A runtime base image the catalog knows, with its CUDA, OS and digest."""
+
     ref: str
     kind: Literal["os", "python", "cuda-runtime", "cuda-devel", "paddle", "pytorch"]
     os: str
@@ -106,6 +114,8 @@ class BaseImage(Sourced):
 
 
 class InstallerFile(Sourced):
+    """A conda installer (Miniconda, Miniforge, micromamba) for one platform, with its sha256."""
+
     kind: Literal["miniconda", "miniforge", "micromamba"]
     version: str
     python: str | None = None
@@ -147,6 +157,8 @@ class OfflineInstaller(Sourced):
 
 
 class KnownBadRule(StrictModel):
+    """A known-bad combination of versions: when it applies, how bad, what to do, the source."""
+
     id: str
     when: dict[str, str]
     severity: Literal["info", "warning", "critical"]
@@ -163,4 +175,6 @@ class OsLibrary(StrictModel):
 
 
 class OsLibraries(Sourced):
+    """The OS libraries a framework's wheels need in the image (libgomp1 for Paddle)."""
+
     libraries: tuple[OsLibrary, ...] = ()

@@ -7,6 +7,7 @@ Every command is a function returning a :class:`~envkit.result.CommandResult`;
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -14,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import click
 
@@ -28,6 +29,7 @@ __all__ = [
     "err_console",
     "json_option",
     "out_console",
+    "parsed_into",
     "print_json",
     "project_root",
     "report_error",
@@ -37,6 +39,8 @@ __all__ = [
 ]
 
 P = ParamSpec("P")
+T = TypeVar("T")
+R = TypeVar("R")
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -95,18 +99,36 @@ def project_root() -> Path:
     return Path(os.environ.get("ENVKIT_ROOT", ".")).resolve()
 
 
-def command(
-    group: click.Group, name: str, **kwargs: Any
-) -> Callable[[Callable[P, CommandResult]], click.Command]:
+def command(group: click.Group, name: str) -> Callable[[Callable[P, CommandResult]], click.Command]:
     """Register ``fn`` as ``envkit NAME``; it gets ``--json`` and returns a result."""
 
     def decorate(fn: Callable[P, CommandResult]) -> click.Command:
         @functools.wraps(fn)
-        def run(*args: P.args, **kw: P.kwargs) -> int:
-            as_json = bool(kw.pop("as_json", False))
-            return run_result(name, lambda: fn(*args, **kw), as_json=as_json)
+        def run(*args: P.args, **params: P.kwargs) -> int:
+            as_json = bool(params.pop("as_json", False))
+            return run_result(name, lambda: fn(*args, **params), as_json=as_json)
 
-        return group.command(name, **kwargs)(json_option(run))
+        return group.command(name)(json_option(run))
+
+    return decorate
+
+
+def parsed_into(cls: type[T]) -> Callable[[Callable[[T], R]], Callable[..., R]]:
+    """Click passes every option by name: hand ``fn`` one frozen ``cls`` instead (a field per option).
+
+    The one place the options are an untyped mapping; an option without a field (or a field
+    without an option) is a programming error that the first call reports.
+    """
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+
+    def decorate(fn: Callable[[T], R]) -> Callable[..., R]:
+        @functools.wraps(fn)
+        def callback(**params: object) -> R:
+            if set(params) != names:
+                raise TypeError(f"{cls.__name__} does not match the options: {sorted(set(params) ^ names)}")
+            return fn(cls(**params))
+
+        return callback
 
     return decorate
 

@@ -19,27 +19,27 @@ from envkit import _proc
 if TYPE_CHECKING:
     from envkit.audit.service import VulnService
     from envkit.build.builder import Builder
-    from envkit.build.engine import ContainerEngine
-    from envkit.build.locks import EnvLocker
-    from envkit.build.transport import ImageTransport
     from envkit.catalog import Catalog
+    from envkit.engine.protocol import ContainerEngine
+    from envkit.engine.transport import ImageTransport
     from envkit.fleet.scheduler import Scheduler
+    from envkit.lock.fresh import EnvLocker
     from envkit.lock.solver import CondaSolver, PipResolver
-    from envkit.pack.fetch import Fetcher
+    from envkit.offline.fetch import Fetcher
     from envkit.reproduce.archive import ImageArchive
 
 __all__ = ["Services"]
 
 
 def _docker_engine() -> ContainerEngine:
-    from envkit.build.docker_api import DockerEngine
+    from envkit.engine.docker_api import DockerEngine
 
     return DockerEngine()
 
 
 def _docker_transport(engine: ContainerEngine) -> ImageTransport:
-    from envkit.build.docker_api import DockerEngine
-    from envkit.build.docker_transport import DockerTransport
+    from envkit.engine.docker_api import DockerEngine
+    from envkit.engine.docker_transport import DockerTransport
 
     if not isinstance(engine, DockerEngine):
         raise TypeError("the Docker transport needs the Docker engine")
@@ -48,7 +48,7 @@ def _docker_transport(engine: ContainerEngine) -> ImageTransport:
 
 def _docker_archive(engine: ContainerEngine) -> ImageArchive | None:
     """``docker save``/``load`` for reproducible images; None for other engines (left as built)."""
-    from envkit.build.docker_api import DockerEngine
+    from envkit.engine.docker_api import DockerEngine
     from envkit.reproduce.archive import DockerArchive
 
     return DockerArchive(engine.api) if isinstance(engine, DockerEngine) else None
@@ -74,7 +74,7 @@ def _vuln_service(db: Path, online: bool) -> VulnService:
 
 
 def _fetcher() -> Fetcher:
-    from envkit.pack.fetch import UrlFetcher
+    from envkit.offline.fetch import UrlFetcher
 
     return UrlFetcher()
 
@@ -116,7 +116,7 @@ class Services:
         return self.solver_factory()
 
     def locker(self, catalog: Catalog) -> EnvLocker:
-        from envkit.build.locks import EnvLocker
+        from envkit.lock.fresh import EnvLocker
 
         return EnvLocker(catalog, *self.solvers())
 

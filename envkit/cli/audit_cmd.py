@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -15,7 +14,7 @@ from envkit.audit.core import AuditReport
 from envkit.audit.report import FORMATS, render
 from envkit.audit.service import SEVERITIES, VulnService
 from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image
-from envkit.audit.update_db import OSV_PYPI_URL, http_fetch, update_db
+from envkit.audit.update_db import OSV_PYPI_URL, update_db
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, shown, working
@@ -83,8 +82,8 @@ def _run(
 
 def _update(directory: str) -> CommandResult:
     path = default_db() if directory == _DEFAULT else Path(directory)
-    meta = update_db(path, http_fetch)
-    data: dict[str, Any] = {"directory": str(path), **meta}
+    meta = update_db(path, services().fetcher())  # the one Fetcher (urllib: proxies from the environment)
+    data: dict[str, object] = {"directory": str(path), **meta}
     return CommandResult("audit", data, f"updated {path}: {meta['records']} records from {OSV_PYPI_URL}")
 
 

@@ -12,12 +12,12 @@ from rich.markup import escape
 
 from envkit.build.bootstrap import DEFAULT_PACKAGES, bootstrap_image
 from envkit.build.builder import BuildOptions, BuildResult
-from envkit.build.engine import BuildEvent, ContainerEngine
 from envkit.build.images import list_images
-from envkit.build.push import check_registry, push_image
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root, services, shown
+from envkit.engine.protocol import BuildEvent, ContainerEngine
+from envkit.engine.push import check_registry, push_image
 from envkit.errors import BuildFailed, ProbeError, UsageError
 from envkit.probe.core import probe
 from envkit.probe.report import default_store
@@ -157,10 +157,9 @@ def _probe(engine: ContainerEngine, result: BuildResult, loaded: LoadedSpec, roo
     # require_framework=False: the check below names each framework of the spec that did not run
     run = probe(opts, store=default_store(root), image=result.tag, engine=engine, require_framework=False)
     path = run.written[-1]
-    frameworks = {fw: entry["status"] for fw, entry in run.report["frameworks"].items()}
+    frameworks = {fw: entry.status.value for fw, entry in run.report.frameworks.items()}
     lines = list(run.warnings) + [
-        f"{r['framework']} {r['workload']}: {r['status']}, loss {r['loss_first']} -> {r['loss_last']}"
-        for r in run.summary
+        f"{r.framework} {r.workload}: {r.status}, loss {r.loss_first} -> {r.loss_last}" for r in run.summary
     ]
     broken = [fw for fw in declared if frameworks.get(fw) != "ok"]
     if broken:

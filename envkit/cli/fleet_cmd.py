@@ -8,20 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from envkit.cli._app import err_console, project_root, services, shown
-from envkit.errors import ExitCode, UsageError
-from envkit.probe.report import default_store
+from envkit.cli.probe_args import FleetArgs, K8sArgs
+from envkit.errors import ExitCode
 from envkit.probe.runner import ProbeOptions
 from envkit.result import CommandResult
 
 if TYPE_CHECKING:  # the fleet machinery loads when a fleet run starts, not with `envkit probe`
-    from envkit.fleet.fanout import FleetOptions, FleetRun, Progress
+    from envkit.fleet.fanout import FleetRun, Progress
 
-__all__ = ["fleet_options", "run_fleet"]
+F = TypeVar("F", bound=Callable[..., object])
+
+__all__ = ["emit_k8s", "fleet_options", "fleet_text", "run_fleet"]
 
 _FLEET_OPTIONS = [
     click.option(
@@ -96,48 +98,34 @@ _FLEET_OPTIONS = [
 ]
 
 
-def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+def fleet_options(fn: F) -> F:
     for option in reversed(_FLEET_OPTIONS):
         fn = option(fn)
     return fn
 
 
-def _nodelist(kw: dict[str, Any]) -> tuple[str, ...]:
-    """--nodelist N1,N2 as node names (empty entries dropped)."""
-    return tuple(n.strip() for n in (kw["nodelist"] or "").split(",") if n.strip())
+def run_fleet(
+    fleet: FleetArgs, store: Path, probe: ProbeOptions, image: dict[str, str] | None = None
+) -> CommandResult:
+    """Fan the probe out through the scheduler and follow it; ``store`` is absolute (nodes write there)."""
+    from envkit.fleet.fanout import FleetOptions, fan_out
 
-
-def _store(kw: dict[str, Any]) -> Path:
-    """--store (default $ENVKIT_STORE or the project's), absolute: tasks on other nodes write there."""
-    return Path(kw["store"] or default_store(project_root())).resolve()
-
-
-def _fleet_options(kw: dict[str, Any], store: Path, image: dict[str, Any] | None) -> FleetOptions:
-    nodelist = _nodelist(kw)
-    from envkit.fleet.fanout import FleetOptions
-
-    return FleetOptions(
+    opts = FleetOptions(
         store=store,
-        run_id=kw["run_id"],
-        nodes=len(nodelist) or kw["nodes"],
-        nodelist=nodelist,
-        tasks_per_node=kw["tasks_per_node"],
-        partition=kw["partition"],
-        account=kw["account"],
-        time_limit=kw["time_limit"],
-        extra_args=tuple(kw["sbatch_args"]),
+        run_id=fleet.run_id,
+        nodes=fleet.nodes,
+        nodelist=fleet.nodelist,
+        tasks_per_node=fleet.tasks_per_node,
+        partition=fleet.partition,
+        account=fleet.account,
+        time_limit=fleet.time_limit,
+        extra_args=fleet.sbatch_args,
         image=image,
-        container=kw["container"],
-        repeat=kw["repeat"],
-        timeout_s=kw["wait_timeout"],
+        container=fleet.container,
+        repeat=fleet.repeat,
+        timeout_s=fleet.wait_timeout,
     )
-
-
-def run_fleet(kw: dict[str, Any], probe: ProbeOptions, image: dict[str, Any] | None = None) -> CommandResult:
-    if kw["output"] or kw["no_store"]:
-        raise UsageError("a fleet run writes into the store", hint="drop -o/--no-store; use --store DIR")
-    opts = _fleet_options(kw, _store(kw), image)
-    scheduler = services().scheduler(kw["scheduler"] or "slurm")
+    scheduler = services().scheduler(fleet.scheduler)
 
     def submitted(run_id: str, run_dir: Path, job_id: str) -> None:
         err_console.print(f"run {run_id}: {scheduler.name} job {job_id}; reports in {run_dir}", markup=False)
@@ -150,58 +138,28 @@ def run_fleet(kw: dict[str, Any], probe: ProbeOptions, image: dict[str, Any] | N
             err_console.print(shown(line), markup=False, highlight=False)
         last.append(line)
 
-    from envkit.fleet.fanout import fan_out
-
     run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
     code = ExitCode.OK if run.ok else ExitCode.FINDINGS
     return CommandResult("probe", run.to_json(), lambda: fleet_text(run), exit_code=code)
 
 
-def emit_k8s(kw: dict[str, Any], probe: ProbeOptions, payload_args: list[str]) -> CommandResult:
+def emit_k8s(k8s: K8sArgs, store: Path, probe: ProbeOptions) -> CommandResult:
     """Write the ConfigMap and Job manifests, and the run's manifest into the store."""
-    from envkit.fleet import store as fleet_store
-    from envkit.fleet.k8s import K8sOptions, job_manifests, write_manifests
-    from envkit.fleet.manifest import options_to_json
+    from envkit.fleet.k8s import emit_run
 
-    if not kw["emit"]:
-        raise UsageError("--k8s writes manifests", hint="give --emit DIR, then `kubectl apply -f DIR`")
-    if not kw["image"]:
-        raise UsageError("--k8s runs an image", hint="--image REGISTRY/REPO@sha256:… (see build --push)")
-    image = str(kw["image"])
-    if "@sha256:" not in image:
-        from envkit.build.push import read_pushed
-
-        pushed = read_pushed(project_root(), image.removeprefix("envkit/").split(":", 1)[0])
-        if pushed is None:
-            raise UsageError(
-                f"Kubernetes nodes pull {image} from a registry, by digest",
-                hint=f"push it first: envkit build {image} --push REGISTRY (or give REPO@sha256:…)",
-            )
-        image = str(pushed["ref"])
-    nodes = _nodelist(kw)
-    store = _store(kw)
-    run_id = fleet_store.check_run_id(kw["run_id"] or fleet_store.new_run_id())
-    opts = K8sOptions(
-        run_id=run_id, nodes=nodes, image=image, payload_args=tuple(payload_args),
-        namespace=kw["namespace"], gpus_per_node=kw["gpus_per_node"], store_claim=kw["store_claim"],
-        store_host_path=None if kw["store_claim"] else str(store),
+    emitted = emit_run(
+        project_root(), store, probe, image=k8s.image, nodes=k8s.nodes, emit=k8s.emit, run_id=k8s.run_id,
+        namespace=k8s.namespace, gpus_per_node=k8s.gpus_per_node, store_claim=k8s.store_claim,
     )  # fmt: skip
-    run_dir = fleet_store.create_run_dir(store, run_id)  # exclusively: an existing run id is refused
-    paths = write_manifests(job_manifests(opts), kw["emit"])
-    fleet_store.write_json(
-        run_dir / fleet_store.MANIFEST,
-        {"run": run_id, "scheduler": "kubernetes", "image": {"ref": image}, "tasks_per_node": 1,
-         "requested": {"nodes": len(nodes), "nodelist": list(nodes)}, "options": options_to_json(probe)},
-        within=run_dir,
-    )  # fmt: skip
-    data = {"run": run_id, "manifests": [str(p) for p in paths], "store": str(store / run_id)}
+    run_id, paths, run_dir = emitted.run_id, emitted.paths, emitted.run_dir
+    data = {"run": run_id, "manifests": [str(p) for p in paths], "store": str(run_dir)}
 
     def text() -> str:
         return "\n".join(
-            [f"run {run_id}: {len(nodes)} Job(s) and the payload ConfigMap in {kw['emit']}",
+            [f"run {run_id}: {len(k8s.nodes)} Job(s) and the payload ConfigMap in {k8s.emit}",
              *(f"  {p}" for p in paths),
-             f"run them: kubectl apply -f {kw['emit']}  (needs a cluster)",
-             f"then: envkit probe --compare {store / run_id}"]
+             f"run them: kubectl apply -f {k8s.emit}  (needs a cluster)",
+             f"then: envkit probe --compare {run_dir}"]
         )  # fmt: skip
 
     return CommandResult("probe", data, text)

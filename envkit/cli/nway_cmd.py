@@ -5,20 +5,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from envkit.comparison.bands import Bands
+from envkit.comparison.nway import member_list
+from envkit.comparison.pairwise import fmt_rel
 from envkit.errors import ExitCode
-from envkit.probe.compare import Bands, fmt_rel
-from envkit.probe.many import ManyCompared, compare_n
-from envkit.probe.nway import member_list
+from envkit.fleet.compare import ComparedMany, compare_n
+from envkit.probe.model import Verdict
 from envkit.result import CommandResult
 
-__all__ = ["compare_many", "nway_text"]
+__all__ = ["compare_refs", "nway_text"]
 
 MAX_MEMBERS = 6
 MAX_OUTLIERS = 50
 MAX_CAUSES = 5
 
 
-def compare_many(
+def compare_refs(
     refs: Sequence[str], store: Path, *, label: str | None, bands: Bands, html: Path | None
 ) -> CommandResult:
     done = compare_n(refs, store, label=label, bands=bands, html=html)
@@ -26,14 +28,14 @@ def compare_many(
     return CommandResult("probe", done.to_json(), lambda: nway_text(done), exit_code=code)
 
 
-def nway_text(done: ManyCompared) -> str:
+def nway_text(done: ComparedMany) -> str:
     r = done.result
     head = f"{len(r.names)} reports, {len(r.groups)} bitwise group(s)"
     head += (
         ", no majority (tie)" if r.majority is None else f", majority: group 1 ({len(r.groups[0].members)})"
     )
     lines = [head]
-    suspects = {o.group for o in r.outliers if o.verdict == "suspect" and o.group != 1}
+    suspects = {o.group for o in r.outliers if o.suspect and o.group != 1}
     for g in r.groups:
         tag = "majority" if g.majority else "suspect" if g.index in suspects else g.verdict
         diff = f"  {fmt_rel(g.max_rel_diff)} from step {g.first_diff_step}" if g.first_diff_step else ""
@@ -43,10 +45,8 @@ def nway_text(done: ManyCompared) -> str:
     if r.outliers:
         lines.append("outliers (suspects first):")
     for o in r.outliers[:MAX_OUTLIERS]:
-        band = (
-            f" (band {o.band})" if o.verdict == "suspect" and o.band not in ("identical", "suspect") else ""
-        )
-        lines.append(f"  {o.name}: {o.verdict}{band}" + (f": {o.reason}" if o.reason else ""))
+        band = f" (band {o.band})" if o.suspect and o.band is not Verdict.IDENTICAL else ""
+        lines.append(f"  {o.name}: {o.tag}{band}" + (f": {o.reason}" if o.reason else ""))
         lines += [f"    {i}. {c.message}" for i, c in enumerate(o.causes[:MAX_CAUSES], 1)]
         if len(o.causes) > MAX_CAUSES:
             lines.append(f"    … {len(o.causes) - MAX_CAUSES} more (--json)")

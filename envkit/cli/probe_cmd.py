@@ -8,14 +8,17 @@ from typing import Any
 import click
 
 from envkit.cli import cli, fleet_cmd
-from envkit.cli._app import command, project_root, services, working
-from envkit.errors import ExitCode, UsageError
+from envkit.cli._app import command, parsed_into, project_root, services, working
+from envkit.cli.probe_args import ProbeArgs, check_conflicts, mode_of
+from envkit.comparison.bands import Bands
+from envkit.comparison.files import compare_files
+from envkit.comparison.pairwise import Comparison, fmt_rel
+from envkit.errors import ExitCode
+from envkit.fleet.compare import find_run
 from envkit.probe import core
-from envkit.probe.compare import Bands, Comparison, fmt_rel
 from envkit.probe.driver import driver_line
-from envkit.probe.many import find_run
 from envkit.probe.report import default_store
-from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions, payload_argv
+from envkit.probe.runner import FRAMEWORKS, WORKLOADS
 from envkit.result import CommandResult
 
 
@@ -104,7 +107,8 @@ def _csv(allowed: tuple[str, ...]) -> Any:
     help="Largest max-relative-difference still 'precision-drift'; beyond is 'diverged'.",
 )
 @fleet_cmd.fleet_options
-def probe(**kw: Any) -> CommandResult:
+@parsed_into(ProbeArgs)
+def probe(args: ProbeArgs) -> CommandResult:
     """Run a seeded rnn and tiny-BERT training in torch and paddle and record the numbers.
 
     Inputs and initial weights come from a portable generator, so every framework and version starts
@@ -120,73 +124,52 @@ def probe(**kw: Any) -> CommandResult:
     engines run the image by digest: pulled from the registry `envkit build NAME --push REGISTRY` pushed
     it to, or saved once into STORE/images and loaded on each node (checked by image id).
     """
-    if kw["k8s"]:
-        opts = _options(kw)
-        return fleet_cmd.emit_k8s(kw, opts, payload_argv(opts, opts.frameworks))
-    if kw["slurm"] or kw["scheduler"]:
-        kw["scheduler"] = kw["scheduler"] or "slurm"
-        if kw["compare"]:
-            raise UsageError(
-                "--compare does not fan out", hint="run the fleet probe, then --compare STORE/RUN"
-            )
-        image = fleet_image(kw) if kw["image"] else None
-        return fleet_cmd.run_fleet(kw, _options(kw), image)
-    if kw["refs"] and not kw["compare"]:
-        raise UsageError(f"unexpected argument {kw['refs'][0]!r}", hint="to compare reports: --compare A B")
-    if kw["compare"]:
-        return _compare(kw)
-    if kw["html_out"]:
-        raise UsageError("--html needs --compare A B", hint="envkit probe --compare A B --html out.html")
-    return _run(kw)
+    mode = mode_of(args)
+    check_conflicts(args, mode)
+    if mode == "k8s":
+        opts = args.probe_options()
+        return fleet_cmd.emit_k8s(args.k8s_args(), _store(args).resolve(), opts)
+    if mode == "fleet":
+        image = fleet_image(args.image, _store(args)) if args.image else None
+        return fleet_cmd.run_fleet(args.fleet(), _store(args).resolve(), args.probe_options(), image)
+    if mode == "compare":
+        return _compare(args)
+    return _run(args)
 
 
-def fleet_image(kw: dict[str, Any]) -> dict[str, Any]:
+def _store(args: ProbeArgs) -> Path:
+    """--store, or $ENVKIT_STORE, or the project's."""
+    return Path(args.store or default_store(project_root()))
+
+
+def fleet_image(image: str, store: Path) -> dict[str, str]:
     """How the image reaches the nodes: its registry digest, or a tar in the store (saved once)."""
     from envkit.fleet.images import image_for_fleet
 
     engine, transport = services().transport()
-    store = kw["store"] or default_store(project_root())
-    return image_for_fleet(engine, transport, kw["image"], Path(store), project_root())
+    return image_for_fleet(engine, transport, image, store, project_root())
 
 
-def _options(kw: dict[str, Any]) -> ProbeOptions:
-    return ProbeOptions(
-        frameworks=kw["frameworks"],
-        workloads=kw["workloads"],
-        steps=kw["steps"],
-        seed=kw["seed"],
-        mode=kw["mode"],
-        dtype=kw["dtype"],
-        device=kw["device"],
-        tf32=kw["tf32"],
-        autocast=kw["autocast"],
-        poison=kw["poison"],
-        poison_step=kw["poison_step"],
-        nan_check=kw["nan_check"],
-        threads=kw["threads"],
-    )
-
-
-def _run(kw: dict[str, Any]) -> CommandResult:
-    where = f"in {kw['image']}" if kw["image"] else "on this host"
-    opts = _options(kw)
+def _run(args: ProbeArgs) -> CommandResult:
+    where = f"in {args.image}" if args.image else "on this host"
+    opts = args.probe_options()
     with working(f"probing {','.join(opts.frameworks)} × {','.join(opts.workloads)} {where}"):
         run = core.probe(
             opts,
-            store=None if kw["no_store"] else kw["store"] or default_store(project_root()),
-            label=kw["label"],
-            output=kw["output"],
-            image=kw["image"],
-            engine=services().engine() if kw["image"] else None,
+            store=None if args.no_store else _store(args),
+            label=args.label,
+            output=args.output,
+            image=args.image,
+            engine=services().engine() if args.image else None,
         )
 
     def text() -> str:
         lines = [
-            f"{row['framework']:<7}{row['workload']:<6}{row['status']:<8}loss {row['loss_first']} -> "
-            f"{row['loss_last']}  {row['note']}"
+            f"{row.framework:<7}{row.workload:<6}{row.status:<8}loss {row.loss_first} -> "
+            f"{row.loss_last}  {row.note}"
             for row in run.summary
         ]
-        check = run.report.get("driver")
+        check = run.report.driver
         driver = [driver_line(check)] if check else []
         return "\n".join([*lines, *driver, *(f"report: {w}" for w in run.written)])
 
@@ -194,22 +177,13 @@ def _run(kw: dict[str, Any]) -> CommandResult:
     return CommandResult("probe", run.to_json(), text, exit_code=code, warnings=run.warnings)
 
 
-def _compare(kw: dict[str, Any]) -> CommandResult:
-    try:
-        bands = Bands(kw["equivalent_edge"], kw["drift_edge"])
-    except ValueError as e:
-        raise UsageError(str(e), hint="e.g. --equivalent-edge 2e-6 --drift-edge 5e-3") from e
-    store = kw["store"] or default_store(project_root())
-    refs = kw["refs"]
-    if not refs:
-        raise UsageError(
-            "--compare needs reports", hint="--compare A B, --compare STORE/RUN or --compare A B C …"
-        )
+def _compare(args: ProbeArgs) -> CommandResult:
+    bands, store, refs = args.bands(), _store(args), args.refs
     if len(refs) != 2 or any(find_run(r, store) for r in refs):
         from envkit.cli import nway_cmd
 
-        return nway_cmd.compare_many(refs, store, label=kw["label"], bands=bands, html=kw["html_out"])
-    done = core.compare((refs[0], refs[1]), store, label=kw["label"], bands=bands, html=kw["html_out"])
+        return nway_cmd.compare_refs(refs, store, label=args.label, bands=bands, html=args.html_out)
+    done = compare_files((refs[0], refs[1]), store, label=args.label, bands=bands, html=args.html_out)
     code = ExitCode.OK if done.ok else ExitCode.FINDINGS
     return CommandResult("probe", done.to_json(), lambda: _compare_text(done.comparison), exit_code=code)
 

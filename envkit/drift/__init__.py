@@ -17,6 +17,8 @@ __all__ = ["DriftReport", "Finding", "diff_inventories", "load_rules", "spread"]
 
 @dataclass(frozen=True)
 class DriftReport:
+    """Drift across inventories: the findings, the inputs and their labels."""
+
     inventories: tuple[Inventory, ...]
     findings: tuple[Finding, ...]
 

@@ -28,6 +28,8 @@ def severity_rank(severity: str) -> int:
 
 @dataclass(frozen=True)
 class Finding:
+    """One drift finding about a package across inventories: kind, severity, rule, the values seen."""
+
     package: str
     kind: Kind
     severity: Severity
@@ -51,6 +53,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class Rule:
+    """A known-incompatibility rule (drift/data/rules.yaml): what it checks, its severity and source."""
+
     id: str
     check: str
     severity: Severity
@@ -70,6 +74,8 @@ class KindPolicy:
 
 @dataclass(frozen=True)
 class DiffPolicy:
+    """How severe a kind of difference is, for key projects and for the rest."""
+
     key_projects: frozenset[str]
     kinds: Mapping[str, KindPolicy]
 
@@ -84,5 +90,7 @@ class DiffPolicy:
 
 @dataclass(frozen=True)
 class RuleSet:
+    """The diff policy and the rules, loaded once."""
+
     policy: DiffPolicy
     rules: tuple[Rule, ...]

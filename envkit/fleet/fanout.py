@@ -15,11 +15,10 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from envkit import __version__
 from envkit.fleet import store
-from envkit.fleet.manifest import options_to_json, parse_layout
+from envkit.fleet.manifest import parse_layout
 from envkit.fleet.pyxis import enroot_uri, pyxis_argv, pyxis_mounts
 from envkit.fleet.scheduler import JobRequest, JobState, JobStatus, Scheduler
 from envkit.probe.runner import ProbeOptions, payload_argv, thread_env
@@ -31,6 +30,8 @@ UNKNOWN_POLLS = 5  # the scheduler forgot the job this many polls in a row: it i
 
 @dataclass(frozen=True)
 class FleetOptions:
+    """How a fleet probe fans out: the store, nodes, tasks per node, scheduler options, the image."""
+
     store: Path
     run_id: str | None = None
     nodes: int = 1
@@ -40,7 +41,7 @@ class FleetOptions:
     account: str | None = None
     time_limit: str | None = None
     extra_args: tuple[str, ...] = ()
-    image: dict[str, Any] | None = None  # {"ref": REPO@sha256:…} or {"id": sha256:…, "tar": PATH}
+    image: dict[str, str] | None = None  # {"ref": REPO@sha256:…} or {"id": sha256:…, "tar": PATH}
     container: str = "docker"  # docker (the node's engine) or pyxis (srun --container-image)
     repeat: int = 1
     python: str = field(default_factory=lambda: sys.executable)
@@ -50,6 +51,8 @@ class FleetOptions:
 
 @dataclass(frozen=True)
 class TaskOutcome:
+    """How one task of a fleet run ended: ok (its report), failed, never-ran, running, pending."""
+
     task: str
     node: str
     state: str  # ok | failed | never-ran | running | pending
@@ -59,6 +62,8 @@ class TaskOutcome:
 
 @dataclass(frozen=True)
 class Progress:
+    """A fleet run while it goes: the job's state and how many tasks are in each state."""
+
     job_id: str
     job_state: JobState
     counts: dict[str, int]
@@ -71,6 +76,8 @@ class Progress:
 
 @dataclass(frozen=True)
 class FleetRun:
+    """A finished fleet run: its job, its state and every task's outcome."""
+
     run_id: str
     run_dir: Path
     scheduler: str
@@ -87,7 +94,7 @@ class FleetRun:
     def reports(self) -> tuple[Path, ...]:
         return tuple(self.run_dir / t.report for t in self.tasks if t.report)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "run": self.run_id,
             "run_dir": str(self.run_dir),
@@ -132,18 +139,11 @@ def submit(scheduler: Scheduler, opts: FleetOptions, probe: ProbeOptions) -> tup
     """Write the manifest and submit the job; return (run id, run directory, job id)."""
     run_id = store.check_run_id(opts.run_id or store.new_run_id())
     run_dir = store.create_run_dir(opts.store, run_id)  # exclusively: an existing run id is refused
-    manifest = {
-        "run": run_id,
-        "created": time.time(),
-        "envkit_version": __version__,
-        "scheduler": scheduler.name,
-        "options": options_to_json(probe),
-        "tasks_per_node": opts.tasks_per_node,
-        "repeat": opts.repeat,
-        "image": opts.image,
-        "requested": {"nodes": opts.nodes, "nodelist": list(opts.nodelist)},
-    }
-    store.write_json(run_dir / store.MANIFEST, manifest, within=run_dir)
+    manifest = store.write_manifest(
+        run_dir, scheduler=scheduler.name, options=probe, image=opts.image,
+        tasks_per_node=opts.tasks_per_node, nodes=opts.nodes, nodelist=opts.nodelist,
+        extra={"created": time.time(), "envkit_version": __version__, "repeat": opts.repeat},
+    )  # fmt: skip
     job_id = scheduler.submit(_request(opts, run_id, run_dir, probe))
     store.write_json(run_dir / store.MANIFEST, {**manifest, "job": job_id}, within=run_dir)
     return run_id, run_dir, job_id

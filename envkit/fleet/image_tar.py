@@ -34,6 +34,8 @@ _NAME_KEYS = ("io.containerd.image.name", "org.opencontainers.image.ref.name")
 
 
 class TarLoader(Protocol):
+    """What loading a checked image tar needs of the transport."""
+
     def load_from(self, data: BinaryIO, source: str) -> tuple[str, ...]: ...
 
 

@@ -13,22 +13,27 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 from envkit._atomic import check_within
-from envkit.build.engine import ContainerEngine
-from envkit.build.push import read_pushed
-from envkit.build.transport import ImageTransport
+from envkit.engine.protocol import ContainerEngine
+from envkit.engine.push import read_pushed
+from envkit.engine.transport import ImageTransport
 from envkit.errors import ProbeError
 from envkit.fleet.manifest import image_tar_path
 from envkit.probe.core import resolve_image
 
-__all__ = ["image_for_fleet"]
+__all__ = ["image_for_fleet", "pushed_ref"]
+
+
+def pushed_ref(root: Path, image: str) -> str | None:
+    """The ``REPO@sha256:…`` that ``envkit build NAME --push`` recorded for ``image``, or None."""
+    pushed = read_pushed(root, image.removeprefix("envkit/").split(":", 1)[0])
+    return str(pushed["ref"]) if pushed is not None else None
 
 
 def image_for_fleet(
     engine: ContainerEngine, transport: ImageTransport, image: str, store: Path, root: Path
-) -> dict[str, Any]:
+) -> dict[str, str]:
     """The manifest's ``image``: ``{"ref": REPO@sha256:…}`` or ``{"id": …, "tar": STORE/images/….tar}``."""
     if "@sha256:" in image:
         return {"ref": image, "name": image}
@@ -39,7 +44,7 @@ def image_for_fleet(
     name = ref.split("/", 1)[-1].split(":", 1)[0] if ref.startswith("envkit/") else image
     pushed = read_pushed(root, name)
     if pushed is not None and pushed.get("image_id") == info.id:
-        return {"ref": pushed["ref"], "id": info.id, "name": image}
+        return {"ref": str(pushed["ref"]), "id": info.id, "name": image}
     root = store.resolve()
     tar = image_tar_path(root, info.id)  # never resolved: a planted link there is replaced, not followed
     if not _ours(tar):

@@ -22,9 +22,17 @@ from typing import Any
 import yaml
 
 from envkit.errors import UsageError
-from envkit.probe.runner import PAYLOAD_DIR
+from envkit.probe.runner import PAYLOAD_DIR, ProbeOptions, payload_argv
 
-__all__ = ["K8sOptions", "dns_name", "job_manifests", "manifest_yaml", "write_manifests"]
+__all__ = [
+    "Emitted",
+    "K8sOptions",
+    "dns_name",
+    "emit_run",
+    "job_manifests",
+    "manifest_yaml",
+    "write_manifests",
+]
 
 PAYLOAD_MOUNT = "/opt/envkit-probe"
 STORE_MOUNT = "/envkit-store"
@@ -34,6 +42,8 @@ _DNS = re.compile(r"[^a-z0-9-]+")
 
 @dataclass(frozen=True)
 class K8sOptions:
+    """The Kubernetes Jobs of a fleet run: nodes, image, payload arguments, namespace, store volume."""
+
     run_id: str
     nodes: tuple[str, ...]
     image: str
@@ -175,3 +185,55 @@ def write_manifests(manifests: Sequence[dict[str, Any]], folder: Path) -> list[P
         write_text_atomic(path, manifest_yaml(m))
         paths.append(path)
     return paths
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """A Kubernetes run written out: its id, the manifest files and the run's folder in the store."""
+
+    run_id: str
+    paths: tuple[Path, ...]
+    run_dir: Path
+
+
+def emit_run(
+    root: Path,
+    store: Path,
+    probe: ProbeOptions,
+    *,
+    image: str,
+    nodes: tuple[str, ...],
+    emit: Path,
+    run_id: str | None = None,
+    namespace: str = "default",
+    gpus_per_node: int = 1,
+    store_claim: str | None = None,
+) -> Emitted:
+    """``envkit probe --k8s``: the ConfigMap and Job manifests into ``emit``, the run's manifest into
+    ``store``.
+
+    ``image`` is ``REPO@sha256:…``, or an environment pushed by ``envkit build NAME --push`` (its
+    recorded digest); the nodes pull it from the registry, by digest.
+    """
+    from envkit.fleet import store as fleet_store
+    from envkit.fleet.images import pushed_ref
+
+    ref = image if "@sha256:" in image else pushed_ref(root, image)
+    if ref is None:
+        raise UsageError(
+            f"Kubernetes nodes pull {image} from a registry, by digest",
+            hint=f"push it first: envkit build {image} --push REGISTRY (or give REPO@sha256:…)",
+        )
+    run_id = fleet_store.check_run_id(run_id or fleet_store.new_run_id())
+    opts = K8sOptions(
+        run_id=run_id, nodes=nodes, image=ref, payload_args=tuple(payload_argv(probe, probe.frameworks)),
+        namespace=namespace, gpus_per_node=gpus_per_node, store_claim=store_claim,
+        store_host_path=None if store_claim else str(store),
+    )  # fmt: skip
+    run_dir = fleet_store.create_run_dir(store, run_id)  # exclusively: an existing run id is refused
+    paths = write_manifests(job_manifests(opts), emit)
+    fleet_store.write_manifest(
+        run_dir, scheduler="kubernetes", options=probe, image={"ref": ref}, tasks_per_node=1,
+        nodes=len(nodes), nodelist=nodes,
+    )  # fmt: skip
+    return Emitted(run_id, tuple(paths), store / run_id)

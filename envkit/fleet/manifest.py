@@ -118,9 +118,9 @@ def check_owned(path: Path, what: str, *, fd: int | None = None) -> None:
         )
 
 
-def options_to_json(opts: ProbeOptions) -> dict[str, Any]:
+def options_to_json(opts: ProbeOptions) -> dict[str, object]:
     """The allow-listed options as the manifest records them (never ``env``)."""
-    data: dict[str, Any] = {key: list(getattr(opts, key)) for key in _LISTS}
+    data: dict[str, object] = {key: list(getattr(opts, key)) for key in _LISTS}
     data.update({key: getattr(opts, key) for key in (*_CHOICES, *_INTS, *_BOOLS)})
     return data
 
@@ -230,7 +230,7 @@ class RunLayout:
     repeat: int
     nodes: int
     nodelist: tuple[str, ...]
-    raw: dict[str, Any]
+    raw: Mapping[str, object]
 
 
 @dataclass(frozen=True)
@@ -246,7 +246,7 @@ class RunManifest:
         return self.layout.run
 
 
-def _int(data: Mapping[str, Any], key: str, lo: int, hi: int, source: str, default: int) -> int:
+def _int(data: Mapping[str, object], key: str, lo: int, hi: int, source: str, default: int) -> int:
     value = data.get(key, default)
     if not (type(value) is int and lo <= value <= hi):
         raise FleetError(
@@ -255,7 +255,7 @@ def _int(data: Mapping[str, Any], key: str, lo: int, hi: int, source: str, defau
     return value
 
 
-def parse_layout(data: dict[str, Any], source: str, run_dir: Path) -> RunLayout:
+def parse_layout(data: Mapping[str, object], source: str, run_dir: Path) -> RunLayout:
     from envkit.fleet.store import check_run_id
 
     run = data.get("run")
@@ -280,7 +280,7 @@ def parse_layout(data: dict[str, Any], source: str, run_dir: Path) -> RunLayout:
     )
 
 
-def parse_manifest(data: dict[str, Any], source: str, run_dir: Path) -> RunManifest:
+def parse_manifest(data: Mapping[str, object], source: str, run_dir: Path) -> RunManifest:
     return RunManifest(
         layout=parse_layout(data, source, run_dir),
         options=options_from_json(data.get("options", {}), source),

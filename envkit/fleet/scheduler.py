@@ -23,6 +23,8 @@ __all__ = ["JobRequest", "JobState", "JobStatus", "Scheduler"]
 
 
 class JobState(str, enum.Enum):
+    """A scheduler job's state, the same words for Slurm and local processes."""
+
     PENDING = "pending"
     RUNNING = "running"
     COMPLETED = "completed"
@@ -62,6 +64,8 @@ class JobRequest:
 
 @dataclass(frozen=True)
 class JobStatus:
+    """What the scheduler says about a job: state, nodes, reason, exit code."""
+
     job_id: str
     state: JobState
     nodes: tuple[str, ...] = ()  # the nodes allocated (empty while pending)

@@ -17,6 +17,7 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,14 @@ from typing import Any
 from envkit._atomic import make_dir_exclusive, write_text_atomic
 from envkit._safe import one_line
 from envkit.errors import EnvkitError, FleetError, UsageError
-from envkit.fleet.manifest import MAX_MANIFEST_BYTES, MAX_RECORD_BYTES, check_owned, read_store_json
+from envkit.fleet.manifest import (
+    MAX_MANIFEST_BYTES,
+    MAX_RECORD_BYTES,
+    check_owned,
+    options_to_json,
+    read_store_json,
+)
+from envkit.probe.runner import ProbeOptions
 
 __all__ = [
     "MANIFEST",
@@ -35,6 +43,7 @@ __all__ = [
     "read_tasks",
     "task_name",
     "write_json",
+    "write_manifest",
 ]
 
 MANIFEST = "run.json"
@@ -82,6 +91,32 @@ def create_run_dir(store: Path, run_id: str) -> Path:
     for sub in (TASKS, SCHED):
         make_dir_exclusive(run_dir / sub)
     return run_dir
+
+
+def write_manifest(
+    run_dir: Path,
+    *,
+    scheduler: str,
+    options: ProbeOptions,
+    image: Mapping[str, str] | None,
+    tasks_per_node: int,
+    nodes: int,
+    nodelist: tuple[str, ...],
+    extra: Mapping[str, object] | None = None,
+) -> dict[str, object]:
+    """Write ``run.json``, the one shape every scheduler's run has (read back by
+    :func:`envkit.fleet.manifest.parse_manifest`); return what was written (to add the job and result)."""
+    manifest: dict[str, object] = {
+        "run": run_dir.name,
+        "scheduler": scheduler,
+        "options": options_to_json(options),
+        "tasks_per_node": tasks_per_node,
+        "image": dict(image) if image is not None else None,
+        "requested": {"nodes": nodes, "nodelist": list(nodelist)},
+        **(extra or {}),
+    }
+    write_json(run_dir / MANIFEST, manifest, within=run_dir)
+    return manifest
 
 
 def read_manifest(run_dir: Path, *, owned: bool = False) -> dict[str, Any]:

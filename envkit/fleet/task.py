@@ -27,7 +27,9 @@ from envkit.fleet import store
 from envkit.fleet.image_tar import load_checked_tar
 from envkit.fleet.manifest import FleetImage, check_owned, parse_manifest
 from envkit.fleet.repeat import repeat_summary
-from envkit.probe.report import Report, dump_report
+from envkit.probe.additions import FleetInfo
+from envkit.probe.model import ProbeReport
+from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 
 __all__ = ["main", "run_task", "task_identity"]
@@ -40,13 +42,13 @@ def task_identity(environ: Mapping[str, str], tasks_per_node: int) -> tuple[str,
     return store.task_name(node, int(local) if local.isdigit() else 0, tasks_per_node), node
 
 
-Probe = Callable[[ProbeOptions, str], Report]
+Probe = Callable[[ProbeOptions, str], ProbeReport]
 
 
 def _image_probe(image: FleetImage, node: str) -> Probe:
     """Run in the run's image on this node's engine; make the image present first, by digest."""
-    from envkit.build.docker_api import DockerEngine
-    from envkit.build.docker_transport import DockerTransport
+    from envkit.engine.docker_api import DockerEngine
+    from envkit.engine.docker_transport import DockerTransport
 
     engine = DockerEngine()
     transport = DockerTransport(engine)
@@ -57,7 +59,7 @@ def _image_probe(image: FleetImage, node: str) -> Probe:
         else:
             transport.pull(ref)
 
-    def probe(opts: ProbeOptions, label: str) -> Report:
+    def probe(opts: ProbeOptions, label: str) -> ProbeReport:
         return run_in_image(engine, ref, opts, label=label, host=node)
 
     return probe
@@ -85,19 +87,12 @@ def run_task(
             probe = (make_probe or _image_probe)(manifest.image, node)
         else:
 
-            def probe(o: ProbeOptions, label: str) -> Report:
+            def probe(o: ProbeOptions, label: str) -> ProbeReport:
                 return run_on_host(o, label=label)
 
         reports = [probe(opts, manifest.run) for _ in range(manifest.layout.repeat)]
-        report = reports[0]
-        report["fingerprint"]["host"] = node
-        report["fleet"] = {
-            "run": manifest.run,
-            "task": name,
-            "node": node,
-            "job": environ.get("SLURM_JOB_ID"),
-            "repeat": repeat_summary(reports),
-        }
+        fleet = FleetInfo(manifest.run, name, node, environ.get("SLURM_JOB_ID"), repeat_summary(reports))
+        report = reports[0].with_fleet(fleet)
         path = run_dir / f"{name}.json"
         write_text_atomic(path, dump_report(report), within=run_dir)
     except (EnvkitError, OSError, KeyError, ValueError) as e:

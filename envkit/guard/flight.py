@@ -138,6 +138,8 @@ def _json(path: Path, value: Any) -> None:
 
 @dataclass
 class LoadedDump:
+    """An incident dump's tensors loaded through the framework's adapter: batch, RNG, model and optimizer."""
+
     batch: Any
     rng: RngState
     model_state: Tensors

@@ -25,6 +25,8 @@ LossFn = Callable[[Any, Any], Any]
 
 @dataclass
 class Replay:
+    """One replay of a dumped step: its loss and grad norm, the first bad module, or the error."""
+
     loss: float
     grad_norm: float
     localization: dict[str, Any] = field(default_factory=dict)

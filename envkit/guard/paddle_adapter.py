@@ -59,6 +59,8 @@ def _absmax(value: Any) -> float | None:
 
 
 class PaddleAdapter(Adapter):
+    """The guard's adapter for PaddlePaddle models and optimizers."""
+
     name = "paddle"
     safetensors = "safetensors.paddle"
 

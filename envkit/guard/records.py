@@ -31,6 +31,8 @@ class Policy(str, Enum):
 
 
 class IncidentKind(str, Enum):
+    """What went wrong at a step: NaN/Inf, an error, a spike, or replicas that disagree."""
+
     NONFINITE_LOSS = "nonfinite-loss"
     NONFINITE_GRAD = "nonfinite-grad"
     ERROR = "error"  # the step raised (an index out of range, a device assert)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envkit.comparison.causes import likely_causes
 from envkit.errors import DumpError, UsageError
 from envkit.guard.adapter import make_adapter
 from envkit.guard.dump import Dump, read_dump
@@ -30,7 +31,6 @@ from envkit.guard.flight import load_dump
 from envkit.guard.localize import Replay, replay_step
 from envkit.guard.records import json_clean, read_float
 from envkit.guard.runlog import fingerprint
-from envkit.probe.causes import likely_causes
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
 __all__ = ["Builder", "ReplayVerdict", "load_entry", "replay_dump", "suggest_entry"]
@@ -40,6 +40,8 @@ Builder = Callable[[], Any]
 
 @dataclass(frozen=True)
 class ReplayVerdict:
+    """Whether replaying an incident's step reproduced it, where, and the likely causes when not."""
+
     verdict: str
     dump: str
     step: int

@@ -40,6 +40,8 @@ def fingerprint() -> dict[str, Any]:
 
 
 class RunLog:
+    """Writes a guarded run's record: ``report.json`` (a probe report), ``steps.jsonl``, ``steps.csv``."""
+
     def __init__(self, run: Path, adapter: Adapter, *, name: str, seed: int, rank: int, world: int) -> None:
         self.run = run
         self.root = run if rank == 0 else run / f"rank-{rank}"

@@ -26,6 +26,8 @@ class Spike:
 
 
 class SpikeDetector:
+    """Flags a value above the window's median + threshold × σ (from the MAD), NaN/Inf never counted."""
+
     def __init__(self, window: int = 100, warmup: int = 20, threshold: float = 6.0) -> None:
         if window < 3 or warmup < 3 or warmup > window or threshold <= 0:
             raise ValueError("spike detector: need 3 <= warmup <= window and threshold > 0")

@@ -45,6 +45,8 @@ def _absmax(value: Any) -> float | None:
 
 
 class TorchAdapter(Adapter):
+    """The guard's adapter for PyTorch models and optimizers."""
+
     name = "torch"
     safetensors = "safetensors.torch"
 

@@ -24,6 +24,8 @@ __all__ = ["LockComparison", "lock_and_compare"]
 
 @dataclass(frozen=True)
 class LockComparison:
+    """The new lock against the source: the ``envkit diff`` that shows it, and what differs."""
+
     command: str  # the `envkit diff` command line that shows the same
     lock: str  # images/NAME/conda-lock.yml, relative to the root
     compared: bool  # False when the source is no listing `envkit diff` reads (a hand-written range)

@@ -58,6 +58,8 @@ class FileChange:
 
 @dataclass(frozen=True)
 class InitResult:
+    """What ``envkit init`` wrote (or kept) in the repository."""
+
     root: Path
     choice: StarterChoice
     files: tuple[FileChange, ...]

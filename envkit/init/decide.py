@@ -44,6 +44,8 @@ _SOLVER_CHANNELS = {"nodefaults", "pypi"}
 
 @dataclass
 class Decided:
+    """What adopting a source decided: what was lost and why, notes, pins moved to pip."""
+
     lost: list[Lost] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     defaults_dropped: bool = False

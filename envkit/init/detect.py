@@ -64,6 +64,8 @@ _PYTHON_TAG = re.compile(r"(?:^|/)python:(3\.\d+)")
 
 @dataclass(frozen=True)
 class Framework:
+    """The framework a source pins: which, its constraint, how it is installed, where it was read."""
+
     framework: str  # torch | paddle
     constraint: str  # the source's pin: "2.1.2+cu121", ">=1.9", "" (unpinned)
     installer: str  # conda | pip | image

@@ -11,7 +11,7 @@ from importlib import resources
 from typing import Any
 
 from envkit._io import load_json_bounded
-from envkit.build.engine import ContainerEngine
+from envkit.engine.protocol import ContainerEngine
 from envkit.errors import InventoryError
 
 __all__ = ["SCRIPT", "ImageSource"]

@@ -40,6 +40,8 @@ class Package:
 
 @dataclass(frozen=True)
 class Inventory:
+    """The packages of one environment, read from one file or host, in one model."""
+
     label: str  # host name, file stem, or what the user named it
     path: str
     format: str  # e.g. conda-list, conda-export, conda-json, conda-explicit, env-export, pip-freeze, ...

@@ -29,6 +29,8 @@ _CONDA_ONLY_SUFFIXES = ("-mutex", "-devel", "-dev", "-cuda", "-c", "-cpp", "_lin
 
 @dataclass(frozen=True)
 class NameMap:
+    """Conda names that are PyPI distributions under another name, and those that never are."""
+
     renames: dict[str, str]  # conda name -> PyPI canonical name
     not_pypi: frozenset[str]  # conda names that never merge with a pip distribution
 

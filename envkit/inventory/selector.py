@@ -22,6 +22,8 @@ _SELECTOR = re.compile(
 
 @dataclass(frozen=True)
 class Selected:
+    """An input named with its selector (``FILE#ENVIRONMENT@PLATFORM``), split."""
+
     name: str  # the input without its selector
     platform: str | None = None
     environment: str | None = None

@@ -1,8 +1,8 @@
 """``envkit snapshot``: capture the current environment as a JSON inventory.
 
 The environment is read through :class:`EnvironmentSource` (conda list --json when in a
-conda env, pip's view via importlib.metadata, Python, platform, host); :class:`FakeSource`
-serves tests. The snapshot is byte-stable: sorted, no timestamps.
+conda env, pip's view via importlib.metadata, Python, platform, host);
+:class:`envkit.inventory.testing.FakeSource` serves tests. The snapshot is byte-stable: sorted, no timestamps.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import os
 import platform
 import socket
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,7 +25,6 @@ from envkit.inventory._collect import channel_from_url
 __all__ = [
     "SNAPSHOT_KIND",
     "EnvironmentSource",
-    "FakeSource",
     "LocalSource",
     "take_snapshot",
     "write_snapshot",
@@ -36,6 +34,8 @@ SNAPSHOT_KIND = "envkit-snapshot"
 
 
 class EnvironmentSource(Protocol):
+    """Where ``envkit snapshot`` reads the environment from (the running one, or a fake)."""
+
     def host(self) -> str: ...
     def python(self) -> str: ...
     def platform(self) -> str: ...
@@ -80,36 +80,6 @@ class LocalSource:
 
     def facts(self) -> dict[str, str]:
         return snapshot_payload.host_facts()
-
-
-@dataclass
-class FakeSource:
-    """A fixed environment for tests."""
-
-    hostname: str = "fake-host"
-    python_version: str = "3.11.9"
-    platform_name: str = "linux-x86_64"
-    conda: list[dict[str, Any]] | None = None
-    dists: list[tuple[str, str]] = field(default_factory=list)
-    host_facts: dict[str, str] = field(default_factory=dict)
-
-    def host(self) -> str:
-        return self.hostname
-
-    def python(self) -> str:
-        return self.python_version
-
-    def platform(self) -> str:
-        return self.platform_name
-
-    def conda_records(self) -> list[dict[str, Any]] | None:
-        return self.conda
-
-    def distributions(self) -> list[tuple[str, str]]:
-        return list(self.dists)
-
-    def facts(self) -> dict[str, str]:
-        return dict(self.host_facts)
 
 
 def take_snapshot(source: EnvironmentSource) -> dict[str, Any]:

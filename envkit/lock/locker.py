@@ -42,6 +42,8 @@ _Package = TypeVar("_Package", CondaPackage, PipPackage)
 
 @dataclass(frozen=True)
 class LockResult:
+    """What ``envkit lock`` wrote: the contents, the changed files, the digest, the verified state."""
+
     directory: Path
     contents: LockContents
     changed: tuple[str, ...]

@@ -49,6 +49,8 @@ def find_uv() -> str:
 
 
 class UvResolver:
+    """The :class:`~envkit.lock.solver.PipResolver` through ``uv pip compile`` (hashes, any platform)."""
+
     def __init__(self, uv: str | None = None, timeout_s: float = 600.0) -> None:
         self._uv = uv
         self._timeout_s = timeout_s

@@ -68,11 +68,15 @@ class CondaRequest:
 
 @dataclass(frozen=True)
 class CondaSolution:
+    """The conda packages a solve chose, and its warnings."""
+
     packages: tuple[CondaPackage, ...]
     warnings: tuple[str, ...] = ()
 
 
 class CondaSolver(Protocol):
+    """Solves the conda part of a spec (py-rattler in production, a fake in tests)."""
+
     def solve(self, request: CondaRequest) -> CondaSolution: ...
 
 
@@ -106,4 +110,6 @@ class PipRequest:
 
 
 class PipResolver(Protocol):
+    """Resolves the pip part of a spec to hashed pins (uv in production, a fake in tests)."""
+
     def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]: ...

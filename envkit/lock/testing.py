@@ -52,6 +52,8 @@ class FakeCondaSolver:
 
 @dataclass
 class FakePipResolver:
+    """A :class:`~envkit.lock.solver.PipResolver` that pins what it is given, recording requests."""
+
     packages: tuple[PipPackage, ...] = ()
     requests: list[PipRequest] = field(default_factory=list)
 
@@ -62,6 +64,8 @@ class FakePipResolver:
 
 @dataclass(frozen=True)
 class Record:
+    """A package record of the fake conda channel."""
+
     name: str
     version: str
     build: str

@@ -37,6 +37,8 @@ _NVIDIA_WHEEL = re.compile(r"^(nvidia-.*-cu\d+|cuda-toolkit)\Z")
 
 @dataclass(frozen=True)
 class Variant:
+    """How a framework build shows itself in a lock or an environment (CUDA, CPU, ROCm)."""
+
     package: str
     version: str
     build: str  # how the build shows itself: "cuda120_py311h_0", "+cpu", "paddlepaddle (CPU package)"

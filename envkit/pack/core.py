@@ -3,7 +3,7 @@
 From the fresh lock (solved first when missing or stale, as ``envkit build`` does): every conda
 package of the lock for the spec's platforms, every wheel of requirements.lock and the installer
 wheel the offline builder stage runs, each checked against its sha256 while downloading
-(:mod:`envkit.pack.collect`), then one byte-stable tar with a manifest (:mod:`envkit.pack.archive`).
+(:mod:`envkit.offline.collect`), then one byte-stable tar with a manifest (:mod:`envkit.offline.archive`).
 Downloads are cached under ``.envkit/cache``: packing an unchanged lock again downloads nothing
 and writes the same bytes. A hash mismatch stops with exit 3 naming the package and URL, and
 leaves no tarball.
@@ -18,12 +18,12 @@ from pathlib import Path
 
 from envkit import _proc
 from envkit._atomic import state_dir
-from envkit.build.locks import Locker, ensure_fresh_lock
 from envkit.catalog import Catalog
-from envkit.pack.archive import write_pack
-from envkit.pack.collect import PackProgress, collect
-from envkit.pack.fetch import Fetcher
-from envkit.pack.request import pack_request
+from envkit.lock.fresh import Locker, ensure_fresh_lock
+from envkit.offline.collect import PackProgress, collect
+from envkit.offline.fetch import Fetcher
+from envkit.offline.request import pack_request
+from envkit.pack.tarball import write_pack
 from envkit.spec.load import LoadedSpec, image_dir
 
 __all__ = ["PackOptions", "PackResult", "default_pack_path", "pack_environment"]
@@ -31,6 +31,8 @@ __all__ = ["PackOptions", "PackResult", "default_pack_path", "pack_environment"]
 
 @dataclass(frozen=True)
 class PackOptions:
+    """How ``envkit pack`` packs: where to write, frozen lock, local wheels."""
+
     output: Path | None = None  # default: <root>/NAME-<lock12>.envkit-pack.tar
     frozen: bool = False  # refuse a missing or stale lock instead of solving it
     find_links: tuple[str, ...] = ()
@@ -38,6 +40,8 @@ class PackOptions:
 
 @dataclass(frozen=True)
 class PackResult:
+    """A written pack: its file, sha256, size, what it holds and how long it took."""
+
     name: str
     path: str
     sha256: str
@@ -72,7 +76,7 @@ def pack_environment(
     on_progress: Callable[[PackProgress], None] | None = None,
 ) -> PackResult:
     start = time.monotonic()
-    lock, relocked = ensure_fresh_lock(root, loaded, locker, frozen=options.frozen)
+    lock, was = ensure_fresh_lock(root, loaded, locker, frozen=options.frozen)
     request = pack_request(loaded, lock, image_dir(root, loaded.spec.name), catalog, options.find_links)
     collected = collect(
         request, state_dir(root, "cache"), fetcher, pip_runner=pip_runner, on_progress=on_progress
@@ -91,7 +95,7 @@ def pack_environment(
         downloaded=collected.downloaded,
         reused=collected.reused,
         lock_sha256=request.lock_sha256,
-        lock="locked" if relocked else "fresh",
+        lock="locked" if was is not None else "fresh",
         seconds=round(time.monotonic() - start, 3),
         platforms=request.platforms,
     )

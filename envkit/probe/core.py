@@ -1,33 +1,63 @@
-"""What ``envkit probe`` does, as values: run the probe and file its report, or compare two reports.
+"""What ``envkit probe`` does, as values: run the probe and file its report.
 
-The CLI parses options, calls :func:`probe` or :func:`compare` and renders the result.
+The CLI parses options, calls :func:`probe` and renders the result; comparing reports is
+:mod:`envkit.comparison`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envkit._atomic import write_text_atomic
 from envkit.errors import ProbeError
-from envkit.probe.compare import Bands, Comparison, compare_reports
 from envkit.probe.driver import driver_check, driver_line, image_cuda
+from envkit.probe.model import ProbeReport, RunStatus
 from envkit.probe.report import (
     DEFAULT_LABEL,
-    Report,
     dump_report,
-    load_report,
-    resolve_report,
     safe_name,
     save_to_store,
 )
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 
 if TYPE_CHECKING:
-    from envkit.build.engine import ContainerEngine
+    from envkit.engine.protocol import ContainerEngine
 
-__all__ = ["Compared", "ProbeRun", "compare", "probe", "resolve_image", "summarize"]
+__all__ = ["ProbeRun", "SummaryRow", "probe", "resolve_image", "summarize"]
+
+
+def _json_number(value: float | None) -> float | str | None:
+    """As the payload writes numbers: NaN/Inf as ``"nan"`` / ``"inf"`` / ``"-inf"`` (JSON has none)."""
+    if value is None or math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One framework × workload of a finished probe: its status (``nan/inf`` when NaN/Inf showed)."""
+
+    framework: str
+    workload: str
+    status: str
+    loss_first: float | None
+    loss_last: float | None
+    sha256: str | None
+    note: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "framework": self.framework,
+            "workload": self.workload,
+            "status": self.status,
+            "loss_first": _json_number(self.loss_first),
+            "loss_last": _json_number(self.loss_last),
+            "sha256": self.sha256,
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True)
@@ -35,35 +65,31 @@ class ProbeRun:
     """A finished probe: its report, where it was written and one summary row per workload."""
 
     label: str
-    report: Report
+    report: ProbeReport
     written: tuple[str, ...]
-    summary: tuple[dict[str, Any], ...]
+    summary: tuple[SummaryRow, ...]
 
     @property
     def nonfinite(self) -> bool:
-        """NaN/Inf in any workload (a finding)."""
-        entries = self.report["frameworks"].values()
-        return any(r.get("nonfinite") for e in entries for r in e.get("workloads", {}).values())
+        """NaN/Inf in any workload, by the report's marker (a finding)."""
+        entries = self.report.frameworks.values()
+        return any(r.nonfinite is not None for e in entries for r in e.workloads.values())
 
     @property
     def warnings(self) -> tuple[str, ...]:
         """One line per framework that did not run (skipped, failed); a host driver too old for the image."""
-        found = [
-            f"{fw}: {e['status']}: {e.get('reason')}"
-            for fw, e in self.report["frameworks"].items()
-            if e["status"] != "ok"
-        ]
-        check = self.report.get("driver")
-        if check and check["status"] in ("too-old", "compat-only"):
+        found = [f"{fw}: {e.status}: {e.reason}" for fw, e in self.report.frameworks.items() if not e.ok]
+        check = self.report.driver
+        if check and check.status in ("too-old", "compat-only"):
             found.append(driver_line(check))
         return tuple(found)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "label": self.label,
             "written": list(self.written),
-            "summary": list(self.summary),
-            "report": self.report,
+            "summary": [row.to_json() for row in self.summary],
+            "report": self.report.to_json(),
         }
 
 
@@ -77,12 +103,12 @@ def resolve_image(engine: ContainerEngine, ref: str) -> str:
     return ref
 
 
-def _require_a_framework(report: Report, *, where: str) -> None:
+def _require_a_framework(report: ProbeReport, *, where: str) -> None:
     """A probe in which no framework ran measured nothing: a tool failure (exit 3), not an empty success."""
-    entries = report.get("frameworks") or {}
-    if any(isinstance(e, dict) and e.get("status") == "ok" for e in entries.values()):
+    entries = report.frameworks
+    if any(e.ok for e in entries.values()):
         return
-    why = "; ".join(f"{fw}: {e.get('status')}: {e.get('reason')}" for fw, e in sorted(entries.items()))
+    why = "; ".join(f"{fw}: {e.status}: {e.reason}" for fw, e in sorted(entries.items()))
     raise ProbeError(
         f"no framework ran {where} ({why or 'none asked'}); nothing was measured and no report was written",
         hint="install torch and/or paddlepaddle there (pip install torch / paddlepaddle), "
@@ -119,13 +145,10 @@ def probe(
         report = run_on_host(opts, label=label)
     if require_framework:
         _require_a_framework(report, where=f"in {image}" if image else "on this host")
-    check = None
     if image_cuda(report) is not None:  # a CPU probe needs no catalog (pydantic: 0.4 s to import)
         from envkit.catalog import load_catalog
 
-        check = driver_check(report, load_catalog())
-    if check is not None:
-        report["driver"] = check
+        report = report.with_driver(driver_check(report, load_catalog()))
     written = []
     if output is not None:
         write_text_atomic(output, dump_report(report))
@@ -135,68 +158,28 @@ def probe(
     return ProbeRun(label, report, tuple(written), tuple(summarize(report)))
 
 
-def summarize(report: Report) -> list[dict[str, Any]]:
+def summarize(report: ProbeReport) -> list[SummaryRow]:
     """One row per framework × workload: status (``nan/inf`` when NaN/Inf showed), first and last loss."""
     rows = []
-    for fw, entry in report["frameworks"].items():
-        for wl, res in entry.get("workloads", {}).items():
-            steps = res.get("steps") or [{}]
-            bad = res.get("nonfinite")
-            note = res.get("reason") or ""
+    for fw, entry in report.frameworks.items():
+        for wl, res in entry.workloads.items():
+            bad = res.nonfinite
+            note = res.reason or ""
             if bad:
-                note = f"NaN/Inf at step {bad['step']} ({bad['what']}" + (
-                    f", first parameter {bad['parameter']})"
-                    if bad.get("parameter")
-                    else f": {bad.get('op_error')})"
+                note = f"NaN/Inf at step {bad.step} ({bad.what}" + (
+                    f", first parameter {bad.parameter})" if bad.parameter else f": {bad.op_error})"
                 )
+            status = "nan/inf" if bad and res.status is RunStatus.OK else res.status.value
+            first, last = (res.steps[0], res.steps[-1]) if res.steps else (None, None)
             rows.append(
-                {
-                    "framework": fw,
-                    "workload": wl,
-                    "status": "nan/inf" if bad and res["status"] == "ok" else res["status"],
-                    "loss_first": steps[0].get("loss"),
-                    "loss_last": steps[-1].get("loss"),
-                    "sha256": res.get("final_params_sha256"),
-                    "note": note,
-                }
+                SummaryRow(
+                    fw,
+                    wl,
+                    status,
+                    first.loss if first else None,
+                    last.loss if last else None,
+                    res.final_params_sha256,
+                    note,
+                )
             )
     return rows
-
-
-@dataclass(frozen=True)
-class Compared:
-    """Two reports compared: the comparison, the files read and the HTML page written (if any)."""
-
-    comparison: Comparison
-    a: Path
-    b: Path
-    html: Path | None
-
-    @property
-    def ok(self) -> bool:
-        return self.comparison.verdict in ("identical", "equivalent")
-
-    def to_json(self) -> dict[str, Any]:
-        data = {**self.comparison.to_json(), "a": str(self.a), "b": str(self.b)}
-        if self.html is not None:
-            data["html"] = str(self.html)
-        return data
-
-
-def compare(
-    refs: tuple[str, str],
-    store: Path,
-    *,
-    label: str | None = None,
-    bands: Bands | None = None,
-    html: Path | None = None,
-) -> Compared:
-    """Compare two reports (files, ``HOST`` or ``HOST/LABEL`` in ``store``); optionally write an HTML page."""
-    path_a, path_b = (resolve_report(ref, store, label) for ref in refs)
-    a, b = load_report(path_a), load_report(path_b)
-    comparison = compare_reports(a, b, bands)
-    if html is not None:
-        from envkit.probe.html import render_html
-
-        write_text_atomic(html, render_html(a, b, comparison))
-    return Compared(comparison, path_a, path_b, html)

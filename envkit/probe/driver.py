@@ -8,10 +8,13 @@ the same inside a container).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from envkit.probe.additions import DriverCheck
 
 if TYPE_CHECKING:
     from envkit.catalog import Catalog
+    from envkit.probe.model import ProbeReport
 
 __all__ = ["driver_check", "driver_line", "image_cuda"]
 
@@ -20,30 +23,24 @@ def _key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
-def image_cuda(report: dict[str, Any]) -> str | None:
-    label = report.get("fingerprint", {}).get("container", {}).get("cuda")
+def image_cuda(report: ProbeReport) -> str | None:
+    label = report.fact("container").get("cuda")
     if label and label != "cpu":
         return str(label)
-    for entry in report.get("frameworks", {}).values():
-        runtime = entry.get("cuda_runtime") if isinstance(entry, dict) else None
-        if runtime:
-            return ".".join(str(runtime).split(".")[:2])
+    for entry in report.frameworks.values():
+        if entry.cuda_runtime:
+            return ".".join(entry.cuda_runtime.split(".")[:2])
     return None
 
 
-def driver_check(report: dict[str, Any], catalog: Catalog) -> dict[str, Any] | None:
-    """``{cuda, min_driver, compat_driver, host_driver, status}`` or None for a CPU environment."""
+def driver_check(report: ProbeReport, catalog: Catalog) -> DriverCheck | None:
+    """The image's CUDA against the host's driver, or None for a CPU environment."""
     cuda = image_cuda(report)
     if cuda is None:
         return None
     release = catalog.cuda_release(cuda)
-    host = report.get("fingerprint", {}).get("gpu_driver")
-    check: dict[str, Any] = {
-        "cuda": cuda,
-        "min_driver": release.min_driver if release else None,
-        "compat_driver": release.compat_driver if release else None,
-        "host_driver": host,
-    }
+    driver = report.fingerprint.get("gpu_driver")
+    host = str(driver) if driver is not None else None
     if release is None:
         status = "unknown-cuda"
     elif host is None:
@@ -54,23 +51,27 @@ def driver_check(report: dict[str, Any], catalog: Catalog) -> dict[str, Any] | N
         status = "compat-only"
     else:
         status = "too-old"
-    check["status"] = status
-    return check
+    return DriverCheck(
+        cuda,
+        release.min_driver if release else None,
+        release.compat_driver if release else None,
+        host,
+        status,
+    )
 
 
-def driver_line(check: dict[str, Any]) -> str:
+def driver_line(check: DriverCheck) -> str:
     need = (
-        f"needs driver >= {check['min_driver']} "
-        f"(>= {check['compat_driver']} with minor-version compatibility)"
-        if check["min_driver"]
+        f"needs driver >= {check.min_driver} (>= {check.compat_driver} with minor-version compatibility)"
+        if check.min_driver
         else "(CUDA not in the catalog: driver minimum unknown)"
     )
-    host = check["host_driver"] or "none (no NVIDIA driver on this host)"
+    host = check.host_driver or "none (no NVIDIA driver on this host)"
     verdict = {
         "ok": "ok",
         "compat-only": "runs through minor-version compatibility only (PTX JIT may fail)",
         "too-old": "TOO OLD: the image cannot use the GPU",
         "no-driver": "no GPU driver",
         "unknown-cuda": "not checked",
-    }[check["status"]]
-    return f"driver: image CUDA {check['cuda']} {need}; host driver {host}: {verdict}"
+    }[check.status]
+    return f"driver: image CUDA {check.cuda} {need}; host driver {host}: {verdict}"

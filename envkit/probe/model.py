@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 from envkit.errors import ReportError
+from envkit.probe.additions import DriverCheck, FleetInfo, RepeatSummary
 
 __all__ = [
     "KIND",
     "SCHEMA",
     "FrameworkRun",
+    "Gpu",
     "NonFinite",
     "ProbeConfig",
     "ProbeReport",
@@ -78,6 +80,8 @@ class RunStatus(str, Enum):
 
 @dataclass(frozen=True)
 class Step:
+    """One training step's numbers: loss, global grad norm, the payload's finite flags."""
+
     step: int
     loss: float  # nan / ±inf when the payload wrote a non-finite marker
     grad_norm: float
@@ -102,6 +106,8 @@ class NonFinite:
 
 @dataclass(frozen=True)
 class WorkloadRun:
+    """One workload of one framework: its steps, parameter norms, final digest, NaN/Inf marker."""
+
     status: RunStatus
     reason: str | None = None
     params: tuple[str, ...] = ()
@@ -154,11 +160,24 @@ class WorkloadRun:
 
 
 @dataclass(frozen=True)
+class Gpu:
+    """A GPU the framework saw: its name and compute capability."""
+
+    name: str
+    capability: str  # "9.0"
+
+
+@dataclass(frozen=True)
 class FrameworkRun:
+    """One framework's run: its status, facts, GPUs, switches and workloads."""
+
     status: RunStatus
     reason: str | None = None
-    info: Mapping[str, Any] = field(default_factory=dict)  # versions, GPUs, switches: open-ended facts
+    info: Mapping[str, object] = field(default_factory=dict)  # versions, BLAS, NCCL: open-ended facts
     workloads: Mapping[str, WorkloadRun] = field(default_factory=dict)
+    cuda_runtime: str | None = None  # the CUDA the framework was built with ("11.8"), None on CPU builds
+    gpus: tuple[Gpu, ...] = ()
+    switches: Mapping[str, object] = field(default_factory=dict)  # TF32, determinism, threads, FLAGS_*
 
     @property
     def ok(self) -> bool:
@@ -167,32 +186,72 @@ class FrameworkRun:
 
 @dataclass(frozen=True)
 class ProbeConfig:
+    """The probe's configuration as the report records it (seed, steps, workloads, mode, dtype)."""
+
     seed: int
     steps: int
     workloads: tuple[str, ...]
     mode: str
     dtype: str
-    values: Mapping[str, Any] = field(default_factory=dict)  # every config key, for the causes
+    values: Mapping[str, object] = field(default_factory=dict)  # every config key, for the causes
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> object:
         return self.values.get(key)
 
 
 @dataclass(frozen=True)
 class ProbeReport:
-    """A validated report; ``document`` is the JSON object it was parsed from (written back unchanged)."""
+    """A validated report, parsed once. ``document`` is the JSON object it was parsed from; what the
+    host adds (label, host facts, driver check, fleet task) are typed copies (``with_*``), written
+    back by :meth:`to_json`."""
 
     config: ProbeConfig
-    fingerprint: Mapping[str, Any]  # host facts: open-ended by design (env, distributions, ...)
+    fingerprint: Mapping[str, object]  # host facts: open-ended by design (env, distributions, ...)
     frameworks: Mapping[str, FrameworkRun]
     label: str | None
-    document: Mapping[str, Any] = field(repr=False, compare=False)
-    fleet: Mapping[str, Any] = field(default_factory=dict)  # what a fleet task adds (envkit.fleet)
+    document: Mapping[str, object] = field(repr=False, compare=False)
+    fleet: FleetInfo | None = None  # what a fleet task adds (envkit.fleet.task)
+    driver: DriverCheck | None = None  # the host's driver against the image's CUDA (envkit.probe.driver)
 
     @property
     def host(self) -> str | None:
         host = self.fingerprint.get("host")
         return str(host) if host else None
+
+    def fact(self, key: str) -> Mapping[str, object]:
+        """A fingerprint section (``env``, ``distributions``, ``cpu``, ``python``, ``container``), or {}.
+
+        Their shapes were checked when the report was parsed; their content stays open.
+        """
+        value = self.fingerprint.get(key)
+        return value if isinstance(value, Mapping) else {}
+
+    @property
+    def repeat(self) -> RepeatSummary | None:
+        return self.fleet.repeat if self.fleet is not None else None
+
+    def with_host_facts(self, label: str, facts: Mapping[str, object]) -> ProbeReport:
+        """A copy labelled ``label`` whose fingerprint also holds ``facts`` (they win)."""
+        return replace(self, label=label, fingerprint={**self.fingerprint, **facts})
+
+    def with_driver(self, check: DriverCheck | None) -> ProbeReport:
+        return replace(self, driver=check)
+
+    def with_fleet(self, fleet: FleetInfo) -> ProbeReport:
+        """A copy filed by a fleet task: the fingerprint's host is the task's node."""
+        facts = {"host": fleet.node} if fleet.node is not None else {}
+        return replace(self, fleet=fleet, fingerprint={**self.fingerprint, **facts})
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON document: the one parsed, with the host's additions."""
+        data: dict[str, object] = {**self.document, "fingerprint": dict(self.fingerprint)}
+        if self.label is not None:
+            data["label"] = self.label
+        if self.driver is not None:
+            data["driver"] = self.driver.to_json()
+        if self.fleet is not None:
+            data["fleet"] = self.fleet.to_json()
+        return data
 
 
 # -- parsing ------------------------------------------------------------------------------------
@@ -294,21 +353,44 @@ def parse_report(data: Any, source: str) -> ProbeReport:
         for fw, entry in r.obj(top.get("frameworks"), "frameworks").items()
     }
     label = r.text(top.get("label"), "label", optional=True, limit=1000)
-    return ProbeReport(config, fingerprint, frameworks, label, top, _fleet(r, top.get("fleet")))
+    fleet, driver = _fleet(r, top.get("fleet")), _driver(r, top.get("driver"))
+    return ProbeReport(config, fingerprint, frameworks, label, top, fleet, driver)
 
 
-def _fleet(r: _Reader, value: Any) -> dict[str, Any]:
+def _fleet(r: _Reader, value: Any) -> FleetInfo | None:
     if value is None:
-        return {}
+        return None
     data = r.obj(value, "fleet")
-    repeat = data.get("repeat")
-    if repeat is not None:
-        rep = r.obj(repeat, "fleet.repeat")
-        if "n" in rep:
-            r.integer(rep["n"], "fleet.repeat.n", 1, MAX_STEPS)
-        if "differing" in rep and not isinstance(rep["differing"], list | None):
-            raise r.fail("fleet.repeat.differing", f"expected a list, got {_kind(rep['differing'])}")
-    return data
+    run, task, node, job = (
+        r.text(data.get(k), f"fleet.{k}", optional=True, limit=1000) for k in ("run", "task", "node", "job")
+    )
+    repeat = None
+    if data.get("repeat") is not None:
+        rep = r.obj(data["repeat"], "fleet.repeat")
+        n = r.integer(rep["n"], "fleet.repeat.n", 1, MAX_STEPS) if "n" in rep else 1
+        differing = rep.get("differing") or []
+        if not isinstance(differing, list):
+            raise r.fail("fleet.repeat.differing", f"expected a list, got {_kind(differing)}")
+        identical = rep.get("identical")
+        if identical is not None and not isinstance(identical, bool):
+            raise r.fail("fleet.repeat.identical", f"expected true or false, got {_kind(identical)}")
+        names = tuple(
+            r.text(d, f"fleet.repeat.differing[{i}]", limit=1000) or "" for i, d in enumerate(differing)
+        )
+        repeat = RepeatSummary(n, identical, names)
+    return FleetInfo(run, task, node, job, repeat)
+
+
+def _driver(r: _Reader, value: Any) -> DriverCheck | None:
+    if value is None:
+        return None
+    data = r.obj(value, "driver")
+    cuda, status = (r.text(data.get(k), f"driver.{k}", limit=100) or "" for k in ("cuda", "status"))
+    low, compat, host = (
+        r.text(data.get(k), f"driver.{k}", optional=True, limit=100)
+        for k in ("min_driver", "compat_driver", "host_driver")
+    )
+    return DriverCheck(cuda, low, compat, host, status)
 
 
 def _config(r: _Reader, value: Any) -> ProbeConfig:
@@ -330,7 +412,7 @@ def _config(r: _Reader, value: Any) -> ProbeConfig:
     )
 
 
-def _fingerprint(r: _Reader, value: Any) -> dict[str, Any]:
+def _fingerprint(r: _Reader, value: Any) -> dict[str, object]:
     """The host facts the causes read: their shapes are checked, their content stays open."""
     data = r.obj(value, "fingerprint")
     for key in ("host", "gpu_driver"):
@@ -344,18 +426,21 @@ def _fingerprint(r: _Reader, value: Any) -> dict[str, Any]:
     return data
 
 
-def _info(r: _Reader, value: Any, where: str) -> dict[str, Any]:
+def _info(r: _Reader, value: Any, where: str) -> tuple[dict[str, object], tuple[Gpu, ...], dict[str, object]]:
+    """The framework's facts, its GPUs and its switches."""
     data = r.obj(value, where)
     gpus = data.get("gpus") or []
     if not isinstance(gpus, list):
         raise r.fail(f"{where}.gpus", f"expected a list, got {_kind(gpus)}")
+    found = []
     for i, gpu in enumerate(gpus):
         g = r.obj(gpu, f"{where}.gpus[{i}]")
-        for key in ("name", "capability"):
-            r.text(g.get(key), f"{where}.gpus[{i}].{key}", limit=1000)
-    if "switches" in data:
-        r.obj(data["switches"], f"{where}.switches")
-    return data
+        name, capability = (
+            r.text(g.get(k), f"{where}.gpus[{i}].{k}", limit=1000) or "" for k in ("name", "capability")
+        )
+        found.append(Gpu(name, capability))
+    switches = r.obj(data["switches"], f"{where}.switches") if "switches" in data else {}
+    return data, tuple(found), switches
 
 
 def _status(r: _Reader, value: Any, where: str) -> RunStatus:
@@ -370,7 +455,10 @@ def _framework(r: _Reader, value: Any, where: str, config: ProbeConfig) -> Frame
     data = r.obj(value, where)
     status = _status(r, data.get("status"), where)
     reason = r.text(data.get("reason"), f"{where}.reason", optional=True)
-    info = _info(r, data.get("info") or {}, f"{where}.info")
+    info, gpus, switches = _info(r, data.get("info") or {}, f"{where}.info")
+    runtime = data.get("cuda_runtime")
+    if runtime is not None and not isinstance(runtime, str | int | float):
+        raise r.fail(f"{where}.cuda_runtime", f"expected a string, got {_kind(runtime)}")
     raw_workloads = data.get("workloads")
     if status is RunStatus.OK and raw_workloads is None:
         raise r.fail(f"{where}.workloads", "missing")
@@ -378,7 +466,7 @@ def _framework(r: _Reader, value: Any, where: str, config: ProbeConfig) -> Frame
         str(wl): _workload(r, res, f"{where}.workloads.{wl}", config)
         for wl, res in r.obj(raw_workloads or {}, f"{where}.workloads").items()
     }
-    return FrameworkRun(status, reason, info, workloads)
+    return FrameworkRun(status, reason, info, workloads, str(runtime) if runtime else None, gpus, switches)
 
 
 def _workload(r: _Reader, value: Any, where: str, config: ProbeConfig) -> WorkloadRun:

@@ -1,7 +1,8 @@
 """Probe reports: the versioned JSON schema, loading with validation, and the report store.
 
 A report is the payload's JSON (``schema`` 1) plus what the host adds (envkit version, label,
-image). A truncated or corrupted file is a :class:`ReportError` naming the file (exit 2).
+image), parsed once into :class:`~envkit.probe.model.ProbeReport`. A truncated or corrupted file
+is a :class:`ReportError` naming the file (exit 2).
 The store keeps ``<store>/<host>/<label>.json``; ``--store DIR`` or ``$ENVKIT_STORE`` choose it.
 """
 
@@ -27,10 +28,10 @@ __all__ = [
     "load_report",
     "read_report",
     "read_report_text",
+    "report_from_json",
     "resolve_report",
     "save_to_store",
     "store_path",
-    "validate_report",
 ]
 
 DEFAULT_LABEL = "latest"
@@ -38,15 +39,11 @@ MAX_BYTES = 64 * 1024 * 1024  # a report of 1,000 steps x 2 frameworks is < 1 MB
 MAX_DEPTH = 32  # the payload's reports nest 6 deep
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
-Report = dict[str, Any]  # the JSON document, as the payload writes it and the store keeps it
 
-
-def validate_report(data: Any, source: str) -> Report:
-    """Check ``data`` strictly (:func:`envkit.probe.model.parse_report`); return the document."""
+def report_from_json(data: Any, source: str) -> ProbeReport:
+    """A loaded JSON document as :class:`ProbeReport`: bounded depth, parsed strictly once."""
     _check_depth(data, source)
-    parse_report(data, source)
-    result: Report = data
-    return result
+    return parse_report(data, source)
 
 
 def read_report(text: str | bytes, source: str) -> ProbeReport:
@@ -67,8 +64,7 @@ def read_report(text: str | bytes, source: str) -> ProbeReport:
             f"{source}: truncated or corrupted report ({str(e)[:200]})",
             hint="rerun `envkit probe` to write it again",
         ) from e
-    _check_depth(data, source)
-    return parse_report(data, source)
+    return report_from_json(data, source)
 
 
 def _check_depth(data: Any, source: str) -> None:
@@ -108,8 +104,8 @@ def read_report_text(path: Path) -> str:
     return text
 
 
-def dump_report(report: Mapping[str, Any]) -> str:
-    return json.dumps(report, indent=1, sort_keys=True, allow_nan=False) + "\n"
+def dump_report(report: ProbeReport) -> str:
+    return json.dumps(report.to_json(), indent=1, sort_keys=True, allow_nan=False) + "\n"
 
 
 def default_store(root: Path, environ: Mapping[str, str] | None = None) -> Path:
@@ -125,9 +121,8 @@ def store_path(store: Path, host: str, label: str) -> Path:
     return store / safe_name(host) / f"{safe_name(label)}.json"
 
 
-def save_to_store(report: Mapping[str, Any], store: Path, label: str) -> Path:
-    host = str(report.get("fingerprint", {}).get("host") or "unknown")
-    path = store_path(store, host, label)
+def save_to_store(report: ProbeReport, store: Path, label: str) -> Path:
+    path = store_path(store, report.host or "unknown", label)
     write_text_atomic(path, dump_report(report), within=store)
     return path
 

@@ -7,22 +7,22 @@ framework runs in its own process, so two frameworks never share OpenMP runtimes
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envkit import __version__, _proc
 from envkit._io import load_json_bounded
 from envkit.errors import ProbeError, ReportError
-from envkit.probe.report import MAX_DEPTH, Report, validate_report
+from envkit.probe.model import ProbeReport
+from envkit.probe.report import MAX_DEPTH, report_from_json
 
 if TYPE_CHECKING:
-    from envkit.build.engine import ContainerEngine
+    from envkit.engine.protocol import ContainerEngine
 
 __all__ = ["PAYLOAD_DIR", "ProbeOptions", "merge_parts", "payload_argv", "run_in_image", "run_on_host"]
 
@@ -34,6 +34,8 @@ WORKLOADS = ("rnn", "bert")
 
 @dataclass(frozen=True)
 class ProbeOptions:
+    """How the probe runs: frameworks, workloads, steps, seed, mode, dtype, device, switches."""
+
     frameworks: tuple[str, ...] = FRAMEWORKS
     workloads: tuple[str, ...] = WORKLOADS
     steps: int = 10
@@ -93,7 +95,8 @@ def _tail(text: str) -> str:
     return "\n".join(text.strip().splitlines()[-10:])
 
 
-def parse_output(stdout: str, stderr: str, where: str) -> Report:
+def parse_output(stdout: str, stderr: str, where: str) -> ProbeReport:
+    """The payload's report, parsed once (the only parse on the run path)."""
     try:  # what an image's python printed: bounded depth (a report nests 6 deep)
         data = load_json_bounded(stdout, MAX_DEPTH)
     except ValueError as e:
@@ -102,7 +105,7 @@ def parse_output(stdout: str, stderr: str, where: str) -> Report:
             hint="rerun with --debug; is Python >= 3.8 on that side?",
         ) from e
     try:
-        return validate_report(data, f"payload output ({where})")
+        return report_from_json(data, f"payload output ({where})")
     except ReportError as e:
         raise ProbeError(e.message, hint="the payload and envkit versions disagree; reinstall envkit") from e
 
@@ -110,7 +113,7 @@ def parse_output(stdout: str, stderr: str, where: str) -> Report:
 Execute = Callable[[list[str]], tuple[int, str, str]]
 
 
-def _run_each(opts: ProbeOptions, execute: Execute, where: str, hint: str) -> Report:
+def _run_each(opts: ProbeOptions, execute: Execute, where: str, hint: str) -> ProbeReport:
     """One payload process per framework (``execute`` gets its arguments), their reports merged."""
     parts = []
     for fw in opts.frameworks:
@@ -124,26 +127,25 @@ def _run_each(opts: ProbeOptions, execute: Execute, where: str, hint: str) -> Re
     return merge_parts(parts)
 
 
-def merge_parts(parts: Sequence[Report]) -> Report:
+def merge_parts(parts: Sequence[ProbeReport]) -> ProbeReport:
     """Join per-framework payload reports: config and fingerprint from the first, frameworks from each."""
-    merged: Report = json.loads(json.dumps(parts[0]))
-    for part in parts[1:]:
-        merged["frameworks"].update(part["frameworks"])
-    merged["frameworks"] = dict(sorted(merged["frameworks"].items()))
-    return merged
+    frameworks = dict(sorted({fw: run for part in parts for fw, run in part.frameworks.items()}.items()))
+    documents: dict[str, object] = {}
+    for part in parts:
+        entries = part.document["frameworks"]  # an object: parse_report checked it
+        documents.update(entries if isinstance(entries, Mapping) else {})
+    document = {**parts[0].document, "frameworks": dict(sorted(documents.items()))}
+    return replace(parts[0], frameworks=frameworks, document=document)
 
 
-def finish(report: Report, label: str, extra: Mapping[str, Any] | None = None) -> Report:
-    report["label"] = label
-    report["fingerprint"]["envkit_version"] = __version__
-    if extra:
-        report["fingerprint"].update(extra)
-    return report
+def finish(report: ProbeReport, label: str, extra: Mapping[str, object] | None = None) -> ProbeReport:
+    """The host's copy: labelled, with envkit's version (and ``extra``) in the fingerprint."""
+    return report.with_host_facts(label, {"envkit_version": __version__, **(extra or {})})
 
 
 def run_on_host(
     opts: ProbeOptions, *, label: str, python: str | None = None, run: _proc.Runner = _proc.run
-) -> Report:
+) -> ProbeReport:
     """Run each framework's payload in a subprocess of ``python`` (default: this interpreter)."""
     exe = python or sys.executable
     env = {**os.environ, **thread_env(opts), **opts.env, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -167,7 +169,7 @@ def run_in_image(
     label: str,
     host: str,
     gpus: bool | None = None,
-) -> Report:
+) -> ProbeReport:
     """Run the payload inside ``image`` with the payload directory mounted read-only."""
     info = engine.inspect(image)
     if info is None:
@@ -181,7 +183,7 @@ def run_in_image(
         "ENVKIT_IMAGE_TAGS": ",".join(info.tags),
     }
     script = 'exec "$(command -v python3 || command -v python)" "$0" "$@"'
-    from envkit.build.engine import Mount
+    from envkit.engine.protocol import Mount
 
     mounts = [Mount(str(PAYLOAD_DIR), CONTAINER_PAYLOAD, read_only=True)]
 
@@ -192,7 +194,7 @@ def run_in_image(
 
     hint = "does the image have python3? run `envkit probe --image ... --debug`"
     report = _run_each(opts, execute, f"in {image}", hint=hint)
-    container_host = report["fingerprint"].get("host")
+    container_host = report.fingerprint.get("host")
     return finish(
         report,
         label,

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from envkit.probe.model import ProbeReport, _fingerprint, _Reader
 from envkit.probe.report import MAX_BYTES, _check_depth, read_report, read_report_text
@@ -112,8 +111,8 @@ class SharedReader:
         _check_depth({"fingerprint": value}, source)  # at the depth it has in the document
         fingerprint = _fingerprint(_Reader(source), value)
         old = ref.report
-        document: Mapping[str, Any] = {**old.document, "fingerprint": value}
-        return ProbeReport(old.config, fingerprint, old.frameworks, old.label, document, old.fleet)
+        document: Mapping[str, object] = {**old.document, "fingerprint": value}
+        return replace(old, fingerprint=fingerprint, document=document)  # label, fleet, driver: the same text
 
     def _keep(self, text: str, report: ProbeReport) -> None:
         spans = _spans(text)

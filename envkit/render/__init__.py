@@ -35,6 +35,8 @@ DOCKERIGNORE = (
 
 @dataclass(frozen=True)
 class RenderedImage:
+    """The files of a build context as bytes, by name (Dockerfile, environment.yml, …)."""
+
     name: str
     files: dict[str, bytes] = field(default_factory=dict)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envkit.catalog import Catalog, InstallerFile
+from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL
 from envkit.errors import UsageError
 from envkit.reproduce.epoch import EPOCH_LABEL, source_date_epoch
 from envkit.spec.images import runtime_image_ref
@@ -21,11 +22,9 @@ if TYPE_CHECKING:
     from envkit.lock import LockState
 
 __all__ = [
-    "BUILDER_OF_LABEL",
     "ENV_PREFIX",
     "LOCK_LABEL",
     "SPEC_LABEL",
-    "STAGE_LABEL",
     "USER_NAME",
     "USER_UID",
     "DockerfileInputs",
@@ -40,11 +39,7 @@ USER_UID = 10001
 SPEC_LABEL = "io.envkit.spec-sha256"  # envkit.spec.load.spec_hash of the spec
 LOCK_LABEL = "io.envkit.lock-sha256"  # digest over the lock set (envkit.lock.Lock.sha256)
 _CONTEXT = "/tmp/envkit"
-_PACK_CHANNEL = "channel"  # envkit.pack.collect.CHANNEL: the packed local channel in the context
-# The builder stage's image is left untagged by the legacy builder; these labels let
-# `envkit build` find and remove it (a different key than io.envkit.name, which marks images).
-STAGE_LABEL = "io.envkit.stage"
-BUILDER_OF_LABEL = "io.envkit.builder-of"
+_PACK_CHANNEL = "channel"  # envkit.offline.collect.CHANNEL: the packed local channel in the context
 
 
 @dataclass(frozen=True)

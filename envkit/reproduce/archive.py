@@ -1,6 +1,6 @@
 """``docker save`` / ``docker load`` and the image facts normalization needs, on the Engine API.
 
-:class:`ImageArchive` is the seam (the build's :class:`~envkit.build.engine.ContainerEngine` has no
+:class:`ImageArchive` is the seam (the build's :class:`~envkit.engine.protocol.ContainerEngine` has no
 save or load); :class:`DockerArchive` is its Docker adapter. Errors become
 :class:`~envkit.errors.EngineError` at this edge, through the engine adapter's ``translate_error``.
 """
@@ -23,6 +23,8 @@ _CHUNK = 4 << 20
 
 @dataclass(frozen=True)
 class ImageFacts:
+    """What normalizing needs to know of an image: its id, layer diff_ids, history length, labels."""
+
     id: str
     diff_ids: tuple[str, ...]  # RootFS.Layers, bottom first
     history: int  # entries of the config's history
@@ -31,6 +33,8 @@ class ImageFacts:
 
 
 class ImageArchive(Protocol):
+    """Saves and loads images as ``docker save`` tars (the engine's archive API)."""
+
     def facts(self, image: str) -> ImageFacts | None:
         """The image's id, layer diff_ids, history length and labels; None when it does not exist."""
         ...
@@ -53,7 +57,7 @@ class DockerArchive:
     while saving or loading (a multi-GB layer is minutes without a byte on the socket)."""
 
     def __init__(self, client: Any) -> None:
-        from envkit.build.docker_api import translate_error
+        from envkit.engine.docker_api import translate_error
 
         self._translate = translate_error
         self._errors = _sdk_errors()

@@ -31,6 +31,8 @@ _OPAQUE = ".wh..wh..opq"
 
 @dataclass(frozen=True)
 class EntryDiff:
+    """One file or entry that differs between an image and its rebuild."""
+
     path: str
     change: str  # added (only in the rebuilt image), removed (only in the image), changed
     fields: tuple[str, ...]  # which of FIELDS differ ("changed")
@@ -44,6 +46,8 @@ class EntryDiff:
 
 @dataclass(frozen=True)
 class LayerDiff:
+    """One layer that differs between an image and its rebuild, with its entries."""
+
     index: int  # 0 = the bottom layer
     image: str | None  # diff_id in the verified image (None: it has no layer here)
     rebuilt: str | None
@@ -57,6 +61,8 @@ class LayerDiff:
 
 @dataclass(frozen=True)
 class ImageDiff:
+    """What differs between an image and its rebuild: config keys, layers, files."""
+
     layers: tuple[LayerDiff, ...]
     files: tuple[EntryDiff, ...]  # the filesystem view: regular files, links and absences only
     config: tuple[str, ...]  # config keys that differ (labels, env, history, ...)

@@ -46,6 +46,8 @@ _MAX_JSON = 64 << 20
 
 @dataclass(frozen=True)
 class NormalizeResult:
+    """A normalized image: its new id, the engine's original id, how long it took."""
+
     image_id: str  # the normalized image (sha256 of its config)
     original_id: str  # what the engine built (removed)
     epoch: int

@@ -51,6 +51,8 @@ class LayerEntry:
 
 @dataclass(frozen=True)
 class NormalizedLayer:
+    """A layer rewritten reproducibly: its diff_id, size and the tar's path."""
+
     diff_id: str  # "sha256:<hex>" of the normalized tar
     size: int
     entries: int

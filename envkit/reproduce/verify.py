@@ -17,8 +17,8 @@ from typing import Any
 
 from envkit import _proc
 from envkit.build.builder import Builder, BuildOptions, image_repo
-from envkit.build.locks import lock_state
 from envkit.errors import EnvkitError, UsageError
+from envkit.lock.fresh import lock_state
 from envkit.render.dockerfile import LOCK_LABEL
 from envkit.reproduce.archive import ImageArchive
 from envkit.reproduce.attestations import check_provenance, check_sbom
@@ -36,6 +36,8 @@ _DIFFOSCOPE_TIMEOUT_S = 120
 
 @dataclass(frozen=True)
 class Diffoscope:
+    """diffoscope's report on one changed file (its first lines)."""
+
     path: str
     output: str  # its --text report, the first lines
 
@@ -45,6 +47,8 @@ class Diffoscope:
 
 @dataclass(frozen=True)
 class VerifyResult:
+    """``envkit verify``: whether the rebuild has the same image id, and what differs if not."""
+
     name: str
     image: str
     image_id: str

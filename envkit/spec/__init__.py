@@ -1,0 +1,1 @@
+"""Environment specs: the models, loading with line numbers, validation, the spec hash."""

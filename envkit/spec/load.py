@@ -28,6 +28,8 @@ _VERSION_KEYS = {("python",), ("cuda",), ("frameworks", "torch"), ("frameworks",
 
 @dataclass(frozen=True)
 class LoadedSpec:
+    """A validated spec, the file it came from, its sha256 and the warnings of loading it."""
+
     spec: Spec
     path: Path
     sha256: str

@@ -61,6 +61,8 @@ MAX_ENV_VALUE = 4096
 
 
 class Installer(str, Enum):
+    """How the image gets its Python: a conda installer, or the base image's own (venv)."""
+
     MINICONDA = "miniconda"
     MINIFORGE = "miniforge"
     MICROMAMBA = "micromamba"
@@ -81,6 +83,8 @@ FrameworkVersion = Annotated[str, AfterValidator(_check_version)]
 
 
 class Frameworks(StrictModel):
+    """The framework versions of a spec (``paddle`` and/or ``torch``)."""
+
     paddle: FrameworkVersion | None = None
     torch: FrameworkVersion | None = None
 
@@ -89,6 +93,8 @@ class Frameworks(StrictModel):
 
 
 class Mirrors(StrictModel):
+    """The package mirrors of a spec: a PyPI index and a conda channel alias."""
+
     pypi: str | None = Field(None, description="PyPI-compatible simple index URL")
     conda: str | None = Field(None, description="conda channel alias URL")
 
@@ -101,11 +107,15 @@ class Mirrors(StrictModel):
 
 
 class AuditIgnore(StrictModel):
+    """An advisory the audit ignores for this environment, with the reason."""
+
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
     reason: str = Field(min_length=1)
 
 
 class AuditConfig(StrictModel):
+    """The spec's audit settings."""
+
     ignore: tuple[AuditIgnore, ...] = ()
 
 

@@ -1,4 +1,4 @@
-"""The spec reference in the README, generated from the models (``make check-readme`` keeps it true)."""
+"""The spec reference in docs/spec.md, generated from the models (``make check-readme`` keeps it true)."""
 
 from __future__ import annotations
 

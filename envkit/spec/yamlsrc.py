@@ -27,6 +27,8 @@ _PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 
 @dataclass(frozen=True)
 class Located:
+    """Loaded YAML and the line of every key, for messages that name the line."""
+
     data: Any
     lines: dict[Path, int]
 

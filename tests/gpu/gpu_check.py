@@ -9,18 +9,16 @@ not the expected one. `tests/gpu/test_probe_gpu.py` runs the same checks under p
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from envkit.probe.compare import compare_reports
+from envkit.comparison.pairwise import compare_reports
+from envkit.probe.model import ProbeReport
 from envkit.probe.runner import ProbeOptions, run_on_host
 
-Report = dict[str, Any]
-
-# (name, side A, side B, expected verdict): the rows of DESIGN.md's measured table.
+# (name, side A, side B, expected verdict): the rows of docs/design.md's measured table.
 RUNS: dict[str, dict[str, Any]] = {
     "cpu": {},
     "gpu": {"device": "cuda"},
@@ -36,22 +34,22 @@ CHECKS = (
 )
 
 
-def prober(steps: int = 10) -> Callable[[str], Report]:
-    cache: dict[str, Report] = {}
+def prober(steps: int = 10) -> Callable[[str], ProbeReport]:
+    cache: dict[str, ProbeReport] = {}
 
-    def run(name: str) -> Report:
+    def run(name: str) -> ProbeReport:
         if name not in cache:
             opts = ProbeOptions(frameworks=("torch",), steps=steps, **RUNS[name])
             cache[name] = run_on_host(opts, label=name)
-            torch = cache[name]["frameworks"]["torch"]
-            if torch["status"] != "ok":
-                raise RuntimeError(f"{name}: torch {torch['status']}: {torch.get('reason')}")
-        return copy.deepcopy(cache[name])
+            torch = cache[name].frameworks["torch"]
+            if not torch.ok:
+                raise RuntimeError(f"{name}: torch {torch.status}: {torch.reason}")
+        return cache[name]  # frozen: shared safely
 
     return run
 
 
-def check(run: Callable[[str], Report], a: str, b: str) -> tuple[str, list[dict[str, Any]]]:
+def check(run: Callable[[str], ProbeReport], a: str, b: str) -> tuple[str, list[dict[str, Any]]]:
     result = compare_reports(run(a), run(b))
     rows = [
         {"workload": c.workload, "metric": c.metric, "verdict": c.verdict, "max_rel_diff": c.max_rel_diff}
@@ -73,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             print(f"       {r['workload']:<5} {r['metric']:<17} {r['verdict']:<16} {r['max_rel_diff']}")
         summary.append({"check": title, "expected": expected, "verdict": verdict, "comparisons": rows})
-    gpu = run("gpu")["fingerprint"].get("gpu")
+    gpu = run("gpu").fingerprint.get("gpu")
     print(f"gpu: {json.dumps(gpu)}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

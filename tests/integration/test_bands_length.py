@@ -9,7 +9,7 @@ import importlib.util
 
 import pytest
 
-from envkit.probe.compare import compare_reports
+from envkit.comparison.pairwise import compare_reports
 from envkit.probe.runner import ProbeOptions, run_on_host
 
 pytestmark = [
@@ -29,5 +29,5 @@ def test_one_vs_two_threads_stays_equivalent(steps: int) -> None:
     result = compare_reports(runs[0], runs[1])
     assert result.verdict == "equivalent", [(c.metric, c.verdict, c.max_rel_diff) for c in result.comparisons]
     assert result.causes[0].kind == "threads"
-    assert runs[0]["config"]["device"] == "cpu" and runs[0]["config"]["device_requested"] == "auto"
-    assert runs[0]["frameworks"]["torch"]["device"] == "cpu"
+    assert runs[0].config.get("device") == "cpu" and runs[0].config.get("device_requested") == "auto"
+    assert runs[0].to_json()["frameworks"]["torch"]["device"] == "cpu"  # type: ignore[index]

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from envkit.build.bootstrap import bootstrap_image
-from envkit.build.docker_api import DockerEngine
 from envkit.cli import main
+from envkit.comparison.pairwise import compare_reports
+from envkit.engine.docker_api import DockerEngine
 from envkit.lock import current_lock
-from envkit.probe.compare import compare_reports
 from envkit.probe.runner import ProbeOptions, run_on_host
 from envkit.spec.load import load_spec
 
@@ -261,9 +261,9 @@ def test_cpu_paddle_image_on_the_base_image(
 
 def test_offline_build_names_a_library_the_base_lacks(engine: DockerEngine, base_image: str) -> None:
     """The offline check envkit renders, on a base without libgomp.so.1: the build fails naming it."""
-    from envkit.build.context import ContextFiles, context_tar
     from envkit.catalog import load_catalog
     from envkit.errors import BuildFailed
+    from envkit.render.context import ContextFiles, context_tar
     from envkit.render.dockerfile import DockerfileInputs, os_library_step
     from envkit.spec.models import Spec
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from envkit.build.docker_api import DockerEngine
-from envkit.build.engine import ImageInfo
 from envkit.cli import main
+from envkit.engine.docker_api import DockerEngine
+from envkit.engine.protocol import ImageInfo
 
 pytestmark = pytest.mark.docker
 

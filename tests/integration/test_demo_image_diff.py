@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from envkit import demo
-from envkit.build.docker_api import DockerEngine
+from envkit.engine.docker_api import DockerEngine
 
 pytestmark = pytest.mark.docker
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from envkit.build.bootstrap import bootstrap_image
-from envkit.build.docker_api import DockerEngine
-from envkit.build.docker_transport import DockerTransport
 from envkit.cli import main
+from envkit.engine.docker_api import DockerEngine
+from envkit.engine.docker_transport import DockerTransport
 from envkit.fleet.fanout import FleetOptions, fan_out
 from envkit.fleet.images import image_for_fleet
 from envkit.fleet.slurm import SlurmScheduler

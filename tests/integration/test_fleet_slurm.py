@@ -25,6 +25,7 @@ from envkit.cli import main
 from envkit.fleet import store
 from envkit.fleet.fanout import FleetOptions, FleetRun, fan_out
 from envkit.fleet.slurm import SlurmScheduler
+from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_on_host
 from tests.unit.hardening.hostile import OTHER_UID, evil_site, make_foreign
 
@@ -99,9 +100,9 @@ def test_fleet_probe_writes_one_report_per_node(tmp_path: Path, capsys: pytest.C
     # plant one divergent report: the last task's probe rerun with 2 threads instead of 1
     planted = tmp_path / "itest" / names[-1]
     original = json.loads(planted.read_text())
-    odd = run_on_host(
+    odd = json.loads(dump_report(run_on_host(
         ProbeOptions(frameworks=("torch",), workloads=("bert",), steps=3, threads=2), label="itest"
-    )
+    )))  # fmt: skip
     odd["fingerprint"]["host"], odd["fleet"] = original["fingerprint"]["host"], original["fleet"]
     planted.write_text(json.dumps(odd))
     code, diff = _probe(capsys, "--compare", str(tmp_path / "itest"))
@@ -272,7 +273,7 @@ def test_the_follow_loop_survives_hostile_task_records(tmp_path: Path) -> None:
 @pytest.mark.docker
 def test_a_store_tar_carrying_a_tagged_second_image_changes_no_tag_on_the_nodes(tmp_path: Path) -> None:
     """Two images in the tar, the second tagged like the node's own application image: refused unloaded."""
-    from envkit.build.docker_api import DockerEngine
+    from envkit.engine.docker_api import DockerEngine
     from envkit.fleet.manifest import image_tar_path
 
     engine = DockerEngine()

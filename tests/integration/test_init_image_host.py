@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from envkit.build.bootstrap import bootstrap_image
-from envkit.build.docker_api import DockerEngine
 from envkit.cli import main
+from envkit.engine.docker_api import DockerEngine
 from envkit.spec.load import load_spec
 
 BASE = "envkit/debian-python:bookworm"

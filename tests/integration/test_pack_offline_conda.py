@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 
 from envkit.build.bootstrap import bootstrap_image
-from envkit.build.docker_api import DockerEngine
 from envkit.cli import main
+from envkit.engine.docker_api import DockerEngine
 from envkit.inventory._collect import channel_from_url
 from envkit.lock import current_lock
-from envkit.pack.testing import (
+from envkit.offline.testing import (
     ArchivePackage,
     make_real_channel,
     noarch_python,
@@ -170,13 +170,14 @@ def test_pack_carry_build_offline_run(
     report = run_in_image(
         engine, result["tag"], ProbeOptions(frameworks=("torch",), steps=1), label="t", host="h"
     )
-    fingerprint = report["fingerprint"]
+    fingerprint = report.to_json()["fingerprint"]
+    assert isinstance(fingerprint, dict)
     assert (
         "tinylib=1.2.0=pyh0_0" in fingerprint["conda_meta"]
         and fingerprint["distributions"]["six"] == "1.16.0"
     )
-    assert fingerprint["distributions"]["tinylib"] == "1.2.0"
-    assert fingerprint["python"]["version"] == "3.11.2"
+    assert report.fact("distributions")["tinylib"] == "1.2.0"
+    assert report.fact("python")["version"] == "3.11.2"
     code, probed = _cli(monkeypatch, capsys, project, "probe", "--image", NAME, "--no-store")
     assert code == 3 and "torch" in probed["errors"][0]["message"]  # it ran in the image: no framework there
     code, snap = _cli(

@@ -30,9 +30,9 @@ import docker
 import pytest
 
 from envkit.build.bootstrap import bootstrap_image
-from envkit.build.docker_api import DockerEngine
 from envkit.cli import main
-from envkit.pack.testing import make_real_channel, noarch_python, venv_python, wheel_as_package
+from envkit.engine.docker_api import DockerEngine
+from envkit.offline.testing import make_real_channel, noarch_python, venv_python, wheel_as_package
 
 pytestmark = pytest.mark.docker
 

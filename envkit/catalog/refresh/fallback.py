@@ -19,6 +19,8 @@ FALLBACK_FILE = "framework_flavours.yaml"
 
 
 class FlavourSpec(StrictModel):
+    """One hand-checked CUDA flavour of a framework: its package, pip version pattern and index."""
+
     cuda: str
     package: str
     pip: str = Field(pattern=r"\{v\}")
@@ -34,6 +36,8 @@ class FlavourSpec(StrictModel):
 
 
 class FlavourGroup(StrictModel):
+    """The flavours that a range of framework versions shares, with the source that says so."""
+
     versions: str
     source: str
     verified: bool = False
@@ -48,6 +52,8 @@ class FlavourGroup(StrictModel):
 
 
 class FamilySpec(StrictModel):
+    """The hand-checked flavour table of one framework family (framework_flavours.yaml)."""
+
     floor: str
     projects: tuple[str, ...]
     groups: tuple[FlavourGroup, ...]

@@ -51,6 +51,8 @@ class PageUnreachable(EnvkitError):
 
 @dataclass(frozen=True)
 class Page:
+    """One page read for the catalog refresh: URL, body, the day it was read, its sha256 as served."""
+
     url: str
     body: bytes
     fetched: str  # YYYY-MM-DD, the day the page was read from its host
@@ -58,6 +60,8 @@ class Page:
 
 
 class PageSource(Protocol):
+    """Where the refresh reads pages from: the network, or a recorded directory."""
+
     def get(self, url: str) -> Page: ...
 
 

@@ -41,6 +41,8 @@ _LINUX = re.compile(r"^(manylinux[0-9_]*|linux)_(x86_64|aarch64)\Z")
 
 
 class PageFormatError(EnvkitError):
+    """A page the refresh reads is not in the format its reader expects."""
+
     def __init__(self, url: str, problem: str) -> None:
         super().__init__(
             f"{url}: unexpected page format ({problem})",
@@ -50,6 +52,8 @@ class PageFormatError(EnvkitError):
 
 @dataclass(frozen=True)
 class WheelFile:
+    """A wheel file listed on PyPI or a framework index: name, version, build tag, tags, yanked."""
+
     filename: str
     project: str
     version: Version

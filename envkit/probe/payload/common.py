@@ -22,6 +22,8 @@ POISON_LR = 1e30
 
 @dataclass(frozen=True)
 class Config:
+    """The payload's configuration, from its command line."""
+
     seed: int
     steps: int
     mode: str

@@ -98,6 +98,8 @@ def configure(cfg: common.Config) -> dict[str, Any]:
 
 
 class Adapter(common.AdapterBase):
+    """The workloads in PaddlePaddle."""
+
     def __init__(self, cfg: common.Config) -> None:
         self.dtype = "float64" if cfg.dtype == "float64" else "float32"
 

@@ -107,6 +107,8 @@ def configure(cfg: common.Config) -> dict[str, Any]:
 
 
 class Adapter(common.AdapterBase):
+    """The workloads in PyTorch."""
+
     def __init__(self, cfg: common.Config) -> None:
         self.dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
         self.device = torch.device("cuda" if cfg.device == "cuda" else "cpu")

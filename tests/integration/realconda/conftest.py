@@ -24,7 +24,7 @@ import pytest
 
 from envkit.cli import main
 from envkit.lock.lockfile import LockContents, read_conda_lock
-from envkit.pack.testing import (
+from envkit.offline.testing import (
     ArchivePackage,
     make_real_channel,
     noarch_python,

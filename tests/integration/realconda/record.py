@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from envkit.cli import main
-from envkit.pack.testing import make_real_channel
+from envkit.offline.testing import make_real_channel
 from tests.conda_bundle import installed_condas
 from tests.integration.realconda.conftest import NAME, channel_packages, serving
 from tests.integration.realconda.outputs import listings

@@ -26,12 +26,12 @@ from typing import Any
 import docker
 import pytest
 
-from envkit.build.docker_api import DockerEngine
 from envkit.catalog import Catalog, InstallerFile, load_catalog
 from envkit.cli import main
+from envkit.engine.docker_api import DockerEngine
 from envkit.lock import current_lock
 from envkit.lock.testing import make_wheel
-from envkit.pack.testing import make_real_channel, noarch_python, venv_python
+from envkit.offline.testing import make_real_channel, noarch_python, venv_python
 from envkit.render import render_image
 from envkit.render.dockerfile import DockerfileInputs
 from envkit.spec.load import load_spec

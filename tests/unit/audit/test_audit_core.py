@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from envkit.audit.core import AuditReport, Finding, apply_ignores, audit_inventory
-from envkit.audit.service import Dep, FakeVulnService, Vuln
+from envkit.audit.service import Dep, Vuln
+from envkit.audit.testing import FakeVulnService
 from envkit.errors import ExitCode
 from envkit.inventory import parse_inventory, read_inventory
 from envkit.inventory.models import Inventory, Package

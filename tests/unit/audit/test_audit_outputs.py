@@ -19,14 +19,16 @@ from envkit.audit.core import AuditReport, Finding
 from envkit.audit.osv_dir import OsvDirService
 from envkit.audit.pip_audit_service import PipAuditService
 from envkit.audit.report import render, to_sarif
-from envkit.audit.service import Dep, FakeVulnService, Vuln
+from envkit.audit.service import Dep, Vuln
 from envkit.audit.targets import AuditRequest, audit_image
-from envkit.audit.update_db import update_db
-from envkit.build.engine import ImageInfo, RunResult
-from envkit.build.fake import FakeEngine
+from envkit.audit.testing import FakeVulnService
+from envkit.audit.update_db import OSV_PYPI_URL, update_db
 from envkit.catalog import load_catalog
 from envkit.cli import main
+from envkit.engine.protocol import ImageInfo, RunResult
+from envkit.engine.testing import FakeEngine
 from envkit.errors import AuditError, ExitCode, UsageError
+from envkit.offline.testing import FakeFetcher
 
 # The parts of the SARIF 2.1.0 schema that are required (sarif-schema-2.1.0.json "required" lists).
 SARIF_REQUIRED = {
@@ -181,29 +183,31 @@ def osv_zip() -> bytes:
     return buffer.getvalue()
 
 
+def served(data: bytes) -> FakeFetcher:
+    """The one Fetcher's fake, serving ``data`` as the OSV export."""
+    return FakeFetcher({OSV_PYPI_URL: data})
+
+
 def test_update_db_writes_a_readable_directory(tmp_path: Path) -> None:
     target = tmp_path / "db"
-    meta = update_db(target, lambda url: osv_zip())
+    meta = update_db(target, served(osv_zip()))
     assert meta["records"] == 1
     assert (target / "vulns" / "demo-pkg" / "PYSEC-5.json").is_file()
     _, vulns = OsvDirService(target).query(Dep("demo.pkg", "1.0"))
     assert [v.id for v in vulns] == ["PYSEC-5"]
     assert OsvDirService(target).provenance()["zip_sha256"] == meta["zip_sha256"]
-    update_db(target, lambda url: osv_zip())  # idempotent rerun replaces in place
+    update_db(target, served(osv_zip()))  # idempotent rerun replaces in place
 
 
 def test_update_db_offline_is_exit_3_and_keeps_the_old_database(tmp_path: Path) -> None:
     target = tmp_path / "db"
-    update_db(target, lambda url: osv_zip())
+    update_db(target, served(osv_zip()))
 
-    def offline(url: str) -> bytes:
-        raise AuditError(f"cannot download {url}", hint="needs internet")
-
-    with pytest.raises(AuditError) as info:
-        update_db(target, offline)
+    with pytest.raises(AuditError, match="cannot download the advisory database") as info:
+        update_db(target, FakeFetcher())  # serves nothing: the download fails
     assert info.value.exit_code == ExitCode.FAILURE
     with pytest.raises(AuditError, match="not a zip"):
-        update_db(target, lambda url: b"<html>")
+        update_db(target, served(b"<html>"))
     assert (target / "vulns" / "demo-pkg" / "PYSEC-5.json").is_file()
 
 
@@ -278,3 +282,22 @@ def test_cli_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert main(["audit", str(freeze)]) == ExitCode.USAGE  # no database anywhere
     assert main(["audit", "--db", str(tmp_path)]) == ExitCode.USAGE  # nothing to audit
     assert main(["audit", "no-such-env", "--db", str(tmp_path)]) == ExitCode.USAGE
+
+
+def test_update_db_downloads_through_the_services_fetcher(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from envkit.cli._services import Services
+
+    fetcher = FakeFetcher({OSV_PYPI_URL: osv_zip()})
+    services = Services(fetcher_factory=lambda: fetcher)
+    target = tmp_path / "db"
+    assert main(["audit", "--update-db", str(target), "--json"], services=services) == 0
+    assert fetcher.requests == [OSV_PYPI_URL]
+    assert json.loads(capsys.readouterr().out)["result"]["records"] == 1
+    assert (target / "vulns" / "demo-pkg" / "PYSEC-5.json").is_file()
+    empty = Services(fetcher_factory=lambda: FakeFetcher())
+    assert main(["audit", "--update-db", str(target), "--json"], services=empty) == 3  # kept, exit 3
+    (error,) = json.loads(capsys.readouterr().out)["errors"]
+    assert error["message"].startswith("cannot download the advisory database from https://")
+    assert "--db DIR" in error["hint"] and (target / "vulns" / "demo-pkg" / "PYSEC-5.json").is_file()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from envkit.audit.policy import PolicyContext, python_eol, run_policy
-from envkit.build.engine import ImageInfo
 from envkit.catalog import load_catalog
+from envkit.engine.protocol import ImageInfo
 from envkit.inventory.models import Inventory, Package
 from envkit.lock import PipPackage, current_lock, lock_environment
 from envkit.lock.lockset import set_digest

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from envkit.audit.service import FakeVulnService, Vuln
+from envkit.audit.service import Vuln
 from envkit.audit.targets import audit_environment, audit_image
-from envkit.build.engine import ImageInfo
+from envkit.audit.testing import FakeVulnService
 from envkit.catalog import load_catalog
+from envkit.engine.protocol import ImageInfo
 from envkit.errors import ExitCode, InventoryError
 from envkit.lock import CondaPackage, PipPackage, current_lock, lock_environment
 from envkit.lock.testing import FakeCondaSolver, FakePipResolver

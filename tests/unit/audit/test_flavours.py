@@ -15,7 +15,8 @@ import pytest
 from envkit.audit.core import audit_inventory
 from envkit.audit.flavours import Flavour, _entry, base_dep, load_flavours
 from envkit.audit.osv_dir import OsvDirService
-from envkit.audit.service import Dep, FakeVulnService, Vuln
+from envkit.audit.service import Dep, Vuln
+from envkit.audit.testing import FakeVulnService
 from envkit.cli import main
 from envkit.errors import CatalogError
 from envkit.inventory import parse_inventory, read_inventory

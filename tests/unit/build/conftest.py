@@ -10,11 +10,11 @@ import pytest
 
 from envkit._proc import ProcResult
 from envkit.build.builder import Builder
-from envkit.build.fake import FakeEngine
-from envkit.build.locks import EnvLocker
 from envkit.catalog import load_catalog
+from envkit.engine.testing import FakeEngine
 from envkit.errors import Unsatisfiable
 from envkit.lock import PipPackage, PipRequest
+from envkit.lock.fresh import EnvLocker
 from envkit.lock.testing import FakeCondaSolver, FakePipResolver
 from envkit.spec.load import LoadedSpec, load_spec
 

@@ -11,7 +11,7 @@ import pytest
 
 from envkit import _proc
 from envkit.build.bootstrap import BASE_LABEL, bootstrap_image, debian_mirror
-from envkit.build.fake import FakeEngine
+from envkit.engine.testing import FakeEngine
 from envkit.errors import EngineError, UsageError
 
 

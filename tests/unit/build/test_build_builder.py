@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from envkit.build.builder import Builder, BuildOptions
-from envkit.build.engine import BuildEvent, ImageInfo
-from envkit.build.fake import FakeEngine, failing
-from envkit.build.locks import lock_state
 from envkit.catalog import load_catalog
+from envkit.engine.protocol import BuildEvent, ImageInfo
+from envkit.engine.testing import FakeEngine, failing
 from envkit.errors import BuildFailed, EngineUnavailable, ExitCode, SolverFailed, Unsatisfiable, UsageError
 from envkit.lock import PipPackage, PipRequest
+from envkit.lock.fresh import lock_state
 from envkit.spec.load import LoadedSpec, load_spec
 from tests.unit.build.conftest import FakePip, PinResolver, fake_locker
 

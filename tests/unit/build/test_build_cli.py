@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from envkit.build.engine import RunResult
-from envkit.build.fake import FakeEngine, FakeRun, failing
 from envkit.cli import Services, main
+from envkit.engine.protocol import RunResult
+from envkit.engine.testing import FakeEngine, FakeRun, failing
 from envkit.lock.testing import FakeCondaSolver
 from tests.unit.build.conftest import FakePip, PinResolver
 from tests.unit.probe.conftest import make_report

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from envkit.build.builder import Builder, BuildOptions
-from envkit.build.fake import FakeEngine
+from envkit.engine.testing import FakeEngine
 from envkit.errors import EnvkitError
 from envkit.spec.load import LoadedSpec
 

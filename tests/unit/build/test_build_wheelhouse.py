@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from envkit._proc import ProcResult
-from envkit.build.wheelhouse import WheelhouseRequest, fill_wheelhouse, pip_platforms
 from envkit.errors import BuildFailed, ExitCode, Unsatisfiable
+from envkit.offline.wheelhouse import WheelhouseRequest, fill_wheelhouse, pip_platforms
 
 
 def test_fill_records_hashes_and_is_cached(tmp_path: Path, pip: object) -> None:

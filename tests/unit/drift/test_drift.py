@@ -9,7 +9,8 @@ from envkit.cli import main
 from envkit.drift import diff_inventories
 from envkit.errors import EnvkitError, ExitCode
 from envkit.inventory import Inventory, parse_inventory, read_inventory
-from envkit.inventory.snapshot import FakeSource, LocalSource, take_snapshot, write_snapshot
+from envkit.inventory.snapshot import LocalSource, take_snapshot, write_snapshot
+from envkit.inventory.testing import FakeSource
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "inventories"
 

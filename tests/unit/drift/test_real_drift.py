@@ -156,7 +156,8 @@ def test_cuda_version_metapackage_is_not_the_runtime(shared_dir: Path) -> None:
 
 
 def test_snapshots_carry_host_facts_that_diff_compares(tmp_path: Path) -> None:
-    from envkit.inventory.snapshot import FakeSource, take_snapshot, write_snapshot
+    from envkit.inventory.snapshot import take_snapshot, write_snapshot
+    from envkit.inventory.testing import FakeSource
 
     dists = [("torch", "2.13.0+cpu"), ("numpy", "2.2.6")]
     a = FakeSource(

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from envkit.build.fake import FakeEngine
-from envkit.build.push import check_registry, push_image, read_pushed
-from envkit.build.transport import FakeTransport
+from envkit.engine.push import check_registry, push_image, read_pushed
+from envkit.engine.testing import FakeEngine, FakeTransport
 from envkit.errors import ProbeError, UsageError
 from envkit.fleet.images import image_for_fleet
 

@@ -12,8 +12,9 @@ from envkit.fleet import store
 from envkit.fleet.manifest import FleetImage, options_from_json
 from envkit.fleet.repeat import repeat_summary
 from envkit.fleet.task import Probe, run_task, task_identity
+from envkit.probe.additions import RepeatSummary
 from envkit.probe.runner import ProbeOptions
-from tests.unit.probe.conftest import make_report
+from tests.unit.probe.conftest import typed_report
 
 
 def _run_dir(tmp_path: Path, **extra: Any) -> Path:
@@ -36,7 +37,7 @@ def test_task_writes_its_report_and_record(tmp_path: Path) -> None:
 
     def make_probe(image: FleetImage, node: str) -> Probe:
         seen.append(image)
-        return lambda opts, label: make_report(host="container-id", label=label)
+        return lambda opts, label: typed_report(host="container-id", label=label)
 
     code = run_task(run_dir, {"SLURMD_NODENAME": "node2", "SLURM_JOB_ID": "12"}, make_probe=make_probe)
     assert code == 0
@@ -61,6 +62,6 @@ def test_task_failure_is_recorded_with_its_error(tmp_path: Path) -> None:
 
 
 def test_repeat_names_the_workloads_that_differ() -> None:
-    a, b = make_report(), make_report(scale=1.0 + 1e-7)
-    assert repeat_summary([a, a]) == {"n": 2, "identical": True, "differing": []}
-    assert repeat_summary([a, a, b]) == {"n": 3, "identical": False, "differing": ["torch/bert", "torch/rnn"]}
+    a, b = typed_report(), typed_report(scale=1.0 + 1e-7)
+    assert repeat_summary([a, a]) == RepeatSummary(2, True, ())
+    assert repeat_summary([a, a, b]) == RepeatSummary(3, False, ("torch/bert", "torch/rnn"))

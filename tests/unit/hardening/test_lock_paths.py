@@ -16,9 +16,9 @@ import pytest
 
 from envkit.errors import PackError
 from envkit.lock.solver import CondaPackage
-from envkit.pack.collect import PackRequest, collect
-from envkit.pack.fetch import FakeFetcher
-from envkit.pack.lock_names import check_conda_file
+from envkit.offline.collect import PackRequest, collect
+from envkit.offline.lock_names import check_conda_file
+from envkit.offline.testing import FakeFetcher
 
 DATA = b"a conda archive"
 GOOD = CondaPackage(

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from envkit.errors import PackMismatch
-from envkit.pack.archive import open_pack
-from envkit.pack.collect import PackRequest
+from envkit.offline.archive import open_pack
+from envkit.offline.collect import PackRequest
 
 REQUEST = PackRequest("demo", ("linux-64",), "0" * 64, {}, None, "3.11", {})
 

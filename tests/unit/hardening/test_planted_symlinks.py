@@ -141,7 +141,7 @@ class _Engine:
 
 
 def _transport() -> Any:
-    from envkit.build.docker_transport import DockerTransport
+    from envkit.engine.docker_transport import DockerTransport
 
     return DockerTransport(_Engine())  # type: ignore[arg-type]
 
@@ -159,7 +159,7 @@ def test_saving_an_image_tar_never_writes_through_a_planted_link(
 
 
 def test_the_fleet_replaces_a_dangling_or_foreign_tar_link(tmp_path: Path, victim: Path) -> None:
-    from envkit.build.fake import FakeEngine
+    from envkit.engine.testing import FakeEngine
     from envkit.fleet.images import image_for_fleet
 
     engine = FakeEngine()
@@ -180,7 +180,7 @@ def test_the_fleet_replaces_a_dangling_or_foreign_tar_link(tmp_path: Path, victi
 
 
 def test_a_store_images_directory_leading_outside_the_store_is_refused(tmp_path: Path, victim: Path) -> None:
-    from envkit.build.fake import FakeEngine
+    from envkit.engine.testing import FakeEngine
     from envkit.fleet.images import image_for_fleet
 
     engine = FakeEngine()
@@ -238,19 +238,19 @@ def test_a_task_log_is_never_appended_through_a_link(tmp_path: Path, victim: Pat
 
 def test_the_probe_store_writes_no_report_through_a_host_link(tmp_path: Path, victim: Path) -> None:
     from envkit.probe.report import save_to_store
-    from tests.unit.probe.conftest import make_report
+    from tests.unit.probe.conftest import typed_report
 
     store = tmp_path / "store"
     store.mkdir()
     (store / "host-a").symlink_to(victim.parent)
     with pytest.raises(EnvkitError, match="outside"):
-        save_to_store(make_report(host="host-a", label="x"), store, "x")
+        save_to_store(typed_report(host="host-a", label="x"), store, "x")
     _untouched(victim)
 
 
 def test_the_push_record_is_not_written_through_a_linked_envkit_dir(tmp_path: Path, victim: Path) -> None:
-    from envkit.build.push import push_image
-    from envkit.build.transport import FakeTransport
+    from envkit.engine.push import push_image
+    from envkit.engine.testing import FakeTransport
 
     root = tmp_path / "proj"
     root.mkdir()
@@ -287,8 +287,8 @@ def test_a_cloned_envkit_link_out_of_the_project_is_refused_everywhere(
 ) -> None:
     """``.envkit`` holds logs, caches, reports, records: a repository shipping ``.envkit -> ~`` gets none."""
     from envkit._atomic import state_dir
-    from envkit.build.push import pushed_path
     from envkit.cli.diff_cmd import store_dir
+    from envkit.engine.push import pushed_path
     from envkit.probe.report import default_store
 
     root = tmp_path / "proj"

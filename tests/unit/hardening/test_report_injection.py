@@ -167,9 +167,9 @@ def test_a_hostile_page_manifest_is_a_clear_error(tmp_path: Path, manifest: str)
     "label", ["../../etc/passwd", "/abs/x", "demo\n", "demo/../../x", "x" * 5 + "\x1b[2J"]
 )
 def test_an_image_name_label_is_never_followed_to_a_file(tmp_path: Path, label: str) -> None:
-    from envkit.build.fake import FakeEngine
     from envkit.build.images import list_images
     from envkit.catalog import load_catalog
+    from envkit.engine.testing import FakeEngine
 
     outside = tmp_path / "etc"
     outside.mkdir()

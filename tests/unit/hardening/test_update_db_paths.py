@@ -19,9 +19,15 @@ import pytest
 
 from envkit.audit.osv_dir import OsvDirService
 from envkit.audit.service import Dep
-from envkit.audit.update_db import update_db, valid_distribution_name
+from envkit.audit.update_db import OSV_PYPI_URL, update_db, valid_distribution_name
 from envkit.errors import AuditError, ExitCode
+from envkit.offline.testing import FakeFetcher
 from tests.unit.hardening.conftest import Run
+
+
+def served(data: bytes) -> FakeFetcher:
+    """The one Fetcher's fake, serving ``data`` as the OSV export."""
+    return FakeFetcher({OSV_PYPI_URL: data})
 
 
 def _record(package: str, ident: str = "PYSEC-2099-1") -> dict[str, Any]:
@@ -55,7 +61,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 @pytest.fixture
 def database(tmp_path: Path) -> Path:
     target = tmp_path / "home" / "db"
-    update_db(target, lambda url: _zip(GOOD))
+    update_db(target, served(_zip(GOOD)))
     return target
 
 
@@ -90,7 +96,7 @@ def test_a_hostile_package_name_refuses_the_whole_update(case: str, database: Pa
     before = _snapshot(tmp_path)
     download = _zip({**GOOD, "PYSEC-2099-7.json": json.dumps(_record(name, "PYSEC-2099-7")).encode()})
     with pytest.raises(AuditError) as info:
-        update_db(database, lambda url: download)
+        update_db(database, served(download))
     message = info.value.message
     assert "PYSEC-2099-7.json" in message and "refused" in message
     assert "\x00" not in message and "\u202e" not in message and len(message) < 600
@@ -119,7 +125,7 @@ def test_a_hostile_archive_entry_refuses_the_update(entry: str, database: Path, 
     except ValueError:  # zipfile itself refuses the name: craft nothing further
         pytest.skip("zipfile cannot write this name")
     with pytest.raises(AuditError, match="refused"):
-        update_db(database, lambda url: download)
+        update_db(database, served(download))
     assert _snapshot(tmp_path) == before
 
 
@@ -137,7 +143,7 @@ def test_unreadable_records_refuse_the_update(case: str, raw: bytes, database: P
     before = _snapshot(tmp_path)
     download = _zip({**GOOD, "PYSEC-2099-9.json": raw})
     with pytest.raises(AuditError, match=r"PYSEC-2099-9\.json"):
-        update_db(database, lambda url: download)
+        update_db(database, served(download))
     assert _snapshot(tmp_path) == before
 
 
@@ -147,7 +153,7 @@ def test_a_corrupted_zip_entry_is_an_error_not_a_traceback(database: Path, tmp_p
     data[body + 40] ^= 0xFF  # corrupt the stored record: a CRC mismatch on read
     before = _snapshot(tmp_path)
     with pytest.raises(AuditError, match="refused"):
-        update_db(database, lambda url: bytes(data))
+        update_db(database, served(bytes(data)))
     assert _snapshot(tmp_path) == before
 
 
@@ -157,7 +163,7 @@ def test_real_names_still_land_in_their_canonical_folder(tmp_path: Path) -> None
         f"PYSEC-2099-{i}.json": json.dumps(_record(n, f"PYSEC-2099-{i}")).encode()
         for i, n in enumerate(names)
     }
-    meta = update_db(tmp_path / "db", lambda url: _zip({f"nested/{k}": v for k, v in entries.items()}))
+    meta = update_db(tmp_path / "db", served(_zip({f"nested/{k}": v for k, v in entries.items()})))
     assert meta["records"] == len(names)
     folders = sorted(p.name for p in (tmp_path / "db" / "vulns").iterdir())
     assert folders == sorted(
@@ -179,7 +185,8 @@ def test_cli_update_db_with_a_hostile_download_is_exit_3(
     envkit: Callable[..., Run], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     download = _zip({"PYSEC-2099-7.json": json.dumps(_record(str(tmp_path / "victim"))).encode()})
-    monkeypatch.setattr("envkit.cli.audit_cmd.http_fetch", lambda url: download)
+    # the one Fetcher that Services builds (urllib) serves the hostile download
+    monkeypatch.setattr("envkit.offline.fetch.UrlFetcher", lambda: FakeFetcher({OSV_PYPI_URL: download}))
     run = envkit("audit", "--update-db", str(tmp_path / "db"))
     assert run.code == ExitCode.FAILURE
     assert "PYSEC-2099-7.json" in run.err and "not a PEP 508 distribution name" in run.err

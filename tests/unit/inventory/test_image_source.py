@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from envkit.build.engine import RunResult
-from envkit.build.fake import FakeEngine, FakeRun
+from envkit.engine.protocol import RunResult
+from envkit.engine.testing import FakeEngine, FakeRun
 from envkit.errors import InventoryError
 from envkit.inventory.image_source import SCRIPT, ImageSource
 from envkit.inventory.snapshot import take_snapshot

@@ -264,9 +264,9 @@ def test_frozen_build_refuses_a_truncated_requirements_lock_and_never_installs_u
     project: Path,
 ) -> None:
     from envkit.build.builder import Builder, BuildOptions
-    from envkit.build.fake import FakeEngine
-    from envkit.build.locks import EnvLocker
+    from envkit.engine.testing import FakeEngine
     from envkit.errors import UsageError
+    from envkit.lock.fresh import EnvLocker
 
     out = _lock(project)
     _edit(out / "requirements.lock", lambda t: "".join(t.splitlines(keepends=True)[:2]))

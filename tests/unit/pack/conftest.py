@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from envkit._proc import ProcResult
-from envkit.build.locks import EnvLocker
 from envkit.catalog import Catalog, OfflineInstaller, load_catalog
 from envkit.lock.conda import RattlerSolver
+from envkit.lock.fresh import EnvLocker
 from envkit.lock.testing import FakePipResolver
-from envkit.pack.testing import make_real_channel, noarch_python, venv_python
+from envkit.offline.testing import make_real_channel, noarch_python, venv_python
 from envkit.spec.load import LoadedSpec, load_spec
 
 INSTALLER = "py_rattler-0.28.0-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from envkit.build.locks import EnvLocker, ensure_fresh_lock
 from envkit.catalog import Catalog
 from envkit.errors import ExitCode, PackError, PackMismatch
-from envkit.pack.archive import open_pack
+from envkit.lock.fresh import EnvLocker, ensure_fresh_lock
+from envkit.offline.archive import open_pack
+from envkit.offline.fetch import UrlFetcher
+from envkit.offline.manifest import MANIFEST, PackManifest
+from envkit.offline.request import pack_request
+from envkit.offline.testing import FakeFetcher
 from envkit.pack.core import PackOptions, PackResult, pack_environment
-from envkit.pack.fetch import FakeFetcher, UrlFetcher
-from envkit.pack.manifest import MANIFEST, PackManifest
-from envkit.pack.request import pack_request
 from envkit.spec.load import LoadedSpec, image_dir, load_spec
 from tests.unit.pack.conftest import INSTALLER, InstallerPip, write_conda_spec
 
@@ -132,7 +133,7 @@ def test_open_pack_verifies_against_the_lock(
     # a pack of the older lock no longer fits once the spec (and so the lock) changed
     write_conda_spec(root, channel.resolve().as_uri(), conda="tinylib 1.3.*")
     relocked, again = ensure_fresh_lock(root, load_spec(root / "environments" / "ctiny.yaml"), locker)
-    assert again
+    assert again is not None and again.status == "stale"
     newer = pack_request(
         load_spec(root / "environments" / "ctiny.yaml"), relocked, image_dir(root, "ctiny"), catalog
     )

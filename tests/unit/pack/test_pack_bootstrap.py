@@ -9,10 +9,10 @@ import pytest
 
 from envkit.catalog import InstallerFile, load_catalog
 from envkit.errors import PackError, PackMismatch, UsageError
-from envkit.pack.archive import verify_against_lock
-from envkit.pack.collect import PackRequest, collect
-from envkit.pack.fetch import FakeFetcher
-from envkit.pack.request import bootstrap_installers
+from envkit.offline.archive import verify_against_lock
+from envkit.offline.collect import PackRequest, collect
+from envkit.offline.request import bootstrap_installers
+from envkit.offline.testing import FakeFetcher
 from envkit.spec.load import load_spec
 from tests.unit.pack.conftest import InstallerPip, packing_catalog
 

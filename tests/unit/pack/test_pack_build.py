@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from envkit.build.builder import Builder, BuildOptions
-from envkit.build.fake import FakeEngine
-from envkit.build.locks import EnvLocker
 from envkit.catalog import Catalog
+from envkit.engine.testing import FakeEngine
 from envkit.errors import ExitCode, PackMismatch
+from envkit.lock.fresh import EnvLocker
+from envkit.offline.fetch import UrlFetcher
 from envkit.pack.core import PackOptions, pack_environment
-from envkit.pack.fetch import UrlFetcher
 from envkit.spec.load import LoadedSpec, load_spec
 from tests.unit.pack.conftest import INSTALLER, InstallerPip, write_conda_spec
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from envkit.probe.model import ProbeReport, parse_report
+
 PARAMS = ["w", "b"]
 
 
@@ -83,6 +85,15 @@ def make_report(host: str = "host-a", label: str = "latest", **kw: Any) -> dict[
     }
     assert not kw, kw
     return report
+
+
+def parsed(data: dict[str, Any], source: str = "test report") -> ProbeReport:
+    """A synthetic report as the runner and the loader return it: parsed once."""
+    return parse_report(data, source)
+
+
+def typed_report(host: str = "host-a", label: str = "latest", **kw: Any) -> ProbeReport:
+    return parsed(make_report(host, label, **kw))
 
 
 @pytest.fixture

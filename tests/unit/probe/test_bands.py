@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envkit.probe.bands import judge, onset_max
-from envkit.probe.compare import Bands, compare_reports
-from tests.unit.probe.conftest import make_report
+from envkit.comparison.bands import Bands, judge, onset_max
+from envkit.comparison.pairwise import compare_reports
+from tests.unit.probe.conftest import make_report, parsed
 
 
 def grow(start: float, factor_per_step: float, steps: int, cap: float = 1.0) -> list[tuple[int, float]]:
@@ -51,7 +51,7 @@ def test_compare_judges_at_onset() -> None:
     for wl in ("bert", "rnn"):
         for i, step in enumerate(b["frameworks"]["torch"]["workloads"][wl]["steps"]):
             step["loss"] *= 1 + 1e-8 * 1.2**i  # noise that grows to ~1e-5 by step 40
-    verdicts = {c.metric: c.verdict for c in compare_reports(a, b).comparisons}
+    verdicts = {c.metric: c.verdict for c in compare_reports(parsed(a), parsed(b)).comparisons}
     assert verdicts["loss"] == "equivalent"
     with pytest.raises(ValueError, match="window"):
         Bands(window=0)

@@ -1,16 +1,18 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from envkit.comparison.bands import Bands
+from envkit.comparison.pairwise import compare_reports
 from envkit.errors import ExitCode, ReportError
-from envkit.probe.compare import Bands, compare_reports
-from tests.unit.probe.conftest import make_report
+from tests.unit.probe.conftest import make_report, parsed, typed_report
 
 
 def verdict(b_kw: dict[str, Any], bands: Bands | None = None) -> str:
-    return compare_reports(make_report(), make_report(host="host-b", **b_kw), bands).verdict
+    return compare_reports(typed_report(), typed_report(host="host-b", **b_kw), bands).verdict
 
 
 def test_same_numbers_are_identical() -> None:
@@ -38,7 +40,7 @@ def test_bands_are_configurable() -> None:
 
 
 def test_nan_on_one_side_is_invalid_and_names_the_parameter() -> None:
-    result = compare_reports(make_report(), make_report(host="host-b", nonfinite_step=2))
+    result = compare_reports(typed_report(), typed_report(host="host-b", nonfinite_step=2))
     assert result.verdict == "invalid"
     bad = [c for c in result.comparisons if c.verdict == "invalid"]
     assert bad and all(
@@ -48,7 +50,7 @@ def test_nan_on_one_side_is_invalid_and_names_the_parameter() -> None:
 
 
 def test_first_diff_step_and_max_rel_diff() -> None:
-    result = compare_reports(make_report(), make_report(host="b", losses=[1.0, 0.9, 0.8 * (1 + 1e-3)]))
+    result = compare_reports(typed_report(), typed_report(host="b", losses=[1.0, 0.9, 0.8 * (1 + 1e-3)]))
     loss = next(c for c in result.comparisons if c.metric == "loss" and c.workload == "rnn")
     assert loss.first_diff_step == 3
     assert loss.max_rel_diff == pytest.approx(1e-3, rel=1e-2)
@@ -58,7 +60,7 @@ def test_first_diff_step_and_max_rel_diff() -> None:
 def test_bitwise_different_parameters_with_equal_norms_are_equivalent() -> None:
     b = make_report(host="b")
     b["frameworks"]["torch"]["workloads"]["rnn"]["final_params_sha256"] = "other"
-    result = compare_reports(make_report(), b)
+    result = compare_reports(typed_report(), parsed(b))
     final = next(c for c in result.comparisons if c.metric == "final_params" and c.workload == "rnn")
     assert (final.verdict, result.verdict) == ("equivalent", "equivalent")
 
@@ -73,7 +75,7 @@ def test_bitwise_different_parameters_with_equal_norms_are_equivalent() -> None:
 )
 def test_incomparable_reports_say_why(change: dict[str, Any], why: str) -> None:
     with pytest.raises(ReportError, match=why) as info:
-        compare_reports(make_report(), make_report(host="b", **change))
+        compare_reports(typed_report(), typed_report(host="b", **change))
     assert info.value.exit_code == ExitCode.USAGE
 
 
@@ -81,13 +83,13 @@ def test_no_common_framework_is_an_error() -> None:
     b = make_report(host="b")
     b["frameworks"]["torch"] = {"status": "skipped", "reason": "torch is not installed"}
     with pytest.raises(ReportError, match="no framework ran on both sides"):
-        compare_reports(make_report(), b)
+        compare_reports(typed_report(), parsed(b))
 
 
 def test_failed_run_on_one_side_is_invalid() -> None:
     b = make_report(host="b")
     b["frameworks"]["torch"]["workloads"]["bert"] = {"status": "error", "reason": "RuntimeError: boom"}
-    result = compare_reports(make_report(), b)
+    result = compare_reports(typed_report(), parsed(b))
     assert result.verdict == "invalid"
     assert any("boom" in (c.detail or "") for c in result.comparisons)
 
@@ -100,7 +102,7 @@ def test_causes_are_ranked_tf32_first() -> None:
         dists={"numpy": "1.21.6", "rich": "13"},
         torch="2.1.2+cu121",
     )
-    causes = compare_reports(make_report(env={"OMP_NUM_THREADS": "1"}), b).causes
+    causes = compare_reports(typed_report(env={"OMP_NUM_THREADS": "1"}), parsed(b)).causes
     messages = [c.message for c in causes]
     assert messages[0].startswith("TF32 on host-b only")
     assert "torch 2.13.0 vs 2.1.2+cu121" in messages
@@ -112,7 +114,9 @@ def test_causes_are_ranked_tf32_first() -> None:
 
 
 def test_json_shape() -> None:
-    data = compare_reports(make_report(), make_report(host="b", scale=1.001)).to_json()
+    data = json.loads(
+        json.dumps(compare_reports(typed_report(), typed_report(host="b", scale=1.001)).to_json())
+    )
     assert set(data) >= {"verdict", "comparisons", "causes"}
     assert set(data["comparisons"][0]) >= {
         "framework",

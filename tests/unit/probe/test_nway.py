@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from envkit.cli import main
+from envkit.comparison.nway import compare_many, numbers_key
 from envkit.errors import ReportError
 from envkit.fleet import store
-from envkit.probe.nway import compare_many, numbers_key
-from tests.unit.probe.conftest import make_report
+from envkit.probe.model import ProbeReport, Verdict
+from tests.unit.probe.conftest import make_report, parsed
 
 LOSSES = [1.0, 0.9, 0.8, 0.7, 0.6]
 
@@ -24,8 +25,12 @@ def flip_low_bit(value: float) -> float:
     return float(flipped)
 
 
-def node(name: str, **kw: Any) -> tuple[str, dict[str, Any]]:
-    return name, make_report(host=name, losses=kw.pop("losses", LOSSES), **kw)
+def node(name: str, **kw: Any) -> tuple[str, ProbeReport]:
+    return name, parsed(node_data(name, **kw), name)
+
+
+def node_data(name: str, **kw: Any) -> dict[str, Any]:
+    return make_report(host=name, losses=kw.pop("losses", LOSSES), **kw)
 
 
 def test_identical_reports_form_one_group() -> None:
@@ -39,7 +44,12 @@ def test_a_thread_count_outlier_is_named_with_its_cause() -> None:
     result = compare_many([node("n1"), node("n2"), odd, node("n4")])
     assert [len(g.members) for g in result.groups] == [3, 1]
     (outlier,) = result.outliers
-    assert (outlier.name, outlier.verdict, outlier.group) == ("n3", "equivalent", 2)
+    assert (outlier.name, outlier.band, outlier.suspect, outlier.group) == (
+        "n3",
+        Verdict.EQUIVALENT,
+        False,
+        2,
+    )
     assert outlier.causes[0].kind == "threads"
     assert result.ok  # within equivalent: exit 0, the outlier still named
 
@@ -49,25 +59,26 @@ def test_a_flipped_low_bit_with_the_same_fingerprint_is_suspect_and_first() -> N
     steps = bad["frameworks"]["torch"]["workloads"]["bert"]["steps"]
     steps[3]["loss"] = flip_low_bit(steps[3]["loss"])
     drift = node("n5", scale=1 + 1e-4, config={"autocast": "bf16"})
-    result = compare_many([node("n1"), node("n2"), node("n3"), ("n4", bad), drift])
+    result = compare_many([node("n1"), node("n2"), node("n3"), ("n4", parsed(bad)), drift])
     assert [o.name for o in result.outliers] == ["n4", "n5"]
     suspect = result.outliers[0]
-    assert suspect.verdict == "suspect" and suspect.band == "equivalent" and suspect.first_diff_step == 4
+    assert suspect.suspect and suspect.band is Verdict.EQUIVALENT and suspect.first_diff_step == 4
+    assert suspect.to_json()["verdict"] == "suspect" and suspect.to_json()["band"] == "equivalent"
     assert suspect.causes == () and "same fingerprint" in str(suspect.reason)
-    assert result.outliers[1].verdict == "precision-drift"
+    assert result.outliers[1].band is Verdict.PRECISION_DRIFT and not result.outliers[1].suspect
     assert not result.ok
 
 
 def test_same_numbers_different_mode_is_not_suspect() -> None:
     result = compare_many([node("n1"), node("n2"), node("n3", scale=1 + 1e-7, config={"mode": "default"})])
-    assert result.outliers[0].verdict == "equivalent"
+    assert result.outliers[0].tag == "equivalent"
 
 
 def test_a_node_whose_reruns_differ_is_suspect_on_its_own() -> None:
-    name, report = node("n2")
+    report = node_data("n2")
     report["fleet"] = {"repeat": {"n": 3, "identical": False, "differing": ["torch/bert"]}}
-    result = compare_many([node("n1"), (name, report), node("n3")])
-    assert [(o.name, o.verdict, o.group) for o in result.outliers] == [("n2", "suspect", 1)]
+    result = compare_many([node("n1"), ("n2", parsed(report)), node("n3")])
+    assert [(o.name, o.tag, o.group) for o in result.outliers] == [("n2", "suspect", 1)]
     assert "3 strict reruns" in str(result.outliers[0].reason)
     assert not result.ok
 
@@ -90,7 +101,7 @@ def test_numbers_key_sees_the_last_bit() -> None:
     a = make_report()
     b = make_report()
     b["frameworks"]["torch"]["workloads"]["rnn"]["steps"][0]["grad_norm"] = flip_low_bit(2.0)
-    assert numbers_key(a) != numbers_key(b)
+    assert numbers_key(parsed(a)) != numbers_key(parsed(b))
 
 
 def _run(tmp_path: Path) -> Path:
@@ -98,7 +109,7 @@ def _run(tmp_path: Path) -> Path:
     store.write_json(run_dir / "run.json", {"run": "r1", "result": {"tasks": [
         {"task": "n4", "state": "never-ran", "error": "job cancelled"}]}})  # fmt: skip
     for name, report in [node("n1"), node("n2"), node("n3", scale=1 + 1e-7, config={"threads": 2})]:
-        store.write_json(run_dir / f"{name}.json", report)
+        store.write_json(run_dir / f"{name}.json", report.to_json())
     return run_dir
 
 

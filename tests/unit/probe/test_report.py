@@ -9,7 +9,7 @@ import pytest
 
 from envkit.errors import ExitCode, ReportError
 from envkit.probe.report import default_store, dump_report, load_report, resolve_report, save_to_store
-from tests.unit.probe.conftest import make_report
+from tests.unit.probe.conftest import make_report, parsed, typed_report
 
 
 def test_roundtrip(write_report: Callable[[dict[str, Any], str], Path]) -> None:
@@ -20,7 +20,7 @@ def test_roundtrip(write_report: Callable[[dict[str, Any], str], Path]) -> None:
 
 def test_truncated_report_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "half.json"
-    path.write_text(dump_report(make_report())[:200])
+    path.write_text(dump_report(typed_report())[:200])
     with pytest.raises(ReportError) as info:
         load_report(path)
     assert str(path) in info.value.message and "truncated" in info.value.message
@@ -48,14 +48,14 @@ def test_corrupted_reports(tmp_path: Path, mutate: Callable[[dict[str, Any]], ob
 
 def test_store_layout_and_resolution(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    path = save_to_store(make_report(host="gpu-a"), store, "latest")
+    path = save_to_store(typed_report(host="gpu-a"), store, "latest")
     assert path == store / "gpu-a" / "latest.json"
-    assert dump_report(make_report(host="gpu-a")) == path.read_text()
+    assert dump_report(typed_report(host="gpu-a")) == path.read_text()
     assert resolve_report("gpu-a", store) == path
     assert resolve_report("gpu-a/latest", store) == path
-    other = save_to_store(make_report(host="gpu-b"), store, "tf32")
+    other = save_to_store(typed_report(host="gpu-b"), store, "tf32")
     assert resolve_report("gpu-b", store) == other  # the only report of that host
-    save_to_store(make_report(host="gpu-b"), store, "strict")
+    save_to_store(typed_report(host="gpu-b"), store, "strict")
     with pytest.raises(ReportError, match="several reports"):
         resolve_report("gpu-b", store)
     with pytest.raises(ReportError, match="neither a report file nor a host"):
@@ -68,4 +68,19 @@ def test_default_store_honours_env(tmp_path: Path) -> None:
 
 
 def test_dump_is_byte_stable() -> None:
-    assert dump_report(make_report()) == dump_report(json.loads(dump_report(make_report())))
+    assert dump_report(typed_report()) == dump_report(parsed(json.loads(dump_report(typed_report()))))
+
+
+def test_host_additions_are_typed_copies_that_round_trip(tmp_path: Path) -> None:
+    from envkit.probe.additions import DriverCheck, FleetInfo, RepeatSummary
+
+    payload = typed_report(host="container-id")
+    driver = DriverCheck("12.4", "550.54.14", "525.60.13", "470.82.01", "too-old")
+    fleet = FleetInfo("r1", "node2", "node2", "12", RepeatSummary(3, False, ("torch/bert",)))
+    filed = payload.with_host_facts("r1", {"envkit_version": "x"}).with_driver(driver).with_fleet(fleet)
+    assert payload.host == "container-id" and payload.driver is None and payload.fleet is None  # unchanged
+    assert (filed.host, filed.label, filed.fingerprint["envkit_version"]) == ("node2", "r1", "x")
+    path = save_to_store(filed, tmp_path, "r1")
+    loaded = load_report(path)
+    assert (loaded.driver, loaded.fleet, loaded.repeat) == (driver, fleet, fleet.repeat)
+    assert dump_report(loaded) == path.read_text()  # parsed once, written back byte for byte

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from envkit.cli import main
+from envkit.comparison.pairwise import compare_reports
 from envkit.errors import ExitCode, ReportError
 from envkit.probe import report as report_module
-from envkit.probe.compare import compare_reports
 from envkit.probe.model import Verdict
 from envkit.probe.report import load_report, read_report
-from tests.unit.probe.conftest import make_report
+from tests.unit.probe.conftest import make_report, parsed, typed_report
 
 REPO = Path(__file__).resolve().parents[3]
 Mutation = Callable[[dict[str, Any]], object]
@@ -55,7 +55,7 @@ def test_nonfinite_numbers_compare_invalid_whatever_the_marker(tmp_path: Path, c
     NONFINITE[case](bad)
     assert _rnn(bad)["nonfinite"] is None or case == "a marker on finite numbers"
     text = json.dumps(bad)  # allow_nan: NaN/Infinity literals as a careless writer emits them
-    result = compare_reports(make_report(), read_report(text, "b.json"))
+    result = compare_reports(typed_report(), read_report(text, "b.json"))
     assert result.verdict is Verdict.INVALID
     rnn = [c for c in result.comparisons if c.workload == "rnn"]
     assert rnn and all(c.verdict is Verdict.INVALID and "host-b" in (c.detail or "") for c in rnn)
@@ -75,7 +75,9 @@ def test_same_params_digest_with_different_norms_is_never_identical(factor: floa
     _rnn(b)["final_param_norms"] = {k: v * factor for k, v in _rnn(b)["final_param_norms"].items()}
     assert _rnn(a)["final_params_sha256"] == _rnn(b)["final_params_sha256"]
     final = next(
-        c for c in compare_reports(a, b).comparisons if c.workload == "rnn" and c.metric == "final_params"
+        c
+        for c in compare_reports(parsed(a), parsed(b)).comparisons
+        if c.workload == "rnn" and c.metric == "final_params"
     )
     assert final.verdict is not Verdict.IDENTICAL
     assert "inconsistent" in (final.detail or "")
@@ -86,7 +88,7 @@ def test_same_params_digest_with_different_norms_is_never_identical(factor: floa
 def test_one_changed_loss_bit_is_not_identical() -> None:
     a, b = make_report(), make_report(host="host-b")
     _rnn(b)["steps"][2]["loss"] = 0.8000000000000002
-    assert compare_reports(a, b).verdict is Verdict.EQUIVALENT
+    assert compare_reports(parsed(a), parsed(b)).verdict is Verdict.EQUIVALENT
 
 
 # -- 16.15 (reports): strict validation, exit 2 naming the field --------------------------------
@@ -182,7 +184,7 @@ def test_gpu_check_path_imports_only_the_standard_library() -> None:
     code = (
         "import sys; sys.path[:] = [p for p in sys.path if 'site-packages' not in p]; "
         f"sys.path.insert(0, {str(REPO)!r}); "
-        "import envkit.probe.model, envkit.probe.report, envkit.probe.compare, envkit.probe.runner; "
+        "import envkit.probe.model, envkit.probe.report, envkit.comparison.pairwise, envkit.probe.runner; "
         "loaded = {m.split('.')[0] for m in sys.modules}; "
         "print(sorted(m for m in loaded - set(sys.stdlib_module_names) if m not in ('envkit', '__main__')))"
     )

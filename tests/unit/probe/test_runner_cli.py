@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from envkit import _proc
-from envkit.build.engine import RunResult
-from envkit.build.fake import FakeEngine, FakeRun
 from envkit.cli import Services, main
+from envkit.comparison.html import render_html
+from envkit.comparison.pairwise import compare_reports
+from envkit.engine.protocol import RunResult
+from envkit.engine.testing import FakeEngine, FakeRun
 from envkit.errors import ProbeError
-from envkit.probe.compare import compare_reports
-from envkit.probe.html import render_html
 from envkit.probe.report import load_report, safe_name
 from envkit.probe.runner import CONTAINER_PAYLOAD, ProbeOptions, payload_argv, run_in_image, run_on_host
-from tests.unit.probe.conftest import make_report
+from tests.unit.probe.conftest import make_report, parsed
 
 
 def payload_output(argv: Sequence[str]) -> str:
@@ -41,9 +41,10 @@ def test_run_on_host_runs_one_process_per_framework() -> None:
         return _proc.ProcResult(tuple(argv), 0, payload_output(argv), "")
 
     report = run_on_host(ProbeOptions(threads=1), label="x", run=fake_run)
-    assert sorted(report["frameworks"]) == ["paddle", "torch"]
+    assert sorted(report.frameworks) == ["paddle", "torch"]
+    assert sorted(report.to_json()["frameworks"]) == ["paddle", "torch"]  # type: ignore[call-overload]
     assert len(calls) == 2 and all(env["OMP_NUM_THREADS"] == "1" for _, env in calls)
-    assert report["label"] == "x" and report["fingerprint"]["envkit_version"]
+    assert report.label == "x" and report.fingerprint["envkit_version"]
 
 
 def test_run_on_host_reports_payload_failure() -> None:
@@ -63,8 +64,8 @@ def test_run_in_image_mounts_the_payload_read_only() -> None:
     run: FakeRun = engine.runs[0]
     assert run.mounts[0].target == CONTAINER_PAYLOAD and run.mounts[0].read_only
     assert run.env is not None and run.env["ENVKIT_IMAGE_ID"] == "sha256:abc"
-    assert report["fingerprint"]["host"] == "host-a"
-    assert report["fingerprint"]["container"]["image_id"] == "sha256:abc"
+    assert report.host == "host-a"
+    assert report.fact("container")["image_id"] == "sha256:abc"
 
 
 def test_run_in_image_missing_image() -> None:
@@ -74,7 +75,7 @@ def test_run_in_image_missing_image() -> None:
 
 def test_html_is_self_contained() -> None:
     a, b = make_report(), make_report(host="b", scale=1.01, nonfinite_step=None)
-    page = render_html(a, b, compare_reports(a, b))
+    page = render_html(parsed(a), parsed(b), compare_reports(parsed(a), parsed(b)))
     assert page.count("<svg") >= 6 and "<script" not in page and "http" not in page
 
 

@@ -10,7 +10,7 @@ import pytest
 from envkit.errors import ReportError
 from envkit.probe.report import dump_report, read_report
 from envkit.probe.shared_reports import SharedReader
-from tests.unit.probe.conftest import make_report
+from tests.unit.probe.conftest import make_report, parsed
 
 TEMPLATE = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "probe-report-torch-paddle-cpu.json"
 
@@ -18,12 +18,14 @@ TEMPLATE = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "probe-
 def _texts() -> list[str]:
     base = make_report()
     hosts = ("host-b", "host-c", "a-much-longer-host-name-than-before")
-    texts = [dump_report(base), *(dump_report(make_report(host=h)) for h in hosts)]
+    texts = [dump_report(parsed(base)), *(dump_report(parsed(make_report(host=h))) for h in hosts)]
     other = make_report(host="host-d")
     other["frameworks"]["torch"]["workloads"]["rnn"]["steps"][0]["loss"] = 0.5  # other numbers
-    texts.append(dump_report(other))
-    texts.append(dump_report(make_report(host="host-e")))  # back to the majority
-    texts.append(dump_report(make_report(host="host-f", label="other-label")))  # outside the fingerprint
+    texts.append(dump_report(parsed(other)))
+    texts.append(dump_report(parsed(make_report(host="host-e"))))  # back to the majority
+    texts.append(
+        dump_report(parsed(make_report(host="host-f", label="other-label")))
+    )  # outside the fingerprint
     texts.append(json.dumps(make_report(host="host-g")))  # other layout: read in full
     texts.append(TEMPLATE.read_text("utf-8"))
     texts.append(TEMPLATE.read_text("utf-8").replace('"host": "vm"', '"host": "node-7"'))
@@ -57,7 +59,7 @@ def test_the_same_reports_as_read_report_with_the_shared_parts_shared() -> None:
 )
 def test_a_bad_fingerprint_gives_read_reports_error(fingerprint: str, message: str | None) -> None:
     good = make_report()
-    text = dump_report(good)
+    text = dump_report(parsed(good))
     reader = SharedReader()
     reader.read(text, "first.json")
     start = text.index('"fingerprint": ') + len('"fingerprint": ')

@@ -1,0 +1,104 @@
+"""Push, pull, save and load images through the Docker Engine API (the docker SDK's ``APIClient``).
+
+Registry errors arrive inside the push/pull stream (``{"error": …}``), not as exceptions: they
+become :class:`~envkit.errors.EngineError` with the registry's words and a hint.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import docker.errors
+import requests.exceptions
+
+from envkit._atomic import atomic_writer
+from envkit.engine.docker_api import DockerEngine, translate_error
+from envkit.engine.transport import Pushed
+from envkit.errors import EngineError
+
+__all__ = ["DockerTransport"]
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_REGISTRY_HINT = (
+    "is the registry running and reachable from the Docker daemon? a plain-HTTP registry other than "
+    "localhost/127.0.0.1 must be listed in the daemon's insecure-registries"
+)
+_CHUNK = 4 << 20
+SDK_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
+
+
+def _errors(stream: Iterable[dict[str, Any]], what: str) -> list[dict[str, Any]]:
+    chunks = []
+    for chunk in stream:
+        if "error" in chunk:
+            detail = chunk.get("errorDetail") or {}
+            raise EngineError(f"{what}: {detail.get('message') or chunk['error']}", hint=_REGISTRY_HINT)
+        chunks.append(chunk)
+    return chunks
+
+
+class DockerTransport:
+    """:class:`~envkit.engine.transport.ImageTransport` on the engine of a :class:`DockerEngine`."""
+
+    def __init__(self, engine: DockerEngine) -> None:
+        self.api = engine.api
+
+    def push(self, image: str, repository: str, tag: str) -> Pushed:
+        try:
+            self.api.tag(image, repository, tag, force=True)
+            chunks = _errors(self.api.push(repository, tag=tag, stream=True, decode=True), f"pushing {image}")
+        except EngineError:
+            raise
+        except SDK_ERRORS as e:
+            raise translate_error(e, what=f"pushing {repository}:{tag}") from e
+        digests = [str((c.get("aux") or {}).get("Digest") or "") for c in chunks]
+        digest = next((d for d in reversed(digests) if _DIGEST.fullmatch(d)), None)
+        if digest is None:
+            raise EngineError(f"the registry answered no digest for {repository}:{tag}", hint=_REGISTRY_HINT)
+        return Pushed(repository, tag, digest)
+
+    def pull(self, ref: str) -> str:
+        repository, _, digest = ref.partition("@")
+        try:
+            _errors(self.api.pull(repository, tag=digest or None, stream=True, decode=True), f"pulling {ref}")
+            return str(self.api.inspect_image(ref)["Id"])
+        except EngineError:
+            raise
+        except SDK_ERRORS as e:
+            raise translate_error(e, what=f"pulling {ref}") from e
+
+    def save(self, image: str, path: Path) -> None:
+        try:  # a fresh temp file (O_EXCL, random name) renamed over ``path``: never through a planted link
+            with atomic_writer(path) as out:
+                for chunk in self.api.get_image(image, chunk_size=_CHUNK):
+                    out.write(chunk)
+        except SDK_ERRORS as e:
+            raise translate_error(e, what=f"saving {image}") from e
+
+    def load(self, path: Path) -> tuple[str, ...]:
+        try:
+            with path.open("rb") as data:
+                return self.load_from(data, str(path))
+        except SDK_ERRORS as e:
+            raise translate_error(e, what=f"loading {path}") from e
+
+    def load_from(self, data: BinaryIO, source: str) -> tuple[str, ...]:
+        """``docker load`` from an open file (the one that was checked); the loaded image ids."""
+        try:
+            chunks = _errors(self.api.load_image(data), f"loading {source}")
+            ids = []
+            for chunk in chunks:
+                text = str(chunk.get("stream") or "")
+                if "Loaded image ID:" in text:
+                    ids.append(text.split("Loaded image ID:", 1)[1].strip())
+                elif "Loaded image:" in text:
+                    name = text.split("Loaded image:", 1)[1].strip()
+                    ids.append(str(self.api.inspect_image(name)["Id"]))
+            return tuple(ids)
+        except EngineError:
+            raise
+        except SDK_ERRORS as e:
+            raise translate_error(e, what=f"loading {source}") from e

@@ -1,0 +1,124 @@
+"""The container engine interface: plain values in and out, no SDK objects.
+
+Adapters (``docker_api.py``) translate SDK errors into :mod:`envkit.errors`;
+:class:`envkit.engine.testing.FakeEngine` serves the unit tests of the layers above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+__all__ = [
+    "BUILDER_OF_LABEL",
+    "STAGE_LABEL",
+    "BuildEvent",
+    "ContainerEngine",
+    "ImageInfo",
+    "Mount",
+    "RunResult",
+]
+
+# The builder stage's image is left untagged by the legacy builder; these labels (written by
+# envkit.render.dockerfile) let `envkit build` find and remove it (a different key than
+# io.envkit.name, which marks images).
+STAGE_LABEL = "io.envkit.stage"
+BUILDER_OF_LABEL = "io.envkit.builder-of"
+
+
+@dataclass(frozen=True)
+class BuildEvent:
+    """One line of build output; ``step`` is set when a new Dockerfile step starts."""
+
+    message: str
+    step: str | None = None
+    error: bool = False
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """An image as the engine describes it: id, tags, labels, user, size."""
+
+    id: str
+    tags: tuple[str, ...]
+    labels: Mapping[str, str]
+    user: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path mounted into a container (read-only by default)."""
+
+    source: str  # host path
+    target: str  # container path
+    read_only: bool = True
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a container run printed, and its exit code."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+class ContainerEngine(Protocol):
+    """What envkit needs from Docker (or podman): seven operations."""
+
+    def build(
+        self,
+        context: bytes,
+        tag: str,
+        *,
+        labels: Mapping[str, str],
+        nocache: bool = False,
+        network: bool = True,
+    ) -> Iterator[BuildEvent]:
+        """Build from a tar ``context``; yield events; tag only on success (raise BuildFailed).
+
+        ``network=False`` runs the build steps without any network (air-gapped builds).
+        """
+        ...
+
+    def inspect(self, image: str) -> ImageInfo | None:
+        """The image's metadata, or None when it does not exist."""
+        ...
+
+    def images(self, label: str) -> list[ImageInfo]:
+        """Every image carrying ``label`` (a key, or ``key=value``)."""
+        ...
+
+    def tag(self, image: str, tag: str) -> None: ...
+
+    def remove(self, image: str) -> None:
+        """Remove an image or tag; a missing one is not an error."""
+        ...
+
+    def prune_builder_images(self, name: str) -> int:
+        """Remove the untagged builder-stage images of environment ``name``; return bytes freed.
+
+        Those images carry ``io.envkit.stage=builder`` and ``io.envkit.builder-of=NAME``
+        (see :mod:`envkit.render.dockerfile`); tagged images are never touched.
+        """
+        ...
+
+    def import_image(self, rootfs_tar: Path, tag: str, *, changes: Sequence[str] = ()) -> ImageInfo:
+        """``docker import``: make an image from a root filesystem tarball (no registry needed)."""
+        ...
+
+    def run(
+        self,
+        image: str,
+        argv: Sequence[str],
+        *,
+        mounts: Sequence[Mount] = (),
+        env: Mapping[str, str] | None = None,
+        gpus: bool = False,
+        network: bool = False,
+    ) -> RunResult:
+        """Run ``argv`` in a fresh container (removed afterwards) and capture its output."""
+        ...

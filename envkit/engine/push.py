@@ -1,0 +1,59 @@
+"""``envkit build NAME --push REGISTRY``: push the built image and record the registry's digest.
+
+The record (``.envkit/pushed/NAME.json``: image id, repository, tag, digest, ``REPO@sha256:…``
+reference) is what a fleet probe reads to run exactly this image on every node, by digest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from envkit._atomic import state_dir, write_text_atomic
+from envkit.engine.transport import ImageTransport, Pushed
+from envkit.errors import UsageError
+
+__all__ = ["check_registry", "push_image", "pushed_path", "read_pushed"]
+
+_REGISTRY = re.compile(
+    r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._/-][a-z0-9]+)*)?\Z"
+)
+
+
+def check_registry(registry: str) -> str:
+    value = registry.strip().removeprefix("http://").removeprefix("https://").rstrip("/")
+    if not _REGISTRY.match(value):
+        raise UsageError(
+            f"invalid registry {registry!r}",
+            hint="give HOST[:PORT][/PREFIX], e.g. 127.0.0.1:5000 or registry.example.org/team",
+        )
+    return value
+
+
+def pushed_path(root: Path, name: str) -> Path:
+    return state_dir(root, "pushed") / f"{name}.json"
+
+
+def push_image(
+    transport: ImageTransport, root: Path, name: str, image: str, image_id: str, registry: str
+) -> tuple[Pushed, Path]:
+    """Push ``image`` (envkit/NAME:<hash12>) as REGISTRY/envkit/NAME:<hash12>; record the digest."""
+    repository = f"{check_registry(registry)}/envkit/{name}"
+    tag = image.rsplit(":", 1)[-1]
+    pushed = transport.push(image, repository, tag)
+    path = pushed_path(root, name)
+    data = {"name": name, "image": image, "image_id": image_id, "repository": repository, "tag": tag,
+            "digest": pushed.digest, "ref": pushed.ref}  # fmt: skip
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n", within=root)
+    return pushed, path
+
+
+def read_pushed(root: Path, name: str) -> dict[str, Any] | None:
+    """The push record of NAME, or None."""
+    try:
+        data = json.loads(pushed_path(root, name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("ref") else None

@@ -1,0 +1,124 @@
+"""``envkit probe --compare`` with a run or many reports: load them, compare N-way, write HTML.
+
+A run is ``STORE/RUN`` (or ``RUN`` in the store): its reports, plus the tasks that failed or never
+ran (from the tasks' records and the run's manifest), which the comparison lists per node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envkit._atomic import write_text_atomic
+from envkit._safe import one_line
+from envkit.comparison.bands import Bands
+from envkit.errors import EnvkitError, ReportError
+from envkit.fleet.manifest import MAX_MANIFEST_BYTES, read_store_json
+from envkit.fleet.store import MANIFEST, read_tasks
+from envkit.probe.model import ProbeReport
+from envkit.probe.report import load_report, resolve_report
+from envkit.probe.shared_reports import SharedReader
+
+if TYPE_CHECKING:
+    from envkit.comparison.nway import NWayComparison
+
+__all__ = ["ComparedMany", "compare_n", "find_run", "load_run"]
+
+
+@dataclass(frozen=True)
+class ComparedMany:
+    """A run or many reports compared N-way: the comparison, what was read, the HTML page."""
+
+    result: NWayComparison
+    sources: tuple[str, ...]
+    html: Path | None
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+    def to_json(self) -> dict[str, object]:
+        data = {**self.result.to_json(), "sources": list(self.sources)}
+        if self.html is not None:
+            data["html"] = str(self.html)
+        return data
+
+
+def find_run(ref: str, store: Path) -> Path | None:
+    """``ref`` as a run directory (a path, or a run id in the store), or None."""
+    for candidate in (Path(ref), store / ref):
+        if (candidate / MANIFEST).is_file():
+            return candidate
+    return None
+
+
+def _failed_tasks(run_dir: Path, have: set[str]) -> list[tuple[str, str]]:
+    """The tasks without a report, from the run's result and the tasks' records (bounded, shape-checked)."""
+    failed: dict[str, str] = {}
+    try:
+        manifest = read_store_json(run_dir / MANIFEST, limit=MAX_MANIFEST_BYTES, what="run manifest")
+    except (OSError, EnvkitError):
+        manifest = {}
+    result = manifest.get("result")
+    tasks = result.get("tasks") if isinstance(result, dict) else None
+    for task in tasks if isinstance(tasks, list) else []:
+        if isinstance(task, dict) and isinstance(task.get("task"), str) and task.get("state") != "ok":
+            why = f"{task.get('state')}: {task.get('error') or 'no report'}"
+            failed[one_line(task["task"])[:200]] = one_line(why)[:2000]
+    for record in read_tasks(run_dir).values():
+        if record.state == "failed":
+            failed[record.task] = f"failed: {record.error}"
+    return sorted((name, why) for name, why in failed.items() if name not in have)
+
+
+def load_run(run_dir: Path) -> tuple[list[tuple[str, ProbeReport]], list[tuple[str, str]]]:
+    """A run's reports (named after their task) and its failed tasks."""
+    paths = sorted(p for p in run_dir.glob("*.json") if p.name != MANIFEST)
+    reader = SharedReader()  # a run's reports share all but their host facts: those parsed once
+    named = [(p.stem, reader.load(p)) for p in paths]
+    return named, _failed_tasks(run_dir, {n for n, _ in named})
+
+
+def _name(ref: str, path: Path, taken: set[str]) -> str:
+    for candidate in (path.stem, ref, str(path)):
+        if candidate not in taken:
+            return candidate
+    return f"{path}#{len(taken)}"
+
+
+def compare_n(
+    refs: Sequence[str],
+    store: Path,
+    *,
+    label: str | None = None,
+    bands: Bands | None = None,
+    html: Path | None = None,
+) -> ComparedMany:
+    """Compare a run (one ref) or several reports (files, HOST[/LABEL], or runs: all their reports)."""
+    named: list[tuple[str, ProbeReport]] = []
+    failed: list[tuple[str, str]] = []
+    sources = []
+    for ref in refs:
+        run_dir = find_run(ref, store)
+        if run_dir is not None:
+            reports, bad = load_run(run_dir)
+            prefix = f"{run_dir.name}/" if len(refs) > 1 else ""
+            named += [(prefix + n, r) for n, r in reports]
+            failed += [(prefix + n, why) for n, why in bad]
+            sources.append(str(run_dir))
+            continue
+        path = resolve_report(ref, store, label)
+        named.append((_name(ref, path, {n for n, _ in named}), load_report(path)))
+        sources.append(str(path))
+    if not named and not failed:
+        raise ReportError("nothing to compare", hint="give STORE/RUN or report files")
+    from envkit.comparison.nway import compare_many  # not needed to tell a run from two files
+
+    result = compare_many(named, bands, failed)
+    if html is not None:
+        from envkit.comparison.nway_html import render_nway_html
+
+        write_text_atomic(html, render_nway_html(named, result))
+    return ComparedMany(result, tuple(sources), html)

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from envkit.render.context import ContextFiles, context_tar, entry_from_file
+
+
+def test_tar_is_byte_stable_and_sorted(tmp_path: Path) -> None:
+    wheel = tmp_path / "a-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"wheel")
+    one = ContextFiles.build({"b.txt": b"2", "a.txt": b"1"}, [entry_from_file(wheel, "wheels/a.whl")])
+    two = ContextFiles.build({"a.txt": b"1", "b.txt": b"2"}, [entry_from_file(wheel, "wheels/a.whl")])
+    assert context_tar(one) == context_tar(two)
+    assert one.digest == two.digest
+    with tarfile.open(fileobj=io.BytesIO(context_tar(one))) as tar:
+        members = tar.getmembers()
+        assert [m.name for m in members] == ["wheels", "a.txt", "b.txt", "wheels/a.whl"]
+        assert {(m.mtime, m.uid, m.gid, m.uname, m.gname) for m in members} == {(0, 0, 0, "", "")}
+        assert {m.mode for m in members if m.isfile()} == {0o644}
+        assert tar.extractfile("wheels/a.whl").read() == b"wheel"  # type: ignore[union-attr]
+
+
+def test_digest_follows_content() -> None:
+    base = ContextFiles.build({"Dockerfile": b"FROM a\n"})
+    assert base.digest != ContextFiles.build({"Dockerfile": b"FROM b\n"}).digest
+    assert base.digest != ContextFiles.build({"Dockerfile2": b"FROM a\n"}).digest
+    assert len(base.digest) == 64
+
+
+@pytest.mark.parametrize("name", ["../x", "/etc/passwd", "a/../../b"])
+def test_paths_cannot_escape(name: str) -> None:
+    with pytest.raises(ValueError, match="escapes"):
+        ContextFiles.build({name: b"x"})

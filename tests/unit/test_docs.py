@@ -1,0 +1,79 @@
+"""The documentation stays true (``make check-readme``): quoted ``--help`` texts, the spec reference, links.
+
+The README is the short path in (at most 300 lines); ``docs/`` holds one page per command, where the
+``--help`` texts are quoted.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from envkit.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+BLOCK = re.compile(r"```console\n\$ (envkit [^\n]*--help)\n(.*?)```", re.S)
+LINK = re.compile(r"\]\(((?:docs/)?[A-Za-z0-9_.-]+\.md)\)")
+PAGES = (
+    "render",
+    "lock",
+    "build",
+    "pack",
+    "probe",
+    "fleet",
+    "diff",
+    "audit",
+    "init",
+    "catalog",
+    "spec",
+    "design",
+)
+
+
+def documents() -> list[Path]:
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def quoted_help() -> list[tuple[str, str]]:
+    return [found for path in documents() for found in BLOCK.findall(path.read_text("utf-8"))]
+
+
+def test_the_docs_quote_help() -> None:
+    assert len(quoted_help()) >= 6, "the command pages under docs/ quote their --help texts"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"), quoted_help(), ids=lambda v: v if v.startswith("envkit") else ""
+)
+def test_help_matches_cli(command: str, expected: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(shlex.split(command)[1:]) == 0
+    actual = capsys.readouterr().out
+    assert actual.strip() == expected.strip(), f"the quoted `{command}` is stale: paste the new output"
+
+
+def test_spec_reference_is_generated_from_the_models() -> None:
+    from envkit.spec.reference import spec_reference
+
+    text = (DOCS / "spec.md").read_text("utf-8")
+    start, end = "<!-- spec-reference:start -->\n", "<!-- spec-reference:end -->"
+    assert start in text and end in text
+    quoted = text.split(start, 1)[1].split(end, 1)[0]
+    assert quoted == spec_reference(), "docs/spec.md's reference is stale: paste envkit.spec.reference output"
+
+
+def test_the_readme_is_short_and_links_every_page() -> None:
+    text = README.read_text("utf-8")
+    assert len(text.splitlines()) <= 300
+    linked = {Path(target).stem for target in LINK.findall(text)}
+    assert set(PAGES) <= linked, sorted(set(PAGES) - linked)
+
+
+@pytest.mark.parametrize("path", documents(), ids=lambda p: p.name)
+def test_every_link_to_a_page_resolves(path: Path) -> None:
+    for target in LINK.findall(path.read_text("utf-8")):
+        assert (path.parent / target).is_file(), f"{path.name} links to {target}, which does not exist"
