@@ -24,6 +24,7 @@ from envkit.cli import main
 from envkit.comparison.pairwise import compare_reports
 from envkit.engine.docker_api import DockerEngine
 from envkit.lock import current_lock
+from envkit.probe.report import load_report
 from envkit.probe.runner import ProbeOptions, run_on_host
 from envkit.spec.load import load_spec
 
@@ -211,7 +212,10 @@ def test_cpu_torch_image(
     assert in_image["frameworks"]["torch"]["info"]["version"].startswith("2.13.0")
     if importlib.util.find_spec("torch") is not None:  # the same wheel on the host: compare the numbers
         host = run_on_host(ProbeOptions(frameworks=("torch",)), label="host")
-        verdicts = {m.verdict for m in compare_reports(host, in_image).comparisons if m.framework == "torch"}
+        image_report = load_report(Path(env["result"]["probe"]["report"]))
+        verdicts = {
+            m.verdict for m in compare_reports(host, image_report).comparisons if m.framework == "torch"
+        }
         assert verdicts <= {"identical", "equivalent"}, verdicts  # measured here: identical
     run = engine.run(
         env["result"]["tag"], ["python", "-c", "import torch; print(float(torch.ones(3).sum()))"]
