@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from envkit.cli import cli
-from envkit.cli._app import command
+from envkit.cli._app import command, services
 from envkit.errors import ExitCode
 from envkit.result import CommandResult
 
@@ -35,14 +35,20 @@ def show(run: Path) -> CommandResult:
 @command(guard, "replay")
 @click.argument("dump", type=click.Path(path_type=Path))
 @click.option("--entry", help="module:function returning (model, optimizer, loss_fn).")
-def replay(dump: Path, entry: str | None) -> CommandResult:
+@click.option("--image", help="Replay inside this image (no network, read-only mounts, its user).")
+def replay(dump: Path, entry: str | None, image: str | None) -> CommandResult:
     """Run an incident's step again here: reproducible, transient or environment (with the causes)."""
     from envkit.guard.replay import load_entry, replay_dump, suggest_entry
     from envkit.guard.show import render_replay
 
     if entry is None:
         raise suggest_entry(dump)
-    result = replay_dump(dump, load_entry(entry))
+    if image is not None:
+        from envkit.guard.image_replay import replay_in_image
+
+        result = replay_in_image(services().engine(), image, dump, entry)
+    else:
+        result = replay_dump(dump, load_entry(entry))
     data: dict[str, Any] = result.to_json()
     code = ExitCode.OK if result.verdict == "reproducible" else ExitCode.FINDINGS
     return CommandResult("guard replay", data, lambda: render_replay(data), exit_code=code)

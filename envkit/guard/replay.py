@@ -33,7 +33,17 @@ from envkit.guard.records import json_clean, read_float
 from envkit.guard.runlog import fingerprint
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
-__all__ = ["Builder", "ReplayVerdict", "load_entry", "replay_dump", "suggest_entry"]
+__all__ = [
+    "Builder",
+    "ReplayVerdict",
+    "here_info",
+    "judge",
+    "load_entry",
+    "replay_dump",
+    "replay_runs",
+    "side_report",
+    "suggest_entry",
+]
 
 Builder = Callable[[], Any]
 
@@ -126,8 +136,8 @@ def _same(a: float, b: float) -> bool:
     return a.hex() == b.hex()
 
 
-def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
-    dump = read_dump(path)
+def replay_runs(dump: Dump, builder: Builder) -> list[Replay]:
+    """The dump's step replayed twice here with the entry's model, optimizer and loss."""
     model, optimizer, loss_fn = _built(builder)
     adapter = make_adapter(model, optimizer)
     loaded = load_dump(dump, adapter)
@@ -135,7 +145,7 @@ def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
         adapter.load_optimizer_state(*loaded.optimizer, source=str(dump.file("optimizer.safetensors")))
     training = bool(dump.manifest.get("training", True))
     source = str(dump.file("model.safetensors"))
-    runs: list[Replay] = [
+    return [
         replay_step(
             adapter,
             loss_fn,
@@ -147,6 +157,20 @@ def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
         )
         for _ in range(2)
     ]
+
+
+def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
+    dump = read_dump(path)
+    return judge(dump, replay_runs(dump, builder))
+
+
+HereReport = Callable[[str], ProbeReport]  # the dump's framework -> the replaying side's report
+
+
+def judge(
+    dump: Dump, runs: list[Replay], here: HereReport | None = None, where: str = "here"
+) -> ReplayVerdict:
+    """The verdict of two replays against the recorded outcome; ``here`` fingerprints the replaying side."""
     outcome = dump.manifest.get("outcome") or {}
     try:
         loss, norm = read_float(outcome.get("loss")), read_float(outcome.get("grad_norm"))
@@ -154,7 +178,7 @@ def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
         raise DumpError(
             f"{dump.file('manifest.json')}: outcome is not two numbers", hint="the dump was edited"
         ) from e
-    verdict, causes, notes = _verdict(dump, runs, loss, norm)
+    verdict, causes, notes = _verdict(dump, runs, loss, norm, here or _local_report, where)
     return ReplayVerdict(
         verdict=verdict,
         dump=str(dump.path),
@@ -168,12 +192,12 @@ def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
 
 
 def _verdict(
-    dump: Dump, runs: list[Replay], loss: float, norm: float
+    dump: Dump, runs: list[Replay], loss: float, norm: float, here: HereReport, where: str
 ) -> tuple[str, list[dict[str, Any]], list[str]]:
     notes: list[str] = []
     first, second = runs
     if not (_same(first.loss, second.loss) and _same(first.grad_norm, second.grad_norm)):
-        return "transient", [], ["two replays on this host differ: a nondeterministic or faulty device"]
+        return "transient", [], [f"two replays {where} differ: a nondeterministic or faulty device"]
     exact = bool(dump.manifest.get("exact", True))
     if exact:
         same = first.same_as(loss, norm)
@@ -190,13 +214,9 @@ def _verdict(
     from envkit.guard.adapter import FRAMEWORKS
 
     framework = dump.framework if dump.framework in FRAMEWORKS else "torch"
-    here_adapter_info = _here_info(framework)
-    here = _report(
-        {"fingerprint": fingerprint(), "framework": framework, "info": here_adapter_info}, "this host"
-    )
     causes = [
         c.to_json()
-        for c in likely_causes(there, here, ("recorded", "here"))
+        for c in likely_causes(there, here(framework), ("recorded", where))
         if c.kind != "package" or c.weight > 10
     ]
     if causes:
@@ -204,7 +224,18 @@ def _verdict(
     return "transient", [], [*notes, "the same environment gave a different result: suspect the device"]
 
 
-def _here_info(framework: str) -> dict[str, Any]:
+def side_report(env: Any, source: str) -> ProbeReport:
+    """A replaying side's fingerprint and framework info (as env.json holds them) as a probe report."""
+    return _report(env, source)
+
+
+def _local_report(framework: str) -> ProbeReport:
+    return _report(
+        {"fingerprint": fingerprint(), "framework": framework, "info": here_info(framework)}, "this host"
+    )
+
+
+def here_info(framework: str) -> dict[str, Any]:
     if framework == "torch":
         import torch
 

@@ -1,0 +1,149 @@
+"""``envkit guard replay DUMP --image NAME``: the incident's step replayed inside a container image.
+
+The dump is checked here first (hashes, headers: a changed batch is refused before any container
+starts), then :mod:`envkit.guard.image_side` runs in the image through the
+:class:`~envkit.engine.protocol.ContainerEngine`: the dump directory, envkit's source and the
+entry's code directory mounted read-only, no network, as the image's own non-root user. Its one
+JSON line is parsed strictly; the verdict compares the in-image replays with the recorded outcome
+and, when they differ, ranks the causes from the recorded and the in-image fingerprints.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import envkit
+from envkit._io import load_json_bounded
+from envkit.errors import GuardError
+from envkit.guard.dump import Dump, read_dump
+from envkit.guard.image_side import KIND, SCHEMA
+from envkit.guard.localize import Replay
+from envkit.guard.replay import ReplayVerdict, judge, side_report
+
+if TYPE_CHECKING:
+    from envkit.engine.protocol import ContainerEngine, Mount, RunResult
+
+__all__ = ["replay_in_image"]
+
+SOURCE = Path(envkit.__file__).resolve().parent  # the envkit package, mounted as /opt/envkit-src/envkit
+CONTAINER_SRC = "/opt/envkit-src"
+CONTAINER_DUMP = "/opt/envkit-dump"
+CONTAINER_CODE = "/opt/envkit-code"
+MAX_DEPTH = 32
+SCRIPT = (
+    'cd "$1" && shift && exec "$(command -v python3 || command -v python)" -m envkit.guard.image_side "$@"'
+)
+
+
+def _tail(text: str) -> str:
+    return "\n".join(text.strip().splitlines()[-10:])
+
+
+def mounts_for(dump: Path, code: Path) -> list[Mount]:
+    from envkit.engine.protocol import Mount
+
+    return [
+        Mount(str(dump.resolve()), CONTAINER_DUMP, read_only=True),
+        Mount(str(SOURCE), f"{CONTAINER_SRC}/envkit", read_only=True),
+        Mount(str(code.resolve()), CONTAINER_CODE, read_only=True),
+    ]
+
+
+def replay_in_image(
+    engine: ContainerEngine, image: str, path: Path, entry: str, *, code: Path | None = None
+) -> ReplayVerdict:
+    """Replay the dump at ``path`` in ``image`` with ``entry`` importable from ``code`` (default: cwd)."""
+    dump = read_dump(path)
+    info = engine.inspect(image)
+    if info is None:
+        raise GuardError(f"image {image} does not exist", hint=f"build it first: `envkit build {image}`")
+    user = info.user.split(":")[0]
+    if user in ("", "0", "root"):
+        raise GuardError(
+            f"image {image} runs as root: envkit replays a dump only as an image's non-root user",
+            hint="give the image a USER (envkit build images have one)",
+        )
+    with tempfile.TemporaryDirectory(prefix="envkit-replay-") as tmp:
+        staged = _stage(dump.path, Path(tmp) / "dump")
+        result = _run(engine, image, staged, entry, code or Path.cwd())
+    return _judged(dump, image, info.id, result)
+
+
+def _stage(source: Path, target: Path) -> Path:
+    """A readable copy of the checked dump for the image's user (the run wrote it for its owner only)."""
+    target.mkdir()
+    for name in sorted(p.name for p in source.iterdir() if p.is_file()):
+        shutil.copyfile(source / name, target / name)
+        (target / name).chmod(0o644)
+    target.chmod(0o755)  # the temporary directory above it stays 0700 on this host
+    return target
+
+
+def _run(engine: ContainerEngine, image: str, staged: Path, entry: str, code: Path) -> RunResult:
+    argv = ["sh", "-c", SCRIPT, "envkit-replay", CONTAINER_CODE, CONTAINER_DUMP, entry]
+    env = {"PYTHONPATH": CONTAINER_SRC, "PYTHONDONTWRITEBYTECODE": "1"}
+    return engine.run(image, argv, mounts=mounts_for(staged, code), env=env, network=False)
+
+
+def _judged(dump: Dump, image: str, image_id: str, result: RunResult) -> ReplayVerdict:
+    where = f"in {image}"
+    if result.exit_code != 0:
+        raise GuardError(
+            f"the replay failed {where} (exit {result.exit_code}):\n{_tail(result.stderr)}",
+            hint="does the image have python3 and the dump's framework? is --entry importable there?",
+        )
+    side = parse_side(result.stdout, where)
+    fingerprint, framework_info = side["fingerprint"], side["info"]
+    runs = side["runs"]
+
+    def here(framework: str) -> Any:
+        env_json = {"fingerprint": fingerprint, "framework": framework, "info": framework_info}
+        return side_report(env_json, f"the replay {where}")
+
+    verdict = judge(dump, runs, here, where)
+    return replace(verdict, notes=[*verdict.notes, f"replayed {where} ({image_id[:19]})"])
+
+
+def _fail(where: str, what: str) -> GuardError:
+    return GuardError(
+        f"the replay {where} printed {what}", hint="the image's envkit side and this envkit disagree; rerun"
+    )
+
+
+def _hex(value: Any, where: str, field: str) -> float:
+    if not isinstance(value, str):
+        raise _fail(where, f"a {field} that is not a hex float")
+    try:
+        return float.fromhex(value)
+    except ValueError as e:
+        raise _fail(where, f"a {field} {value[:40]!r} that is not a hex float") from e
+
+
+def parse_side(stdout: str, where: str) -> dict[str, Any]:
+    """The in-image JSON, strictly: kind, schema, two replays of hex floats, objects for the rest."""
+    lines = stdout.strip().splitlines()
+    try:
+        data = load_json_bounded(lines[-1] if lines else "", MAX_DEPTH)
+    except ValueError as e:
+        raise _fail(where, f"no result ({e})") from e
+    if not isinstance(data, dict) or data.get("kind") != KIND or data.get("schema") != SCHEMA:
+        raise _fail(where, f"something that is not a {KIND} schema {SCHEMA}")
+    replays = data.get("replays")
+    if not (isinstance(replays, list) and len(replays) == 2 and all(isinstance(r, dict) for r in replays)):
+        raise _fail(where, "replays that are not two objects")
+    for name in ("localization", "fingerprint", "info"):
+        if not isinstance(data.get(name), dict):
+            raise _fail(where, f"a {name} that is not an object")
+    localization: dict[str, Any] = data["localization"]
+    runs: list[Replay] = []
+    for r in replays:
+        error = r.get("error")
+        if not (error is None or isinstance(error, str)):
+            raise _fail(where, "an error that is not a string")
+        loss, norm = _hex(r.get("loss"), where, "loss"), _hex(r.get("grad_norm"), where, "grad_norm")
+        runs.append(Replay(loss, norm, localization if not runs else {}, error))
+    return {"runs": runs, "fingerprint": data["fingerprint"], "info": data["info"]}
