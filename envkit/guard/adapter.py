@@ -138,10 +138,13 @@ class Adapter:
         self.model = model
         self.optimizer = optimizer
         self.scaler = scaler
+        self._named: list[tuple[str, Any]] = []  # (name, parameter) of the trainable parameters
+        self._norms: Any = None  # the per-parameter norms of the last total_norm, on the device
+        self._norm_names: list[str] | None = None  # the names grads() returned gradients for
 
     # -- the step ----------------------------------------------------------------------------
     def params(self) -> list[tuple[str, Any]]:
-        raise NotImplementedError
+        return self._named
 
     def finite_flag(self, value: Any) -> Any:
         """A 0-d boolean on the device: ``value`` (a loss) is finite. No host sync."""
@@ -152,9 +155,14 @@ class Adapter:
 
     def unscale(self) -> None:
         """Unscale the gradients (GradScaler) so that norms and clipping see the true values."""
+        if self.scaler is not None:  # torch.amp and paddle.amp GradScaler: the same call
+            self.scaler.unscale_(self.optimizer)
 
     def grads(self) -> list[Any]:
-        raise NotImplementedError
+        """The gradients of the trainable parameters that have one (their names kept for the norms)."""
+        with_grad = [(n, p.grad) for n, p in self._named if p.grad is not None]
+        self._norm_names = [n for n, _ in with_grad]
+        return [g for _, g in with_grad]
 
     def total_norm(self, grads: list[Any]) -> Any:
         """The global 2-norm of ``grads`` as one device scalar, fused where the framework can."""

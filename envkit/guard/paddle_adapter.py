@@ -69,11 +69,6 @@ class PaddleAdapter(Adapter):
             scaler = None  # Paddle turns the scaler off on CPU: scale() is then the identity
         super().__init__(model, optimizer, scaler)
         self._named = [(n, p) for n, p in model.named_parameters() if not p.stop_gradient]
-        self._norms: Any = None
-        self._norm_names: list[str] = []
-
-    def params(self) -> list[tuple[str, Any]]:
-        return self._named
 
     def finite_flag(self, value: Any) -> Any:
         return paddle.isfinite(value.detach()).all()
@@ -83,15 +78,6 @@ class PaddleAdapter(Adapter):
             self.scaler.scale(loss).backward()
         else:
             loss.backward()
-
-    def unscale(self) -> None:
-        if self.scaler is not None:
-            self.scaler.unscale_(self.optimizer)
-
-    def grads(self) -> list[Any]:
-        with_grad = [(n, p.grad) for n, p in self._named if p.grad is not None]
-        self._norm_names = [n for n, _ in with_grad]
-        return [g for _, g in with_grad]
 
     def total_norm(self, grads: list[Any]) -> Any:
         self._norms = None
@@ -104,7 +90,7 @@ class PaddleAdapter(Adapter):
     def last_param_norms(self) -> dict[str, float]:
         if self._norms is None:
             return {}
-        return dict(zip(self._norm_names, self.read(self._norms), strict=False))
+        return dict(zip(self._norm_names or [], self.read(self._norms), strict=False))
 
     def where_ok(self, ok: Any, value: Any) -> Any:
         return paddle.where(ok, value, paddle.zeros_like(value))

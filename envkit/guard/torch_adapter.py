@@ -54,11 +54,6 @@ class TorchAdapter(Adapter):
         super().__init__(model, optimizer, scaler)
         self._named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self._scale_before: float | None = None
-        self._norms: Any = None
-        self._norm_names: list[str] | None = None
-
-    def params(self) -> list[tuple[str, Any]]:
-        return self._named
 
     def finite_flag(self, value: Any) -> Any:
         return torch.isfinite(value.detach()).all()
@@ -69,15 +64,6 @@ class TorchAdapter(Adapter):
             self.scaler.scale(loss).backward()
         else:
             loss.backward()
-
-    def unscale(self) -> None:
-        if self.scaler is not None:
-            self.scaler.unscale_(self.optimizer)
-
-    def grads(self) -> list[Any]:
-        with_grad = [(n, p.grad) for n, p in self._named if p.grad is not None]
-        self._norm_names = [n for n, _ in with_grad]
-        return [g for _, g in with_grad]
 
     def total_norm(self, grads: list[Any]) -> Any:
         """clip_grad_norm_'s own arithmetic (``get_total_norm``): one ``_foreach_norm``, then the norm
