@@ -32,17 +32,15 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from envkit.build.bootstrap import bootstrap_image
-from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
 from envkit.offline.testing import make_real_channel, venv_python
 from tests.conda_bundle import RealConda
 from tests.integration.test_build_docker import TORCH_WHEELS, _torch_wheel_dir
-from tests.integration.test_pack_offline_conda import _pip_package
+from tests.integration.test_pack_offline_conda import _cli, _pip_package
 
 pytestmark = [pytest.mark.docker, pytest.mark.conda, pytest.mark.frameworks, pytest.mark.slow]
 
@@ -71,15 +69,6 @@ def work(engine: DockerEngine) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def engine() -> DockerEngine:
     return DockerEngine()
-
-
-def _cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], root: Path,
-         *args: str) -> tuple[int, dict[str, Any]]:  # fmt: skip
-    monkeypatch.setenv("ENVKIT_ROOT", str(root))
-    capsys.readouterr()
-    code = main([*args, "--json"])
-    out = capsys.readouterr().out
-    return code, json.loads(out) if out.strip() else {}
 
 
 def _exported_host(real: RealConda, root: Path, wheels: Path) -> tuple[Path, Path]:
