@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None, *, services: Services | None = None)
 
 
 def _command_name(ctx: click.Context | None, args: list[str]) -> str:
-    names = []
+    names: list[str] = []
     while ctx is not None and ctx.parent is not None and ctx.info_name:  # up to the root, which is "envkit"
         names.insert(0, ctx.info_name)
         ctx = ctx.parent
