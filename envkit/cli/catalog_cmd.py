@@ -24,7 +24,7 @@ from envkit.catalog.refresh import (
 from envkit.catalog.refresh.conda_pypi import MAPPING_URL, FilePages, refresh_names
 from envkit.cli import cli
 from envkit.cli._app import command, json_option, run_result, working
-from envkit.errors import ExitCode
+from envkit.errors import ExitCode, UsageError
 from envkit.result import CommandResult
 
 SECTIONS = ["cuda", "frameworks", "images", "installers", "rules"]
@@ -227,6 +227,8 @@ def refresh_names_cmd(
     target = output or Path(str(resources.files("envkit.catalog").joinpath("data").joinpath(MAPPING_FILE)))
     if offline and from_file is None:
         return _kept_names(target, "--offline: kept the shipped mapping")
+    if not url.startswith("https://"):
+        raise UsageError(f"--url {url[:100]!r}: not an https:// URL", hint="download a copy and use --file")
     source: PageSource = FilePages(from_file, _today()) if from_file else HttpPages()
     try:
         with working("reading the conda-forge -> PyPI mapping"):

@@ -112,3 +112,9 @@ def test_refresh_names_writes_the_download_gzipped_with_its_record(
     src.write_bytes(json.dumps({**GOOD, "py-xgboost": "xgboost"}).encode())
     check = envkit("catalog", "refresh-names", "--file", str(src), "-o", str(out), "--check")
     assert check.code == 1 and gzip.decompress(out.read_bytes()) == body  # --check writes nothing
+
+
+def test_refresh_names_reads_https_only(tmp_path: Path, envkit: Callable[..., Run]) -> None:
+    out = tmp_path / "conda_pypi.json.gz"
+    run = envkit("catalog", "refresh-names", "--url", "file:///etc/passwd", "-o", str(out))
+    assert run.code == 2 and "not an https:// URL" in run.err and not out.exists()
