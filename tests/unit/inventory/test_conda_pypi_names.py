@@ -62,6 +62,12 @@ def test_overrides_win_over_the_mapping() -> None:
     from envkit.catalog.conda_pypi import load_mapping
 
     mapping = load_mapping()
+    # what the mapping itself says for the hand-listed pairs: the same
+    assert (mapping["pytorch"], mapping["py-opencv"], mapping["pytables"]) == (
+        "torch",
+        "opencv-python",
+        "tables",
+    )
     # parselmouth: pytorch-gpu / faiss-cpu null (metapackages), jaxlib -> jax-cuda12-pjrt
     assert (mapping["pytorch-gpu"], mapping["faiss-cpu"], mapping["jaxlib"]) == (
         None,
