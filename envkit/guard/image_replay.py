@@ -27,7 +27,7 @@ from envkit.guard.replay import ReplayVerdict, judge, side_report
 if TYPE_CHECKING:
     from envkit.engine.protocol import ContainerEngine, Mount, RunResult
 
-__all__ = ["replay_in_image"]
+__all__ = ["judge_side", "parse_side", "replay_in_image"]
 
 SOURCE = Path(envkit.__file__).resolve().parent  # the envkit package, mounted as /opt/envkit-src/envkit
 CONTAINER_SRC = "/opt/envkit-src"
@@ -96,16 +96,20 @@ def _judged(dump: Dump, image: str, image_id: str, result: RunResult) -> ReplayV
             f"the replay failed {where} (exit {result.exit_code}):\n{_tail(result.stderr)}",
             hint="does the image have python3 and the dump's framework? is --entry importable there?",
         )
-    side = parse_side(result.stdout, where)
+    verdict = judge_side(dump, result.stdout, where)
+    return replace(verdict, notes=[*verdict.notes, f"replayed {where} ({image_id[:19]})"])
+
+
+def judge_side(dump: Dump, printed: str, where: str) -> ReplayVerdict:
+    """The verdict from what a replaying side printed (:mod:`envkit.guard.image_side`'s JSON), ``where``."""
+    side = parse_side(printed, where)
     fingerprint, framework_info = side["fingerprint"], side["info"]
-    runs = side["runs"]
 
     def here(framework: str) -> Any:
         env_json = {"fingerprint": fingerprint, "framework": framework, "info": framework_info}
         return side_report(env_json, f"the replay {where}")
 
-    verdict = judge(dump, runs, here, where)
-    return replace(verdict, notes=[*verdict.notes, f"replayed {where} ({image_id[:19]})"])
+    return judge(dump, side["runs"], here, where)
 
 
 def _fail(where: str, what: str) -> GuardError:
