@@ -36,9 +36,9 @@ from envkit._safe import one_line
 from envkit.errors import EnvkitError, FleetError, UsageError
 from envkit.fleet import store
 from envkit.fleet.fanout import FleetRun, Progress, follow
-from envkit.fleet.manifest import MAX_MANIFEST_BYTES, check_owned, parse_layout, read_store_json
+from envkit.fleet.manifest import MAX_MANIFEST_BYTES, parse_layout, read_store_json
 from envkit.fleet.scheduler import JobRequest, Scheduler
-from envkit.fleet.task import task_identity
+from envkit.fleet.task import run_recorded
 from envkit.guard.dump import read_dump
 from envkit.guard.image_replay import judge_side
 from envkit.guard.image_side import replay_document
@@ -193,30 +193,19 @@ def _task_fields(raw: Mapping[str, Any], source: str) -> tuple[str, Path]:
 
 def run_replay_task(run_dir: Path, environ: Mapping[str, str]) -> int:
     """One node's replay: its record (running, then ok or failed) and its result in the store."""
-    raw = store.read_manifest(run_dir, owned=True)  # nothing another user wrote runs here
-    source = str(run_dir / store.MANIFEST)
-    layout = parse_layout(raw, source, run_dir)
-    name, node = task_identity(environ, layout.tasks_per_node)
-    record_path = run_dir / store.TASKS / f"{name}.json"
-    base = {"task": name, "node": node, "pid": os.getpid(), "started": time.time()}
-    check_owned(run_dir / store.TASKS, "task records directory")
-    store.write_json(record_path, {**base, "state": "running"}, within=run_dir)
-    try:
+
+    def work(raw: dict[str, Any], name: str, node: str) -> Path:
+        source = str(run_dir / store.MANIFEST)
+        parse_layout(raw, source, run_dir)
         entry, code = _task_fields(raw, source)
         os.chdir(code)  # the entry is imported from the training code's directory, as on the submitter
         document = replay_document(run_dir / DUMP, entry)
         path = run_dir / f"{name}.json"
         store.write_json(path, document, within=run_dir)
-    except Exception as e:  # noqa: BLE001 - the user's entry code can raise anything: the task records it
-        message = e.message if isinstance(e, EnvkitError) else f"{type(e).__name__}: {e}"
-        store.write_json(record_path, {**base, "state": "failed", "error": message, "ended": time.time()},
-                         within=run_dir)  # fmt: skip
-        print(f"envkit replay task {name}: {one_line(message)}", file=sys.stderr)
-        return 3
-    store.write_json(
-        record_path, {**base, "state": "ok", "report": path.name, "ended": time.time()}, within=run_dir
-    )
-    return 0
+        return path
+
+    # the user's entry code can raise anything: the task records it
+    return run_recorded(run_dir, environ, work, errors=(Exception,))
 
 
 def main(argv: list[str] | None = None) -> int:
