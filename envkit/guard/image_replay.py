@@ -11,6 +11,7 @@ and, when they differ, ranks the causes from the recorded and the in-image finge
 from __future__ import annotations
 
 import shutil
+import stat
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -67,10 +68,25 @@ def replay_in_image(
             f"image {image} runs as root: envkit replays a dump only as an image's non-root user",
             hint="give the image a USER (envkit build images have one)",
         )
+    code_dir = _readable_code(code or Path.cwd(), user)
     with tempfile.TemporaryDirectory(prefix="envkit-replay-") as tmp:
         staged = _stage(dump.path, Path(tmp) / "dump")
-        result = _run(engine, image, staged, entry, code or Path.cwd())
+        result = _run(engine, image, staged, entry, code_dir)
     return _judged(dump, image, info.id, result)
+
+
+def _readable_code(code: Path, user: str) -> Path:
+    """The code directory, when the image's user can list and read it (else the import fails in there)."""
+    where = code.resolve()
+    st = where.stat()
+    owner = user.isdigit() and int(user) == st.st_uid
+    if not owner and st.st_mode & (stat.S_IROTH | stat.S_IXOTH) != stat.S_IROTH | stat.S_IXOTH:
+        raise GuardError(
+            f"{where}: the image's user ({user}) cannot read this directory (mode "
+            f"{stat.S_IMODE(st.st_mode):o}), and --entry is imported from it",
+            hint=f"chmod o+rx {where}, or run the replay from the training code's readable directory",
+        )
+    return where
 
 
 def _stage(source: Path, target: Path) -> Path:

@@ -112,6 +112,21 @@ def test_the_local_scheduler_replays_on_each_pretend_node(
     assert {v["verdict"] for v in out["result"]["verdicts"].values()} == {"reproducible"}
 
 
+def test_tasks_that_cannot_replay_say_why_and_give_no_verdict(
+    dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry = "envkit.guard.example:no_such"
+    code = main(
+        ["guard", "replay", str(dump), "--entry", entry, "--scheduler", "local", "--store", str(tmp_path)]
+    )
+    captured = capsys.readouterr()
+    assert code == 1, captured.err
+    assert "local1: failed: --entry envkit.guard.example:no_such: envkit.guard.example has no function" in (
+        captured.out
+    )
+    assert captured.out.rstrip().endswith("verdict: none")
+
+
 def test_a_changed_batch_is_refused_before_anything_is_submitted(
     dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
