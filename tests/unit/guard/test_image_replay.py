@@ -183,6 +183,6 @@ def test_a_code_directory_the_images_user_cannot_read_is_refused(dump: Path, tmp
     fake = engine(side())
     with pytest.raises(GuardError, match=r"cannot read this directory \(mode 700\)") as info:
         replay_in_image(fake, IMAGE, dump, ENTRY, code=code)
-    assert "chmod o+rx" in info.value.hint and not fake.runs
+    assert "chmod o+rx" in str(info.value.hint) and not fake.runs
     code.chmod(0o755)
     assert replay_in_image(fake, IMAGE, dump, ENTRY, code=code).verdict == "reproducible"
