@@ -94,6 +94,7 @@ def _copy(dump: Path, tmp_path: Path) -> Path:
     return target
 
 
+@pytest.mark.slow  # the demo image (conftest.py): minutes to build, once per session
 def test_a_host_dump_replays_reproducible_in_the_demo_image(
     demo_torch_image: dict[str, Any], host_run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -111,6 +112,7 @@ def test_a_host_dump_replays_reproducible_in_the_demo_image(
     assert info is not None and f"replayed in {tag} ({info.id[:19]})" in result["notes"]
 
 
+@pytest.mark.slow  # the demo image (conftest.py): minutes to build, once per session
 def test_a_finite_spike_from_the_host_torch_in_the_image(
     demo_torch_image: dict[str, Any], host_run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -133,6 +135,7 @@ def test_a_finite_spike_from_the_host_torch_in_the_image(
         assert any("2.13.0" in json.dumps(c) for c in result["causes"]), result["causes"]
 
 
+@pytest.mark.slow  # the demo image (conftest.py): minutes to build, once per session
 def test_a_recorded_outcome_the_image_does_not_give_is_environment_with_causes(
     demo_torch_image: dict[str, Any], host_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -153,6 +156,7 @@ def test_a_recorded_outcome_the_image_does_not_give_is_environment_with_causes(
     assert torch.__version__.split("+")[0] in text and "2.13.0" in text, text  # recorded vs in-image torch
 
 
+@pytest.mark.slow  # the demo image (conftest.py): minutes to build, once per session
 def test_a_dump_made_in_the_image_replays_reproducible_there_and_here(
     demo_torch_image: dict[str, Any], code: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -184,6 +188,7 @@ def test_a_dump_made_in_the_image_replays_reproducible_there_and_here(
     assert code_here == 0 and here["result"]["verdict"] == "reproducible", here
 
 
+@pytest.mark.slow  # the demo image (conftest.py): minutes to build, once per session
 def test_a_changed_batch_is_refused_before_any_container(
     demo_torch_image: dict[str, Any], host_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
