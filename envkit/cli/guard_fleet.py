@@ -32,13 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from envkit import __version__
-from envkit._safe import one_line
-from envkit.errors import EnvkitError, FleetError, UsageError
+from envkit.errors import FleetError, UsageError
 from envkit.fleet import store
 from envkit.fleet.fanout import FleetRun, Progress, follow
 from envkit.fleet.manifest import MAX_MANIFEST_BYTES, parse_layout, read_store_json
 from envkit.fleet.scheduler import JobRequest, Scheduler
-from envkit.fleet.task import run_recorded
+from envkit.fleet.task import run_recorded, task_main
 from envkit.guard.dump import read_dump
 from envkit.guard.image_replay import judge_side
 from envkit.guard.image_side import replay_document
@@ -209,15 +208,7 @@ def run_replay_task(run_dir: Path, environ: Mapping[str, str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m envkit.cli.guard_fleet STORE/RUN", file=sys.stderr)
-        return 2
-    try:
-        return run_replay_task(Path(args[0]), os.environ)
-    except EnvkitError as e:  # the manifest itself is unusable (or not this user's): no record is written
-        print(f"envkit replay task: {one_line(e.message)}", file=sys.stderr)
-        return 3
+    return task_main(argv, run_replay_task, "python -m envkit.cli.guard_fleet STORE/RUN")
 
 
 if __name__ == "__main__":

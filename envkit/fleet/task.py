@@ -33,7 +33,7 @@ from envkit.probe.model import ProbeReport
 from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 
-__all__ = ["main", "run_recorded", "run_task", "task_identity"]
+__all__ = ["main", "run_recorded", "run_task", "task_identity", "task_main"]
 
 
 def task_identity(environ: Mapping[str, str], tasks_per_node: int) -> tuple[str, str]:
@@ -128,16 +128,21 @@ def run_task(
     return run_recorded(run_dir, environ, work)
 
 
-def main(argv: list[str] | None = None) -> int:
+def task_main(argv: list[str] | None, run: Callable[[Path, Mapping[str, str]], int], usage: str) -> int:
+    """A task's command line: ``STORE/RUN`` only; an unusable manifest is a message and exit 3."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m envkit.fleet.task STORE/RUN", file=sys.stderr)
+        print(f"usage: {usage}", file=sys.stderr)
         return 2
     try:
-        return run_task(Path(args[0]), os.environ)
+        return run(Path(args[0]), os.environ)
     except EnvkitError as e:  # the manifest itself is unusable (or not this user's): no record is written
         print(f"envkit task: {one_line(e.message)}", file=sys.stderr)
         return 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    return task_main(argv, run_task, "python -m envkit.fleet.task STORE/RUN")
 
 
 if __name__ == "__main__":
