@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from envkit.cli import cli
-from envkit.cli._app import command, services
-from envkit.errors import ExitCode
+from envkit.cli._app import command, project_root, services
+from envkit.errors import ExitCode, UsageError
 from envkit.result import CommandResult
 
 
@@ -36,13 +36,42 @@ def show(run: Path) -> CommandResult:
 @click.argument("dump", type=click.Path(path_type=Path))
 @click.option("--entry", help="module:function returning (model, optimizer, loss_fn).")
 @click.option("--image", help="Replay inside this image (no network, read-only mounts, its user).")
-def replay(dump: Path, entry: str | None, image: str | None) -> CommandResult:
-    """Run an incident's step again here: reproducible, transient or environment (with the causes)."""
+@click.option("--slurm", is_flag=True, help="Replay on other nodes: one fleet task per node through Slurm.")
+@click.option(
+    "--scheduler",
+    type=click.Choice(["slurm", "local"]),
+    help="The fleet's scheduler (--slurm is --scheduler slurm; local: tasks as processes here).",
+)
+@click.option("--nodes", type=click.IntRange(1), default=1, show_default=True, help="Fleet: node count.")
+@click.option("--nodelist", metavar="N1,N2", help="Fleet: these nodes (overrides --nodes).")
+@click.option("--partition", help="Fleet: Slurm partition.")
+@click.option("--time", "time_limit", metavar="LIMIT", help="Fleet: time limit (Slurm syntax, e.g. 30).")
+@click.option("--store", type=click.Path(path_type=Path), help="Fleet: the shared store (as for probe).")
+@click.option("--run-id", help="Fleet: the run's name in the store (default run-DATE-TIME-XXXX).")
+@click.option("--wait-timeout", type=click.FloatRange(1), metavar="SECONDS", help="Fleet: cancel after this.")
+def replay(
+    dump: Path, entry: str | None, image: str | None, slurm: bool, scheduler: str | None, nodes: int,
+    nodelist: str | None, partition: str | None, time_limit: str | None, store: Path | None,
+    run_id: str | None, wait_timeout: float | None,
+) -> CommandResult:  # fmt: skip
+    """Run an incident's step again here: reproducible, transient or environment (with the causes).
+
+    With --slurm (or --scheduler) the step is replayed on other nodes as a fleet task, one per node,
+    and each node gets its own verdict.
+    """
     from envkit.guard.replay import load_entry, replay_dump, suggest_entry
     from envkit.guard.show import render_replay
 
     if entry is None:
         raise suggest_entry(dump)
+    fleet = "slurm" if slurm else scheduler
+    if fleet is not None:
+        if image is not None:
+            raise UsageError("--image and --slurm/--scheduler: choose one", hint="see docs/guard.md")
+        nodes_named = tuple(n for n in (nodelist or "").split(",") if n)
+        return _fleet(
+            dump, entry, fleet, nodes, nodes_named, partition, time_limit, store, run_id, wait_timeout
+        )
     if image is not None:
         from envkit.guard.image_replay import replay_in_image
 
@@ -52,3 +81,21 @@ def replay(dump: Path, entry: str | None, image: str | None) -> CommandResult:
     data: dict[str, Any] = result.to_json()
     code = ExitCode.OK if result.verdict == "reproducible" else ExitCode.FINDINGS
     return CommandResult("guard replay", data, lambda: render_replay(data), exit_code=code)
+
+
+def _fleet(
+    dump: Path, entry: str, scheduler: str, nodes: int, nodelist: tuple[str, ...], partition: str | None,
+    time_limit: str | None, store: Path | None, run_id: str | None, wait_timeout: float | None,
+) -> CommandResult:  # fmt: skip
+    from envkit.cli.guard_fleet import ReplayFleetOptions, render_fleet_replay, replay_on_fleet
+    from envkit.probe.report import default_store
+
+    where = (store or default_store(project_root())).resolve()  # the nodes write there: absolute
+    opts = ReplayFleetOptions(
+        store=where, nodes=len(nodelist) or nodes, nodelist=nodelist, run_id=run_id, partition=partition,
+        time_limit=time_limit, timeout_s=wait_timeout,
+    )  # fmt: skip
+    result = replay_on_fleet(services().scheduler(scheduler), opts, dump, entry)
+    data = result.to_json()
+    code = ExitCode.OK if result.verdict == "reproducible" and result.run.ok else ExitCode.FINDINGS
+    return CommandResult("guard replay", data, lambda: render_fleet_replay(result), exit_code=code)

@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from envkit._atomic import write_text_atomic
 from envkit._safe import one_line
@@ -32,7 +33,7 @@ from envkit.probe.model import ProbeReport
 from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 
-__all__ = ["main", "run_task", "task_identity"]
+__all__ = ["main", "run_recorded", "run_task", "task_identity", "task_main"]
 
 
 def task_identity(environ: Mapping[str, str], tasks_per_node: int) -> tuple[str, str]:
@@ -65,14 +66,21 @@ def _image_probe(image: FleetImage, node: str) -> Probe:
     return probe
 
 
-def run_task(
+Work = Callable[[dict[str, Any], str, str], Path]  # (the owned manifest, task, node) -> the result written
+
+
+def run_recorded(
     run_dir: Path,
     environ: Mapping[str, str],
+    work: Work,
     *,
-    make_probe: Callable[[FleetImage, str], Probe] | None = None,
+    errors: tuple[type[Exception], ...] = (EnvkitError, OSError, KeyError, ValueError),
 ) -> int:
+    """A task's record around ``work``: ``running``, then ``ok`` with the result's name or ``failed``.
+
+    ``work`` gets the manifest only after :func:`store.read_manifest` found it this user's own.
+    """
     raw = store.read_manifest(run_dir, owned=True)  # nothing another user wrote runs here
-    source = str(run_dir / store.MANIFEST)
     per_node = raw.get("tasks_per_node", 1) if type(raw.get("tasks_per_node", 1)) is int else 1
     name, node = task_identity(environ, per_node)
     record_path = run_dir / store.TASKS / f"{name}.json"
@@ -81,7 +89,27 @@ def run_task(
     check_owned(run_dir / store.TASKS, "task records directory")
     store.write_json(record_path, {**base, "state": "running"}, within=run_dir)
     try:
-        manifest = parse_manifest(raw, source, run_dir)
+        path = work(raw, name, node)
+    except errors as e:
+        message = e.message if isinstance(e, EnvkitError) else f"{type(e).__name__}: {e}"
+        failed = {**base, "state": "failed", "error": message, "ended": time.time()}
+        store.write_json(record_path, failed, within=run_dir)
+        print(f"envkit task {name}: {one_line(message)}", file=sys.stderr)
+        return 3
+    store.write_json(
+        record_path, {**base, "state": "ok", "report": path.name, "ended": time.time()}, within=run_dir
+    )
+    return 0
+
+
+def run_task(
+    run_dir: Path,
+    environ: Mapping[str, str],
+    *,
+    make_probe: Callable[[FleetImage, str], Probe] | None = None,
+) -> int:
+    def work(raw: dict[str, Any], name: str, node: str) -> Path:
+        manifest = parse_manifest(raw, str(run_dir / store.MANIFEST), run_dir)
         opts = manifest.options
         if manifest.image is not None:
             probe = (make_probe or _image_probe)(manifest.image, node)
@@ -95,28 +123,26 @@ def run_task(
         report = reports[0].with_fleet(fleet)
         path = run_dir / f"{name}.json"
         write_text_atomic(path, dump_report(report), within=run_dir)
-    except (EnvkitError, OSError, KeyError, ValueError) as e:
-        message = e.message if isinstance(e, EnvkitError) else f"{type(e).__name__}: {e}"
-        failed = {**base, "state": "failed", "error": message, "ended": time.time()}
-        store.write_json(record_path, failed, within=run_dir)
-        print(f"envkit task {name}: {one_line(message)}", file=sys.stderr)
-        return 3
-    store.write_json(
-        record_path, {**base, "state": "ok", "report": path.name, "ended": time.time()}, within=run_dir
-    )
-    return 0
+        return path
+
+    return run_recorded(run_dir, environ, work)
 
 
-def main(argv: list[str] | None = None) -> int:
+def task_main(argv: list[str] | None, run: Callable[[Path, Mapping[str, str]], int], usage: str) -> int:
+    """A task's command line: ``STORE/RUN`` only; an unusable manifest is a message and exit 3."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m envkit.fleet.task STORE/RUN", file=sys.stderr)
+        print(f"usage: {usage}", file=sys.stderr)
         return 2
     try:
-        return run_task(Path(args[0]), os.environ)
+        return run(Path(args[0]), os.environ)
     except EnvkitError as e:  # the manifest itself is unusable (or not this user's): no record is written
         print(f"envkit task: {one_line(e.message)}", file=sys.stderr)
         return 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    return task_main(argv, run_task, "python -m envkit.fleet.task STORE/RUN")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ __all__ = [
     "KIND",
     "SCHEMA",
     "Dump",
+    "parse_safetensors",
     "read_dump",
     "sha256_file",
     "write_manifest",
@@ -39,6 +40,7 @@ KIND = "envkit-guard-dump"
 SCHEMA = 1
 MAX_JSON = 64 * 1024 * 1024
 MAX_HEADER = 100 * 1024 * 1024
+_GLOBAL = re.compile(rb"c[A-Za-z_][\w.]{2,}\n")  # protocol 0's GLOBAL: never a header length this short
 NAME = re.compile(r"[a-z][a-z0-9_]*\.(json|safetensors)")
 TENSOR_FILES = ("batch.safetensors", "rng.safetensors", "model.safetensors", "optimizer.safetensors")
 JSON_FILES = ("batch.json", "rng.json", "optimizer.json", "records.json", "env.json")
@@ -100,7 +102,7 @@ def _sniff(path: Path, head: bytes) -> str | None:
         return "a Python pickle (envkit never unpickles)"
     if head[:2] == b"PK":
         return "a zip archive (torch.save writes one: a pickle inside; envkit never unpickles)"
-    if head[:1] in (b"(", b"]", b"}") or head.startswith((b"c__builtin__", b"cposix", b"cos\n")):
+    if head[:1] in (b"(", b"]", b"}") or _GLOBAL.match(head):
         return "a Python pickle (protocol 0/1; envkit never unpickles)"
     return None
 
@@ -121,47 +123,101 @@ def _load_json(path: Path) -> Any:
         raise _fail(path, f"not valid JSON ({str(e)[:200]})") from e
 
 
-def check_safetensors(path: Path) -> dict[str, Any]:  # noqa: C901 (one check per header field)
-    """Validate a safetensors file's header without the library: length, JSON, dtypes, offsets."""
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        head = fh.read(8)
-        sniffed = _sniff(path, head)
-        if sniffed:
-            raise _fail(path, f"is {sniffed}, where safetensors belong")
-        if len(head) < 8:
-            raise _fail(path, f"truncated: {size} bytes, not a safetensors file")
-        (length,) = struct.unpack("<Q", head)
-        if length > MAX_HEADER or length > size - 8:
-            raise _fail(path, f"not a safetensors file (a header of {length} bytes in a {size}-byte file)")
-        raw = fh.read(length)
+class _Duplicate(ValueError):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Duplicate(key)
+        out[key] = value
+    return out
+
+
+def _header_length(path: Path, head: bytes, size: int) -> int:
+    """The header length of a file whose first bytes are ``head``: sniffed, bounded by the file."""
+    sniffed = _sniff(path, head)
+    if sniffed:
+        raise _fail(path, f"is {sniffed}, where safetensors belong")
+    if len(head) < 8:
+        raise _fail(path, f"truncated: {size} bytes, not a safetensors file")
+    (length,) = struct.unpack("<Q", head[:8])
+    if length > MAX_HEADER or length > size - 8:
+        raise _fail(path, f"not a safetensors file (a header of {length} bytes in a {size}-byte file)")
+    return int(length)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _entry(path: Path, name: str, entry: Any) -> tuple[int, int]:
+    """One tensor's entry checked: its dtype, shape and offsets agree; its byte range."""
+    dtype = entry.get("dtype") if isinstance(entry, dict) else None
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+        raise _fail(path, f"tensor {name!r}: unknown dtype {_kind_of(entry)}")
+    shape, offsets = entry.get("shape"), entry.get("data_offsets")
+    if not (isinstance(shape, list) and all(_is_count(d) for d in shape)):
+        raise _fail(path, f"tensor {name!r}: bad shape {str(shape)[:60]}")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(o) for o in offsets)):
+        raise _fail(path, f"tensor {name!r}: bad data_offsets {str(offsets)[:60]}")
+    count = 1
+    for d in shape:
+        count *= d
+    begin, end = offsets
+    if end < begin or end - begin != count * DTYPE_BYTES[dtype]:
+        raise _fail(path, f"tensor {name!r}: its bytes {begin}…{end} do not fit its shape {shape} of {dtype}")
+    return begin, end
+
+
+def _validate(path: Path, raw: bytes, data_size: int) -> dict[str, Any]:
+    """The header's JSON: an object of tensors whose byte ranges tile the data exactly (as the library)."""
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique)
+    except _Duplicate as e:
+        raise _fail(path, f"not a safetensors file: its header names {str(e)[:60]!r} twice") from e
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise _fail(path, f"not a safetensors file: its header is not JSON ({str(e)[:100]})") from e
     if not isinstance(header, dict):
         raise _fail(path, "not a safetensors file: its header is not an object")
-    data_size = size - 8 - length
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        if not isinstance(entry, dict) or entry.get("dtype") not in DTYPE_BYTES:
-            raise _fail(
-                path,
-                f"tensor {name!r}: unknown dtype {_kind_of(entry)}",
-            )
-        shape, offsets = entry.get("shape"), entry.get("data_offsets")
-        if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
-            raise _fail(path, f"tensor {name!r}: bad shape {shape!r}")
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)):
-            raise _fail(path, f"tensor {name!r}: bad data_offsets {offsets!r}")
-        count = 1
-        for d in shape:
-            count *= d
-        begin, end = offsets
-        if not 0 <= begin <= end <= data_size or end - begin != count * DTYPE_BYTES[entry["dtype"]]:
-            raise _fail(path, f"tensor {name!r}: its bytes {begin}…{end} do not fit its shape or the file")
+    metadata = header.get("__metadata__", {})
+    if not (isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())):
+        raise _fail(path, "not a safetensors file: __metadata__ is not an object of strings")
+    ranges = sorted(
+        (*_entry(path, name, entry), name) for name, entry in header.items() if name != "__metadata__"
+    )
+    at = 0
+    for begin, end, name in ranges:
+        if begin != at:
+            what = "overlap another tensor's" if begin < at else "leave a gap after the previous tensor's"
+            raise _fail(path, f"tensor {name!r}: its bytes {begin}…{end} {what} (at {at})")
+        at = end
+    if at != data_size:
+        raise _fail(path, f"not a safetensors file: its tensors hold {at} bytes, the file {data_size}")
     return header
+
+
+def check_safetensors(path: Path) -> dict[str, Any]:
+    """Validate a safetensors file's header without the library (reads the header only)."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(16)
+            length = _header_length(path, head, size)
+            fh.seek(8)
+            raw = fh.read(length)
+    except OSError as e:
+        raise _fail(path, f"cannot read: {e.strerror or e}") from e
+    return _validate(path, raw, size - 8 - length)
+
+
+def parse_safetensors(path: Path, data: bytes) -> tuple[dict[str, Any], memoryview]:
+    """A whole safetensors file already read (``data``): its checked header and its data bytes."""
+    length = _header_length(path, data[:16], len(data))
+    header = _validate(path, data[8 : 8 + length], len(data) - 8 - length)
+    return header, memoryview(data)[8 + length :]
 
 
 def read_dump(path: Path) -> Dump:  # noqa: C901 (one check per manifest field)

@@ -11,6 +11,7 @@ and, when they differ, ranks the causes from the recorded and the in-image finge
 from __future__ import annotations
 
 import shutil
+import stat
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,7 @@ from envkit.guard.replay import ReplayVerdict, judge, side_report
 if TYPE_CHECKING:
     from envkit.engine.protocol import ContainerEngine, Mount, RunResult
 
-__all__ = ["replay_in_image"]
+__all__ = ["judge_side", "parse_side", "replay_in_image"]
 
 SOURCE = Path(envkit.__file__).resolve().parent  # the envkit package, mounted as /opt/envkit-src/envkit
 CONTAINER_SRC = "/opt/envkit-src"
@@ -67,10 +68,25 @@ def replay_in_image(
             f"image {image} runs as root: envkit replays a dump only as an image's non-root user",
             hint="give the image a USER (envkit build images have one)",
         )
+    code_dir = _readable_code(code or Path.cwd(), user)
     with tempfile.TemporaryDirectory(prefix="envkit-replay-") as tmp:
         staged = _stage(dump.path, Path(tmp) / "dump")
-        result = _run(engine, image, staged, entry, code or Path.cwd())
+        result = _run(engine, image, staged, entry, code_dir)
     return _judged(dump, image, info.id, result)
+
+
+def _readable_code(code: Path, user: str) -> Path:
+    """The code directory, when the image's user can list and read it (else the import fails in there)."""
+    where = code.resolve()
+    st = where.stat()
+    owner = user.isdigit() and int(user) == st.st_uid
+    if not owner and st.st_mode & (stat.S_IROTH | stat.S_IXOTH) != stat.S_IROTH | stat.S_IXOTH:
+        raise GuardError(
+            f"{where}: the image's user ({user}) cannot read this directory (mode "
+            f"{stat.S_IMODE(st.st_mode):o}), and --entry is imported from it",
+            hint=f"chmod o+rx {where}, or run the replay from the training code's readable directory",
+        )
+    return where
 
 
 def _stage(source: Path, target: Path) -> Path:
@@ -96,16 +112,20 @@ def _judged(dump: Dump, image: str, image_id: str, result: RunResult) -> ReplayV
             f"the replay failed {where} (exit {result.exit_code}):\n{_tail(result.stderr)}",
             hint="does the image have python3 and the dump's framework? is --entry importable there?",
         )
-    side = parse_side(result.stdout, where)
+    verdict = judge_side(dump, result.stdout, where)
+    return replace(verdict, notes=[*verdict.notes, f"replayed {where} ({image_id[:19]})"])
+
+
+def judge_side(dump: Dump, printed: str, where: str) -> ReplayVerdict:
+    """The verdict from what a replaying side printed (:mod:`envkit.guard.image_side`'s JSON), ``where``."""
+    side = parse_side(printed, where)
     fingerprint, framework_info = side["fingerprint"], side["info"]
-    runs = side["runs"]
 
     def here(framework: str) -> Any:
         env_json = {"fingerprint": fingerprint, "framework": framework, "info": framework_info}
         return side_report(env_json, f"the replay {where}")
 
-    verdict = judge(dump, runs, here, where)
-    return replace(verdict, notes=[*verdict.notes, f"replayed {where} ({image_id[:19]})"])
+    return judge(dump, side["runs"], here, where)
 
 
 def _fail(where: str, what: str) -> GuardError:

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from envkit.errors import EnvkitError
 
@@ -20,10 +21,8 @@ KIND = "envkit-guard-image-replay"
 SCHEMA = 1
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m envkit.guard.image_side DUMP ENTRY", file=sys.stderr)
-        return 2
+def replay_document(path: Path, entry: str) -> dict[str, Any]:
+    """The dump at ``path`` replayed twice here with ``entry``: this side's JSON (EnvkitError otherwise)."""
     if importlib.util.find_spec("safetensors") is None:
         from envkit.guard import st_reader
 
@@ -33,19 +32,24 @@ def main(argv: list[str]) -> int:
     from envkit.guard.replay import here_info, load_entry, replay_runs
     from envkit.guard.runlog import fingerprint
 
+    dump = read_dump(path)
+    runs = replay_runs(dump, load_entry(entry))
+    return {
+        "kind": KIND,
+        "schema": SCHEMA,
+        "replays": [{"loss": r.loss.hex(), "grad_norm": r.grad_norm.hex(), "error": r.error} for r in runs],
+        "localization": json_clean(runs[0].localization),
+        "fingerprint": json_clean(fingerprint()),
+        "info": json_clean(here_info(dump.framework)),
+    }
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m envkit.guard.image_side DUMP ENTRY", file=sys.stderr)
+        return 2
     try:
-        dump = read_dump(Path(argv[0]))
-        runs = replay_runs(dump, load_entry(argv[1]))
-        out = {
-            "kind": KIND,
-            "schema": SCHEMA,
-            "replays": [
-                {"loss": r.loss.hex(), "grad_norm": r.grad_norm.hex(), "error": r.error} for r in runs
-            ],
-            "localization": json_clean(runs[0].localization),
-            "fingerprint": json_clean(fingerprint()),
-            "info": json_clean(here_info(dump.framework)),
-        }
+        out = replay_document(Path(argv[0]), argv[1])
     except EnvkitError as e:
         print(f"{e.message}\nhint: {e.hint}", file=sys.stderr)
         return 3

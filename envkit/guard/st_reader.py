@@ -2,21 +2,22 @@
 
 The format (https://github.com/huggingface/safetensors#format): an 8-byte little-endian header
 length, a JSON header of ``name -> {dtype, shape, data_offsets}``, then the raw bytes.
-:func:`envkit.guard.dump.check_safetensors` checks the header's length, JSON, dtypes, shapes and
-offsets against the file first; only then are the bytes read, each tensor from its own slice.
+The file is read once; :func:`envkit.guard.dump.parse_safetensors` checks the header's length, JSON,
+dtypes, shapes and offsets (they must tile the data, as the library requires) against those bytes;
+only then is each tensor made from its own slice. Every refusal is a DumpError naming the file.
 ``install`` registers it as ``safetensors.torch`` / ``safetensors.numpy`` (``load_file`` only) for
 ``envkit guard replay --image`` when the image lacks safetensors.
 """
 
 from __future__ import annotations
 
-import struct
 import sys
 import types
 from pathlib import Path
 from typing import Any
 
-from envkit.guard.dump import check_safetensors
+from envkit.errors import DumpError
+from envkit.guard.dump import HINT, parse_safetensors
 
 __all__ = ["install", "load_numpy", "load_torch"]
 
@@ -31,21 +32,27 @@ _NUMPY = {
 }  # fmt: skip
 
 
+def _fail(path: str, what: str) -> DumpError:
+    return DumpError(f"{path}: {what}", hint=HINT)
+
+
 def _slices(path: str) -> list[tuple[str, str, list[int], bytes]]:
-    header = check_safetensors(Path(path))  # DumpError on any bad length, dtype, shape or offset
-    data = Path(path).read_bytes()
-    (length,) = struct.unpack("<Q", data[:8])
-    body = data[8 + length :]
-    return [
-        (
-            name,
-            entry["dtype"],
-            list(entry["shape"]),
-            body[entry["data_offsets"][0] : entry["data_offsets"][1]],
-        )
-        for name, entry in header.items()
-        if name != "__metadata__"
-    ]
+    """Each tensor's name, dtype, shape and bytes, from one read of the file, checked first."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise _fail(path, f"cannot read: {e.strerror or e}") from e
+    header, body = parse_safetensors(Path(path), data)  # DumpError on any bad length, dtype, shape or offset
+    out = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        raw = bytes(body[begin:end])
+        if entry["dtype"] == "BOOL" and raw.translate(None, b"\x00\x01"):
+            raise _fail(path, f"tensor {name!r}: a BOOL byte that is neither 0 nor 1")
+        out.append((name, entry["dtype"], list(entry["shape"]), raw))
+    return out
 
 
 def load_torch(path: str, device: str = "cpu") -> dict[str, Any]:
@@ -55,7 +62,7 @@ def load_torch(path: str, device: str = "cpu") -> dict[str, Any]:
     for name, dtype, shape, raw in _slices(path):
         torch_dtype = getattr(torch, _TORCH[dtype], None)
         if torch_dtype is None:
-            raise ValueError(f"tensor {name!r}: dtype {dtype} is not in this torch")
+            raise _fail(path, f"tensor {name!r}: dtype {dtype} is not in torch {torch.__version__}")
         flat = (
             torch.frombuffer(bytearray(raw), dtype=torch_dtype) if raw else torch.empty(0, dtype=torch_dtype)
         )
@@ -69,7 +76,7 @@ def load_numpy(path: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, dtype, shape, raw in _slices(path):
         if dtype not in _NUMPY:
-            raise ValueError(f"tensor {name!r}: dtype {dtype} has no numpy type")
+            raise _fail(path, f"tensor {name!r}: dtype {dtype} has no numpy type")
         out[name] = np.frombuffer(raw, dtype=np.dtype(_NUMPY[dtype])).reshape(shape).copy()
     return out
 

@@ -32,7 +32,6 @@ pytestmark = pytest.mark.docker
 
 BASE = "envkit/debian-python:bookworm"
 RUN = os.getpid()  # image names unique per test run: one dockerd serves every checkout
-TORCH_WHEELS = Path(os.environ.get("ENVKIT_TORCH_WHEELS", "/opt/wheels"))
 
 
 @pytest.fixture(scope="session")
@@ -182,31 +181,10 @@ def test_probe_runs_inside_a_built_image(
     assert not store.exists() or not any(store.rglob("*.json"))
 
 
-def _torch_wheel_dir(tmp: Path) -> Path:
-    """torch from TORCH_WHEELS plus its dependencies (from PyPI): the lock's and the build's only source."""
-    folder = tmp / "wheels"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--dest", str(folder), "--only-binary=:all:",
-         "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", "--find-links", str(TORCH_WHEELS),
-         "torch==2.13.0+cpu", "numpy>=1.26,<3", "--disable-pip-version-check", "--progress-bar", "off"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return folder
-
-
-@pytest.mark.slow  # ~165 s here (wheelhouse of torch + deps, then a ~700 MB install)
-def test_cpu_torch_image(
-    engine: DockerEngine, base_image: str, project: Path,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
-    if not list(TORCH_WHEELS.glob("torch-2.13.0+cpu-cp311-*.whl")):
-        pytest.skip(f"no torch 2.13.0 CPU wheel in {TORCH_WHEELS}")
-    wheels = _torch_wheel_dir(project)  # no torch index here: lock and build from a local wheel directory
-    extra = f'frameworks:\n  torch: "2.13.0"\nmirrors:\n  pypi: {wheels.as_uri()}\n'
-    _spec(project, f"itest{RUN}-torch", base_image, ["numpy>=1.26,<3"], extra=extra)
-    monkeypatch.setenv("ENVKIT_FIND_LINKS", str(wheels))
-    code, env = _build(project, monkeypatch, capsys, f"itest{RUN}-torch", "--offline", "--probe")
-    assert code == 0, env
+@pytest.mark.slow  # ~165 s here (wheelhouse of torch + deps, then a ~700 MB install), shared: conftest.py
+def test_cpu_torch_image(engine: DockerEngine, demo_torch_image: dict[str, Any]) -> None:
+    """The demo's CPU torch spec, built offline from a local wheel directory with --probe (conftest.py)."""
+    env = {"result": demo_torch_image}
     assert env["result"]["probe"]["frameworks"] == {"torch": "ok"}
     in_image = json.loads(Path(env["result"]["probe"]["report"]).read_text())
     assert in_image["frameworks"]["torch"]["info"]["version"].startswith("2.13.0")

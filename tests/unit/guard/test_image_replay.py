@@ -173,3 +173,16 @@ def test_the_cli_takes_image_and_prints_the_verdict(dump: Path, capsys: pytest.C
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["result"]["verdict"] == "reproducible"
+
+
+def test_a_code_directory_the_images_user_cannot_read_is_refused(dump: Path, tmp_path: Path) -> None:
+    """Mounted as is, a 0700 directory would make the import fail inside the image: said before any run."""
+    code = tmp_path / "private"
+    code.mkdir(mode=0o700)
+    code.chmod(0o700)
+    fake = engine(side())
+    with pytest.raises(GuardError, match=r"cannot read this directory \(mode 700\)") as info:
+        replay_in_image(fake, IMAGE, dump, ENTRY, code=code)
+    assert "chmod o+rx" in str(info.value.hint) and not fake.runs
+    code.chmod(0o755)
+    assert replay_in_image(fake, IMAGE, dump, ENTRY, code=code).verdict == "reproducible"

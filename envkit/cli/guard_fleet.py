@@ -1,0 +1,215 @@
+"""``envkit guard replay DUMP --entry E --slurm``: an incident's step replayed on other nodes (fleet tasks).
+
+envkit.fleet (the store, the scheduler, following a job) and envkit.guard (the replay) are siblings
+that do not import each other; this module, in the command layer, composes them. The dump is
+checked here first (a changed batch is refused before anything is submitted) and copied into the
+run; then one task per node runs ``python -m envkit.cli.guard_fleet STORE/RUN``, which replays the
+step twice there (:func:`envkit.guard.image_side.replay_document`) and writes that JSON as its
+result. The verdict per node comes from the node's replays and fingerprint, as for ``--image``.
+
+::
+
+    STORE/RUN/run.json        kind envkit-guard-fleet-replay, the entry, its code directory, the layout
+    STORE/RUN/dump/           the checked dump, copied (the nodes read it from the shared store)
+    STORE/RUN/<task>.json     each task's replay (kind envkit-guard-image-replay, schema 1)
+    STORE/RUN/.tasks/, .sched/  as for every fleet run (:mod:`envkit.fleet.store`)
+
+The node trusts ``run.json`` only as the probe's fleet task does (this user's, writable by nobody
+else), and takes the entry only in its ``module:function`` shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from envkit import __version__
+from envkit.errors import FleetError, UsageError
+from envkit.fleet import store
+from envkit.fleet.fanout import FleetRun, Progress, follow
+from envkit.fleet.manifest import MAX_MANIFEST_BYTES, parse_layout, read_store_json
+from envkit.fleet.scheduler import JobRequest, Scheduler
+from envkit.fleet.task import run_recorded, task_main
+from envkit.guard.dump import read_dump
+from envkit.guard.image_replay import judge_side
+from envkit.guard.image_side import replay_document
+from envkit.guard.replay import ReplayVerdict
+
+__all__ = [
+    "FleetReplay",
+    "ReplayFleetOptions",
+    "main",
+    "render_fleet_replay",
+    "replay_on_fleet",
+    "run_replay_task",
+]
+
+KIND = "envkit-guard-fleet-replay"
+DUMP = "dump"
+_ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}:[A-Za-z_][A-Za-z0-9_]{0,99}")
+_HINT = "the run directory is damaged or was written by someone else: rerun `envkit guard replay --slurm`"
+
+
+@dataclass(frozen=True)
+class ReplayFleetOptions:
+    """Where the replay fans out: the store, the nodes, the scheduler's options."""
+
+    store: Path
+    nodes: int = 1
+    nodelist: tuple[str, ...] = ()
+    run_id: str | None = None
+    partition: str | None = None
+    time_limit: str | None = None
+    python: str = sys.executable
+    poll_s: float = 2.0
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class FleetReplay:
+    """The fleet job and, per task that replayed, its verdict (``on NODE``)."""
+
+    run: FleetRun
+    verdicts: dict[str, ReplayVerdict]
+
+    @property
+    def verdict(self) -> str:
+        """``reproducible`` when every node reproduced the step; else the first other verdict."""
+        found = [v.verdict for v in self.verdicts.values()]
+        return next((v for v in found if v != "reproducible"), "reproducible" if found else "none")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "fleet": self.run.to_json(),
+            "verdicts": {task: v.to_json() for task, v in self.verdicts.items()},
+        }
+
+
+def _stage(source: Path, run_dir: Path) -> None:
+    target = run_dir / DUMP
+    target.mkdir(mode=0o755)
+    for name in sorted(p.name for p in source.iterdir() if p.is_file()):
+        shutil.copyfile(source / name, target / name)
+        (target / name).chmod(0o644)
+
+
+def replay_on_fleet(
+    scheduler: Scheduler,
+    opts: ReplayFleetOptions,
+    path: Path,
+    entry: str,
+    *,
+    code: Path | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> FleetReplay:
+    """Submit one replay per node of the dump at ``path`` (``entry`` importable from ``code``), follow it."""
+    if not _ENTRY.fullmatch(entry):
+        raise UsageError(f"--entry {entry!r}: expected module:function", hint="e.g. --entry train:build")
+    dump = read_dump(path)  # a changed or foreign dump is refused before anything is submitted
+    run_id = store.check_run_id(opts.run_id or store.new_run_id())
+    run_dir = store.create_run_dir(opts.store, run_id)
+    _stage(dump.path, run_dir)
+    manifest: dict[str, object] = {
+        "run": run_id,
+        "kind": KIND,
+        "scheduler": scheduler.name,
+        "entry": entry,
+        "code": str((code or Path.cwd()).resolve()),
+        "dump": str(dump.path.resolve()),
+        "tasks_per_node": 1,
+        "image": None,
+        "requested": {"nodes": opts.nodes, "nodelist": list(opts.nodelist)},
+        "created": time.time(),
+        "envkit_version": __version__,
+    }
+    store.write_json(run_dir / store.MANIFEST, manifest, within=run_dir)
+    request = JobRequest(
+        name=f"envkit-{run_id}"[:64],
+        argv=(opts.python, "-m", "envkit.cli.guard_fleet", str(run_dir)),
+        workdir=run_dir / store.SCHED,
+        nodes=opts.nodes,
+        nodelist=opts.nodelist,
+        partition=opts.partition,
+        time_limit=opts.time_limit,
+        env={"PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    job_id = scheduler.submit(request)
+    store.write_json(run_dir / store.MANIFEST, {**manifest, "job": job_id}, within=run_dir)
+    try:
+        run = follow(
+            scheduler, run_dir, job_id, on_progress=on_progress, poll_s=opts.poll_s, timeout_s=opts.timeout_s
+        )
+    except KeyboardInterrupt:
+        scheduler.cancel(job_id)
+        raise
+    verdicts: dict[str, ReplayVerdict] = {}
+    for task in run.tasks:
+        if task.state == "ok" and task.report:
+            data = read_store_json(run_dir / task.report, limit=MAX_MANIFEST_BYTES, what="replay result")
+            where = f"on {task.node}"
+            verdict = judge_side(dump, json.dumps(data), where)
+            verdicts[task.task] = replace(
+                verdict, notes=[*verdict.notes, f"replayed {where} ({task.report})"]
+            )
+    return FleetReplay(run, verdicts)
+
+
+def render_fleet_replay(result: FleetReplay) -> str:
+    """One line per task (its verdict, or why it has none), then each verdict as ``guard replay`` shows it."""
+    from envkit.guard.show import render_replay
+
+    run = result.run
+    lines = [f"run {run.run_id} ({run.scheduler} job {run.job_id}, {run.job_state.value}): {run.run_dir}"]
+    for task in run.tasks:
+        found = result.verdicts.get(task.task)
+        lines.append(f"  {task.task}: {found.verdict if found else task.state + ': ' + (task.error or '')}")
+    for name, verdict in result.verdicts.items():
+        lines += [f"{name}:", *("  " + line for line in render_replay(verdict.to_json()).splitlines())]
+    lines.append(f"verdict: {result.verdict}")
+    return "\n".join(lines)
+
+
+def _task_fields(raw: Mapping[str, Any], source: str) -> tuple[str, Path]:
+    """The entry and code directory the submitter named, in their shapes only."""
+    if raw.get("kind") != KIND:
+        raise FleetError(f"{source}: not a guard replay run (kind {str(raw.get('kind'))[:40]!r})", hint=_HINT)
+    entry, code = raw.get("entry"), raw.get("code")
+    if not (isinstance(entry, str) and _ENTRY.fullmatch(entry)):
+        raise FleetError(f"{source}: entry must be module:function, not {str(entry)[:80]!r}", hint=_HINT)
+    if not (isinstance(code, str) and Path(code).is_absolute()):
+        raise FleetError(f"{source}: code must be an absolute directory, not {str(code)[:80]!r}", hint=_HINT)
+    return entry, Path(code)
+
+
+def run_replay_task(run_dir: Path, environ: Mapping[str, str]) -> int:
+    """One node's replay: its record (running, then ok or failed) and its result in the store."""
+
+    def work(raw: dict[str, Any], name: str, node: str) -> Path:
+        source = str(run_dir / store.MANIFEST)
+        parse_layout(raw, source, run_dir)
+        entry, code = _task_fields(raw, source)
+        os.chdir(code)  # the entry is imported from the training code's directory, as on the submitter
+        document = replay_document(run_dir / DUMP, entry)
+        path = run_dir / f"{name}.json"
+        store.write_json(path, document, within=run_dir)
+        return path
+
+    # the user's entry code can raise anything: the task records it
+    return run_recorded(run_dir, environ, work, errors=(Exception,))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return task_main(argv, run_replay_task, "python -m envkit.cli.guard_fleet STORE/RUN")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
