@@ -43,7 +43,7 @@ from envkit.build.bootstrap import bootstrap_image
 from envkit.engine.docker_api import DockerEngine
 from envkit.offline.testing import make_real_channel, venv_python
 from tests.conda_bundle import RealConda
-from tests.integration.test_build_docker import TORCH_WHEELS, _torch_wheel_dir
+from tests.integration.conftest import TORCH_WHEELS, torch_wheel_dir
 from tests.integration.test_pack_offline_conda import _cli, _pip_package
 
 pytestmark = [pytest.mark.docker, pytest.mark.conda, pytest.mark.frameworks, pytest.mark.slow]
@@ -105,7 +105,7 @@ def test_conda_export_to_offline_cpu_image_probes_the_same_as_the_host(
     if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
         pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
     base = bootstrap_image(engine, BASE).image.tags[0]
-    wheels = _torch_wheel_dir(work)
+    wheels = torch_wheel_dir(work)
     prefix, export = _exported_host(condas[CONDA], work, wheels)
     text = export.read_text()
     assert "  - python=3.11.2=h0_envkit\n" in text and "      - torch==2.13.0+cpu\n" in text, text
