@@ -201,7 +201,7 @@ class Guard:
     def close(self) -> Path:
         """Read what is pending and write RUN/report.json, steps.jsonl and steps.csv."""
         self._drain(None)
-        return self.log.write()
+        return self.log.close()
 
     def __enter__(self) -> Guard:
         return self
