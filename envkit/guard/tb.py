@@ -64,7 +64,7 @@ class TensorBoardLog:
         writer_cls, self._event, self._summary = modules
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
-        self._writer = writer_cls(str(folder), flush_secs=30)
+        self._writer = writer_cls(str(folder), max_queue_size=1000, flush_secs=30)
 
     def add(self, rec: StepRecord) -> None:
         summary = self._summary(
