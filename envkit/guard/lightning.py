@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import GuardError
-from envkit.guard.loop import Guard, GuardStep
+from envkit.guard.callbacks import CallbackState
+from envkit.guard.loop import Guard
 
 if TYPE_CHECKING:
     from lightning.pytorch.callbacks import Callback
@@ -50,15 +51,12 @@ def training_step_loss(module: Any, batch: Any) -> Any:
     return out["loss"] if isinstance(out, Mapping) else out
 
 
-class GuardCallback(Callback):
+class GuardCallback(Callback, CallbackState):
     """Guard a Lightning ``Trainer.fit`` run; ``options`` are :class:`~envkit.guard.Guard`'s."""
 
     def __init__(self, run: str | Path, **options: Any) -> None:
-        super().__init__()
-        self.run_dir, self.options = Path(run), options
-        self.guard: Guard | None = None
-        self._step: GuardStep | None = None
-        self._count = 0
+        Callback.__init__(self)
+        CallbackState.__init__(self, run, options)
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         problems = []
@@ -80,10 +78,7 @@ class GuardCallback(Callback):
         self.guard.adapter.trainer_steps = True
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
-        if self.guard is None:
-            return
-        self._step = self.guard.step(self._count, batch).__enter__()
-        self._count += 1
+        self.open_step(batch)
 
     def on_before_backward(self, trainer: Any, pl_module: Any, loss: Any) -> None:
         if self._step is not None:

@@ -25,7 +25,7 @@ from typing import Any
 from envkit._atomic import write_text_atomic
 from envkit.guard.adapter import Adapter
 from envkit.guard.records import Incident, StepRecord, json_float
-from envkit.guard.tb import MISSING, TensorBoardLog, open_tensorboard
+from envkit.guard.tb import MISSING, TB_OFF, TensorBoardLog, open_tensorboard
 from envkit.probe.model import KIND, SCHEMA
 
 __all__ = ["GUARD_SCHEMA", "RunLog"]
@@ -44,7 +44,9 @@ def fingerprint() -> dict[str, Any]:
 class RunLog:
     """Writes a guarded run's record: ``report.json`` (a probe report), ``steps.jsonl``, ``steps.csv``."""
 
-    def __init__(self, run: Path, adapter: Adapter, *, name: str, seed: int, rank: int, world: int) -> None:
+    def __init__(
+        self, run: Path, adapter: Adapter, *, name: str, seed: int, rank: int, world: int, tb: bool = True
+    ) -> None:
         self.run = run
         self.root = run if rank == 0 else run / f"rank-{rank}"
         self.adapter = adapter
@@ -57,7 +59,8 @@ class RunLog:
         self.flush_every = 100
         self._flushed = 0
         self._tb: TensorBoardLog | None = None
-        self._tb_note: dict[str, str | None] | None = None  # what report.json says of the event files
+        # what report.json says of the event files (None: not opened yet)
+        self._tb_note: dict[str, str | None] | None = None if tb else {"folder": None, "note": TB_OFF}
 
     def add(self, rec: StepRecord, *, first: bool) -> None:
         if first:

@@ -86,3 +86,15 @@ def test_without_tensorboard_the_guard_runs_writes_no_events_and_says_so_once(
         assert report["guard"]["tensorboard"] == {"folder": None, "note": tb.MISSING}
     said = [r.getMessage() for r in caplog.records if "tensorboard is not installed" in r.getMessage()]
     assert len(said) == 1
+
+
+def test_tensorboard_false_writes_no_event_file(tmp_path: Path) -> None:
+    model, opt = mlp()
+    with Guard(model, opt, run=tmp_path / "run", tensorboard=False) as guard:
+        for i, batch in enumerate(batches(3)):
+            with guard.step(i, batch) as g:
+                g.backward(ce(model, batch))
+                g.optimizer_step()
+    assert not (tmp_path / "run" / "tensorboard").exists()
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["guard"]["tensorboard"] == {"folder": None, "note": tb.TB_OFF}
