@@ -95,7 +95,7 @@ def _paddle_models() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
 
 
 def _loops(
-    framework: str, build: Callable[[], tuple[Any, Any, Any]], run: Path
+    framework: str, build: Callable[[], tuple[Any, Any, Any]], run: Path, guards: list[Any]
 ) -> dict[str, Callable[[], None]]:
     from envkit.guard import Guard
 
@@ -142,6 +142,7 @@ def _loops(
             defer_reads=defer,
             tensorboard=events,
         )
+        guards.append(guard)
         counter = [0]
 
         def guarded(model: Any = model, guard: Any = guard, counter: list[int] = counter) -> None:
@@ -169,7 +170,8 @@ def measure(framework: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, build in models.items():
-            loops = _loops(framework, build, Path(tmp) / name.replace(" ", "-"))
+            guards: list[Any] = []
+            loops = _loops(framework, build, Path(tmp) / name.replace(" ", "-"), guards)
             times: dict[str, tuple[list[float], list[float]]] = {v: ([], []) for v in loops}
             for i in range(WARMUP + STEPS):
                 for variant, fn in loops.items():  # interleaved step by step: the same load for all
@@ -179,6 +181,8 @@ def measure(framework: str) -> dict[str, Any]:
                         times[variant][0].append(time.perf_counter() - w)
                         times[variant][1].append(time.process_time() - c)
             out[name] = {v: (_q1(wall), _q1(cpu)) for v, (wall, cpu) in times.items()}
+            for guard in guards:  # the event files' writer thread ends before the folder goes
+                guard.close()
     return out
 
 
