@@ -154,8 +154,12 @@ def main(argv: Sequence[str] | None = None, *, services: Services | None = None)
 
 
 def _command_name(ctx: click.Context | None, args: list[str]) -> str:
-    if ctx is not None and ctx.parent is not None and ctx.info_name:
-        return ctx.info_name
+    names: list[str] = []
+    while ctx is not None and ctx.parent is not None and ctx.info_name:  # up to the root, which is "envkit"
+        names.insert(0, ctx.info_name)
+        ctx = ctx.parent
+    if names:
+        return " ".join(names)
     return next((a for a in args if not a.startswith("-") and (a in cli.commands or a in COMMANDS)), "envkit")
 
 

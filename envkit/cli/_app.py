@@ -102,11 +102,14 @@ def project_root() -> Path:
 def command(group: click.Group, name: str) -> Callable[[Callable[P, CommandResult]], click.Command]:
     """Register ``fn`` as ``envkit NAME``; it gets ``--json`` and returns a result."""
 
+    # the envelope's "command" is the whole path ("guard show"), as the results name themselves
+    full = name if group.name in (None, "cli", "envkit") else f"{group.name} {name}"
+
     def decorate(fn: Callable[P, CommandResult]) -> click.Command:
         @functools.wraps(fn)
         def run(*args: P.args, **params: P.kwargs) -> int:
             as_json = bool(params.pop("as_json", False))
-            return run_result(name, lambda: fn(*args, **params), as_json=as_json)
+            return run_result(full, lambda: fn(*args, **params), as_json=as_json)
 
         return group.command(name)(json_option(run))
 

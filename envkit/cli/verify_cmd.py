@@ -13,10 +13,10 @@ from envkit.cli._app import command, project_root, services, working
 from envkit.cli.build_cmd import find_links_from_env
 from envkit.errors import EngineError, ExitCode, UsageError
 from envkit.reproduce.layers import LayerEntry
-from envkit.reproduce.verify import VerifyResult, verify_image
 from envkit.result import CommandResult
 from envkit.spec.load import load_spec, resolve_spec_path
 from envkit.spec.models import NAME_RE
+from envkit.verify.image import VerifyResult, verify_image
 
 __all__ = ["verify"]
 

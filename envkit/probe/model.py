@@ -456,9 +456,11 @@ def _framework(r: _Reader, value: Any, where: str, config: ProbeConfig) -> Frame
     status = _status(r, data.get("status"), where)
     reason = r.text(data.get("reason"), f"{where}.reason", optional=True)
     info, gpus, switches = _info(r, data.get("info") or {}, f"{where}.info")
-    runtime = data.get("cuda_runtime")
+    # the payload writes it inside ``info``; a top-level key (older reports) still counts
+    field = f"{where}.cuda_runtime" if "cuda_runtime" in data else f"{where}.info.cuda_runtime"
+    runtime = data["cuda_runtime"] if "cuda_runtime" in data else info.get("cuda_runtime")
     if runtime is not None and not isinstance(runtime, str | int | float):
-        raise r.fail(f"{where}.cuda_runtime", f"expected a string, got {_kind(runtime)}")
+        raise r.fail(field, f"expected a string, got {_kind(runtime)}")
     raw_workloads = data.get("workloads")
     if status is RunStatus.OK and raw_workloads is None:
         raise r.fail(f"{where}.workloads", "missing")

@@ -59,6 +59,17 @@ def test_the_tree_keeps_its_layers() -> None:
         ),
         ("pack/core.py", "import envkit.build.builder", "envkit.pack is not allowed to import envkit.build"),
         ("errors.py", "import envkit.spec.load", "envkit.errors is not allowed to import envkit.spec"),
+        (
+            "reproduce/epoch.py",
+            "import envkit.verify.image",
+            "envkit.reproduce is not allowed to import envkit.verify",
+        ),
+        ("verify/image.py", "import envkit.cli", "envkit.verify is not allowed to import envkit.cli"),
+        (
+            "verify/image.py",
+            "import envkit.probe.core",
+            "envkit.verify is not allowed to import envkit.probe",
+        ),
     ],
 )
 def test_an_upward_import_breaks_the_contract(tmp_path: Path, module: str, line: str, arrow: str) -> None:

@@ -84,3 +84,17 @@ def test_every_command_prints_exactly_one_envelope_on_failure(
     assert run.code in (2, 3), run.err
     data = run.envelope()
     assert data["ok"] is False and data["errors"] and data["errors"][0]["level"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["guard", "show", "no-such-run"], "guard show"),
+        (["catalog", "refresh", "--pages", "/no/such"], "catalog refresh"),
+    ],
+)
+def test_a_subcommands_error_envelope_names_the_whole_command(
+    project: Path, envkit: Callable[..., Run], argv: list[str], command: str
+) -> None:
+    data = envkit(*argv, "--json").envelope()
+    assert data["ok"] is False and data["command"] == command

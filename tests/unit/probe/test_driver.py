@@ -50,3 +50,21 @@ def test_too_old_driver_is_a_warning_with_both_drivers() -> None:
     assert "image CUDA 12.4 needs driver >= 550.54.14" in line and "host driver 470.82.01: TOO OLD" in line
     assert "525.60.13" in driver_line(check)
     assert run.to_json()["report"]["driver"]["status"] == "too-old"  # type: ignore[index]
+
+
+def test_cuda_from_the_payloads_info_layout() -> None:
+    """The payload writes ``cuda_runtime`` inside the framework's ``info`` (torch_probe, paddle_probe)."""
+    data = make_report()
+    data["fingerprint"].update(gpu_driver="580.65.06", container={})
+    data["frameworks"]["torch"].pop("cuda_runtime", None)
+    data["frameworks"]["torch"].setdefault("info", {})["cuda_runtime"] = "13.2"
+    check = driver_check(parsed(data), load_catalog())
+    assert check is not None and check.cuda == "13.2" and check.status == "compat-only"
+
+
+def test_info_cuda_runtime_of_the_wrong_type_names_its_field() -> None:
+    data = make_report()
+    data["frameworks"]["torch"].pop("cuda_runtime", None)
+    data["frameworks"]["torch"].setdefault("info", {})["cuda_runtime"] = ["12"]
+    with pytest.raises(Exception, match=r"frameworks\.torch\.info\.cuda_runtime"):
+        parsed(data)

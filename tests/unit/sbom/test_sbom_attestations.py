@@ -18,7 +18,6 @@ from envkit.lock import LockState
 from envkit.lock.lockfile import LockContents
 from envkit.lock.lockset import Lock
 from envkit.lock.solver import CondaPackage, PipPackage
-from envkit.reproduce.attestations import check_provenance, check_sbom
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, lock_sbom
 from envkit.sbom.provenance import (
     MAX_PROVENANCE_BYTES,
@@ -28,6 +27,7 @@ from envkit.sbom.provenance import (
     read_provenance,
     write_provenance,
 )
+from envkit.verify.attestations import check_provenance, check_sbom
 
 IMAGE = "sha256:" + "c" * 64
 LOCK_SHA = "ab" * 32

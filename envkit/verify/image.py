@@ -21,10 +21,10 @@ from envkit.errors import EnvkitError, UsageError
 from envkit.lock.fresh import lock_state
 from envkit.render.dockerfile import LOCK_LABEL
 from envkit.reproduce.archive import ImageArchive
-from envkit.reproduce.attestations import check_provenance, check_sbom
 from envkit.reproduce.compare import EntryDiff, ImageDiff, SavedImage, compare_saved, saved_image
 from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec, image_dir
+from envkit.verify.attestations import check_provenance, check_sbom
 
 __all__ = ["DIFFOSCOPE_FILES", "Diffoscope", "VerifyResult", "verify_image"]
 
@@ -59,7 +59,7 @@ class VerifyResult:
     diff: ImageDiff | None
     diffoscope: tuple[Diffoscope, ...] = ()
     diffoscope_missing: bool = False
-    findings: tuple[str, ...] = ()  # the SBOM and provenance against the lock (envkit.reproduce.attestations)
+    findings: tuple[str, ...] = ()  # the SBOM and provenance against the lock (envkit.verify.attestations)
 
     @property
     def equal(self) -> bool:
