@@ -129,3 +129,29 @@ def test_policy_stop_raises_out_of_fit_with_the_report(tmp_path: Path) -> None:
 def test_unsupported_setups_are_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(GuardError, match="accumulate_grad_batches=2"):
         fit([GuardCallback(tmp_path / "run")], accumulate_grad_batches=2)
+
+
+class Raises(Tiny):
+    def training_step(self, batch: Any, batch_idx: int) -> Any:
+        if batch_idx == 2:
+            raise IndexError("index 7 is out of bounds for dimension 0 with size 2")
+        return super().training_step(batch, batch_idx)
+
+
+def test_a_training_step_that_raises_is_recorded_and_dumped(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    trainer = L.Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[GuardCallback(run)],
+    )
+    with pytest.raises(IndexError, match="out of bounds"):
+        trainer.fit(Raises(), loader(None))
+    report = json.loads((run / "report.json").read_text())
+    (incident,) = report["guard"]["incidents"]
+    assert (incident["step"], incident["kind"], incident["action"]) == (2, "error", "raised")
+    assert "IndexError" in incident["message"] and (run / "incidents" / "step-2" / "manifest.json").is_file()
