@@ -132,7 +132,8 @@ def _update(directory: str) -> CommandResult:
 @click.option(
     "--environment",
     metavar="NAME",
-    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated.",
+    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated; "
+    "for a poetry.lock: extras and with=G, without=G, only=G.",
 )
 @click.option(
     "--update-db",

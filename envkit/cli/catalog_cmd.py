@@ -11,6 +11,7 @@ import click
 from packaging.version import Version
 
 from envkit.catalog import Catalog, FrameworkRelease, load_catalog
+from envkit.catalog.conda_pypi import MAPPING_FILE, load_mapping
 from envkit.catalog.refresh import (
     HttpPages,
     PageSource,
@@ -20,9 +21,10 @@ from envkit.catalog.refresh import (
     recording_trim,
     refresh_outcome,
 )
+from envkit.catalog.refresh.conda_pypi import MAPPING_URL, FilePages, refresh_names
 from envkit.cli import cli
 from envkit.cli._app import command, json_option, run_result, working
-from envkit.errors import ExitCode
+from envkit.errors import ExitCode, UsageError
 from envkit.result import CommandResult
 
 SECTIONS = ["cuda", "frameworks", "images", "installers", "rules"]
@@ -195,3 +197,50 @@ def _kept(target: Path, reason: str) -> CommandResult:
     data = {"output": str(target), "changed": False, "kept": True, "releases": releases}
     counts = ", ".join(f"{len(v)} {k}" for k, v in releases.items())
     return CommandResult("catalog refresh", data, f"kept {counts} releases", warnings=[reason])
+
+
+@command(catalog_cmd, "refresh-names")
+@click.option("--offline", is_flag=True, help="Do not use the network: keep the shipped mapping.")
+@click.option(
+    "--file",
+    "from_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Read a downloaded copy of the mapping from this file instead of the network.",
+)
+@click.option("--url", default=MAPPING_URL, show_default=True, help="Where to download the mapping.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"File to write (default: the shipped envkit/catalog/data/{MAPPING_FILE}); its record beside it.",
+)
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 when the file would change.")
+def refresh_names_cmd(
+    offline: bool, from_file: Path | None, url: str, output: Path | None, check: bool
+) -> CommandResult:
+    """Download the conda-forge -> PyPI name mapping (prefix.dev's parselmouth, the one pixi uses).
+
+    The download is checked whole (a JSON object of conda names, each a PyPI name or null; bounded
+    in size and entries) before anything is written; the file is written gzipped and atomically,
+    with its URL, day and sha256 beside it. envkit/inventory/data/names.yaml stays the override.
+    """
+    target = output or Path(str(resources.files("envkit.catalog").joinpath("data").joinpath(MAPPING_FILE)))
+    if offline and from_file is None:
+        return _kept_names(target, "--offline: kept the shipped mapping")
+    if not url.startswith("https://"):
+        raise UsageError(f"--url {url[:100]!r}: not an https:// URL", hint="download a copy and use --file")
+    source: PageSource = FilePages(from_file, _today()) if from_file else HttpPages()
+    try:
+        with working("reading the conda-forge -> PyPI mapping"):
+            outcome = refresh_names(source, target, url=str(from_file) if from_file else url, check=check)
+    except PageUnreachable as e:
+        return _kept_names(target, f"cannot read {e.url} ({e.reason}): kept the shipped mapping")
+    exit_code = ExitCode.FINDINGS if check and outcome.changed else ExitCode.OK
+    return CommandResult("catalog refresh-names", outcome.to_json(), outcome.summary, exit_code)
+
+
+def _kept_names(target: Path, reason: str) -> CommandResult:
+    data = {"output": str(target), "changed": False, "kept": True, "entries": len(load_mapping())}
+    return CommandResult(
+        "catalog refresh-names", data, f"kept {data['entries']} conda names", warnings=[reason]
+    )

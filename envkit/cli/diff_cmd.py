@@ -104,7 +104,8 @@ def _text(report: DriftReport, min_severity: str) -> str:
 @click.option(
     "--environment",
     metavar="NAME",
-    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated.",
+    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated; "
+    "for a poetry.lock: extras and with=G, without=G, only=G.",
 )
 @click.option(
     "--min-severity",

@@ -77,6 +77,7 @@ class ProbeArgs:
     poison: str
     poison_step: int
     image: str | None
+    python: Path | None
     compare: bool
     refs: tuple[str, ...]
     html_out: Path | None
@@ -176,6 +177,16 @@ class Conflict:
     hint: str
 
 
+def _python_refused(mode: Mode) -> Conflict:
+    """``--python`` picks the host probe's interpreter: in ``mode`` it has no meaning."""
+    return Conflict(
+        mode,
+        lambda a: a.python is not None,
+        lambda a: f"--python does not apply to a {mode} probe",
+        "--python PATH runs one probe on this host: envkit probe --python PATH",
+    )
+
+
 # In the order they are checked; the first that holds is the error.
 CONFLICTS: tuple[Conflict, ...] = (
     Conflict(
@@ -202,6 +213,13 @@ CONFLICTS: tuple[Conflict, ...] = (
         lambda a: "--k8s runs an image",
         "--image REGISTRY/REPO@sha256:… (see build --push)",
     ),
+    Conflict(
+        "run",
+        lambda a: bool(a.image and a.python),
+        lambda a: "--python probes on the host; --image runs the image's own python",
+        "give one of --python PATH and --image NAME",
+    ),
+    *(_python_refused(mode) for mode in ("compare", "fleet", "k8s")),
     Conflict(
         "run",
         lambda a: bool(a.refs),

@@ -81,6 +81,11 @@ def _csv(allowed: tuple[str, ...]) -> Any:
 @click.option("--poison-step", type=click.IntRange(1), default=2, show_default=True)
 @click.option("--image", help="Run the payload inside this image (or envkit/NAME) instead of on the host.")
 @click.option(
+    "--python",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Probe on the host with this interpreter (a conda environment's bin/python, …), not envkit's.",
+)
+@click.option(
     "--compare",
     is_flag=True,
     help="Compare REPORTS: two (files or HOST[/LABEL] in the store), a fleet run (STORE/RUN), or many.",
@@ -151,7 +156,7 @@ def fleet_image(image: str, store: Path) -> dict[str, str]:
 
 
 def _run(args: ProbeArgs) -> CommandResult:
-    where = f"in {args.image}" if args.image else "on this host"
+    where = f"in {args.image}" if args.image else f"with {args.python}" if args.python else "on this host"
     opts = args.probe_options()
     with working(f"probing {','.join(opts.frameworks)} × {','.join(opts.workloads)} {where}"):
         run = core.probe(
@@ -161,6 +166,7 @@ def _run(args: ProbeArgs) -> CommandResult:
             output=args.output,
             image=args.image,
             engine=services().engine() if args.image else None,
+            python=args.python,
         )
 
     def text() -> str:

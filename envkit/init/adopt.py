@@ -37,6 +37,7 @@ from envkit.init.detect import (
     toolkit_cuda,
 )
 from envkit.spec.load import SPEC_DIR, load_spec
+from envkit.spec.missing_image import removed_cudas
 from envkit.spec.models import NAME_RE, Spec
 
 __all__ = ["Adoption", "plan_adoption", "write_adoption"]
@@ -340,6 +341,34 @@ def _check_buildable(
             "nothing was written",
             hint=f"rerun with --cuda one of cpu, {', '.join(catalog.cuda_versions())}",
         )
+    if (
+        cuda in removed_cudas()
+        and base_image
+        and base_image.removeprefix("docker.io/").startswith("nvidia/cuda:")
+    ):
+        raise AdoptError(
+            f"the source's base image {base_image} is a CUDA {cuda} image, and NVIDIA deleted the CUDA "
+            f"{cuda} images from Docker Hub and NGC (sources in envkit/catalog/data/removed_images.yaml); "
+            "nothing was written",
+            hint=f"rerun with --cuda one of cpu, {_with_image(catalog)} (the image is then reported, not "
+            "kept), or use a copy of it in your own registry",
+        )
+    if cuda != "cpu" and not base_image and catalog.runtime_image(cuda) is None:
+        why = (
+            "whose nvidia/cuda images NVIDIA deleted from Docker Hub and NGC (sources in "
+            "envkit/catalog/data/removed_images.yaml)"
+            if cuda in removed_cudas()
+            else "for which the catalog has no CUDA runtime image"
+        )
+        raise AdoptError(
+            f"the source is on CUDA {cuda} ({how.get('cuda', '?')}), {why}; nothing was written",
+            hint=f"rerun with --cuda one of cpu, {_with_image(catalog)}, or name a base image in the source",
+        )
+
+
+def _with_image(catalog: Catalog) -> str:
+    """The catalog's CUDA versions that have a runtime image, comma-separated."""
+    return ", ".join(c for c in catalog.cuda_versions() if catalog.runtime_image(c) is not None)
 
 
 def _name(name: str | None, found: Collected) -> str:

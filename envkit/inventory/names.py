@@ -3,8 +3,10 @@
 :func:`project_of` gives the identity used for comparison: the PyPI (PEP 503) name
 when a conda package is that PyPI project (conda ``pytorch`` -> ``torch``), else
 ``conda:<name>``, so a conda C library never merges with an unrelated PyPI project of
-the same name (conda ``graphviz`` vs PyPI ``graphviz``). The mapping is data:
-``envkit/inventory/data/names.yaml``, each entry with its source.
+the same name (conda ``graphviz`` vs PyPI ``graphviz``). Two sources, both data:
+``envkit/inventory/data/names.yaml`` (hand-checked overrides, each with its source; they win) and
+the maintained conda-forge mapping pixi uses (:mod:`envkit.catalog.conda_pypi`, refreshed with
+``envkit catalog refresh-names``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from importlib import resources
 import yaml
 from packaging.utils import canonicalize_name
 
+from envkit.catalog.conda_pypi import load_mapping
 from envkit.errors import CatalogError
 
 __all__ = ["NameMap", "canonical", "load_names", "project_of"]
@@ -77,6 +80,12 @@ def project_of(name: str, installer: str, build: str | None = None) -> str:
         return names.renames[conda]
     if conda in names.not_pypi:
         return f"conda:{conda}"
+    mapping = load_mapping()
+    pypi = mapping.get(conda)
+    if pypi is not None and canonical(pypi) != canonical(conda):
+        return canonical(pypi)
     if build is not None and build != "":
         return canonical(conda) if _PY_BUILD.search(build) else f"conda:{conda}"
+    if conda in mapping:
+        return f"conda:{conda}" if pypi is None else canonical(conda)
     return f"conda:{conda}" if _looks_conda_only(conda) else canonical(conda)

@@ -4,7 +4,7 @@
 - ``uv.lock``: what ``uv sync`` installs by default on one platform: the project's
   dependencies and its ``dev`` group, following the dependency graph and its markers.
 - ``pylock.toml`` (PEP 751): the packages whose ``marker`` holds on one platform.
-- ``poetry.lock``: the locked packages (extras, ``optional = true``, left out; markers honoured).
+- ``poetry.lock``: what ``poetry install`` installs: groups, extras, markers (:mod:`readers_poetry`).
 
 The platform is a conda subdir (``linux-64``, ``osx-arm64``, ``win-64``): ``--platform``, else
 this machine's. Markers are evaluated for that platform and a Python version (this
@@ -22,6 +22,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envkit.inventory._collect import Collector, channel_from_url, split_conda_filename, vcs_version
 from envkit.inventory.platforms import marker_env, marker_holds, this_platform
+from envkit.inventory.readers_poetry import read_poetry_lock_installed
 
 __all__ = ["read_pixi_lock", "read_poetry_lock", "read_pylock", "read_uv_lock"]
 
@@ -312,6 +313,7 @@ def read_pylock(data: Mapping[str, Any], c: Collector) -> None:
 
 
 def read_poetry_lock(data: Mapping[str, Any], c: Collector) -> None:
+    """What ``poetry install`` installs on one platform (:mod:`envkit.inventory.readers_poetry`)."""
     packages = data.get("package")
     if not isinstance(packages, list):
         raise c.error(None, "poetry.lock without [[package]] entries")
@@ -319,25 +321,7 @@ def read_poetry_lock(data: Mapping[str, Any], c: Collector) -> None:
     platform = _platform(c)
     requires = metadata.get("python-versions") if isinstance(metadata, Mapping) else None
     python = _python(requires)
-    env = marker_env(platform, python)
-    optional = 0
-    for index, package in enumerate(packages):
-        if not isinstance(package, Mapping) or not isinstance(package.get("name"), str):
-            c.skip(None, f"[[package]] entry {index} has no name")
-            continue
-        if package.get("optional") is True:
-            optional += 1
-            continue
-        markers = package.get("markers")
-        if isinstance(markers, Mapping):  # Poetry 2: one marker per dependency group
-            if markers and not any(_marker(c, m, env, package["name"]) for m in markers.values()):
-                continue
-        elif isinstance(markers, str) and not _marker(c, markers, env, package["name"]):
-            continue
-        source = package.get("source")
-        url = source.get("url") if isinstance(source, Mapping) else None
-        c.add(package["name"], str(package.get("version") or ""), "pip", line=None, url=url)
+    chosen = read_poetry_lock_installed(data, c, platform, python)
     c.meta["platform"] = platform
     shown = _record_python(c, requires, python)
-    left = f"; {optional} optional (extras) left out" if optional else ""
-    c.meta["selected"] = f"platform {platform}, {shown}{left}"
+    c.meta["selected"] = f"platform {platform}, {shown}: {chosen}"

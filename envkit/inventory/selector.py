@@ -16,7 +16,7 @@ from pathlib import Path
 __all__ = ["Selected", "split_selector"]
 
 _SELECTOR = re.compile(
-    r"^(?P<path>.+?)(?:#(?P<env>[A-Za-z0-9_.,+-]+))?(?:@(?P<platform>[a-z0-9]+-[a-z0-9_]+))?\Z"
+    r"^(?P<path>.+?)(?:#(?P<env>[A-Za-z0-9_.,+=-]+))?(?:@(?P<platform>[a-z0-9]+-[a-z0-9_]+))?\Z"
 )
 
 

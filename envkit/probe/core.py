@@ -7,12 +7,13 @@ The CLI parses options, calls :func:`probe` and renders the result; comparing re
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit._atomic import write_text_atomic
-from envkit.errors import ProbeError
+from envkit.errors import ProbeError, UsageError
 from envkit.probe.driver import driver_check, driver_line, image_cuda
 from envkit.probe.model import ProbeReport, RunStatus
 from envkit.probe.report import (
@@ -116,6 +117,16 @@ def _require_a_framework(report: ProbeReport, *, where: str) -> None:
     )
 
 
+def _interpreter(python: Path) -> str:
+    """``--python PATH`` as the path to run: an executable file, else a usage error naming it."""
+    if not python.is_file() or not os.access(python, os.X_OK):
+        raise UsageError(
+            f"--python {python}: not an executable file",
+            hint="give an interpreter, e.g. --python /opt/conda/envs/NAME/bin/python",
+        )
+    return str(python)
+
+
 def probe(
     opts: ProbeOptions,
     *,
@@ -125,12 +136,14 @@ def probe(
     image: str | None = None,
     engine: ContainerEngine | None = None,
     require_framework: bool = True,
+    python: Path | None = None,
 ) -> ProbeRun:
     """Run the probe on the host, or in ``image`` through ``engine``; write it to ``output`` and ``store``.
 
     ``store`` None keeps the report out of the store. The label defaults to ``latest`` on the host and
     ``image-<image>`` in an image. When no framework ran, :class:`ProbeError` (exit 3) unless
-    ``require_framework`` is False (a build's probe of a spec without frameworks).
+    ``require_framework`` is False (a build's probe of a spec without frameworks). ``python`` runs
+    the host probe with that interpreter (another environment on this host) instead of envkit's own.
     """
     if image is not None:
         if engine is None:
@@ -142,9 +155,10 @@ def probe(
         report = run_in_image(engine, image, opts, label=label, host=socket.gethostname())
     else:
         label = label or DEFAULT_LABEL
-        report = run_on_host(opts, label=label)
+        report = run_on_host(opts, label=label, python=_interpreter(python) if python else None)
     if require_framework:
-        _require_a_framework(report, where=f"in {image}" if image else "on this host")
+        where = f"in {image}" if image else f"with {python}" if python else "on this host"
+        _require_a_framework(report, where=where)
     if image_cuda(report) is not None:  # a CPU probe needs no catalog (pydantic: 0.4 s to import)
         from envkit.catalog import load_catalog
 

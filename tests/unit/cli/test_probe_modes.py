@@ -52,6 +52,15 @@ def test_defaults_give_the_probe_options_defaults() -> None:
         (["a.json"], "unexpected argument 'a.json'"),
         (["--compare"], "--compare needs reports"),
         (["--html", "x.html"], "--html needs --compare A B"),
+        (
+            ["--python", "/usr/bin/python3", "--image", "x"],
+            "--python probes on the host; --image runs the image's own python",
+        ),
+        (
+            ["--compare", "a", "b", "--python", "/usr/bin/python3"],
+            "--python does not apply to a compare probe",
+        ),
+        (["--slurm", "--python", "/usr/bin/python3"], "--python does not apply to a fleet probe"),
     ],
 )
 def test_each_conflict_is_a_usage_error_before_anything_runs(
@@ -61,3 +70,16 @@ def test_each_conflict_is_a_usage_error_before_anything_runs(
     (error,) = json.loads(capsys.readouterr().out)["errors"]
     assert error["message"] == message and error["hint"]
     assert list(tmp_path.iterdir()) == []  # nothing ran, nothing was written
+
+
+def test_python_that_is_not_an_executable_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    not_executable = tmp_path / "python"
+    not_executable.write_text("#!/bin/sh\n")
+    for given in (not_executable, tmp_path / "absent"):
+        assert main(["probe", "--store", str(store), "--python", str(given), "--json"]) == ExitCode.USAGE
+        (error,) = json.loads(capsys.readouterr().out)["errors"]
+        assert error["message"] == f"--python {given}: not an executable file" and error["hint"]
+    assert not store.exists()  # nothing ran, nothing was written

@@ -56,6 +56,7 @@ FAILING = {
     "base-image": ["base-image", "Bad Tag!"],
     "build": ["build", "no-such-env"],
     "catalog": ["catalog", "--section", "nope"],
+    "catalog refresh-names": ["catalog", "refresh-names", "--file", "no-such-mapping.json"],
     "diff": ["diff", "only-one"],
     "guard": ["guard", "show", "no-such-run"],
     "images": ["images", "Bad Name"],

@@ -110,8 +110,12 @@ def test_hand_written_with_pip_includes(tmp_path: Path) -> None:
 
 
 def test_paddle_dev_environment(tmp_path: Path) -> None:
-    with pytest.raises(AdoptError, match=r"CUDA 10\.2 .*does not know"):
+    # cudatoolkit=10.2: a CUDA the catalog knows (issue 26) whose images NVIDIA deleted: a clear refusal
+    with pytest.raises(
+        AdoptError, match=r"CUDA 10\.2 \(.*\), whose nvidia/cuda images NVIDIA deleted"
+    ) as err:
         adopt(DATA / "envyml-mynotes-py37-paddle-1e2d9a9.yaml")
+    assert "--cuda one of cpu, " in (err.value.hint or "") and "11.8" in (err.value.hint or "")
     found, a = adopt(DATA / "envyml-mynotes-py37-paddle-1e2d9a9.yaml", cuda="cpu")
     assert a.detected["python"] == "3.7"
     assert {"cudatoolkit=10.2", "cudnn=7.6", "llvmdev=10.0", "opencv"} <= set(a.pins["conda"])
@@ -176,7 +180,8 @@ def test_paddle_project_dockerfile(tmp_path: Path) -> None:
 
 
 def test_paddle_fleetx_dockerfile_expands_args(tmp_path: Path) -> None:
-    with pytest.raises(AdoptError, match=r"CUDA 10\.2"):
+    # FROM nvidia/cuda:10.2-cudnn7-devel-ubuntu18.04: an image NVIDIA deleted (issue 26: CUDA 10.2 is known)
+    with pytest.raises(AdoptError, match=r"is a CUDA 10\.2 image, and NVIDIA deleted the CUDA 10\.2 images"):
         adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile")
     _, a = adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile", cuda="11.8")
     assert a.detected["paddle"] == "2.0.0"  # ${PADDLE_PKG}${PADDLE_VER:+==${PADDLE_VER}}

@@ -55,3 +55,14 @@ def test_every_cuda_a_catalog_wheel_is_built_for_is_in_the_cuda_table() -> None:
     table = {r.version for r in catalog.cuda}
     wheels = {w.cuda for f in catalog.frameworks.values() for r in f.releases for w in r.wheels}
     assert wheels - {"cpu"} - table <= {"10.2"}  # 10.2 (torch 1.8-1.12's PyPI default): see the note
+
+
+def test_cuda_10_2_is_known_and_its_deleted_images_are_a_hint(tmp_path: Path) -> None:
+    """torch 1.11.0's PyPI wheel is the CUDA 10.2 build: the catalog knows 10.2 (driver >= 440.33), and
+    NVIDIA deleted its images, so the hint names the closest CUDA with an image."""
+    catalog = load_catalog()
+    row = catalog.cuda_release("10.2")
+    assert row is not None and row.min_driver == "440.33" and "10.2" in removed_cudas()
+    text = _problems(tmp_path, "10.2", "1.11.0", python="3.9")
+    assert "NVIDIA deleted the CUDA 10.2 images from Docker Hub and NGC" in text
+    assert "closest CUDA with an image" in text and "catalog does not know" not in text
