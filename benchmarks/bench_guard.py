@@ -6,7 +6,10 @@ sequence 64, batch 8), AdamW, clipping at 1.0. The unguarded loop is ``loss.back
 clip_grad_norm_(params, 1.0); opt.step(); opt.zero_grad()``; the guarded one does the same steps
 through ``Guard(..., clip=1.0, check_every=K)`` with K = 1 and K = 10 (spike detection on). On
 CPU the guard reads every step whatever K is (a CPU read waits for nothing); the accelerator's
-deferred path (device-side masking between reads) is timed too, with ``defer_reads=True``.
+deferred path (device-side masking between reads) is timed too, with ``defer_reads=True``, and,
+when tensorboard is installed, K = 10 with the event files (``tensorboard=True``, the default; the
+target rows run with ``tensorboard=False``: the event files are an optional extra whose writer
+thread computes a pure-Python CRC per step).
 
 One intra-op thread (``OMP_NUM_THREADS=1``). The variants run interleaved step by step
 (``STEPS`` each, after ``WARMUP``), each step timed (CPU and wall); the mean of the fastest
@@ -92,7 +95,7 @@ def _paddle_models() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
 
 
 def _loops(
-    framework: str, build: Callable[[], tuple[Any, Any, Any]], run: Path
+    framework: str, build: Callable[[], tuple[Any, Any, Any]], run: Path, guards: list[Any]
 ) -> dict[str, Callable[[], None]]:
     from envkit.guard import Guard
 
@@ -127,9 +130,19 @@ def _loops(
         zero(plain_opt)
 
     loops: dict[str, Callable[[], None]] = {"unguarded": plain}
-    for k, defer in ((1, False), (10, False), (10, True)):
+    tb = importlib.util.find_spec("tensorboard") is not None
+    for k, defer, events in ((1, False, False), (10, False, False), (10, True, False), (10, False, tb)):
         model, opt, _ = build()
-        guard = Guard(model, opt, run=run / f"k{k}{defer}", clip=1.0, check_every=k, defer_reads=defer)
+        guard = Guard(
+            model,
+            opt,
+            run=run / f"k{k}{defer}{events}",
+            clip=1.0,
+            check_every=k,
+            defer_reads=defer,
+            tensorboard=events,
+        )
+        guards.append(guard)
         counter = [0]
 
         def guarded(model: Any = model, guard: Any = guard, counter: list[int] = counter) -> None:
@@ -138,7 +151,7 @@ def _loops(
                 g.optimizer_step()
             counter[0] += 1
 
-        loops[f"K={k}" + (" deferred" if defer else "")] = guarded
+        loops[f"K={k}" + (" deferred" if defer else "") + (" tensorboard" if events else "")] = guarded
     return loops
 
 
@@ -157,7 +170,8 @@ def measure(framework: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, build in models.items():
-            loops = _loops(framework, build, Path(tmp) / name.replace(" ", "-"))
+            guards: list[Any] = []
+            loops = _loops(framework, build, Path(tmp) / name.replace(" ", "-"), guards)
             times: dict[str, tuple[list[float], list[float]]] = {v: ([], []) for v in loops}
             for i in range(WARMUP + STEPS):
                 for variant, fn in loops.items():  # interleaved step by step: the same load for all
@@ -167,6 +181,8 @@ def measure(framework: str) -> dict[str, Any]:
                         times[variant][0].append(time.perf_counter() - w)
                         times[variant][1].append(time.process_time() - c)
             out[name] = {v: (_q1(wall), _q1(cpu)) for v, (wall, cpu) in times.items()}
+            for guard in guards:  # the event files' writer thread ends before the folder goes
+                guard.close()
     return out
 
 
@@ -198,6 +214,11 @@ def main() -> None:
             r_cpu, r_wall = cpu / base_cpu - 1, wall / base_wall - 1
             print(f"     K=10, defer_reads=True (the accelerator path, masked on the device): "
                   f"cpu {100 * r_cpu:+.1f} %, wall {100 * r_wall:+.1f} %")  # fmt: skip
+            if "K=10 tensorboard" in best:  # the optional event files: tensorboard's writer thread included
+                wall, cpu = best["K=10 tensorboard"]
+                r_cpu, r_wall = cpu / base_cpu - 1, wall / base_wall - 1
+                print(f"     K=10 with TensorBoard event files: cpu {100 * r_cpu:+.1f} %, "
+                      f"wall {100 * r_wall:+.1f} %")  # fmt: skip
     print(f"   ({STEPS} steps per variant, interleaved step by step; the fastest quarter; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")  # fmt: skip
 

@@ -1,23 +1,30 @@
 """A self-contained HTML page for a comparison: inline SVG plots, no scripts, nothing fetched.
 
-Per framework × workload: loss and global grad norm per step for both sides, and the relative
-difference of each parameter's grad norm (first and last step) and final norm, on a log scale.
+Per framework × workload: the relative difference of the loss and of the global grad norm per step,
+|a − b| / max(|a|, |b|, tiny), on a log scale with the band edges of the comparison as lines (onset
+and growth at a glance), both loss curves for context, and the per-parameter differences (grad norms
+at the first and last step, final norms) largest first, the identical parameters collapsed into one
+line. Curves are downsampled for drawing (:func:`envkit.comparison.plots.envelope`), never for the
+verdict: a 100k-step pair stays a page of ~100 KB (benchmarks/bench_html.py).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from html import escape
-from typing import Any
 
-from envkit.comparison.pairwise import Comparison, fmt_rel
+from envkit.comparison.bands import Bands
+from envkit.comparison.pairwise import Comparison, fmt_rel, rel_diff
+from envkit.comparison.plots import COLORS, line_chart, log_chart
 from envkit.probe.model import ProbeReport, WorkloadRun
 
-__all__ = ["VERDICT_COLORS", "line_chart", "render_html"]
+__all__ = ["VERDICT_COLORS", "param_section", "rel_chart", "render_html", "step_diffs"]
 
-W, H, PAD = 520, 220, 44
-COLORS = ("#1f77b4", "#d62728")
+TINY = sys.float_info.min  # the floor of the relative difference's denominator (0 vs 0 is 0)
+MAX_PARAM_ROWS = 40
+BAR_W, ROW, LABEL_W = 640, 14, 260
 VERDICT_COLORS = {
     "identical": "#2ca02c",
     "equivalent": "#7cb342",
@@ -27,106 +34,109 @@ VERDICT_COLORS = {
 }
 
 
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def line_chart(
-    title: str, series: Sequence[tuple[str, Sequence[float]]], colors: Sequence[str] = COLORS
-) -> str:
-    """An SVG line chart, one polyline per series (the first solid, the others dashed)."""
-    finite = [v for _, ys in series for v in ys if math.isfinite(v)]
-    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
-    if hi == lo:
-        hi, lo = hi + 0.5 * (abs(hi) or 1), lo - 0.5 * (abs(lo) or 1)
-    n = max((len(ys) for _, ys in series), default=1)
-
-    def x(i: int) -> float:
-        return PAD + (W - 2 * PAD) * (i / max(n - 1, 1))
-
-    def y(v: float) -> float:
-        return H - PAD + (PAD * 2 - H) * (v - lo) / (hi - lo)
-
-    parts = [
-        f'<svg width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img"><title>{escape(title)}</title>',
-        f'<text x="{W / 2}" y="16" text-anchor="middle" font-size="13">{escape(title)}</text>',
-        f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - PAD}" y2="{H - PAD}" stroke="#999"/>',
-        f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{H - PAD}" stroke="#999"/>',
-        f'<text x="{PAD - 4}" y="{PAD + 4}" text-anchor="end" font-size="10">{hi:.4g}</text>',
-        f'<text x="{PAD - 4}" y="{H - PAD}" text-anchor="end" font-size="10">{lo:.4g}</text>',
-        f'<text x="{W - PAD}" y="{H - PAD + 14}" text-anchor="end" font-size="10">step {n}</text>',
-    ]
-    for k, (name, ys) in enumerate(series):
-        color = colors[k % len(colors)]
-        pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(ys) if math.isfinite(v))
-        dash = ' stroke-dasharray="5,3"' if k else ""
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{pts}"/>')
-        for i, v in enumerate(ys):
-            if not math.isfinite(v):
-                parts.append(
-                    f'<text x="{x(i):.1f}" y="{PAD + 12 * (k + 1)}" fill="{color}" '
-                    f'font-size="10" text-anchor="middle">NaN</text>'
-                )
-        parts.append(
-            f'<text x="{W - PAD}" y="{PAD + 14 * k}" text-anchor="end" font-size="11" '
-            f'fill="{color}">{escape(name)}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 def _bar_chart(title: str, bars: Sequence[tuple[str, float]]) -> str:
-    """Horizontal bars of relative differences on a log scale (1e-9 … 1); zero is drawn as 'identical'."""
-    row = 14
-    height = PAD + row * len(bars) + 10
-    label_w = 230
-    span = W + 120 - label_w - 20
+    """Horizontal bars of relative differences on a log scale (1e-9 … 1)."""
+    height = 30 + ROW * len(bars) + 6
+    span = BAR_W - LABEL_W - 80
     parts = [
-        f'<svg width="{W + 120}" height="{height}" role="img"><title>{escape(title)}</title>',
+        f'<svg width="{BAR_W}" height="{height}" role="img"><title>{escape(title)}</title>',
         f'<text x="4" y="16" font-size="13">{escape(title)}</text>',
     ]
     for i, (name, value) in enumerate(bars):
-        yy = PAD + i * row
+        yy = 30 + i * ROW
+        drawn = math.isfinite(value) and value > 0
+        frac = min(max((math.log10(value) + 9) / 9, 0.01), 1.0) if drawn else 0.0
         parts.append(
-            f'<text x="{label_w - 6}" y="{yy + 10}" text-anchor="end" font-size="10">{escape(name)}</text>'
-        )
-        if value > 0 and math.isfinite(value):
-            frac = min(max((math.log10(value) + 9) / 9, 0.01), 1.0)
-            parts.append(
-                f'<rect x="{label_w}" y="{yy + 1}" width="{span * frac:.1f}" '
-                f'height="{row - 3}" fill="#ff9800"/>'
-            )
-        parts.append(
-            f'<text x="{label_w + 4 + (span * frac if value > 0 and math.isfinite(value) else 0):.1f}" '
-            f'y="{yy + 10}" font-size="10">{escape(fmt_rel(value) if value else "identical")}</text>'
+            f'<text x="{LABEL_W - 6}" y="{yy + 10}" text-anchor="end" font-size="10">{escape(name)}</text>'
+            f'<rect x="{LABEL_W}" y="{yy + 1}" width="{span * frac:.1f}" height="{ROW - 3}" fill="#ff9800"/>'
+            f'<text x="{LABEL_W + 4 + span * frac:.1f}" y="{yy + 10}" font-size="10">{fmt_rel(value)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _rel(a: Any, b: Any) -> float:
-    x, y = _num(a), _num(b)
-    if x == y:
-        return 0.0
-    scale = max(abs(x), abs(y))
-    return abs(x - y) / scale if scale and math.isfinite(scale) else math.nan
-
-
-def _workload_section(fw: str, wl: str, ra: WorkloadRun, rb: WorkloadRun, names: tuple[str, str]) -> str:
-    out = [f"<h2>{escape(fw)} · {escape(wl)}</h2>"]
-    for metric in ("loss", "grad_norm"):
-        series = [(names[k], [float(getattr(s, metric)) for s in r.steps]) for k, r in enumerate((ra, rb))]
-        out.append(line_chart(f"{metric.replace('_', ' ')} per step", series))
-    bars = []
+def param_section(ra: WorkloadRun, rb: WorkloadRun) -> str:
+    """The parameters that differ (largest first, MAX_PARAM_ROWS bars at most); the identical in one line."""
+    rows: dict[str, list[tuple[str, float]]] = {}
     for which in ("first", "last"):
         ga, gb = ra.grad_norms(which), rb.grad_norms(which)
-        bars += [(f"grad {which}: {p}", _rel(ga[p], gb[p])) for p in ga if p in gb]
+        for p in ga:
+            if p in gb:
+                rows.setdefault(p, []).append((f"grad {which}: {p}", rel_diff(ga[p], gb[p], TINY)))
     fa, fb = ra.final_param_norms, rb.final_param_norms
-    bars += [(f"final: {p}", _rel(fa[p], fb[p])) for p in fa if p in fb]
-    out.append(_bar_chart("per-parameter relative difference (log scale, 1e-9 … 1)", bars))
+    for p in fa:
+        if p in fb:
+            rows.setdefault(p, []).append((f"final: {p}", rel_diff(fa[p], fb[p], TINY)))
+    same = [p for p, values in rows.items() if all(v == 0 for _, v in values)]
+    bars = sorted(
+        (bar for values in rows.values() for bar in values if bar[1] != 0),
+        key=lambda bar: (-bar[1] if not math.isnan(bar[1]) else -math.inf, bar[0]),
+    )
+    out = [
+        f"<p>{len(same)} of {len(rows)} parameters identical (grad norm at the first and the last step, "
+        f"final norm){': every one' if len(same) == len(rows) else ''}.</p>"
+    ]
+    if bars:
+        out.append(
+            _bar_chart(
+                "per-parameter relative difference, largest first (log scale, 1e-9 … 1)",
+                bars[:MAX_PARAM_ROWS],
+            )
+        )
+    if len(bars) > MAX_PARAM_ROWS:
+        out.append(f"<p>… and {len(bars) - MAX_PARAM_ROWS} smaller differences not drawn.</p>")
+    return "".join(out)
+
+
+def step_diffs(ra: WorkloadRun, rb: WorkloadRun, metric: str) -> list[float]:
+    """|a − b| / max(|a|, |b|, tiny) of ``metric`` (``loss``, ``grad_norm``) at every step."""
+    return [
+        rel_diff(getattr(sa, metric), getattr(sb, metric), TINY)
+        for sa, sb in zip(ra.steps, rb.steps, strict=True)
+    ]
+
+
+def rel_chart(
+    title: str,
+    series: Sequence[tuple[str, Sequence[float]]],
+    bands: Bands,
+    first_diff: int | None,
+    colors: Sequence[str] = COLORS,
+) -> str:
+    """``series`` of relative differences with ``bands``' edges and the onset window drawn as lines."""
+    marks = [(f"onset window ({bands.window})", bands.window)]
+    if first_diff is not None:
+        marks.append((f"first difference: step {first_diff:,}", first_diff))
+    edges = [
+        (f"equivalent ≤ {bands.equivalent:g}", bands.equivalent),
+        (f"drift ≤ {bands.drift:g}", bands.drift),
+    ]
+    return log_chart(title, series, edges=edges, marks=marks, colors=colors)
+
+
+def _workload_section(
+    fw: str, wl: str, ra: WorkloadRun, rb: WorkloadRun, names: tuple[str, str], comparison: Comparison
+) -> str:
+    out = [f"<h2>{escape(fw)} · {escape(wl)}</h2>"]
+    diffs = [(metric.replace("_", " "), step_diffs(ra, rb, metric)) for metric in ("loss", "grad_norm")]
+    if any(d != 0 for _, ys in diffs for d in ys):
+        first = min(
+            (
+                c.first_diff_step
+                for c in comparison.comparisons
+                if (c.framework, c.workload) == (fw, wl)
+                and c.metric in ("loss", "grad_norm")
+                and c.first_diff_step
+            ),
+            default=None,
+        )
+        title = "relative difference per step, |a − b| / max(|a|, |b|) (log scale)"
+        out.append(rel_chart(title, diffs, comparison.bands, first))
+    else:
+        out.append(f"<p>loss and grad norm bitwise identical at all {len(ra.steps):,} steps.</p>")
+    series = [(names[k], [s.loss for s in r.steps]) for k, r in enumerate((ra, rb))]
+    out.append(line_chart("loss per step", series))
+    out.append(param_section(ra, rb))
     return "\n".join(out)
 
 
@@ -149,7 +159,9 @@ def render_html(a: ProbeReport, b: ProbeReport, comparison: Comparison) -> str:
     )
     causes = "".join(f"<li>{escape(c.message)}</li>" for c in comparison.causes[:25]) or "<li>none found</li>"
     sections = [
-        _workload_section(fw, wl, a.frameworks[fw].workloads[wl], b.frameworks[fw].workloads[wl], names)
+        _workload_section(
+            fw, wl, a.frameworks[fw].workloads[wl], b.frameworks[fw].workloads[wl], names, comparison
+        )
         for fw, wl in _both_ok(a, b)
     ]
     color = VERDICT_COLORS[comparison.verdict]
@@ -163,8 +175,9 @@ def render_html(a: ProbeReport, b: ProbeReport, comparison: Comparison) -> str:
         f"<h1>{escape(names[0])} vs {escape(names[1])}: "
         f'<span style="color:{color}">{comparison.verdict}</span></h1>'
         f"<p>bands: identical (bitwise) · equivalent ≤ {comparison.bands.equivalent:g} · precision-drift ≤ "
-        f"{comparison.bands.drift:g} · diverged beyond · invalid on NaN/Inf. Solid line: {escape(names[0])}, "
-        f"dashed: {escape(names[1])}.</p>"
+        f"{comparison.bands.drift:g} · diverged beyond · invalid on NaN/Inf. Loss curves: "
+        f"{escape(names[0])} solid, {escape(names[1])} dashed. Curves are drawn from a min/max envelope "
+        "per pixel column; the verdicts read every step.</p>"
         f"<h2>Likely causes</h2><ol>{causes}</ol>"
         "<h2>Comparisons</h2><table><tr><th>framework</th><th>workload</th><th>mode</th><th>metric</th>"
         f"<th>verdict</th><th>max rel diff</th><th>first diff step</th><th>detail</th></tr>{rows}</table>"

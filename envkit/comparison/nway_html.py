@@ -1,5 +1,7 @@
 """A self-contained HTML page for an N-way comparison: the groups, the outliers with their causes,
-and per framework × workload the loss (and grad norm) curves of every group on one plot.
+and per framework × workload the relative difference of each group's loss from the majority's per
+step (log scale, the band edges as lines) and the loss and grad norm curves of every group, drawn
+from a min/max envelope (:mod:`envkit.comparison.plots`): light at 100k steps.
 """
 
 from __future__ import annotations
@@ -7,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from envkit.comparison.html import VERDICT_COLORS, line_chart
+from envkit.comparison.html import VERDICT_COLORS, rel_chart, step_diffs
 from envkit.comparison.nway import NWayComparison, member_list
 from envkit.comparison.pairwise import fmt_rel
+from envkit.comparison.plots import COLORS, line_chart
 from envkit.probe.model import ProbeReport
 
 __all__ = ["render_nway_html"]
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 MAX_GROUPS_PLOTTED = 12
 MAX_MEMBERS = 8
 _COLORS = {**VERDICT_COLORS, "suspect": "#b71c1c"}
@@ -28,6 +30,16 @@ def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWayComparison) ->
     for fw, entry in sorted(first.frameworks.items()):
         for wl in sorted(entry.workloads):
             out.append(f"<h2>{escape(fw)} · {escape(wl)}</h2>")
+            ref = entry.workloads[wl]
+            diffs = []
+            for g in groups[1:]:
+                other = reps[g.members[0]].frameworks.get(fw)
+                res = other.workloads.get(wl) if other is not None else None
+                if res is not None and res.ok and ref.ok:
+                    diffs.append((f"group {g.index} loss", step_diffs(ref, res, "loss")))
+            if diffs:
+                title = "relative difference of the loss from group 1 per step (log scale)"
+                out.append(rel_chart(title, diffs, result.bands, None, COLORS[1:]))
             for metric in ("loss", "grad_norm"):
                 series = []
                 for g in groups:
@@ -35,7 +47,7 @@ def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWayComparison) ->
                     res = other.workloads.get(wl) if other is not None else None
                     values = [float(getattr(s, metric)) for s in (res.steps if res is not None else ())]
                     series.append((f"group {g.index} ({len(g.members)})", values))
-                out.append(line_chart(f"{metric.replace('_', ' ')} per step, every group", series, PALETTE))
+                out.append(line_chart(f"{metric.replace('_', ' ')} per step, every group", series, COLORS))
     return out
 
 

@@ -133,6 +133,9 @@ class Adapter:
 
     name = ""
     safetensors = ""  # the safetensors front end: safetensors.torch, safetensors.paddle
+    # a trainer steps and zeroes the optimizer itself (Lightning: envkit.guard.lightning); the guard
+    # only checks, clips and decides, and a skipped step's gradients are dropped by the caller
+    trainer_steps = False
 
     def __init__(self, model: Any, optimizer: Any, scaler: Any = None) -> None:
         self.model = model

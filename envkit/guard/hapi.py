@@ -16,7 +16,8 @@ from typing import Any
 import paddle
 from paddle.callbacks import Callback
 
-from envkit.guard.loop import Guard, GuardStep
+from envkit.guard.callbacks import CallbackState
+from envkit.guard.loop import Guard
 
 __all__ = ["GuardCallback"]
 
@@ -25,15 +26,12 @@ def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-class GuardCallback(Callback):
+class GuardCallback(Callback, CallbackState):
     """Guard a ``paddle.Model.fit`` run; ``options`` are :class:`~envkit.guard.Guard`'s."""
 
     def __init__(self, run: str | Path, **options: Any) -> None:
-        super().__init__()
-        self.run_dir, self.options = Path(run), options
-        self.guard: Guard | None = None
-        self._step: GuardStep | None = None
-        self._count = 0
+        Callback.__init__(self)
+        CallbackState.__init__(self, run, options)
         self._saved: dict[str, Any] = {}
 
     def on_train_begin(self, logs: Any = None) -> None:
@@ -52,18 +50,15 @@ class GuardCallback(Callback):
         def guarded_train_batch(inputs: Any, labels: Any = None, update: bool = True) -> Any:
             if not update or self.guard is None:
                 return train_batch(inputs, labels, update)
-            self._step = self.guard.step(
-                self._count, (_list(inputs), _list(labels) if labels is not None else [])
-            )
-            self._step.__enter__()
-            self._count += 1
+            step = self.open_step((_list(inputs), _list(labels) if labels is not None else []))
+            assert step is not None  # the guard is made
             try:
                 result = train_batch(inputs, labels, update)
             except Exception as exc:
-                self._step.__exit__(type(exc), exc, exc.__traceback__)
+                step.__exit__(type(exc), exc, exc.__traceback__)
                 raise
             finally:
-                step, self._step = self._step, None
+                self._step = None
             step.__exit__(None, None, None)
             return result
 

@@ -132,6 +132,7 @@ class Guard:
         name: str = "train",
         seed: int = 0,
         autocast: str | None = None,
+        tensorboard: bool = True,
     ) -> None:
         try:
             self.policy = Policy(policy)
@@ -161,7 +162,9 @@ class Guard:
         self.consecutive_overflows = 0
         self.dumps = 0
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
-        self.log = RunLog(Path(run), self.adapter, name=name, seed=seed, rank=rank, world=self.world_size)
+        self.log = RunLog(
+            Path(run), self.adapter, name=name, seed=seed, rank=rank, world=self.world_size, tb=tensorboard
+        )
         self.log.flush_every = flush_every
         self.log.config = {
             "policy": str(self.policy),
@@ -201,7 +204,7 @@ class Guard:
     def close(self) -> Path:
         """Read what is pending and write RUN/report.json, steps.jsonl and steps.csv."""
         self._drain(None)
-        return self.log.write()
+        return self.log.close()
 
     def __enter__(self) -> Guard:
         return self

@@ -8,7 +8,8 @@ knows (skips and why, incidents with their localization and dump, overflows, cli
 the report's ``guard`` key, which the probe ignores. A data-parallel rank other than 0 writes to
 ``RUN/rank-N/``. ``steps.jsonl`` also grows every ``flush_every`` (100) steps while the run goes
 on, so a run that dies keeps its steps; the three files are rewritten whole at incidents and at
-``Guard.close()``.
+``Guard.close()``. With ``tensorboard`` installed, each step also goes to an event file under
+``RUN/tensorboard/`` (:mod:`envkit.guard.tb`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from envkit._atomic import write_text_atomic
 from envkit.guard.adapter import Adapter
 from envkit.guard.records import Incident, StepRecord, json_float
+from envkit.guard.tb import MISSING, TB_OFF, TensorBoardLog, open_tensorboard
 from envkit.probe.model import KIND, SCHEMA
 
 __all__ = ["GUARD_SCHEMA", "RunLog"]
@@ -42,7 +44,9 @@ def fingerprint() -> dict[str, Any]:
 class RunLog:
     """Writes a guarded run's record: ``report.json`` (a probe report), ``steps.jsonl``, ``steps.csv``."""
 
-    def __init__(self, run: Path, adapter: Adapter, *, name: str, seed: int, rank: int, world: int) -> None:
+    def __init__(
+        self, run: Path, adapter: Adapter, *, name: str, seed: int, rank: int, world: int, tb: bool = True
+    ) -> None:
         self.run = run
         self.root = run if rank == 0 else run / f"rank-{rank}"
         self.adapter = adapter
@@ -54,16 +58,28 @@ class RunLog:
         self._env: dict[str, Any] | None = None
         self.flush_every = 100
         self._flushed = 0
+        self._tb: TensorBoardLog | None = None
+        # what report.json says of the event files (None: not opened yet)
+        self._tb_note: dict[str, str | None] | None = None if tb else {"folder": None, "note": TB_OFF}
 
     def add(self, rec: StepRecord, *, first: bool) -> None:
         if first:
             self.first_norms = self.adapter.last_param_norms()
         self.records.append(rec)
+        if self._tb is None and (self._tb_note is None or self._tb_note["folder"] is not None):
+            self._tb = open_tensorboard(self.root / "tensorboard")  # again after close(): a new file
+            self._tb_note = (
+                {"folder": "tensorboard", "note": None} if self._tb else {"folder": None, "note": MISSING}
+            )
+        if self._tb is not None:
+            self._tb.add(rec)
         if self.flush_every and len(self.records) - self._flushed >= self.flush_every:
             self.flush()
 
     def flush(self) -> None:
         """Append the records not yet in ``steps.jsonl`` (a run that dies keeps its steps so far)."""
+        if self._tb is not None:
+            self._tb.flush()
         new = self.records[self._flushed :]
         if not new:
             return
@@ -154,6 +170,7 @@ class RunLog:
             "skips": [{"step": r.step, "reason": r.skipped} for r in self.records if r.skipped],
             "incidents": [i.to_json() for i in self.incidents],
             "clipped_steps": clipped,
+            "tensorboard": self._tb_note,
         }
 
     def write(self) -> Path:
@@ -179,4 +196,14 @@ class RunLog:
                 }
             )
         write_text_atomic(self.root / "steps.csv", buf.getvalue())
+        if self._tb is not None:
+            self._tb.flush()
+        return path
+
+    def close(self) -> Path:
+        """:meth:`write`, and close the event file (a later step opens a new one)."""
+        path = self.write()
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
         return path

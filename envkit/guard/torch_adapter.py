@@ -116,6 +116,8 @@ class TorchAdapter(Adapter):
                 g.masked_fill_(bad, 0.0)
 
     def optimizer_step(self) -> bool | None:
+        if self.trainer_steps:
+            return None
         if self.scaler is None:
             self.optimizer.step()
             return None
@@ -126,7 +128,8 @@ class TorchAdapter(Adapter):
         return not (self._scale_before is not None and after < self._scale_before)
 
     def zero_grad(self) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
+        if not self.trainer_steps:
+            self.optimizer.zero_grad(set_to_none=True)
 
     def read(self, values: list[Any]) -> list[float]:
         if not values:

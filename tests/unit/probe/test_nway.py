@@ -123,7 +123,8 @@ def test_cli_compares_a_run_with_text_json_and_html(
     assert "3 reports, 2 bitwise group(s), majority: group 1 (2)" in text
     assert "n3: equivalent" in text and "threads" in text and "n4: never-ran: job cancelled" in text
     page = html.read_text()
-    assert page.count("<svg") == 4 and "group 2 (1)" in page
+    assert page.count("<svg") == 6 and "group 2 (1)" in page  # per workload: vs group 1, loss, grad norm
+    assert page.count("<title>relative difference of the loss from group 1") == 2
     assert main(["probe", "--compare", "n1.json", "--store", str(run_dir), "--json"]) == 2
     capsys.readouterr()
     assert main(["probe", "--store", str(tmp_path), "--compare", "r1", "--json"]) == 1
