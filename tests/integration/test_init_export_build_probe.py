@@ -136,6 +136,9 @@ def test_conda_export_to_offline_cpu_image_probes_the_same_as_the_host(
     # -- the host where the export came from, probed with that environment's python ---------------
     host_report = work / "host.json"
     python = str(prefix / "bin" / "python")
+    # the environment as its users run it: not with the test runner's PYTHONPATH (a checkout's
+    # envkit_dl.egg-info there would show up as an installed distribution on the host side only)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
     code, probed = _cli(monkeypatch, capsys, project, "probe", "--python", python, "--frameworks", "torch",
                         "--label", "host", "-o", str(host_report), "--no-store")  # fmt: skip
     assert code == 0, probed
