@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 dev: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --durations=25
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
