@@ -80,7 +80,8 @@ class FleetReplay:
 
     @property
     def verdict(self) -> str:
-        """``reproducible`` when every node reproduced the step; else the first other verdict."""
+        """``reproducible`` when every node reproduced the step, else the first other verdict; ``none``
+        when no task replayed."""
         found = [v.verdict for v in self.verdicts.values()]
         return next((v for v in found if v != "reproducible"), "reproducible" if found else "none")
 
