@@ -65,6 +65,16 @@ def replay(
     if entry is None:
         raise suggest_entry(dump)
     fleet = "slurm" if slurm else scheduler
+    fleet_only = {
+        "--nodes": nodes != 1, "--nodelist": nodelist, "--partition": partition, "--time": time_limit,
+        "--store": store, "--run-id": run_id, "--wait-timeout": wait_timeout,
+    }  # fmt: skip
+    given = [name for name, value in fleet_only.items() if value]
+    if fleet is None and given:
+        raise UsageError(
+            f"{', '.join(given)}: only with --slurm or --scheduler (a fleet replay)",
+            hint="add --slurm (or --scheduler local) to replay on other nodes",
+        )
     if fleet is not None:
         if image is not None:
             raise UsageError("--image and --slurm/--scheduler: choose one", hint="see docs/guard.md")

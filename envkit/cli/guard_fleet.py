@@ -20,14 +20,12 @@ else), and takes the entry only in its ``module:function`` shape.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,7 @@ from envkit.fleet.manifest import MAX_MANIFEST_BYTES, parse_layout, read_store_j
 from envkit.fleet.scheduler import JobRequest, Scheduler
 from envkit.fleet.task import run_recorded, task_main
 from envkit.guard.dump import read_dump
-from envkit.guard.image_replay import judge_side
+from envkit.guard.image_replay import judge_side, stage_dump
 from envkit.guard.image_side import replay_document
 from envkit.guard.replay import ReplayVerdict
 
@@ -82,7 +80,8 @@ class FleetReplay:
 
     @property
     def verdict(self) -> str:
-        """``reproducible`` when every node reproduced the step; else the first other verdict."""
+        """``reproducible`` when every node reproduced the step, else the first other verdict; ``none``
+        when no task replayed."""
         found = [v.verdict for v in self.verdicts.values()]
         return next((v for v in found if v != "reproducible"), "reproducible" if found else "none")
 
@@ -92,14 +91,6 @@ class FleetReplay:
             "fleet": self.run.to_json(),
             "verdicts": {task: v.to_json() for task, v in self.verdicts.items()},
         }
-
-
-def _stage(source: Path, run_dir: Path) -> None:
-    target = run_dir / DUMP
-    target.mkdir(mode=0o755)
-    for name in sorted(p.name for p in source.iterdir() if p.is_file()):
-        shutil.copyfile(source / name, target / name)
-        (target / name).chmod(0o644)
 
 
 def replay_on_fleet(
@@ -117,7 +108,7 @@ def replay_on_fleet(
     dump = read_dump(path)  # a changed or foreign dump is refused before anything is submitted
     run_id = store.check_run_id(opts.run_id or store.new_run_id())
     run_dir = store.create_run_dir(opts.store, run_id)
-    _stage(dump.path, run_dir)
+    stage_dump(dump.path, run_dir / DUMP)
     manifest: dict[str, object] = {
         "run": run_id,
         "kind": KIND,
@@ -156,10 +147,7 @@ def replay_on_fleet(
         if task.state == "ok" and task.report:
             data = read_store_json(run_dir / task.report, limit=MAX_MANIFEST_BYTES, what="replay result")
             where = f"on {task.node}"
-            verdict = judge_side(dump, json.dumps(data), where)
-            verdicts[task.task] = replace(
-                verdict, notes=[*verdict.notes, f"replayed {where} ({task.report})"]
-            )
+            verdicts[task.task] = judge_side(dump, data, where, f"replayed {where} ({task.report})")
     return FleetReplay(run, verdicts)
 
 

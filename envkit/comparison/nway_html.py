@@ -1,7 +1,8 @@
 """A self-contained HTML page for an N-way comparison: the groups, the outliers with their causes,
-and per framework × workload the relative difference of each group's loss from the majority's per
-step (log scale, the band edges as lines) and the loss and grad norm curves of every group, drawn
-from a min/max envelope (:mod:`envkit.comparison.plots`): light at 100k steps.
+and per framework × workload the relative difference of each group's loss from group 1's (the
+majority's, unless tied) per step (log scale, the band edges as lines) and the loss and grad norm
+curves of every group, drawn from a min/max envelope (:mod:`envkit.comparison.plots`): light at
+100k steps.
 """
 
 from __future__ import annotations
@@ -13,13 +14,18 @@ from envkit.comparison.html import VERDICT_COLORS, rel_chart, step_diffs
 from envkit.comparison.nway import NWayComparison, member_list
 from envkit.comparison.pairwise import fmt_rel
 from envkit.comparison.plots import COLORS, line_chart
-from envkit.probe.model import ProbeReport
+from envkit.probe.model import ProbeReport, WorkloadRun
 
 __all__ = ["render_nway_html"]
 
 MAX_GROUPS_PLOTTED = 12
 MAX_MEMBERS = 8
 _COLORS = {**VERDICT_COLORS, "suspect": "#b71c1c"}
+
+
+def _workload(report: ProbeReport, fw: str, wl: str) -> WorkloadRun | None:
+    entry = report.frameworks.get(fw)
+    return entry.workloads.get(wl) if entry is not None else None
 
 
 def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWayComparison) -> list[str]:
@@ -33,8 +39,7 @@ def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWayComparison) ->
             ref = entry.workloads[wl]
             diffs = []
             for g in groups[1:]:
-                other = reps[g.members[0]].frameworks.get(fw)
-                res = other.workloads.get(wl) if other is not None else None
+                res = _workload(reps[g.members[0]], fw, wl)
                 if res is not None and res.ok and ref.ok:
                     diffs.append((f"group {g.index} loss", step_diffs(ref, res, "loss")))
             if diffs:
@@ -43,8 +48,7 @@ def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWayComparison) ->
             for metric in ("loss", "grad_norm"):
                 series = []
                 for g in groups:
-                    other = reps[g.members[0]].frameworks.get(fw)
-                    res = other.workloads.get(wl) if other is not None else None
+                    res = _workload(reps[g.members[0]], fw, wl)
                     values = [float(getattr(s, metric)) for s in (res.steps if res is not None else ())]
                     series.append((f"group {g.index} ({len(g.members)})", values))
                 out.append(line_chart(f"{metric.replace('_', ' ')} per step, every group", series, COLORS))

@@ -78,7 +78,8 @@ def run_recorded(
 ) -> int:
     """A task's record around ``work``: ``running``, then ``ok`` with the result's name or ``failed``.
 
-    ``work`` gets the manifest only after :func:`store.read_manifest` found it this user's own.
+    ``work`` gets the manifest only after :func:`store.read_manifest` found it this user's own; what it
+    raises of ``errors`` is the task's failure (its record, a message, exit 3), anything else propagates.
     """
     raw = store.read_manifest(run_dir, owned=True)  # nothing another user wrote runs here
     per_node = raw.get("tasks_per_node", 1) if type(raw.get("tasks_per_node", 1)) is int else 1

@@ -28,7 +28,7 @@ from envkit.guard.replay import ReplayVerdict, judge, side_report
 if TYPE_CHECKING:
     from envkit.engine.protocol import ContainerEngine, Mount, RunResult
 
-__all__ = ["judge_side", "parse_side", "replay_in_image"]
+__all__ = ["judge_side", "parse_side", "replay_in_image", "stage_dump"]
 
 SOURCE = Path(envkit.__file__).resolve().parent  # the envkit package, mounted as /opt/envkit-src/envkit
 CONTAINER_SRC = "/opt/envkit-src"
@@ -70,7 +70,7 @@ def replay_in_image(
         )
     code_dir = _readable_code(code or Path.cwd(), user)
     with tempfile.TemporaryDirectory(prefix="envkit-replay-") as tmp:
-        staged = _stage(dump.path, Path(tmp) / "dump")
+        staged = stage_dump(dump.path, Path(tmp) / "dump")
         result = _run(engine, image, staged, entry, code_dir)
     return _judged(dump, image, info.id, result)
 
@@ -89,8 +89,8 @@ def _readable_code(code: Path, user: str) -> Path:
     return where
 
 
-def _stage(source: Path, target: Path) -> Path:
-    """A readable copy of the checked dump for the image's user (the run wrote it for its owner only)."""
+def stage_dump(source: Path, target: Path) -> Path:
+    """A readable copy of the checked dump at ``target`` for another user (the run wrote it owner-only)."""
     target.mkdir()
     for name in sorted(p.name for p in source.iterdir() if p.is_file()):
         shutil.copyfile(source / name, target / name)
@@ -112,20 +112,25 @@ def _judged(dump: Dump, image: str, image_id: str, result: RunResult) -> ReplayV
             f"the replay failed {where} (exit {result.exit_code}):\n{_tail(result.stderr)}",
             hint="does the image have python3 and the dump's framework? is --entry importable there?",
         )
-    verdict = judge_side(dump, result.stdout, where)
-    return replace(verdict, notes=[*verdict.notes, f"replayed {where} ({image_id[:19]})"])
+    lines = result.stdout.strip().splitlines()
+    try:
+        document = load_json_bounded(lines[-1] if lines else "", MAX_DEPTH)
+    except ValueError as e:
+        raise _fail(where, f"no result ({e})") from e
+    return judge_side(dump, document, where, f"replayed {where} ({image_id[:19]})")
 
 
-def judge_side(dump: Dump, printed: str, where: str) -> ReplayVerdict:
-    """The verdict from what a replaying side printed (:mod:`envkit.guard.image_side`'s JSON), ``where``."""
-    side = parse_side(printed, where)
+def judge_side(dump: Dump, document: object, where: str, note: str) -> ReplayVerdict:
+    """The verdict from a replaying side's JSON (:mod:`envkit.guard.image_side`), ``note`` added."""
+    side = parse_side(document, where)
     fingerprint, framework_info = side["fingerprint"], side["info"]
 
     def here(framework: str) -> Any:
         env_json = {"fingerprint": fingerprint, "framework": framework, "info": framework_info}
         return side_report(env_json, f"the replay {where}")
 
-    return judge(dump, side["runs"], here, where)
+    verdict = judge(dump, side["runs"], here, where)
+    return replace(verdict, notes=[*verdict.notes, note])
 
 
 def _fail(where: str, what: str) -> GuardError:
@@ -143,13 +148,8 @@ def _hex(value: Any, where: str, field: str) -> float:
         raise _fail(where, f"a {field} {value[:40]!r} that is not a hex float") from e
 
 
-def parse_side(stdout: str, where: str) -> dict[str, Any]:
-    """The in-image JSON, strictly: kind, schema, two replays of hex floats, objects for the rest."""
-    lines = stdout.strip().splitlines()
-    try:
-        data = load_json_bounded(lines[-1] if lines else "", MAX_DEPTH)
-    except ValueError as e:
-        raise _fail(where, f"no result ({e})") from e
+def parse_side(data: object, where: str) -> dict[str, Any]:
+    """A replaying side's JSON, strictly: kind, schema, two replays of hex floats, objects for the rest."""
     if not isinstance(data, dict) or data.get("kind") != KIND or data.get("schema") != SCHEMA:
         raise _fail(where, f"something that is not a {KIND} schema {SCHEMA}")
     replays = data.get("replays")

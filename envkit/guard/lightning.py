@@ -42,7 +42,7 @@ else:
     except ImportError:  # the older package name
         from pytorch_lightning.callbacks import Callback
 
-__all__ = ["GuardCallback"]
+__all__ = ["GuardCallback", "training_step_loss"]
 
 
 def training_step_loss(module: Any, batch: Any) -> Any:

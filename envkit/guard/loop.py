@@ -163,7 +163,13 @@ class Guard:
         self.dumps = 0
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
         self.log = RunLog(
-            Path(run), self.adapter, name=name, seed=seed, rank=rank, world=self.world_size, tb=tensorboard
+            Path(run),
+            self.adapter,
+            name=name,
+            seed=seed,
+            rank=rank,
+            world=self.world_size,
+            tensorboard=tensorboard,
         )
         self.log.flush_every = flush_every
         self.log.config = {

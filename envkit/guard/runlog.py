@@ -45,7 +45,15 @@ class RunLog:
     """Writes a guarded run's record: ``report.json`` (a probe report), ``steps.jsonl``, ``steps.csv``."""
 
     def __init__(
-        self, run: Path, adapter: Adapter, *, name: str, seed: int, rank: int, world: int, tb: bool = True
+        self,
+        run: Path,
+        adapter: Adapter,
+        *,
+        name: str,
+        seed: int,
+        rank: int,
+        world: int,
+        tensorboard: bool = True,
     ) -> None:
         self.run = run
         self.root = run if rank == 0 else run / f"rank-{rank}"
@@ -60,7 +68,9 @@ class RunLog:
         self._flushed = 0
         self._tb: TensorBoardLog | None = None
         # what report.json says of the event files (None: not opened yet)
-        self._tb_note: dict[str, str | None] | None = None if tb else {"folder": None, "note": TB_OFF}
+        self._tb_note: dict[str, str | None] | None = (
+            None if tensorboard else {"folder": None, "note": TB_OFF}
+        )
 
     def add(self, rec: StepRecord, *, first: bool) -> None:
         if first:

@@ -24,7 +24,7 @@ from typing import Any
 
 from envkit.guard.records import StepRecord
 
-__all__ = ["MISSING", "TB_OFF", "TensorBoardLog", "open_tensorboard"]
+__all__ = ["MISSING", "TB_OFF", "TensorBoardLog", "open_tensorboard", "scalars"]
 
 MISSING = "tensorboard is not installed: no event files (pip install 'envkit-dl[guard-tb]')"
 TB_OFF = "off: Guard(tensorboard=False)"

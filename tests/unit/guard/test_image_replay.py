@@ -186,3 +186,20 @@ def test_a_code_directory_the_images_user_cannot_read_is_refused(dump: Path, tmp
     assert "chmod o+rx" in str(info.value.hint) and not fake.runs
     code.chmod(0o755)
     assert replay_in_image(fake, IMAGE, dump, ENTRY, code=code).verdict == "reproducible"
+
+
+@pytest.mark.parametrize(
+    "extra", [["--nodes", "3"], ["--store", "s", "--time", "5"], ["--image", IMAGE, "--run-id", "r"]]
+)
+def test_fleet_options_without_a_scheduler_are_a_usage_error(
+    dump: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    fake = engine(side())
+    code = main(
+        ["guard", "replay", str(dump), "--entry", ENTRY, *extra, "--json"],
+        services=Services(engine_factory=lambda: fake),
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and out["errors"][0]["type"] == "UsageError", out
+    assert extra[-2] in out["errors"][0]["message"] and "only with --slurm" in out["errors"][0]["message"]
+    assert not fake.runs

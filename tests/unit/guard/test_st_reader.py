@@ -224,8 +224,8 @@ def test_a_hostile_file_is_a_dump_error_naming_it(
 def test_a_missing_file_is_a_dump_error(tmp_path: Path) -> None:
     with pytest.raises(DumpError, match=r"missing\.safetensors: cannot read"):
         st_reader.load_torch(str(tmp_path / "missing.safetensors"))
+    (tmp_path / "a-dir.safetensors").mkdir()
     with pytest.raises(DumpError, match=r"a-dir\.safetensors: cannot read"):
-        (tmp_path / "a-dir.safetensors").mkdir()
         check_safetensors(tmp_path / "a-dir.safetensors")
 
 

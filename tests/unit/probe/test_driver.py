@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from envkit.catalog import load_catalog
+from envkit.errors import ReportError
 from envkit.probe.core import ProbeRun
 from envkit.probe.driver import driver_check, driver_line
 from envkit.probe.model import ProbeReport
@@ -66,5 +67,5 @@ def test_info_cuda_runtime_of_the_wrong_type_names_its_field() -> None:
     data = make_report()
     data["frameworks"]["torch"].pop("cuda_runtime", None)
     data["frameworks"]["torch"].setdefault("info", {})["cuda_runtime"] = ["12"]
-    with pytest.raises(Exception, match=r"frameworks\.torch\.info\.cuda_runtime"):
+    with pytest.raises(ReportError, match=r"frameworks\.torch\.info\.cuda_runtime: expected a string"):
         parsed(data)
