@@ -6,7 +6,7 @@ How Poetry decides (python-poetry/poetry ``src/poetry/installation/installer.py`
 - **lock-version 2.1** (Poetry 2): no re-resolution. A package is installed when one of its
   ``groups`` is chosen and its marker for those groups holds, the marker evaluated with the
   chosen extras as ``extra`` (``markers = "extra == \\"cuda\\""``; Poetry 2 writes per-group markers
-  as a table). Anything else is not installed (optional packages: "Not required").
+  as a table; one extra at a time here, see :func:`_holds`). Anything else is not installed (optional packages: "Not required").
 - **older locks** (Poetry 1.x, lock-version 1.1/2.0): Poetry re-resolves from pyproject.toml against
   the lock; from the lock alone the reading is its own: every non-optional package whose marker
   holds, plus the optional packages the chosen extras need (``[extras]`` and the dependency graph,
@@ -115,12 +115,18 @@ def _groups_of(package: Mapping[str, Any], new_lock: bool) -> set[str]:
 
 
 def _holds(marker: object, env: dict[str, str], extras: tuple[str, ...]) -> bool | None:
-    """The marker with the chosen extras as ``extra`` (any of them, or none), as Poetry's marker env."""
+    """The marker evaluated once per chosen extra as ``extra`` (no extra chosen: ``""``): True when
+    one holds (``extra != "cpu"`` with cpu chosen does not, as in Poetry).
+
+    Poetry 2 evaluates once with ``extra`` the set of chosen extras (``extras=set(self._extras)``),
+    so the two differ for a marker that names two chosen extras at once: ``extra == "cpu" and
+    extra != "cuda"`` with both chosen holds here and not in Poetry (packaging >= 26.4 evaluates an
+    ``extra`` set as Poetry does)."""
     if marker is None or marker == "":
         return True
     if not isinstance(marker, str):
         return None
-    results = [marker_holds(marker, {**env, "extra": e}) for e in (*extras, "")]
+    results = [marker_holds(marker, {**env, "extra": e}) for e in extras or ("",)]
     if any(r is True for r in results):
         return True
     return None if all(r is None for r in results) else False
