@@ -58,6 +58,8 @@ def parse_mapping(data: bytes) -> dict[str, str | None]:
         raise MappingInvalid(str(e)) from e
     if not isinstance(value, dict):
         raise MappingInvalid(f"not a JSON object of conda names (a {type(value).__name__})")
+    if not value:  # a server's placeholder would otherwise replace every name
+        raise MappingInvalid("an empty object: no conda names")
     if len(value) > MAX_ENTRIES:
         raise MappingInvalid(f"{len(value)} entries (at most {MAX_ENTRIES})")
     mapping: dict[str, str | None] = {}
