@@ -6,7 +6,8 @@ How Poetry decides (python-poetry/poetry ``src/poetry/installation/installer.py`
 - **lock-version 2.1** (Poetry 2): no re-resolution. A package is installed when one of its
   ``groups`` is chosen and its marker for those groups holds, the marker evaluated with the
   chosen extras as ``extra`` (``markers = "extra == \\"cuda\\""``; Poetry 2 writes per-group markers
-  as a table; one extra at a time here, see :func:`_holds`). Anything else is not installed (optional packages: "Not required").
+  as a table; one extra at a time here, see :func:`_holds`). Anything else is not installed
+  (optional packages: "Not required").
 - **older locks** (Poetry 1.x, lock-version 1.1/2.0): Poetry re-resolves from pyproject.toml against
   the lock; from the lock alone the reading is its own: every non-optional package whose marker
   holds, plus the optional packages the chosen extras need (``[extras]`` and the dependency graph,
