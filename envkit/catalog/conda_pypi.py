@@ -3,9 +3,10 @@
 Shipped as ``envkit/catalog/data/conda_pypi.json.gz``: the upstream ``compressed_mapping.json``
 byte for byte, gzipped (see ``data/conda_pypi.README.md`` for source and license,
 ``data/conda_pypi.source.json`` for the URL, day and sha256 of the copy shipped). Each entry is
-``conda name -> PyPI name`` or ``null`` (parselmouth found no Python distribution in that conda package: a C library, a
-metapackage). :func:`parse_mapping` reads any copy strictly (a download, a file); every name must be
-a plain package name before envkit uses it. :func:`load_mapping` reads the shipped copy once.
+``conda name -> PyPI name`` or ``null`` (parselmouth found no Python distribution in that conda
+package: a C library, a metapackage). :func:`parse_mapping` reads any copy strictly (a download, a
+file); every name must be a plain package name before envkit uses it. :func:`load_mapping` reads the
+shipped copy once.
 """
 
 from __future__ import annotations
