@@ -149,7 +149,9 @@ def _dependency_names(package: Mapping[str, Any]) -> list[str]:
 def _extra_closure(
     by_name: Mapping[str, list[Mapping[str, Any]]], extras: Mapping[str, list[str]], chosen: tuple[str, ...]
 ) -> set[str]:
-    """The packages the chosen extras need: ``get_extra_package_names`` (a walk of the lock's graph)."""
+    """The packages the chosen extras need: the walk of ``get_extra_package_names``, less each package's
+    own optional dependencies (Poetry walks ``package.requires``, which keeps them, so it can also
+    install an optional package that only another extra asked for)."""
     seen: set[str] = set()
     stack = [name for extra in chosen for name in extras.get(extra, [])]
     while stack:
