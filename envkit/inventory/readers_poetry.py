@@ -54,9 +54,9 @@ class PoetryChoice:
     only: frozenset[str] = frozenset()
 
     def groups(self, in_lock: set[str]) -> set[str]:
-        """The groups installed: ``only`` if given, else the lock's groups with ``with``, less ``without``."""
-        chosen = set(self.only) if self.only else in_lock | self.with_groups
-        return chosen - self.without
+        """The groups installed: ``only`` if given (``with``/``without`` then ignored, as
+        ``GroupCommand.activated_groups``), else the lock's groups with ``with``, less ``without``."""
+        return set(self.only) if self.only else (in_lock | self.with_groups) - self.without
 
     @property
     def names_groups(self) -> bool:
@@ -322,6 +322,10 @@ def _check_choice(
             f"this poetry.lock (lock-version {lock_version or '?'}) does not record dependency groups",
             hint="groups can be chosen in locks of Poetry 2 (lock-version 2.1) and Poetry < 1.5 (category); "
             "regenerate the lock with Poetry 2, or choose extras only",
+        )
+    if choice.only and (choice.with_groups or choice.without):  # poetry install warns the same
+        c.warnings.append(
+            f"{c.path}: with= and without= are ignored along with only=, as poetry install does"
         )
     named = choice.with_groups | choice.without | choice.only
     missing = sorted(named - in_lock)

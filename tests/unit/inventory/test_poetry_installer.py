@@ -259,6 +259,14 @@ def test_poetry_1_4_categories_and_a_cuda_index() -> None:
     )
 
 
+def test_only_ignores_with_and_without_as_poetry_install_does() -> None:
+    """``poetry install --only main --without main`` installs main (and warns): GroupCommand."""
+    only = read_inventory(CU118, platform="linux-64", environment="only=main")
+    both = read_inventory(CU118, platform="linux-64", environment="only=main,without=main")
+    assert _rows(both) == _rows(only) and "torch" in _rows(both)
+    assert any("ignored along with only=" in w for w in both.warnings)
+
+
 @pytest.mark.parametrize(
     ("filename", "platform", "fits"),
     [
