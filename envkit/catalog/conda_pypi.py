@@ -1,11 +1,12 @@
 """The maintained conda-forge -> PyPI name mapping (prefix.dev's parselmouth, the one pixi uses).
 
 Shipped as ``envkit/catalog/data/conda_pypi.json.gz``: the upstream ``compressed_mapping.json``
-byte for byte, gzipped (see ``data/README.md`` for source and license, ``data/conda_pypi.source.json``
-for the URL, day and sha256 of the copy shipped). Each entry is ``conda name -> PyPI name`` or
-``null`` (parselmouth found no Python distribution in that conda package: a C library, a
-metapackage). :func:`parse_mapping` reads any copy strictly (a download, a file); every name must be
-a plain package name before envkit uses it. :func:`load_mapping` reads the shipped copy once.
+byte for byte, gzipped (see ``data/conda_pypi.README.md`` for source and license,
+``data/conda_pypi.source.json`` for the URL, day and sha256 of the copy shipped). Each entry is
+``conda name -> PyPI name`` or ``null`` (parselmouth found no Python distribution in that conda
+package: a C library, a metapackage). :func:`parse_mapping` reads any copy strictly (a download, a
+file); every name must be a plain package name before envkit uses it. :func:`load_mapping` reads the
+shipped copy once.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ def parse_mapping(data: bytes) -> dict[str, str | None]:
         raise MappingInvalid(str(e)) from e
     if not isinstance(value, dict):
         raise MappingInvalid(f"not a JSON object of conda names (a {type(value).__name__})")
+    if not value:  # a server's placeholder would otherwise replace every name
+        raise MappingInvalid("an empty object: no conda names")
     if len(value) > MAX_ENTRIES:
         raise MappingInvalid(f"{len(value)} entries (at most {MAX_ENTRIES})")
     mapping: dict[str, str | None] = {}

@@ -37,7 +37,7 @@ from envkit.init.detect import (
     toolkit_cuda,
 )
 from envkit.spec.load import SPEC_DIR, load_spec
-from envkit.spec.missing_image import removed_cudas
+from envkit.spec.missing_image import deleted_image, removed_cudas
 from envkit.spec.models import NAME_RE, Spec
 
 __all__ = ["Adoption", "plan_adoption", "write_adoption"]
@@ -341,14 +341,10 @@ def _check_buildable(
             "nothing was written",
             hint=f"rerun with --cuda one of cpu, {', '.join(catalog.cuda_versions())}",
         )
-    if (
-        cuda in removed_cudas()
-        and base_image
-        and base_image.removeprefix("docker.io/").startswith("nvidia/cuda:")
-    ):
+    if base_image and deleted_image(base_image):
         raise AdoptError(
-            f"the source's base image {base_image} is a CUDA {cuda} image, and NVIDIA deleted the CUDA "
-            f"{cuda} images from Docker Hub and NGC (sources in envkit/catalog/data/removed_images.yaml); "
+            f"the source's base image {base_image} is a CUDA {cuda} image, and NVIDIA deleted it "
+            "from Docker Hub and NGC (sources in envkit/catalog/data/removed_images.yaml); "
             "nothing was written",
             hint=f"rerun with --cuda one of cpu, {_with_image(catalog)} (the image is then reported, not "
             "kept), or use a copy of it in your own registry",

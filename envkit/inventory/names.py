@@ -67,10 +67,11 @@ def project_of(name: str, installer: str, build: str | None = None) -> str:
     """The comparison identity of a package.
 
     ``installer`` is ``"pip"`` or ``"conda"``. For pip this is the PEP 503 name. For
-    conda: the mapped PyPI name for known renames; ``conda:<name>`` for names known
-    to collide or to be non-Python; otherwise the build string decides (Python
-    builds -> same-named PyPI project, plain hash builds -> ``conda:<name>``), and
-    without a build string the name's shape does.
+    conda, in order: names.yaml (its renames; ``conda:<name>`` for its not_pypi names); a
+    rename in the conda-forge mapping (``py-xgboost`` -> ``xgboost``); the build string
+    (Python builds -> same-named PyPI project, plain hash builds -> ``conda:<name>``);
+    without a build string, the mapping's same name or null (``conda:<name>``), and for a
+    name it lacks, the name's shape.
     """
     if installer != "conda":
         return canonical(name)

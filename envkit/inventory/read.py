@@ -45,7 +45,7 @@ FORMATS: dict[str, str] = {
     "pixi-lock": "pixi.lock (one environment and platform: --environment, --platform)",
     "uv-lock": "uv.lock (what `uv sync` installs on one platform)",
     "pylock": "pylock.toml (PEP 751; packages whose marker holds on one platform)",
-    "poetry-lock": "poetry.lock (the locked packages, extras left out)",
+    "poetry-lock": "poetry.lock (what `poetry install` installs: --environment EXTRA,with=GROUP,...)",
     "cyclonedx": "CycloneDX JSON SBOM (syft, trivy, pip-audit, envkit build): pypi and conda purls",
     "spdx": "SPDX 2.x JSON SBOM (syft, trivy): pypi and conda purls",
 }

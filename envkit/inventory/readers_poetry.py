@@ -6,7 +6,8 @@ How Poetry decides (python-poetry/poetry ``src/poetry/installation/installer.py`
 - **lock-version 2.1** (Poetry 2): no re-resolution. A package is installed when one of its
   ``groups`` is chosen and its marker for those groups holds, the marker evaluated with the
   chosen extras as ``extra`` (``markers = "extra == \\"cuda\\""``; Poetry 2 writes per-group markers
-  as a table). Anything else is not installed (optional packages: "Not required").
+  as a table; one extra at a time here, see :func:`_holds`). Anything else is not installed
+  (optional packages: "Not required").
 - **older locks** (Poetry 1.x, lock-version 1.1/2.0): Poetry re-resolves from pyproject.toml against
   the lock; from the lock alone the reading is its own: every non-optional package whose marker
   holds, plus the optional packages the chosen extras need (``[extras]`` and the dependency graph,
@@ -53,9 +54,9 @@ class PoetryChoice:
     only: frozenset[str] = frozenset()
 
     def groups(self, in_lock: set[str]) -> set[str]:
-        """The groups installed: ``only`` if given, else the lock's groups with ``with``, less ``without``."""
-        chosen = set(self.only) if self.only else in_lock | self.with_groups
-        return chosen - self.without
+        """The groups installed: ``only`` if given (``with``/``without`` then ignored, as
+        ``GroupCommand.activated_groups``), else the lock's groups with ``with``, less ``without``."""
+        return set(self.only) if self.only else (in_lock | self.with_groups) - self.without
 
     @property
     def names_groups(self) -> bool:
@@ -115,12 +116,18 @@ def _groups_of(package: Mapping[str, Any], new_lock: bool) -> set[str]:
 
 
 def _holds(marker: object, env: dict[str, str], extras: tuple[str, ...]) -> bool | None:
-    """The marker with the chosen extras as ``extra`` (any of them, or none), as Poetry's marker env."""
+    """The marker evaluated once per chosen extra as ``extra`` (no extra chosen: ``""``): True when
+    one holds (``extra != "cpu"`` with cpu chosen does not, as in Poetry).
+
+    Poetry 2 evaluates once with ``extra`` the set of chosen extras (``extras=set(self._extras)``),
+    so the two differ for a marker that names two chosen extras at once: ``extra == "cpu" and
+    extra != "cuda"`` with both chosen holds here and not in Poetry (packaging >= 26.4 evaluates an
+    ``extra`` set as Poetry does)."""
     if marker is None or marker == "":
         return True
     if not isinstance(marker, str):
         return None
-    results = [marker_holds(marker, {**env, "extra": e}) for e in (*extras, "")]
+    results = [marker_holds(marker, {**env, "extra": e}) for e in extras or ("",)]
     if any(r is True for r in results):
         return True
     return None if all(r is None for r in results) else False
@@ -142,7 +149,9 @@ def _dependency_names(package: Mapping[str, Any]) -> list[str]:
 def _extra_closure(
     by_name: Mapping[str, list[Mapping[str, Any]]], extras: Mapping[str, list[str]], chosen: tuple[str, ...]
 ) -> set[str]:
-    """The packages the chosen extras need: ``get_extra_package_names`` (a walk of the lock's graph)."""
+    """The packages the chosen extras need: the walk of ``get_extra_package_names``, less each package's
+    own optional dependencies (Poetry walks ``package.requires``, which keeps them, so it can also
+    install an optional package that only another extra asked for)."""
     seen: set[str] = set()
     stack = [name for extra in chosen for name in extras.get(extra, [])]
     while stack:
@@ -313,6 +322,10 @@ def _check_choice(
             f"this poetry.lock (lock-version {lock_version or '?'}) does not record dependency groups",
             hint="groups can be chosen in locks of Poetry 2 (lock-version 2.1) and Poetry < 1.5 (category); "
             "regenerate the lock with Poetry 2, or choose extras only",
+        )
+    if choice.only and (choice.with_groups or choice.without):  # poetry install warns the same
+        c.warnings.append(
+            f"{c.path}: with= and without= are ignored along with only=, as poetry install does"
         )
     named = choice.with_groups | choice.without | choice.only
     missing = sorted(named - in_lock)

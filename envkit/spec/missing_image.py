@@ -9,6 +9,7 @@ for 11.7 runs on an 11.8 runtime), preferring one the spec's frameworks publish 
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 
 import yaml
@@ -17,22 +18,40 @@ from envkit.catalog import Catalog
 from envkit.errors import CatalogError
 from envkit.spec.models import Spec
 
-__all__ = ["missing_image_hint", "removed_cudas"]
+__all__ = ["deleted_image", "missing_image_hint", "removed_cudas"]
+
+_TAG_VERSION = re.compile(r"(?P<version>\d+\.\d+(?:\.\d+)?)(?:-.*)?", re.DOTALL)
+_NVIDIA_CUDA = ("nvidia/cuda:", "docker.io/nvidia/cuda:", "nvcr.io/nvidia/cuda:")
 
 
 @functools.cache
-def removed_cudas() -> dict[str, str]:
-    """CUDA version -> the source saying NVIDIA deleted its images."""
+def _removed() -> tuple[dict[str, str], frozenset[str]]:
+    """(CUDA version -> the source saying NVIDIA deleted its images, the tag versions deleted)."""
     text = (
         resources.files("envkit.catalog").joinpath("data").joinpath("removed_images.yaml").read_text("utf-8")
     )
     try:
         data = yaml.safe_load(text)
-        return {str(e["cuda"]): str(e["source"]) for e in data["removed"]}
+        sources = {str(e["cuda"]): str(e["source"]) for e in data["removed"]}
+        deleted = frozenset(str(v) for e in data["removed"] for v in e["deleted"])
     except (yaml.YAMLError, KeyError, TypeError) as e:
         raise CatalogError(
             f"envkit/catalog/data/removed_images.yaml is invalid: {e}", hint="reinstall envkit"
         ) from e
+    return sources, deleted
+
+
+def removed_cudas() -> dict[str, str]:
+    """CUDA version -> the source saying NVIDIA deleted its images."""
+    return _removed()[0]
+
+
+def deleted_image(ref: str) -> bool:
+    """Whether ``ref`` is an ``nvidia/cuda`` tag whose version NVIDIA deleted (``11.7.0-...``; the
+    newest patch of a minor, ``11.7.1-...``, stayed)."""
+    tag = next((ref[len(p) :] for p in _NVIDIA_CUDA if ref.startswith(p)), None)
+    match = _TAG_VERSION.fullmatch(tag) if tag is not None else None
+    return match is not None and match["version"] in _removed()[1]
 
 
 def _key(version: str) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from .conftest import Run
 GOOD = {"pytorch": "torch", "pyqt": "pyqt5", "libprotobuf": None, "numpy": "numpy"}
 
 HOSTILE: dict[str, bytes] = {
+    "an empty object": b"{}",
     "a list": b'[["pytorch", "torch"]]',
     "a string": b'"pytorch"',
     "not JSON": b"{pytorch: torch",

@@ -179,9 +179,23 @@ def test_paddle_project_dockerfile(tmp_path: Path) -> None:
     written_spec_validates(tmp_path, a)
 
 
+@pytest.mark.parametrize(("tag", "kept"), [("11.7.1", True), ("11.7.0", False)])
+def test_only_the_deleted_cuda_tags_are_refused(tmp_path: Path, tag: str, kept: bool) -> None:
+    """NVIDIA deleted nvidia/cuda:11.7.0-* and kept 11.7.1-* (sources in removed_images.yaml)."""
+    ref = f"nvidia/cuda:{tag}-cudnn8-runtime-ubuntu22.04"
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(f"FROM {ref}\nRUN pip install torch==1.13.1\n", "utf-8")
+    if kept:
+        _, a = adopt(dockerfile)
+        assert a.spec.base_image == ref and a.spec.cuda == "11.7"
+    else:
+        with pytest.raises(AdoptError, match=r"is a CUDA 11\.7 image, and NVIDIA deleted it"):
+            adopt(dockerfile)
+
+
 def test_paddle_fleetx_dockerfile_expands_args(tmp_path: Path) -> None:
     # FROM nvidia/cuda:10.2-cudnn7-devel-ubuntu18.04: an image NVIDIA deleted (issue 26: CUDA 10.2 is known)
-    with pytest.raises(AdoptError, match=r"is a CUDA 10\.2 image, and NVIDIA deleted the CUDA 10\.2 images"):
+    with pytest.raises(AdoptError, match=r"is a CUDA 10\.2 image, and NVIDIA deleted it"):
         adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile")
     _, a = adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile", cuda="11.8")
     assert a.detected["paddle"] == "2.0.0"  # ${PADDLE_PKG}${PADDLE_VER:+==${PADDLE_VER}}

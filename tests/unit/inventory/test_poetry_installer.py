@@ -181,6 +181,25 @@ def test_poetry2_extras_are_markers_on_extra() -> None:
     assert _extras("cpu")["torch"] == ("2.7.1+cpu", "https://download.pytorch.org/whl/cpu")
 
 
+def test_a_marker_excluding_a_chosen_extra_does_not_hold() -> None:
+    """Poetry evaluates ``extra`` as the set of chosen extras: ``extra != "cpu"`` fails under -E cpu."""
+    lock = EXTRAS_LOCK.replace(
+        "[extras]",
+        '[[package]]\nname = "nvidia-nccl-cu12"\nversion = "2.26.2"\noptional = true\n'
+        'python-versions = ">=3"\ngroups = ["main"]\nmarkers = "extra != \\"cpu\\""\nfiles = []\n\n[extras]',
+    )
+    rows = {
+        e: _rows(
+            parse_inventory(
+                lock, path="poetry.lock", label="x", format="poetry-lock", platform="linux-64", environment=e
+            )
+        )
+        for e in (None, "cpu", "cuda")
+    }
+    assert "nvidia-nccl-cu12" in rows[None] and "nvidia-nccl-cu12" in rows["cuda"]
+    assert "nvidia-nccl-cu12" not in rows["cpu"]
+
+
 def test_path_and_git_packages() -> None:
     rows = _extras(None)
     assert rows["common"] == ("0.3.0", "../libs/common")  # develop = true: an editable path package
@@ -238,6 +257,14 @@ def test_poetry_1_4_categories_and_a_cuda_index() -> None:
         )
         for w in mac.warnings
     )
+
+
+def test_only_ignores_with_and_without_as_poetry_install_does() -> None:
+    """``poetry install --only main --without main`` installs main (and warns): GroupCommand."""
+    only = read_inventory(CU118, platform="linux-64", environment="only=main")
+    both = read_inventory(CU118, platform="linux-64", environment="only=main,without=main")
+    assert _rows(both) == _rows(only) and "torch" in _rows(both)
+    assert any("ignored along with only=" in w for w in both.warnings)
 
 
 @pytest.mark.parametrize(

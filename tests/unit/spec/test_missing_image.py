@@ -9,7 +9,7 @@ import pytest
 from envkit.catalog import load_catalog
 from envkit.errors import SpecError
 from envkit.spec.load import load_spec
-from envkit.spec.missing_image import removed_cudas
+from envkit.spec.missing_image import deleted_image, removed_cudas
 
 
 def _problems(tmp_path: Path, cuda: str, torch: str, python: str = "3.10") -> str:
@@ -54,7 +54,7 @@ def test_every_cuda_a_catalog_wheel_is_built_for_is_in_the_cuda_table() -> None:
     catalog = load_catalog()
     table = {r.version for r in catalog.cuda}
     wheels = {w.cuda for f in catalog.frameworks.values() for r in f.releases for w in r.wheels}
-    assert wheels - {"cpu"} - table <= {"10.2"}  # 10.2 (torch 1.8-1.12's PyPI default): see the note
+    assert wheels - {"cpu"} <= table  # 10.2 too (torch 1.8-1.12's PyPI default), since issue 26
 
 
 def test_cuda_10_2_is_known_and_its_deleted_images_are_a_hint(tmp_path: Path) -> None:
@@ -66,3 +66,21 @@ def test_cuda_10_2_is_known_and_its_deleted_images_are_a_hint(tmp_path: Path) ->
     text = _problems(tmp_path, "10.2", "1.11.0", python="3.9")
     assert "NVIDIA deleted the CUDA 10.2 images from Docker Hub and NGC" in text
     assert "closest CUDA with an image" in text and "catalog does not know" not in text
+
+
+@pytest.mark.parametrize(
+    ("ref", "deleted"),
+    [
+        ("nvidia/cuda:10.2-cudnn7-devel-ubuntu18.04", True),
+        ("docker.io/nvidia/cuda:11.7.0-cudnn8-runtime-ubuntu22.04", True),
+        ("nvcr.io/nvidia/cuda:11.2.1-runtime-ubuntu20.04", True),
+        # the newest patch of a minor stayed (sources in removed_images.yaml)
+        ("nvidia/cuda:11.7.1-cudnn8-runtime-ubuntu22.04", False),
+        ("nvidia/cuda:11.6.2-cudnn8-devel-ubuntu20.04", False),
+        ("nvidia/cuda:11.8.0-runtime-ubuntu22.04", False),
+        ("myregistry/nvidia/cuda:10.2-devel-ubuntu18.04", False),  # a copy in one's own registry
+        ("nvidia/cuda:10.2\n-devel", False),
+    ],
+)
+def test_which_nvidia_cuda_tags_were_deleted(ref: str, deleted: bool) -> None:
+    assert deleted_image(ref) is deleted
