@@ -52,10 +52,10 @@ def written_spec_validates(tmp_path: Path, adoption: Adoption) -> None:
 
 
 def test_stable_diffusion_environment_yaml(tmp_path: Path) -> None:
-    # pytorch 1.11.0 on cudatoolkit 11.3: envkit can build that release for cpu only -> a clear refusal
-    with pytest.raises(AdoptError, match=r"torch 1\.11\.0 on CUDA 11\.3.*for cpu only") as refused:
-        adopt(DATA / "envyml-stable-diffusion-00d2d0e.yaml")
-    assert "--cuda" in (refused.value.hint or "")
+    # pytorch 1.11.0 on cudatoolkit 11.3: the cu113 wheel on nvidia/cuda:11.3.1 (the patch NVIDIA kept)
+    _, gpu = adopt(DATA / "envyml-stable-diffusion-00d2d0e.yaml")
+    assert gpu.detected == {"python": "3.10", "cuda": "11.3", "torch": "1.11.0"}
+    written_spec_validates(tmp_path, gpu)
     found, a = adopt(DATA / "envyml-stable-diffusion-00d2d0e.yaml", cuda="cpu")
     assert a.detected == {"python": "3.10", "cuda": "cpu", "torch": "1.11.0"}
     assert a.how["cuda"] == "--cuda cpu"
@@ -73,6 +73,10 @@ def test_stable_diffusion_environment_yaml(tmp_path: Path) -> None:
 
 
 def test_stylegan3_environment_yml(tmp_path: Path) -> None:
+    # pytorch 1.9.1 on cudatoolkit 11.1: no CUDA 11.1 image in the catalog -> a clear refusal naming cpu
+    with pytest.raises(AdoptError, match=r"torch 1\.9\.1 on CUDA 11\.1.*for cpu only") as refused:
+        adopt(DATA / "envyml-stylegan3-0f52883.yml")
+    assert "--cuda one of cpu" in (refused.value.hint or "")
     found, a = adopt(DATA / "envyml-stylegan3-0f52883.yml", cuda="cpu")
     assert (
         a.detected["torch"] == "1.9.1" and a.detected["python"] == "3.9"

@@ -22,13 +22,22 @@ def _problems(tmp_path: Path, cuda: str, torch: str, python: str = "3.10") -> st
     return str(info.value) + " " + " ".join(f"{p.message} (hint: {p.hint})" for p in info.value.problems)
 
 
-def test_cuda_11_7_names_the_deletion_and_the_closest_image(tmp_path: Path) -> None:
-    """torch 2.0.1's default CUDA 11.7: its nvidia/cuda images were deleted in 2023."""
-    text = _problems(tmp_path, "11.7", "2.0.1")
-    assert "NVIDIA deleted the CUDA 11.7 images from Docker Hub and NGC" in text
-    image = load_catalog().runtime_image("11.8")
-    assert image is not None and f"closest CUDA with an image: 11.8 ({image.ref})" in text
-    assert "torch 2.0.1 publishes wheels for CUDA 11.8" in text and 'set cuda: "11.8"' in text
+def test_cuda_11_7_builds_on_the_patch_nvidia_kept(tmp_path: Path) -> None:
+    """torch 2.0.1's default CUDA 11.7: NVIDIA deleted the 11.7.0 tags in 2023 and kept 11.7.1."""
+    path = tmp_path / "t.yaml"
+    path.write_text('name: t\npython: "3.10"\ncuda: "11.7"\nframeworks:\n  torch: "2.0.1"\n', "utf-8")
+    assert load_spec(path).spec.cuda == "11.7"
+    image = load_catalog().runtime_image("11.7")
+    assert image is not None and image.ref == "nvidia/cuda:11.7.1-cudnn8-runtime-ubuntu22.04"
+
+
+def test_no_catalog_image_is_a_deleted_tag() -> None:
+    """Every minor that lost tags and still has a catalog image has it on a tag NVIDIA kept."""
+    catalog = load_catalog()
+    nvidia = [b.ref for b in catalog.base_images if b.ref.startswith("nvidia/cuda:")]
+    assert nvidia and not [ref for ref in nvidia if deleted_image(ref)]
+    kept = {c for c in removed_cudas() if catalog.runtime_image(c) is not None}
+    assert kept == {"11.2", "11.3", "11.6", "11.7"}  # 10.2 lost every tag
 
 
 def test_every_removed_cuda_is_sourced() -> None:
