@@ -107,5 +107,6 @@ def _fleet(
     )  # fmt: skip
     result = replay_on_fleet(services().scheduler(scheduler), opts, dump, entry)
     data = result.to_json()
-    code = ExitCode.OK if result.verdict == "reproducible" and result.run.ok else ExitCode.FINDINGS
+    ok = result.verdict == "reproducible" and result.run.ok and not result.unreadable
+    code = ExitCode.OK if ok else ExitCode.FINDINGS
     return CommandResult("guard replay", data, lambda: render_fleet_replay(result), exit_code=code)

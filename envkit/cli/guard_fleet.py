@@ -25,12 +25,12 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envkit import __version__
-from envkit.errors import FleetError, UsageError
+from envkit.errors import EnvkitError, FleetError, UsageError
 from envkit.fleet import store
 from envkit.fleet.fanout import FleetRun, Progress, follow
 from envkit.fleet.manifest import MAX_MANIFEST_BYTES, parse_layout, read_store_json
@@ -77,6 +77,7 @@ class FleetReplay:
 
     run: FleetRun
     verdicts: dict[str, ReplayVerdict]
+    unreadable: dict[str, str] = field(default_factory=dict)  # task -> why its result was refused
 
     @property
     def verdict(self) -> str:
@@ -90,6 +91,7 @@ class FleetReplay:
             "verdict": self.verdict,
             "fleet": self.run.to_json(),
             "verdicts": {task: v.to_json() for task, v in self.verdicts.items()},
+            "unreadable": dict(self.unreadable),
         }
 
 
@@ -143,12 +145,16 @@ def replay_on_fleet(
         scheduler.cancel(job_id)
         raise
     verdicts: dict[str, ReplayVerdict] = {}
+    unreadable: dict[str, str] = {}
     for task in run.tasks:
         if task.state == "ok" and task.report:
-            data = read_store_json(run_dir / task.report, limit=MAX_MANIFEST_BYTES, what="replay result")
             where = f"on {task.node}"
-            verdicts[task.task] = judge_side(dump, data, where, f"replayed {where} ({task.report})")
-    return FleetReplay(run, verdicts)
+            try:  # one damaged result loses that node's verdict, not the others'
+                data = read_store_json(run_dir / task.report, limit=MAX_MANIFEST_BYTES, what="replay result")
+                verdicts[task.task] = judge_side(dump, data, where, f"replayed {where} ({task.report})")
+            except EnvkitError as e:
+                unreadable[task.task] = str(e)
+    return FleetReplay(run, verdicts, unreadable)
 
 
 def render_fleet_replay(result: FleetReplay) -> str:
@@ -159,7 +165,15 @@ def render_fleet_replay(result: FleetReplay) -> str:
     lines = [f"run {run.run_id} ({run.scheduler} job {run.job_id}, {run.job_state.value}): {run.run_dir}"]
     for task in run.tasks:
         found = result.verdicts.get(task.task)
-        lines.append(f"  {task.task}: {found.verdict if found else task.state + ': ' + (task.error or '')}")
+        why = result.unreadable.get(task.task)
+        shown = (
+            found.verdict
+            if found
+            else f"result refused: {why}"
+            if why
+            else f"{task.state}: {task.error or ''}"
+        )
+        lines.append(f"  {task.task}: {shown}")
     for name, verdict in result.verdicts.items():
         lines += [f"{name}:", *("  " + line for line in render_replay(verdict.to_json()).splitlines())]
     lines.append(f"verdict: {result.verdict}")

@@ -112,6 +112,28 @@ def test_the_local_scheduler_replays_on_each_pretend_node(
     assert {v["verdict"] for v in out["result"]["verdicts"].values()} == {"reproducible"}
 
 
+def test_one_damaged_result_loses_that_nodes_verdict_only(
+    dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envkit.cli import guard_fleet
+    from envkit.errors import FleetError
+    from envkit.fleet.manifest import read_store_json as real
+
+    def damaged_on_a(path: Path, **kw: Any) -> Any:
+        if path.name.startswith("a"):
+            raise FleetError(f"{path}: not JSON", hint="the node's result was damaged")
+        return real(path, **kw)
+
+    monkeypatch.setattr(guard_fleet, "read_store_json", damaged_on_a)
+    code, out = _replay(capsys, dump, "--scheduler", "local", "--nodelist", "a,b", "--store", str(tmp_path))
+    assert code == 1, out
+    assert (
+        list(out["result"]["verdicts"]) == ["b"]
+        and out["result"]["verdicts"]["b"]["verdict"] == "reproducible"
+    )
+    assert list(out["result"]["unreadable"]) == ["a"] and "not JSON" in out["result"]["unreadable"]["a"]
+
+
 def test_tasks_that_cannot_replay_say_why_and_give_no_verdict(
     dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
