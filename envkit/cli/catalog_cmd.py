@@ -207,7 +207,7 @@ def _kept(target: Path, reason: str) -> CommandResult:
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="Read a downloaded copy of the mapping from this file instead of the network.",
 )
-@click.option("--url", default=MAPPING_URL, show_default=True, help="Where to download the mapping.")
+@click.option("--url", help=f"Where to download the mapping (default: {MAPPING_URL}).")
 @click.option(
     "-o",
     "--output",
@@ -216,7 +216,7 @@ def _kept(target: Path, reason: str) -> CommandResult:
 )
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 when the file would change.")
 def refresh_names_cmd(
-    offline: bool, from_file: Path | None, url: str, output: Path | None, check: bool
+    offline: bool, from_file: Path | None, url: str | None, output: Path | None, check: bool
 ) -> CommandResult:
     """Download the conda-forge -> PyPI name mapping (prefix.dev's parselmouth, the one pixi uses).
 
@@ -227,6 +227,11 @@ def refresh_names_cmd(
     target = output or Path(str(resources.files("envkit.catalog").joinpath("data").joinpath(MAPPING_FILE)))
     if offline and from_file is None:
         return _kept_names(target, "--offline: kept the shipped mapping")
+    if from_file is not None and url is not None:
+        raise UsageError(
+            "--file and --url: choose one", hint="--file reads a copy you downloaded; --url downloads"
+        )
+    url = url or MAPPING_URL
     if not url.startswith("https://"):
         raise UsageError(f"--url {url[:100]!r}: not an https:// URL", hint="download a copy and use --file")
     source: PageSource = FilePages(from_file, _today()) if from_file else HttpPages()

@@ -119,3 +119,13 @@ def test_refresh_names_reads_https_only(tmp_path: Path, envkit: Callable[..., Ru
     out = tmp_path / "conda_pypi.json.gz"
     run = envkit("catalog", "refresh-names", "--url", "file:///etc/passwd", "-o", str(out))
     assert run.code == 2 and "not an https:// URL" in run.err and not out.exists()
+
+
+def test_file_and_url_together_are_a_usage_error(tmp_path: Path, envkit: Callable[..., Run]) -> None:
+    src = tmp_path / "m.json"
+    src.write_text('{"pyqt": "pyqt5"}')
+    out = tmp_path / "out.json.gz"
+    run = envkit("catalog", "refresh-names", "--file", str(src), "--url", "https://example.org/m.json",
+                 "-o", str(out), "--json")  # fmt: skip
+    assert run.code == 2 and run.envelope()["errors"][0]["type"] == "UsageError"
+    assert not out.exists()
