@@ -42,18 +42,24 @@ def main() -> None:
             names.add(folder.name.lower())
     inventory = Inventory("bench", "bench.txt", "pip-freeze", tuple(packages[:N]))
     catalog = load_catalog()
-    tracemalloc.start()
+
+    def audit() -> tuple[OsvDirService, int]:
+        service = OsvDirService(db)
+        request = AuditRequest(service=service, catalog=catalog, today=date.today())
+        ctx = PolicyContext(catalog=catalog, today=request.today, inventory=inventory)
+        report = _report("bench", "inventory", inventory, ctx, request, None)
+        render(report, "sarif", "low")
+        return service, len(report.findings)
+
     start = time.perf_counter()
-    service = OsvDirService(db)
-    request = AuditRequest(service=service, catalog=catalog, today=date.today())
-    ctx = PolicyContext(catalog=catalog, today=request.today, inventory=inventory)
-    report = _report("bench", "inventory", inventory, ctx, request, None)
-    render(report, "sarif", "low")
+    service, findings = audit()  # timed alone: tracemalloc slows Python several times over
     elapsed = time.perf_counter() - start
+    tracemalloc.start()
+    audit()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     loaded = sum(len(v) for v in service._records.values())
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"   {len(inventory.packages)} packages looked up, {loaded} advisory records parsed")
-    print(f"   {len(report.findings)} findings; audit + SARIF: {elapsed:.2f} s")
+    print(f"   {findings} findings; audit + SARIF: {elapsed:.2f} s (goal < 2 s, issue 26)")
     print(f"   peak Python allocations {peak / 2**20:.1f} MiB; process max RSS {rss:.0f} MiB")
