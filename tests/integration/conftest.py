@@ -32,6 +32,13 @@ TORCH_WHEELS = Path(os.environ.get("ENVKIT_TORCH_WHEELS", "/opt/wheels"))
 DEMO_NAME = f"itest{os.getpid()}-demo-cpu"  # unique per test run: one dockerd serves every checkout
 
 
+def debian_base(engine: DockerEngine) -> str:
+    """BASE's tag, debootstrapped by envkit itself when missing (root and debootstrap), else a skip."""
+    if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
+        pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
+    return bootstrap_image(engine, BASE).image.tags[0]
+
+
 def torch_wheel_dir(tmp: Path) -> Path:
     """torch from TORCH_WHEELS plus its dependencies (from PyPI): the lock's and the build's only source."""
     folder = tmp / "wheels"
@@ -52,9 +59,7 @@ def demo_torch_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     if not list(TORCH_WHEELS.glob("torch-2.13.0+cpu-cp311-*.whl")):
         pytest.skip(f"no torch 2.13.0 CPU wheel in {TORCH_WHEELS}")
     engine = DockerEngine()
-    if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
-        pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
-    bootstrap_image(engine, BASE)
+    debian_base(engine)
     root = tmp_path_factory.mktemp("demo-project")
     wheels = torch_wheel_dir(root)
     spec = demo.DEMO_SPEC.format(wheels=wheels.as_uri()).replace("name: demo-cpu\n", f"name: {DEMO_NAME}\n")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from envkit.build.bootstrap import bootstrap_image
 from envkit.cli import main
 from envkit.comparison.pairwise import compare_reports
 from envkit.engine.docker_api import DockerEngine
@@ -27,6 +25,7 @@ from envkit.lock import current_lock
 from envkit.probe.report import load_report
 from envkit.probe.runner import ProbeOptions, run_on_host
 from envkit.spec.load import load_spec
+from tests.integration.conftest import debian_base
 
 pytestmark = pytest.mark.docker
 
@@ -42,9 +41,7 @@ def engine() -> DockerEngine:
 @pytest.fixture(scope="session")
 def base_image(engine: DockerEngine) -> str:
     """The local base image, made once by envkit itself (debootstrap + import, a few minutes)."""
-    if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
-        pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
-    return bootstrap_image(engine, BASE).image.tags[0]
+    return debian_base(engine)
 
 
 @pytest.fixture(scope="session")

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -40,11 +39,10 @@ from pathlib import Path
 
 import pytest
 
-from envkit.build.bootstrap import bootstrap_image
 from envkit.engine.docker_api import DockerEngine
 from envkit.offline.testing import make_real_channel, venv_python
 from tests.conda_bundle import RealConda
-from tests.integration.conftest import TORCH_WHEELS, torch_wheel_dir
+from tests.integration.conftest import TORCH_WHEELS, debian_base, torch_wheel_dir
 from tests.integration.test_pack_offline_conda import _cli, _pip_package
 
 pytestmark = [pytest.mark.docker, pytest.mark.conda, pytest.mark.frameworks, pytest.mark.slow]
@@ -103,9 +101,7 @@ def test_conda_export_to_offline_cpu_image_probes_the_same_as_the_host(
         pytest.skip(f"no torch 2.13.0 CPU wheel in {TORCH_WHEELS}")
     if not Path(INTERPRETER).is_file() or _python_version(INTERPRETER) != "3.11.2":
         pytest.skip(f"the host needs the base image's interpreter ({INTERPRETER}, 3.11.2, Debian bookworm)")
-    if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
-        pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
-    base = bootstrap_image(engine, BASE).image.tags[0]
+    base = debian_base(engine)
     wheels = torch_wheel_dir(work)
     prefix, export = _exported_host(condas[CONDA], work, wheels)
     text = export.read_text()

@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 
-from envkit.build.bootstrap import bootstrap_image
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
 from envkit.inventory._collect import channel_from_url
@@ -41,6 +40,7 @@ from envkit.offline.testing import (
 )
 from envkit.probe.runner import ProbeOptions, run_in_image
 from envkit.spec.load import load_spec
+from tests.integration.conftest import debian_base
 
 pytestmark = pytest.mark.docker
 
@@ -55,9 +55,7 @@ def engine() -> DockerEngine:
 
 @pytest.fixture(scope="module")
 def base_image(engine: DockerEngine) -> str:
-    if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
-        pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
-    return bootstrap_image(engine, BASE).image.tags[0]
+    return debian_base(engine)
 
 
 @pytest.fixture

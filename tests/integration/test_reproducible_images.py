@@ -29,10 +29,10 @@ from typing import Any
 import docker
 import pytest
 
-from envkit.build.bootstrap import bootstrap_image
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
 from envkit.offline.testing import make_real_channel, noarch_python, venv_python, wheel_as_package
+from tests.integration.conftest import debian_base
 
 pytestmark = pytest.mark.docker
 
@@ -47,9 +47,7 @@ def engine() -> DockerEngine:
 
 @pytest.fixture(scope="module")
 def base_image(engine: DockerEngine) -> str:
-    if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
-        pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
-    return bootstrap_image(engine, BASE).image.tags[0]
+    return debian_base(engine)
 
 
 def _unmount_below(root: Path) -> None:
