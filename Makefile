@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: dev test test-unit test-integration lint reformat golden demo bench gpu-check check-readme clean
+.PHONY: dev test test-unit test-integration lint reformat golden demo bench bench-smoke gpu-check check-readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# every benchmark at tiny sizes (seconds each; CI runs it): a benchmark that raises fails it
+bench-smoke: $(STAMP)
+	$(BIN)/python -m benchmarks --smoke
 
 # No venv: a GPU machine may have no network; the check needs only python3 with CUDA torch.
 gpu-check:

@@ -20,6 +20,22 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+SMOKE_ENV = "ENVKIT_BENCH_SMOKE"  # set by ``python -m benchmarks --smoke`` (``make bench-smoke``, CI)
+
+
+def smoke() -> bool:
+    """Whether this is the smoke run: tiny sizes, every code path, goals not judged."""
+    return os.environ.get(SMOKE_ENV) == "1"
+
+
+def scaled(full: int, tiny: int) -> int:
+    """A size: ``full`` in the real run, ``tiny`` in the smoke run."""
+    return tiny if smoke() else full
+
+
+def knob(name: str, full: str, tiny: str) -> str:
+    """An ``ENVKIT_BENCH_*`` setting: the environment's value, else the run's default."""
+    return os.environ.get(name) or (tiny if smoke() else full)
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,8 @@ def record(key: str, value: float, detail: str = "") -> None:
 def verdict(key: str) -> str:
     goal = _BY_KEY[key]
     value, _ = _MEASURED[key]
+    if smoke():
+        return "(smoke run: not judged)"
     return "ok" if value <= goal.limit else f"MISSES by {value / goal.limit:.2f}x"
 
 
@@ -67,7 +85,7 @@ def _fmt(value: float, unit: str) -> str:
 
 
 def table() -> None:
-    print("== goals (issue 22)")
+    print("== goals (issue 22)" + (": smoke run, tiny sizes, nothing judged" if smoke() else ""))
     width = max(len(g.figure) for g in GOALS)
     for goal in GOALS:
         if goal.key not in _MEASURED:

@@ -14,6 +14,7 @@ import tracemalloc
 from datetime import date
 from pathlib import Path
 
+from benchmarks._goals import scaled
 from envkit.audit.osv_dir import OsvDirService
 from envkit.audit.policy import PolicyContext
 from envkit.audit.report import render
@@ -22,7 +23,7 @@ from envkit.catalog import load_catalog
 from envkit.inventory import read_inventory
 from envkit.inventory.models import Inventory, Package
 
-N = 400
+N = scaled(400, 40)
 
 
 def main() -> None:

@@ -25,10 +25,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from benchmarks._goals import ROOT, record, run_case, run_cli
+from benchmarks._goals import ROOT, record, run_case, run_cli, scaled
 from benchmarks.bench_audit import N
 
-SNAPSHOTS = 100
+SNAPSHOTS = scaled(100, 3)
 SHARED = Path(os.environ.get("ENVKIT_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
 
 
@@ -49,7 +49,8 @@ def packages(db: Path) -> list[tuple[str, str]]:
 
 
 def write_snapshots(folder: Path, pairs: list[tuple[str, str]], seed: int = 0) -> None:
-    from envkit.inventory.snapshot import FakeSource, take_snapshot, write_snapshot
+    from envkit.inventory.snapshot import take_snapshot, write_snapshot
+    from envkit.inventory.testing import FakeSource
 
     rng = random.Random(seed)
     other = ["0.1", "1.0", "2.0", "3.2.1", "10.0"]

@@ -14,6 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from benchmarks._goals import knob
 from envkit.comparison.bands import Bands, onset_max
 from envkit.comparison.pairwise import compare_reports, rel_diff
 from envkit.probe.model import ProbeReport
@@ -57,7 +58,7 @@ def main() -> None:
     if importlib.util.find_spec("torch") is None:
         print("skipped: torch is needed")
         return
-    lengths = [int(s) for s in os.environ.get("ENVKIT_BENCH_STEPS", "10,100,1000").split(",")]
+    lengths = [int(s) for s in knob("ENVKIT_BENCH_STEPS", "10,100,1000", "6").split(",")]
     bands = Bands()
     keep = os.environ.get("ENVKIT_BENCH_REPORTS")
     with tempfile.TemporaryDirectory() as tmp:

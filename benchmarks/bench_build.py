@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._goals import scaled
 from envkit.build.builder import Builder, BuildOptions
 from envkit.catalog import load_catalog
 from envkit.cli import Services
@@ -62,7 +63,7 @@ def main() -> None:
         print(f"   bench-tiny first build: {first.status} in {first.seconds:.1f} s (lock: {first.lock})")
         print(f"   builder-stage image removed after the build: {first.pruned_bytes / 1e6:.0f} MB saved")
         times = []
-        for _ in range(5):
+        for _ in range(scaled(5, 1)):
             start = time.perf_counter()
             result = builder.build(
                 load_spec(_spec(root, "bench-tiny", ["packaging==24.1", "six==1.16.0"]), catalog), options

@@ -6,11 +6,12 @@ import random
 import time
 import tracemalloc
 
+from benchmarks._goals import scaled
 from envkit.drift import diff_inventories
 from envkit.inventory import parse_inventory
 from envkit.inventory.models import Inventory, Package
 
-HOSTS = 1000
+HOSTS = scaled(1000, 20)
 PACKAGES = 400
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._goals import record, run_case
+from benchmarks._goals import knob, record, run_case
 
 PACKAGES = 400
 SHARED = Path(os.environ.get("ENVKIT_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
@@ -74,7 +74,7 @@ def case(folder: str) -> tuple[float, float, dict[str, Any]]:
 
 
 def main() -> None:
-    hosts = int(os.environ.get("ENVKIT_BENCH_HOSTS", "10000"))
+    hosts = int(knob("ENVKIT_BENCH_HOSTS", "10000", "20"))
     if not (SHARED / "inventories").is_dir():
         print(f"   skipped: {SHARED / 'inventories'} is absent")
         return

@@ -6,6 +6,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._goals import scaled
 from envkit.catalog import load_catalog
 from envkit.lock import lock_environment
 from envkit.lock.conda import RattlerSolver
@@ -14,7 +15,7 @@ from envkit.lock.testing import Record, make_wheel, realistic_records, write_cha
 from envkit.spec.load import load_spec
 
 PLATFORMS = ("linux-64", "linux-aarch64")
-FILLER_PER_PLATFORM = 25_000
+FILLER_PER_PLATFORM = scaled(25_000, 200)
 
 
 def _filler(subdir: str) -> list[Record]:

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._goals import record, run_case
+from benchmarks._goals import record, run_case, scaled
 from benchmarks.bench_lock import PLATFORMS, write_project
 
-ROUNDS = 3
+ROUNDS = scaled(3, 1)
 
 
 def lock_case(root: str, requests_out: str) -> tuple[float, float, dict[str, Any]]:

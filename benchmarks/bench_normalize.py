@@ -17,12 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._goals import knob
 from envkit.reproduce.layers import LayerPlan
 
 
 def main() -> None:
-    files = int(os.environ.get("ENVKIT_BENCH_NORMALIZE_FILES", "20000"))
-    total = int(os.environ.get("ENVKIT_BENCH_NORMALIZE_MB", "256")) << 20
+    files = int(knob("ENVKIT_BENCH_NORMALIZE_FILES", "20000", "200"))
+    total = int(knob("ENVKIT_BENCH_NORMALIZE_MB", "256", "1")) << 20
     each = max(1, total // files)
     rng = random.Random(21)
     names = [f"opt/env/lib/python3.11/site-packages/pkg{i % 200}/mod{i}.py" for i in range(files)]

@@ -12,19 +12,18 @@ The case runs ``compare_n`` on STORE/RUN in a fresh process (time, CPU time, pea
 from __future__ import annotations
 
 import json
-import os
 import struct
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._goals import record, run_case
+from benchmarks._goals import knob, record, run_case
 
 TEMPLATE = Path(__file__).parent / "data" / "probe-report-torch-paddle-cpu.json"
 HOST = '"host": "vm"'
 NOISY_EVERY = 1250  # nodes i % 1250 == 7: 2 threads
-FLIPPED = (5000, 9000)  # silently faulty
+FLIPPED_AT = (0.5, 0.9)  # silently faulty: the nodes at these fractions of the run
 
 
 def _flip(value: float) -> float:
@@ -59,10 +58,11 @@ def write_run(run: Path, n: int) -> float:
     run.mkdir(parents=True)
     (run / "run.json").write_text(json.dumps({"run": run.name, "scheduler": "slurm"}))
     variants = _variants()
+    flipped = {int(n * f) for f in FLIPPED_AT}
     total = 0
     for i in range(n):
         host = f"node{i:05d}"
-        kind = "noisy" if i % NOISY_EVERY == 7 else "flipped" if i in FLIPPED else "base"
+        kind = "noisy" if i % NOISY_EVERY == 7 else "flipped" if i in flipped else "base"
         text = variants[kind].replace(HOST, f'"host": "{host}"', 1)
         (run / f"{host}.json").write_text(text, "utf-8")
         total += len(text)
@@ -80,13 +80,13 @@ def case(run: str) -> tuple[float, float, dict[str, Any]]:
         "groups": len(r.groups),
         "majority": len(r.groups[0].members),
         "outliers": len(r.outliers),
-        "suspects": [o.name for o in r.outliers if o.verdict == "suspect"],
+        "suspects": [o.name for o in r.outliers if o.suspect],
     }
     return wall, cpu, info
 
 
 def main() -> None:
-    n = int(os.environ.get("ENVKIT_BENCH_REPORTS", "10000"))
+    n = int(knob("ENVKIT_BENCH_REPORTS", "10000", "20"))
     with tempfile.TemporaryDirectory(prefix="envkit-bench-") as tmp:
         run = Path(tmp) / "run-bench"
         start = time.perf_counter()

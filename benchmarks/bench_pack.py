@@ -16,6 +16,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from benchmarks._goals import knob
 from envkit.catalog import OfflineInstaller, load_catalog
 from envkit.lock.conda import RattlerSolver
 from envkit.lock.fresh import EnvLocker, ensure_fresh_lock
@@ -49,8 +50,8 @@ def _timed(label: str, fn):  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    count = int(os.environ.get("ENVKIT_BENCH_PACK_PACKAGES", "100"))
-    blob_mb = int(os.environ.get("ENVKIT_BENCH_PACK_MB", "64"))
+    count = int(knob("ENVKIT_BENCH_PACK_PACKAGES", "100", "5"))
+    blob_mb = int(knob("ENVKIT_BENCH_PACK_MB", "64", "1"))
     fake = OfflineInstaller(kind="py-rattler", version="0.28.0", arch="x86_64", filename=_WHEEL,
                             sha256=hashlib.sha256(_WHEEL_BYTES).hexdigest(), source="benchmark")  # fmt: skip
     catalog = replace(load_catalog(), offline_installers=(fake,))

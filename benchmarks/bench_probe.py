@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._goals import record
+from benchmarks._goals import record, scaled
 
-ROUNDS = 4
-STEPS = 10
+ROUNDS = scaled(4, 1)
+STEPS = scaled(10, 2)
 LIMIT = 1.15
 PAYLOAD = Path(__file__).resolve().parents[1] / "envkit" / "probe" / "payload"
 

@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._goals import record
+from benchmarks._goals import record, scaled
 
-ROUNDS = 10
+ROUNDS = scaled(10, 1)
 TARGET_S = 0.25
 ROOT = Path(__file__).resolve().parents[1]
 
