@@ -98,6 +98,7 @@ def compare_n(
 ) -> ComparedMany:
     """Compare a run (one ref) or several reports (files, HOST[/LABEL], or runs: all their reports)."""
     named: list[tuple[str, ProbeReport]] = []
+    taken: set[str] = set()  # the names in ``named``, kept beside it (a set per file was quadratic)
     failed: list[tuple[str, str]] = []
     sources = []
     for ref in refs:
@@ -106,11 +107,14 @@ def compare_n(
             reports, bad = load_run(run_dir)
             prefix = f"{run_dir.name}/" if len(refs) > 1 else ""
             named += [(prefix + n, r) for n, r in reports]
+            taken.update(prefix + n for n, _ in reports)
             failed += [(prefix + n, why) for n, why in bad]
             sources.append(str(run_dir))
             continue
         path = resolve_report(ref, store, label)
-        named.append((_name(ref, path, {n for n, _ in named}), load_report(path)))
+        name = _name(ref, path, taken)
+        taken.add(name)
+        named.append((name, load_report(path)))
         sources.append(str(path))
     if not named and not failed:
         raise ReportError("nothing to compare", hint="give STORE/RUN or report files")
