@@ -356,12 +356,10 @@ def _check_buildable(
         release = catalog.framework_release(framework, version)
         if release is None:
             continue
-        buildable = [
-            w.cuda
-            for w in release.wheels
-            if w.cuda == "cpu"
-            or (catalog.cuda_release(w.cuda) is not None and (base_image or catalog.runtime_image(w.cuda)))
-        ]
+        # a kept base image has the spec's CUDA (one of another CUDA is dropped): it builds that one only
+        buildable = buildable_cudas(catalog, {framework: version})
+        if base_image and release.wheel_for(cuda) and catalog.cuda_release(cuda) and cuda not in buildable:
+            buildable.append(cuda)
         if release.wheel_for(cuda) is None or cuda not in buildable:
             raise AdoptError(
                 f"the source is {framework} {version} on CUDA {cuda} ({how.get('cuda', '?')}); "

@@ -270,7 +270,7 @@ def older_than_catalog(releases: tuple[FrameworkRelease, ...], version: str) -> 
 
 def _equal(a: str, b: str) -> bool:
     try:
-        return Version(a).public == Version(b).public
+        return Version(Version(a).public) == Version(Version(b).public)  # ==1.10 is 1.10.0 (PEP 440)
     except InvalidVersion:
         return a == b
 
