@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from packaging.version import Version
 from pydantic import ValidationError
 
 from envkit import __version__
@@ -294,7 +295,13 @@ def _framework_versions(
             else None
         )
         if oldest and not chosen:  # with --cuda/--python the user chose; validate checks the bounds
-            raise refuse_old_release(framework, version, oldest, pin.where)
+            first = catalog.framework_release(framework, oldest)
+            bound = max(first.python, key=Version) if first else "3.8"
+            stated = python if python and re.fullmatch(r"3\.\d+", python) else None
+            fits = stated is not None and Version(stated) <= Version(bound)
+            raise refuse_old_release(
+                framework, version, oldest, pin.where, stated if fits and stated else bound
+            )
         versions[framework] = version
         how[framework] = f"{shown_item(pin.spec)} ({pin.where})" + ("" if why == "pinned" else f": {why}")
     return versions

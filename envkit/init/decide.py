@@ -183,7 +183,9 @@ def decide_conda(
 def _plumbing(pin: CondaPin, decided: Decided, cuda: str) -> None:
     """conda's CUDA plumbing for pytorch: the spec's ``cuda:`` says it, unless it names another CUDA."""
     said = _plumbing_says(pin.name, pin.spec, pin.version, pin.build)
-    if said is not None and said != cuda:
+    if said == "cuda" and cuda == "cpu":  # pytorch-mutex=1.0=cuda: a CUDA build, whichever
+        decided.lose(pin.where, pin.spec, "asks for a CUDA build; the spec is cpu: not carried")
+    elif said is not None and said not in ("cuda", cuda):
         decided.lose(pin.where, pin.spec, f"says CUDA {said}; the spec's CUDA is {cuda}: not carried")
     else:
         decided.notes.append(
@@ -216,6 +218,8 @@ def _plumbing_says(name: str, spec: str, version: str, build: str | None) -> str
     """The CUDA (or ``cpu``) a piece of conda's CUDA plumbing names, or None when it names none."""
     if name == "cpuonly" or (name == "pytorch-mutex" and "cpu" in (build or spec.rsplit("=", 1)[-1])):
         return "cpu"
+    if name == "pytorch-mutex" and "cuda" in (build or spec.rsplit("=", 1)[-1]):
+        return "cuda"
     if name in ("pytorch-cuda", "cudatoolkit"):
         rest = spec.split("::", 1)[-1][len(name) :].strip()
         single = re.match(r"^(?:==?)?\s*(\d+)\.(\d+)(?:\.\d+)*(?:\.\*|\*)?(?:[=\s].*)?\Z", version or rest)

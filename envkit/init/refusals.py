@@ -71,13 +71,12 @@ def refuse_lost_frameworks(found: Collected, versions: Mapping[str, str]) -> Non
         )
 
 
-def refuse_old_release(framework: str, version: str, oldest: str, where: str) -> AdoptError:
+def refuse_old_release(framework: str, version: str, oldest: str, where: str, python: str) -> AdoptError:
     return AdoptError(
         f"{where}: {framework} {version} is older than every {framework} release the catalog knows "
         f"({oldest} on): envkit cannot tell which CUDA and Python its wheels have; nothing was written",
-        hint=f"pin {framework} {oldest} or later in the source, or rerun with --cuda and --python "
-        "(e.g. --cuda cpu --python 3.8) to adopt it anyway: "
-        "validate then warns that the catalog cannot check it",
+        hint=f"pin {framework} {oldest} or later in the source, or adopt it anyway (validate then warns that "
+        f"the catalog cannot check it): rerun with --cuda cpu --python {python}",
     )
 
 

@@ -190,6 +190,19 @@ CLAIMS = (_INSTALLS, _AS_CUDA, _MOVED)
 """The statements of what an adoption carried that :func:`claims` checks against the rendered files."""
 
 
+def _plumbing_agrees(pin: str, cuda: str) -> bool:
+    """A conda CUDA-plumbing pin (as written) agrees with the spec's CUDA: ``cpuonly`` and a cpu
+    ``pytorch-mutex`` with cpu, a cuda ``pytorch-mutex`` with any CUDA, ``pytorch-cuda=11.7(.0)`` /
+    ``cudatoolkit==11.3.*`` with that CUDA; a pin naming none (``cudatoolkit``) with any."""
+    bare = pin.split("::", 1)[-1]
+    if bare.startswith("cpuonly") or (bare.startswith("pytorch-mutex") and bare.endswith("cpu")):
+        return cuda == "cpu"
+    if bare.startswith("pytorch-mutex"):
+        return cuda != "cpu"
+    named = re.match(r"^(?:pytorch-cuda|cudatoolkit)\s*=*\s*(\d+)\.(\d+)", bare)
+    return named is None or f"{int(named[1])}.{named[2]}" == cuda
+
+
 def claims(adoption: Adoption, spec: Spec, catalog: Catalog) -> Iterable[str]:
     """What the adoption says it carried that the rendered files (``environment.yml`` and
     ``requirements.txt`` of the written spec, as ``envkit build`` renders them before a lock) do not
@@ -211,7 +224,7 @@ def claims(adoption: Adoption, spec: Spec, catalog: Catalog) -> Iterable[str]:
             if installs["req"] not in pip or (index != "PyPI" and index not in options):
                 yield note
         elif as_cuda:
-            if as_cuda["cuda"] != spec.cuda:
+            if as_cuda["cuda"] != spec.cuda or not _plumbing_agrees(note.split(" (", 1)[0], spec.cuda):
                 yield note
         elif moved:
             if moved["req"] not in pip:

@@ -449,3 +449,14 @@ def test_envkit_validate_refuses_the_impossible_and_accepts_the_unknown_with_a_w
     assert "no torch 1.6.0 wheel for Python 3.11" in capsys.readouterr().err
     assert main(["validate", "older"]) == 0
     assert "torch 1.7.1 is not in the catalog" in capsys.readouterr().err
+
+
+def test_plumbing_overridden_by_cuda_is_reported_not_claimed(tmp_path: Path) -> None:
+    text = ENV + "  - python=3.10\n  - pytorch=2.1.2\n  - pytorch-cuda=12.1\n  - pytorch-mutex=1.0=cuda\n"
+    a = adopt(tmp_path, "environment.yml", text, cuda="cpu")
+    why = {x.item: x.why for x in a.lost}
+    assert (
+        "spec's CUDA is cpu" in why["pytorch-cuda=12.1"]
+        and "the spec is cpu" in why["pytorch-mutex=1.0=cuda"]
+    )
+    assert not any("carried as cuda" in n for n in a.notes)
