@@ -101,6 +101,34 @@ class Catalog:
         family = self.frameworks.get(framework)
         return [r.version for r in family.releases] if family else []
 
+    def impossible(self, framework: str, version: str, cuda: str, python: str) -> str | None:
+        """Why no wheel of a release the catalog does not know can exist for this CUDA and Python, or
+        None. A release older than the catalog's oldest cannot support a newer Python or CUDA than
+        that oldest release does (support is added in new releases, never backported)."""
+        family = self.frameworks.get(framework)
+        if family is None or not family.releases or self.framework_release(framework, version):
+            return None
+        try:
+            oldest = min(family.releases, key=lambda r: Version(r.version))
+            if Version(version) >= Version(oldest.version):
+                return None
+            newest_python = max(oldest.python, key=Version)
+            if Version(python) > Version(newest_python):
+                return (
+                    f"{framework} {version} is older than {framework} {oldest.version}, "
+                    f"whose newest Python is "
+                    f"{newest_python}: no {framework} {version} wheel for Python {python} exists"
+                )
+            cudas = [w.cuda for w in oldest.wheels if w.cuda != "cpu"]
+            if cuda != "cpu" and cudas and Version(cuda) > max(Version(c) for c in cudas):
+                return (
+                    f"{framework} {version} is older than {framework} {oldest.version}, whose newest CUDA is "
+                    f"{max(cudas, key=Version)}: no {framework} {version} wheel for CUDA {cuda} exists"
+                )
+        except InvalidVersion:
+            return None
+        return None
+
     def wheel(self, framework: str, version: str, cuda: str) -> Wheel | None:
         release = self.framework_release(framework, version)
         return release.wheel_for(cuda) if release else None

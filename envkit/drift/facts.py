@@ -93,7 +93,8 @@ def _torch_cuda(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
         return f"cu{match[1]}{match[2]}" if match else ("cpu" if built.lower() == "none" else None)
     cuda_pin = pkgs.get("pytorch-cuda") or pkgs.get("conda:pytorch-cuda")
     if torch and cuda_pin:
-        return "cu" + cuda_pin.version.replace(".", "")
+        pinned = _MAJOR_MINOR.match(cuda_pin.version)  # pytorch-cuda 11.7 or 11.7.0: cu117
+        return f"cu{pinned[1]}{pinned[2]}" if pinned else None
     if torch and torch.installer == "pip":
         # a PyPI torch without +cuXXX: its CUDA is the nvidia wheels', else what the platform says
         return wheel_cuda(pkgs) or inferred_torch_flavour(inv, pkgs, torch)

@@ -16,7 +16,6 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 from pydantic import ValidationError
 
@@ -24,27 +23,38 @@ from envkit import __version__
 from envkit._atomic import write_text_atomic
 from envkit.catalog import Catalog
 from envkit.errors import SpecError
-from envkit.init.adopted import AdoptError, Collected, Lost, one_line, shown_item
+from envkit.init.adopted import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, one_line, shown_item
 from envkit.init.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
 from envkit.init.detect import (
+    ASK,
+    FRAMEWORK_CONDA,
+    FRAMEWORK_PIP,
     Framework,
+    ImageFacts,
     cuda_evidence,
     detect_frameworks,
     facts_inventory,
     image_facts,
     index_flavour,
+    older_than_catalog,
     release_in,
+    stated_cuda,
     toolkit_cuda,
+)
+from envkit.init.python_of import choose_python, stated_python
+from envkit.init.refusals import (
+    buildable_cudas,
+    refuse_ask_cuda,
+    refuse_image_framework,
+    refuse_lost_frameworks,
+    refuse_old_release,
+    refuse_unread_environment,
 )
 from envkit.spec.load import SPEC_DIR, load_spec
 from envkit.spec.missing_image import deleted_image, removed_cudas
 from envkit.spec.models import NAME_RE, Spec
 
 __all__ = ["Adoption", "plan_adoption", "write_adoption"]
-
-_PREFERRED_PYTHON = "3.11"
-_BUILD_PYTHON = re.compile(r"(?:^|_)py3\.?(\d{1,2})(?:_|h|\Z)")  # py36_0, py3.9_cuda11.3_..., py311h...
-_PYTHONS = tuple(f"3.{m}" for m in range(6, 15))
 
 
 @dataclass(frozen=True)
@@ -95,12 +105,18 @@ def plan_adoption(
     found = replace(found, lost=list(found.lost), notes=list(found.notes))  # the caller's stays as read
     how: dict[str, str] = {}
     notes = list(found.notes)
-    frameworks = detect_frameworks(found)
     base_image = _base_image(found)
-    image_fw, image_version, image_cuda, image_python = image_facts(base_image, catalog)
-    if image_fw and image_fw not in frameworks and image_version:
-        frameworks[image_fw] = Framework(image_fw, image_version, "image", found.origin, base_image or "")
-    versions = _framework_versions(frameworks, catalog, how, found)
+    image = image_facts(base_image, catalog)
+    frameworks = _frameworks(found, image, base_image)
+    index = index_flavour(found)
+    wanted_cuda = cuda or stated_cuda(found, index) or (image.cuda if image.cuda != "cpu" else None)
+    wanted_python = python or stated_python(found, image.python)
+    versions = _framework_versions(
+        frameworks, catalog, how, found, cuda=wanted_cuda, python=wanted_python, chosen=bool(cuda or python)
+    )
+    refuse_lost_frameworks(found, versions)
+    refuse_unread_environment(found, versions, image.cuda)
+    image_cuda, image_python = image.cuda, image.python
     chosen_cuda = cuda or _cuda(found, frameworks, versions, catalog, image_cuda, how)
     if cuda:
         how["cuda"] = f"--cuda {cuda}"
@@ -112,7 +128,7 @@ def plan_adoption(
             "not carried (envkit uses the catalog's image for the spec's CUDA)",
         )
         base_image, image_python = None, None
-    chosen_python = python or _python(found, versions, catalog, image_python, how)
+    chosen_python = python or choose_python(found, versions, catalog, image_python, how)
     if python:
         how["python"] = f"--python {python}"
     _check_buildable(versions, chosen_cuda, chosen_python, catalog, base_image, how)
@@ -126,9 +142,10 @@ def plan_adoption(
         keep_defaults=keep_defaults,
         foreign=foreign,
         python_override=python,
+        cuda=chosen_cuda,
     )
     pip = decide_pip(found, decided, frameworks=set(versions))
-    mirror = decide_mirror(found, decided, catalog)
+    mirror = decide_mirror(found, decided, catalog, frameworks=versions, cuda=chosen_cuda)
     for framework, version in versions.items():
         wheel = catalog.requested_wheel(framework, version, chosen_cuda)
         if wheel is not None and frameworks[framework].spec != wheel.requirement:
@@ -137,6 +154,7 @@ def plan_adoption(
                 f"is installed as {wheel.requirement}"
             )
     notes += decided.notes
+    notes += _leftovers(found, frameworks, versions)
     adopted_name = _name(name, found)
     platform = "linux-aarch64" if found.platform == "linux-aarch64" else None
     text = render(
@@ -174,6 +192,38 @@ def plan_adoption(
     )
 
 
+def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> dict[str, Framework]:
+    """The source's framework pins, and the base image's framework when the source pins none."""
+    frameworks = detect_frameworks(found)
+    if image.framework and image.framework not in frameworks:
+        if image.version:
+            ranged = f"=={image.version}.*" if image.version.count(".") == 1 else image.version
+            frameworks[image.framework] = Framework(
+                image.framework, ranged, "image", found.origin, base_image or ""
+            )
+        elif base_image:
+            refuse_image_framework(found, image, base_image)
+    return frameworks
+
+
+def _leftovers(found: Collected, frameworks: dict[str, Framework], versions: dict[str, str]) -> list[str]:
+    """Proxies kept out of ``env:`` (reported), and notes on a framework installed twice."""
+    for key in [k for k in found.env if k.lower() in PROXY_VARIABLES]:
+        found.lose(found.origin, f"{key}={found.env.pop(key)}", PROXY_WHY)
+    notes = []
+    for framework in versions:
+        installers = {"conda" for p in found.conda if FRAMEWORK_CONDA.get(p.name) == framework} | {
+            "pip" for p in found.pip if FRAMEWORK_PIP.get(p.name) == framework
+        }
+        if {"conda", "pip"} <= installers:
+            pin = frameworks[framework]
+            notes.append(
+                f"{framework}: the source installs it twice, conda's package and the pip wheel; the spec "
+                f"has one {framework}, the {pin.installer} one ({shown_item(pin.spec)})"
+            )
+    return notes
+
+
 def write_adoption(root: Path, adoption: Adoption) -> Path:
     """Write ``environments/NAME.yaml``; never over an existing file."""
     path = root / SPEC_DIR / f"{adoption.name}.yaml"
@@ -206,17 +256,52 @@ def _base_image(found: Collected) -> str | None:
 
 
 def _framework_versions(
-    frameworks: dict[str, Framework], catalog: Catalog, how: dict[str, str], found: Collected
+    frameworks: dict[str, Framework],
+    catalog: Catalog,
+    how: dict[str, str],
+    found: Collected,
+    *,
+    cuda: str | None,
+    python: str | None,
+    chosen: bool,
 ) -> dict[str, str]:
+    """Each framework's release: the pinned one, or the newest in range with wheels for the CUDA
+    and Python the source pins (a range is never resolved before the pinned CUDA is consulted)."""
     versions: dict[str, str] = {}
     for framework, pin in sorted(frameworks.items()):
         family = catalog.frameworks.get(framework)
-        version, why = release_in(family.releases if family else (), pin.constraint)
-        if version is None:
-            found.lose(
-                pin.where, pin.spec, f"{why}: the framework is not carried (pin it, or refresh the catalog)"
+        releases = family.releases if family else ()
+        version, why = release_in(releases, pin.constraint, cuda=cuda, python=python)
+        if version is None and "has wheels for" in why:
+            newest, _ = release_in(releases, pin.constraint)
+            choices = buildable_cudas(catalog, {framework: newest}) if newest else []
+            release = catalog.framework_release(framework, newest) if newest else None
+            raise AdoptError(
+                f"{pin.where}: {shown_item(pin.spec)}: {why}; nothing was written",
+                hint=f"pin a {framework} release that has them, or rerun with --cuda one of "
+                f"{', '.join(choices)} "
+                f"and --python one of {', '.join(release.python if release else ())} ({framework} {newest})",
             )
-            continue
+        if version is None:
+            raise AdoptError(
+                f"{pin.where}: {shown_item(pin.spec)}: {why}: the spec would lose {framework}; "
+                "nothing was written",
+                hint=f"pin a {framework} release the catalog knows "
+                f"({', '.join(r.version for r in releases[-3:])}, ...), or `envkit catalog refresh`",
+            )
+        oldest = (
+            older_than_catalog(releases, version)
+            if catalog.framework_release(framework, version) is None
+            else None
+        )
+        if oldest and not chosen:  # with --cuda/--python the user chose; validate checks the bounds
+            first = catalog.framework_release(framework, oldest)
+            bound = max(first.python, key=Version) if first else "3.8"
+            stated = python if python and re.fullmatch(r"3\.\d+", python) else None
+            fits = stated is not None and Version(stated) <= Version(bound)
+            raise refuse_old_release(
+                framework, version, oldest, pin.where, stated if fits and stated else bound
+            )
         versions[framework] = version
         how[framework] = f"{shown_item(pin.spec)} ({pin.where})" + ("" if why == "pinned" else f": {why}")
     return versions
@@ -234,7 +319,7 @@ def _cuda(
     index = index_flavour(found)
     candidates: list[tuple[str, str]] = []
     for framework, version in sorted(versions.items(), reverse=True):  # torch's first, then paddle's
-        evidence = cuda_evidence(framework, version, frameworks[framework], inventory, index, catalog)
+        evidence = cuda_evidence(framework, version, frameworks[framework], inventory, index, catalog, found)
         if evidence is not None:
             candidates.append(evidence)
     if image_cuda:
@@ -247,6 +332,13 @@ def _cuda(
         how["cuda"] = "no CUDA build pinned: cpu"
         return "cpu"
     cuda, where = candidates[0]
+    if cuda == ASK:
+        named = next(((c, w) for c, w in candidates[1:] if c != ASK), None)
+        if named is None:
+            framework, version = sorted(versions.items(), reverse=True)[0]
+            raise refuse_ask_cuda(framework, version, where, buildable_cudas(catalog, versions))
+        cuda, where = named
+        candidates = [c for c in candidates if c[0] != ASK]
     for other, other_where in candidates[1:]:
         if other != cuda and not (other == "cpu" and "base image" in other_where):
             found.lose(
@@ -256,48 +348,6 @@ def _cuda(
             )
     how["cuda"] = where
     return cuda
-
-
-def _python(
-    found: Collected,
-    versions: dict[str, str],
-    catalog: Catalog,
-    image_python: str | None,
-    how: dict[str, str],
-) -> str:
-    allowed = set(_PYTHONS)
-    for framework, version in versions.items():
-        release = catalog.framework_release(framework, version)
-        if release is not None:
-            allowed &= set(release.python)
-    pin = next((p for p in found.conda if p.name == "python"), None)
-    stated = (pin.spec[len("python") :].strip() if pin else None) or found.python
-    where = (pin.where if pin else found.python_where) or found.origin
-    if not stated and image_python:
-        stated, where = image_python, f"the base image {found.base_image}"
-    if not stated:
-        built = next((b for p in found.conda if p.build and (b := _BUILD_PYTHON.search(p.build))), None)
-        if built:
-            stated, where = f"3.{built[1]}", "the py3X tag of the conda builds"
-    if stated:
-        exact = re.match(r"^[=\s]*(3\.\d+)(?:\.\d+|\.\*)?(?:[=\s].*)?$", stated)
-        if exact:
-            how["python"] = f"python {shown_item(stated.lstrip('= '))} ({where})"
-            return exact[1]
-        try:
-            spec = SpecifierSet(stated.replace(" ", ""))
-        except InvalidSpecifier:
-            spec = SpecifierSet()
-        fitting = [p for p in _PYTHONS if p in allowed and spec.contains(f"{p}.0")]
-        if fitting:
-            chosen = _PREFERRED_PYTHON if _PREFERRED_PYTHON in fitting else max(fitting, key=Version)
-            how["python"] = (
-                f"python{shown_item(stated)} ({where}): {chosen}, the newest the frameworks support"
-            )
-            return chosen
-    chosen = _PREFERRED_PYTHON if _PREFERRED_PYTHON in allowed else max(allowed, key=Version)
-    how["python"] = f"not stated by the source: {chosen} (--python to choose)"
-    return chosen
 
 
 def _check_buildable(
@@ -313,12 +363,10 @@ def _check_buildable(
         release = catalog.framework_release(framework, version)
         if release is None:
             continue
-        buildable = [
-            w.cuda
-            for w in release.wheels
-            if w.cuda == "cpu"
-            or (catalog.cuda_release(w.cuda) is not None and (base_image or catalog.runtime_image(w.cuda)))
-        ]
+        # a kept base image has the spec's CUDA (one of another CUDA is dropped): it builds that one only
+        buildable = buildable_cudas(catalog, {framework: version})
+        if base_image and release.wheel_for(cuda) and catalog.cuda_release(cuda) and cuda not in buildable:
+            buildable.append(cuda)
         if release.wheel_for(cuda) is None or cuda not in buildable:
             raise AdoptError(
                 f"the source is {framework} {version} on CUDA {cuda} ({how.get('cuda', '?')}); "
@@ -335,19 +383,26 @@ def _check_buildable(
                 "nothing was written",
                 hint=f"rerun with --python one of {', '.join(release.python)}",
             )
+    for framework, version in versions.items():
+        impossible = catalog.impossible(framework, version, cuda, python)
+        if impossible:
+            raise AdoptError(
+                f"{impossible}; nothing was written", hint="rerun with another --cuda or --python"
+            )
     if cuda != "cpu" and catalog.cuda_release(cuda) is None:
         raise AdoptError(
             f"the source is on CUDA {cuda} ({how.get('cuda', '?')}), which envkit's catalog does not know; "
             "nothing was written",
-            hint=f"rerun with --cuda one of cpu, {', '.join(catalog.cuda_versions())}",
+            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(catalog, versions))}",
         )
     if base_image and deleted_image(base_image):
         raise AdoptError(
             f"the source's base image {base_image} is a CUDA {cuda} image, and NVIDIA deleted it "
             "from Docker Hub and NGC (sources in envkit/catalog/data/removed_images.yaml); "
             "nothing was written",
-            hint=f"rerun with --cuda one of cpu, {_with_image(catalog)} (the image is then reported, not "
-            "kept), or use a copy of it in your own registry",
+            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(catalog, versions))} "
+            "(the image is then "
+            "reported, not kept), or use a copy of it in your own registry",
         )
     if cuda != "cpu" and not base_image and catalog.runtime_image(cuda) is None:
         why = (
@@ -358,13 +413,9 @@ def _check_buildable(
         )
         raise AdoptError(
             f"the source is on CUDA {cuda} ({how.get('cuda', '?')}), {why}; nothing was written",
-            hint=f"rerun with --cuda one of cpu, {_with_image(catalog)}, or name a base image in the source",
+            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(catalog, versions))}, or name a base "
+            "image in the source",
         )
-
-
-def _with_image(catalog: Catalog) -> str:
-    """The catalog's CUDA versions that have a runtime image, comma-separated."""
-    return ", ".join(c for c in catalog.cuda_versions() if catalog.runtime_image(c) is not None)
 
 
 def _name(name: str | None, found: Collected) -> str:

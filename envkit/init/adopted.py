@@ -20,6 +20,8 @@ from envkit.errors import UsageError
 
 __all__ = [
     "MAX_SHOWN",
+    "PROXY_VARIABLES",
+    "PROXY_WHY",
     "AdoptError",
     "Collected",
     "CondaPin",
@@ -39,6 +41,12 @@ _SHELL = re.compile(
     r"`|\$\(|&&|\|\||[;|]\s*(?:rm|curl|wget|sh|bash|python|eval|exec)\b|[\x00-\x08\x0a-\x1f\x7f]"
 )
 
+
+PROXY_VARIABLES = {"http_proxy", "https_proxy", "ftp_proxy", "no_proxy", "all_proxy"}
+PROXY_WHY = (
+    "a proxy of the machine that built it: never baked into an image (set it for the build, "
+    "e.g. docker build --build-arg, or in the environment envkit runs in): not carried"
+)
 
 DEFAULTS = {  # Anaconda's channels: `defaults` and what conda shows for it
     "defaults",
@@ -120,6 +128,9 @@ class Collected:
     env: dict[str, str] = field(default_factory=dict)
     lost: list[Lost] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # (where, what): the environment is installed from a file envkit did not read (uv sync, -r elsewhere)
+    unread: list[tuple[str, str]] = field(default_factory=list)
+    distro_python: str = ""  # where the OS's own python3 is installed (apt-get install python3 ...)
 
     def lose(self, where: str, item: str, why: str) -> None:
         self.lost.append(Lost(where, shown_item(item), why))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from packaging.utils import canonicalize_name
 
 from envkit.catalog import Catalog
-from envkit.init.adopted import Collected, Lost, is_defaults, shown_item, without_credentials
+from envkit.init.adopted import Collected, CondaPin, Lost, is_defaults, shown_item, without_credentials
 from envkit.init.detect import FRAMEWORK_CONDA, FRAMEWORK_PIP
 from envkit.spec.models import Spec
 
@@ -30,15 +30,34 @@ __all__ = ["Decided", "decide_channels", "decide_conda", "decide_mirror", "decid
 
 _CUDA_PLUMBING = {"pytorch-cuda", "pytorch-mutex", "cpuonly", "_pytorch_select", "cudatoolkit"}
 _TORCH_COMPANIONS = {"torchvision", "torchaudio", "torchtext", "torchdata"}
+# conda packages built against (or depending on) conda's pytorch: beside the torch wheel the solver
+# would install conda's pytorch too. pip name to move them to, or None (no wheel on PyPI: reported).
+_BUILT_ON_CONDA_TORCH: dict[str, str | None] = {
+    "pytorch-lightning": "pytorch-lightning",
+    "lightning": "lightning",
+    "torchmetrics": "torchmetrics",
+    "xformers": "xformers",
+    "pyg": "torch-geometric",
+    "pytorch3d": None,
+    "pytorch-scatter": None,
+    "pytorch-sparse": None,
+    "pytorch-cluster": None,
+    "pytorch-spline-conv": None,
+    "torchtriton": None,
+}
+_NO_PIP_WHY = {
+    "torchtriton": "the torch wheel brings its own triton",
+    "pytorch3d": "PyPI has no pytorch3d wheels: build it in your own image, FROM the one envkit builds",
+}
 # conda packages only Windows / macOS builds exist for (conda-forge and defaults)
 _FOREIGN_ONLY = re.compile(
     r"^(vc|vs2015_runtime|vc14_runtime|vs20\d\d_.*|ucrt|pywin32|pywin32-ctypes|pywinpty|winpty|"
     r"win_inet_pton|wincertstore|menuinst|m2w64-.*|msys2-.*|console_shortcut|powershell_shortcut|"
     r"appnope|pyobjc-.*|libcxx-.*|llvm-openmp-osx)\Z"
 )
-_FRAMEWORK_INDEX = re.compile(
-    r"download\.pytorch\.org/whl|paddlepaddle\.org\.cn/(?:whl|packages)|data\.pyg\.org/whl"
-)
+_FRAMEWORK_INDEX = re.compile(r"download\.pytorch\.org/whl|paddlepaddle\.org\.cn/(?:whl|packages)")
+_INDEX_OWNER = (("download.pytorch.org", "torch"), ("paddlepaddle.org.cn", "paddle"))
+_FLAVOUR = re.compile(r"/(cu\d{3}|cpu)(?:/|\b)")
 _SOLVER_CHANNELS = {"nodefaults", "pypi"}
 
 
@@ -59,6 +78,13 @@ def decide_channels(found: Collected, decided: Decided, *, keep_defaults: bool) 
     """The spec's channels (None: the source names none, the spec's default conda-forge stands)."""
     if not found.channels and not found.conda:
         return None
+    if not found.channels and found.kind == "environment.yml":
+        decided.lose(
+            found.origin,
+            "channels: (none)",
+            "the file names no channel, so conda uses its configured default (Anaconda's defaults unless "
+            "configured otherwise): the spec uses conda-forge",
+        )
     kept: list[str] = []
     for channel in dict.fromkeys(found.channels):
         if channel in _SOLVER_CHANNELS:
@@ -109,6 +135,7 @@ def decide_conda(
     keep_defaults: bool,
     foreign: bool,
     python_override: str | None,
+    cuda: str = "cpu",
 ) -> list[str]:
     """The conda pins the spec carries, as written where they can be."""
     kept: list[str] = []
@@ -119,15 +146,16 @@ def decide_conda(
         if FRAMEWORK_CONDA.get(pin.name) in frameworks:
             continue  # carried as frameworks:
         if pin.name in _CUDA_PLUMBING and (frameworks or pin.name != "cudatoolkit"):
-            decided.notes.append(
-                f"{pin.spec} ({pin.where}): carried as cuda: (the framework wheel brings its CUDA libraries)"
-            )
+            _plumbing(pin, decided, cuda)
             continue
         if pin.name in _TORCH_COMPANIONS and "torch" in frameworks and torch_from_conda:
             moved.append(_as_pip(pin.name, pin.spec, pin.version))
             decided.notes.append(
                 f"{pin.spec} ({pin.where}): moved to pip as {moved[-1]}, beside the torch wheel"
             )
+            continue
+        if pin.name in _BUILT_ON_CONDA_TORCH and "torch" in frameworks:
+            _built_on_conda_torch(pin, decided, moved)
             continue
         if pin.name == "python" and python_override:
             decided.lose(pin.where, pin.spec, f"replaced by --python {python_override}")
@@ -150,6 +178,53 @@ def decide_conda(
     _conda_notes(found, decided, foreign=foreign, defaults_builds=defaults_builds)
     decided.moved = moved
     return list(dict.fromkeys(kept))
+
+
+def _plumbing(pin: CondaPin, decided: Decided, cuda: str) -> None:
+    """conda's CUDA plumbing for pytorch: the spec's ``cuda:`` says it, unless it names another CUDA."""
+    said = _plumbing_says(pin.name, pin.spec, pin.version, pin.build)
+    if said == "cuda" and cuda == "cpu":  # pytorch-mutex=1.0=cuda: a CUDA build, whichever
+        decided.lose(pin.where, pin.spec, "asks for a CUDA build; the spec is cpu: not carried")
+    elif said is not None and said not in ("cuda", cuda):
+        decided.lose(pin.where, pin.spec, f"says CUDA {said}; the spec's CUDA is {cuda}: not carried")
+    else:
+        decided.notes.append(
+            f'{pin.spec} ({pin.where}): carried as cuda: "{cuda}" '
+            "(the framework wheel brings its CUDA libraries)"
+        )
+
+
+def _built_on_conda_torch(pin: CondaPin, decided: Decided, moved: list[str]) -> None:
+    """A conda package of conda's pytorch beside the torch wheel: moved to pip, or reported."""
+    pip_name = _BUILT_ON_CONDA_TORCH[pin.name]
+    if pip_name is None:
+        why = _NO_PIP_WHY.get(
+            pin.name,
+            "built against conda's pytorch (two torches beside the torch wheel); its wheels for one "
+            "torch+CUDA are on PyG's page (data.pyg.org): pip-install "
+            f"{pin.name.replace('pytorch-', 'torch-')} "
+            "from your mirror",
+        )
+        decided.lose(pin.where, pin.spec, f"a conda package of conda's pytorch: {why}; not carried")
+        return
+    moved.append(_as_pip(pip_name, pin.spec.replace(pin.name, pip_name, 1), pin.version))
+    decided.notes.append(
+        f"{pin.spec} ({pin.where}): depends on conda's pytorch (the solver would install a second torch "
+        f"beside the wheel): moved to pip as {moved[-1]}"
+    )
+
+
+def _plumbing_says(name: str, spec: str, version: str, build: str | None) -> str | None:
+    """The CUDA (or ``cpu``) a piece of conda's CUDA plumbing names, or None when it names none."""
+    if name == "cpuonly" or (name == "pytorch-mutex" and "cpu" in (build or spec.rsplit("=", 1)[-1])):
+        return "cpu"
+    if name == "pytorch-mutex" and "cuda" in (build or spec.rsplit("=", 1)[-1]):
+        return "cuda"
+    if name in ("pytorch-cuda", "cudatoolkit"):
+        rest = spec.split("::", 1)[-1][len(name) :].strip()
+        single = re.match(r"^(?:==?)?\s*(\d+)\.(\d+)(?:\.\d+)*(?:\.\*|\*)?(?:[=\s].*)?\Z", version or rest)
+        return f"{int(single[1])}.{single[2]}" if single else None
+    return None
 
 
 def _conda_notes(found: Collected, decided: Decided, *, foreign: bool, defaults_builds: int) -> None:
@@ -209,8 +284,11 @@ def decide_pip(found: Collected, decided: Decided, *, frameworks: set[str]) -> l
     return list(dict.fromkeys(kept))
 
 
-def decide_mirror(found: Collected, decided: Decided, catalog: Catalog) -> str | None:
-    """``mirrors.pypi``: the first ``--index-url`` that is not a framework's own index."""
+def decide_mirror(
+    found: Collected, decided: Decided, catalog: Catalog, *, frameworks: dict[str, str], cuda: str
+) -> str | None:
+    """``mirrors.pypi``: the first ``--index-url`` that is not a framework's own index. A framework's
+    index is "carried by frameworks:" only where the spec has that framework on that index's flavour."""
     framework_indexes = {
         w.index.rstrip("/")
         for fam in catalog.frameworks.values()
@@ -221,9 +299,7 @@ def decide_mirror(found: Collected, decided: Decided, catalog: Catalog) -> str |
     mirror: str | None = None
     for url, where in found.index_urls:
         if url.rstrip("/") in framework_indexes or _FRAMEWORK_INDEX.search(url):
-            decided.notes.append(
-                f"--index-url {shown_item(url)} ({where}): a framework's index, carried by frameworks:"
-            )
+            _framework_index(url, where, "--index-url", decided, catalog, frameworks=frameworks, cuda=cuda)
             continue
         clean, removed = without_credentials(url)
         if clean is None:
@@ -244,17 +320,65 @@ def decide_mirror(found: Collected, decided: Decided, catalog: Catalog) -> str |
             )
     for url, where in found.extra_urls:
         if url.rstrip("/") in framework_indexes or _FRAMEWORK_INDEX.search(url):
-            decided.notes.append(f"{shown_item(url)} ({where}): a framework's index, carried by frameworks:")
+            _framework_index(
+                url,
+                where,
+                "--extra-index-url/--find-links",
+                decided,
+                catalog,
+                frameworks=frameworks,
+                cuda=cuda,
+            )
             continue
-        decided.lose(
-            where,
-            f"--extra-index-url/--find-links {url}",
-            "an extra index: the spec has one PyPI index (mirrors.pypi); put these packages on it",
-        )
+        why = "an extra index: the spec has one PyPI index (mirrors.pypi); put these packages on it"
+        if "data.pyg.org" in url or "pytorch-geometric.com" in url:
+            why = (
+                "PyG's wheel page (torch-scatter & co. built for one torch+CUDA): "
+                "the spec has one PyPI index "
+                "(mirrors.pypi) and no find-links; put those wheels on your mirror"
+            )
+        decided.lose(where, f"--extra-index-url/--find-links {url}", why)
     if mirror is not None and not _valid_mirror(mirror):
         decided.lose(found.origin, f"--index-url {mirror}", "not an http(s):// or file:// URL")
         return None
     return mirror
+
+
+def _framework_index(
+    url: str,
+    where: str,
+    option: str,
+    decided: Decided,
+    catalog: Catalog,
+    *,
+    frameworks: dict[str, str],
+    cuda: str,
+) -> None:
+    """A framework's own index: carried (the catalog names the wheel's index) only when the spec has
+    that framework on that index's CUDA flavour; reported otherwise."""
+    owner = next((fw for host, fw in _INDEX_OWNER if host in url), None)
+    flavour = _FLAVOUR.search(url)
+    wanted = "cpu" if cuda == "cpu" else "cu" + cuda.replace(".", "")
+    if owner is None or owner not in frameworks:
+        decided.lose(
+            where,
+            f"{option} {url}",
+            f"a {owner or 'framework'} index, but the spec has no {owner or 'such framework'}: not carried",
+        )
+    elif flavour is not None and flavour[1] != wanted:
+        decided.lose(
+            where,
+            f"{option} {url}",
+            f"the {owner} index for {flavour[1]} under a CUDA {cuda} spec: the {owner} wheel comes from the "
+            f"catalog's index for {wanted}; not carried",
+        )
+    else:
+        wheel = catalog.requested_wheel(owner, frameworks[owner], cuda)
+        source = f"from {wheel.index}" if wheel is not None and wheel.index else "from PyPI"
+        installs = wheel.requirement if wheel is not None else f"{owner} {frameworks[owner]}"
+        decided.notes.append(
+            f"{shown_item(url)} ({where}): a framework's index: frameworks: installs {installs} {source}"
+        )
 
 
 def _valid_mirror(url: str) -> bool:

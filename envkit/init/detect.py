@@ -30,16 +30,21 @@ from envkit.inventory._collect import Collector
 from envkit.inventory.models import Inventory
 
 __all__ = [
+    "ASK",
     "FRAMEWORK_CONDA",
     "FRAMEWORK_PIP",
     "Framework",
+    "ImageFacts",
     "cuda_evidence",
     "cuda_of_flavour",
     "detect_frameworks",
     "facts_inventory",
     "image_facts",
     "index_flavour",
+    "older_than_catalog",
+    "plumbing_cuda",
     "release_in",
+    "stated_cuda",
 ]
 
 # The packages that carry each framework, by installer (conda-forge and the pytorch channel).
@@ -54,9 +59,37 @@ FRAMEWORK_CONDA = {
 _INDEX_FLAVOUR = re.compile(
     r"(?:download\.pytorch\.org/whl|paddlepaddle\.org\.cn/packages/(?:stable|nightly))/(cu\d{3}|cpu)\b"
 )
+_PRE = r"(?:(?:a|b|rc)\d+)?"
 _IMAGE_TAGS = (
-    ("torch", re.compile(r"(?:^|/)pytorch/pytorch:(\d+\.\d+(?:\.\d+)?)-cuda(\d+\.\d+)")),
-    ("paddle", re.compile(r"(?:^|/)paddlepaddle/paddle:(\d+\.\d+\.\d+)(?:-gpu-cuda(\d+\.\d+))?")),
+    ("torch", re.compile(rf"(?:^|/)pytorch/pytorch:(\d+\.\d+(?:\.\d+)?{_PRE})-cuda(\d+\.\d+)")),
+    ("paddle", re.compile(rf"(?:^|/)paddlepaddle/paddle:(\d+\.\d+\.\d+{_PRE})(?:-gpu-cuda(\d+\.\d+))?")),
+)
+# other images that carry a framework and say so in the tag: runpod/pytorch:2.1.0-py3.10-cuda11.8.0-devel,
+# pytorchlightning/pytorch_lightning:base-cuda-py3.10-torch2.0-cuda11.7.1, anibali/pytorch:1.8.1-cuda11.1
+_TORCH_REPO = re.compile(r"(?:^|/)[\w.-]*(?:pytorch|torch)[\w.-]*:(?P<tag>\S+)\Z")
+_TORCH_IN_TAG = re.compile(
+    r"(?:^|[-_.])(?:torch|pytorch)-?(\d+(?:\.\d+){0,2})(?![\d.])|^(\d+\.\d+(?:\.\d+)?)(?=-)"
+)
+_CUDA_IN_TAG = re.compile(r"cuda-?(\d+\.\d+)")
+_PY_IN_TAG = re.compile(r"(?:^|[-_.])py(?:thon)?-?(3\.\d+)")
+# images whose framework is a build of their own, or whose tag names no release
+_OWN_BUILD = (
+    (re.compile(r"(?:^|/)nvcr\.io/nvidia/pytorch:"), "torch", "NVIDIA's own torch build in an NGC image"),
+    (
+        re.compile(r"(?:^|/)nvcr\.io/nvidia/paddlepaddle:"),
+        "paddle",
+        "NVIDIA's own paddle build in an NGC image",
+    ),
+    (
+        re.compile(r"(?:^|/)pytorch/pytorch(?::latest)?(?:@|\Z)"),
+        "torch",
+        "pytorch/pytorch without a release tag",
+    ),
+    (
+        re.compile(r"(?:^|/)paddlepaddle/paddle(?::latest[\w.-]*)?(?:@|\Z)"),
+        "paddle",
+        "paddlepaddle/paddle without a release tag",
+    ),
 )
 _CUDA_TAG = re.compile(r"(?:^|/)cuda:(\d+\.\d+)")
 _PYTHON_TAG = re.compile(r"(?:^|/)python:(3\.\d+)")
@@ -103,23 +136,50 @@ def index_flavour(found: Collected) -> tuple[str, str] | None:
     return None
 
 
-def image_facts(image: str | None, catalog: Catalog) -> tuple[str | None, str | None, str | None, str | None]:
-    """(framework, version, cuda, python) a base image carries: the catalog's entry, else its tag."""
+@dataclass(frozen=True)
+class ImageFacts:
+    """What a base image carries: a framework (and its release, when the tag or catalog says), CUDA,
+    Python; ``unknown`` says why a framework image's release cannot be told (an NGC build, no tag)."""
+
+    framework: str | None = None
+    version: str | None = None
+    cuda: str | None = None
+    python: str | None = None
+    unknown: str | None = None
+
+
+def image_facts(image: str | None, catalog: Catalog) -> ImageFacts:
+    """The facts a base image carries: the catalog's entry, else its tag."""
     if not image:
-        return None, None, None, None
+        return ImageFacts()
     known = catalog.base_image(
         image.split("/", 1)[1] if image.startswith("registry.baidubce.com/") else image
     )
     if known is not None:
         framework = {"pytorch": "torch", "paddle": "paddle"}.get(known.kind)
-        return framework, known.framework_version, known.cuda or ("cpu" if framework else None), known.python
+        return ImageFacts(
+            framework, known.framework_version, known.cuda or ("cpu" if framework else None), known.python
+        )
+    for pattern, framework, why in _OWN_BUILD:
+        if pattern.search(image):
+            cuda = _CUDA_IN_TAG.search(image)
+            return ImageFacts(framework, None, cuda[1] if cuda else None, None, why)
     for framework, pattern in _IMAGE_TAGS:
         match = pattern.search(image)
         if match:
-            return framework, match[1], match[2] or "cpu", None
-    cuda = _CUDA_TAG.search(image)
-    python = _PYTHON_TAG.search(image)
-    return None, None, cuda[1] if cuda else None, python[1] if python else None
+            python = _PY_IN_TAG.search(image.rsplit(":", 1)[-1])
+            return ImageFacts(framework, match[1], match[2] or "cpu", python[1] if python else None)
+    repo = _TORCH_REPO.search(image.split("@", 1)[0])
+    if repo:
+        tag = repo["tag"]
+        version, cuda, python = _TORCH_IN_TAG.search(tag), _CUDA_IN_TAG.search(tag), _PY_IN_TAG.search(tag)
+        if version:
+            return ImageFacts(
+                "torch", version[1] or version[2], cuda[1] if cuda else "cpu", python[1] if python else None
+            )
+    cuda_tag = _CUDA_TAG.search(image)
+    python_tag = _PYTHON_TAG.search(image)
+    return ImageFacts(None, None, cuda_tag[1] if cuda_tag else None, python_tag[1] if python_tag else None)
 
 
 def detect_frameworks(found: Collected) -> dict[str, Framework]:
@@ -128,7 +188,9 @@ def detect_frameworks(found: Collected) -> dict[str, Framework]:
     for pin in found.conda:
         if pin.name in FRAMEWORK_CONDA:
             rest = pin.spec.split("::", 1)[-1][len(pin.name) :].split("[", 1)[0].strip()
-            constraint = pin.version or rest
+            partial = rest.startswith("=") and not rest.startswith("==") and not pin.build
+            # conda's `pytorch=2.0` is 2.0.* (the newest 2.0.x), not a release "2.0"
+            constraint = rest if partial and pin.version.count(".") < 2 else (pin.version or rest)
             chosen[FRAMEWORK_CONDA[pin.name]] = Framework(
                 FRAMEWORK_CONDA[pin.name], constraint, "conda", pin.where, pin.spec
             )
@@ -141,13 +203,23 @@ def detect_frameworks(found: Collected) -> dict[str, Framework]:
     return chosen
 
 
-def release_in(releases: tuple[FrameworkRelease, ...], constraint: str) -> tuple[str | None, str]:
-    """The release a constraint names: its exact version (public part), else the newest release the
-    catalog has within the range; ("", why) when there is none. Returns (version, how)."""
+def release_in(
+    releases: tuple[FrameworkRelease, ...],
+    constraint: str,
+    *,
+    cuda: str | None = None,
+    python: str | None = None,
+) -> tuple[str | None, str]:
+    """The release a constraint names: its exact version (public part; ``==1.10`` is the catalog's
+    1.10.0), else the newest release the catalog has within the range that publishes wheels for
+    ``cuda`` and ``python`` when the source pins them; (None, why) when there is none."""
     text = constraint.strip()
-    exact = re.fullmatch(r"(==|=)?\s*(\d+(?:\.\d+)+)((?:\.post\d+)?(?:\+[A-Za-z0-9.]+)?)(?:[=\s].*)?", text)
+    exact = re.fullmatch(
+        r"(==|=)?\s*(\d+(?:\.\d+)+(?:(?:a|b|rc)\d+)?)((?:\.post\d+)?(?:\+[A-Za-z0-9.]+)?)(?:[=\s].*)?", text
+    )
     if exact and not (exact[1] == "=" and exact[2].count(".") < 2):
-        return exact[2], "pinned"
+        same = next((r.version for r in releases if _equal(r.version, exact[2])), None)
+        return same or exact[2], "pinned"
     try:
         spec = SpecifierSet(_conda_range(text)) if text else SpecifierSet()
     except InvalidSpecifier:
@@ -155,14 +227,60 @@ def release_in(releases: tuple[FrameworkRelease, ...], constraint: str) -> tuple
     fitting = [r for r in releases if not r.yanked and _in(r.version, spec)]
     if not fitting:
         return None, f"no release in the catalog satisfies {text!r}"
-    best = max(fitting, key=lambda r: (r.verified, Version(r.version)))
-    return best.version, f"the newest release the catalog has for {text or 'an unpinned framework'}"
+    wanted = [
+        r
+        for r in fitting
+        if (cuda is None or r.wheel_for(cuda) is not None) and (python is None or _has_python(r, python))
+    ]
+    pinned = " and ".join(
+        p for p in (f"CUDA {cuda}" if cuda else "", f"Python {python}" if python else "") if p
+    )
+    if not wanted:
+        return None, f"no release in the catalog within {text or 'any version'!r} has wheels for {pinned}"
+    best = max(wanted, key=lambda r: (r.verified, Version(r.version)))
+    with_pins = f" with wheels for {pinned}" if pinned else ""
+    return (
+        best.version,
+        f"the newest release the catalog has for {text or 'an unpinned framework'}{with_pins}",
+    )
+
+
+def _has_python(release: FrameworkRelease, python: str) -> bool:
+    """``python`` is a minor version (``3.10``) or a range (``>=3.7,<3.9``) the release has a wheel in."""
+    if re.fullmatch(r"3\.\d+", python):
+        return python in release.python
+    try:
+        spec = SpecifierSet(python.replace(" ", ""))
+    except InvalidSpecifier:
+        return True
+    return any(spec.contains(f"{p}.0") for p in release.python)
+
+
+def older_than_catalog(releases: tuple[FrameworkRelease, ...], version: str) -> str | None:
+    """The catalog's oldest release when ``version`` is older than it (envkit cannot tell its wheels)."""
+    known = [r.version for r in releases]
+    if not known or any(_equal(k, version) for k in known):
+        return None
+    try:
+        oldest = min(known, key=Version)
+        return oldest if Version(version) < Version(oldest) else None
+    except InvalidVersion:
+        return None
+
+
+def _equal(a: str, b: str) -> bool:
+    try:
+        return Version(Version(a).public) == Version(Version(b).public)  # ==1.10 is 1.10.0 (PEP 440)
+    except InvalidVersion:
+        return a == b
 
 
 def _conda_range(text: str) -> str:
     """conda's ``=1.13`` (1.13.*) and ``1.13.*`` as PEP 440."""
     if text.startswith("=") and not text.startswith("=="):
         return "==" + text[1:].split("=", 1)[0].rstrip(".*") + ".*"
+    if re.fullmatch(r"\d+(?:\.\d+)*\.\*", text):
+        return "==" + text
     return text.split()[0] if " " in text and not any(c in text for c in "<>=!~") else text
 
 
@@ -185,6 +303,7 @@ def cuda_evidence(
     inventory: Inventory,
     index: tuple[str, str] | None,
     catalog: Catalog,
+    found: Collected | None = None,
 ) -> tuple[str, str] | None:
     """(CUDA, why) the framework's pin says, or None when it says nothing."""
     if pin.installer == "image":
@@ -208,10 +327,69 @@ def cuda_evidence(
         toolkit = toolkit_cuda(inventory)
         if toolkit:
             return toolkit, f"the conda CUDA runtime pinned beside pytorch ({toolkit})"
-        if re.search(r"=[^=\s\[]+[=\s]\S|build=", pin.spec.split("::")[-1]):
+        plumbing, why = plumbing_cuda(found) if found is not None else (None, "")
+        if plumbing:
+            return plumbing, why
+        if re.search(r"=[^=\s\[]+[=\s]\S|build=", pin.spec.split("::")[-1]) and "cuda" not in pin.spec:
             return "cpu", f"the build of {pin.spec} names no CUDA envkit reads: cpu (--cuda to choose)"
+        if why:
+            return ASK, why
         return "cpu", "conda's pytorch without pytorch-cuda or a CUDA build is the CPU build"
     return None
+
+
+ASK = "ask"
+"""The CUDA the source asks for without naming it: envkit refuses with the choices, never assumes cpu."""
+_PLUMBING = ("pytorch-cuda", "cudatoolkit", "cuda-version", "cuda-runtime", "cuda-toolkit", "cuda-cudart")
+_SINGLE_CUDA = re.compile(r"^(?:==?)?\s*(\d+)\.(\d+)(?:\.\d+)*(?:\.\*|\*)?(?:[=\s].*)?\Z")
+
+
+def plumbing_cuda(found: Collected) -> tuple[str | None, str]:
+    """(CUDA, why) conda's CUDA plumbing beside pytorch names (``cudatoolkit==11.3.*``,
+    ``pytorch-cuda=11.7.0``), or (None, why it asks for a CUDA build without naming one), or
+    (None, "") when it says nothing. ``cpuonly`` or a cpu ``pytorch-mutex`` say cpu elsewhere."""
+    pins = {p.name: p for p in found.conda}
+    mutex = pins.get("pytorch-mutex")
+    if "cpuonly" in pins or (mutex is not None and "cpu" in (mutex.build or mutex.spec.rsplit("=", 1)[-1])):
+        return None, ""
+    for name in _PLUMBING:
+        pin = pins.get(name)
+        if pin is None:
+            continue
+        rest = pin.spec.split("::", 1)[-1][len(pin.name) :].strip()
+        single = _SINGLE_CUDA.match(pin.version or rest)
+        if single:
+            return f"{int(single[1])}.{single[2]}", f"{pin.spec} ({pin.where})"
+        return None, f"{pin.spec} ({pin.where}) asks for a CUDA build but names no single CUDA version"
+    for name in ("pytorch-gpu",):
+        if name in pins:
+            return None, f"{pins[name].spec} ({pins[name].where}) is a CUDA build that names no CUDA version"
+    if mutex is not None and "cuda" in mutex.spec:
+        return None, f"{mutex.spec} ({mutex.where}) asks for a CUDA build but names no CUDA version"
+    channels = {c.lower().rstrip("/").rsplit("/", 1)[-1] for c in found.channels}
+    torch = pins.get("pytorch")
+    if torch is not None and ({"pytorch", "nvidia"} & channels or (torch.channel or "").lower() == "pytorch"):
+        return None, (
+            f"{torch.spec} ({torch.where}) from the pytorch channel without cpuonly is its CUDA build, "
+            "and the source names no CUDA version"
+        )
+    return None, ""
+
+
+def stated_cuda(found: Collected, index: tuple[str, str] | None) -> str | None:
+    """A CUDA the source pins whatever the framework release (conda plumbing, a framework index,
+    a local version such as ``+cu121``): what an unpinned framework's release must have wheels for."""
+    toolkit = toolkit_cuda(facts_inventory(found))
+    if toolkit:
+        return toolkit
+    plumbing, _ = plumbing_cuda(found)
+    if plumbing:
+        return plumbing
+    for pin in found.pip:
+        local = re.search(r"\+(cu\d{3}|cpu)\b", pin.spec)
+        if pin.name in FRAMEWORK_PIP and local:
+            return cuda_of_flavour(local[1])
+    return cuda_of_flavour(index[0]) if index else None
 
 
 def _in(version: str, spec: SpecifierSet) -> bool:

@@ -28,6 +28,7 @@ _SPEC = re.compile(
     r"(?P<rest>.*)\Z"
 )
 _BRACKETS = re.compile(r"\[([^\]]*)\]\Z")
+_SINGLE_COLON = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*):([A-Za-z0-9_][A-Za-z0-9_.\-]*(?:[\s=<>!~].*)?)\Z")
 _KEY_VALUE = re.compile(r"([a-z_]+)\s*=\s*['\"]?([^,'\"\]]+)['\"]?")
 _EXACT = re.compile(r"^(?:==?)?\s*(?P<version>[0-9][A-Za-z0-9_.+!]*)(?:[=\s]+(?P<build>[A-Za-z0-9_.+*]+))?\Z")
 
@@ -82,6 +83,12 @@ def conda_pin(text: str, where: str, found: Collected, channel: str | None = Non
     """One conda match spec as written: a :class:`CondaPin`, a refusal (shell syntax) or a Lost line."""
     if hostile(text) or any(c in text for c in "`$\\'\"&"):
         raise refuse(where, text)
+    single = _SINGLE_COLON.match(text)
+    if single:  # `pytorch:pytorch=2.1.*`: conda's channel separator is `::`
+        found.notes.append(
+            f"{text} ({where}): read as {single[1]}::{single[2]} (conda's channel separator is ::)"
+        )
+        text = f"{single[1]}::{single[2]}"
     match = _SPEC.match(text)
     if not match:
         found.lose(where, text, "not a conda match spec")

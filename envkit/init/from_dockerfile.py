@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envkit.init.adopted import Collected, joined_lines
+from envkit.init.adopted import PROXY_VARIABLES, PROXY_WHY, Collected, CondaPin, PipPin, joined_lines
 from envkit.init.from_conda_env import conda_pin
 from envkit.init.from_requirements import pip_args
 
@@ -111,6 +111,7 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
                 f"FROM {stage.image} AS {stage.name}",
                 "a build stage: what it builds is copied in by COPY --from, not carried",
             )
+            _frameworks_of_stage(stage, found, label=label, values={**args, **stage.env})
     for stage in chain:
         values = {**args, **stage.env}
         for number, run in stage.runs:
@@ -119,6 +120,25 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
             found.lose(f"{label}:{number}", other, why)
     for key, value in chain[-1].env.items():
         _carry_env(key, value, found, label=label)
+
+
+_FRAMEWORK_PACKAGES = {"torch", "pytorch", "pytorch-gpu", "paddlepaddle", "paddlepaddle-gpu"}
+
+
+def _frameworks_of_stage(stage: _Stage, found: Collected, *, label: str, values: dict[str, str]) -> None:
+    """A framework installed in a build stage and copied into the final one (``COPY --from``) is
+    reported as such: the spec cannot carry it from there (adopt refuses to lose it)."""
+    scratch = Collected(found.origin, found.kind)
+    for number, run in stage.runs:
+        _run(run, scratch, where=f"{label}:{number}", values=values, context=None)
+    pins: list[PipPin | CondaPin] = [*scratch.pip, *scratch.conda]
+    for pin in pins:
+        if pin.name in _FRAMEWORK_PACKAGES:
+            found.lose(
+                pin.where,
+                pin.spec,
+                f"installed in the build stage {stage.name} and copied in with COPY --from: not carried",
+            )
 
 
 def _stages(text: str, found: Collected, *, label: str) -> tuple[list[_Stage], dict[str, str]]:
@@ -193,7 +213,9 @@ def _env_pairs(rest: str) -> list[tuple[str, str]]:
 
 
 def _carry_env(key: str, value: str, found: Collected, *, label: str) -> None:
-    if key in {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "HOME"} or "$" in value or "\n" in value:
+    if key.lower() in PROXY_VARIABLES:
+        found.lose(label, f"ENV {key}", PROXY_WHY)
+    elif key in {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "HOME"} or "$" in value or "\n" in value:
         found.lose(
             label, f"ENV {key}={value}", "names paths of that image (or an unexpanded variable): not carried"
         )
@@ -270,20 +292,62 @@ def _command(argv: list[str], found: Collected, *, where: str, context: Path | N
     elif _CONDA.match(program):
         _conda(argv[1:], found, where=where)
     elif program in _OS_TOOLS:
-        packages = (
-            [a for a in argv[2:] if not a.startswith("-")] if argv[1:2] in (["install"], ["add"]) else []
-        )
-        if packages:
-            found.lose(
-                where,
-                f"{program} install {' '.join(packages)}",
-                "OS packages: not carried (envkit's base images bring what the frameworks load; "
-                "others belong in a base image)",
-            )
+        _os_packages(program, argv, found, where=where)
     elif " ".join(argv[:2]) in _SILENT or program in _SILENT:
         return
     else:
-        found.lose(where, " ".join(argv), "a shell command: envkit builds from the spec only; not carried")
+        _other(argv, python, found, where=where)
+
+
+def _os_packages(program: str, argv: list[str], found: Collected, *, where: str) -> None:
+    packages = [a for a in argv[2:] if not a.startswith("-")] if argv[1:2] in (["install"], ["add"]) else []
+    _os_python(packages, found, where)
+    if packages:
+        found.lose(
+            where,
+            f"{program} install {' '.join(packages)}",
+            "OS packages: not carried (envkit's base images bring what the frameworks load; "
+            "others belong in a base image)",
+        )
+
+
+def _other(argv: list[str], python: re.Match[str] | None, found: Collected, *, where: str) -> None:
+    """A command that installs no pin: the Python it states (``python3.7 get-pip.py``,
+    ``update-alternatives``), an environment installed from a file envkit did not read
+    (``uv sync``, ``poetry install``), or a shell command; each is reported."""
+    command = " ".join(argv)
+    if python and argv[1:2] and argv[1].endswith("get-pip.py"):
+        if python[1]:
+            _python_hint(found, f"3.{python[1]}", where)
+        return
+    chosen = next((m for a in argv if (m := re.search(r"/python3\.(\d+)\Z", a))), None)
+    if argv[0] == "update-alternatives" and "--install" in argv and chosen:
+        _python_hint(found, f"3.{chosen[1]}", where)
+        return
+    if " ".join(argv[:2]) in _ENV_FROM_FILE:
+        found.unread.append((where, command))
+        found.lose(where, command, "installs the environment from a file envkit did not read: not carried")
+        return
+    why = "a shell command: envkit builds from the spec only; not carried"
+    if _CONDA_INSTALLER.search(command) and _HAS_CONDA.search(found.base_image or ""):
+        why = f"installs a second conda on {found.base_image}, which has one: not carried"
+    found.lose(where, command, why)
+
+
+_ENV_FROM_FILE = {"uv sync", "poetry install", "pipenv install", "pipenv sync", "pdm install", "pdm sync"}
+_CONDA_INSTALLER = re.compile(r"(?:Mini|Ana)conda3?|Miniforge3?|Mambaforge|micromamba", re.I)
+_HAS_CONDA = re.compile(r"(?:^|/)(?:pytorch/pytorch|continuumio/|condaforge/|mambaorg/)")
+_OS_PYTHON = re.compile(r"^python3\.(\d+)(?:-(?:dev|venv|distutils|full|minimal))?\Z")
+_DISTRO_PYTHON_PACKAGES = {"python3", "python3-pip", "python3-dev", "python3-venv", "python-is-python3"}
+
+
+def _os_python(packages: list[str], found: Collected, where: str) -> None:
+    """``apt-get install python3.10`` states Python 3.10; ``python3``/``python-is-python3`` the OS's own."""
+    versioned = next((m for p in packages if (m := _OS_PYTHON.match(p))), None)
+    if versioned:
+        _python_hint(found, f"3.{versioned[1]}", where)
+    elif _DISTRO_PYTHON_PACKAGES & set(packages) and not found.distro_python:
+        found.distro_python = where
 
 
 def _python_hint(found: Collected, version: str, where: str) -> None:
@@ -318,6 +382,14 @@ def _conda(args: list[str], found: Collected, *, where: str) -> None:
     sub, rest = args[0], args[1:]
     if sub in {"clean", "info", "list", "init", "activate", "deactivate", "shell"}:
         return
+    if sub == "env" and rest[:1] in (["create"], ["update"]):
+        found.unread.append((where, f"conda {' '.join(args)}"))
+        found.lose(
+            where,
+            f"conda {' '.join(args)}",
+            "installs the environment from a file envkit did not read: not carried",
+        )
+        return
     if sub in {"env"} or sub not in {"install", "create"}:
         found.lose(where, f"conda {' '.join(args)}", f"conda {sub}: not carried")
         return
@@ -335,6 +407,7 @@ def _conda(args: list[str], found: Collected, *, where: str) -> None:
         elif token in {"-n", "--name", "-p", "--prefix"}:
             index += 1
         elif token in {"-f", "--file"} and index < len(rest):
+            found.unread.append((where, f"conda {sub} --file {rest[index]}"))
             found.lose(where, f"conda {sub} --file {rest[index]}", "reads a file inside the image: not read")
             index += 1
         elif token.startswith("-"):

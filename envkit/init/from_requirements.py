@@ -95,6 +95,11 @@ _URL_LINE = re.compile(r"^(?:git\+|hg\+|svn\+|bzr\+|https?://|file:|\.{0,2}/|~/)
 _VAR = re.compile(r"\$\{?[A-Za-z_]")
 _WHEEL_PYTHON = re.compile(r"-cp3(\d{1,2})-cp3\d{1,2}")
 _OPTION_START = re.compile(r"\s--?[A-Za-z]")
+_RANGED_LOCAL = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<op>~=|>=|<=|>|<)\s*(?P<version>\d+(?:\.\d+)*)"
+    r"\+(?P<local>[A-Za-z0-9.]+)\s*\Z"
+)
+_FRAMEWORK_NAMES = {"torch", "paddlepaddle", "paddlepaddle-gpu"}
 
 
 def read_requirements_file(path: Path, found: Collected, *, label: str, depth: int = 0) -> None:
@@ -180,10 +185,12 @@ def pip_args(
 
 def _include(value: str, option: str, found: Collected, *, where: str, base: Path | None, depth: int) -> None:
     if Path(value).is_absolute() or value.startswith("~"):
+        found.unread.append((where, f"{option} {value}"))
         found.lose(where, f"{option} {value}", "an absolute path (on that machine or in an image): not read")
         return
     target = base / value if base is not None and not _VAR.search(value) else None
     if target is None or not target.is_file():
+        found.unread.append((where, f"{option} {value}"))
         found.lose(where, f"{option} {value}", "includes a file that is not beside the source: not read")
         return
     if depth >= MAX_INCLUDE_DEPTH:
@@ -210,9 +217,24 @@ def add_requirement(text: str, where: str, found: Collected) -> None:
     wheel_python = _WHEEL_PYTHON.search(text)
     if wheel_python and found.python is None:
         found.python, found.python_where = f"3.{wheel_python[1]}", f"{where} (a cp3{wheel_python[1]} wheel)"
+    if text.rstrip("/") in {".", ".."} or re.fullmatch(r"\.{1,2}/[\w./-]*", text):
+        found.unread.append((where, text))
+        found.lose(
+            where, text, "a local project: its dependencies are in its pyproject.toml/setup.py, not read"
+        )
+        return
     if _URL_LINE.search(text) and " @ " not in text:
         found.lose(where, text, _url_why(text))
         return
+    ranged_local = _RANGED_LOCAL.match(text)
+    if ranged_local and canonicalize_name(ranged_local["name"]) in _FRAMEWORK_NAMES:
+        # `torch~=2.5.1+cu124`: pip refuses a local version in a range; what it means is 2.5.1 on cu124
+        pinned = f"{ranged_local['name']}=={ranged_local['version']}+{ranged_local['local']}"
+        found.notes.append(
+            f"{text} ({where}): a local version in a {ranged_local['op']} range is not PEP 440 (pip refuses "
+            f"it); read as {pinned}"
+        )
+        text = pinned
     try:
         req = Requirement(text)
     except InvalidRequirement as e:

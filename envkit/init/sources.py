@@ -30,6 +30,7 @@ SOURCE_KINDS = (
 _REQUIREMENTS_NAME = re.compile(r"(^|[-_.])(requirements?|reqs)([-_.].*)?\.(txt|in)\Z", re.I)
 
 ImageReader = Callable[[str], EnvironmentSource]
+_CONDA_HEADER = "# $ conda create --name <env> --file <this file>"
 
 
 def read_source(
@@ -71,11 +72,14 @@ def _file(path: Path, text: str, label: str) -> tuple[Collected, Inventory | Non
         read_dockerfile(text, found, label=label, context=base)
         return found, None
     fmt = detect_format(text)
+    if fmt is None and _CONDA_HEADER in text:
+        fmt = "conda-export"  # rows above conda's own header hide it from the sniffer: the header decides
     if fmt == "env-export" or (fmt is None and path.suffix in (".yml", ".yaml") and "dependencies" in text):
         found = Collected(label, "environment.yml")
         read_conda_env(text, found, label=label, base=base)
         return found, _inventory(text, label)
-    named = _REQUIREMENTS_NAME.search(path.name) is not None  # `torch>=2.4` also reads as name=version
+    # `torch>=2.4` also reads as name=version; conda's own header says what the file is, whatever its name
+    named = _REQUIREMENTS_NAME.search(path.name) is not None and _CONDA_HEADER not in text
     if (
         fmt in ("pip-freeze", "requirements-lock")
         or (fmt in (None, "conda-export") and named)
@@ -91,12 +95,24 @@ def _file(path: Path, text: str, label: str) -> tuple[Collected, Inventory | Non
             hint="envkit init --from reads: " + "; ".join(SOURCE_KINDS),
         )
     try:
-        inventory = parse_inventory(text, path=label, label=path.stem)
+        inventory = parse_inventory(text, path=label, label=path.stem, format=fmt)
     except InventoryError as e:
         raise AdoptError(f"{e.message}; nothing was written", hint=e.hint) from e
     found = Collected(label, inventory.format)
     collect_inventory(inventory, found)
+    if inventory.format == "conda-export":
+        _skipped_rows(text, inventory, found, label)
     return found, inventory
+
+
+def _skipped_rows(text: str, inventory: Inventory, found: Collected, label: str) -> None:
+    """Rows of a ``conda list --export`` the listing reader skips (a bare name, no version): reported."""
+    read = {p.name.lower() for p in inventory.packages}
+    for number, line in enumerate(text.splitlines(), start=1):
+        row = line.strip()
+        name = re.split(r"[=<>!\s]", row, maxsplit=1)[0].lower() if row and not row.startswith("#") else ""
+        if name and name not in read:
+            found.lose(f"{label}:{number}", row, "a row without a version (no exact pin): not carried")
 
 
 def _bounded(text: str, limit: int, label: str) -> None:

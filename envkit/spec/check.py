@@ -47,6 +47,10 @@ def check_against_catalog(
         path = ("frameworks", framework)
         release = catalog.framework_release(framework, version)
         if release is None:
+            impossible = catalog.impossible(framework, version, spec.cuda, spec.python)
+            if impossible:
+                problem(path, impossible, f"pick a {framework} release, CUDA and Python that exist together")
+                continue
             known = catalog.framework_versions(framework)
             close = difflib.get_close_matches(version, known, n=3, cutoff=0.6)
             message = (

@@ -83,7 +83,8 @@ def test_stylegan3_environment_yml(tmp_path: Path) -> None:
     )  # `python >= 3.8`, torch 1.9.1's newest
     assert {"pillow=8.3.1", "scipy=1.7.1", "numpy>=1.20", "python >= 3.8"} <= set(a.pins["conda"])
     assert {"imgui==1.3.0", "pyspng", "psutil==5.9.0"} <= set(a.pins["pip"])
-    assert any("cudatoolkit=11.1" in n and "cuda:" in n for n in a.notes)
+    # --cuda cpu overrides the source's CUDA 11.1: reported, never claimed as carried (issue 34, class 5)
+    assert any(x.item == "cudatoolkit=11.1" and "spec's CUDA is cpu" in x.why for x in a.lost)
     assert a.spec.channels == ("pytorch", "nvidia")
     assert_nothing_silently_dropped(found, a)
     written_spec_validates(tmp_path, a)
@@ -198,13 +199,17 @@ def test_only_the_deleted_cuda_tags_are_refused(tmp_path: Path, tag: str, kept: 
 
 
 def test_paddle_fleetx_dockerfile_expands_args(tmp_path: Path) -> None:
-    # FROM nvidia/cuda:10.2-cudnn7-devel-ubuntu18.04: an image NVIDIA deleted (issue 26: CUDA 10.2 is known)
-    with pytest.raises(AdoptError, match=r"is a CUDA 10\.2 image, and NVIDIA deleted it"):
+    # paddle 2.0.0 (${PADDLE_PKG}${PADDLE_VER:+==${PADDLE_VER}}) predates the catalog (2.4.0 on): refused
+    # unless --cuda/--python choose; paddle 2.0.0 on CUDA 11.8 cannot exist (issue 34, class 7)
+    with pytest.raises(AdoptError, match=r"paddle 2\.0\.0 is older than every paddle release"):
         adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile")
-    _, a = adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile", cuda="11.8")
-    assert a.detected["paddle"] == "2.0.0"  # ${PADDLE_PKG}${PADDLE_VER:+==${PADDLE_VER}}
-    assert a.spec.base_image is None  # a CUDA 10.2 image under --cuda 11.8: reported, not kept
-    assert "a CUDA 10.2 image under a CUDA 11.8 spec" in " ".join(x.why for x in a.lost)
+    with pytest.raises(AdoptError, match=r"newest CUDA is 11\.7: no paddle 2\.0\.0 wheel for CUDA 11\.8"):
+        adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile", cuda="11.8")
+    found, _ = read_source(str(DATA / "paddlefleetx-gpu-026b341.Dockerfile"))
+    a = plan_adoption(found, load_catalog(), cuda="cpu", python="3.8")
+    assert a.detected["paddle"] == "2.0.0"
+    assert a.spec.base_image is None  # a CUDA 10.2 image under --cuda cpu: reported, not kept
+    assert "a CUDA 10.2 image under a CUDA cpu spec" in " ".join(x.why for x in a.lost)
     assert a.spec.mirrors.pypi == "http://mirrors.aliyun.com/pypi/simple/"
     why = {x.item: x.why for x in a.lost}
     assert "one PyPI mirror" in why["--index-url https://mirror.baidu.com/pypi/simple"]

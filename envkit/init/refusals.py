@@ -1,0 +1,126 @@
+"""When ``envkit init --from`` must not write a spec: a framework that would be lost, a CUDA the
+source asks for without naming it, an environment that lives in a file envkit did not read; and
+the choices a refusal's hint may offer (only what the catalog can build).
+
+A confident wrong spec is worse than a refusal: each of these used to be written as a
+"no framework" or "cpu" spec with exit 0. Every refusal says what was read, why no spec follows,
+and what to pass or change to get one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from envkit.catalog import Catalog
+from envkit.init.adopted import AdoptError, Collected, shown_item
+from envkit.init.detect import ImageFacts
+
+__all__ = [
+    "buildable_cudas",
+    "refuse_ask_cuda",
+    "refuse_image_framework",
+    "refuse_lost_frameworks",
+    "refuse_old_release",
+    "refuse_unread_environment",
+]
+
+_FRAMEWORK_ITEM = re.compile(
+    r"^(?:[\w.-]+::?)?(?:-e\s+)?(?P<name>torch|pytorch|pytorch-gpu|pytorch-cpu|paddlepaddle|paddlepaddle-gpu)"
+    r"(?![\w.-])|(?:^|[/\s@])(?P<wheel>torch|paddlepaddle(?:_gpu)?)-\d[\w.+-]*\.whl"
+)
+_OWNER = {
+    "torch": "torch",
+    "pytorch": "torch",
+    "pytorch-gpu": "torch",
+    "pytorch-cpu": "torch",
+    "paddlepaddle": "paddle",
+    "paddlepaddle-gpu": "paddle",
+    "paddlepaddle_gpu": "paddle",
+}
+
+
+def buildable_cudas(
+    catalog: Catalog, versions: Mapping[str, str], base_image: str | None = None
+) -> list[str]:
+    """The CUDA flavours (``cpu`` first) every framework release of the spec has a wheel for and
+    envkit has an image for: what a hint may offer. No frameworks: the CUDAs with a runtime image."""
+    choices = ["cpu", *(c for c in catalog.cuda_versions() if base_image or catalog.runtime_image(c))]
+    for framework, version in versions.items():
+        release = catalog.framework_release(framework, version)
+        if release is not None:
+            choices = [c for c in choices if release.wheel_for(c) is not None]
+    return choices
+
+
+def refuse_lost_frameworks(found: Collected, versions: Mapping[str, str]) -> None:
+    """A framework the source names but the spec would not carry (a local wheel, a line that is
+    no requirement, a listing row without a version): a refusal, never a "no framework" spec."""
+    for lost in found.lost:
+        match = _FRAMEWORK_ITEM.search(lost.item)
+        if not match:
+            continue
+        framework = _OWNER[(match["name"] or match["wheel"]).lower()]
+        if framework in versions:
+            continue
+        raise AdoptError(
+            f"{lost.where}: {lost.item}: {lost.why}; the spec would lose {framework}, so nothing was written",
+            hint=f"pin a {framework} release in the source as a plain requirement "
+            f"(e.g. {'torch==2.5.1' if framework == 'torch' else 'paddlepaddle-gpu==2.6.2'}), "
+            "or remove the line to adopt the environment without it",
+        )
+
+
+def refuse_old_release(framework: str, version: str, oldest: str, where: str, python: str) -> AdoptError:
+    return AdoptError(
+        f"{where}: {framework} {version} is older than every {framework} release the catalog knows "
+        f"({oldest} on): envkit cannot tell which CUDA and Python its wheels have; nothing was written",
+        hint=f"pin {framework} {oldest} or later in the source, or adopt it anyway (validate then warns that "
+        f"the catalog cannot check it): rerun with --cuda cpu --python {python}",
+    )
+
+
+def refuse_image_framework(found: Collected, image: ImageFacts, base_image: str) -> None:
+    """A base image that brings the framework in a build the catalog cannot name (NGC, no tag)."""
+    if image.framework is None or image.version or not image.unknown:
+        return
+    example = (
+        "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
+        if image.framework == "torch"
+        else "paddlepaddle/paddle:3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5"
+    )
+    raise AdoptError(
+        f"{found.origin}: the base image {base_image} brings {image.framework} ({image.unknown}): "
+        f"envkit cannot tell which {image.framework} release it is, and no published wheel matches "
+        "such a build; nothing was written",
+        hint=f"pin the {image.framework} release in the Dockerfile (pip install ...==VERSION), or use an "
+        f"image whose tag names the release, e.g. {example}",
+    )
+
+
+def refuse_unread_environment(found: Collected, versions: Mapping[str, str], image_cuda: str | None) -> None:
+    """No framework read, on a CUDA base image, while the environment is installed from a file
+    envkit did not read (``uv sync``, ``conda env create -f``, ``pip install -r`` of a file not
+    beside it): the framework is most likely there. Adopt that file instead."""
+    if versions or not found.unread or image_cuda in (None, "cpu"):
+        return
+    where, what = found.unread[0]
+    raise AdoptError(
+        f"{where}: {shown_item(what)}: the environment of this CUDA {image_cuda} image is installed from "
+        "a file envkit did not read, and the Dockerfile itself names no framework; nothing was written "
+        "(a spec without the framework would build a different environment)",
+        hint="run envkit init --from on that file (requirements.txt, environment.yml, uv.lock, "
+        "poetry.lock), or pin the framework in the Dockerfile",
+    )
+
+
+def refuse_ask_cuda(framework: str, version: str, why: str, choices: list[str]) -> AdoptError:
+    gpu = [c for c in choices if c != "cpu"]
+    return AdoptError(
+        f"the source asks for a CUDA build of {framework} {version} but names no CUDA version ({why}); "
+        "envkit does not guess it (cpu would be a different environment); nothing was written",
+        hint=f"rerun with --cuda one of {', '.join(gpu)}"
+        if gpu
+        else f"no CUDA build of {framework} {version} "
+        "is in the catalog: rerun with --cuda cpu, or pin another release",
+    )

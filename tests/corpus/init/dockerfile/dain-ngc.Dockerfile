@@ -1,0 +1,2 @@
+FROM nvcr.io/nvidia/pytorch:20.03-py3
+
