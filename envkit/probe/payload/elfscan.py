@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import struct
 import time
-from typing import Any, BinaryIO, Dict, List, Optional, Tuple
+from typing import Any, BinaryIO
 
 ELF_MAGIC = b"\x7fELF"
 FATBIN_MAGIC = 0xBA55ED50
@@ -31,11 +31,15 @@ MAX_STRING = 4096  # bytes of one dynamic string (a soname, a run path)
 MAX_SHSTRTAB = 1 << 20
 MAX_ENTRIES = 4_000_000  # fatbin entries per file (libtorch_cuda: ~100k)
 MAX_SECONDS = 60.0  # per file
+MAX_GROUPS = 4096  # distinct arch sets recorded per file (libtorch_cuda: a handful)
 RESYNC_WINDOW = 4096  # bytes searched for the next fatbin header after one ends
 KIND_PTX, KIND_ELF = 1, 2
-# Arch-specific ("a") and family ("f") targets, from the entry's flags (CUDA 12.0+ / 12.9+).
-FLAG_ARCH_SPECIFIC = 0x0800_0000  # sm_90a, sm_100a ...
-FLAG_FAMILY = 0x1000_0000  # sm_100f, sm_120f ...
+# Arch-specific ("a") SASS: runs on that exact compute capability only (sm_90a, sm_100a). Read from
+# torch 2.15.0's libtorch_cuda.so against cuobjdump 13.5 --list-elf: the entries it names sm_90a,
+# sm_100a, sm_120a, sm_121a carry 0x100000 in their flags; its 59 "sm_103" entries carry 0x200000
+# (printed without a suffix, so not given one here).
+FLAG_ARCH_SPECIFIC = 0x100000
+FLAG_COMPRESSED = 0x2000
 
 
 class ElfProblem(Exception):
@@ -44,7 +48,9 @@ class ElfProblem(Exception):
 
 def _read_at(fh: BinaryIO, offset: int, size: int, file_size: int, what: str) -> bytes:
     if offset < 0 or size < 0 or offset + size > file_size:
-        raise ElfProblem(f"{what} at offset {offset} ({size} bytes) lies past the end of the file ({file_size} bytes)")
+        raise ElfProblem(
+            f"{what} at offset {offset} ({size} bytes) lies past the end of the file ({file_size} bytes)"
+        )
     fh.seek(offset)
     data = fh.read(size)
     if len(data) != size:
@@ -59,7 +65,7 @@ def _cstr(table: bytes, offset: int) -> str:
     return table[offset : end if end >= 0 else len(table)].decode("utf-8", "replace")
 
 
-def _sections(fh: BinaryIO, size: int) -> List[Tuple[str, int, int, int, int]]:
+def _sections(fh: BinaryIO, size: int) -> list[tuple[str, int, int, int, int]]:
     """(name, type, offset, size, link) of every section."""
     ident = _read_at(fh, 0, 64, size, "the ELF header") if size >= 64 else b""
     if ident[:4] != ELF_MAGIC:
@@ -71,7 +77,9 @@ def _sections(fh: BinaryIO, size: int) -> List[Tuple[str, int, int, int, int]]:
     if shnum == 0:
         return []
     if shentsize != 64 or shnum > MAX_SECTIONS or shstrndx >= shnum:
-        raise ElfProblem(f"implausible section table ({shnum} entries of {shentsize} bytes, names in {shstrndx})")
+        raise ElfProblem(
+            f"implausible section table ({shnum} entries of {shentsize} bytes, names in {shstrndx})"
+        )
     table = _read_at(fh, shoff, shnum * 64, size, "the section table")
     raw = [struct.unpack_from("<IIQQQQII", table, i * 64) for i in range(shnum)]
     _, _, _, _, str_off, str_size, _, _ = raw[shstrndx]
@@ -85,7 +93,7 @@ def _sections(fh: BinaryIO, size: int) -> List[Tuple[str, int, int, int, int]]:
     return out
 
 
-def _dynamic(fh: BinaryIO, size: int, sections: List[Tuple[str, int, int, int, int]]) -> Dict[str, Any]:
+def _dynamic(fh: BinaryIO, size: int, sections: list[tuple[str, int, int, int, int]]) -> dict[str, Any]:
     dyn = next((s for s in sections if s[1] == 6), None)  # SHT_DYNAMIC
     if dyn is None:
         return {"needed": [], "soname": None, "rpath": [], "runpath": []}
@@ -97,8 +105,10 @@ def _dynamic(fh: BinaryIO, size: int, sections: List[Tuple[str, int, int, int, i
     data = _read_at(fh, off, dsize - dsize % 16, size, ".dynamic")
     _, _, str_off, str_size, _ = sections[link]
     if str_off + str_size > size:
-        raise ElfProblem(f"the dynamic string table ({str_size} bytes at {str_off}) lies past the end of the file")
-    out: Dict[str, Any] = {"needed": [], "soname": None, "rpath": [], "runpath": []}
+        raise ElfProblem(
+            f"the dynamic string table ({str_size} bytes at {str_off}) lies past the end of the file"
+        )
+    out: dict[str, Any] = {"needed": [], "soname": None, "rpath": [], "runpath": []}
     for i in range(0, len(data), 16):
         tag, val = struct.unpack_from("<qQ", data, i)
         if tag == DT_NULL:
@@ -107,7 +117,9 @@ def _dynamic(fh: BinaryIO, size: int, sections: List[Tuple[str, int, int, int, i
             continue
         if val >= str_size:
             raise ElfProblem(f"dynamic entry {tag} names string {val}, outside its table ({str_size} bytes)")
-        text = _cstr(_read_at(fh, str_off + val, min(MAX_STRING, str_size - val), size, "a dynamic string"), 0)
+        text = _cstr(
+            _read_at(fh, str_off + val, min(MAX_STRING, str_size - val), size, "a dynamic string"), 0
+        )
         if tag == DT_NEEDED:
             out["needed"].append(text)
         elif tag == DT_SONAME:
@@ -119,7 +131,7 @@ def _dynamic(fh: BinaryIO, size: int, sections: List[Tuple[str, int, int, int, i
 
 
 def arch_name(kind: int, arch: int, flags: int) -> str:
-    suffix = "a" if flags & FLAG_ARCH_SPECIFIC else ("f" if flags & FLAG_FAMILY else "")
+    suffix = "a" if flags & FLAG_ARCH_SPECIFIC else ""
     return ("compute_" if kind == KIND_PTX else "sm_") + str(arch) + suffix
 
 
@@ -130,9 +142,10 @@ class _Walk:
         self.fh, self.start, self.end, self.deadline = fh, start, start + length, deadline
         self.fatbins = 0
         self.entries = 0
-        self.sass: Dict[str, int] = {}
-        self.ptx: Dict[str, int] = {}
-        self.elf_entries: Dict[str, int] = {}  # entries per arch, as cuobjdump --list-elf counts them
+        self.sass: dict[str, int] = {}
+        self.ptx: dict[str, int] = {}
+        self.groups: dict[tuple[str, ...], int] = {}  # the arch set of a fatbin -> how many fatbins have it
+        self.elf_entries: dict[str, int] = {}  # entries per arch, as cuobjdump --list-elf counts them
         self.other = 0
         self.compressed = 0
 
@@ -143,7 +156,7 @@ class _Walk:
             raise ElfProblem(f"fatbin header at offset {pos} cut short (the file ends)")
         return data
 
-    def _resync(self, pos: int) -> Optional[int]:
+    def _resync(self, pos: int) -> int | None:
         """The next fatbin header within a small window (fatbins are padded to alignment)."""
         window = min(RESYNC_WINDOW, self.end - pos)
         if window < 16:
@@ -153,7 +166,7 @@ class _Walk:
         return pos + found if found >= 0 else None
 
     def run(self) -> None:
-        pos: Optional[int] = self.start
+        pos: int | None = self.start
         while pos is not None and pos + 16 <= self.end:
             magic, _version, hsize, fat_size = struct.unpack("<IHHQ", self._header(pos, 16))
             if magic != FATBIN_MAGIC:
@@ -164,25 +177,30 @@ class _Walk:
                 continue
             if hsize < 16 or pos + hsize + fat_size > self.end:
                 raise ElfProblem(
-                    f"fatbin at offset {pos} claims {fat_size} bytes; its section has {self.end - pos - hsize} left"
+                    f"fatbin at offset {pos} claims {fat_size} bytes; "
+                    f"its section has {self.end - pos - hsize} left"
                 )
             self.fatbins += 1
             self._entries(pos + hsize, pos + hsize + fat_size)
             pos = pos + hsize + fat_size
 
     def _entries(self, pos: int, end: int) -> None:
-        kinds: Dict[str, int] = {}
+        kinds: dict[str, int] = {}
         while pos + 32 <= end:
             if self.entries >= MAX_ENTRIES or time.monotonic() > self.deadline:
-                raise ElfProblem(f"more than {MAX_ENTRIES} fatbin entries or {MAX_SECONDS:.0f} s: walk stopped")
+                raise ElfProblem(
+                    f"more than {MAX_ENTRIES} fatbin entries or {MAX_SECONDS:.0f} s: walk stopped"
+                )
             head = self._header(pos, min(64, end - pos))
             kind, _v, hsize, payload = struct.unpack_from("<HHIQ", head, 0)
             if hsize < 32 or hsize > 4096 or pos + hsize + payload > end:
-                raise ElfProblem(f"fatbin entry at offset {pos} claims {hsize}+{payload} bytes; {end - pos} left")
+                raise ElfProblem(
+                    f"fatbin entry at offset {pos} claims {hsize}+{payload} bytes; {end - pos} left"
+                )
             arch = struct.unpack_from("<I", head, 28)[0]
             flags = struct.unpack_from("<Q", head, 40)[0] if len(head) >= 48 else 0
             self.entries += 1
-            if flags & 0x2000:
+            if flags & FLAG_COMPRESSED:
                 self.compressed += 1
             if kind in (KIND_PTX, KIND_ELF) and 0 < arch < 10000:
                 name = arch_name(kind, arch, flags)
@@ -195,12 +213,15 @@ class _Walk:
         for name, kind in kinds.items():  # count fatbins, not entries
             target = self.ptx if kind == KIND_PTX else self.sass
             target[name] = target.get(name, 0) + 1
+        signature = tuple(sorted(kinds))
+        if signature in self.groups or len(self.groups) < MAX_GROUPS:
+            self.groups[signature] = self.groups.get(signature, 0) + 1
 
 
-def scan(path: str) -> Dict[str, Any]:
+def scan(path: str) -> dict[str, Any]:
     """One library: soname, needed, rpath/runpath, fatbins (counts per arch), problem (or None)."""
-    out: Dict[str, Any] = {"soname": None, "needed": [], "rpath": [], "runpath": [], "fatbins": 0}
-    out.update({"sass": {}, "ptx": {}, "elf_entries": {}, "problem": None, "size": None})
+    out: dict[str, Any] = {"soname": None, "needed": [], "rpath": [], "runpath": [], "fatbins": 0}
+    out.update({"sass": {}, "ptx": {}, "elf_entries": {}, "groups": [], "problem": None, "size": None})
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -212,17 +233,25 @@ def scan(path: str) -> Dict[str, Any]:
                 if name != ".nv_fatbin" or _type == 8:  # SHT_NOBITS holds no bytes
                     continue
                 if off + sec_size > size:
-                    raise ElfProblem(f".nv_fatbin ({sec_size} bytes at {off}) lies past the end of the file ({size})")
+                    raise ElfProblem(
+                        f".nv_fatbin ({sec_size} bytes at {off}) lies past the end of the file ({size})"
+                    )
                 walk = _Walk(fh, off, sec_size, deadline)
                 try:
                     walk.run()
                 finally:
                     out["fatbins"] += walk.fatbins
-                    for key, counts in (("sass", walk.sass), ("ptx", walk.ptx), ("elf_entries", walk.elf_entries)):
+                    for key, counts in (
+                        ("sass", walk.sass),
+                        ("ptx", walk.ptx),
+                        ("elf_entries", walk.elf_entries),
+                    ):
                         merged = dict(out[key])
                         for arch, n in counts.items():
                             merged[arch] = merged.get(arch, 0) + n
                         out[key] = dict(sorted(merged.items()))
+                    for signature, n in sorted(walk.groups.items(), key=lambda kv: (-kv[1], kv[0])):
+                        out["groups"].append({"archs": list(signature), "fatbins": n})
     except ElfProblem as e:
         out["problem"] = str(e)
     except (OSError, struct.error, ValueError, MemoryError) as e:
