@@ -92,7 +92,9 @@ def find_frameworks(sites: list[str]) -> dict[str, dict[str, Any]]:
                 "version": _assigned(text, "__version__") or version,
                 "cuda": _assigned(text, "cuda"),
                 "cudnn": None,
-                "roots": sorted(glob.glob(os.path.join(torch_dir, "lib", "lib*.so*"))),
+                # the extension module first: the loader walks breadth first from what `import torch` opens
+                "roots": sorted(glob.glob(os.path.join(torch_dir, "_C*.so")))
+                + sorted(glob.glob(os.path.join(torch_dir, "lib", "lib*.so*"))),
                 "dynload_from": os.path.join(torch_dir, "lib", "libtorch_cuda.so"),
             }
         paddle_dir = os.path.join(site, "paddle")
@@ -118,7 +120,7 @@ class Loader:
 
     def __init__(self) -> None:
         self.ld_library_path = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
-        self.cache = self._cache()
+        self.ld_cache = self._cache()
         self.conf_dirs = self._conf_dirs("/etc/ld.so.conf", 0)
 
     @staticmethod
@@ -165,8 +167,8 @@ class Loader:
             candidate = os.path.join(d, name)
             if os.path.isfile(candidate):
                 return os.path.normpath(candidate)
-        if name in self.cache and os.path.isfile(self.cache[name]):
-            return self.cache[name]
+        if name in self.ld_cache and os.path.isfile(self.ld_cache[name]):
+            return self.ld_cache[name]
         for d in self.conf_dirs + list(DEFAULT_DIRS):
             candidate = os.path.join(d, name)
             if os.path.isfile(candidate):
@@ -190,26 +192,27 @@ def walk(
     before it, breadth first) is that object, wherever the requester's own paths point.
     """
     links: list[dict[str, Any]] = []
-    queue = list(roots)
-    seen = set()
+    seen: set[str] = set()
     loaded: dict[str, str] = {}
-    while queue and len(seen) < MAX_LIBRARIES:
-        path = queue.pop(0)
-        key = _key(path)
-        if key in seen:
-            continue
-        seen.add(key)
-        info = libraries.get(path) or elfscan.scan(path)
-        info["path"] = path
-        libraries[path] = info
-        loaded.setdefault(info.get("soname") or os.path.basename(path), path)
-        origin = os.path.dirname(path)
-        for name in info["needed"]:
-            target = loaded.get(name) or loader.resolve(name, origin, info)
-            links.append({"from": path, "name": name, "to": target, "host": name in host_libs})
-            if target is not None and name not in host_libs:
-                loaded.setdefault(name, target)
-                queue.append(target)
+    for root in roots:  # each root's closure in turn, breadth first, as one process loads them
+        queue = [root]
+        while queue and len(seen) < MAX_LIBRARIES:
+            path = queue.pop(0)
+            key = _key(path)
+            if key in seen:
+                continue
+            seen.add(key)
+            info = libraries.get(path) or elfscan.scan(path)
+            info["path"] = path
+            libraries[path] = info
+            loaded.setdefault(info.get("soname") or os.path.basename(path), path)
+            origin = os.path.dirname(path)
+            for name in info["needed"]:
+                target = loaded.get(name) or loader.resolve(name, origin, info)
+                links.append({"from": path, "name": name, "to": target, "host": name in host_libs})
+                if target is not None and name not in host_libs:
+                    loaded.setdefault(name, target)
+                    queue.append(target)
     return links
 
 
@@ -249,7 +252,7 @@ def cuda_present(sites: list[str], loader: Loader) -> list[str]:
     pats += [os.path.join(s, "nvidia", "*", "lib", "libcublas.so*") for s in sites]
     pats += ["/usr/local/cuda*/lib64/libcudart.so*", "/usr/local/cuda*/targets/*/lib/libcudart.so*"]
     found = {p for pat in pats for p in glob.glob(pat)}
-    found |= {p for n, p in loader.cache.items() if n.startswith(("libcudart.so", "libcublas.so"))}
+    found |= {p for n, p in loader.ld_cache.items() if n.startswith(("libcudart.so", "libcublas.so"))}
     return sorted(found)
 
 
