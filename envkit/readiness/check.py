@@ -146,7 +146,11 @@ def fingerprint_facts(facts: ReadinessFacts) -> dict[str, Any]:
             "loaded_files": files,
         }
     archs = {
-        _base(lib.path): {"fatbins": lib.fatbins, "sass": sorted(lib.sass), "ptx": sorted(lib.ptx)}
+        (lib.soname or _base(lib.path)): {
+            "fatbins": lib.fatbins,
+            "sass": sorted(lib.sass),
+            "ptx": sorted(lib.ptx),
+        }
         for lib in facts.libraries.values()
         if lib.fatbins
     }

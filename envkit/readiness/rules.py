@@ -84,6 +84,8 @@ def format_version(lib: str, value: int | str | None) -> str | None:
         return f"{major}.{rest // 100}.{rest % 100}"
     if lib in ("nccl", "cublasLt"):
         return f"{value // 10000}.{value % 10000 // 100}.{value % 100}"
+    if lib in ("cufft", "curand"):  # cuFFT 10900 is 10.9.0, cuRAND 10300 is 10.3.0
+        return f"{value // 1000}.{value % 1000 // 100}.{value % 100}"
     return str(value)
 
 

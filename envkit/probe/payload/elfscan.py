@@ -1,11 +1,11 @@
 """Read a shared library's ELF header, dynamic section and CUDA fatbins. Standard library only.
 
 Only what the readiness check needs: ``DT_NEEDED``, ``DT_SONAME``, ``DT_RPATH``/``DT_RUNPATH`` and
-the GPU code of every fatbin in ``.nv_fatbin`` (SASS ``sm_XX``, PTX ``compute_XX``). Nothing is read
-whole: headers are read at their offsets and fatbin payloads are skipped by seeking, so a 2 GB
-``libphi.so`` costs a few thousand small reads. Every size the file states is checked against the
-file and the section before it is used; a lie stops that file's walk with a *problem* (a string
-naming the file and offset), never an exception.
+the GPU code of every fatbin in ``.nv_fatbin`` and ``__nv_relfatbin`` (SASS ``sm_XX``, PTX
+``compute_XX``). Nothing is read whole: headers are read at their offsets and fatbin payloads are
+skipped by seeking, so a 2 GB ``libphi.so`` costs a few thousand small reads. Every size the file
+states is checked against the file and the section before it is used; a lie stops that file's walk
+with a *problem* (a string naming the file and offset), never an exception.
 
 Fatbin layout (little-endian), as written by NVIDIA's fatbinary tool and read back here::
 
@@ -34,6 +34,9 @@ MAX_SECONDS = 60.0  # per file
 MAX_GROUPS = 4096  # distinct arch sets recorded per file (libtorch_cuda: a handful)
 RESYNC_WINDOW = 4096  # bytes searched for the next fatbin header after one ends
 KIND_PTX, KIND_ELF = 1, 2
+# Sections holding fatbins: whole-program code, and relocatable device code the runtime links at
+# load time (NCCL 2.19's cu11 wheel carries its PTX there: its .nv_fatbin has SASS only).
+FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 # Arch-specific ("a") SASS: runs on that exact compute capability only (sm_90a, sm_100a). Read from
 # torch 2.15.0's libtorch_cuda.so against cuobjdump 13.5 --list-elf: the entries it names sm_90a,
 # sm_100a, sm_120a, sm_121a carry 0x100000 in their flags; its 59 "sm_103" entries carry 0x200000
@@ -230,7 +233,7 @@ def scan(path: str) -> dict[str, Any]:
             out.update(_dynamic(fh, size, sections))
             deadline = time.monotonic() + MAX_SECONDS
             for name, _type, off, sec_size, _link in sections:
-                if name != ".nv_fatbin" or _type == 8:  # SHT_NOBITS holds no bytes
+                if name not in FATBIN_SECTIONS or _type == 8:  # SHT_NOBITS holds no bytes
                     continue
                 if off + sec_size > size:
                     raise ElfProblem(

@@ -59,6 +59,12 @@ def test_a_library_without_gpu_code_has_no_fatbins(tmp_path: Path) -> None:
     assert (out["problem"], out["fatbins"], out["sass"], out["needed"]) == (None, 0, {}, [])
 
 
+def test_relocatable_fatbins_count_too(tmp_path: Path) -> None:
+    lib = Library(fatbins=[sm(80)], extra_sections=[("__nv_relfatbin", sm(80, ptx=[80]) * 2)])
+    out = elfscan.scan(_write(tmp_path, lib.encode()))
+    assert out["problem"] is None and out["fatbins"] == 3 and out["ptx"] == {"compute_80": 2}
+
+
 def test_zero_padding_between_fatbins_is_skipped(tmp_path: Path) -> None:
     padded = sm(80) + b"\0" * 40
     out = elfscan.scan(_write(tmp_path, Library(fatbins=[padded, sm(86)]).encode()))

@@ -341,6 +341,8 @@ def test_version_encodings() -> None:
     assert format_version("cudnn", 91002) == "9.10.2"
     assert format_version("nccl", 21602) == "2.16.2"
     assert format_version("cublas", "11.11.3") == "11.11.3"
+    assert format_version("cufft", 10900) == "10.9.0"
+    assert format_version("curand", 10300) == "10.3.0"
 
 
 def test_fingerprint_facts_carry_loaded_versions_and_archs() -> None:
