@@ -1,11 +1,12 @@
 """Read a shared library's ELF header, dynamic section and CUDA fatbins. Standard library only.
 
-Only what the readiness check needs: ``DT_NEEDED``, ``DT_SONAME``, ``DT_RPATH``/``DT_RUNPATH`` and
-the GPU code of every fatbin in ``.nv_fatbin`` and ``__nv_relfatbin`` (SASS ``sm_XX``, PTX
-``compute_XX``). Nothing is read whole: headers are read at their offsets and fatbin payloads are
-skipped by seeking, so a 2 GB ``libphi.so`` costs a few thousand small reads. Every size the file
-states is checked against the file and the section before it is used; a lie stops that file's walk
-with a *problem* (a string naming the file and offset), never an exception.
+Only what the readiness check needs: ``DT_NEEDED``, ``DT_SONAME``, ``DT_RPATH``/``DT_RUNPATH``
+and the GPU code of every fatbin in ``.nv_fatbin`` (SASS ``sm_XX``, PTX ``compute_XX``; not the
+relocatable ``__nv_relfatbin``, which is never loaded). Nothing is read whole: headers are read
+at their offsets and fatbin payloads are skipped by seeking, so a 2 GB ``libphi.so`` costs a few
+thousand small reads. Every size the file states is checked against the file and the section
+before it is used; a lie stops that file's walk with a *problem* (a string naming the file and
+offset), never an exception.
 
 Fatbin layout (little-endian), as written by NVIDIA's fatbinary tool and read back here::
 
@@ -34,9 +35,10 @@ MAX_SECONDS = 60.0  # per file
 MAX_GROUPS = 4096  # distinct arch sets recorded per file (libtorch_cuda: a handful)
 RESYNC_WINDOW = 4096  # bytes searched for the next fatbin header after one ends
 KIND_PTX, KIND_ELF = 1, 2
-# Sections holding fatbins: whole-program code, and relocatable device code the runtime links at
-# load time (NCCL 2.19's cu11 wheel carries its PTX there: its .nv_fatbin has SASS only).
-FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+# The fatbins the CUDA runtime registers (__cudaRegisterFatBinary through .nvFatBinSegment). Not
+# __nv_relfatbin: relocatable device code left for a later device link, never loaded (NCCL 2.19.3's
+# cu11 wheel keeps compute_80 PTX there; cuobjdump --list-elf/--list-ptx do not list it either).
+FATBIN_SECTIONS = (".nv_fatbin",)
 # Arch-specific ("a") SASS: runs on that exact compute capability only (sm_90a, sm_100a). Read from
 # torch 2.15.0's libtorch_cuda.so against cuobjdump 13.5 --list-elf: the entries it names sm_90a,
 # sm_100a, sm_120a, sm_121a carry 0x100000 in their flags; its 59 "sm_103" entries carry 0x200000

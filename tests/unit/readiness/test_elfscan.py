@@ -59,10 +59,10 @@ def test_a_library_without_gpu_code_has_no_fatbins(tmp_path: Path) -> None:
     assert (out["problem"], out["fatbins"], out["sass"], out["needed"]) == (None, 0, {}, [])
 
 
-def test_relocatable_fatbins_count_too(tmp_path: Path) -> None:
+def test_relocatable_fatbins_are_not_what_the_runtime_loads(tmp_path: Path) -> None:
     lib = Library(fatbins=[sm(80)], extra_sections=[("__nv_relfatbin", sm(80, ptx=[80]) * 2)])
     out = elfscan.scan(_write(tmp_path, lib.encode()))
-    assert out["problem"] is None and out["fatbins"] == 3 and out["ptx"] == {"compute_80": 2}
+    assert out["problem"] is None and out["fatbins"] == 1 and out["ptx"] == {}
 
 
 def test_zero_padding_between_fatbins_is_skipped(tmp_path: Path) -> None:
