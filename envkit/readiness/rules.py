@@ -268,7 +268,7 @@ def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> li
         )
         fw_name = owner.name if owner else None
         who = _NAMES.get(owner.name, owner.name) if owner else "it"
-        base = _base(lib.path)
+        base = lib.soname or _base(lib.path)
         sass, jit, none, ptx = _split(lib, cc)
         if owner is None:  # NVIDIA's: any code for this device will do
             if sass:
@@ -320,7 +320,8 @@ def _jit_driver(
         Finding(
             "error",
             "ptx-too-new",
-            f"{_base(lib.path)}: driver {target.driver} cannot JIT CUDA {release.version}'s PTX "
+            f"{lib.soname or _base(lib.path)}: driver {target.driver} cannot JIT CUDA {release.version}'s "
+            "PTX "
             f"(needs >= {release.min_driver}; minor-version compatibility does not cover PTX JIT)",
             owner.name,
             lib.path,
