@@ -28,6 +28,7 @@ from envkit.readiness.rules import (
     format_version,
     runtime_cuda,
     summarize,
+    toolkit_findings,
 )
 from envkit.readiness.targets import Target
 
@@ -166,6 +167,7 @@ def check(
     for target in targets or [Target("the environment (no GPU or driver named)")]:
         findings = (
             env
+            + tuple(toolkit_findings(facts, target, catalog))
             + tuple(arch_findings(facts, target, catalog))
             + tuple(driver_findings(facts, target, catalog, gpu))
         )

@@ -25,6 +25,7 @@ __all__ = [
     "format_version",
     "runtime_cuda",
     "summarize",
+    "toolkit_findings",
 ]
 
 
@@ -247,6 +248,30 @@ def _split(lib: LibraryScan, cc: tuple[int, int]) -> tuple[int, int, int, set[st
     return sass, jit, none, ptx
 
 
+def toolkit_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[Finding]:
+    """A GPU older than every target of the framework's CUDA release (CUDA 13 starts at sm_75)."""
+    if target.cc is None:
+        return []
+    out = []
+    for fw in facts.frameworks.values():
+        cuda = runtime_cuda(fw)
+        release = catalog.cuda_release(".".join(cuda.split(".")[:2])) if cuda else None
+        archs = [p for a in release.archs if (p := _arch(a)) is not None] if release else []
+        if archs and target.cc < min((p[1], p[2]) for p in archs):
+            sm = f"sm_{target.cc[0]}{target.cc[1]}"
+            listed = ", ".join(release.archs) if release else ""
+            out.append(
+                Finding(
+                    "error",
+                    "toolkit-drops-gpu",
+                    f"CUDA {release.version if release else cuda} does not support {sm} (its targets: "
+                    f"{listed}): {_NAMES.get(fw.name, fw.name)} {fw.version} cannot use this GPU",
+                    fw.name,
+                )
+            )
+    return out
+
+
 def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[Finding]:
     """Per library with GPU code: SASS for the target, or PTX to JIT from, and can the driver JIT it.
 
@@ -279,7 +304,11 @@ def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> li
                 f"no kernel image for {sm} in {base} ({none} of {lib.fatbins} fatbins): "
                 f"{who} carries {_carried(lib)} and {_ptx_text(lib)}"
             )
-            out.append(Finding("error", "no-kernel-image", msg, fw_name, lib.path))
+            if owner is None:  # NVIDIA's libraries may load kernels another way (cuFFT 12: one sm_75 fatbin)
+                msg += " (in its .nv_fatbin; an NVIDIA library may carry kernels elsewhere)"
+            out.append(
+                Finding("warning" if owner is None else "error", "no-kernel-image", msg, fw_name, lib.path)
+            )
             continue
         if none:
             stray = sorted(

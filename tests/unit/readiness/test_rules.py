@@ -374,3 +374,18 @@ def test_fingerprint_facts_carry_loaded_versions_and_archs() -> None:
 def test_a_report_of_the_wrong_shape_is_a_readiness_error(doc: str) -> None:
     with pytest.raises(ReadinessError):
         parse_facts(doc, "an image")
+
+
+def test_a_gpu_older_than_the_toolkits_targets_is_named_once() -> None:
+    result = run(torch_doc(), gpu("V100"))
+    assert errors(result)[0] == (
+        "CUDA 13.2 does not support sm_70 (its targets: sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_103, "
+        "sm_110, sm_120, sm_121): torch 2.15.0 cannot use this GPU"
+    )
+
+
+def test_an_nvidia_library_without_code_for_the_gpu_is_a_warning_not_a_verdict() -> None:
+    result = run(paddle_doc(), gpu("V100"))  # cuBLASLt here: SASS sm_35/80/90, PTX compute_90 only
+    (warning,) = [m for m in warnings(result) if "libcublasLt.so.11" in m]
+    assert warning.startswith("no kernel image for sm_70 in libcublasLt.so.11 (535 of 535 fatbins)")
+    assert warning.endswith("(in its .nv_fatbin; an NVIDIA library may carry kernels elsewhere)")
