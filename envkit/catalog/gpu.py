@@ -17,7 +17,7 @@ from envkit.errors import CatalogError
 
 __all__ = ["DynloadLib", "GpuFacts", "GpuModel", "GpuRule", "load_gpu_facts", "parse_cc"]
 
-_CC = re.compile(r"^(\d{1,2})\.(\d)$")
+_CC = re.compile(r"^(\d{1,2})\.(\d)\Z")
 
 
 def parse_cc(text: str) -> tuple[int, int] | None:
@@ -25,7 +25,7 @@ def parse_cc(text: str) -> tuple[int, int] | None:
     m = _CC.match(text.strip())
     if m:
         return int(m.group(1)), int(m.group(2))
-    m = re.match(r"^(?:sm|compute)_(\d{2,3})a?$", text.strip().lower())
+    m = re.match(r"^(?:sm|compute)_(\d{2,3})a?\Z", text.strip().lower())
     if m:
         n = int(m.group(1))
         return n // 10, n % 10

@@ -35,7 +35,7 @@ def _base(path: str) -> str:
 
 
 Severity = Literal["error", "warning", "note"]
-_ARCH = re.compile(r"^(sm|compute)_(\d+)(a?)$")
+_ARCH = re.compile(r"^(sm|compute)_(\d+)(a?)\Z")
 _NAMES = {"paddle": "Paddle", "torch": "torch"}
 # The version calls' encodings: cuDNN 8 major*1000+minor*100+patch, cuDNN 9 major*10000+...
 _LABEL = {
