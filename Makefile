@@ -49,7 +49,7 @@ bench-smoke: $(STAMP)
 
 # No venv: a GPU machine may have no network; the check needs only python3 with CUDA torch.
 gpu-check:
-	PYTHONPATH=. timeout 180 python3 tests/gpu/gpu_check.py --json gpu-check.json
+	PYTHONPATH=. timeout 600 python3 tests/gpu/gpu_check.py --json gpu-check.json
 
 clean:
 	rm -rf $(VENV) .envkit .pytest_cache .mypy_cache .ruff_cache

@@ -55,6 +55,7 @@ GOALS = (
     Goal("lock_ratio", "lock, 50k-record channel x 2 platforms / bare py-rattler solve", 1.2, "x"),
     Goal("help", "envkit --help", 0.05, "s"),
     Goal("probe_ratio", "probe vs a hand-written script (CPU time)", 1.05, "x"),
+    Goal("readiness", "envkit check of the torch CUDA image (3 targets), median", 30.0, "s"),
 )
 _BY_KEY = {g.key: g for g in GOALS}
 _MEASURED: dict[str, tuple[float, str]] = {}

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "catalog_cmd",
         "Print what envkit knows: CUDA releases, framework wheels, base images, installers, rules.",
     ),
+    "check": ("check_cmd", "Check, with no GPU, that IMAGE's framework will run on a GPU and driver."),
     "diff": ("diff_cmd", "Compare environments and flag drift with known-incompatibility rules."),
     "guard": (
         "guard_cmd",

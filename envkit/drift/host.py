@@ -28,6 +28,8 @@ HOST_FACTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "os": ("OS", ("os", "facts.os")),
     "libc": ("C library", ("libc", "platform.libc", "facts.libc")),
     "cpu": ("CPU", ("cpu", "cpu.model", "facts.cpu")),
+    "loaded": ("CUDA libraries loaded", ("loaded",)),  # envkit check --json
+    "gpu_code": ("GPU code (SASS | PTX)", ("gpu_code",)),
 }
 _LEADING = re.compile(r"^(\d+)(?:\.(\d+))?")
 
@@ -74,7 +76,7 @@ def _severity(fact: str, values: Sequence[str]) -> Severity:
         return "warning" if len({_part(v, 2) for v in values}) > 1 else "info"
     if fact in {"driver", "cudnn"}:
         return "warning" if len({_part(v, 1) for v in values}) > 1 else "info"
-    if fact in {"gpu", "cuda_available"}:
+    if fact in {"gpu", "cuda_available", "loaded", "gpu_code"}:
         return "warning"
     return "info"
 
@@ -114,6 +116,28 @@ def _one_sided(fact: str, known: dict[str, str], missing: list[str]) -> Finding:
     return Finding(fact, "host", severity, None, values, message)
 
 
+_LISTS = {"loaded", "gpu_code"}  # "; "-joined items: only the items that differ are shown
+
+
+def _list_change(a: tuple[str, str], b: tuple[str, str]) -> str:
+    """``libnccl.so.2: sm_80 | no PTX (a) -> libnccl.so.2: sm_90 | no PTX (b); only in a: ...``."""
+    (name_a, va), (name_b, vb) = a, b
+
+    def items(text: str) -> dict[str, str]:
+        return {item.split(maxsplit=1)[0].rstrip(":"): item for item in text.split("; ") if item}
+
+    ia, ib = items(va), items(vb)
+    parts = [
+        f"{ia[k]} ({name_a}) -> {ib[k]} ({name_b})" for k in sorted(ia.keys() & ib.keys()) if ia[k] != ib[k]
+    ]
+    parts += [
+        f"only in {name}: {', '.join(sorted(x.keys() - y.keys()))}"
+        for name, x, y in ((name_a, ia, ib), (name_b, ib, ia))
+        if x.keys() - y.keys()
+    ]
+    return "; ".join(parts)
+
+
 def host_findings(inventories: Sequence[Inventory]) -> list[Finding]:
     """One ``host`` finding per fact that differs among the inputs that record it; a GPU fact that
     some record and others (recording their host) lack is reported too (``driver 580 vs none``)."""
@@ -133,7 +157,9 @@ def host_findings(inventories: Sequence[Inventory]) -> list[Finding]:
         if len(known) < 2 or len(set(known.values())) < 2:
             continue
         severity = _severity(fact, list(known.values()))
-        if len(known) == 2:
+        if len(known) == 2 and fact in _LISTS:
+            message = f"{label}: {_list_change(*known.items())}"
+        elif len(known) == 2:
             (a, va), (b, vb) = known.items()
             message = f"{label}: {va} ({a}) -> {vb} ({b})"
         else:

@@ -41,6 +41,7 @@ FORMATS: dict[str, str] = {
     "collect-env": "python -m torch.utils.collect_env output",
     "probe-report": "envkit probe report (JSON with fingerprint.distributions)",
     "snapshot": "envkit snapshot (JSON)",
+    "gpu-readiness": "envkit check --json (the CUDA libraries a framework loads, the GPU code it carries)",
     "conda-lock": "conda-lock.yml (v1; one platform: --platform, default this machine's)",
     "pixi-lock": "pixi.lock (one environment and platform: --environment, --platform)",
     "uv-lock": "uv.lock (what `uv sync` installs on one platform)",
@@ -70,6 +71,8 @@ def _detect_json(data: Any) -> str | None:
             return "spdx"
         if data.get("kind") == "envkit-snapshot":
             return "snapshot"
+        if data.get("command") == "check" and isinstance(data.get("result"), Mapping):
+            return "gpu-readiness"
         if data.get("kind") == "envkit-probe-report" or "fingerprint" in data or "distributions" in data:
             return "probe-report"
         return None
@@ -258,6 +261,7 @@ _READERS: dict[str, Callable[[str, Collector], None]] = {
     "conda-json": lambda t, c: rd.read_conda_json(_json_list(t, c), c),
     "pip-json": lambda t, c: rd.read_pip_json(_json_list(t, c), c),
     "probe-report": lambda t, c: rd.read_probe_report(_json_obj(t, c), c),
+    "gpu-readiness": lambda t, c: rd.read_readiness(_json_obj(t, c), c),
     "snapshot": lambda t, c: rd.read_snapshot(_json_obj(t, c), c),
     "env-export": lambda t, c: rd.read_env_export(_load_yaml(t, c), t, c),
     "conda-lock": lambda t, c: rd.read_conda_lock(_load_yaml(t, c), c),

@@ -31,6 +31,7 @@ __all__ = [
     "read_env_export",
     "read_pip_json",
     "read_probe_report",
+    "read_readiness",
     "read_snapshot",
     "yaml_item_lines",
 ]
@@ -116,6 +117,44 @@ def read_probe_report(data: Mapping[str, Any], c: Collector) -> None:
     for key in ("host", "hostname"):
         if isinstance(data.get(key), str):
             c.meta.setdefault("host", data[key])
+
+
+_FRAMEWORK_DIST = {"torch": "torch", "paddle": "paddlepaddle-gpu"}
+
+
+def read_readiness(data: Mapping[str, Any], c: Collector) -> None:
+    """``envkit check --json``: the frameworks (as packages), the CUDA libraries they load and the GPU
+    code of each library (host facts ``loaded`` and ``gpu_code``, compared by ``envkit diff``)."""
+    result = data.get("result")
+    summary = result.get("summary") if isinstance(result, Mapping) else None
+    if not isinstance(summary, Mapping) or not isinstance(summary.get("frameworks"), Mapping):
+        raise c.error(
+            None, "envkit check output without result.summary.frameworks", hint="rerun `envkit check --json`"
+        )
+    loaded: list[str] = []
+    for name, fw in sorted(summary["frameworks"].items()):
+        if not isinstance(fw, Mapping):
+            continue
+        if isinstance(fw.get("version"), str):
+            c.add(_FRAMEWORK_DIST.get(str(name), str(name)), fw["version"].split("+")[0], "pip", line=None)
+        raw = fw.get("loaded")
+        libs: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        loaded.extend(f"{lib} {v}" for lib, v in sorted(libs.items()) if isinstance(v, str | int))
+        for key, fact in (("cuda_runtime", "cuda_runtime"), ("cudnn", "cudnn")):
+            value = fw.get(key) if key == "cuda_runtime" else libs.get("cudnn")
+            if isinstance(value, str):
+                c.meta.setdefault(fact, value)
+    code = summary.get("gpu_code")
+    shown = []
+    for lib, entry in sorted(code.items()) if isinstance(code, Mapping) else ():
+        if isinstance(entry, Mapping):
+            sass = ",".join(str(a) for a in entry.get("sass", []))
+            ptx = ",".join(str(a) for a in entry.get("ptx", [])) or "no PTX"
+            shown.append(f"{lib}: {sass} | {ptx}")
+    c.meta["loaded"] = "; ".join(loaded) or "none"
+    c.meta["gpu_code"] = "; ".join(shown) or "none"
+    if isinstance(result, Mapping) and isinstance(result.get("where"), str):
+        c.meta["host"] = result["where"]
 
 
 def read_snapshot(data: Mapping[str, Any], c: Collector) -> None:

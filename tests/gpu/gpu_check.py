@@ -1,4 +1,4 @@
-"""The probe's GPU bands on a real NVIDIA GPU: `make gpu-check` (under 3 minutes).
+"""The probe's GPU bands and `envkit check`'s prediction on a real NVIDIA GPU: `make gpu-check` (< 10 min).
 
 Needs only the standard library, torch with CUDA and this checkout (envkit.probe imports nothing
 else), so it runs on a bare GPU machine with no network: `PYTHONPATH=. python3 tests/gpu/gpu_check.py`.
@@ -17,6 +17,7 @@ from typing import Any
 from envkit.comparison.pairwise import compare_reports
 from envkit.probe.model import ProbeReport
 from envkit.probe.runner import ProbeOptions, run_on_host
+from tests.gpu.readiness_gpu import readiness_checks
 
 # (name, side A, side B, expected verdict): the rows of docs/design.md's measured table.
 RUNS: dict[str, dict[str, Any]] = {
@@ -73,9 +74,15 @@ def main(argv: list[str] | None = None) -> int:
         summary.append({"check": title, "expected": expected, "verdict": verdict, "comparisons": rows})
     gpu = run("gpu").fingerprint.get("gpu")
     print(f"gpu: {json.dumps(gpu)}")
+    readiness = readiness_checks()  # envkit check's static prediction against the device
+    for r in readiness:
+        failed += not r["ok"]
+        print(
+            f"{'ok  ' if r['ok'] else 'FAIL'} {r['check']}: predicted {r['predicted']}, device {r['actual']}"
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"gpu": gpu, "checks": summary}, fh, indent=2, sort_keys=True)
+            json.dump({"gpu": gpu, "checks": summary, "readiness": readiness}, fh, indent=2, sort_keys=True)
     return 1 if failed else 0
 
 

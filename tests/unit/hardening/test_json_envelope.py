@@ -57,6 +57,7 @@ FAILING = {
     "build": ["build", "no-such-env"],
     "catalog": ["catalog", "--section", "nope"],
     "catalog refresh-names": ["catalog", "refresh-names", "--file", "no-such-mapping.json"],
+    "check": ["check", "--site", ".", "--gpu", "H900"],
     "diff": ["diff", "only-one"],
     "guard": ["guard", "show", "no-such-run"],
     "images": ["images", "Bad Name"],

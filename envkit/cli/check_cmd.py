@@ -1,0 +1,130 @@
+"""``envkit check``: will this image run on that GPU and driver? Checked without a GPU (composition root)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from envkit.catalog import load_catalog
+from envkit.catalog.gpu import load_gpu_facts
+from envkit.cli import cli
+from envkit.cli._app import command, services, working
+from envkit.errors import ExitCode, UsageError
+from envkit.readiness.check import CheckResult, check, facts_in_image, facts_on_host
+from envkit.readiness.targets import Target, gpu_target, host_targets, parse_driver
+from envkit.result import CommandResult
+
+__all__ = ["check_cmd"]
+
+_MARK = {"error": "x", "warning": "!", "note": "-"}
+
+
+@command(cli, "check")
+@click.argument("image", required=False)
+@click.option(
+    "--site",
+    "sites",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Check a site-packages directory on this host instead of an image (repeatable).",
+)
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    metavar="NAME|sm_XX",
+    help="A target GPU: H100, A100, B200, RTX5090 ... or a capability (sm_90, 12.0). Repeatable.",
+)
+@click.option(
+    "--driver",
+    "drivers",
+    multiple=True,
+    metavar="VERSION",
+    help="A target host driver (535.104.05). With --gpu: that GPU on that driver. Repeatable.",
+)
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="REPORT",
+    help="A target host's report: nvidia-smi output, collect_env, a snapshot or a probe report.",
+)
+@click.option("--all", "show_all", is_flag=True, help="Show every note (loaded versions, host libraries).")
+def check_cmd(
+    image: str | None,
+    sites: tuple[Path, ...],
+    gpus: tuple[str, ...],
+    drivers: tuple[str, ...],
+    hosts: tuple[Path, ...],
+    show_all: bool,
+) -> CommandResult:
+    """Check, with no GPU, that IMAGE's framework will run on a GPU and driver.
+
+    Inside the image (the payload mounted read-only, no GPU, no network) envkit walks every
+    shared library torch/paddle links (DT_NEEDED, with the image's own loader paths) and opens at
+    run time, loads the CUDA libraries in child processes for the versions they report, and reads
+    the SASS/PTX architectures of every fatbin. Each target (--gpu, --driver, --host) gets a
+    verdict: ready, or will-fail with the error the framework would raise there. Exit 1 when a
+    target will fail.
+    """
+    if (image is None) == (not sites):
+        raise UsageError(
+            "give an IMAGE or --site DIR (not both)", hint="envkit check envkit/cuda11.8-paddle2.6"
+        )
+    catalog = load_catalog()
+    gpu = load_gpu_facts()
+    targets = _targets(gpus, drivers, hosts)
+    if image is not None:
+        with working(f"checking {image}"):
+            facts = facts_in_image(services().engine(), image, gpu)
+        where = image
+    else:
+        facts = facts_on_host([str(s) for s in sites], gpu)
+        where = ", ".join(str(s) for s in sites)
+    result = check(facts, targets, catalog, gpu, where=where)
+    code = ExitCode.OK if result.ok else ExitCode.FINDINGS
+    return CommandResult("check", result.to_json(), lambda: _text(result, show_all), code)
+
+
+def _targets(gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path, ...]) -> list[Target]:
+    facts = load_gpu_facts()
+    parsed = [parse_driver(d) for d in drivers]
+    out: list[Target] = []
+    for name in gpus:
+        if parsed:
+            out.extend(gpu_target(name, facts, d) for d in parsed)
+        else:
+            out.append(gpu_target(name, facts))
+    if not gpus:
+        out.extend(Target(f"driver {d}", driver=d) for d in parsed)
+    for host in hosts:
+        out.extend(host_targets(host, facts))
+    return out
+
+
+def _text(result: CheckResult, show_all: bool) -> str:
+    lines = [f"{result.where}:"]
+    summary = result.to_json()["summary"]
+    for name, fw in summary["frameworks"].items():
+        loaded = ", ".join(f"{k} {v}" for k, v in fw["loaded"].items()) or "nothing loaded"
+        lines.append(
+            f"  {name} {fw['version']}: built for CUDA {fw['cuda_build'] or '- (CPU-only)'}"
+            + (f", cuDNN {fw['cudnn_build']}" if fw["cudnn_build"] else "")
+            + f"; loaded: {loaded}"
+        )
+    for lib, code in summary["gpu_code"].items():
+        ptx = ", ".join(code["ptx"]) or "no PTX"
+        lines.append(f"  {lib}: {code['fatbins']} fatbins, SASS {', '.join(code['sass']) or '-'}; {ptx}")
+    shown = [f for f in result.environment if show_all or f.code not in ("loaded", "host-library")]
+    if shown:
+        lines.append("  on every GPU:")
+        lines.extend(f"    {_MARK[f.severity]} {f.message}" for f in shown)
+    for verdict in result.verdicts:
+        lines.append(f"{verdict.target.label}: {verdict.status.upper()}")
+        lines.extend(
+            f"  {_MARK[f.severity]} {f.message}" for f in verdict.findings if f not in result.environment
+        )
+    return "\n".join(lines)

@@ -1,0 +1,175 @@
+"""``envkit check``: run the readiness payload (in an image or on this host) and give verdicts per target.
+
+The payload is the probe's directory (``envkit/probe/payload/ready.py``), mounted read-only into
+the image as the probe is; it needs no GPU and no network. The verdicts are pure
+(:mod:`envkit.readiness.rules`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from envkit import _proc
+from envkit.catalog import Catalog
+from envkit.catalog.gpu import GpuFacts
+from envkit.errors import ProbeError
+from envkit.probe.runner import CONTAINER_PAYLOAD, PAYLOAD_DIR
+from envkit.readiness.facts import ReadinessFacts, parse_facts
+from envkit.readiness.rules import (
+    Finding,
+    arch_findings,
+    driver_findings,
+    environment_findings,
+    format_version,
+    runtime_cuda,
+    summarize,
+    toolkit_findings,
+)
+from envkit.readiness.targets import Target
+
+if TYPE_CHECKING:
+    from envkit.engine.protocol import ContainerEngine
+
+__all__ = ["CheckResult", "Verdict", "check", "facts_in_image", "facts_on_host", "fingerprint_facts"]
+
+
+def _base(path: str) -> str:
+    """The file name of a path inside the image (a string, not a host path)."""
+    return path.rsplit("/", 1)[-1]
+
+
+PAYLOAD_TIMEOUT = 900
+
+
+def facts_in_image(engine: ContainerEngine, image: str, gpu: GpuFacts) -> ReadinessFacts:
+    """Run the payload inside ``image`` (no GPU, no network), the payload directory mounted read-only."""
+    from envkit.engine.protocol import Mount
+
+    if engine.inspect(image) is None:
+        raise ProbeError(f"image {image} does not exist", hint=f"build it first: `envkit build {image}`")
+    script = 'exec "$(command -v python3 || command -v python)" "$0" "$@"'
+    argv = ["sh", "-c", script, f"{CONTAINER_PAYLOAD}/ready.py", "--spec", json.dumps(gpu.payload_spec())]
+    mounts = [Mount(str(PAYLOAD_DIR), CONTAINER_PAYLOAD, read_only=True)]
+    result = engine.run(image, argv, mounts=mounts, env={"PYTHONDONTWRITEBYTECODE": "1"}, gpus=False)
+    if result.exit_code != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-10:])
+        raise ProbeError(
+            f"the readiness payload failed in {image} (exit {result.exit_code}):\n{tail}",
+            hint="does the image have python3 (3.8 or newer)?",
+        )
+    return parse_facts(result.stdout, image)
+
+
+def facts_on_host(
+    sites: Sequence[str],
+    gpu: GpuFacts,
+    *,
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+    run: _proc.Runner = _proc.run,
+) -> ReadinessFacts:
+    """Run the payload with this host's (or ``python``'s) interpreter over ``sites``."""
+    argv = [python or sys.executable, str(PAYLOAD_DIR / "ready.py"), "--spec", json.dumps(gpu.payload_spec())]
+    for site in sites:
+        argv += ["--site", site]
+    full_env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
+    result = run(argv, env=full_env, check=False, timeout=PAYLOAD_TIMEOUT)
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-10:])
+        raise ProbeError(
+            f"the readiness payload failed on this host (exit {result.returncode}):\n{tail}",
+            hint="rerun with --debug",
+        )
+    return parse_facts(result.stdout, "this host")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target's verdict: ready or will-fail, and the findings behind it."""
+
+    target: Target
+    status: str
+    findings: tuple[Finding, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.target
+        cc = f"{t.cc[0]}.{t.cc[1]}" if t.cc else None
+        return {
+            "target": {"label": t.label, "gpu": t.gpu, "compute_capability": cc, "driver": t.driver},
+            "status": self.status,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The environment's facts and a verdict per target."""
+
+    where: str
+    facts: ReadinessFacts
+    environment: tuple[Finding, ...]
+    verdicts: tuple[Verdict, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(v.status == "ready" for v in self.verdicts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "where": self.where,
+            "summary": fingerprint_facts(self.facts),
+            "environment": [f.to_json() for f in self.environment],
+            "verdicts": [v.to_json() for v in self.verdicts],
+        }
+
+
+def fingerprint_facts(facts: ReadinessFacts) -> dict[str, Any]:
+    """The compact facts a probe fingerprint, an SBOM or `envkit diff` carries: per framework, the
+    CUDA it was built for, the runtime and library versions loaded (and from where), and the GPU
+    architectures of each library with GPU code."""
+    out: dict[str, Any] = {}
+    for name, fw in facts.frameworks.items():
+        loaded = {lib: format_version(lib, v) for lib, v in sorted(fw.loaded.versions.items())}
+        files = sorted(
+            {p for paths in fw.loaded.maps.values() for p in paths if "nvidia" in p or "cuda" in p}
+        )
+        out[name] = {
+            "version": fw.version,
+            "cuda_build": fw.cuda,
+            "cudnn_build": fw.cudnn,
+            "cuda_runtime": runtime_cuda(fw),
+            "loaded": loaded,
+            "loaded_files": files,
+        }
+    archs = {
+        (lib.soname or _base(lib.path)): {
+            "fatbins": lib.fatbins,
+            "sass": sorted(lib.sass),
+            "ptx": sorted(lib.ptx),
+        }
+        for lib in facts.libraries.values()
+        if lib.fatbins
+    }
+    return {"frameworks": out, "gpu_code": dict(sorted(archs.items()))}
+
+
+def check(
+    facts: ReadinessFacts, targets: Sequence[Target], catalog: Catalog, gpu: GpuFacts, *, where: str
+) -> CheckResult:
+    """A verdict per target (one for the environment alone when no target is given)."""
+    env = tuple(environment_findings(facts, gpu))
+    verdicts = []
+    for target in targets or [Target("the environment (no GPU or driver named)")]:
+        findings = (
+            env
+            + tuple(toolkit_findings(facts, target, catalog))
+            + tuple(arch_findings(facts, target, catalog))
+            + tuple(driver_findings(facts, target, catalog, gpu))
+        )
+        verdicts.append(Verdict(target, summarize(findings), findings))
+    return CheckResult(where, facts, env, tuple(verdicts))

@@ -1,0 +1,252 @@
+"""What the readiness payload (``envkit/probe/payload/ready.py``) found, parsed once into frozen values.
+
+The payload ran inside an image envkit may not have built: every field is type-checked here, and
+a document of the wrong shape is a :class:`ReadinessError` naming the field, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from envkit._io import load_json_bounded
+from envkit.errors import ProbeError
+
+__all__ = [
+    "FrameworkFacts",
+    "LibraryScan",
+    "Link",
+    "Loaded",
+    "Opened",
+    "ReadinessError",
+    "ReadinessFacts",
+    "parse_facts",
+]
+
+KIND = "envkit-gpu-readiness"
+SCHEMA = 1
+MAX_DEPTH = 12
+
+
+class ReadinessError(ProbeError):
+    """The readiness payload's output cannot be read (wrong shape, not JSON)."""
+
+
+@dataclass(frozen=True)
+class LibraryScan:
+    """One shared library: its soname, links and the GPU code of its fatbins (counts per arch)."""
+
+    path: str
+    soname: str | None
+    needed: tuple[str, ...]
+    fatbins: int
+    sass: Mapping[str, int]
+    ptx: Mapping[str, int]
+    problem: str | None
+    size: int | None
+    groups: tuple[tuple[frozenset[str], int], ...] = ()  # (arch set of a fatbin, how many fatbins)
+
+
+@dataclass(frozen=True)
+class Link:
+    """``requester`` needs ``name`` (``DT_NEEDED``); ``to`` is what the loader would open (None: missing)."""
+
+    requester: str
+    name: str
+    to: str | None
+    host: bool  # a driver library the NVIDIA Container Toolkit brings from the host
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A library the framework opens at run time: the names it tries, what resolved, its soname."""
+
+    lib: str
+    names: tuple[str, ...]
+    opened_as: str | None
+    to: str | None
+    soname: str | None
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What a child process loaded: versions from the libraries' own calls, errors, mapped files."""
+
+    versions: Mapping[str, int | str | None]
+    errors: Mapping[str, str]
+    maps: Mapping[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class FrameworkFacts:
+    """One framework in the environment and what it links, opens and loads."""
+
+    name: str
+    version: str | None
+    distribution: str | None
+    cuda: str | None  # the CUDA it was built for; None: a CPU-only build
+    cudnn: str | None
+    directory: str
+    roots: tuple[str, ...]
+    links: tuple[Link, ...]
+    opened: tuple[Opened, ...]
+    loaded: Loaded
+
+
+@dataclass(frozen=True)
+class ReadinessFacts:
+    """The whole payload report."""
+
+    python: str | None
+    frameworks: Mapping[str, FrameworkFacts]
+    libraries: Mapping[str, LibraryScan]
+    cuda_present: tuple[str, ...]
+    compat_libcuda: tuple[str, ...]
+    document: Mapping[str, Any] = field(repr=False, default_factory=dict)
+
+
+def _obj(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ReadinessError(
+            f"readiness report: {where} is not an object", hint="envkit and its payload disagree"
+        )
+    return value
+
+
+def _str(value: Any, where: str, *, optional: bool = True) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise ReadinessError(
+            f"readiness report: {where} is not a string", hint="envkit and its payload disagree"
+        )
+    return value
+
+
+def _strs(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ReadinessError(
+            f"readiness report: {where} is not a list", hint="envkit and its payload disagree"
+        )
+    return tuple(str(_str(v, where, optional=False)) for v in value)
+
+
+def _counts(value: Any, where: str) -> dict[str, int]:
+    data = _obj(value, where)
+    out = {}
+    for k, v in data.items():
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ReadinessError(
+                f"readiness report: {where}.{k} is not a count", hint="envkit and its payload disagree"
+            )
+        out[str(k)] = v
+    return out
+
+
+def _library(path: str, value: Any) -> LibraryScan:
+    d = _obj(value, f"libraries[{path}]")
+    size = d.get("size")
+    fatbins = d.get("fatbins", 0)
+    return LibraryScan(
+        path=path,
+        soname=_str(d.get("soname"), f"{path}.soname"),
+        needed=_strs(d.get("needed", []), f"{path}.needed"),
+        fatbins=fatbins if isinstance(fatbins, int) else 0,
+        sass=_counts(d.get("sass", {}), f"{path}.sass"),
+        ptx=_counts(d.get("ptx", {}), f"{path}.ptx"),
+        problem=_str(d.get("problem"), f"{path}.problem"),
+        size=size if isinstance(size, int) else None,
+        groups=tuple(
+            _group(g, f"{path}.groups") for g in d.get("groups", []) if isinstance(d.get("groups"), list)
+        ),
+    )
+
+
+def _group(value: Any, where: str) -> tuple[frozenset[str], int]:
+    g = _obj(value, where)
+    n = g.get("fatbins")
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise ReadinessError(
+            f"readiness report: {where}.fatbins is not a count", hint="envkit and its payload disagree"
+        )
+    return frozenset(_strs(g.get("archs", []), f"{where}.archs")), n
+
+
+def _loaded(value: Any, where: str) -> Loaded:
+    d = _obj(value, where)
+    versions = {
+        str(k): v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
+        for k, v in _obj(d.get("versions", {}), f"{where}.versions").items()
+    }
+    errors = {str(k): str(v) for k, v in _obj(d.get("errors", {}), f"{where}.errors").items()}
+    maps_raw = d.get("maps", {})
+    maps = {str(k): _strs(v, f"{where}.maps.{k}") for k, v in _obj(maps_raw, f"{where}.maps").items()}
+    return Loaded(versions, errors, maps)
+
+
+def _framework(name: str, value: Any) -> FrameworkFacts:
+    d = _obj(value, f"frameworks.{name}")
+    links = []
+    for i, raw in enumerate(d.get("links", [])):
+        lk = _obj(raw, f"frameworks.{name}.links[{i}]")
+        links.append(
+            Link(
+                str(_str(lk.get("from"), "link.from", optional=False)),
+                str(_str(lk.get("name"), "link.name", optional=False)),
+                _str(lk.get("to"), "link.to"),
+                lk.get("host") is True,
+            )
+        )
+    opened = []
+    for i, raw in enumerate(d.get("dynload", [])):
+        row = _obj(raw, f"frameworks.{name}.dynload[{i}]")
+        opened.append(
+            Opened(
+                str(_str(row.get("lib"), "dynload.lib", optional=False)),
+                _strs(row.get("names", []), "dynload.names"),
+                _str(row.get("opened_as"), "dynload.opened_as"),
+                _str(row.get("to"), "dynload.to"),
+                _str(row.get("soname"), "dynload.soname"),
+            )
+        )
+    return FrameworkFacts(
+        name=name,
+        version=_str(d.get("version"), f"{name}.version"),
+        distribution=_str(d.get("distribution"), f"{name}.distribution"),
+        cuda=_str(d.get("cuda"), f"{name}.cuda"),
+        cudnn=_str(d.get("cudnn"), f"{name}.cudnn"),
+        directory=str(_str(d.get("dir"), f"{name}.dir", optional=False)),
+        roots=_strs(d.get("roots", []), f"{name}.roots"),
+        links=tuple(links),
+        opened=tuple(opened),
+        loaded=_loaded(d.get("loaded", {}), f"{name}.loaded"),
+    )
+
+
+def parse_facts(text: str | bytes, where: str) -> ReadinessFacts:
+    """The payload's stdout, parsed once."""
+    try:
+        data = load_json_bounded(text, MAX_DEPTH)
+    except ValueError as e:
+        raise ReadinessError(
+            f"the readiness payload in {where} printed no report",
+            hint="rerun with --debug; is python3 in the image?",
+        ) from e
+    d = _obj(data, "the document")
+    if d.get("kind") != KIND or d.get("schema") != SCHEMA:
+        raise ReadinessError(
+            f"the readiness payload in {where} printed a {d.get('kind')!r} "
+            f"schema {d.get('schema')!r} document",
+            hint=f"expected {KIND} schema {SCHEMA}: reinstall envkit",
+        )
+    return ReadinessFacts(
+        python=_str(d.get("python"), "python"),
+        frameworks={
+            k: _framework(k, v) for k, v in sorted(_obj(d.get("frameworks", {}), "frameworks").items())
+        },
+        libraries={k: _library(k, v) for k, v in sorted(_obj(d.get("libraries", {}), "libraries").items())},
+        cuda_present=_strs(d.get("cuda_present", []), "cuda_present"),
+        compat_libcuda=_strs(d.get("compat_libcuda", []), "compat_libcuda"),
+        document=d,
+    )

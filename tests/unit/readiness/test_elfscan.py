@@ -1,0 +1,181 @@
+"""The payload's ELF/fatbin reader on crafted libraries: what it reads, and hostile files it survives."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import struct
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envkit.probe.runner import PAYLOAD_DIR
+from tests.unit.readiness.crafted import Entry, Library, fatbin, sm
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"envkit_payload_{name}", PAYLOAD_DIR / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+elfscan = _load("elfscan")
+
+
+def _write(tmp_path: Path, data: bytes, name: str = "libx.so") -> str:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_reads_needed_soname_runpath_and_the_archs_of_each_fatbin(tmp_path: Path) -> None:
+    lib = Library(
+        soname="libphi.so",
+        needed=["libcudnn.so.8", "libc.so.6"],
+        runpath="$ORIGIN:$ORIGIN/../libs",
+        fatbins=[sm(61, 70, 80), sm(61, 70, 80), sm(35, 90, ptx=[90], specific=[90])],
+    )
+    out = elfscan.scan(_write(tmp_path, lib.encode()))
+    assert out["problem"] is None
+    assert out["soname"] == "libphi.so"
+    assert out["needed"] == ["libcudnn.so.8", "libc.so.6"]
+    assert out["runpath"] == ["$ORIGIN", "$ORIGIN/../libs"]
+    assert out["fatbins"] == 3
+    assert out["sass"] == {"sm_35": 1, "sm_61": 2, "sm_70": 2, "sm_80": 2, "sm_90": 1, "sm_90a": 1}
+    assert out["ptx"] == {"compute_90": 1}
+    assert out["groups"] == [
+        {"archs": ["sm_61", "sm_70", "sm_80"], "fatbins": 2},
+        {"archs": ["compute_90", "sm_35", "sm_90", "sm_90a"], "fatbins": 1},
+    ]
+
+
+def test_a_library_without_gpu_code_has_no_fatbins(tmp_path: Path) -> None:
+    out = elfscan.scan(_write(tmp_path, Library(soname="libz.so.1").encode()))
+    assert (out["problem"], out["fatbins"], out["sass"], out["needed"]) == (None, 0, {}, [])
+
+
+def test_relocatable_fatbins_are_not_what_the_runtime_loads(tmp_path: Path) -> None:
+    lib = Library(fatbins=[sm(80)], extra_sections=[("__nv_relfatbin", sm(80, ptx=[80]) * 2)])
+    out = elfscan.scan(_write(tmp_path, lib.encode()))
+    assert out["problem"] is None and out["fatbins"] == 1 and out["ptx"] == {}
+
+
+def test_zero_padding_between_fatbins_is_skipped(tmp_path: Path) -> None:
+    padded = sm(80) + b"\0" * 40
+    out = elfscan.scan(_write(tmp_path, Library(fatbins=[padded, sm(86)]).encode()))
+    assert out["problem"] is None and out["sass"] == {"sm_80": 1, "sm_86": 1}
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b"", "not an ELF"),
+        (b"#!/bin/sh\necho not a library\n" * 10, "not an ELF"),
+        (b"\x7fELF" + bytes([1, 1, 1]) + b"\0" * 57, "64-bit little-endian"),  # 32-bit
+        (b"\x7fELF" + bytes([2, 2, 1]) + b"\0" * 57, "64-bit little-endian"),  # big-endian
+        (b"\x7fELF\x02\x01", "not an ELF"),  # shorter than a header
+    ],
+)
+def test_non_elf_files_are_a_problem_naming_why(tmp_path: Path, data: bytes, words: str) -> None:
+    out = elfscan.scan(_write(tmp_path, data))
+    assert out["problem"] and words in out["problem"]
+
+
+def test_every_truncation_of_a_library_is_a_problem_or_a_clean_read(tmp_path: Path) -> None:
+    whole = Library(soname="libt.so", needed=["libm.so.6"], fatbins=[sm(80, 90), sm(86, ptx=[86])]).encode()
+    problems = 0
+    for cut in range(0, len(whole), 7):
+        out = elfscan.scan(_write(tmp_path, whole[:cut]))
+        assert isinstance(out["problem"], str), cut  # the section table sits at the end: every cut loses it
+        problems += 1
+    assert problems > 10
+
+
+def test_a_fatbin_whose_size_lies_stops_the_walk_with_its_offset(tmp_path: Path) -> None:
+    liar = fatbin([Entry(2, 80)], claimed=1 << 40)
+    out = elfscan.scan(_write(tmp_path, Library(fatbins=[sm(70), liar]).encode()))
+    assert "claims 1099511627776 bytes" in out["problem"]
+    assert out["sass"] == {"sm_70": 1}  # what was read before the lie stays
+
+
+def test_an_entry_whose_payload_size_lies_is_a_problem(tmp_path: Path) -> None:
+    liar = fatbin([Entry(2, 80, claimed=1 << 33)])
+    out = elfscan.scan(_write(tmp_path, Library(fatbins=[liar]).encode()))
+    assert "fatbin entry at offset" in out["problem"] and "claims" in out["problem"]
+
+
+def test_an_entry_with_an_impossible_header_size_is_a_problem(tmp_path: Path) -> None:
+    for header_size in (0, 8):
+        bad = fatbin([Entry(2, 80, header_size=64)])
+        bad = bad[:20] + struct.pack("<I", header_size) + bad[24:]
+        out = elfscan.scan(_write(tmp_path, Library(fatbins=[bad]).encode()))
+        assert "fatbin entry at offset" in out["problem"], header_size
+
+
+def test_garbage_inside_the_fatbin_section_is_named(tmp_path: Path) -> None:
+    out = elfscan.scan(_write(tmp_path, Library(fatbins=[b"\x01" * 64]).encode()))
+    assert "no fatbin header at offset" in out["problem"]
+
+
+def test_section_table_past_the_end_is_a_problem(tmp_path: Path) -> None:
+    data = bytearray(Library(soname="libx.so").encode())
+    struct.pack_into("<Q", data, 0x28, len(data) * 100)  # e_shoff
+    out = elfscan.scan(_write(tmp_path, bytes(data)))
+    assert "past the end of the file" in out["problem"]
+
+
+def test_huge_section_counts_are_refused_before_reading(tmp_path: Path) -> None:
+    data = bytearray(Library(soname="libx.so").encode())
+    struct.pack_into("<HHH", data, 0x3A, 64, 65535, 1)  # 65,535 sections: 4 MB of headers claimed
+    out = elfscan.scan(_write(tmp_path, bytes(data)))
+    assert out["problem"] and "past the end" in out["problem"]
+    struct.pack_into("<HHH", data, 0x3A, 4096, 10, 1)  # entries of 4 KB: not ELF64
+    assert "implausible section table" in elfscan.scan(_write(tmp_path, bytes(data)))["problem"]
+
+
+def test_a_huge_sparse_file_is_read_by_headers_only(tmp_path: Path) -> None:
+    # 64 GiB on paper (sparse: no disk used), a real library at the start, a lying fatbin at the end
+    path = tmp_path / "libhuge.so"
+    lib = Library(soname="libhuge.so", fatbins=[sm(80), fatbin([Entry(2, 80)], claimed=(64 << 30))]).encode()
+    with path.open("wb") as fh:
+        fh.write(lib)
+        fh.truncate(64 << 30)
+    out = elfscan.scan(str(path))
+    assert out["size"] == 64 << 30
+    assert "claims" in out["problem"] and out["sass"] == {"sm_80": 1}
+
+
+def test_a_symlink_loop_and_a_directory_are_unreadable_not_tracebacks(tmp_path: Path) -> None:
+    os.symlink(tmp_path / "b.so", tmp_path / "a.so")
+    os.symlink(tmp_path / "a.so", tmp_path / "b.so")
+    assert "unreadable" in elfscan.scan(str(tmp_path / "a.so"))["problem"]
+    (tmp_path / "dir.so").mkdir()
+    assert "unreadable" in elfscan.scan(str(tmp_path / "dir.so"))["problem"]
+    assert "unreadable" in elfscan.scan(str(tmp_path / "absent.so"))["problem"]
+
+
+def test_dynamic_strings_outside_their_table_are_a_problem(tmp_path: Path) -> None:
+    data = bytearray(Library(needed=["libc.so.6"]).encode())
+    at = data.find(struct.pack("<qQ", 1, 1))  # DT_NEEDED -> offset 1 of .dynstr
+    struct.pack_into("<qQ", data, at, 1, 1 << 50)
+    assert "outside its table" in elfscan.scan(_write(tmp_path, bytes(data)))["problem"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(min_size=0, max_size=64), st.integers(min_value=0, max_value=10_000))
+def test_random_damage_never_raises(tmp_path_factory: pytest.TempPathFactory, junk: bytes, at: int) -> None:
+    whole = bytearray(
+        Library(soname="libf.so", needed=["libm.so.6"], fatbins=[sm(80, ptx=[80]), sm(90)]).encode()
+    )
+    at %= len(whole)
+    whole[at : at + len(junk)] = junk
+    path = tmp_path_factory.mktemp("fuzz") / "libf.so"
+    path.write_bytes(bytes(whole))
+    out = elfscan.scan(str(path))
+    assert out["problem"] is None or isinstance(out["problem"], str)
+    assert sum(g["fatbins"] for g in out["groups"]) <= out["fatbins"] + 1
