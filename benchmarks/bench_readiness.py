@@ -17,9 +17,9 @@ import sysconfig
 import time
 from pathlib import Path
 
-from benchmarks._goals import ROOT, record
+from benchmarks._goals import ROOT, record, scaled
 
-ROUNDS = 3
+ROUNDS = scaled(3, 1)
 TARGETS = ["--gpu", "H100", "--gpu", "RTX5090", "--driver", "580.65.06"]
 
 
