@@ -16,8 +16,9 @@ from envkit.errors import EnvkitError, InventoryError
 from envkit.inventory import readers_data as rd
 from envkit.inventory import readers_locks as rl
 from envkit.inventory import readers_sbom as rs
+from envkit.inventory import readers_table as rp
 from envkit.inventory import readers_text as rt
-from envkit.inventory._collect import Collector
+from envkit.inventory._collect import REQUIREMENT, Collector
 from envkit.inventory.collect_env import SECTION, read_collect_env
 from envkit.inventory.models import Inventory, Package
 from envkit.inventory.not_inventory import not_an_inventory
@@ -38,6 +39,7 @@ FORMATS: dict[str, str] = {
     "pip-freeze": "pip freeze (==, name @ url, -e git+...#egg=, editable comments)",
     "requirements-lock": "requirements.lock (pins with --hash lines)",
     "pip-json": "pip list --format=json",
+    "pip-list": "pip list (the Package/Version columns, with or without Build and Editable location)",
     "collect-env": "python -m torch.utils.collect_env output",
     "probe-report": "envkit probe report (JSON with fingerprint.distributions)",
     "snapshot": "envkit snapshot (JSON)",
@@ -92,9 +94,10 @@ def detect_format(text: str) -> str | None:
     if (maybe_rows and any(SECTION.match(line) for line in lines)) or (
         "Collecting environment information..." in lines
         or ("PyTorch version:" in body and any(line.startswith("PyTorch version:") for line in lines))
+        or _collect_env_keys(lines)
     ):
         return "collect-env"
-    if head.startswith(("{", "[")):
+    if head.startswith("{") or (head.startswith("[") and not _toml_table(head)):
         try:
             return _detect_json(json.loads(body))
         except _JSON_ERRORS:
@@ -107,6 +110,29 @@ def detect_format(text: str) -> str | None:
     if "@EXPLICIT" in lines:
         return "conda-explicit"
     return _detect_text(body, lines)
+
+
+def _collect_env_keys(lines: list[str]) -> bool:
+    """A collect_env pasted without its first lines: two of its own keys at line starts."""
+    keys = (
+        "Python platform:",
+        "Is CUDA available:",
+        "GPU models and configuration:",
+        "CUDA runtime version:",
+    )
+    return sum(any(line.startswith(k) for line in lines[:200]) for k in keys) >= 2
+
+
+def _toml_table(head: str) -> bool:
+    """``[[package]]`` / ``[metadata]``: a TOML table header, not a JSON list."""
+    return re.match(r"\[\[?[A-Za-z_][\w.-]*\]", head) is not None
+
+
+def _mostly_pins(lines: list[str]) -> bool:
+    """Lines that are mostly ``name==version`` / ``name @ url`` pins, under a few lines of prose."""
+    rows = [line for line in lines if line and not line.startswith("#")]
+    pins = [line for line in rows if ("==" in line or " @ " in line) and REQUIREMENT.match(line)]
+    return len(rows) >= 3 and len(pins) >= 0.7 * len(rows)
 
 
 def _detect_toml(lines: list[str]) -> str | None:
@@ -144,7 +170,9 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
         return "mamba-list" if any(line.startswith("List of packages") for line in lines) else "conda-list"
     if not first:
         return None
-    if "==" in first or " @ " in first or first.startswith("-"):
+    if rp.is_pip_list(lines):
+        return "pip-list"
+    if "==" in first or " @ " in first or first.startswith("-") or _mostly_pins(lines):
         return "pip-freeze"
     if re.fullmatch(r"[A-Za-z0-9._-]+", first):
         # a bare name is a pip freeze line only among real pins: one word alone is not a listing
@@ -257,6 +285,7 @@ _READERS: dict[str, Callable[[str, Collector], None]] = {
     "collect-env": read_collect_env,
     "conda-json": lambda t, c: rd.read_conda_json(_json_list(t, c), c),
     "pip-json": lambda t, c: rd.read_pip_json(_json_list(t, c), c),
+    "pip-list": rp.read_pip_list,
     "probe-report": lambda t, c: rd.read_probe_report(_json_obj(t, c), c),
     "snapshot": lambda t, c: rd.read_snapshot(_json_obj(t, c), c),
     "env-export": lambda t, c: rd.read_env_export(_load_yaml(t, c), t, c),
@@ -350,7 +379,8 @@ def _read(
         )
     collector = Collector(path, chosen, platform=platform, environment=environment)
     _READERS[chosen](text, collector)
-    return collector.inventory(label, facts_only=chosen == "collect-env" and "torch" in collector.meta)
+    facts = {"torch", "python", "os", "platform", "gpu", "driver", "cuda_runtime"} & set(collector.meta)
+    return collector.inventory(label, facts_only=chosen == "collect-env" and bool(facts))
 
 
 def read_inventory(

@@ -58,7 +58,13 @@ def read_conda_list(text: str, c: Collector) -> None:
         if _PROMPT.search(stripped):
             continue
         fields = without_features(stripped.split())
-        if len(fields) < 2 or len(fields) > 4 or not fields[1][:1].isdigit():
+        # a version starts with a digit; the Anaconda metapackage's is "custom" (anaconda custom py36_1)
+        versioned = (
+            fields[1][:1].isdigit() or (fields[1] == "custom" and len(fields) > 2)
+            if len(fields) > 1
+            else False
+        )
+        if len(fields) < 2 or len(fields) > 4 or not versioned:
             c.skip(number, f"expected 'name version [build [channel]]', got {stripped[:80]!r}")
             continue
         _add_conda_row(fields, number, c)
