@@ -39,7 +39,8 @@ _TOOLKIT_VERSIONED = re.compile(
     r"|nvidia-(?:cublas|nvjitlink|nvtx|nvvm|nvml-dev)|cuda-toolkit"
     # conda's CUDA packages carry the toolkit version too (conda-forge cuda-* feedstocks, NVIDIA's
     # channel, anaconda cudatoolkit); pytorch-cuda 12.1 is the pytorch channel's CUDA selector
-    r"|conda:cuda-(?:cudart|nvrtc|cupti|runtime|libraries|nvtx|nvcc|version)|conda:cudatoolkit"
+    # (not cuda-version: a metapackage that constrains the CUDA packages, no library; issue 34 class 17)
+    r"|conda:cuda-(?:cudart|nvrtc|cupti|runtime|libraries|nvtx|nvcc)|conda:cudatoolkit"
     r"|pytorch-cuda|conda:pytorch-cuda)\Z"
 )
 _MAJOR = re.compile(r"^(\d{1,2})\.")

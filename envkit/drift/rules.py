@@ -16,7 +16,7 @@ import yaml
 
 from envkit._memo import by_identity
 from envkit.catalog import KnownBadRule, load_catalog
-from envkit.drift.compare import spread
+from envkit.drift.compare import no_majority, spread
 from envkit.drift.cuda_wheels import cuda_majors
 from envkit.drift.duplicates import variants
 from envkit.drift.facts import FACTS, cuda_flavour, major_minor
@@ -150,6 +150,11 @@ def _cuda_majors(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[F
 _shared_majors = by_identity(cuda_majors)  # once per table (a fleet's hosts share theirs); read only
 
 
+def cuda_library_majors(inv: Inventory, pkgs: dict[str, Package]) -> set[str]:
+    """The CUDA majors of the environment's CUDA libraries (what ``cuda-majors-mixed`` compares)."""
+    return {str(m) for m in _shared_majors(pkgs)}
+
+
 def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
     """pip and conda both installed one project. In collect_env, whose ``[pip]`` rows are pip's
     view of the same environment, only a different version is a second install; two separate
@@ -196,7 +201,11 @@ def _across(rule: Rule, package: str, values: dict[str, str | None], what: str) 
         detail = " vs ".join(f"{v} ({label})" for label, v in values.items())
     else:
         majority, outliers = spread(known)
-        detail = f"majority {majority}; outliers: " + ", ".join(f"{o} {known[o]}" for o in outliers[:10])
+        detail = (
+            f"majority {majority}; outliers: " + ", ".join(f"{o} {known[o]}" for o in outliers[:10])
+            if len(known) - len(outliers) > 1
+            else no_majority(dict(known))
+        )
     return [Finding(package, "rule", rule.severity, rule.id, values, f"{what}: {rule.message}: {detail}")]
 
 

@@ -21,7 +21,7 @@ from envkit.inventory import readers_text as rt
 from envkit.inventory._collect import REQUIREMENT, Collector
 from envkit.inventory.collect_env import SECTION, read_collect_env
 from envkit.inventory.models import Inventory, Package
-from envkit.inventory.not_inventory import not_an_inventory
+from envkit.inventory.not_inventory import instead, not_an_inventory
 
 __all__ = ["FORMATS", "MAX_INVENTORY_BYTES", "detect_format", "parse_inventory", "read_inventory"]
 
@@ -307,12 +307,15 @@ def parse_inventory(
     format: str | None = None,
     platform: str | None = None,
     environment: str | None = None,
+    python: str | None = None,
 ) -> Inventory:
     """Read an inventory from text; ``format`` forces a reader (see :data:`FORMATS`).
 
     ``platform`` (a conda subdir) and ``environment`` choose what to read from a lock that has
     several (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, poetry.lock); default: this
-    machine's platform, the ``default`` environment.
+    machine's platform, the ``default`` environment. ``python`` (``3.10``) is the Python a lock's
+    markers are evaluated for when the lock allows several (default: this interpreter's when allowed,
+    else the lowest allowed); the inventory says which in ``meta["python_used"]``.
     """
     text = text.removeprefix("\ufeff")  # a UTF-8 BOM (Windows editors, PowerShell redirection)
     if len(text) > MAX_INVENTORY_BYTES:
@@ -320,16 +323,22 @@ def parse_inventory(
             f"{path}: larger than {MAX_INVENTORY_BYTES} bytes: not an environment listing",
             hint="check the path",
         )
+    if python is not None and not re.fullmatch(r"[23]\.\d{1,2}", python):
+        raise InventoryError(
+            f"--python {python!r} is not a Python version", hint="give major.minor, e.g. 3.11"
+        )
     if format is not None and format not in _READERS:
         raise InventoryError(f"unknown inventory format {format!r}", hint=f"use one of: {', '.join(FORMATS)}")
     if len(text) <= _SAME_TEXT_BYTES:
         try:
-            chosen, packages, meta = _read_once(text, format, platform, environment)
+            chosen, packages, meta = _read_once(text, format, platform, environment, python)
         except _Uncached:
             pass  # warnings or an error name the file: read it under its own path below
         else:
             return Inventory(label, path, chosen, packages, dict(meta))
-    return _read(text, path=path, label=label, format=format, platform=platform, environment=environment)
+    return _read(
+        text, path=path, label=label, format=format, platform=platform, environment=environment, python=python
+    )
 
 
 # A fleet's listings repeat: one image, many hosts. A text read cleanly once gives the same packages.
@@ -343,11 +352,19 @@ class _Uncached(Exception):
 
 @functools.lru_cache(maxsize=64)
 def _read_once(
-    text: str, format: str | None, platform: str | None, environment: str | None
+    text: str, format: str | None, platform: str | None, environment: str | None, python: str | None
 ) -> tuple[str, tuple[Package, ...], tuple[tuple[str, str], ...]]:
     """``_read``'s packages for ``text``, when it reads without a warning (they name no file)."""
     try:
-        inv = _read(text, path=_NO_PATH, label="", format=format, platform=platform, environment=environment)
+        inv = _read(
+            text,
+            path=_NO_PATH,
+            label="",
+            format=format,
+            platform=platform,
+            environment=environment,
+            python=python,
+        )
     except EnvkitError as e:  # the message would name no file: the caller reads it again
         raise _Uncached from e
     if inv.warnings:
@@ -363,13 +380,16 @@ def _read(
     format: str | None,
     platform: str | None,
     environment: str | None,
+    python: str | None = None,
 ) -> Inventory:
     if format is None:
         what = not_an_inventory(text)
         if what is not None:
+            other = instead(what)
             raise InventoryError(
-                f"{path}: this is {what}, not a list of packages",
-                hint=f"envkit reads: {'; '.join(FORMATS.values())}",
+                f"{path}: this is {what}"
+                + ("" if "not a package listing" in what else ", not a list of packages"),
+                hint=(f"{other}; " if other else "") + f"envkit reads: {'; '.join(FORMATS.values())}",
             )
     chosen = format or detect_format(text)
     if chosen is None:
@@ -377,7 +397,7 @@ def _read(
             f"{path}:1: not a recognized environment listing",
             hint=f"pass --format with one of: {', '.join(FORMATS)}",
         )
-    collector = Collector(path, chosen, platform=platform, environment=environment)
+    collector = Collector(path, chosen, platform=platform, environment=environment, python=python)
     _READERS[chosen](text, collector)
     facts = {"torch", "python", "os", "platform", "gpu", "driver", "cuda_runtime"} & set(collector.meta)
     return collector.inventory(label, facts_only=chosen == "collect-env" and bool(facts))
@@ -390,6 +410,7 @@ def read_inventory(
     label: str | None = None,
     platform: str | None = None,
     environment: str | None = None,
+    python: str | None = None,
 ) -> Inventory:
     """Read the inventory file at ``path`` (format detected from content unless given)."""
     file = Path(path)
@@ -410,4 +431,5 @@ def read_inventory(
         format=format,
         platform=platform,
         environment=environment,
+        python=python,
     )

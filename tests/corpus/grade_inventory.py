@@ -48,7 +48,7 @@ def _read(record: Record, **options: str) -> Inventory:
 def grade(record: Record) -> Graded:
     expected = record.expected
     try:
-        inv = _read(record)
+        inv = _read(record, **_first_options(expected))
     except EnvkitError as e:
         return _refused(record, e)
     except Exception as e:  # the level the corpus exists to catch  # noqa: BLE001
@@ -62,6 +62,17 @@ def grade(record: Record) -> Graded:
     except Exception as e:  # noqa: BLE001
         return Graded(record, "crash", f"{type(e).__name__}: {str(e)[:200]}")
     return _compare(record, expected, measured)
+
+
+def _first_options(expected: Mapping[str, Any]) -> dict[str, str]:
+    """A multi-platform (or multi-Python) lock is first read for the first platform (Python) its record
+    names: the default, this machine's, may be one the lock has nothing for."""
+    options: dict[str, str] = {}
+    for key, option in (("packages_by_platform", "platform"), ("packages_by_python", "python")):
+        wanted = expected.get(key)
+        if isinstance(wanted, Mapping) and wanted:
+            options[option] = str(next(iter(wanted)))
+    return options
 
 
 def _refused(record: Record, e: EnvkitError) -> Graded:
