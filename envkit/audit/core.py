@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envkit.audit.flavours import base_dep
 from envkit.audit.service import SEVERITIES, Dep, Severity, Vuln, VulnService, severity_rank
@@ -127,7 +127,7 @@ def _fix_for(name: str, version: str, vuln: Vuln) -> str:
     try:
         current = Version(Version(version).public)
         later = [v for v in vuln.fixed_in if Version(v) > current]
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         later = list(vuln.fixed_in)
     if later:
         return f"upgrade {name} to {later[0]} or later"
@@ -252,7 +252,7 @@ def _merge(group: list[Vuln]) -> Vuln:
 def _version_or_text(text: str) -> tuple[int, Version | str]:
     try:
         return (0, Version(text))
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         return (1, text)
 
 

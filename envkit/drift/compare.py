@@ -11,7 +11,7 @@ import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envkit.drift.models import DiffPolicy, Finding, Kind
 from envkit.inventory.models import Inventory, Package
@@ -38,7 +38,7 @@ INSTALLER_AWARE = frozenset(
 def _public(version: str) -> str:
     try:
         return Version(version).public
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         return version.lower()
 
 
@@ -52,7 +52,7 @@ def _local(package: Package) -> str | None:
 def _local_part(version: str) -> str | None:
     try:
         return Version(version).local
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         return None
 
 
@@ -107,7 +107,7 @@ def _finding(
 def _major(version: str) -> int:
     try:
         return Version(version).major
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         return -1
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envkit._memo import by_identity
 from envkit.catalog import load_catalog
@@ -94,7 +94,7 @@ def inferred_torch_flavour(inv: Inventory, pkgs: Mapping[str, Package], torch: P
     try:
         if Version(torch.version) >= _NVIDIA_DEPS_SINCE:
             return None
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         return None
     release = load_catalog().framework_release("torch", torch.version)
     cuda = release.pypi_cuda if release else None
