@@ -88,7 +88,8 @@ class AuditReport:
     checked: int
     not_checked: tuple[NotChecked, ...] = ()
     not_covered: tuple[NotChecked, ...] = ()  # conda-only packages: no advisory feed covers them
-    warnings: tuple[str, ...] = ()  # the inventory's: rows it could not read ("file:line: why")
+    warnings: tuple[str, ...] = ()  # the data's age; the inventory's: rows it could not read
+    data_age: str = ""  # "advisory data as of 2024-10-10 (782 day(s) old, from README)" (data_age.py)
 
     @property
     def active(self) -> list[Finding]:
@@ -112,6 +113,7 @@ class AuditReport:
             "target": self.target,
             "target_kind": self.target_kind,
             "provenance": dict(sorted(self.provenance.items())),
+            "data_age": self.data_age,
             "fail_on": fail_on,
             "checked": self.checked,
             "counts": self.counts(),

@@ -11,6 +11,7 @@ import click
 from envkit._atomic import write_text_atomic
 from envkit._safe import redact
 from envkit.audit.core import AuditReport
+from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS
 from envkit.audit.report import FORMATS, render
 from envkit.audit.service import SEVERITIES, VulnService
 from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image
@@ -136,6 +137,16 @@ def _update(directory: str) -> CommandResult:
     "for a poetry.lock: extras and with=G, without=G, only=G.",
 )
 @click.option(
+    "--max-db-age",
+    type=click.IntRange(min=-1),
+    default=DEFAULT_MAX_AGE_DAYS,
+    show_default=True,
+    envvar="ENVKIT_MAX_DB_AGE",
+    metavar="DAYS",
+    help="Warn when the advisory data (its date: SOURCE.json, README or newest record) is older than "
+    "DAYS; -1: never.",
+)
+@click.option(
     "--update-db",
     "update_dir",
     is_flag=False,
@@ -156,6 +167,7 @@ def audit(
     fail_on: str,
     platform: str | None,
     environment: str | None,
+    max_db_age: int,
     update_dir: str | None,
 ) -> CommandResult:
     """Check an environment for known vulnerabilities and policy problems.
@@ -174,7 +186,11 @@ def audit(
     if update_dir is not None:
         return _update(update_dir)
     request = AuditRequest(
-        service=_service(db, online), catalog=load_catalog(), today=date.today(), driver=driver
+        service=_service(db, online),
+        catalog=load_catalog(),
+        today=date.today(),
+        driver=driver,
+        max_db_age=None if max_db_age < 0 else max_db_age,
     )
     with working(f"auditing {target or image}"):
         report = _run(target, image, spec_name, request, (platform, environment))
