@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from envkit.drift.cuda_wheels import placeholder
 from envkit.drift.torch_flavour import inferred_torch_flavour, inventory_os
 from envkit.inventory.models import Inventory, Package
 
@@ -83,7 +84,7 @@ def wheel_cuda(pkgs: dict[str, Package]) -> str | None:
     """``cu130`` from the CUDA runtime wheels present (nvidia-cuda-runtime 13.0.96, cuda-toolkit 13.0.2)."""
     for project in _CUDA_WHEELS:
         package = pkgs.get(project)
-        match = _MAJOR_MINOR.match(package.version) if package else None
+        match = _MAJOR_MINOR.match(package.version) if package and not placeholder(package.version) else None
         if match:
             return f"cu{match[1]}{match[2]}"
     return None
@@ -151,7 +152,7 @@ def _cuda_toolkit(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
     """The CUDA runtime the packages install. The ``cuda-version`` metapackage only when no runtime
     package says otherwise: it is a constraint (cuda-version 12.6 beside a 12.4 runtime is common)."""
     for project in (*_RUNTIME_PROJECTS, "conda:cuda-version"):
-        if project in pkgs:
+        if project in pkgs and not placeholder(pkgs[project].version):
             return major_minor(pkgs[project].version)
     return None
 
@@ -164,7 +165,7 @@ def _cudnn_major(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
         "nvidia-cudnn-cu11",
         "nvidia-cudnn",
     ):
-        if project in pkgs:
+        if project in pkgs and not placeholder(pkgs[project].version):
             return pkgs[project].version.split(".", 1)[0]
     for key in ("torch.cudnn", "cudnn_version"):  # collect_env's `cudnn` is a host fact (drift.host)
         value = inv.meta.get(key, "")
