@@ -155,6 +155,17 @@ def cuda_library_majors(inv: Inventory, pkgs: dict[str, Package]) -> set[str]:
     return {str(m) for m in _shared_majors(pkgs)}
 
 
+def _pypi_row_of_conda_list(package: Package) -> bool:
+    return package.installer == "pip" and package.env == "conda"
+
+
+def _listed_twice_by_conda(inv: Inventory, project: str) -> bool:
+    """collect_env's ``[conda]`` section (conda list) holds both conda's ``pytorch`` and a ``torch
+    pypi_0`` row: two installs in one environment, whatever the versions (issue 34, class 13)."""
+    rows = [p for p in inv.packages if p.project == project and p.env == "conda"]
+    return any(p.installer == "conda" for p in rows) and any(_pypi_row_of_conda_list(p) for p in rows)
+
+
 def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
     """pip and conda both installed one project. In collect_env, whose ``[pip]`` rows are pip's
     view of the same environment, only a different version is a second install; two separate
@@ -172,9 +183,11 @@ def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Find
         if len(by) < 2:
             continue
         conda, pip = by["conda"], by["pip"]
-        if view_only and public_version(conda.version) == public_version(pip.version):
+        if view_only and _listed_twice_by_conda(inv, project):
+            pip = next(p for p in inv.packages if p.project == project and _pypi_row_of_conda_list(p))
+        elif view_only and public_version(conda.version) == public_version(pip.version):
             continue
-        if view_only:
+        elif view_only:
             others = [p for p in inv.packages if p.project == project and p.installer == "conda"]
             if any(public_version(p.version) == public_version(pip.version) for p in others):
                 continue
