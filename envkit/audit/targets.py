@@ -152,6 +152,7 @@ def audit_file(
     loaded: LoadedSpec | None = None,
     platform: str | None = None,
     environment: str | None = None,
+    python: str | None = None,
 ) -> AuditReport:
     """Any inventory file (pip freeze, requirements/lock, conda env export, pip list JSON, pixi.lock,
     uv.lock, pylock.toml, poetry.lock, ...); a lock is read for one platform (and environment), and
@@ -160,7 +161,7 @@ def audit_file(
         raise UsageError(
             f"{path}: no such file", hint="pass an environment name, an inventory file or --image IMAGE"
         )
-    inventory = read_inventory(path, platform=platform, environment=environment)
+    inventory = read_inventory(path, platform=platform, environment=environment, python=python)
     ctx = replace(_context(request, loaded, None), inventory=inventory)
     chosen = inventory.meta.get("selected")
     target = f"{path} ({chosen})" if chosen else str(path)

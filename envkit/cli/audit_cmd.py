@@ -56,7 +56,7 @@ def _run(
     image: str | None,
     spec_name: str | None,
     request: AuditRequest,
-    choice: tuple[str | None, str | None] = (None, None),
+    choice: tuple[str | None, str | None, str | None] = (None, None, None),
 ) -> AuditReport:
     root = project_root()
     loaded: LoadedSpec | None = None
@@ -70,7 +70,7 @@ def _run(
     if _is_env_name(target):
         loaded = load_spec(resolve_spec_path(target, root))
         return audit_environment(loaded, image_dir(root, loaded.spec.name), request)
-    platform, environment = choice
+    platform, environment, python = choice
     chosen = split_selector(target)  # FILE#ENVIRONMENT@PLATFORM
     return audit_file(
         Path(chosen.name),
@@ -78,6 +78,7 @@ def _run(
         loaded=loaded,
         platform=chosen.platform or platform,
         environment=chosen.environment or environment,
+        python=python,
     )
 
 
@@ -137,6 +138,14 @@ def _update(directory: str) -> CommandResult:
     "for a poetry.lock: extras and with=G, without=G, only=G.",
 )
 @click.option(
+    "--python",
+    "python_minor",
+    metavar="X.Y",
+    help="Python to read a lock that allows several for (uv.lock, pylock.toml, poetry.lock markers), "
+    "e.g. 3.10. Default: this interpreter's when the lock allows it, else the lowest it allows; "
+    "the output says which.",
+)
+@click.option(
     "--max-db-age",
     type=click.IntRange(min=-1),
     default=DEFAULT_MAX_AGE_DAYS,
@@ -167,6 +176,7 @@ def audit(
     fail_on: str,
     platform: str | None,
     environment: str | None,
+    python_minor: str | None,
     max_db_age: int,
     update_dir: str | None,
 ) -> CommandResult:
@@ -193,7 +203,7 @@ def audit(
         max_db_age=None if max_db_age < 0 else max_db_age,
     )
     with working(f"auditing {target or image}"):
-        report = _run(target, image, spec_name, request, (platform, environment))
+        report = _run(target, image, spec_name, request, (platform, environment, python_minor))
     rendered = render(report, fmt, fail_on)
     if output is not None:
         # a written report is shared and read in terminals too: no credentials, no control characters

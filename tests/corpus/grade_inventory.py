@@ -44,7 +44,7 @@ def grade_all(root: Path = ROOT) -> list[Graded]:
 
 
 def _read(record: Record, **options: str) -> Inventory:
-    return read_inventory(record.path, **options)  # type: ignore[arg-type]
+    return read_inventory(record.path, **options)
 
 
 def grade(record: Record) -> Graded:
@@ -213,9 +213,13 @@ def _norm(text: Any) -> str:
     return str(text).replace(" ", "")
 
 
+def _equal(want: Any, got: Any) -> bool:
+    return bool(_value(want) == _value(got))
+
+
 def _judge(key: str, want: Any, got: Any) -> str:
     """``ok``, ``minor`` or ``wrong`` for one fact."""
-    same = _SAME.get(key, lambda w, g: _value(w) == _value(g))
+    same = _SAME.get(key, _equal)
     if same(want, got):
         return "ok"
     critical = key in CRITICAL

@@ -26,11 +26,11 @@ CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "inventory"
 
 
 def _real(rel: str, **options: str) -> Inventory:
-    return read_inventory(CORPUS / rel, **options)  # type: ignore[arg-type]
+    return read_inventory(CORPUS / rel, **options)
 
 
 def _text(text: str, **options: str) -> Inventory:
-    return parse_inventory(text, path="hostile.txt", label="hostile", **options)  # type: ignore[arg-type]
+    return parse_inventory(text, path="hostile.txt", label="hostile", **options)
 
 
 def _torch_cuda(inv: Inventory) -> str | None:
@@ -295,6 +295,21 @@ def test_18_real_pylock_per_python_and_says_which() -> None:
     assert old.meta["requires_python"].replace(" ", "") == ">=3.9,<3.13"
     outside = _real(rel, python="3.13", platform="linux-64")
     assert any("3.13" in w for w in outside.warnings)
+
+
+def test_18_diff_and_audit_take_python_and_say_which(
+    shared_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lock = str(CORPUS / "pylock/python-range-markers-pyhon-uv-project-template-pylock-excerpt.toml")
+    for python, count in (("3.10", 6), ("3.12", 5)):
+        main(["diff", lock, lock, "--python", python, "--platform", "linux-64"])
+        out = capsys.readouterr().out
+        assert f"Python {python} (chosen with --python" in out and f"{count} packages" in out
+    db = str(shared_dir / "advisory-db")
+    main(["audit", lock, "--python", "3.10", "--platform", "linux-64", "--db", db])
+    out = capsys.readouterr().out
+    assert "Python 3.10 (chosen with --python" in out and "6 package(s) checked" in out
+    assert main(["diff", lock, lock, "--python", "3;x"]) == 2
 
 
 def test_18_hostile_python_option_is_validated() -> None:

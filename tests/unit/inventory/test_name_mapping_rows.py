@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from envkit.catalog.conda_pypi import load_mapping
 from envkit.inventory import read_inventory
-from envkit.inventory.names import load_mapping, load_names, project_of, suspicious_rows
+from envkit.inventory.names import load_names, project_of, suspicious_rows
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "inventory"
 
