@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: dev test test-unit test-integration lint reformat golden demo bench bench-smoke gpu-check check-readme clean
+.PHONY: dev test test-unit test-integration lint reformat golden demo bench bench-smoke fidelity gpu-check check-readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ bench: $(STAMP)
 # every benchmark at tiny sizes (seconds each; CI runs it): a benchmark that raises fails it
 bench-smoke: $(STAMP)
 	$(BIN)/python -m benchmarks --smoke
+
+# Real-world fidelity (issue 34): exact/minor/wrong/refused per class and kind; also part of bench.
+fidelity: $(STAMP)
+	$(BIN)/python -m benchmarks fidelity
 
 # No venv: a GPU machine may have no network; the check needs only python3 with CUDA torch.
 gpu-check:

@@ -28,9 +28,12 @@ def shared_path() -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_advisory_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """`envkit audit` keeps its advisory index in the user's cache: tests keep theirs in a temporary one."""
+    """`envkit audit` keeps its advisory index in the user's cache: tests keep theirs in a temporary one.
+    The advisory snapshots tests read are fixed (2024): no stale-data warning unless a test asks for one
+    (``--max-db-age DAYS``, tests/unit/audit/test_data_age.py)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ENVKIT_ADVISORY_INDEX", str(tmp_path_factory.mktemp("advisory-index")))
+        mp.setenv("ENVKIT_MAX_DB_AGE", "-1")
         yield
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envkit.audit.flavours import base_dep
 from envkit.audit.service import SEVERITIES, Dep, Severity, Vuln, VulnService, severity_rank
@@ -88,7 +88,8 @@ class AuditReport:
     checked: int
     not_checked: tuple[NotChecked, ...] = ()
     not_covered: tuple[NotChecked, ...] = ()  # conda-only packages: no advisory feed covers them
-    warnings: tuple[str, ...] = ()  # the inventory's: rows it could not read ("file:line: why")
+    warnings: tuple[str, ...] = ()  # the data's age; the inventory's: rows it could not read
+    data_age: str = ""  # "advisory data as of 2024-10-10 (782 day(s) old, from README)" (data_age.py)
 
     @property
     def active(self) -> list[Finding]:
@@ -112,6 +113,7 @@ class AuditReport:
             "target": self.target,
             "target_kind": self.target_kind,
             "provenance": dict(sorted(self.provenance.items())),
+            "data_age": self.data_age,
             "fail_on": fail_on,
             "checked": self.checked,
             "counts": self.counts(),
@@ -127,7 +129,7 @@ def _fix_for(name: str, version: str, vuln: Vuln) -> str:
     try:
         current = Version(Version(version).public)
         later = [v for v in vuln.fixed_in if Version(v) > current]
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         later = list(vuln.fixed_in)
     if later:
         return f"upgrade {name} to {later[0]} or later"
@@ -252,7 +254,7 @@ def _merge(group: list[Vuln]) -> Vuln:
 def _version_or_text(text: str) -> tuple[int, Version | str]:
     try:
         return (0, Version(text))
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         return (1, text)
 
 

@@ -32,6 +32,7 @@ from packaging.version import InvalidVersion, Version
 from envkit._io import TooLarge, load_json_bounded, read_bytes_bounded
 from envkit._yaml import ALIAS_OR_DEEP, C_SAFE_LOADER, YamlProblem, load_bounded
 from envkit.audit.cvss import cvss3_score, severity_of_score
+from envkit.audit.data_age import data_date_of
 from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
 from envkit.errors import AuditError, UsageError
 
@@ -334,6 +335,7 @@ class OsvDirService(VulnService):
         self._records: dict[str, list[Record]] = {}
         self._answers: dict[tuple[str, str, str | None], tuple[Dep, list[Vuln]]] = {}
         self._advisory_index: AdvisoryIndex | None = None
+        self._dated: tuple[tuple[str, str] | None] | None = None
         if index_dir is not None:
             from envkit.audit.index import AdvisoryIndex
 
@@ -403,4 +405,9 @@ class OsvDirService(VulnService):
                     while chunk := fh.read(1 << 20):
                         digest.update(chunk)
                 info["readme_sha256"] = digest.hexdigest()
+        if self._dated is None:  # a fleet asks once per target: the records are scanned once
+            self._dated = (data_date_of(self.root, self._vulns, info),)
+        dated = self._dated[0]
+        if dated is not None:
+            info["data_date"], info["data_date_source"] = dated
         return info

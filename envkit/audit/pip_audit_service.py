@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envkit.audit.service import Dep, Vuln, VulnService, short_summary
 from envkit.errors import AuditError
@@ -40,7 +40,7 @@ class PipAuditService(VulnService):
 
         try:
             version = Version(Version(dep.version).public)
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
             return dep.skipped(f"{dep.version!r} is not a PEP 440 version"), []
         try:
             answered, results = self._inner.query(ResolvedDependency(name=dep.name, version=version))

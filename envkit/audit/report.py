@@ -92,6 +92,8 @@ def to_table(report: AuditReport, fail_on: str) -> str:
             more = f" and {len(items) - 30} more" if len(items) > 30 else ""
             lines.append(f"{title}: {shown}{more}")
             lines += [f"  reason: {one_line(r)}" for r in sorted({n.reason for n in items})[:5]]
+    if report.data_age:
+        lines.append(one_line(report.data_age))
     lines.append(_summary(report, fail_on))
     return "\n".join(lines)
 
@@ -100,6 +102,10 @@ def to_markdown(report: AuditReport, fail_on: str) -> str:
     """Every value (advisory text, package names, SOURCE.json provenance) is escaped: literal text."""
     md = markdown_text
     out = [f"# envkit audit: {md(report.target)}", "", md(_summary(report, fail_on)), ""]
+    if report.data_age:
+        out += [md(report.data_age), ""]
+    stale = [f"> warning: {md(w)}" for w in report.warnings if w.startswith("the advisory data")]
+    out += [*stale, ""] if stale else []
     if report.findings:
         out += ["| severity | id | package | finding | fix |", "|---|---|---|---|---|"]
         for f in _ordered(report.findings):
@@ -172,7 +178,10 @@ def to_sarif(report: AuditReport) -> dict[str, Any]:
                     }
                 },
                 "results": [_result(f, report.target) for f in findings],
-                "properties": {"provenance": dict(sorted(report.provenance.items()))},
+                "properties": {
+                    "provenance": dict(sorted(report.provenance.items())),
+                    "dataAge": report.data_age,
+                },
             }
         ],
     }

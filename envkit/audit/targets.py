@@ -14,6 +14,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envkit.audit.core import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
+from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS, age_line, age_warning
 from envkit.audit.policy import PolicyContext, lock_files, run_policy
 from envkit.audit.service import VulnService
 from envkit.catalog import Catalog
@@ -47,6 +48,7 @@ class AuditRequest:
     catalog: Catalog
     today: date
     driver: str | None = None
+    max_db_age: int | None = DEFAULT_MAX_AGE_DAYS  # days; None: never warn (envkit.audit.data_age)
 
 
 def spec_inventory(loaded: LoadedSpec, catalog: Catalog) -> Inventory:
@@ -83,10 +85,14 @@ def _report(
     findings: list[Finding] = vulns + run_policy(ctx)
     if loaded is not None:
         findings = apply_ignores(findings, loaded.spec.audit.ignore)
+    provenance = request.service.provenance()
+    stale = age_warning(provenance, request.today, request.max_db_age)
     return AuditReport(
         target=target,
         target_kind=kind,
-        provenance=request.service.provenance(),
+        provenance=provenance,
+        data_age=age_line(provenance, request.today),
+        warnings=(stale,) if stale else (),
         findings=tuple(sorted(findings)),
         checked=checked,
         not_checked=tuple(not_checked),
@@ -146,6 +152,7 @@ def audit_file(
     loaded: LoadedSpec | None = None,
     platform: str | None = None,
     environment: str | None = None,
+    python: str | None = None,
 ) -> AuditReport:
     """Any inventory file (pip freeze, requirements/lock, conda env export, pip list JSON, pixi.lock,
     uv.lock, pylock.toml, poetry.lock, ...); a lock is read for one platform (and environment), and
@@ -154,12 +161,12 @@ def audit_file(
         raise UsageError(
             f"{path}: no such file", hint="pass an environment name, an inventory file or --image IMAGE"
         )
-    inventory = read_inventory(path, platform=platform, environment=environment)
+    inventory = read_inventory(path, platform=platform, environment=environment, python=python)
     ctx = replace(_context(request, loaded, None), inventory=inventory)
     chosen = inventory.meta.get("selected")
     target = f"{path} ({chosen})" if chosen else str(path)
     report = _report(target, "inventory", inventory, ctx, request, loaded)
-    return replace(report, warnings=inventory.warnings)
+    return replace(report, warnings=(*report.warnings, *inventory.warnings))
 
 
 def inventory_from_image(engine: ContainerEngine, image: str) -> Inventory:

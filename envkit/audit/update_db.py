@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from envkit.audit.data_age import newest_date
 from envkit.audit.osv_dir import MAX_RECORD_BYTES, parse_record
 from envkit.errors import AuditError, EnvkitError
 from envkit.offline.fetch import Fetcher, fetch_bytes
@@ -129,8 +130,9 @@ def _targets(info: zipfile.ZipInfo, url: str, data: Any, root: Path) -> list[Pat
     return targets
 
 
-def _plan(archive: zipfile.ZipFile, url: str, staging: Path) -> tuple[list[_Write], int]:
-    """Every file the update will write, each checked, and the record count; raises before any write."""
+def _plan(archive: zipfile.ZipFile, url: str, staging: Path) -> tuple[list[_Write], int, str | None]:
+    """Every file the update will write, each checked, the record count and the newest record's
+    ``modified`` date (the data's date); raises before any write."""
     infos = [i for i in archive.infolist() if not i.is_dir()]
     if len(infos) > MAX_ENTRIES:
         raise _refuse(url, "", f"{len(infos)} archive entries (more than {MAX_ENTRIES})")
@@ -139,17 +141,19 @@ def _plan(archive: zipfile.ZipFile, url: str, staging: Path) -> tuple[list[_Writ
     root = staging.resolve()
     writes: dict[Path, _Write] = {}
     records = 0
+    modified: list[object] = []
     for info in sorted(infos, key=lambda i: i.filename):
         if not info.filename.endswith(".json"):
             continue
         raw, data = _read_record(archive, info, url)
+        modified.append(data.get("modified") if isinstance(data, dict) else None)
         for target in _targets(info, url, data, root):
             if target in writes and writes[target].raw != raw:
                 where = target.relative_to(root)
                 raise _refuse(url, info.filename, f"a second, different record for {where}")
             writes[target] = _Write(target, raw)
         records += 1
-    return list(writes.values()), records
+    return list(writes.values()), records, newest_date(modified)
 
 
 def update_db(directory: Path, fetcher: Fetcher, *, url: str = OSV_PYPI_URL) -> dict[str, object]:
@@ -170,7 +174,7 @@ def update_db(directory: Path, fetcher: Fetcher, *, url: str = OSV_PYPI_URL) -> 
         ) from e
     staging = directory.with_name(f".{directory.name}.new")
     shutil.rmtree(staging, ignore_errors=True)
-    writes, count = _plan(archive, url, staging)
+    writes, count, data_date = _plan(archive, url, staging)
     try:
         for write in writes:
             write.target.parent.mkdir(parents=True, exist_ok=True)
@@ -180,6 +184,8 @@ def update_db(directory: Path, fetcher: Fetcher, *, url: str = OSV_PYPI_URL) -> 
             "zip_sha256": hashlib.sha256(data).hexdigest(),
             "records": count,
         }
+        if data_date is not None:
+            meta["data_date"] = data_date  # the newest record's modified: how old the data is
         staging.mkdir(parents=True, exist_ok=True)
         (staging / "SOURCE.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
         old = directory.with_name(f".{directory.name}.old")

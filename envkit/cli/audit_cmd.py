@@ -11,6 +11,7 @@ import click
 from envkit._atomic import write_text_atomic
 from envkit._safe import redact
 from envkit.audit.core import AuditReport
+from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS
 from envkit.audit.report import FORMATS, render
 from envkit.audit.service import SEVERITIES, VulnService
 from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image
@@ -55,7 +56,7 @@ def _run(
     image: str | None,
     spec_name: str | None,
     request: AuditRequest,
-    choice: tuple[str | None, str | None] = (None, None),
+    choice: tuple[str | None, str | None, str | None] = (None, None, None),
 ) -> AuditReport:
     root = project_root()
     loaded: LoadedSpec | None = None
@@ -69,7 +70,7 @@ def _run(
     if _is_env_name(target):
         loaded = load_spec(resolve_spec_path(target, root))
         return audit_environment(loaded, image_dir(root, loaded.spec.name), request)
-    platform, environment = choice
+    platform, environment, python = choice
     chosen = split_selector(target)  # FILE#ENVIRONMENT@PLATFORM
     return audit_file(
         Path(chosen.name),
@@ -77,6 +78,7 @@ def _run(
         loaded=loaded,
         platform=chosen.platform or platform,
         environment=chosen.environment or environment,
+        python=python,
     )
 
 
@@ -136,6 +138,24 @@ def _update(directory: str) -> CommandResult:
     "for a poetry.lock: extras and with=G, without=G, only=G.",
 )
 @click.option(
+    "--python",
+    "python_minor",
+    metavar="X.Y",
+    help="Python to read a lock that allows several for (uv.lock, pylock.toml, poetry.lock markers), "
+    "e.g. 3.10. Default: this interpreter's when the lock allows it, else the lowest it allows; "
+    "the output says which.",
+)
+@click.option(
+    "--max-db-age",
+    type=click.IntRange(min=-1),
+    default=DEFAULT_MAX_AGE_DAYS,
+    show_default=True,
+    envvar="ENVKIT_MAX_DB_AGE",
+    metavar="DAYS",
+    help="Warn when the advisory data (its date: SOURCE.json, README or newest record) is older than "
+    "DAYS; -1: never.",
+)
+@click.option(
     "--update-db",
     "update_dir",
     is_flag=False,
@@ -156,6 +176,8 @@ def audit(
     fail_on: str,
     platform: str | None,
     environment: str | None,
+    python_minor: str | None,
+    max_db_age: int,
     update_dir: str | None,
 ) -> CommandResult:
     """Check an environment for known vulnerabilities and policy problems.
@@ -174,10 +196,14 @@ def audit(
     if update_dir is not None:
         return _update(update_dir)
     request = AuditRequest(
-        service=_service(db, online), catalog=load_catalog(), today=date.today(), driver=driver
+        service=_service(db, online),
+        catalog=load_catalog(),
+        today=date.today(),
+        driver=driver,
+        max_db_age=None if max_db_age < 0 else max_db_age,
     )
     with working(f"auditing {target or image}"):
-        report = _run(target, image, spec_name, request, (platform, environment))
+        report = _run(target, image, spec_name, request, (platform, environment, python_minor))
     rendered = render(report, fmt, fail_on)
     if output is not None:
         # a written report is shared and read in terminals too: no credentials, no control characters

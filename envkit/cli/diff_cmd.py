@@ -108,6 +108,14 @@ def _text(report: DriftReport, min_severity: str) -> str:
     "for a poetry.lock: extras and with=G, without=G, only=G.",
 )
 @click.option(
+    "--python",
+    "python_minor",
+    metavar="X.Y",
+    help="Python to read a lock that allows several for (uv.lock, pylock.toml, poetry.lock markers), "
+    "e.g. 3.10. Default: this interpreter's when the lock allows it, else the lowest it allows; "
+    "the output says which.",
+)
+@click.option(
     "--min-severity",
     type=click.Choice(SEVERITIES),
     default="warning",
@@ -121,6 +129,7 @@ def diff(
     store: Path | None,
     platform: str | None,
     environment: str | None,
+    python_minor: str | None,
     min_severity: str,
 ) -> CommandResult:
     """Compare environments and flag drift with known-incompatibility rules.
@@ -143,7 +152,12 @@ def diff(
     labels = _unique([label + s.suffix for (_, label), s in zip(resolved, chosen, strict=True)])
     inventories: list[Inventory] = [
         read_inventory(
-            p, fmt, label=lbl, platform=s.platform or platform, environment=s.environment or environment
+            p,
+            fmt,
+            label=lbl,
+            platform=s.platform or platform,
+            environment=s.environment or environment,
+            python=python_minor,
         )
         for (p, _), lbl, s in zip(resolved, labels, chosen, strict=True)
     ]

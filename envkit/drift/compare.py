@@ -11,12 +11,12 @@ import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envkit.drift.models import DiffPolicy, Finding, Kind
 from envkit.inventory.models import Inventory, Package
 
-__all__ = ["INSTALLER_AWARE", "diff_packages", "spread"]
+__all__ = ["INSTALLER_AWARE", "diff_packages", "no_majority", "spread"]
 
 # Formats that see both conda and pip packages; only between two of these is an
 # installer difference real (a pip freeze lists conda-installed packages as pip ones).
@@ -38,7 +38,7 @@ INSTALLER_AWARE = frozenset(
 def _public(version: str) -> str:
     try:
         return Version(version).public
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         return version.lower()
 
 
@@ -52,7 +52,7 @@ def _local(package: Package) -> str | None:
 def _local_part(version: str) -> str | None:
     try:
         return Version(version).local
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         return None
 
 
@@ -72,11 +72,21 @@ def _message(project: str, what: str, values: Mapping[str, str | None], labels: 
         a, b = labels
         return f"{project}: {what} {_show(values[a])} ({a}) -> {_show(values[b])} ({b})"
     majority, outliers = spread(values)
+    count = len(values) - len(outliers)
+    if count <= 1:
+        return f"{project}: {what} {no_majority(values)}"
     shown = ", ".join(f"{label} {_show(values[label])}" for label in outliers[:10])
     more = f" and {len(outliers) - 10} more" if len(outliers) > 10 else ""
-    count = len(values) - len(outliers)
     head = f"{project}: {what} majority {_show(majority)} ({count}/{len(values)})"
     return f"{head}; outliers: {shown}{more}"
+
+
+def no_majority(values: Mapping[str, str | None]) -> str:
+    """``no majority: 550 (a), 535 (b), absent (c)``: every value on one input only (issue 34 class 17:
+    a 1:1 split is not a majority and its 'outliers')."""
+    shown = ", ".join(f"{_show(v)} ({label})" for label, v in sorted(values.items())[:10])
+    more = f" and {len(values) - 10} more" if len(values) > 10 else ""
+    return f"no majority: {shown}{more}"
 
 
 def _finding(
@@ -97,7 +107,7 @@ def _finding(
 def _major(version: str) -> int:
     try:
         return Version(version).major
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         return -1
 
 

@@ -39,15 +39,28 @@ _TOOLKIT_VERSIONED = re.compile(
     r"|nvidia-(?:cublas|nvjitlink|nvtx|nvvm|nvml-dev)|cuda-toolkit"
     # conda's CUDA packages carry the toolkit version too (conda-forge cuda-* feedstocks, NVIDIA's
     # channel, anaconda cudatoolkit); pytorch-cuda 12.1 is the pytorch channel's CUDA selector
-    r"|conda:cuda-(?:cudart|nvrtc|cupti|runtime|libraries|nvtx|nvcc|version)|conda:cudatoolkit"
+    # (not cuda-version: a metapackage that constrains the CUDA packages, no library; issue 34 class 17)
+    r"|conda:cuda-(?:cudart|nvrtc|cupti|runtime|libraries|nvtx|nvcc)|conda:cudatoolkit"
     r"|pytorch-cuda|conda:pytorch-cuda)\Z"
 )
 _MAJOR = re.compile(r"^(\d{1,2})\.")
 _PREFIXES = ("nvidia-", "cupy-cuda", "jax-cuda", "cuda-", "conda:cuda", "pytorch-cuda", "conda:pytorch-cuda")
 
 
+_PLACEHOLDER = re.compile(r"^(?:\d+!)?0+(?:\.0+)*(?:[._-]?(?:a|b|rc|dev|alpha|beta)\.?\d*)*(?:\+.*)?\Z", re.I)
+
+
+def placeholder(version: str) -> bool:
+    """A stub's version, no fact: NGC images install ``nvidia-cuda-runtime-cu13 0.0.0a0`` (and the like)
+    so that pip's dependencies are met by the image's own CUDA; its release is all zeros."""
+    return _PLACEHOLDER.match(version) is not None
+
+
 def cuda_major(project: str, version: str) -> int | None:
-    """The CUDA major ``project`` (a PyPI name) at ``version`` is built for, or None if it does not say."""
+    """The CUDA major ``project`` (a PyPI name) at ``version`` is built for, or None if it does not say
+    (or is a placeholder, :func:`placeholder`)."""
+    if placeholder(version):
+        return None
     for pattern in _NAMED:
         named = pattern.match(project)
         if named:

@@ -5,20 +5,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from envkit.drift.torch_flavour import inferred_torch_flavour
+from envkit.drift.cuda_wheels import placeholder
+from envkit.drift.torch_flavour import inferred_torch_flavour, inventory_os
 from envkit.inventory.models import Inventory, Package
 
 __all__ = ["FACTS", "cuda_flavour", "major_minor", "wheel_cuda"]
 
 _LOCAL_CU = re.compile(r"\+(cu\d+|cpu|rocm[\d.]+)\Z")
+# a local version that starts with the flavour: +rocm7.13.0a20260401 (a ROCm nightly), +cu121.post1
+_LOCAL_PREFIX = re.compile(r"\+(?:(cu\d{2,3}|cpu)(?![a-z])|rocm(\d+)\.(\d+))")
 _BUILD_CUDA = re.compile(r"cuda(\d+)\.?(\d+)")
-_BUILD_CU = re.compile(r"(?:^|_)cu(\d{3,})(?:_|$)")
+# py36_cu102, cu118_py310; the 2017 'soumith' channel's py36hf0d2509_4cu75 (the CUDA after the build number)
+_BUILD_CU = re.compile(r"(?:^|_|\d)cu(\d{2,})(?:_|$)")
 _MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
 
 
 _PIP_VIEW_FORMATS = {
     "pip-freeze",
     "pip-json",
+    "pip-list",
     "requirements-lock",
     "conda-list",
     "env-export",
@@ -39,6 +44,9 @@ def cuda_flavour(package: Package) -> str | None:
     local = _LOCAL_CU.search(package.version)
     if local:
         return local[1]
+    prefix = _LOCAL_PREFIX.search(package.version)
+    if prefix:
+        return prefix[1] or f"rocm{prefix[2]}.{prefix[3]}"
     build = package.build or ""
     if package.installer == "conda" and build:
         if "cpu" in build:
@@ -76,7 +84,7 @@ def wheel_cuda(pkgs: dict[str, Package]) -> str | None:
     """``cu130`` from the CUDA runtime wheels present (nvidia-cuda-runtime 13.0.96, cuda-toolkit 13.0.2)."""
     for project in _CUDA_WHEELS:
         package = pkgs.get(project)
-        match = _MAJOR_MINOR.match(package.version) if package else None
+        match = _MAJOR_MINOR.match(package.version) if package and not placeholder(package.version) else None
         if match:
             return f"cu{match[1]}{match[2]}"
     return None
@@ -87,10 +95,15 @@ def _torch_cuda(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
     flavour = cuda_flavour(torch) if torch else None
     if flavour:
         return flavour
+    rocm = _MAJOR_MINOR.match(inv.meta.get("torch_rocm", ""))
+    if rocm:  # collect_env's "ROCM used to build PyTorch: 6.1.40093" (its CUDA line says N/A)
+        return f"rocm{rocm[1]}.{rocm[2]}"
     built = inv.meta.get("torch_cuda") or inv.meta.get("torch.cuda")
     if built:
         match = _MAJOR_MINOR.match(built)
         return f"cu{match[1]}{match[2]}" if match else ("cpu" if built.lower() == "none" else None)
+    if torch and torch.installer == "conda" and inventory_os(inv, pkgs) == "macos":
+        return "cpu"  # conda's macOS pytorch builds (py3.7_0) are CPU builds: there is no macOS CUDA build
     cuda_pin = pkgs.get("pytorch-cuda") or pkgs.get("conda:pytorch-cuda")
     if torch and cuda_pin:
         pinned = _MAJOR_MINOR.match(cuda_pin.version)  # pytorch-cuda 11.7 or 11.7.0: cu117
@@ -140,7 +153,7 @@ def _cuda_toolkit(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
     """The CUDA runtime the packages install. The ``cuda-version`` metapackage only when no runtime
     package says otherwise: it is a constraint (cuda-version 12.6 beside a 12.4 runtime is common)."""
     for project in (*_RUNTIME_PROJECTS, "conda:cuda-version"):
-        if project in pkgs:
+        if project in pkgs and not placeholder(pkgs[project].version):
             return major_minor(pkgs[project].version)
     return None
 
@@ -153,15 +166,20 @@ def _cudnn_major(inv: Inventory, pkgs: dict[str, Package]) -> str | None:
         "nvidia-cudnn-cu11",
         "nvidia-cudnn",
     ):
-        if project in pkgs:
+        if project in pkgs and not placeholder(pkgs[project].version):
             return pkgs[project].version.split(".", 1)[0]
     for key in ("torch.cudnn", "cudnn_version"):  # collect_env's `cudnn` is a host fact (drift.host)
         value = inv.meta.get(key, "")
         match = re.match(r"^(\d)(\d{3})\Z|^(\d+)\.", value)  # torch reports 8902 for 8.9.2
         if match:
             return match[1] or match[3]
+    # the torch build's bundled cuDNN (py3.9_cuda11.7_cudnn8.5.0_0), also when the compared torch row is
+    # pip's view of it (collect_env's [pip] torch beside [conda] pytorch, one install)
+    builds = [p.build for p in inv.packages if p.project == "torch" and p.build]
     torch = pkgs.get("torch")
-    build_cudnn = re.search(r"cudnn(\d+)", torch.build or "") if torch else None
+    if torch and torch.build:
+        builds.insert(0, torch.build)
+    build_cudnn = next((m for m in (re.search(r"cudnn(\d+)", b) for b in builds) if m), None)
     return build_cudnn[1] if build_cudnn else None
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from envkit.drift.compare import spread
+from envkit.drift.compare import no_majority, spread
 from envkit.drift.models import Finding, Severity
 from envkit.inventory.models import Inventory
 
-__all__ = ["HOST_FACTS", "host_facts", "host_findings"]
+__all__ = ["HOST_FACTS", "host_facts", "host_findings", "not_collected"]
 
 # fact -> (label in messages, meta keys in order of preference: collect_env, probe report, snapshot)
 HOST_FACTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -138,16 +138,26 @@ def _list_change(a: tuple[str, str], b: tuple[str, str]) -> str:
     return "; ".join(parts)
 
 
+def not_collected(inv: Inventory) -> frozenset[str]:
+    """The host facts ``inv`` says it could not read (collect_env's "Could not collect", "N/A"): unknown,
+    not absent (issue 34 class 10: a Jetson whose driver collect_env cannot read has a GPU)."""
+    return frozenset(filter(None, inv.meta.get("not_collected", "").split(",")))
+
+
 def host_findings(inventories: Sequence[Inventory]) -> list[Finding]:
     """One ``host`` finding per fact that differs among the inputs that record it; a GPU fact that
-    some record and others (recording their host) lack is reported too (``driver 580 vs none``)."""
+    some record and others (recording their host) lack is reported too (``driver 580 vs none``).
+    A fact an input could not collect is unknown there: neither a value nor "none"."""
     if len(inventories) < 2:
         return []
     tables = [(inv.label, host_facts(inv)) for inv in inventories]
+    unknown = {inv.label: not_collected(inv) for inv in inventories}
     findings = []
     for fact, (label, _) in HOST_FACTS.items():
         known = {name: facts[fact] for name, facts in tables if fact in facts}
-        missing = [name for name, facts in tables if facts and fact not in facts]
+        missing = [
+            name for name, facts in tables if facts and fact not in facts and fact not in unknown[name]
+        ]
         if fact in _ONE_SIDED and known and missing:
             if fact == "gpu":
                 by_label = {inv.label: inv for inv in inventories}
@@ -167,6 +177,8 @@ def host_findings(inventories: Sequence[Inventory]) -> list[Finding]:
             shown = ", ".join(f"{o} {known[o]}" for o in outliers[:10])
             message = (
                 f"{label}: majority {majority} ({len(known) - len(outliers)}/{len(known)}); outliers: {shown}"
+                if len(known) - len(outliers) > 1
+                else f"{label}: {no_majority(dict(known))}"
             )
         values: dict[str, str | None] = {name: known.get(name) for name, _ in tables}
         findings.append(Finding(fact, "host", severity, None, values, message))

@@ -16,7 +16,7 @@ import yaml
 
 from envkit._memo import by_identity
 from envkit.catalog import KnownBadRule, load_catalog
-from envkit.drift.compare import spread
+from envkit.drift.compare import no_majority, spread
 from envkit.drift.cuda_wheels import cuda_majors
 from envkit.drift.duplicates import variants
 from envkit.drift.facts import FACTS, cuda_flavour, major_minor
@@ -150,6 +150,22 @@ def _cuda_majors(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[F
 _shared_majors = by_identity(cuda_majors)  # once per table (a fleet's hosts share theirs); read only
 
 
+def cuda_library_majors(inv: Inventory, pkgs: dict[str, Package]) -> set[str]:
+    """The CUDA majors of the environment's CUDA libraries (what ``cuda-majors-mixed`` compares)."""
+    return {str(m) for m in _shared_majors(pkgs)}
+
+
+def _pypi_row_of_conda_list(package: Package) -> bool:
+    return package.installer == "pip" and package.env == "conda"
+
+
+def _listed_twice_by_conda(inv: Inventory, project: str) -> bool:
+    """collect_env's ``[conda]`` section (conda list) holds both conda's ``pytorch`` and a ``torch
+    pypi_0`` row: two installs in one environment, whatever the versions (issue 34, class 13)."""
+    rows = [p for p in inv.packages if p.project == project and p.env == "conda"]
+    return any(p.installer == "conda" for p in rows) and any(_pypi_row_of_conda_list(p) for p in rows)
+
+
 def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
     """pip and conda both installed one project. In collect_env, whose ``[pip]`` rows are pip's
     view of the same environment, only a different version is a second install; two separate
@@ -167,9 +183,11 @@ def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Find
         if len(by) < 2:
             continue
         conda, pip = by["conda"], by["pip"]
-        if view_only and public_version(conda.version) == public_version(pip.version):
+        if view_only and _listed_twice_by_conda(inv, project):
+            pip = next(p for p in inv.packages if p.project == project and _pypi_row_of_conda_list(p))
+        elif view_only and public_version(conda.version) == public_version(pip.version):
             continue
-        if view_only:
+        elif view_only:
             others = [p for p in inv.packages if p.project == project and p.installer == "conda"]
             if any(public_version(p.version) == public_version(pip.version) for p in others):
                 continue
@@ -196,7 +214,11 @@ def _across(rule: Rule, package: str, values: dict[str, str | None], what: str) 
         detail = " vs ".join(f"{v} ({label})" for label, v in values.items())
     else:
         majority, outliers = spread(known)
-        detail = f"majority {majority}; outliers: " + ", ".join(f"{o} {known[o]}" for o in outliers[:10])
+        detail = (
+            f"majority {majority}; outliers: " + ", ".join(f"{o} {known[o]}" for o in outliers[:10])
+            if len(known) - len(outliers) > 1
+            else no_majority(dict(known))
+        )
     return [Finding(package, "rule", rule.severity, rule.id, values, f"{what}: {rule.message}: {detail}")]
 
 

@@ -22,16 +22,34 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from envkit._memo import by_identity
 from envkit.catalog import load_catalog
 from envkit.drift.models import Finding, Rule
 from envkit.inventory.models import Inventory, Package
 
 __all__ = ["flavour_unknown", "inferred_torch_flavour", "inventory_os"]
 
-_WINDOWS_ONLY = ("pywin32", "pywinpty")
+_WINDOWS_ONLY = ("pywin32", "pywinpty", "pywin32-ctypes", "tensorflow-intel", "wincertstore")
 _MACOS_ONLY = ("appnope", "pyobjc-core")
+# Packages that exist for one system only, by their package name (conda's or pip's): conda's Linux
+# toolchain runtime (ld_impl_linux-64, libgcc-ng, _libgcc_mutex), its Windows runtimes (vs2015_runtime,
+# vc14_runtime, ucrt, m2w64-*); a Debian/Ubuntu system Python's own packages (python-apt, distro-info).
+_LINUX_NAMES = frozenset(
+    {
+        "ld_impl_linux-64",
+        "ld_impl_linux-aarch64",
+        "ld_impl_linux-ppc64le",
+        "libgcc-ng",
+        "_libgcc_mutex",
+        "libstdcxx-ng",
+        "python-apt",
+        "unattended-upgrades",
+        "ubuntu-drivers-common",
+    }
+)
+_WINDOWS_NAMES = frozenset({"vs2015_runtime", "vc14_runtime", "ucrt", "m2w64-gcc-libs", "msys2-conda-epoch"})
 _NVIDIA_DEPS_SINCE = Version("1.13")
 
 
@@ -53,6 +71,16 @@ def inventory_os(inv: Inventory, pkgs: Mapping[str, Package]) -> str | None:
         return "windows"
     if any(name in pkgs for name in _MACOS_ONLY):
         return "macos"
+    return _system_by_names(inv.packages)
+
+
+@by_identity
+def _system_by_names(packages: tuple[Package, ...]) -> str | None:
+    names = {p.name for p in packages}
+    if names & _WINDOWS_NAMES:
+        return "windows"
+    if names & _LINUX_NAMES:
+        return "linux"
     return None
 
 
@@ -66,7 +94,7 @@ def inferred_torch_flavour(inv: Inventory, pkgs: Mapping[str, Package], torch: P
     try:
         if Version(torch.version) >= _NVIDIA_DEPS_SINCE:
             return None
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part beyond 4,300 digits
         return None
     release = load_catalog().framework_release("torch", torch.version)
     cuda = release.pypi_cuda if release else None

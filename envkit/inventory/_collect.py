@@ -65,6 +65,9 @@ class Collector:
     unreadable: list[InventoryError] = field(default_factory=list)
     platform: str | None = None  # of a multi-platform lock: a conda subdir (None: this machine's)
     environment: str | None = None  # of a multi-environment lock (pixi.lock; None: "default")
+    python: str | None = (
+        None  # the Python (major.minor) a lock's markers are read for (None: see readers_locks)
+    )
 
     def error(self, line: int | None, message: str, hint: str | None = None) -> InventoryError:
         where = f"{self.path}:{line}" if line is not None else self.path

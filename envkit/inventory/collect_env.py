@@ -19,6 +19,7 @@ the list of libcudnn files when collect_env could not pick one), OS, libc and CP
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
@@ -30,6 +31,7 @@ SECTION = re.compile(r"^\[(pip3?|conda)\]\s+(.*)\Z")
 _KEYS = {
     "PyTorch version": "torch",
     "CUDA used to build PyTorch": "torch_cuda",
+    "ROCM used to build PyTorch": "torch_rocm",
     "Python version": "python",
     "OS": "os",
     "Libc version": "libc",
@@ -43,46 +45,89 @@ _KEYS = {
 }
 # "No CUDA": collect_env on a machine without CUDA (torch/utils/collect_env.py, vLLM's copy)
 _UNKNOWN = ("could not collect", "probably one of the following", "n/a", "none", "no cuda")
-_CUDNN_FILE = re.compile(r"libcudnn\.so\.(\d+(?:\.\d+)*)|cudnn64_(\d+)\.dll", re.IGNORECASE)
+# What collect_env prints when it could not tell (not: there is none). "No CUDA" and a missing line
+# are absence; "Could not collect" and "N/A" (a Jetson's driver, an AMD host's NVIDIA driver) are not.
+_NOT_COLLECTED = ("could not collect", "n/a")
+_GPU_FACTS = frozenset({"gpu", "driver", "cuda_runtime", "cudnn"})
+# libcudnn.so.8.9.2, cudnn64_8.dll, and cuDNN 8's split libraries on Windows (cudnn_ops_train64_8.dll)
+_CUDNN_FILE = re.compile(r"libcudnn\.so\.(\d+(?:\.\d+)*)|cudnn(?:_[a-z_]+)?64_(\d+)\.dll", re.IGNORECASE)
 
 
 def _known(value: str) -> bool:
     return bool(value) and not value.lower().startswith(_UNKNOWN)
 
 
+@dataclass
+class _Header:
+    """What the header lines said so far (one collect_env)."""
+
+    last_key: str | None = None
+    cudnn_files: list[str] = field(default_factory=list)
+    gpus: list[str] = field(default_factory=list)
+    not_collected: set[str] = field(default_factory=set)
+
+
 def read_collect_env(text: str, c: Collector) -> None:
     """Header facts (one ``meta`` key each) and the package rows of every section."""
-    last_key: str | None = None
-    cudnn_files: list[str] = []
-    gpus: list[str] = []
+    h = _Header()
     for number, raw in enumerate(text.splitlines(), start=1):
         stripped = raw.strip()
         section = SECTION.match(stripped)
         if section:
-            last_key = None
+            h.last_key = None
             _row(section[1], section[2].strip(), number, c)
             continue
         key, sep, value = stripped.partition(":")
         key, value = key.strip(), value.strip()  # the sectioned layout pads keys: "OS      : Ubuntu"
         if sep and key in _KEYS:
-            last_key = _KEYS[key]
-            so = _CUDNN_FILE.search(value)
-            if last_key == "gpu" and re.match(r"^GPU \d+:", value):
-                gpus.append(value.split(":", 1)[1].strip())
-            elif last_key == "cudnn" and so:
-                cudnn_files.append(so[1] or so[2])
-            elif _known(value):
-                c.meta[last_key] = value
-                c.meta.setdefault(f"{last_key}_line", str(number))
+            h.last_key = _KEYS[key]
+            _key_line(h, h.last_key, value, number, c)
             continue
         so = _CUDNN_FILE.search(stripped)
-        if last_key == "cudnn" and so:
-            cudnn_files.append(so[1] or so[2])
-        elif last_key == "gpu" and re.match(r"^GPU \d+:", stripped):
-            gpus.append(stripped.split(":", 1)[1].strip())
-        elif last_key == "cpu" and key.strip() == "Model name" and _known(value):
+        if h.last_key == "cudnn" and so:
+            h.cudnn_files.append(so[1] or so[2])
+        elif h.last_key == "gpu" and re.match(r"^GPU \d+:", stripped):
+            h.gpus.append(stripped.split(":", 1)[1].strip())
+        elif h.last_key == "cpu" and key.strip() == "Model name" and _known(value):
             c.meta["cpu"] = value
-    _finish(c, cudnn_files, gpus)
+    h.not_collected -= {"gpu"} if h.gpus else set()
+    h.not_collected -= {"cudnn"} if h.cudnn_files else set()
+    _finish(c, h.cudnn_files, h.gpus)
+    unknown = sorted(f for f in h.not_collected if f not in c.meta)
+    if unknown:
+        c.meta["not_collected"] = ",".join(unknown)
+    _platform_from_os(c)
+
+
+def _key_line(h: _Header, key: str, value: str, number: int, c: Collector) -> None:
+    """One ``Key: value`` header line."""
+    so = _CUDNN_FILE.search(value)
+    if key == "gpu" and re.match(r"^GPU \d+:", value):
+        h.gpus.append(value.split(":", 1)[1].strip())
+    elif key == "cudnn" and so:
+        h.cudnn_files.append(so[1] or so[2])
+    elif _known(value) and not (key == "cudnn" and ("\\" in value or "/" in value)):
+        c.meta[key] = value
+        c.meta.setdefault(f"{key}_line", str(number))
+    elif key == "torch_cuda" and value.lower() == "none":
+        c.meta["torch_cuda"] = "None"  # built without CUDA: a CPU (or ROCm) build
+    elif key in _GPU_FACTS and value.lower().startswith(_NOT_COLLECTED):
+        h.not_collected.add(key)
+
+
+def _platform_from_os(c: Collector) -> None:
+    """Older collect_env has no ``Python platform`` line: its ``OS`` line says the system."""
+    if "platform" in c.meta or "os" not in c.meta:
+        return
+    system = c.meta["os"].lower()
+    if "windows" in system:
+        c.meta["platform"] = "windows"
+    elif "mac" in system or "darwin" in system:
+        c.meta["platform"] = "macos"
+    elif any(
+        word in system for word in ("linux", "ubuntu", "debian", "centos", "red hat", "fedora", "rocky")
+    ):
+        c.meta["platform"] = "linux"
 
 
 def _row(kind: str, row: str, number: int, c: Collector) -> None:
@@ -132,12 +177,27 @@ def _finish(c: Collector, cudnn_files: list[str], gpus: list[str]) -> None:
 
 
 def _header_torch(c: Collector) -> None:
-    """No torch row (``Could not collect``): the header's torch is the one installed."""
+    """No torch row (``Could not collect``): the header's torch is the one installed. A torch row
+    that is not the header's torch (a local version dropped in a trimmed paste, another build of the
+    same release): the header says what collect_env imported; its row is added beside the others
+    (the duplicate is reported) and wins, as the environment's first line."""
     header = c.meta.get("torch")
-    if not header or _version(header) is None or any(p.project == "torch" for p in c.packages):
+    if not header or _version(header) is None:
         return
     line = int(c.meta.get("torch_line", "0")) or None
-    c.add("torch", header, "pip", line=line, env="header")
+    rows = [p for p in c.packages if p.project == "torch"]
+    if not rows:
+        c.add("torch", header, "pip", line=line, env="header")
+        return
+    if any(p.version == header for p in rows):
+        return
+    runs = {p.env for p in rows if p.env}
+    env = "pip3" if "pip3" in runs else ("pip" if "pip" in runs else next(iter(sorted(runs)), None))
+    shown = ", ".join(f"[{p.env}] {p.version}" for p in rows)
+    c.warnings.append(
+        f"{c.path}: collect_env ran torch {header} (its header) but lists {shown}: torch {header} is compared"
+    )
+    c.add("torch", header, "pip", line=line, env=env)
 
 
 def _environments(c: Collector) -> None:

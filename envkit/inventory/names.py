@@ -22,12 +22,17 @@ from packaging.utils import canonicalize_name
 from envkit.catalog.conda_pypi import load_mapping
 from envkit.errors import CatalogError
 
-__all__ = ["NameMap", "canonical", "load_names", "project_of"]
+__all__ = ["CORE_TOOLS", "NameMap", "canonical", "load_names", "project_of", "suspicious_rows"]
 
 # conda build strings of Python packages: py39h..., py3.9_cuda..., pyhd8ed1ab_0, pyh..., py_0, pypi_0.
 _PY_BUILD = re.compile(r"^(py\d|pyh|py_|pypi_|py3|py2)|_py\d")
 _CONDA_ONLY_PREFIXES = ("lib", "_", "cuda-", "ld_impl", "gcc", "gxx", "sysroot", "kernel-headers")
 _CONDA_ONLY_SUFFIXES = ("-mutex", "-devel", "-dev", "-cuda", "-c", "-cpp", "_linux-64")
+# Core packaging tools: a conda package of another name mapped to one of these vendors it (nsight-compute
+# -> pip in the shipped mapping); such a row is never the identity of that package.
+CORE_TOOLS = frozenset(
+    {"pip", "setuptools", "wheel", "python", "conda", "mamba", "distribute", "pkg-resources"}
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,8 @@ def project_of(name: str, installer: str, build: str | None = None) -> str:
         return f"conda:{conda}"
     mapping = load_mapping()
     pypi = mapping.get(conda)
+    if pypi is not None and canonical(pypi) in CORE_TOOLS and canonical(pypi) != canonical(conda):
+        return f"conda:{conda}"  # a wrong mapping row (a tool that vendors pip is not pip)
     if pypi is not None and canonical(pypi) != canonical(conda):
         return canonical(pypi)
     if build is not None and build != "":
@@ -90,3 +97,24 @@ def project_of(name: str, installer: str, build: str | None = None) -> str:
     if conda in mapping:
         return f"conda:{conda}" if pypi is None else canonical(conda)
     return f"conda:{conda}" if _looks_conda_only(conda) else canonical(conda)
+
+
+def suspicious_rows(mapping: dict[str, str | None]) -> list[tuple[str, str]]:
+    """Mapping rows that name another package's identity (issue 34, class 11): a core tool, or a PyPI
+    project that is the same-named identity of another conda package while the two names share
+    nothing (``charliecloud -> lark``). Each must be reviewed: overridden in names.yaml or kept."""
+    own = {canonical(k) for k, v in mapping.items() if v and canonical(v) == canonical(k)}
+    found = []
+    for conda, pypi in sorted(mapping.items()):
+        if not pypi:
+            continue
+        a, b = canonical(conda), canonical(pypi)
+        if a == b:
+            continue
+        core = b in CORE_TOOLS
+        unrelated = (
+            b in own and a not in b and b not in a and a.replace("-", "")[:4] != b.replace("-", "")[:4]
+        )
+        if core or unrelated:
+            found.append((conda, pypi))
+    return found

@@ -16,11 +16,12 @@ from envkit.errors import EnvkitError, InventoryError
 from envkit.inventory import readers_data as rd
 from envkit.inventory import readers_locks as rl
 from envkit.inventory import readers_sbom as rs
+from envkit.inventory import readers_table as rp
 from envkit.inventory import readers_text as rt
-from envkit.inventory._collect import Collector
+from envkit.inventory._collect import REQUIREMENT, Collector
 from envkit.inventory.collect_env import SECTION, read_collect_env
 from envkit.inventory.models import Inventory, Package
-from envkit.inventory.not_inventory import not_an_inventory
+from envkit.inventory.not_inventory import instead, not_an_inventory
 
 __all__ = ["FORMATS", "MAX_INVENTORY_BYTES", "detect_format", "parse_inventory", "read_inventory"]
 
@@ -38,6 +39,7 @@ FORMATS: dict[str, str] = {
     "pip-freeze": "pip freeze (==, name @ url, -e git+...#egg=, editable comments)",
     "requirements-lock": "requirements.lock (pins with --hash lines)",
     "pip-json": "pip list --format=json",
+    "pip-list": "pip list (the Package/Version columns, with or without Build and Editable location)",
     "collect-env": "python -m torch.utils.collect_env output",
     "probe-report": "envkit probe report (JSON with fingerprint.distributions)",
     "snapshot": "envkit snapshot (JSON)",
@@ -95,9 +97,10 @@ def detect_format(text: str) -> str | None:
     if (maybe_rows and any(SECTION.match(line) for line in lines)) or (
         "Collecting environment information..." in lines
         or ("PyTorch version:" in body and any(line.startswith("PyTorch version:") for line in lines))
+        or _collect_env_keys(lines)
     ):
         return "collect-env"
-    if head.startswith(("{", "[")):
+    if head.startswith("{") or (head.startswith("[") and not _toml_table(head)):
         try:
             return _detect_json(json.loads(body))
         except _JSON_ERRORS:
@@ -110,6 +113,29 @@ def detect_format(text: str) -> str | None:
     if "@EXPLICIT" in lines:
         return "conda-explicit"
     return _detect_text(body, lines)
+
+
+def _collect_env_keys(lines: list[str]) -> bool:
+    """A collect_env pasted without its first lines: two of its own keys at line starts."""
+    keys = (
+        "Python platform:",
+        "Is CUDA available:",
+        "GPU models and configuration:",
+        "CUDA runtime version:",
+    )
+    return sum(any(line.startswith(k) for line in lines[:200]) for k in keys) >= 2
+
+
+def _toml_table(head: str) -> bool:
+    """``[[package]]`` / ``[metadata]``: a TOML table header, not a JSON list."""
+    return re.match(r"\[\[?[A-Za-z_][\w.-]*\]", head) is not None
+
+
+def _mostly_pins(lines: list[str]) -> bool:
+    """Lines that are mostly ``name==version`` / ``name @ url`` pins, under a few lines of prose."""
+    rows = [line for line in lines if line and not line.startswith("#")]
+    pins = [line for line in rows if ("==" in line or " @ " in line) and REQUIREMENT.match(line)]
+    return len(rows) >= 3 and len(pins) >= 0.7 * len(rows)
 
 
 def _detect_toml(lines: list[str]) -> str | None:
@@ -147,7 +173,9 @@ def _detect_text(body: str, lines: list[str]) -> str | None:
         return "mamba-list" if any(line.startswith("List of packages") for line in lines) else "conda-list"
     if not first:
         return None
-    if "==" in first or " @ " in first or first.startswith("-"):
+    if rp.is_pip_list(lines):
+        return "pip-list"
+    if "==" in first or " @ " in first or first.startswith("-") or _mostly_pins(lines):
         return "pip-freeze"
     if re.fullmatch(r"[A-Za-z0-9._-]+", first):
         # a bare name is a pip freeze line only among real pins: one word alone is not a listing
@@ -260,6 +288,7 @@ _READERS: dict[str, Callable[[str, Collector], None]] = {
     "collect-env": read_collect_env,
     "conda-json": lambda t, c: rd.read_conda_json(_json_list(t, c), c),
     "pip-json": lambda t, c: rd.read_pip_json(_json_list(t, c), c),
+    "pip-list": rp.read_pip_list,
     "probe-report": lambda t, c: rd.read_probe_report(_json_obj(t, c), c),
     "gpu-readiness": lambda t, c: rd.read_readiness(_json_obj(t, c), c),
     "snapshot": lambda t, c: rd.read_snapshot(_json_obj(t, c), c),
@@ -282,12 +311,15 @@ def parse_inventory(
     format: str | None = None,
     platform: str | None = None,
     environment: str | None = None,
+    python: str | None = None,
 ) -> Inventory:
     """Read an inventory from text; ``format`` forces a reader (see :data:`FORMATS`).
 
     ``platform`` (a conda subdir) and ``environment`` choose what to read from a lock that has
     several (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, poetry.lock); default: this
-    machine's platform, the ``default`` environment.
+    machine's platform, the ``default`` environment. ``python`` (``3.10``) is the Python a lock's
+    markers are evaluated for when the lock allows several (default: this interpreter's when allowed,
+    else the lowest allowed); the inventory says which in ``meta["python_used"]``.
     """
     text = text.removeprefix("\ufeff")  # a UTF-8 BOM (Windows editors, PowerShell redirection)
     if len(text) > MAX_INVENTORY_BYTES:
@@ -295,16 +327,22 @@ def parse_inventory(
             f"{path}: larger than {MAX_INVENTORY_BYTES} bytes: not an environment listing",
             hint="check the path",
         )
+    if python is not None and not re.fullmatch(r"[23]\.\d{1,2}", python):
+        raise InventoryError(
+            f"--python {python!r} is not a Python version", hint="give major.minor, e.g. 3.11"
+        )
     if format is not None and format not in _READERS:
         raise InventoryError(f"unknown inventory format {format!r}", hint=f"use one of: {', '.join(FORMATS)}")
     if len(text) <= _SAME_TEXT_BYTES:
         try:
-            chosen, packages, meta = _read_once(text, format, platform, environment)
+            chosen, packages, meta = _read_once(text, format, platform, environment, python)
         except _Uncached:
             pass  # warnings or an error name the file: read it under its own path below
         else:
             return Inventory(label, path, chosen, packages, dict(meta))
-    return _read(text, path=path, label=label, format=format, platform=platform, environment=environment)
+    return _read(
+        text, path=path, label=label, format=format, platform=platform, environment=environment, python=python
+    )
 
 
 # A fleet's listings repeat: one image, many hosts. A text read cleanly once gives the same packages.
@@ -318,11 +356,19 @@ class _Uncached(Exception):
 
 @functools.lru_cache(maxsize=64)
 def _read_once(
-    text: str, format: str | None, platform: str | None, environment: str | None
+    text: str, format: str | None, platform: str | None, environment: str | None, python: str | None
 ) -> tuple[str, tuple[Package, ...], tuple[tuple[str, str], ...]]:
     """``_read``'s packages for ``text``, when it reads without a warning (they name no file)."""
     try:
-        inv = _read(text, path=_NO_PATH, label="", format=format, platform=platform, environment=environment)
+        inv = _read(
+            text,
+            path=_NO_PATH,
+            label="",
+            format=format,
+            platform=platform,
+            environment=environment,
+            python=python,
+        )
     except EnvkitError as e:  # the message would name no file: the caller reads it again
         raise _Uncached from e
     if inv.warnings:
@@ -338,13 +384,16 @@ def _read(
     format: str | None,
     platform: str | None,
     environment: str | None,
+    python: str | None = None,
 ) -> Inventory:
     if format is None:
         what = not_an_inventory(text)
         if what is not None:
+            other = instead(what)
             raise InventoryError(
-                f"{path}: this is {what}, not a list of packages",
-                hint=f"envkit reads: {'; '.join(FORMATS.values())}",
+                f"{path}: this is {what}"
+                + ("" if "not a package listing" in what else ", not a list of packages"),
+                hint=(f"{other}; " if other else "") + f"envkit reads: {'; '.join(FORMATS.values())}",
             )
     chosen = format or detect_format(text)
     if chosen is None:
@@ -352,9 +401,10 @@ def _read(
             f"{path}:1: not a recognized environment listing",
             hint=f"pass --format with one of: {', '.join(FORMATS)}",
         )
-    collector = Collector(path, chosen, platform=platform, environment=environment)
+    collector = Collector(path, chosen, platform=platform, environment=environment, python=python)
     _READERS[chosen](text, collector)
-    return collector.inventory(label, facts_only=chosen == "collect-env" and "torch" in collector.meta)
+    facts = {"torch", "python", "os", "platform", "gpu", "driver", "cuda_runtime"} & set(collector.meta)
+    return collector.inventory(label, facts_only=chosen == "collect-env" and bool(facts))
 
 
 def read_inventory(
@@ -364,6 +414,7 @@ def read_inventory(
     label: str | None = None,
     platform: str | None = None,
     environment: str | None = None,
+    python: str | None = None,
 ) -> Inventory:
     """Read the inventory file at ``path`` (format detected from content unless given)."""
     file = Path(path)
@@ -384,4 +435,5 @@ def read_inventory(
         format=format,
         platform=platform,
         environment=environment,
+        python=python,
     )

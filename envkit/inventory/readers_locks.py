@@ -29,8 +29,11 @@ __all__ = ["read_pixi_lock", "read_poetry_lock", "read_pylock", "read_uv_lock"]
 _PYTHONS = [f"3.{minor}" for minor in range(6, 16)]
 
 
-def _python(requires: object) -> str:
-    """This interpreter's ``major.minor`` when ``requires`` allows it, else the lowest it allows."""
+def _python(requires: object, chosen: str | None = None) -> str:
+    """The chosen ``major.minor`` (``--python``), else this interpreter's when ``requires`` allows it,
+    else the lowest it allows."""
+    if chosen is not None:
+        return chosen
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
     if not isinstance(requires, str) or not requires.strip():
         return here
@@ -53,10 +56,17 @@ def _record_python(c: Collector, requires: object, python: str) -> str:
     except InvalidSpecifier:
         spec = None
     minors = [p for p in _PYTHONS if spec is not None and spec.contains(f"{p}.0", prereleases=True)]
+    if isinstance(requires, str) and requires.strip():
+        c.meta["requires_python"] = requires.strip()
+    c.meta["python_used"] = python
+    if spec is not None and not spec.contains(f"{python}.0", prereleases=True):
+        c.warnings.append(f"{c.path}: Python {python} is outside the lock's requires-python {requires}")
     if len(minors) == 1:
         c.meta["python"] = python
         return f"Python {python}"
     c.meta["python_assumed"] = python
+    if c.python is not None:
+        return f"Python {python} (chosen with --python; the lock allows {requires or 'any'})"
     allowed = (
         f"the lock allows {requires}"
         if isinstance(requires, str) and requires.strip()
@@ -161,7 +171,7 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
     if not packages:
         raise c.error(None, "uv.lock without [[package]] entries")
     platform = _platform(c)
-    python = _python(data.get("requires-python"))
+    python = _python(data.get("requires-python"), c.python)
     env = marker_env(platform, python)
     by_name: dict[str, list[Mapping[str, Any]]] = {}
     for package in packages:
@@ -185,6 +195,8 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
     for package in packages:
         if id(package) in seen and not _uv_local(package):
             _uv_add(package, c)
+        elif _uv_editable_member(package):
+            _uv_add(package, c)  # uv sync installs workspace members and path dependencies editable
     c.meta["platform"] = platform
     shown = _record_python(c, data.get("requires-python"), python)
     offered = sorted({str(e) for r in roots for e in _uv_optional(r)})
@@ -199,6 +211,14 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
 def _uv_local(package: Mapping[str, Any]) -> bool:
     source = package.get("source")
     return isinstance(source, Mapping) and bool({"editable", "virtual"} & set(source))
+
+
+def _uv_editable_member(package: Mapping[str, Any]) -> bool:
+    """An editable package of the workspace other than the project itself (``editable = "."``):
+    installed by ``uv sync``; a ``virtual`` one is not installed at all. Its version may be absent
+    (a dynamic version)."""
+    source = package.get("source")
+    return isinstance(source, Mapping) and "editable" in source and source.get("editable") != "."
 
 
 def _uv_optional(package: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -285,7 +305,7 @@ def read_pylock(data: Mapping[str, Any], c: Collector) -> None:
     if not isinstance(packages, list):
         raise c.error(None, "pylock.toml without [[packages]]")
     platform = _platform(c)
-    python = _python(data.get("requires-python"))
+    python = _python(data.get("requires-python"), c.python)
     env: dict[str, Any] = marker_env(platform, python)
     groups = data.get("default-groups")
     env["dependency_groups"] = frozenset(groups) if isinstance(groups, list) else frozenset()
@@ -320,7 +340,7 @@ def read_poetry_lock(data: Mapping[str, Any], c: Collector) -> None:
     metadata = data.get("metadata")
     platform = _platform(c)
     requires = metadata.get("python-versions") if isinstance(metadata, Mapping) else None
-    python = _python(requires)
+    python = _python(requires, c.python)
     chosen = read_poetry_lock_installed(data, c, platform, python)
     c.meta["platform"] = platform
     shown = _record_python(c, requires, python)

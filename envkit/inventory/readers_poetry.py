@@ -179,6 +179,49 @@ def _source_url(package: Mapping[str, Any]) -> tuple[str | None, str | None]:
     return url, kind
 
 
+def _own_markers(packages: list[Mapping[str, Any]]) -> bool:
+    return any("markers" in p or "marker" in p for p in packages)
+
+
+def edge_reach(by_name: Mapping[str, list[Mapping[str, Any]]], env: dict[str, str]) -> set[str]:
+    """The packages of an old lock whose packages carry no marker of their own that Poetry installs here:
+    all but those every dependency edge to which carries a marker (or ``python``) that fails here (issue
+    34, class 19: ``pywin32``, reached only under ``platform_system == "Windows"``, is not installed on
+    Linux). The lock does not say the project's own dependencies (a package depended on only by triton
+    may be one: torch), so a package with an edge that holds, or without a marker on one, is kept."""
+    incoming: dict[str, list[tuple[str, str | None]]] = {}
+    for name, entries in by_name.items():
+        for package in entries:
+            deps = package.get("dependencies")
+            for dep, spec in deps.items() if isinstance(deps, Mapping) else ():
+                target = canonicalize_name(str(dep))
+                for one in spec if isinstance(spec, list) else [spec]:
+                    if isinstance(one, Mapping) and one.get("optional") is True:
+                        continue  # an extra's edge: followed only when the extra is chosen
+                    incoming.setdefault(target, []).append((name, _edge_marker(one)))
+    gated = {
+        target
+        for target, edges in incoming.items()
+        if all(marker is not None and marker_holds(marker, env) is False for _, marker in edges)
+    }
+    return set(by_name) - gated
+
+
+def _edge_marker(spec: object) -> str | None:
+    """An edge's marker: ``markers``, and ``python = "<3.0"`` (Poetry's constraint) as python_version."""
+    if not isinstance(spec, Mapping):
+        return None
+    parts = [f"({spec['markers']})"] if isinstance(spec.get("markers"), str) else []
+    python = spec.get("python")
+    if isinstance(python, str):
+        for clause in python.split(","):
+            clause = clause.strip()
+            op = next((o for o in ("<=", ">=", "!=", "==", "<", ">") if clause.startswith(o)), None)
+            if op is not None and clause[len(op) :].strip()[:1].isdigit():
+                parts.append(f'python_version {op} "{clause[len(op) :].strip()}"')
+    return " and ".join(parts) or None
+
+
 def read_poetry_lock_installed(data: Mapping[str, Any], c: Collector, platform: str, python: str) -> str:
     """Add what ``poetry install`` installs; returns the text for ``meta["selected"]`` after the platform."""
     packages = [p for p in data["package"] if isinstance(p, Mapping) and isinstance(p.get("name"), str)]
@@ -198,13 +241,14 @@ def read_poetry_lock_installed(data: Mapping[str, Any], c: Collector, platform: 
     for package in packages:
         by_name.setdefault(canonicalize_name(package["name"]), []).append(package)
     needed = set() if new_lock else _extra_closure(by_name, extras, choice.extras)
+    reach = None if new_lock or _own_markers(packages) else edge_reach(by_name, env)
     installed: dict[str, list[Mapping[str, Any]]] = {}
     optional_left = 0
     for package in packages:
         chosen = _groups_of(package, new_lock) & groups
         if not chosen:
             continue
-        markers = package.get("markers")
+        markers = package.get("markers", package.get("marker"))  # Poetry < 1.0 wrote "marker"
         if isinstance(markers, Mapping):  # Poetry 2: one marker per group; a group without one: any
             holds = any(_marker(c, markers.get(g), env, choice.extras, package["name"]) for g in chosen)
         else:
@@ -212,6 +256,8 @@ def read_poetry_lock_installed(data: Mapping[str, Any], c: Collector, platform: 
         optional = package.get("optional") is True
         if optional and not new_lock and canonicalize_name(package["name"]) not in needed:
             holds = False
+        if reach is not None and canonicalize_name(package["name"]) not in reach:
+            holds = False  # an edge-marker lock: no dependency edge that holds here reaches it
         if not holds:
             optional_left += optional
             continue

@@ -17,6 +17,7 @@ from envkit.inventory._collect import (
     requirement_version,
     split_conda_filename,
     version_from_url,
+    version_too_large,
     without_features,
 )
 from envkit.inventory.models import Package
@@ -58,7 +59,13 @@ def read_conda_list(text: str, c: Collector) -> None:
         if _PROMPT.search(stripped):
             continue
         fields = without_features(stripped.split())
-        if len(fields) < 2 or len(fields) > 4 or not fields[1][:1].isdigit():
+        # a version starts with a digit; the Anaconda metapackage's is "custom" (anaconda custom py36_1)
+        versioned = (
+            fields[1][:1].isdigit() or (fields[1] == "custom" and len(fields) > 2)
+            if len(fields) > 1
+            else False
+        )
+        if len(fields) < 2 or len(fields) > 4 or not versioned:
             c.skip(number, f"expected 'name version [build [channel]]', got {stripped[:80]!r}")
             continue
         _add_conda_row(fields, number, c)
@@ -166,7 +173,9 @@ def _plain_pin(line: str, number: int) -> Package | None:
     """A ``name==version`` row (one match: already a valid name and version), read once per process:
     a fleet's freezes repeat the same rows."""
     pin = _PLAIN_PIN.match(line.strip())
-    return pip_pin(pin[1], pin[2], number) if pin else None
+    if pin is None or version_too_large(pin[2]):
+        return None  # a 5,000-digit epoch or part: read (and skipped, with a warning) by the slow path
+    return pip_pin(pin[1], pin[2], number)
 
 
 def _requirement_line(

@@ -33,6 +33,9 @@ LINE_PARSERS = {
     "envkit.inventory.readers_data._DEP",  # "NAME VERSION BUILD": whitespace separates its fields
     "envkit.inventory.readers_text._TABLE_HEADER",
     "envkit.inventory.readers_text._SEPARATOR",
+    "envkit.inventory.readers_table._HEADER",  # pip list's columns: one stripped line each
+    "envkit.inventory.readers_table._ROW",
+    "envkit.inventory.readers_table._RULE",
     "envkit.spec.check._CONDA_PIN",
     # `envkit init --from` readers: their input lines were refused before when they hold a newline
     # or a control character (init.adopted.hostile), and whitespace separates their fields
