@@ -25,6 +25,7 @@ from envkit._atomic import write_text_atomic
 from envkit.catalog import Catalog
 from envkit.errors import SpecError
 from envkit.init.adopted import AdoptError, Collected, Lost, one_line, shown_item
+from envkit.init.credentials import carry_env
 from envkit.init.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
 from envkit.init.detect import (
     Framework,
@@ -129,6 +130,7 @@ def plan_adoption(
     )
     pip = decide_pip(found, decided, frameworks=set(versions))
     mirror = decide_mirror(found, decided, catalog)
+    env = carry_env(found.env, found.origin, decided.lose)  # never a credential in a committed spec
     for framework, version in versions.items():
         wheel = catalog.requested_wheel(framework, version, chosen_cuda)
         if wheel is not None and frameworks[framework].spec != wheel.requirement:
@@ -151,7 +153,7 @@ def plan_adoption(
         mirror,
         base_image,
         platform,
-        found.env,
+        env,
         [*found.lost, *decided.lost],
         how,
     )

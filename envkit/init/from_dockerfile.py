@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envkit._safe import sensitive_name
 from envkit.init.adopted import AdoptError, Collected, joined_lines
 from envkit.init.from_conda_env import conda_pin
 from envkit.init.from_requirements import pip_args
@@ -126,6 +127,8 @@ def _too_long(budget: Budget) -> AdoptError:
 
 def _one(match: re.Match[str], values: Mapping[str, str]) -> str:
     name = match[1] or match[4]
+    if sensitive_name(name):  # HF_TOKEN, PIP_PASSWORD, ...: a secret never becomes text envkit shows
+        return match[0]
     value = values.get(name)
     op, word = match[2], match[3] or ""
     if op in (":-", "-"):
