@@ -79,7 +79,7 @@ def built(tmp_path: Path) -> tuple[Builder, FakeEngine, str]:
     """The project's honest build of ``tiny`` (lock committed), and its ``envkit/tiny:latest`` id."""
     write_spec(tmp_path)
     engine = FakeEngine()
-    builder = Builder(engine, load_catalog(), tmp_path, locker=fake_locker(), pip_runner=FakePip())  # type: ignore[arg-type]
+    builder = Builder(engine, load_catalog(), tmp_path, locker=fake_locker(), pip_runner=FakePip())
     result = builder.build(load_spec(tmp_path / "environments" / "tiny.yaml"), BuildOptions(offline=True))
     engine.tagged.clear()
     return builder, engine, result.image_id
