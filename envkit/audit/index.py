@@ -17,7 +17,8 @@ When it is rebuilt (it is never trusted otherwise):
 * the file is corrupt: a header that does not parse, a body whose sha256 differs, a record of
   the wrong shape. JSON only: nothing in the cache can run code;
 * the file is not this user's own: a link, not a regular file, owned by another user (not root),
-  writable by its group or by others, or larger than :data:`MAX_INDEX_BYTES`. A self-consistent
+  writable by its group or by others, or larger than :data:`MAX_INDEX_BYTES` (by its size, before
+  any byte is read). A self-consistent
   index planted in a shared ``$ENVKIT_ADVISORY_INDEX`` could otherwise hide an advisory: it is
   treated as the fleet store's files are (ownership and mode checked), so it is rebuilt.
 
@@ -50,7 +51,7 @@ __all__ = ["AdvisoryIndex", "decode_record", "default_index_dir", "encode_record
 KIND = "envkit-advisory-index"
 FORMAT = 1
 RACY_NS = 3_000_000_000  # timestamps this close to the build are checked by content
-MAX_INDEX_BYTES = 512 << 20  # the PyPA database's index is ~20 MB
+MAX_INDEX_BYTES = 256 << 20  # the PyPA database snapshot's index is ~3 MB
 
 Entry = list[Record] | AuditError  # what reading one package folder gives
 Builder = Callable[[], Iterable[tuple[str, Callable[[], list[Record]]]]]
@@ -118,7 +119,10 @@ def _read_own(path: Path) -> bytes | str:
     """The index file's bytes, or why it is not read (missing, not this user's own, too large)."""
     try:
         with open_regular(path) as fh:  # never through a link; a FIFO never blocks
-            foreign = _not_own(os.fstat(fh.fileno()))
+            st = os.fstat(fh.fileno())
+            foreign = _not_own(st)
+            if foreign is None and st.st_size > MAX_INDEX_BYTES:  # a sparse file: refused unread
+                raise TooLarge(path, MAX_INDEX_BYTES)
             return foreign or read_limited(fh, MAX_INDEX_BYTES, path)
     except FileNotFoundError:
         return "missing"
