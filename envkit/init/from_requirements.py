@@ -251,6 +251,9 @@ def confined(path: Path, root: Path) -> tuple[Path | None, str]:
             "resolves outside the source's folder (a '..' or a link leading out of it): "
             "envkit init reads files beside the source only; not read"
         )
+    if any(part.startswith(".") for part in target.relative_to(top).parts):
+        # .ssh/id_rsa, .env, .netrc, .aws/credentials: no requirements file is hidden
+        return None, "a hidden file or folder (.ssh, .env, .netrc, ...): not read"
     try:
         regular = stat.S_ISREG(target.stat().st_mode)
     except OSError:

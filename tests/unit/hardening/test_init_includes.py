@@ -87,6 +87,10 @@ def test_requirements_dotdot_include_does_not_reach_the_spec(
         "-r file:///etc/passwd",
         "-r ${HOME}/.ssh/id_rsa",
         "-r .",  # a folder
+        "-r .ssh/id_rsa",  # a hidden folder inside the source's folder (a source in ~)
+        "-r .env",
+        "-r sub/.netrc",
+        "-r hidden-link.txt",  # a visible link to a hidden file inside the folder
     ],
 )
 def test_requirements_include_variants(tree: Path, capsys: pytest.CaptureFixture[str], line: str) -> None:
@@ -95,6 +99,11 @@ def test_requirements_include_variants(tree: Path, capsys: pytest.CaptureFixture
     (src / "link.txt").symlink_to(tree / "secret" / "id_rsa")
     (src / "linkdir").symlink_to(tree / "secret")
     (src / "chain.txt").symlink_to(src / "link.txt")
+    (src / ".ssh").mkdir()
+    (src / ".ssh" / "id_rsa").write_text(KEY)
+    (src / ".env").write_text(KEY)
+    (src / "sub" / ".netrc").write_text(KEY)
+    (src / "hidden-link.txt").symlink_to(src / ".env")
     code, spec, output = _adopt(tree, capsys, "requirements.txt", f"numpy==1.26.4\n{line}\n")
     _assert_not_read(code, spec, output, f"{src}/requirements.txt:2")
 
