@@ -4,8 +4,11 @@ Two jobs, used at every edge where text leaves envkit (terminal output, ``--json
 errors, inventories envkit writes):
 
 - :func:`redact` hides credentials in URLs (``user:secret@``, anaconda.org ``/t/<token>/``
-  paths, ``?token=`` style query parameters) wherever they appear in a text;
-  :func:`url_credentials` says whether one URL carries any (specs refuse them).
+  paths, tokens as path segments (Cloudsmith, Gemfury style), ``?token=`` / ``?private_token=``
+  style query parameters) and well-known token shapes (``ghp_…``, ``glpat-…``, ``hf_…``,
+  ``AKIA…``) wherever they appear in a text; :func:`url_credentials` says whether one URL carries
+  any (specs refuse them). ``index=True`` is stricter about path segments, for URLs that name
+  a package index (whose paths hold no digests): any long run of letters and digits is a token.
 - :func:`neutralise` makes terminal control characters visible (``\\x1b`` instead of an
   escape sequence that could retitle or clear the terminal); newlines and tabs stay.
 """
@@ -18,12 +21,15 @@ from urllib.parse import parse_qsl, urlsplit
 __all__ = [
     "REDACTED",
     "https_url",
+    "known_token",
     "markdown_text",
     "neutralise",
     "one_line",
     "printable_line",
     "redact",
+    "sensitive_name",
     "url_credentials",
+    "urls_in",
 ]
 
 REDACTED = "***"
@@ -49,28 +55,73 @@ _SECRET_PARAMS = (
     "x-goog-signature",
     "x-goog-credential",
 )
+# A query parameter whose name says it holds a secret (GitLab's private_token and job_token,
+# X-Amz-Security-Token, client_secret, a session id, ...), besides the exact names above.
+_SENSITIVE_NAME = (
+    r"[A-Za-z0-9_.-]*(?:token|secret|passw|pwd|api[_-]?key|access[_-]?key|private[_-]?key|credential"
+    r"|session|signature|auth)[A-Za-z0-9_.-]*"
+)
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@?#]+)@")
 _TOKEN_PATH = re.compile(r"(?<=/t/)[^/\s?#]+")
 _QUERY = re.compile(
-    r"(?P<key>[?&;](?:" + "|".join(re.escape(p) for p in _SECRET_PARAMS) + r")=)[^&;#\s'\"]*",
+    r"(?P<key>[?&;](?:" + "|".join(re.escape(p) for p in _SECRET_PARAMS) + "|" + _SENSITIVE_NAME + r")=)"
+    r"[^&;#\s'\"]*",
     re.IGNORECASE,
 )
+# Tokens by their published shapes (GitHub, GitLab, Hugging Face, npm, PyPI, Slack, OpenAI, AWS keys)
+_KNOWN_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:(?:ghp|gho|ghu|ghs|ghr|github_pat|hf|npm)_[A-Za-z0-9_]{10,}"
+    r"|(?:glpat|gldt|glptt|glrt|gloas|xox[abprs]|sk)-[A-Za-z0-9_-]{10,}"
+    r"|pypi-[A-Za-z0-9_-]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Za-z0-9])"
+)
+# A URL path segment that is a token rather than a name: 16+ letters and digits with upper and
+# lower case and a digit (Cloudsmith entitlement tokens, Gemfury's push/pull tokens); with
+# ``index=True`` any 16+ run of letters and digits holding both (a hex token too).
+_PATH_SEGMENT_TOKEN = re.compile(
+    r"(?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]{16,}\Z"
+)
+_INDEX_SEGMENT_TOKEN = re.compile(r"(?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{16,}\Z")
+# a secret given on a command line or in a header: --token X, --password=X, Bearer X, Basic X
+_FLAG_SECRET = re.compile(
+    r"(?i)((?<![A-Za-z0-9])--?(?:[a-z0-9]+-)*(?:token|password|passwd|secret|api-?key)[= ]+)"
+    r"(?!\*\*\*)[^\s'\"]{4,}"
+    r"|((?<![A-Za-z0-9])(?:bearer|basic)\s+)(?=[A-Za-z0-9+/._~=-]*[0-9=])[A-Za-z0-9+/._~=-]{8,}"
+)
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 # C0 controls except \t and \n, DEL, C1 controls; bidi overrides that reorder what is shown.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def redact(text: str) -> str:
-    """``text`` with credentials in URLs replaced by ``***``."""
+def redact(text: str, *, index: bool = False) -> str:
+    """``text`` with credentials in URLs and well-known tokens replaced by ``***``."""
     if "//" in text:
         text = _USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
+        text = _URL.sub(lambda m: _redact_path(m[0], index), text)
     if "/t/" in text:
         text = _TOKEN_PATH.sub(REDACTED, text)
     if "=" in text:
         text = _QUERY.sub(lambda m: f"{m['key']}{REDACTED}", text)
-    return text
+    text = _FLAG_SECRET.sub(lambda m: f"{m[1] or m[2]}{REDACTED}", text)
+    return _KNOWN_TOKEN.sub(REDACTED, text)
 
 
-def url_credentials(url: str) -> str | None:
+def _segment_token(segment: str, index: bool) -> bool:
+    pattern = _INDEX_SEGMENT_TOKEN if index else _PATH_SEGMENT_TOKEN
+    return pattern.match(segment) is not None or _KNOWN_TOKEN.fullmatch(segment) is not None
+
+
+def _redact_path(url: str, index: bool) -> str:
+    """``url`` with the path segments that are tokens replaced (scheme, host and query kept)."""
+    scheme, sep, rest = url.partition("://")
+    host, slash, tail = rest.partition("/")
+    if not slash:
+        return url
+    cut = min((i for i in (tail.find("?"), tail.find("#")) if i >= 0), default=len(tail))
+    parts = [REDACTED if _segment_token(p, index) else p for p in tail[:cut].split("/")]
+    return f"{scheme}{sep}{host}/{'/'.join(parts)}{tail[cut:]}"
+
+
+def url_credentials(url: str, *, index: bool = False) -> str | None:
     """What in ``url`` looks like a credential (a short phrase), or None when it carries none."""
     try:
         parts = urlsplit(url)
@@ -80,10 +131,30 @@ def url_credentials(url: str) -> str | None:
         return "a user name or password before the host"
     if _TOKEN_PATH.search(parts.path):
         return "an access token in the path (/t/<token>/)"
+    if any(_segment_token(p, index) for p in parts.path.split("/")):
+        return "an access token in the path"
     for key, _ in parse_qsl(parts.query, keep_blank_values=True):
-        if key.lower() in _SECRET_PARAMS:
+        if sensitive_name(key):
             return f"a {key!r} query parameter"
+    if _KNOWN_TOKEN.search(url):
+        return "an access token"
     return None
+
+
+def sensitive_name(name: str) -> bool:
+    """Whether a query parameter or environment variable named ``name`` holds a secret by its name
+    (``token``, ``private_token``, ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``PIP_PASSWORD``, ...)."""
+    return name.lower() in _SECRET_PARAMS or re.fullmatch(_SENSITIVE_NAME, name, re.IGNORECASE) is not None
+
+
+def known_token(text: str) -> bool:
+    """Whether ``text`` holds a token of a published shape (``ghp_…``, ``glpat-…``, ``hf_…``, ``AKIA…``)."""
+    return _KNOWN_TOKEN.search(text) is not None
+
+
+def urls_in(text: str) -> list[str]:
+    """The ``scheme://…`` URLs in ``text``, in order."""
+    return _URL.findall(text)
 
 
 def neutralise(text: str) -> str:

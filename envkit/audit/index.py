@@ -15,7 +15,12 @@ When it is rebuilt (it is never trusted otherwise):
 * envkit's parser changed: the key holds the sha256 of the modules that read records, and the
   versions of envkit, packaging and PyYAML;
 * the file is corrupt: a header that does not parse, a body whose sha256 differs, a record of
-  the wrong shape. JSON only: nothing in the cache can run code.
+  the wrong shape. JSON only: nothing in the cache can run code;
+* the file is not this user's own: a link, not a regular file, owned by another user (not root),
+  writable by its group or by others, or larger than :data:`MAX_INDEX_BYTES` (by its size, before
+  any byte is read). A self-consistent
+  index planted in a shared ``$ENVKIT_ADVISORY_INDEX`` could otherwise hide an advisory: it is
+  treated as the fleet store's files are (ownership and mode checked), so it is rebuilt.
 
 A package whose records cannot be read is kept as its error, so every run stops with the same
 :class:`~envkit.errors.AuditError` as reading the file would, until the database is fixed.
@@ -28,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -36,6 +42,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envkit._atomic import write_bytes_atomic
+from envkit._io import NotRegular, TooLarge, open_regular, read_limited
 from envkit.audit.osv_dir import Affected, Record
 from envkit.errors import AuditError, EnvkitError
 
@@ -44,6 +51,7 @@ __all__ = ["AdvisoryIndex", "decode_record", "default_index_dir", "encode_record
 KIND = "envkit-advisory-index"
 FORMAT = 1
 RACY_NS = 3_000_000_000  # timestamps this close to the build are checked by content
+MAX_INDEX_BYTES = 256 << 20  # the PyPA database snapshot's index is ~3 MB
 
 Entry = list[Record] | AuditError  # what reading one package folder gives
 Builder = Callable[[], Iterable[tuple[str, Callable[[], list[Record]]]]]
@@ -105,6 +113,35 @@ def _scan(vulns: Path) -> tuple[str, dict[str, int]]:
                 "utf-8", "surrogateescape"))  # fmt: skip
             stamps[rel] = max(st.st_mtime_ns, st.st_ctime_ns)
     return h.hexdigest(), stamps
+
+
+def _read_own(path: Path) -> bytes | str:
+    """The index file's bytes, or why it is not read (missing, not this user's own, too large)."""
+    try:
+        with open_regular(path) as fh:  # never through a link; a FIFO never blocks
+            st = os.fstat(fh.fileno())
+            foreign = _not_own(st)
+            if foreign is None and st.st_size > MAX_INDEX_BYTES:  # a sparse file: refused unread
+                raise TooLarge(path, MAX_INDEX_BYTES)
+            return foreign or read_limited(fh, MAX_INDEX_BYTES, path)
+    except FileNotFoundError:
+        return "missing"
+    except NotRegular as e:
+        return f"not trusted: {e.strerror}"
+    except TooLarge:
+        return f"not trusted: larger than {MAX_INDEX_BYTES} bytes"
+    except OSError as e:
+        return f"unreadable: {e}"
+
+
+def _not_own(st: os.stat_result) -> str | None:
+    """Why an index file with this ``stat`` is not trusted (None: this user's or root's, not writable
+    by others) — the rule the fleet store applies to its files (:func:`envkit.fleet.manifest.check_owned`)."""
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"not trusted: owned by user id {st.st_uid}, not by you ({os.geteuid()})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"not trusted: writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
 
 
 def _entry(read: Callable[[], list[Record]]) -> Entry:
@@ -171,12 +208,9 @@ class AdvisoryIndex:
 
     def _load(self, key: str, digest: str) -> str | None:
         """None when the cached index is this database's; else why it is not."""
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return "missing"
-        except OSError as e:
-            return f"unreadable: {e}"
+        data = _read_own(self.path)
+        if isinstance(data, str):
+            return data
         head, sep, body = data.partition(b"\n")
         try:
             header = json.loads(head)

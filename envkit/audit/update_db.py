@@ -4,7 +4,10 @@ The export (a zip of ``<ID>.json`` OSV records) is unpacked into
 ``DIR/vulns/<package>/<ID>.json`` — the layout :class:`~envkit.audit.osv_dir.OsvDirService`
 reads — beside ``DIR/SOURCE.json`` (URL, sha256 of the zip, record count). The new
 tree is written beside the old one and swapped in at the end, so an interrupted
-update leaves the previous database intact. Fetching goes through the one
+update leaves the previous database intact. The staging directory (and the one the old
+database is moved into) is created exclusively under a fresh random name (``mkdtemp``: never a
+``.NAME.new`` someone planted, a link into their folder whose records would become the
+database), and each file in it is created ``O_EXCL | O_NOFOLLOW``. Fetching goes through the one
 :class:`~envkit.offline.fetch.Fetcher` (``Services`` builds it; tests pass ``FakeFetcher``).
 
 The download is untrusted input that becomes paths (whoever controls its bytes — a
@@ -22,8 +25,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
+import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -156,6 +161,13 @@ def _plan(archive: zipfile.ZipFile, url: str, staging: Path) -> tuple[list[_Writ
     return list(writes.values()), records, newest_date(modified)
 
 
+def _write_new(path: Path, raw: bytes) -> None:
+    """Create ``path`` exclusively (never through a link or over a file already there)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(raw)
+
+
 def update_db(directory: Path, fetcher: Fetcher, *, url: str = OSV_PYPI_URL) -> dict[str, object]:
     """Download, validate every record, and replace ``directory`` atomically. Returns SOURCE.json's data."""
     try:
@@ -172,13 +184,17 @@ def update_db(directory: Path, fetcher: Fetcher, *, url: str = OSV_PYPI_URL) -> 
         raise AuditError(
             f"{url}: the download is not a zip file", hint="retry; the mirror may be broken"
         ) from e
-    staging = directory.with_name(f".{directory.name}.new")
-    shutil.rmtree(staging, ignore_errors=True)
-    writes, count, data_date = _plan(archive, url, staging)
+    parent = directory.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    # Created exclusively (mkdtemp: a fresh random name, O_EXCL, mode 0700): a `.NAME.new` or
+    # `.NAME.old` someone planted beside the database (a link into their folder) is never adopted.
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.new-", dir=parent))
+    retired = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=parent))
     try:
+        writes, count, data_date = _plan(archive, url, staging)
         for write in writes:
             write.target.parent.mkdir(parents=True, exist_ok=True)
-            write.target.write_bytes(write.raw)
+            _write_new(write.target, write.raw)
         meta: dict[str, object] = {
             "url": url,
             "zip_sha256": hashlib.sha256(data).hexdigest(),
@@ -186,15 +202,14 @@ def update_db(directory: Path, fetcher: Fetcher, *, url: str = OSV_PYPI_URL) -> 
         }
         if data_date is not None:
             meta["data_date"] = data_date  # the newest record's modified: how old the data is
-        staging.mkdir(parents=True, exist_ok=True)
-        (staging / "SOURCE.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
-        old = directory.with_name(f".{directory.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        if directory.exists():
-            directory.rename(old)
+        _write_new(staging / "SOURCE.json", (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode())
+        staging.chmod(0o755)  # readable by the users that share the database, as mkdir made it
+        if directory.exists() or directory.is_symlink():
+            directory.rename(retired / "previous")
         staging.rename(directory)
-        shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        shutil.rmtree(retired, ignore_errors=True)
     return meta

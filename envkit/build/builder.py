@@ -68,6 +68,7 @@ class BuildOptions:
     nocache: bool = False
     find_links: tuple[str, ...] = ()  # local wheel directories for the wheelhouse
     pack: Path | None = None  # a pack from `envkit pack` (implies offline; conda specs)
+    tag: str | None = None  # build under this tag only, moving no other (envkit verify's rebuild)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class BuildPlan:
     relocked: bool = False  # this build solved the lock
     packed: PackedContext | None = None  # offline conda builds: the packed local channel
     sbom: str | None = None  # the lock's CycloneDX SBOM: in the context, the image and beside the lock
+    only_tag: str | None = None  # BuildOptions.tag: the one tag this build sets (no :latest)
 
     @property
     def digest(self) -> str:
@@ -91,7 +93,7 @@ class BuildPlan:
 
     @property
     def tag(self) -> str:
-        return f"{image_repo(self.name)}:{self.digest[:12]}"
+        return self.only_tag or f"{image_repo(self.name)}:{self.digest[:12]}"
 
     @property
     def latest(self) -> str:
@@ -274,9 +276,11 @@ class Builder:
         start = time.monotonic()
         started = dt.datetime.now(dt.timezone.utc)
         prepared = self.prepare(loaded, options, on_event)
+        if options.tag is not None:
+            prepared = replace(prepared, only_tag=options.tag)
         existing = self.engine.inspect(prepared.tag)
         if existing is not None and not options.nocache:
-            if prepared.latest not in existing.tags:
+            if prepared.latest not in existing.tags and prepared.only_tag is None:
                 self.engine.tag(prepared.tag, prepared.latest)
             return self._result(prepared, existing, "up-to-date", None, start)
         log_path = self.log_dir / f"{prepared.name}-{prepared.digest[:12]}.log"
@@ -297,7 +301,8 @@ class Builder:
         if info is None:
             raise BuildFailed(f"the engine reported success but {prepared.tag} does not exist",
                               hint=f"see the log: {log_path}")  # fmt: skip
-        self.engine.tag(prepared.tag, prepared.latest)
+        if prepared.only_tag is None:
+            self.engine.tag(prepared.tag, prepared.latest)
         if prepared.sbom is not None:  # beside the lock it describes
             write_text_atomic(
                 image_dir(self.root, prepared.name) / SBOM_NAME, prepared.sbom, within=self.root

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from envkit._safe import one_line
 from envkit.build.builder import NAME_LABEL, BuildOptions, image_repo
 from envkit.catalog import load_catalog
 from envkit.cli import cli
@@ -14,7 +15,7 @@ from envkit.cli.build_cmd import find_links_from_env
 from envkit.errors import EngineError, ExitCode, UsageError
 from envkit.reproduce.layers import LayerEntry
 from envkit.result import CommandResult
-from envkit.spec.load import load_spec, resolve_spec_path
+from envkit.spec.load import SPEC_DIR, load_spec
 from envkit.spec.models import NAME_RE
 from envkit.verify.image import VerifyResult, verify_image
 
@@ -22,6 +23,7 @@ __all__ = ["verify"]
 
 _SHOWN = 20
 _WIDTH = 160
+_MAX_NAME = 200  # a spec name is a file name (255 bytes at most with .yaml)
 
 
 @command(cli, "verify")
@@ -34,12 +36,13 @@ def verify(target: str, pack: Path | None) -> CommandResult:
     """Rebuild an image from its committed lock with --no-cache and compare digests, file by file.
 
     NAME verifies envkit/NAME:latest; IMAGE (a tag or id) verifies that image, whose
-    io.envkit.name label names its spec. The rebuild uses the committed lock (as --frozen) and
-    the image's own offline setting. Equal image IDs: exit 0. Otherwise exit 1, naming what
-    differs layer by layer (diff_id) and file by file (path, size, sha256, mode, owner, mtime),
-    and diffoscope's report on the first differing files when diffoscope is installed. The
-    verified image keeps its tags; the rebuild is tagged envkit/NAME:rebuilt. The SBOM beside the
-    lock (images/NAME/sbom.cdx.json) and the image's provenance (.envkit/provenance/) are checked
+    io.envkit.name label names its spec: a name of this project's environments/, never a path.
+    The rebuild uses the committed lock (as --frozen) and the image's own offline setting. Equal
+    image IDs: exit 0. Otherwise exit 1, naming what differs layer by layer (diff_id) and file by
+    file (path, size, sha256, mode, owner, mtime), and diffoscope's report on the first differing
+    files when diffoscope is installed. No tag moves, the verified image's nor the project's: the
+    rebuild is tagged envkit/NAME:rebuilt only. The SBOM beside the lock
+    (images/NAME/sbom.cdx.json) and the image's provenance (.envkit/provenance/) are checked
     against the image and the lock too: a mismatch is a finding (exit 1).
     """
     root = project_root()
@@ -60,7 +63,7 @@ def verify(target: str, pack: Path | None) -> CommandResult:
         raise UsageError(f"{image} has no {NAME_LABEL} label: it was not built by envkit",
                          hint="verify an image built with `envkit build`")  # fmt: skip
     catalog = load_catalog()
-    loaded = load_spec(resolve_spec_path(name, root), catalog)
+    loaded = load_spec(_project_spec(name, image, root), catalog)
     options = BuildOptions(
         offline=info.labels.get("io.envkit.offline") == "true" or pack is not None,
         find_links=find_links_from_env(), pack=pack.resolve() if pack else None,
@@ -69,6 +72,29 @@ def verify(target: str, pack: Path | None) -> CommandResult:
         result = verify_image(services().builder(root, catalog), archive, loaded, image, options)
     code = ExitCode.OK if result.ok else ExitCode.FINDINGS
     return CommandResult("verify", result.to_json(), lambda: _text(result), code)
+
+
+def _project_spec(name: str, image: str, root: Path) -> Path:
+    """``environments/NAME.yaml`` of this project for the image's label: a name, never a path.
+
+    The image may be anyone's (verifying images others built is what verify is for), so its label
+    only chooses among the project's own specs; ``../x``, ``/tmp/x.yaml`` or ``x.yaml`` is refused.
+    """
+    if not NAME_RE.match(name) or len(name) > _MAX_NAME:
+        raise UsageError(
+            f"{image}: its {NAME_LABEL} label {one_line(name)[:80]!r} is not an environment name "
+            f"(names match [a-z0-9][a-z0-9._-]*, at most {_MAX_NAME} characters): envkit reads "
+            "the spec from the project, never from a path an image names",
+            hint="verify images built by `envkit build` from this project's environments/",
+        )
+    path = root / SPEC_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise UsageError(
+            f"{image} names the environment {name}, which this project has no spec for "
+            f"({SPEC_DIR}/{name}.yaml)",
+            hint="run envkit verify in the project that built it",
+        )
+    return path
 
 
 def _text(result: VerifyResult) -> str:

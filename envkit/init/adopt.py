@@ -24,6 +24,7 @@ from envkit._atomic import write_text_atomic
 from envkit.catalog import Catalog
 from envkit.errors import SpecError
 from envkit.init.adopted import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, one_line, shown_item
+from envkit.init.credentials import carry_env
 from envkit.init.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
 from envkit.init.detect import (
     ASK,
@@ -154,7 +155,8 @@ def plan_adoption(
                 f"is installed as {wheel.requirement}"
             )
     notes += decided.notes
-    notes += _leftovers(found, frameworks, versions)
+    notes += _leftovers(found, frameworks, versions)  # proxies leave found.env here
+    env = carry_env(found.env, found.origin, decided.lose)  # never a credential in a committed spec
     adopted_name = _name(name, found)
     platform = "linux-aarch64" if found.platform == "linux-aarch64" else None
     text = render(
@@ -169,7 +171,7 @@ def plan_adoption(
         mirror,
         base_image,
         platform,
-        found.env,
+        env,
         [*found.lost, *decided.lost],
         how,
     )

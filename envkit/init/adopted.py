@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from envkit._safe import neutralise, redact, url_credentials
+from envkit._safe import neutralise, redact, sensitive_name, url_credentials
 from envkit.errors import UsageError
 
 __all__ = [
@@ -159,7 +159,7 @@ def joined_lines(text: str) -> Iterator[tuple[int, str]]:
 
 def one_line(text: str) -> str:
     """``text`` fit to show and to store: one line, credentials redacted, terminal controls visible."""
-    return " ".join(neutralise(redact(text)).split())
+    return " ".join(neutralise(redact(text, index=True)).split())
 
 
 def shown_item(text: str) -> str:
@@ -180,28 +180,22 @@ def refuse(where: str, text: str) -> AdoptError:
     )
 
 
-_SECRET_QUERY = re.compile(
-    r"^(token|access_token|auth|auth_token|api_key|apikey|key|password|secret|sig)\s*\Z", re.I
-)
-
-
 def without_credentials(url: str) -> tuple[str | None, str | None]:
     """``(url without user:password, tokens and secret query parameters, what was removed)``.
 
     ``(None, why)`` when the URL cannot be cleaned (unparsable, or still carrying a secret).
     """
-    found = url_credentials(url)
+    found = url_credentials(url, index=True)  # an index's path holds no digest: a long run is a token
     if found is None:
         return url, None
     try:
         parts = urlsplit(url)
+        netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
     except ValueError:
         return None, "an unparsable URL"
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
     path = re.sub(r"/t/[^/]+", "", parts.path)
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if not _SECRET_QUERY.match(k)])
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if not sensitive_name(k.strip())])
     clean = urlunsplit((parts.scheme, netloc, path, query, parts.fragment))
-    if url_credentials(clean) is not None:
+    if url_credentials(clean, index=True) is not None:
         return None, found
     return clean, found

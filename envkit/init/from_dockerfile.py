@@ -15,10 +15,21 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envkit.init.adopted import PROXY_VARIABLES, PROXY_WHY, Collected, CondaPin, PipPin, joined_lines
+from envkit._safe import sensitive_name
+from envkit.init.adopted import (
+    PROXY_VARIABLES,
+    PROXY_WHY,
+    AdoptError,
+    Collected,
+    CondaPin,
+    PipPin,
+    joined_lines,
+)
 from envkit.init.from_conda_env import conda_pin
 from envkit.init.from_requirements import pip_args
 
@@ -55,6 +66,17 @@ _FETCH = {"curl", "wget"}
 _TOOLING = {"pip", "setuptools", "wheel"}
 _SILENT = {"apt-get update", "apt update", "conda clean", "pip cache", "rm", "mkdir", "cd", "true", "echo"}
 _OPERATORS = {"&&", "||", ";", "|", "&"}
+MAX_EXPANDED = 64 * 1024  # characters one instruction or value may expand to (real ones: < 2 KB)
+MAX_EXPANDED_TOTAL = 8 * 1024 * 1024  # characters all expansions of one Dockerfile may produce
+
+
+@dataclass
+class Budget:
+    """What expanding ``$VAR`` may still produce in one Dockerfile: each result and the total are
+    bounded, so 40 doubling ``ARG`` lines (2^40 characters) are refused, not allocated."""
+
+    left: int = MAX_EXPANDED_TOTAL
+    where: str = ""
 
 
 @dataclass
@@ -76,18 +98,45 @@ def looks_like_dockerfile(path: Path, text: str) -> bool:
     return False
 
 
-def expand(text: str, values: dict[str, str]) -> str:
-    """``$X``, ``${X}``, ``${X:-d}``, ``${X-d}``, ``${X:+a}``, ``${X+a}``; unknown variables stay."""
+def expand(text: str, values: Mapping[str, str], budget: Budget | None = None) -> str:
+    """``$X``, ``${X}``, ``${X:-d}``, ``${X-d}``, ``${X:+a}``, ``${X+a}``; unknown variables stay.
+
+    :class:`AdoptError` when the result would exceed :data:`MAX_EXPANDED` characters or the
+    ``budget`` left (checked while substituting, before anything large is built)."""
+    budget = budget if budget is not None else Budget()
     for _ in range(8):  # innermost first: ${A:+==${B}}
-        changed = _VAR.sub(lambda m: _one(m, values), text)
+        size = len(text)
+
+        def one(match: re.Match[str]) -> str:
+            nonlocal size
+            value = _one(match, values)
+            size += len(value) - len(match[0])
+            if size > MAX_EXPANDED or size > budget.left:
+                raise _too_long(budget)
+            return value
+
+        changed = _VAR.sub(one, text)
         if changed == text:
             break
         text = changed
+    budget.left -= len(text)
+    if budget.left < 0:
+        raise _too_long(budget)
     return text
 
 
-def _one(match: re.Match[str], values: dict[str, str]) -> str:
+def _too_long(budget: Budget) -> AdoptError:
+    return AdoptError(
+        f"{budget.where}: ARG/ENV variables expand to more than {MAX_EXPANDED} characters here "
+        f"(or {MAX_EXPANDED_TOTAL} in all): not a Dockerfile envkit reads; nothing was written",
+        hint="variables that double each other (ARG B=$A$A) expand without limit: fix those lines",
+    )
+
+
+def _one(match: re.Match[str], values: Mapping[str, str]) -> str:
     name = match[1] or match[4]
+    if sensitive_name(name):  # HF_TOKEN, PIP_PASSWORD, ...: a secret never becomes text envkit shows
+        return match[0]
     value = values.get(name)
     op, word = match[2], match[3] or ""
     if op in (":-", "-"):
@@ -99,7 +148,8 @@ def _one(match: re.Match[str], values: dict[str, str]) -> str:
 
 def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | None = None) -> None:
     """``context``: the build context (the Dockerfile's folder), where relative ``-r`` files are read."""
-    stages, args = _stages(text, found, label=label)
+    budget = Budget()
+    stages, args = _stages(text, found, label=label, budget=budget)
     if not stages:
         return
     chain = _chain(stages)
@@ -111,11 +161,12 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
                 f"FROM {stage.image} AS {stage.name}",
                 "a build stage: what it builds is copied in by COPY --from, not carried",
             )
-            _frameworks_of_stage(stage, found, label=label, values={**args, **stage.env})
+            _frameworks_of_stage(stage, found, label=label, values={**args, **stage.env}, budget=budget)
     for stage in chain:
         values = {**args, **stage.env}
         for number, run in stage.runs:
-            _run(run, found, where=f"{label}:{number}", values=values, context=context)
+            budget.where = f"{label}:{number}"
+            _run(run, found, where=budget.where, values=values, context=context, budget=budget)
         for number, other, why in stage.others:
             found.lose(f"{label}:{number}", other, why)
     for key, value in chain[-1].env.items():
@@ -125,12 +176,15 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
 _FRAMEWORK_PACKAGES = {"torch", "pytorch", "pytorch-gpu", "paddlepaddle", "paddlepaddle-gpu"}
 
 
-def _frameworks_of_stage(stage: _Stage, found: Collected, *, label: str, values: dict[str, str]) -> None:
+def _frameworks_of_stage(
+    stage: _Stage, found: Collected, *, label: str, values: dict[str, str], budget: Budget
+) -> None:
     """A framework installed in a build stage and copied into the final one (``COPY --from``) is
     reported as such: the spec cannot carry it from there (adopt refuses to lose it)."""
     scratch = Collected(found.origin, found.kind)
     for number, run in stage.runs:
-        _run(run, scratch, where=f"{label}:{number}", values=values, context=None)
+        budget.where = f"{label}:{number}"
+        _run(run, scratch, where=budget.where, values=values, context=None, budget=budget)
     pins: list[PipPin | CondaPin] = [*scratch.pip, *scratch.conda]
     for pin in pins:
         if pin.name in _FRAMEWORK_PACKAGES:
@@ -141,7 +195,9 @@ def _frameworks_of_stage(stage: _Stage, found: Collected, *, label: str, values:
             )
 
 
-def _stages(text: str, found: Collected, *, label: str) -> tuple[list[_Stage], dict[str, str]]:
+def _stages(
+    text: str, found: Collected, *, label: str, budget: Budget
+) -> tuple[list[_Stage], dict[str, str]]:
     """The stages (FROM, RUN, ENV, other instructions) and the global ARG defaults."""
     stages: list[_Stage] = []
     args: dict[str, str] = {}
@@ -151,22 +207,25 @@ def _stages(text: str, found: Collected, *, label: str) -> tuple[list[_Stage], d
             found.lose(f"{label}:{number}", instruction, "not a Dockerfile instruction")
             continue
         keyword, rest = match[1].upper(), (match[2] or "").strip()
-        values = {**args, **(stages[-1].env if stages else {})}
+        values = ChainMap(stages[-1].env if stages else {}, args)  # no copy per line
+        budget.where = f"{label}:{number}"
         if keyword == "ARG":
             name, _, default = rest.partition("=")
             args[name.strip()] = (
-                expand(default.strip().strip("\"'"), values) if default else args.get(name.strip(), "")
+                expand(default.strip().strip("\"'"), values, budget)
+                if default
+                else args.get(name.strip(), "")
             )
         elif keyword == "FROM":
             parts = [p for p in rest.split() if not p.startswith("--platform")]
-            image = expand(parts[0], values) if parts else ""
+            image = expand(parts[0], values, budget) if parts else ""
             alias = parts[2] if len(parts) >= 3 and parts[1].upper() == "AS" else None
             stages.append(_Stage(image, alias, number))
         elif not stages:
             found.lose(f"{label}:{number}", instruction, "before the first FROM")
         elif keyword == "ENV":
             for key, value in _env_pairs(rest):
-                stages[-1].env[key] = expand(value, values)
+                stages[-1].env[key] = expand(value, values, budget)
         elif keyword == "RUN":
             stages[-1].runs.append((number, rest))
         else:
@@ -225,17 +284,19 @@ def _carry_env(key: str, value: str, found: Collected, *, label: str) -> None:
         found.lose(label, f"ENV {key}", "not a variable a spec can carry")
 
 
-def _run(run: str, found: Collected, *, where: str, values: dict[str, str], context: Path | None) -> None:
+def _run(
+    run: str, found: Collected, *, where: str, values: dict[str, str], context: Path | None, budget: Budget
+) -> None:
     if run.startswith("["):
         try:
             argv = json.loads(run)
         except ValueError:
             argv = None
         if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
-            _command([expand(a, values) for a in argv], found, where=where, context=context)
+            _command([expand(a, values, budget) for a in argv], found, where=where, context=context)
             return
     try:
-        lexer = shlex.shlex(expand(run, values), posix=True, punctuation_chars=True)
+        lexer = shlex.shlex(expand(run, values, budget), posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
         tokens = list(lexer)
     except ValueError:

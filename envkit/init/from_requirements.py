@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import re
 import shlex
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from envkit._io import TooLarge, read_text_bounded
+from envkit._io import TooLarge, open_regular, read_limited
 from envkit.init.adopted import AdoptError, Collected, PipPin, hostile, joined_lines, refuse
 
 __all__ = [
     "MAX_TEXT_BYTES",
     "add_requirement",
+    "confined",
     "pip_args",
     "read_requirements_file",
     "requirement_line",
@@ -102,10 +104,23 @@ _RANGED_LOCAL = re.compile(
 _FRAMEWORK_NAMES = {"torch", "paddlepaddle", "paddlepaddle-gpu"}
 
 
-def read_requirements_file(path: Path, found: Collected, *, label: str, depth: int = 0) -> None:
-    """Read a requirements file (and the files it includes with ``-r``/``-c``, when present)."""
+def read_requirements_file(
+    path: Path,
+    found: Collected,
+    *,
+    label: str,
+    depth: int = 0,
+    root: Path | None = None,
+    base: Path | None = None,
+) -> None:
+    """Read a requirements file (and the files it includes with ``-r``/``-c``, when present).
+
+    ``base``: where its relative includes are (default: ``path``'s folder); ``root``: the folder
+    they must stay in once links are resolved (default: ``base``).
+    """
     try:
-        text = read_text_bounded(path, MAX_TEXT_BYTES)
+        with open_regular(path) as fh:  # a regular file, never a FIFO or a link swapped in
+            text = read_limited(fh, MAX_TEXT_BYTES, path).decode("utf-8").removeprefix("\ufeff")
     except TooLarge as e:
         raise AdoptError(
             f"{label}: larger than {e.limit} bytes: not a requirements file; nothing was written",
@@ -113,17 +128,25 @@ def read_requirements_file(path: Path, found: Collected, *, label: str, depth: i
         ) from e
     except UnicodeDecodeError as e:
         raise AdoptError(f"{label}: not UTF-8 text (byte {e.start})", hint="is this a binary file?") from e
-    requirement_lines(text, found, label=label, base=path.parent, depth=depth)
+    except OSError as e:
+        raise AdoptError(
+            f"{label}: cannot read: {e.strerror or e}; nothing was written", hint="check the -r line"
+        ) from e
+    requirement_lines(text, found, label=label, base=base or path.parent, depth=depth, root=root)
 
 
-def requirement_lines(text: str, found: Collected, *, label: str, base: Path | None, depth: int = 0) -> None:
+def requirement_lines(
+    text: str, found: Collected, *, label: str, base: Path | None, depth: int = 0, root: Path | None = None
+) -> None:
     for number, line in joined_lines(text):
         stripped = re.sub(r"(^|\s)#.*$", "", line).strip()  # a trailing comment
         if stripped:
-            requirement_line(stripped, f"{label}:{number}", found, base=base, depth=depth)
+            requirement_line(stripped, f"{label}:{number}", found, base=base, depth=depth, root=root)
 
 
-def requirement_line(line: str, where: str, found: Collected, *, base: Path | None, depth: int = 0) -> None:
+def requirement_line(
+    line: str, where: str, found: Collected, *, base: Path | None, depth: int = 0, root: Path | None = None
+) -> None:
     """One logical line of a requirements file (or of an environment.yml's ``pip:`` list)."""
     line = line.strip()
     if not line or line.startswith("#"):
@@ -141,7 +164,7 @@ def requirement_line(line: str, where: str, found: Collected, *, base: Path | No
         return
     if requirement:
         add_requirement(requirement.strip(), where, found)
-    pip_args(tokens, found, where=where, base=base, depth=depth, requirements=not requirement)
+    pip_args(tokens, found, where=where, base=base, depth=depth, requirements=not requirement, root=root)
 
 
 def pip_args(
@@ -152,8 +175,13 @@ def pip_args(
     base: Path | None,
     depth: int = 0,
     requirements: bool = True,
+    root: Path | None = None,
 ) -> None:
-    """``pip install`` arguments (or a requirements line's options) into ``found``."""
+    """``pip install`` arguments (or a requirements line's options) into ``found``.
+
+    ``base``: where relative ``-r``/``-c`` files are; ``root`` (default ``base``): the source's
+    folder, which every include must resolve into (links followed) or it is not read.
+    """
     index = 0
     while index < len(tokens):
         token = tokens[index]
@@ -168,7 +196,7 @@ def pip_args(
         elif option in _EXTRA:
             found.extra_urls.append((value, where))
         elif option in _INCLUDE:
-            _include(value, option, found, where=where, base=base, depth=depth)
+            _include(value, option, found, where=where, base=base, depth=depth, root=root or base)
         elif option in _EDITABLE:
             found.lose(where, f"-e {value}", "an editable install (a checkout on that machine): not carried")
         elif option == "--hash":
@@ -183,15 +211,28 @@ def pip_args(
             add_requirement(token, where, found)
 
 
-def _include(value: str, option: str, found: Collected, *, where: str, base: Path | None, depth: int) -> None:
+def _include(
+    value: str, option: str, found: Collected, *, where: str, base: Path | None, depth: int, root: Path | None
+) -> None:
+    item = f"{option} {value}"
     if Path(value).is_absolute() or value.startswith("~"):
-        found.unread.append((where, f"{option} {value}"))
-        found.lose(where, f"{option} {value}", "an absolute path (on that machine or in an image): not read")
+        found.unread.append((where, item))
+        found.lose(where, item, "an absolute path (on that machine or in an image): not read")
         return
-    target = base / value if base is not None and not _VAR.search(value) else None
-    if target is None or not target.is_file():
-        found.unread.append((where, f"{option} {value}"))
-        found.lose(where, f"{option} {value}", "includes a file that is not beside the source: not read")
+    if "://" in value or value.startswith("file:"):
+        found.unread.append((where, item))
+        found.lose(
+            where, item, "a URL: envkit init reads files beside the source only; not fetched, not read"
+        )
+        return
+    if base is None or root is None or _VAR.search(value):
+        found.unread.append((where, item))
+        found.lose(where, item, "includes a file that is not beside the source: not read")
+        return
+    target, why = confined(base / value, root)
+    if target is None:
+        found.unread.append((where, item))
+        found.lose(where, item, why)
         return
     if depth >= MAX_INCLUDE_DEPTH:
         raise AdoptError(
@@ -200,11 +241,35 @@ def _include(value: str, option: str, found: Collected, *, where: str, base: Pat
             hint="a requirements file that includes itself? check the -r lines",
         )
     if option in {"-c", "--constraint"}:
-        found.lose(
-            where, f"{option} {value}", "a constraints file: its pins are not requirements; not carried"
-        )
+        found.lose(where, item, "a constraints file: its pins are not requirements; not carried")
         return
-    read_requirements_file(target, found, label=value, depth=depth + 1)
+    # read the resolved file; its own includes are relative to where it is named (as pip does)
+    read_requirements_file(target, found, label=value, depth=depth + 1, root=root, base=(base / value).parent)
+
+
+def confined(path: Path, root: Path) -> tuple[Path | None, str]:
+    """``path`` with its links resolved when it is a regular file inside ``root`` (resolved too),
+    else ``(None, why)``: a ``..`` or a link out of the source's folder is never followed."""
+    try:
+        top = root.resolve(strict=True)
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, a dangling link, a loop
+        return None, "includes a file that is not beside the source: not read"
+    if not target.is_relative_to(top):
+        return None, (
+            "resolves outside the source's folder (a '..' or a link leading out of it): "
+            "envkit init reads files beside the source only; not read"
+        )
+    if any(part.startswith(".") for part in target.relative_to(top).parts):
+        # .ssh/id_rsa, .env, .netrc, .aws/credentials: no requirements file is hidden
+        return None, "a hidden file or folder (.ssh, .env, .netrc, ...): not read"
+    try:
+        regular = stat.S_ISREG(target.stat().st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        return None, "not a regular file (a folder, FIFO or device): not read"
+    return target, ""
 
 
 def add_requirement(text: str, where: str, found: Collected) -> None:

@@ -14,6 +14,7 @@ from typing import TypeVar
 from packaging.utils import canonicalize_name
 
 from envkit._atomic import write_bytes_atomic
+from envkit._io import TooLarge, open_regular, read_limited
 from envkit.catalog import Catalog, load_catalog
 from envkit.errors import LockError, UsageError
 from envkit.lock.inputs import LockInputs, lock_inputs
@@ -68,9 +69,19 @@ def current_lock(loaded: LoadedSpec, image_dir: Path, catalog: Catalog | None = 
     return _verify(loaded, inputs, image_dir, files, _read(image_dir / MANIFEST))
 
 
+MAX_LOCK_FILE_BYTES = 64 << 20  # a CUDA environment's conda-lock.yml is ~1 MB
+
+
 def _read(path: Path) -> bytes | None:
+    """A lock set file, at most :data:`MAX_LOCK_FILE_BYTES` of a regular file (None: absent, not a file)."""
     try:
-        return path.read_bytes() if path.is_file() else None
+        with open_regular(path, follow=True) as fh:  # a FIFO never blocks; a sparse file is not read whole
+            return read_limited(fh, MAX_LOCK_FILE_BYTES, path)
+    except TooLarge as e:
+        raise LockError(
+            f"{path}: larger than {e.limit} bytes: not a lock file envkit wrote",
+            hint="restore it from version control, or delete images/NAME/ and run `envkit lock NAME`",
+        ) from e
     except OSError:
         return None
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from envkit import __version__
 from envkit._atomic import state_dir, write_text_atomic
+from envkit._io import TooLarge, load_json_bounded, open_regular, read_limited
 from envkit.errors import UsageError
 
 __all__ = [
@@ -108,42 +109,29 @@ def write_provenance(root: Path, name: str, statement: Mapping[str, Any]) -> Pat
     return path
 
 
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if depth > _MAX_DEPTH:
-            return depth
-        if isinstance(item, Mapping):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return deepest
-
-
 def read_provenance(path: Path) -> dict[str, Any]:
-    """A provenance statement written by envkit, checked for shape; errors name the file."""
+    """A provenance statement written by envkit, checked for shape; errors name the file and field.
+
+    Read bounded (at most :data:`MAX_PROVENANCE_BYTES` + 1 bytes of a regular file: no link, FIFO
+    or device; a sparse file of any size costs no more) and nested at most ``_MAX_DEPTH`` levels;
+    every field :func:`materials_of` and ``envkit verify`` use has its shape checked, so a
+    ``predicate`` that is a string is a clear error, not a traceback.
+    """
     hint = "rebuild the image (`envkit build NAME --no-cache`) to write its provenance again"
     try:
-        size = path.stat().st_size
-        if size > MAX_PROVENANCE_BYTES:
-            raise UsageError(f"{path}: {size} bytes: larger than a provenance statement can be", hint=hint)
-        data = json.loads(path.read_text("utf-8"))
-    except UsageError:
-        raise
-    except RecursionError:
-        raise UsageError(f"{path}: invalid JSON: nested too deeply", hint=hint) from None
-    except json.JSONDecodeError as e:
+        with open_regular(path) as fh:
+            raw = read_limited(fh, MAX_PROVENANCE_BYTES, path)
+    except TooLarge:
         raise UsageError(
-            f"{path}:{e.lineno}: invalid JSON ({e.msg}): truncated or not JSON", hint=hint
+            f"{path}: larger than a provenance statement can be ({MAX_PROVENANCE_BYTES} bytes)", hint=hint
         ) from None
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise UsageError(f"{path}: cannot read: {e}", hint=hint) from None
-    if _depth(data) > _MAX_DEPTH:
-        raise UsageError(
-            f"{path}: nested deeper than {_MAX_DEPTH} levels: not an envkit provenance", hint=hint
-        )
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror or e}", hint=hint) from None
+    try:
+        data = load_json_bounded(raw, _MAX_DEPTH)
+    except ValueError as e:
+        reason = str(e) if str(e).startswith(("invalid", "nested")) else f"invalid JSON: {e}"
+        raise UsageError(f"{path}: {reason}: truncated or not an envkit provenance", hint=hint) from None
     if (
         not isinstance(data, dict)
         or data.get("_type") != STATEMENT_TYPE
@@ -155,13 +143,44 @@ def read_provenance(path: Path) -> dict[str, Any]:
     digest = first.get("digest") if isinstance(first, dict) else None
     if not (isinstance(digest, dict) and isinstance(digest.get("sha256"), str)):
         raise UsageError(f"{path}: subject[0].digest.sha256 is missing", hint=hint)
+    problem = _shape_problem(data)
+    if problem:
+        raise UsageError(f"{path}: {problem}: not an envkit provenance", hint=hint)
     return data
 
 
+def _shape_problem(data: Mapping[str, Any]) -> str | None:
+    """What is of the wrong shape in the fields verify reads (None: all fine)."""
+    predicate = data.get("predicate")
+    if not isinstance(predicate, dict):
+        return f"predicate is a {type(predicate).__name__}, not an object"
+    definition = predicate.get("buildDefinition")
+    if not isinstance(definition, dict):
+        return f"predicate.buildDefinition is a {type(definition).__name__}, not an object"
+    deps = definition.get("resolvedDependencies", [])
+    if not isinstance(deps, list):
+        return f"predicate.buildDefinition.resolvedDependencies is a {type(deps).__name__}, not a list"
+    for number, dep in enumerate(deps):
+        where = f"predicate.buildDefinition.resolvedDependencies[{number}]"
+        if not isinstance(dep, dict):
+            return f"{where} is a {type(dep).__name__}, not an object"
+        if not isinstance(dep.get("name", ""), str):
+            return f"{where}.name is not text"
+        digest = dep.get("digest", {})
+        if not isinstance(digest, dict) or not all(isinstance(v, str) for v in digest.values()):
+            return f"{where}.digest is not an object of text values"
+    return None
+
+
 def materials_of(statement: Mapping[str, Any]) -> dict[str, str]:
-    """``name -> sha256`` of the statement's resolved dependencies (those with a digest)."""
+    """``name -> sha256`` of the statement's resolved dependencies (those with a digest).
+
+    Tolerant of any shape (what :func:`read_provenance` refuses is simply no material here).
+    """
     found: dict[str, str] = {}
-    deps = statement.get("predicate", {}).get("buildDefinition", {}).get("resolvedDependencies", [])
+    predicate = statement.get("predicate")
+    definition = predicate.get("buildDefinition") if isinstance(predicate, dict) else None
+    deps = definition.get("resolvedDependencies") if isinstance(definition, dict) else None
     for dep in deps if isinstance(deps, list) else []:
         if isinstance(dep, dict) and isinstance(dep.get("digest"), dict):
             sha = dep["digest"].get("sha256")

@@ -3,7 +3,9 @@
 Findings, never tracebacks: a missing, truncated, huge or deeply nested file, an SBOM whose
 sha256 is not the image's ``io.envkit.sbom-sha256`` label, an SBOM listing packages the lock does
 not have (or missing some it has), a provenance statement naming another image, lock or base.
-The SBOM is read with the inventory reader (bounded size and depth, :mod:`envkit.inventory.readers_sbom`).
+The SBOM is read once, at most :data:`MAX_SBOM_BYTES` + 1 bytes of a regular file (no link, FIFO
+or device: a sparse file of any size costs no more), hashed, and parsed from those bytes by the
+inventory reader (bounded depth, :mod:`envkit.inventory.readers_sbom`).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from envkit._io import NotRegular, TooLarge, open_regular, read_limited
 from envkit.errors import EnvkitError
-from envkit.inventory import read_inventory
+from envkit.inventory import parse_inventory
 from envkit.inventory.names import canonical
 from envkit.lock import LockState
 from envkit.render.dockerfile import LOCK_LABEL
@@ -23,6 +26,7 @@ from envkit.sbom.provenance import materials_of, provenance_path, read_provenanc
 __all__ = ["check_provenance", "check_sbom"]
 
 _SHOWN = 10
+MAX_SBOM_BYTES = 32 << 20  # the SBOM of a 400-package lock is ~0.5 MB
 
 
 def _lock_packages(lock: LockState) -> set[tuple[str, str, str]]:
@@ -44,19 +48,27 @@ def check_sbom(directory: Path, labels: Mapping[str, str], lock: LockState) -> l
     """Findings about ``images/NAME/sbom.cdx.json`` against the image label and the lock."""
     path = directory / SBOM_NAME
     label = labels.get(SBOM_LABEL)
-    if not path.is_file():
-        return [f"{path}: missing (the image's SBOM label is {label})"] if label else []
-    findings = []
     try:
-        data = path.read_bytes()
+        with open_regular(path) as fh:
+            data = read_limited(fh, MAX_SBOM_BYTES, path)
+    except FileNotFoundError:
+        return [f"{path}: missing (the image's SBOM label is {label})"] if label else []
+    except TooLarge:
+        return [f"{path}: larger than {MAX_SBOM_BYTES} bytes: not the SBOM envkit wrote"]
+    except NotRegular as e:
+        return [f"{path}: {e.strerror}: not the SBOM envkit wrote"]
     except OSError as e:
-        return [f"{path}: cannot read: {e.strerror}"]
+        return [f"{path}: cannot read: {e.strerror or e}"]
+    findings = []
     if label is not None and hashlib.sha256(data).hexdigest() != label:
         findings.append(
             f"{path}: sha256 {hashlib.sha256(data).hexdigest()} is not the image's {SBOM_LABEL} {label}"
         )
     try:
-        inventory = read_inventory(path, "cyclonedx", label="sbom")
+        text = data.decode("utf-8").removeprefix("\ufeff")
+        inventory = parse_inventory(text, path=str(path), label="sbom", format="cyclonedx")
+    except UnicodeDecodeError as e:
+        return [*findings, f"{path}: unreadable SBOM: not UTF-8 text (byte {e.start})"]
     except EnvkitError as e:
         return [*findings, f"{path}: unreadable SBOM: {e.message}"]
     listed: set[tuple[str, str, str]] = {
@@ -76,7 +88,7 @@ def check_provenance(
 ) -> list[str]:
     """Findings about the image's provenance statement (``.envkit/provenance/``), when there is one."""
     path = provenance_path(root, name, image_id)
-    if not path.is_file():
+    if not (path.is_file() or path.is_symlink()):
         return []  # an image built elsewhere: its provenance is where it was built
     try:
         statement = read_provenance(path)

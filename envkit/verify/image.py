@@ -2,8 +2,11 @@
 
 Equal image IDs prove the image is what the lock describes. Otherwise the two images are
 compared layer by layer and file by file (:mod:`envkit.reproduce.compare`), and ``diffoscope``
-(Debian package ``diffoscope``), when installed, explains the first differing files. The
-verified image keeps its tags; the rebuild is tagged ``envkit/NAME:rebuilt``.
+(Debian package ``diffoscope``), when installed, explains the first differing files.
+
+The image under test may be anyone's: the rebuild is built under ``envkit/NAME:rebuilt`` only
+(:attr:`BuildOptions.tag`), so no project tag (``envkit/NAME:latest``, ``envkit/NAME:<digest>``)
+and no tag of the verified image ever moves.
 """
 
 from __future__ import annotations
@@ -96,16 +99,13 @@ def verify_image(
         *check_sbom(image_dir(builder.root, name), facts.labels, lock_state(builder.root, loaded)),
         *check_provenance(builder.root, name, facts.id, facts.labels, base.id if base else None),
     ]
-    built = builder.build(loaded, replace(options, nocache=True, frozen=True))
+    rebuilt_tag = f"{image_repo(name)}:rebuilt"  # the one tag the rebuild sets: no project tag moves
+    built = builder.build(loaded, replace(options, nocache=True, frozen=True, tag=rebuilt_tag))
     lock = built.labels.get(LOCK_LABEL)
     result = VerifyResult(name, image, facts.id, built.image_id, None, lock, facts.labels.get(LOCK_LABEL),
                           None, findings=tuple(findings))  # fmt: skip
     if result.equal:
         return result
-    rebuilt_tag = f"{image_repo(loaded.spec.name)}:rebuilt"
-    builder.engine.tag(built.image_id, rebuilt_tag)
-    for tag in facts.tags:  # the build moved them to the rebuild: give them back
-        builder.engine.tag(facts.id, tag)
     with (
         tempfile.TemporaryDirectory(prefix="envkit-verify-") as tmp,
         saved_image(archive, facts.id, Path(tmp)) as left,
