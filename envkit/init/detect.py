@@ -341,7 +341,7 @@ def cuda_evidence(
 ASK = "ask"
 """The CUDA the source asks for without naming it: envkit refuses with the choices, never assumes cpu."""
 _PLUMBING = ("pytorch-cuda", "cudatoolkit", "cuda-version", "cuda-runtime", "cuda-toolkit", "cuda-cudart")
-_SINGLE_CUDA = re.compile(r"^(?:==?)?\s*(\d+)\.(\d+)(?:\.\d+)*(?:\.\*|\*)?(?:[=\s].*)?\Z")
+_SINGLE_CUDA = re.compile(r"^(?:==?)?\s*(\d+)\.(\d+)(?:\.\d+)*(?:\.\*|\*)?(?:[= \t].*)?\Z")
 
 
 def plumbing_cuda(found: Collected) -> tuple[str | None, str]:

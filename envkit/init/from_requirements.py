@@ -99,7 +99,7 @@ _WHEEL_PYTHON = re.compile(r"-cp3(\d{1,2})-cp3\d{1,2}")
 _OPTION_START = re.compile(r"\s--?[A-Za-z]")
 _RANGED_LOCAL = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<op>~=|>=|<=|>|<)\s*(?P<version>\d+(?:\.\d+)*)"
-    r"\+(?P<local>[A-Za-z0-9.]+)\s*\Z"
+    r"\+(?P<local>[A-Za-z0-9.]+)[ \t]*\Z"
 )
 _FRAMEWORK_NAMES = {"torch", "paddlepaddle", "paddlepaddle-gpu"}
 
