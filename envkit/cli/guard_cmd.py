@@ -54,7 +54,7 @@ def replay(
     nodelist: str | None, partition: str | None, time_limit: str | None, store: Path | None,
     run_id: str | None, wait_timeout: float | None,
 ) -> CommandResult:  # fmt: skip
-    """Run an incident's step again here: reproducible, transient or environment (with the causes).
+    """Run an incident's step again here: reproducible, nondeterministic, transient or environment.
 
     With --slurm (or --scheduler) the step is replayed on other nodes as a fleet task, one per node,
     and each node gets its own verdict.

@@ -69,9 +69,16 @@ class Trace:
     first_bad_module: dict[str, Any] | None = None
     failing_modules: list[str] = field(default_factory=list)  # module stack when the step raised
     grad_order: list[tuple[str, bool]] = field(default_factory=list)  # (param, finite) in backward order
+    # backward as forward: the first module whose gradients in (w.r.t. its outputs) were finite and
+    # whose gradient out (w.r.t. an input, or one of its own parameters) was not
+    first_bad_backward: dict[str, Any] | None = None
 
     def first_bad_grad(self) -> str | None:
         return next((name for name, ok in self.grad_order if not ok), None)
+
+
+# register a gradient hook on a tensor that takes part in backward (None: it does not)
+GradHook = Callable[[Any, Callable[[Any], None]], Any]
 
 
 class Hooks:
@@ -83,10 +90,15 @@ class Hooks:
         tensor_ok: Callable[[Any], bool],
         is_tensor: Callable[[Any], bool],
         absmax: Callable[[Any], float | None],
+        grad_hook: GradHook | None = None,
     ) -> None:
         self.trace = Trace()
         self.stack: list[str] = []
         self.tensor_ok, self.is_tensor, self.absmax = tensor_ok, is_tensor, absmax
+        self.grad_hook = grad_hook
+        self.handles: list[Any] = []  # the tensor hooks of this replay's backward
+        self.types: dict[str, str] = {}
+        self.outs_ok: dict[str, bool] = {}  # module -> every gradient w.r.t. its outputs so far finite
 
     def _bad_part(self, value: Any) -> str | None:
         return next(
@@ -99,6 +111,7 @@ class Hooks:
     def leave(self, name: str, module: Any, inputs: Any, output: Any, own: list[tuple[str, Any]]) -> None:
         if self.stack and self.stack[-1] == name:
             self.stack.pop()
+        self._watch_backward(name, module, inputs, output)
         if self.trace.first_bad_module is not None:
             return
         bad_output = self._bad_part(output)
@@ -114,7 +127,40 @@ class Hooks:
         }
 
     def grad(self, name: str, grad: Any) -> None:
-        self.trace.grad_order.append((name, grad is None or self.tensor_ok(grad)))
+        ok = grad is None or self.tensor_ok(grad)
+        self.trace.grad_order.append((name, ok))
+        owner, _, param = name.rpartition(".")
+        self._grad_out(owner, f"its parameter {param}", ok)
+
+    def _watch_backward(self, name: str, module: Any, inputs: Any, output: Any) -> None:
+        """Hooks on the module's output and input tensors: what its backward received and gave."""
+        if self.grad_hook is None:
+            return
+        self.types[name] = type(module).__name__
+        for _, t in walk(output, self.is_tensor):
+            handle = self.grad_hook(t, lambda g, name=name: self._grad_in(name, g))
+            if handle is not None:
+                self.handles.append(handle)
+        tensors = list(walk(inputs, self.is_tensor))
+        for i, (_, t) in enumerate(tensors):
+            what = "the gradient of its input" + (f" {i}" if len(tensors) > 1 else "")
+            handle = self.grad_hook(
+                t, lambda g, name=name, what=what: self._grad_out(name, what, self.tensor_ok(g))
+            )
+            if handle is not None:
+                self.handles.append(handle)
+
+    def _grad_in(self, name: str, grad: Any) -> None:
+        self.outs_ok[name] = self.outs_ok.get(name, True) and self.tensor_ok(grad)
+
+    def _grad_out(self, name: str, what: str, ok: bool) -> None:
+        if ok or self.trace.first_bad_backward is not None or not self.outs_ok.get(name, False):
+            return  # finite, found already, or it only passed on a non-finite gradient it was given
+        self.trace.first_bad_backward = {
+            "module": name or "(the model)",
+            "type": self.types.get(name, "?"),
+            "gradient": what,
+        }
 
     @contextlib.contextmanager
     def run(self, handles: list[Any]) -> Iterator[Trace]:
@@ -124,7 +170,7 @@ class Hooks:
             self.trace.failing_modules = list(self.stack)
             raise
         finally:
-            for h in handles:
+            for h in [*handles, *self.handles]:
                 h.remove()
 
 
@@ -174,6 +220,17 @@ class Adapter:
     def last_param_norms(self) -> dict[str, float]:
         """The per-parameter gradient norms the last :meth:`total_norm` computed (read now)."""
         return {}
+
+    def group_lrs(self) -> list[float]:
+        """The learning rate of each of the optimizer's parameter groups (host floats, no device work)."""
+        lr = self.lr()
+        return [] if lr is None else [lr]
+
+    def group_norms(self) -> list[Any]:
+        """Device values to read with the step: per parameter group, the gradient 2-norm then the weight
+        2-norm (``[g_0, …, g_G-1, w_0, …, w_G-1]``), from the norms the last :meth:`total_norm` kept;
+        [] where the framework cannot say."""
+        return []
 
     def where_ok(self, ok: Any, value: Any) -> Any:
         """``value`` where ``ok``, else 0 (on the device)."""

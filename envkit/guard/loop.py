@@ -27,10 +27,17 @@ from typing import Any
 from envkit.errors import GuardError, GuardStopped
 from envkit.guard.adapter import Adapter, RngState, Tensors, make_adapter
 from envkit.guard.flight import write_dump
-from envkit.guard.localize import NoOptimizer, largest_update, replay_step
+from envkit.guard.localize import (
+    NoOptimizer,
+    batch_nonfinite,
+    describe_nonfinite,
+    largest_update,
+    replay_step,
+)
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
 from envkit.guard.runlog import RunLog
 from envkit.guard.spikes import SpikeDetector
+from envkit.guard.updates import UpdateTracker
 
 __all__ = ["Guard", "GuardStep"]
 
@@ -126,9 +133,13 @@ class Guard:
         spike_window: int = 100,
         spike_warmup: int = 20,
         spike_threshold: float = 6.0,
+        spike_factor: float = 4.0,
+        loss_spike_factor: float = 1.5,
         keep: int = 16,
         flush_every: int = 100,
         max_dumps: int = 5,
+        max_spike_dumps: int = 2,
+        update_factor: float | None = 10.0,
         name: str = "train",
         seed: int = 0,
         autocast: str | None = None,
@@ -153,14 +164,18 @@ class Guard:
         self.check_every = 1 if scaler is not None or self.world_size > 1 or not defer else check_every
         self.loss_fn, self.entry = loss_fn, entry
         self.max_skips, self.max_overflows, self.max_dumps = max_skips, max_overflows, max_dumps
-        self.loss_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold)
-        self.grad_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold)
+        self.loss_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold, loss_spike_factor)
+        self.grad_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold, spike_factor)
         self.recent: deque[StepRecord] = deque(maxlen=keep)
         self.pending: list[_Pending] = []
         self.count = 0
         self.consecutive_skips = 0
         self.consecutive_overflows = 0
         self.dumps = 0
+        # a dump budget per kind: warnings (spikes) never spend what a non-finite step needs
+        self.dumps_by_kind: dict[IncidentKind, int] = {}
+        self.max_spike_dumps = max_spike_dumps
+        self.updates = UpdateTracker(update_factor, spike_warmup)
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
         self.log = RunLog(
             Path(run),
@@ -230,7 +245,9 @@ class Guard:
         if self.count % self.check_every != 0:
             return self._masked(g, grads, total, ok, lr)
         self._drain(g)
+        groups = a.group_norms()
         if self.world_size > 1:
+            groups = a.read(groups)
             ranks = a.gather([g.loss, total])
             losses, norms = [r[0] for r in ranks], [r[1] for r in ranks]
             loss, norm = losses[self.rank], norms[self.rank]
@@ -239,15 +256,19 @@ class Guard:
                 i for i, nv in enumerate(norms) if not math.isfinite(nv)
             ]
         else:
-            loss, norm = a.read([g.loss, total])
+            loss, norm, *groups = a.read([g.loss, total, *groups])
             losses = norms = None  # type: ignore[assignment]
             bad_ranks = [] if math.isfinite(loss) and math.isfinite(norm) else [0]
         rec = StepRecord(
             g.step, loss, norm, lr=lr, loss_scale=a.loss_scale(), rank_losses=losses, rank_norms=norms
         )
+        self.updates.record(rec, a.group_lrs(), groups, self.clip)
         if bad_ranks:
             return self._bad(g, rec, grads, total, bad_ranks)
         self.consecutive_overflows = 0
+        update = self.updates.spike(rec)
+        if update is not None:  # found before the update is applied: the weights are still whole
+            return self._incident(g, rec, IncidentKind.UPDATE_SPIKE, update, self.policy, [])
         spike = self._spike(rec)
         if spike is not None and self.spike_policy is not Policy.WARN:
             return self._incident(g, rec, spike[0], spike[1], self.spike_policy or Policy.WARN, [])
@@ -395,6 +416,26 @@ class Guard:
             )
         return None
 
+    def _dump_budget(self, kind: IncidentKind) -> bool:
+        """A dump for this incident? Each kind has its own budget; spikes (warnings) a smaller one."""
+        used = self.dumps_by_kind.get(kind, 0)
+        warning = kind in (IncidentKind.LOSS_SPIKE, IncidentKind.GRAD_SPIKE, IncidentKind.RANK_MISMATCH)
+        if used >= (self.max_spike_dumps if warning else self.max_dumps):
+            return False
+        self.dumps_by_kind[kind] = used + 1
+        self.dumps += 1
+        return True
+
+    def _context(self, g: GuardStep, rec: StepRecord, kind: IncidentKind) -> dict[str, Any]:
+        """The incident's step: lr and update ratio per group beside the largest before; a bad batch."""
+        out = self.updates.context(rec)
+        if kind in (IncidentKind.NONFINITE_LOSS, IncidentKind.NONFINITE_GRAD, IncidentKind.ERROR):
+            try:
+                out["nonfinite_batch"] = batch_nonfinite(self.adapter, g.batch)
+            except Exception as exc:  # noqa: BLE001 a batch the check cannot read: the incident stands
+                out["nonfinite_batch_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        return out
+
     def _rank_check(self, g: GuardStep, rec: StepRecord) -> None:
         """fairseq's check: after the all-reduce every replica holds the same gradient norm.
 
@@ -439,11 +480,13 @@ class Guard:
         exact: bool = True,
     ) -> Incident:
         incident = Incident(rec.step, kind, message, action, ranks=ranks)
+        incident.context = self._context(g, rec, kind)
+        if incident.context.get("nonfinite_batch"):  # said first: the input, not the model
+            incident.message = f"{describe_nonfinite(incident.context['nonfinite_batch'])}; {message}"
         a = self.adapter
         grad_norms = a.param_norms()
         incident.param_grad_norms = {k: json_float(v) for k, v in grad_norms.items()}
-        if self.dumps < self.max_dumps:
-            self.dumps += 1
+        if self._dump_budget(kind):
             incident.dump = self._dump(g, rec, kind, exact)
             if self.loss_fn is not None and self.world_size == 1:
                 incident.localization = self._localize(g)
@@ -485,7 +528,7 @@ class Guard:
         assert self.loss_fn is not None
         now = a.rng_state()
         try:
-            twin = copy.deepcopy(self.model)
+            twin = copy.deepcopy(a.model)  # the module itself (a torch.compile wrapper unwrapped)
             twin_adapter = make_adapter(twin, NoOptimizer())
             twin_adapter.restore_buffers(g.buffers)
             result = replay_step(twin_adapter, self.loss_fn, g.batch, g.rng, training=a.training())

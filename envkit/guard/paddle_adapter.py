@@ -58,6 +58,16 @@ def _absmax(value: Any) -> float | None:
     return max(found) if found else None
 
 
+def _grad_hook(t: Any, fn: Any) -> Any:
+    """A hook on ``t``'s gradient (replays only); None when ``t`` takes no part in backward."""
+    if t.stop_gradient or not _floating(t):
+        return None
+    try:
+        return t.register_hook(lambda g: fn(g))  # returns None: the gradient is left as it is
+    except (RuntimeError, ValueError):  # a tensor paddle does not let us hook: not watched
+        return None
+
+
 class PaddleAdapter(Adapter):
     """The guard's adapter for PaddlePaddle models and optimizers."""
 
@@ -301,7 +311,7 @@ class PaddleAdapter(Adapter):
         return out
 
     def trace(self) -> AbstractContextManager[Trace]:
-        hooks = Hooks(_tensor_ok, _is_tensor, _absmax)
+        hooks = Hooks(_tensor_ok, _is_tensor, _absmax, _grad_hook)
         handles: list[Any] = []
         for name, layer in [("", self.model), *self.model.named_sublayers()]:
             handles.append(layer.register_forward_pre_hook(lambda m, i, name=name: hooks.enter(name)))

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import ReportError
+from envkit.guard.localize import describe_nonfinite
 from envkit.probe.report import load_report
 
 __all__ = ["load_run", "render_replay", "render_run"]
@@ -51,6 +52,9 @@ def _localization(loc: dict[str, Any] | None) -> list[str]:
     if not loc:
         return []
     lines = []
+    bad = loc.get("nonfinite_batch")
+    if isinstance(bad, dict) and isinstance(bad.get("index"), list):
+        lines.append(describe_nonfinite(bad))
     mod = loc.get("first_nonfinite_module")
     if mod:
         absmax = mod.get("inputs_absmax")
@@ -61,6 +65,12 @@ def _localization(loc: dict[str, Any] | None) -> list[str]:
         )
         if mod.get("nonfinite_parameter"):
             lines.append(f"  its parameter {mod['nonfinite_parameter']} is non-finite")
+    back = loc.get("first_nonfinite_backward")
+    if isinstance(back, dict) and not mod:
+        lines.append(
+            f"first non-finite gradient made in backward: {back.get('module')} ({back.get('type')}): "
+            f"the gradients it received were finite, {back.get('gradient')} is not"
+        )
     if loc.get("raised_in"):
         lines.append(f"raised in: {loc['raised_in']}: {loc.get('error')}")
     if loc.get("first_nonfinite_grad"):
@@ -70,6 +80,27 @@ def _localization(loc: dict[str, Any] | None) -> list[str]:
         lines.append(f"largest gradient norm: {largest.get('parameter')} ({largest.get('norm')})")
     lines += [f"hint: {h}" for h in loc.get("hints") or []]
     return lines
+
+
+def _numbers(values: Any) -> str:
+    if not isinstance(values, list):
+        return "?"
+    return ", ".join(f"{v:.3g}" if isinstance(v, int | float) else str(v) for v in values)
+
+
+def _context(ctx: Any) -> list[str]:
+    """The step's learning rate and update ratio per group, beside the largest before it."""
+    if not isinstance(ctx, dict) or "lrs" not in ctx:
+        return []
+    before = ctx.get("largest_before") if isinstance(ctx.get("largest_before"), dict) else {}
+    line = f"lr {_numbers(ctx.get('lrs'))}"
+    if before.get("lrs"):
+        line += f" (largest before: {_numbers(before['lrs'])})"
+    if "update_ratios" in ctx:
+        line += f"; update lr·|grad|/|weight| {_numbers(ctx['update_ratios'])}"
+        if before.get("update_ratios"):
+            line += f" (largest before: {_numbers(before['update_ratios'])})"
+    return [line]
 
 
 def render_run(s: dict[str, Any]) -> str:
@@ -85,9 +116,13 @@ def render_run(s: dict[str, Any]) -> str:
             f"incident at step {inc.get('step')}: {inc.get('kind')}: {inc.get('message')} "
             f"({inc.get('action')}){ranks}"
         )
+        lines += [f"  {line}" for line in _context(inc.get("context"))]
         if inc.get("dump"):
             lines.append(f"  dump: {Path(s['run']) / inc['dump']}")
-        lines += [f"  {line}" for line in _localization(inc.get("localization"))]
+        loc = inc.get("localization")
+        if isinstance(loc, dict) and "the batch holds" in str(inc.get("message")):
+            loc = {k: v for k, v in loc.items() if k != "nonfinite_batch"}  # the message said it first
+        lines += [f"  {line}" for line in _localization(loc)]
     if not s["incidents"]:
         lines.append("no incidents")
     return "\n".join(lines)

@@ -44,6 +44,16 @@ def _absmax(value: Any) -> float | None:
     return max(found) if found else None
 
 
+def _grad_hook(t: Any, fn: Any) -> Any:
+    """A hook on ``t``'s gradient (replays only); None when ``t`` takes no part in backward."""
+    if not (t.requires_grad and (t.is_floating_point() or t.is_complex())):
+        return None
+    try:
+        return t.register_hook(lambda g: fn(g))  # returns None: the gradient is left as it is
+    except RuntimeError:  # a tensor autograd does not let us hook: that module is not watched
+        return None
+
+
 class TorchAdapter(Adapter):
     """The guard's adapter for PyTorch models and optimizers."""
 
@@ -51,9 +61,13 @@ class TorchAdapter(Adapter):
     safetensors = "safetensors.torch"
 
     def __init__(self, model: Any, optimizer: Any, scaler: Any = None) -> None:
+        # a torch.compile'd model: the guard works on the module it wraps (names, state, hooks, copies)
+        model = getattr(model, "_orig_mod", model)
         super().__init__(model, optimizer, scaler)
         self._named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self._scale_before: float | None = None
+        self._stacked: Any = None  # the per-parameter gradient norms of the last total_norm, stacked
+        self._groups: tuple[tuple[str, ...], Any, Any] | None = None  # names, their params, one-hot
 
     def finite_flag(self, value: Any) -> Any:
         return torch.isfinite(value.detach()).all()
@@ -68,14 +82,15 @@ class TorchAdapter(Adapter):
     def total_norm(self, grads: list[Any]) -> Any:
         """clip_grad_norm_'s own arithmetic (``get_total_norm``): one ``_foreach_norm``, then the norm
         of the stacked norms. With one device and dtype the per-parameter norms are kept (no read)."""
-        self._norms = None
+        self._norms = self._stacked = None
         if not grads:
             return torch.zeros(())
         first = grads[0]
         if all(g.device == first.device and g.dtype == first.dtype for g in grads):
             norms = torch._foreach_norm(grads, 2.0)
             self._norms = norms
-            return torch.linalg.vector_norm(torch.stack(list(norms)), 2.0)
+            self._stacked = torch.stack(list(norms))
+            return torch.linalg.vector_norm(self._stacked, 2.0)
         get_total_norm = getattr(torch.nn.utils, "get_total_norm", None)
         if get_total_norm is not None:  # torch 2.6+: what clip_grad_norm_ itself calls
             return get_total_norm(grads, 2.0)
@@ -91,6 +106,37 @@ class TorchAdapter(Adapter):
             else self._norm_names
         )
         return dict(zip(names, self.read(list(self._norms)), strict=False))
+
+    def group_lrs(self) -> list[float]:
+        groups = getattr(self.optimizer, "param_groups", None) or []
+        return [float(g["lr"]) for g in groups if isinstance(g.get("lr"), int | float)]
+
+    def group_norms(self) -> list[Any]:
+        """Per group, the gradient and weight norms: one ``_foreach_norm`` of the weights and one
+        matrix product with a cached group one-hot (a handful of device ops per step)."""
+        if self._stacked is None or self._norm_names is None:
+            return []
+        names = tuple(self._norm_names)
+        if self._groups is None or self._groups[0] != names:
+            self._groups = self._group_matrix(names)
+        _, params, onehot = self._groups
+        if onehot is None:
+            return []
+        weights = torch.stack(list(torch._foreach_norm(params, 2.0)))
+        both = torch.stack([self._stacked, weights.to(self._stacked.dtype)])
+        return [((both * both) @ onehot).sqrt().reshape(-1)]
+
+    def _group_matrix(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], Any, Any]:
+        named = dict(self._named)
+        params = [named[n].detach() for n in names]
+        groups = getattr(self.optimizer, "param_groups", None) or []
+        where = {id(p): i for i, g in enumerate(groups) for p in g.get("params", [])}
+        index = [where.get(id(named[n])) for n in names]
+        if not params or None in index or len({p.device for p in params}) > 1:
+            return names, params, None
+        onehot = torch.zeros(len(names), len(groups), dtype=self._stacked.dtype, device=params[0].device)
+        onehot[torch.arange(len(names)), torch.tensor(index)] = 1.0
+        return names, params, onehot
 
     def where_ok(self, ok: Any, value: Any) -> Any:
         return torch.where(ok, value, torch.zeros_like(value))
@@ -134,7 +180,7 @@ class TorchAdapter(Adapter):
     def read(self, values: list[Any]) -> list[float]:
         if not values:
             return []
-        stacked = torch.stack([v.detach().to(torch.float64).reshape(()) for v in values])
+        stacked = torch.cat([v.detach().to(torch.float64).reshape(-1) for v in values])
         return [float(v) for v in stacked.cpu().tolist()]
 
     def lr(self) -> float | None:
@@ -274,7 +320,7 @@ class TorchAdapter(Adapter):
         return {n: lrs[id(p)] for n, p in self._named if id(p) in lrs}
 
     def trace(self) -> AbstractContextManager[Trace]:
-        hooks = Hooks(_tensor_ok, _is_tensor, _absmax)
+        hooks = Hooks(_tensor_ok, _is_tensor, _absmax, _grad_hook)
         handles: list[Any] = []
         for name, module in self.model.named_modules():
             handles.append(
