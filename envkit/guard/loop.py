@@ -14,8 +14,10 @@ own arithmetic, the random generators are only read (never reseeded).
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import os
+import sys
 import warnings
 from collections import deque
 from collections.abc import Callable
@@ -24,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from envkit._safe import one_line
 from envkit.errors import GuardError, GuardStopped
 from envkit.guard.adapter import Adapter, RngState, Tensors, make_adapter
 from envkit.guard.flight import write_dump
@@ -35,6 +38,7 @@ from envkit.guard.spikes import SpikeDetector
 __all__ = ["Guard", "GuardStep"]
 
 LossFn = Callable[[Any, Any], Any]
+_log = logging.getLogger("envkit.guard")
 
 
 @dataclass
@@ -161,6 +165,7 @@ class Guard:
         self.consecutive_skips = 0
         self.consecutive_overflows = 0
         self.dumps = 0
+        self.said_skip = False  # the first skip goes to stderr too
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
         self.log = RunLog(
             Path(run),
@@ -358,7 +363,8 @@ class Guard:
         if policy is Policy.STOP or self.consecutive_skips >= self.max_skips:
             why = "policy stop" if policy is Policy.STOP else f"{self.consecutive_skips} skips in a row"
             incident.action = "stopped"
-            report = self.log.write()
+            self.log.closed = True  # the guard ended the run: its record is whole
+            report = self.log.save()
             where = f"; replay: envkit guard replay {self.log.root / incident.dump}" if incident.dump else ""
             raise GuardStopped(
                 f"step {rec.step}: {kind}: {message} ({why}); report {report}{where}",
@@ -370,14 +376,14 @@ class Guard:
         """The step raised (index out of range, a device assert): record and dump it, then re-raise."""
         self.count += 1
         loss = math.nan
-        rec = StepRecord(g.step, loss, math.nan, lr=self.adapter.lr(), skipped=f"error: {type(exc).__name__}")
         message = (
             f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
         )
+        rec = StepRecord(g.step, loss, math.nan, lr=self.adapter.lr(), raised=message)
         self._record_incident(g, rec, IncidentKind.ERROR, message, "raised", [self.rank])
         self.adapter.zero_grad()
         self._store(rec)
-        self.log.write()
+        self.log.save()
 
     def _spike(self, rec: StepRecord) -> tuple[IncidentKind, str] | None:
         if self.spike_policy is None:
@@ -426,6 +432,17 @@ class Guard:
     def _store(self, rec: StepRecord) -> None:
         self.recent.append(rec)
         self.log.add(rec, first=len(self.log.records) == 0)
+        if rec.skipped is not None:
+            self._said_skipped(rec)
+
+    def _said_skipped(self, rec: StepRecord) -> None:
+        """Each skip on the ``envkit.guard`` logger; the first non-overflow one on stderr too."""
+        text = f"envkit.guard: step {rec.step} skipped: {one_line(rec.skipped or '')}"
+        _log.info("%s", text)
+        if not (self.said_skip or rec.overflow):
+            self.said_skip = True
+            more = f"further skips: logger envkit.guard (INFO); envkit guard show {self.log.root}"
+            print(f"{text} ({more})", file=sys.stderr)
 
     def _record_incident(
         self,
@@ -439,27 +456,40 @@ class Guard:
         exact: bool = True,
     ) -> Incident:
         incident = Incident(rec.step, kind, message, action, ranks=ranks)
+        try:
+            self._describe(g, rec, kind, exact, incident)
+        except Exception as exc:  # noqa: BLE001 the guard's own recording never stops the training
+            incident.recording_error = self.log.failed(f"step {rec.step}: the incident", exc)
+        self.log.incidents.append(incident)
+        self.log.incident(incident)
+        if action == "warned":
+            warnings.warn(f"envkit.guard: step {rec.step}: {message}", stacklevel=4)
+        return incident
+
+    def _describe(
+        self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool, incident: Incident
+    ) -> None:
+        """The incident's gradient norms, dump and localization (the caller catches any failure)."""
         a = self.adapter
         grad_norms = a.param_norms()
         incident.param_grad_norms = {k: json_float(v) for k, v in grad_norms.items()}
         if self.dumps < self.max_dumps:
             self.dumps += 1
-            incident.dump = self._dump(g, rec, kind, exact)
+            try:
+                incident.dump = self._dump(g, rec, kind, exact)
+            except Exception as exc:  # noqa: BLE001 no dump (said why); the incident and training go on
+                incident.recording_error = self.log.failed(f"step {rec.step}: the dump", exc)
             if self.loss_fn is not None and self.world_size == 1:
                 incident.localization = self._localize(g)
         update = largest_update(grad_norms, a.weight_norms(), a.param_lrs())
         if update is not None:
             incident.localization = {**(incident.localization or {}), "largest_update": update}
-        self.log.incidents.append(incident)
-        if action == "warned":
-            warnings.warn(f"envkit.guard: step {rec.step}: {message}", stacklevel=4)
-        return incident
 
     def _dump(self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool) -> str:
         name = f"step-{rec.step}" if self.world_size == 1 else f"step-{rec.step}-rank-{self.rank}"
         relative = f"incidents/{name}"
         write_dump(
-            self.log.root / relative,
+            self.log.folder("incidents") / name,
             self.adapter,
             batch=g.batch,
             rng=g.rng,

@@ -85,6 +85,7 @@ class StepRecord:
     skipped: str | None = None
     rank_losses: list[float] | None = None
     rank_norms: list[float] | None = None
+    raised: str | None = None  # the step raised (re-raised to the loop): not a skip
 
     @property
     def finite(self) -> bool:
@@ -106,6 +107,8 @@ class StepRecord:
         if self.rank_losses is not None:
             data["rank_losses"] = [json_float(v) for v in self.rank_losses]
             data["rank_norms"] = [json_float(v) for v in self.rank_norms or []]
+        if self.raised is not None:
+            data["raised"] = self.raised
         return data
 
     @classmethod
@@ -125,6 +128,7 @@ class StepRecord:
             skipped=data.get("skipped"),
             rank_losses=None if ranks is None else [read_float(v) for v in ranks],
             rank_norms=None if ranks is None else [read_float(v) for v in data.get("rank_norms") or []],
+            raised=data.get("raised"),
         )
 
 
@@ -140,6 +144,7 @@ class Incident:
     ranks: list[int] = field(default_factory=list)  # the ranks whose numbers went bad (data parallel)
     localization: dict[str, Any] | None = None
     param_grad_norms: dict[str, float | str] = field(default_factory=dict)
+    recording_error: str | None = None  # the guard could not record all of it (its dump): why
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
