@@ -110,12 +110,16 @@ def _fail(path: Path, what: str, hint: str = HINT) -> DumpError:
 
 
 def _sniff(head: bytes) -> str | None:
-    """What a file that did not parse looks like (never parsed further): asked only after parsing."""
-    if head[:1] == b"\x80" and len(head) > 1 and head[1] <= 5:
+    """What a file that did not parse looks like (never parsed further): asked only after parsing.
+
+    A pickle opens with PROTO (0x80, protocol 2-5) or, in protocol 0/1, ``(``, ``]``, ``}`` or a
+    GLOBAL; the opcode after those is a byte >= 0x28 (``(``), which a short length's zero bytes are not.
+    """
+    if len(head) > 2 and head[0] == 0x80 and 2 <= head[1] <= 5 and head[2] >= 0x28:
         return "a Python pickle (envkit never unpickles)"
-    if head[:2] == b"PK":
+    if head[:4] == b"PK\x03\x04":
         return "a zip archive (torch.save writes one: a pickle inside; envkit never unpickles)"
-    if head[:1] in (b"(", b"]", b"}") or _GLOBAL.match(head):
+    if (len(head) > 1 and head[:1] in (b"(", b"]", b"}") and head[1] >= 0x28) or _GLOBAL.match(head):
         return "a Python pickle (protocol 0/1; envkit never unpickles)"
     return None
 
@@ -128,7 +132,7 @@ def _read(path: Path, limit: int) -> bytes:
     except TooLarge as e:
         raise _fail(path, f"more than a dump's {path.suffix[1:]} holds ({limit} bytes)") from e
     except NotRegular as e:
-        raise _fail(path, f"{e.strerror}: a dump's files are regular files") from e
+        raise _fail(path, f"cannot read: {e.strerror} (a dump's files are regular files)") from e
     except OSError as e:
         raise _fail(path, f"cannot read: {e.strerror or e}") from e
 
@@ -158,8 +162,9 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _not_safetensors(path: Path, head: bytes, what: str) -> DumpError:
-    """A file that did not parse as safetensors: named a pickle or zip when it looks like one."""
-    sniffed = _sniff(head)
+    """A file that did not parse as safetensors: named a pickle or zip when it looks like one (a
+    header that opens with ``{`` is a damaged safetensors file, whatever its length's first byte)."""
+    sniffed = None if head[8:9] == b"{" else _sniff(head)
     return _fail(path, f"is {sniffed}, where safetensors belong" if sniffed else what)
 
 
@@ -179,10 +184,9 @@ def _checked_header(path: Path, head: bytes, raw: bytes, data_size: int) -> dict
     try:
         return _validate(path, raw, data_size)
     except DumpError as e:
-        sniffed = _sniff(head)
-        if sniffed:
-            raise _fail(path, f"is {sniffed}, where safetensors belong") from e
-        raise
+        if head[8:9] == b"{" or not _sniff(head):
+            raise
+        raise _not_safetensors(path, head, "") from e
 
 
 def _is_count(value: Any) -> bool:
@@ -245,7 +249,7 @@ def check_safetensors(path: Path) -> dict[str, Any]:
             fh.seek(8)
             raw = fh.read(length)
     except NotRegular as e:
-        raise _fail(path, f"{e.strerror}: a dump's files are regular files") from e
+        raise _fail(path, f"cannot read: {e.strerror} (a dump's files are regular files)") from e
     except OSError as e:
         raise _fail(path, f"cannot read: {e.strerror or e}") from e
     return _checked_header(path, head, raw, size - 8 - length)
@@ -307,7 +311,7 @@ def _check_file(directory: Path, manifest_path: Path, name: Any, entry: Any) -> 
     except FileNotFoundError as e:
         raise _fail(path, "missing (the manifest lists it)") from e
     except NotRegular as e:
-        raise _fail(path, f"{e.strerror}: a dump's files are regular files, never links") from e
+        raise _fail(path, f"cannot read: {e.strerror} (a dump's files are regular files, never links)") from e
     except OSError as e:
         raise _fail(path, f"cannot read: {e.strerror or e}") from e
     if digest != entry["sha256"]:
@@ -364,7 +368,9 @@ def _copy_file(source: Path, target: Path, mode: int | None, entry: Any) -> None
                     dst.write(chunk)
                 os.fchmod(dst.fileno(), keep)
     except NotRegular as e:
-        raise _fail(source, f"{e.strerror}: a dump's files are regular files, never links") from e
+        raise _fail(
+            source, f"cannot copy: {e.strerror} (a dump's files are regular files, never links)"
+        ) from e
     except OSError as e:
         raise _fail(source, f"cannot copy: {e.strerror or e}") from e
     if entry is not None and (h.hexdigest() != entry.get("sha256") or size != entry.get("bytes")):
