@@ -14,8 +14,10 @@ own arithmetic, the random generators are only read (never reseeded).
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import os
+import sys
 import warnings
 from collections import deque
 from collections.abc import Callable
@@ -24,8 +26,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from envkit._safe import one_line
 from envkit.errors import GuardError, GuardStopped
 from envkit.guard.adapter import Adapter, RngState, Tensors, make_adapter
+from envkit.guard.checks import DumpBudget, rank_outliers
 from envkit.guard.flight import write_dump
 from envkit.guard.localize import (
     NoOptimizer,
@@ -36,12 +40,13 @@ from envkit.guard.localize import (
 )
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
 from envkit.guard.runlog import RunLog
-from envkit.guard.spikes import SpikeDetector
+from envkit.guard.spikes import SpikeDetector, Spikes
 from envkit.guard.updates import UpdateTracker
 
 __all__ = ["Guard", "GuardStep"]
 
 LossFn = Callable[[Any, Any], Any]
+_log = logging.getLogger("envkit.guard")
 
 
 @dataclass
@@ -164,18 +169,18 @@ class Guard:
         self.check_every = 1 if scaler is not None or self.world_size > 1 or not defer else check_every
         self.loss_fn, self.entry = loss_fn, entry
         self.max_skips, self.max_overflows, self.max_dumps = max_skips, max_overflows, max_dumps
-        self.loss_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold, loss_spike_factor)
-        self.grad_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold, spike_factor)
+        self.spikes = Spikes(
+            SpikeDetector(spike_window, spike_warmup, spike_threshold, loss_spike_factor),
+            SpikeDetector(spike_window, spike_warmup, spike_threshold, spike_factor),
+        )
         self.recent: deque[StepRecord] = deque(maxlen=keep)
         self.pending: list[_Pending] = []
         self.count = 0
         self.consecutive_skips = 0
         self.consecutive_overflows = 0
-        self.dumps = 0
-        # a dump budget per kind: warnings (spikes) never spend what a non-finite step needs
-        self.dumps_by_kind: dict[IncidentKind, int] = {}
-        self.max_spike_dumps = max_spike_dumps
+        self.dumps = DumpBudget(max_dumps, max_spike_dumps)  # per kind: warnings never starve incidents
         self.updates = UpdateTracker(update_factor, spike_warmup)
+        self.said_skip = False  # the first skip goes to stderr too
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
         self.log = RunLog(
             Path(run),
@@ -379,7 +384,8 @@ class Guard:
         if policy is Policy.STOP or self.consecutive_skips >= self.max_skips:
             why = "policy stop" if policy is Policy.STOP else f"{self.consecutive_skips} skips in a row"
             incident.action = "stopped"
-            report = self.log.write()
+            self.log.closed = True  # the guard ended the run: its record is whole
+            report = self.log.save()
             where = f"; replay: envkit guard replay {self.log.root / incident.dump}" if incident.dump else ""
             raise GuardStopped(
                 f"step {rec.step}: {kind}: {message} ({why}); report {report}{where}",
@@ -391,40 +397,17 @@ class Guard:
         """The step raised (index out of range, a device assert): record and dump it, then re-raise."""
         self.count += 1
         loss = math.nan
-        rec = StepRecord(g.step, loss, math.nan, lr=self.adapter.lr(), skipped=f"error: {type(exc).__name__}")
         message = (
             f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
         )
+        rec = StepRecord(g.step, loss, math.nan, lr=self.adapter.lr(), raised=message)
         self._record_incident(g, rec, IncidentKind.ERROR, message, "raised", [self.rank])
         self.adapter.zero_grad()
         self._store(rec)
-        self.log.write()
+        self.log.save()
 
     def _spike(self, rec: StepRecord) -> tuple[IncidentKind, str] | None:
-        if self.spike_policy is None:
-            return None
-        loss = self.loss_spikes.check(rec.loss)
-        norm = self.grad_spikes.check(rec.grad_norm)
-        if loss is not None:
-            return (
-                IncidentKind.LOSS_SPIKE,
-                f"loss {rec.loss:.6g} above {loss.limit:.6g} (median {loss.median:.6g})",
-            )
-        if norm is not None:
-            return IncidentKind.GRAD_SPIKE, (
-                f"grad norm {rec.grad_norm:.6g} above {norm.limit:.6g} (median {norm.median:.6g})"
-            )
-        return None
-
-    def _dump_budget(self, kind: IncidentKind) -> bool:
-        """A dump for this incident? Each kind has its own budget; spikes (warnings) a smaller one."""
-        used = self.dumps_by_kind.get(kind, 0)
-        warning = kind in (IncidentKind.LOSS_SPIKE, IncidentKind.GRAD_SPIKE, IncidentKind.RANK_MISMATCH)
-        if used >= (self.max_spike_dumps if warning else self.max_dumps):
-            return False
-        self.dumps_by_kind[kind] = used + 1
-        self.dumps += 1
-        return True
+        return None if self.spike_policy is None else self.spikes.check(rec.loss, rec.grad_norm)
 
     def _context(self, g: GuardStep, rec: StepRecord, kind: IncidentKind) -> dict[str, Any]:
         """The incident's step: lr and update ratio per group beside the largest before; a bad batch."""
@@ -437,27 +420,12 @@ class Guard:
         return out
 
     def _rank_check(self, g: GuardStep, rec: StepRecord) -> None:
-        """fairseq's check: after the all-reduce every replica holds the same gradient norm.
-
-        The ranks outside the majority (within 1e-6, relative) are named; without a majority
-        (two replicas that disagree) every rank is.
-        """
+        """Replicas whose all-reduced gradient norm differs from the majority's: a warning naming them."""
         norms = rec.rank_norms or []
-        if len(norms) < 2:
+        found = rank_outliers(norms)
+        if found is None:
             return
-
-        def near(a: float, b: float) -> bool:
-            return abs(a - b) <= 1e-6 * max(abs(a), abs(b), 1e-12)
-
-        groups = [[i for i, n in enumerate(norms) if near(n, ref)] for ref in norms]
-        largest = max(groups, key=len)
-        if len(largest) == len(norms):
-            return
-        off = (
-            [i for i in range(len(norms)) if i not in largest]
-            if 2 * len(largest) > len(norms)
-            else list(range(len(norms)))
-        )
+        off = [int(i) for i in found.split(",")]
         text = ", ".join(f"rank {i}: {norms[i]!r}" for i in off)
         msg = f"gradient norms differ between replicas after the all-reduce ({text})"
         self._record_incident(
@@ -467,6 +435,17 @@ class Guard:
     def _store(self, rec: StepRecord) -> None:
         self.recent.append(rec)
         self.log.add(rec, first=len(self.log.records) == 0)
+        if rec.skipped is not None:
+            self._said_skipped(rec)
+
+    def _said_skipped(self, rec: StepRecord) -> None:
+        """Each skip on the ``envkit.guard`` logger; the first non-overflow one on stderr too."""
+        text = f"envkit.guard: step {rec.step} skipped: {one_line(rec.skipped or '')}"
+        _log.info("%s", text)
+        if not (self.said_skip or rec.overflow):
+            self.said_skip = True
+            more = f"further skips: logger envkit.guard (INFO); envkit guard show {self.log.root}"
+            print(f"{text} ({more})", file=sys.stderr)
 
     def _record_incident(
         self,
@@ -480,29 +459,42 @@ class Guard:
         exact: bool = True,
     ) -> Incident:
         incident = Incident(rec.step, kind, message, action, ranks=ranks)
-        incident.context = self._context(g, rec, kind)
-        if incident.context.get("nonfinite_batch"):  # said first: the input, not the model
-            incident.message = f"{describe_nonfinite(incident.context['nonfinite_batch'])}; {message}"
+        try:
+            incident.context = self._context(g, rec, kind)
+            if incident.context.get("nonfinite_batch"):  # said first: the input, not the model
+                incident.message = f"{describe_nonfinite(incident.context['nonfinite_batch'])}; {message}"
+            self._describe(g, rec, kind, exact, incident)
+        except Exception as exc:  # noqa: BLE001 the guard's own recording never stops the training
+            incident.recording_error = self.log.failed(f"step {rec.step}: the incident", exc)
+        self.log.incidents.append(incident)
+        self.log.incident(incident)
+        if action == "warned":
+            warnings.warn(f"envkit.guard: step {rec.step}: {message}", stacklevel=4)
+        return incident
+
+    def _describe(
+        self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool, incident: Incident
+    ) -> None:
+        """The incident's gradient norms, dump and localization (the caller catches any failure)."""
         a = self.adapter
         grad_norms = a.param_norms()
         incident.param_grad_norms = {k: json_float(v) for k, v in grad_norms.items()}
-        if self._dump_budget(kind):
-            incident.dump = self._dump(g, rec, kind, exact)
+        if self.dumps.take(kind):
+            try:
+                incident.dump = self._dump(g, rec, kind, exact)
+            except Exception as exc:  # noqa: BLE001 no dump (said why); the incident and training go on
+                incident.recording_error = self.log.failed(f"step {rec.step}: the dump", exc)
             if self.loss_fn is not None and self.world_size == 1:
                 incident.localization = self._localize(g)
         update = largest_update(grad_norms, a.weight_norms(), a.param_lrs())
         if update is not None:
             incident.localization = {**(incident.localization or {}), "largest_update": update}
-        self.log.incidents.append(incident)
-        if action == "warned":
-            warnings.warn(f"envkit.guard: step {rec.step}: {message}", stacklevel=4)
-        return incident
 
     def _dump(self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool) -> str:
         name = f"step-{rec.step}" if self.world_size == 1 else f"step-{rec.step}-rank-{self.rank}"
         relative = f"incidents/{name}"
         write_dump(
-            self.log.root / relative,
+            self.log.folder("incidents") / name,
             self.adapter,
             batch=g.batch,
             rng=g.rng,

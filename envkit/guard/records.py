@@ -89,6 +89,7 @@ class StepRecord:
     update_ratios: list[float] | None = None
     rank_losses: list[float] | None = None
     rank_norms: list[float] | None = None
+    raised: str | None = None  # the step raised (re-raised to the loop): not a skip
 
     @property
     def finite(self) -> bool:
@@ -114,6 +115,8 @@ class StepRecord:
         if self.rank_losses is not None:
             data["rank_losses"] = [json_float(v) for v in self.rank_losses]
             data["rank_norms"] = [json_float(v) for v in self.rank_norms or []]
+        if self.raised is not None:
+            data["raised"] = self.raised
         return data
 
     @classmethod
@@ -135,6 +138,7 @@ class StepRecord:
             update_ratios=_floats(data.get("update_ratios")),
             rank_losses=None if ranks is None else [read_float(v) for v in ranks],
             rank_norms=None if ranks is None else [read_float(v) for v in data.get("rank_norms") or []],
+            raised=data.get("raised"),
         )
 
 
@@ -157,6 +161,7 @@ class Incident:
     # what the incident's step was: lr and update ratio per group, beside the largest before it;
     # where the batch held NaN/Inf (tensor, index), checked when the step went bad
     context: dict[str, Any] = field(default_factory=dict)
+    recording_error: str | None = None  # the guard could not record all of it (its dump): why
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -16,7 +16,9 @@ import statistics
 from collections import deque
 from dataclasses import dataclass
 
-__all__ = ["SpikeDetector"]
+from envkit.guard.records import IncidentKind
+
+__all__ = ["SpikeDetector", "Spikes"]
 
 MAD_TO_SIGMA = 1.4826
 
@@ -56,3 +58,25 @@ class SpikeDetector:
                 spike = Spike(value, median, limit)
         self.window.append(value)
         return spike
+
+
+@dataclass
+class Spikes:
+    """The loss's and the gradient norm's detectors: which one a step trips, with the message."""
+
+    loss: SpikeDetector
+    grad: SpikeDetector
+
+    def check(self, loss: float, grad_norm: float) -> tuple[IncidentKind, str] | None:
+        found_loss = self.loss.check(loss)
+        found_grad = self.grad.check(grad_norm)
+        if found_loss is not None:
+            limit, median = found_loss.limit, found_loss.median
+            return IncidentKind.LOSS_SPIKE, f"loss {loss:.6g} above {limit:.6g} (median {median:.6g})"
+        if found_grad is not None:
+            limit, median = found_grad.limit, found_grad.median
+            return (
+                IncidentKind.GRAD_SPIKE,
+                f"grad norm {grad_norm:.6g} above {limit:.6g} (median {median:.6g})",
+            )
+        return None

@@ -279,6 +279,23 @@ class TorchAdapter(Adapter):
                 hint="replay with the optimizer the dump was written from (same parameter groups)",
             ) from e
 
+    def save_tensors(self, tensors: Tensors, path: str) -> None:
+        """safetensors refuses tensors that share memory (a batch of overlapping views of one tensor,
+        the same tensor twice): each such tensor after the first of its storage is saved as a copy."""
+        from safetensors.torch import save_file
+
+        seen: set[int] = set()
+        out: Tensors = {}
+        for key, value in tensors.items():
+            t = value.detach().cpu()
+            storage = t.untyped_storage().data_ptr() if t.numel() else None
+            if not t.is_contiguous() or (storage is not None and storage in seen):
+                t = t.clone(memory_format=torch.contiguous_format)
+            elif storage is not None:
+                seen.add(storage)
+            out[key] = t
+        save_file(out, path)
+
     def is_tensor(self, value: Any) -> bool:
         return _is_tensor(value)
 
