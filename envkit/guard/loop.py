@@ -31,6 +31,7 @@ from envkit.errors import GuardError, GuardStopped
 from envkit.guard.adapter import Adapter, RngState, Tensors, make_adapter
 from envkit.guard.checks import DumpBudget, rank_outliers
 from envkit.guard.flight import write_dump
+from envkit.guard.ledger import Ledger, LedgerEntry, batch_digest
 from envkit.guard.localize import (
     NoOptimizer,
     batch_nonfinite,
@@ -71,7 +72,6 @@ class GuardStep:
     rng: RngState = field(default_factory=RngState)
     buffers: Tensors = field(default_factory=dict)
     loss: Any = None
-    loss_ok: Any = None
     done: bool = False
 
     def __enter__(self) -> GuardStep:
@@ -89,10 +89,8 @@ class GuardStep:
         self.guard.adapter.backward(loss)
 
     def observe(self, loss: Any) -> None:
-        """Keep the loss's finite flag when the backward already ran elsewhere (a trainer's own loop)."""
-        adapter = self.guard.adapter
-        flag = adapter.finite_flag(loss)
-        self.loss_ok = flag if self.loss_ok is None else adapter.both(self.loss_ok, flag)
+        """Keep the loss when the backward already ran elsewhere (a trainer's own loop). The sum of a
+        step's losses (gradient accumulation) is finite iff each is: one check, at the step's end."""
         self.loss = loss.detach() if self.loss is None else self.loss + loss.detach()
 
     def optimizer_step(self) -> bool:
@@ -145,10 +143,11 @@ class Guard:
         max_dumps: int = 5,
         max_spike_dumps: int = 2,
         update_factor: float | None = 10.0,
+        ledger: str = "skip",
         name: str = "train",
         seed: int = 0,
         autocast: str | None = None,
-        tensorboard: bool = True,
+        tensorboard: bool = False,  # event files cost ~0.5 ms of CPU per step (issue 33): opt-in
     ) -> None:
         try:
             self.policy = Policy(policy)
@@ -192,6 +191,8 @@ class Guard:
             tensorboard=tensorboard,
         )
         self.log.flush_every = flush_every
+        self.ledger = Ledger(self.log.root / "ledger.jsonl", ledger)  # the batches incidents skipped
+        self.ledger_hits: list[dict[str, Any]] = []
         self.log.config = {
             "policy": str(self.policy),
             "clip": clip,
@@ -214,6 +215,22 @@ class Guard:
     @property
     def records(self) -> list[StepRecord]:
         return self.log.records
+
+    def skip_batch(self, step: int, batch: Any) -> bool:
+        """True when an earlier run's incident skipped this batch (``RUN/ledger.jsonl``) and
+        ``ledger="skip"``: do not train on it again. Call it before the step, in a resumed run."""
+        found = self.ledger.find(step, lambda: batch_digest(self.adapter, batch))
+        if found is None:
+            return False
+        entry, match = found
+        again = self.ledger.mode == "skip"
+        hit = {"step": step, "listed_step": entry.step, "kind": entry.kind, "run": entry.run, "match": match}
+        self.ledger_hits.append({**hit, "action": "skipped again" if again else "replayed on purpose"})
+        self.log.config["ledger"] = {"mode": self.ledger.mode, "batches": self.ledger_hits[-1000:]}
+        verb = "skipped again" if again else "replayed on purpose (ledger='replay')"
+        _log.info("envkit.guard: step %s: the batch %s skipped at step %s (%s): %s", step,
+                  entry.run or "a run", entry.step, entry.kind, verb)  # fmt: skip
+        return again
 
     def checkpoint_allowed(self) -> bool:
         """False right after a non-finite step was applied (policy warn): do not save NaN weights."""
@@ -244,11 +261,10 @@ class Guard:
         a.unscale()
         grads = a.grads()
         total = a.total_norm(grads)
-        ok = a.both(g.loss_ok, a.finite_flag(total))
         self.count += 1
         lr = a.lr()
-        if self.count % self.check_every != 0:
-            return self._masked(g, grads, total, ok, lr)
+        if self.count % self.check_every != 0:  # the finite flag is needed on the device only here
+            return self._masked(g, grads, total, a.both(a.finite_flag(g.loss), a.finite_flag(total)), lr)
         self._drain(g)
         groups = a.group_norms()
         if self.world_size > 1:
@@ -378,6 +394,7 @@ class Guard:
             return True
         rec.skipped = f"{kind}: {message}"
         incident = self._record_incident(g, rec, kind, message, "skipped", ranks)
+        self._ledger_add(g, kind)
         a.zero_grad()
         self._store(rec)
         self.consecutive_skips += 1
@@ -402,9 +419,18 @@ class Guard:
         )
         rec = StepRecord(g.step, loss, math.nan, lr=self.adapter.lr(), raised=message)
         self._record_incident(g, rec, IncidentKind.ERROR, message, "raised", [self.rank])
+        self._ledger_add(g, IncidentKind.ERROR)
         self.adapter.zero_grad()
         self._store(rec)
         self.log.save()
+
+    def _ledger_add(self, g: GuardStep, kind: IncidentKind) -> None:
+        """A skipped (or raising) batch into the ledger; a failure is said, training goes on."""
+        try:
+            digest = batch_digest(self.adapter, g.batch)
+            self.ledger.add(LedgerEntry(g.step, str(kind), digest, self.log.run.name))
+        except Exception as exc:  # noqa: BLE001 the guard's own recording never stops the training
+            self.log.failed(f"step {g.step}: the bad-batch ledger", exc)
 
     def _spike(self, rec: StepRecord) -> tuple[IncidentKind, str] | None:
         return None if self.spike_policy is None else self.spikes.check(rec.loss, rec.grad_norm)

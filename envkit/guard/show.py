@@ -9,7 +9,7 @@ from envkit.errors import ReportError
 from envkit.guard.localize import describe_nonfinite
 from envkit.probe.report import load_report
 
-__all__ = ["load_run", "render_replay", "render_run"]
+__all__ = ["explain_incident", "load_run", "render_replay", "render_run"]
 
 
 def load_run(run: Path) -> dict[str, Any]:
@@ -92,7 +92,8 @@ def _context(ctx: Any) -> list[str]:
     """The step's learning rate and update ratio per group, beside the largest before it."""
     if not isinstance(ctx, dict) or "lrs" not in ctx:
         return []
-    before = ctx.get("largest_before") if isinstance(ctx.get("largest_before"), dict) else {}
+    raw = ctx.get("largest_before")
+    before: dict[str, Any] = raw if isinstance(raw, dict) else {}
     line = f"lr {_numbers(ctx.get('lrs'))}"
     if before.get("lrs"):
         line += f" (largest before: {_numbers(before['lrs'])})"
@@ -103,6 +104,17 @@ def _context(ctx: Any) -> list[str]:
     return [line]
 
 
+def explain_incident(inc: dict[str, Any], run: str) -> list[str]:
+    """What is known of an incident beyond its message: lr and update, the dump, the localization."""
+    lines = _context(inc.get("context"))
+    if inc.get("dump"):
+        lines.append(f"dump: {Path(run) / inc['dump']}")
+    loc = inc.get("localization")
+    if isinstance(loc, dict) and "the batch holds" in str(inc.get("message")):
+        loc = {k: v for k, v in loc.items() if k != "nonfinite_batch"}  # the message said it first
+    return lines + _localization(loc)
+
+
 def render_run(s: dict[str, Any]) -> str:
     share = f"{100 * s['clipped_share']:.1f} %"
     lines = [
@@ -110,21 +122,25 @@ def render_run(s: dict[str, Any]) -> str:
         f"{s['clipped_steps']} clipped ({share}), {len(s['incidents'])} incidents ({s['spikes']} spikes)"
     ]
     lines += [f"  skipped step {skip.get('step')}: {skip.get('reason')}" for skip in s["skips"]]
+    ledger = s["config"].get("ledger") if isinstance(s["config"].get("ledger"), dict) else {}
+    lines += [
+        f"  ledger: step {hit.get('step')}: {hit.get('action')} (its batch was skipped at step "
+        f"{hit.get('listed_step')} by {hit.get('run') or 'a run'}: {hit.get('kind')}; matched by "
+        f"{hit.get('match')})"
+        for hit in (ledger.get("batches") or [])[:50]
+        if isinstance(hit, dict)
+    ]
     for inc in s["incidents"]:
         ranks = f" [ranks {', '.join(map(str, inc.get('ranks') or []))}]" if s["world_size"] > 1 else ""
         lines.append(
             f"incident at step {inc.get('step')}: {inc.get('kind')}: {inc.get('message')} "
             f"({inc.get('action')}){ranks}"
         )
-        lines += [f"  {line}" for line in _context(inc.get("context"))]
-        if inc.get("dump"):
-            lines.append(f"  dump: {Path(s['run']) / inc['dump']}")
-        loc = inc.get("localization")
-        if isinstance(loc, dict) and "the batch holds" in str(inc.get("message")):
-            loc = {k: v for k, v in loc.items() if k != "nonfinite_batch"}  # the message said it first
-        lines += [f"  {line}" for line in _localization(loc)]
+        lines += [f"  {line}" for line in explain_incident(inc, s["run"])]
     if not s["incidents"]:
         lines.append("no incidents")
+    if s.get("html"):
+        lines.append(f"page: {s['html']}")
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ OLMo-core gap in ``../shared/research/guard-anchors.md``). Standard library only
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections import deque
@@ -39,6 +40,7 @@ class SpikeDetector:
         if window < 3 or warmup < 3 or warmup > window or threshold <= 0 or not factor >= 1.0:
             raise ValueError("spike detector: need 3 <= warmup <= window, threshold > 0 and factor >= 1")
         self.window: deque[float] = deque(maxlen=window)
+        self._sorted: list[float] = []  # the window, sorted: its median costs nothing per step
         self.warmup = warmup
         self.threshold = threshold
         self.factor = factor
@@ -48,14 +50,20 @@ class SpikeDetector:
         if not math.isfinite(value):
             return None
         spike = None
-        if len(self.window) >= self.warmup:
-            median = statistics.median(self.window)
+        ordered = self._sorted
+        n = len(ordered)
+        median = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2 if n else 0.0
+        # the limit is at least max(median, factor × median): below that, no MAD is needed
+        if n >= self.warmup and value > max(median, self.factor * median):
             mad = statistics.median(abs(v - median) for v in self.window)
             # an all-equal window has MAD 0: fall back to a relative margin so that noise is no spike
             spread = MAD_TO_SIGMA * mad if mad > 0 else abs(median) * 1e-3 + 1e-12
             limit = max(median + self.threshold * spread, self.factor * median)
             if value > limit:
                 spike = Spike(value, median, limit)
+        if len(self.window) == self.window.maxlen:
+            del ordered[bisect.bisect_left(ordered, self.window[0])]
+        bisect.insort(ordered, value)
         self.window.append(value)
         return spike
 

@@ -28,7 +28,7 @@ from envkit.guard.records import StepRecord
 __all__ = ["MISSING", "TB_OFF", "TensorBoardLog", "open_tensorboard", "scalars"]
 
 MISSING = "tensorboard is not installed: no event files (pip install 'envkit-dl[guard-tb]')"
-TB_OFF = "off: Guard(tensorboard=False)"
+TB_OFF = "off (the default): Guard(tensorboard=True) writes event files"
 _log = logging.getLogger("envkit.guard")
 _said = False
 

@@ -68,6 +68,10 @@ class TorchAdapter(Adapter):
         self._scale_before: float | None = None
         self._stacked: Any = None  # the per-parameter gradient norms of the last total_norm, stacked
         self._groups: tuple[tuple[str, ...], Any, Any] | None = None  # names, their params, one-hot
+        self._weights: Any = None  # the weights' norms per group (refreshed every 10 steps)
+        self._weight_calls = 0
+        self._buffer_owners: list[tuple[str, Any, str]] | None = None
+        self._buffer_calls = 0
 
     def finite_flag(self, value: Any) -> Any:
         return torch.isfinite(value.detach()).all()
@@ -118,13 +122,17 @@ class TorchAdapter(Adapter):
             return []
         names = tuple(self._norm_names)
         if self._groups is None or self._groups[0] != names:
-            self._groups = self._group_matrix(names)
+            self._groups, self._weights = self._group_matrix(names), None
         _, params, onehot = self._groups
         if onehot is None:
             return []
-        weights = torch.stack(list(torch._foreach_norm(params, 2.0)))
-        both = torch.stack([self._stacked, weights.to(self._stacked.dtype)])
-        return [((both * both) @ onehot).sqrt().reshape(-1)]
+        self._weight_calls += 1
+        if self._weights is None or self._weight_calls % 10 == 0:
+            # the weights move little per step (an update spike is checked before it is applied)
+            squares = torch.stack(list(torch._foreach_norm(params, 2.0))).to(self._stacked.dtype)
+            self._weights = (squares * squares) @ onehot
+        grads = (self._stacked * self._stacked) @ onehot
+        return [torch.cat([grads, self._weights]).sqrt()]
 
     def _group_matrix(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], Any, Any]:
         named = dict(self._named)
@@ -196,7 +204,7 @@ class TorchAdapter(Adapter):
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:
         rng = RngState(values={"python": python_rng()})
-        numpy_rng(rng)
+        numpy_rng(rng, self._numpy_rng)
         rng.arrays["torch.cpu"] = torch.get_rng_state().numpy().copy()
         if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
             for i, state in enumerate(torch.cuda.get_rng_state_all()):
@@ -212,7 +220,22 @@ class TorchAdapter(Adapter):
             torch.cuda.set_rng_state_all([torch.from_numpy(rng.arrays[k].copy()) for k in cuda])
 
     def buffers(self) -> Tensors:
-        return {n: b.detach().clone() for n, b in self.model.named_buffers()}
+        """A copy of every buffer. Where they live (module, local name) is found once per 100 calls:
+        walking every module costs more than copying a model's few buffers."""
+        self._buffer_calls += 1
+        if self._buffer_owners is None or self._buffer_calls % 100 == 0:
+            self._buffer_owners = [
+                (f"{prefix}.{local}" if prefix else local, module, local)
+                for prefix, module in self.model.named_modules()
+                for local, b in module.named_buffers(recurse=False)
+                if b is not None
+            ]
+        out: Tensors = {}
+        for name, module, local in self._buffer_owners:
+            b = module._buffers.get(local)  # read now: a module may have replaced the tensor
+            if b is not None:
+                out[name] = b.detach().clone()
+        return out
 
     def restore_buffers(self, saved: Tensors) -> None:
         with torch.no_grad():

@@ -71,13 +71,18 @@ class UpdateTracker:
         before = self.ratios[i]
         group = f" (parameter group {i})" if len(self.ratios) > 1 else ""
         text = (
-            f"the update was {r / before:.3g}× larger than any before{group}: "
+            f"the update was {_times(r / before)} larger than any before{group}: "
             f"lr·|grad|/|weight| {r:.3g}, the largest before {before:.3g}"
         )
         top = self.lrs[i] if i < len(self.lrs) else 0.0
         if i < len(lrs) and top > 0 and lrs[i] > 2 * top:
             text += (
-                f"; the learning rate is {lrs[i]:.6g}, {lrs[i] / top:.3g}× the largest before "
+                f"; the learning rate is {lrs[i]:.6g}, {_times(lrs[i] / top)} the largest before "
                 f"({top:.6g}): a scheduler or lr bug?"
             )
         return text
+
+
+def _times(x: float) -> str:
+    """``1,650×`` / ``12.5×``."""
+    return f"{x:,.0f}×" if x >= 100 else f"{x:.3g}×"

@@ -38,7 +38,7 @@ def script(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     if name == "paddle_cnn":
         import paddle
 
-        paddle.set_device("cpu")
+        paddle.device.set_device("cpu")
     else:
         import torch
 
@@ -142,3 +142,23 @@ def test_nanogpt_compiled_is_guarded(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert b"_orig_mod" not in loaded  # the wrapped module's names: the eager build() replays it
     verdict = replay_dump(run / incident["dump"], load_entry("nanogpt:build"))
     assert verdict.verdict in ("reproducible", "transient"), verdict  # eager replay of a compiled step
+
+
+def test_wlm_resumed_run_honours_the_bad_batch_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch an incident skipped is skipped again after a restart, or replayed on purpose."""
+    wlm = script("wlm", monkeypatch)
+    run = tmp_path / "run"
+    first = wlm.train(run, 64, fault="unk", fault_step=60)
+    assert [i["step"] for i in first["incidents"]] == [60]
+    [entry] = [json.loads(line) for line in (run / "ledger.jsonl").read_text().splitlines()]
+    assert entry["step"] == 60 and entry["kind"] == "nonfinite-grad" and len(entry["digest"]) == 64
+    resumed = wlm.train(run, 64, fault="unk", fault_step=60, start=56)  # from a checkpoint at 56
+    assert resumed["incidents"] == []
+    summary = load_run(run)
+    [hit] = summary["config"]["ledger"]["batches"]
+    assert (hit["step"], hit["listed_step"], hit["action"]) == (60, 60, "skipped again")
+    assert "ledger: step 60: skipped again" in render_run(summary)
+    replayed = wlm.train(run, 64, fault="unk", fault_step=60, start=56, guard_options={"ledger": "replay"})
+    assert [i["step"] for i in replayed["incidents"]] == [60]  # trained on on purpose: the NaN again

@@ -206,6 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault-step", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--guard-options", type=json.loads, default={}, help="Guard(...) keywords, JSON")
     parser.add_argument("--compile", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.backends.cudnn.allow_tf32 = True
     run = None if args.no_guard else args.run
     out = train(run, args.steps, fault=args.fault, fault_step=args.fault_step, seed=args.seed,
-                compile_model=args.compile)  # fmt: skip
+                compile_model=args.compile, guard_options=args.guard_options)  # fmt: skip
     sys.stdout.write(json.dumps(out) + "\n")
 
 

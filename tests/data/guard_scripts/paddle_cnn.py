@@ -110,7 +110,7 @@ def train(
                 loss = F.cross_entropy(model(x), y)
                 g.backward(loss)
                 g.optimizer_step()
-        losses.append(loss.item())
+        losses.append(float(loss))
     cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start_wall
     if guard is not None:
         guard.close()
@@ -128,11 +128,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault-step", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--guard-options", type=json.loads, default={}, help="Guard(...) keywords, JSON")
     args = parser.parse_args(argv)
-    paddle.set_device("cpu")
+    paddle.device.set_device("cpu")
     paddle.set_flags({"FLAGS_use_mkldnn": False})
     run = None if args.no_guard else args.run
-    out = train(run, args.steps, fault=args.fault, fault_step=args.fault_step, seed=args.seed)
+    out = train(
+        run,
+        args.steps,
+        fault=args.fault,
+        fault_step=args.fault_step,
+        seed=args.seed,
+        guard_options=args.guard_options,
+    )
     sys.stdout.write(json.dumps(out) + "\n")
 
 

@@ -1,4 +1,4 @@
-# mypy: disable-error-code="misc, name-defined, no-any-return"
+# mypy: disable-error-code="misc, name-defined, no-any-return, no-untyped-call"
 """A word-level LSTM language model trained as pytorch/examples ``word_language_model/main.py`` does.
 
 Written here for envkit's guard regression tests (no code copied): it reproduces that script's
@@ -126,8 +126,12 @@ def train(
     fault_step: int = 60,
     seed: int = 0,
     guard_options: dict[str, Any] | None = None,
+    start: int = 0,
 ) -> dict[str, Any]:
-    """Train ``steps`` batches (guarded when ``run`` is given); a summary with the loop's CPU time."""
+    """Train ``steps`` batches (guarded when ``run`` is given); a summary with the loop's CPU time.
+
+    ``start``: resume there (as from a checkpoint: the batches before it are not trained on; the
+    guard's bad-batch ledger is asked before each step)."""
     torch.manual_seed(seed)
     model, optimizer, _ = build()
     torch.manual_seed(seed)
@@ -149,6 +153,9 @@ def train(
                 train_data[i + 2, 3] = 0  # an <unk> in the batch: NaN in emb_norm's backward
             data, targets = get_batch(train_data, i)
             hidden = repackage_hidden(hidden)
+            if step < start or (guard is not None and guard.skip_batch(step, (data, targets, hidden))):
+                step += 1
+                continue
             if guard is None:
                 model.zero_grad()
                 output, hidden = model(data, hidden)
@@ -190,10 +197,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault-step", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--guard-options", type=json.loads, default={}, help="Guard(...) keywords, JSON")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     run = None if args.no_guard else args.run
-    out = train(run, args.steps, fault=args.fault, fault_step=args.fault_step, seed=args.seed)
+    out = train(
+        run,
+        args.steps,
+        fault=args.fault,
+        fault_step=args.fault_step,
+        seed=args.seed,
+        guard_options=args.guard_options,
+    )
     sys.stdout.write(json.dumps(out) + "\n")
 
 
