@@ -7,8 +7,8 @@ clip_grad_norm_(params, 1.0); opt.step(); opt.zero_grad()``; the guarded one doe
 through ``Guard(..., clip=1.0, check_every=K)`` with K = 1 and K = 10 (spike detection on). On
 CPU the guard reads every step whatever K is (a CPU read waits for nothing); the accelerator's
 deferred path (device-side masking between reads) is timed too, with ``defer_reads=True``, and,
-when tensorboard is installed, K = 10 with the event files (``tensorboard=True``, the default; the
-target rows run with ``tensorboard=False``: the event files are an optional extra whose writer
+when tensorboard is installed, K = 10 with the event files (``tensorboard=True``, opt-in since
+issue 33; the target rows run with ``tensorboard=False``, the default: the event files' writer
 thread computes a pure-Python CRC per step).
 
 One intra-op thread (``OMP_NUM_THREADS=1``). The variants run interleaved step by step

@@ -23,13 +23,29 @@ def guard() -> None:
 
 @command(guard, "show")
 @click.argument("run", type=click.Path(path_type=Path))
-def show(run: Path) -> CommandResult:
+@click.option(
+    "--html", is_flag=True, help="Also write RUN/guard.html: the curves, incidents marked, explained."
+)
+def show(run: Path, html: bool) -> CommandResult:
     """Steps, skips and why, incidents and their localization, spikes, clipping (exit 1: an incident)."""
     from envkit.guard.show import load_run, render_run
 
     summary = load_run(run)
+    if html:
+        summary["html"] = str(_write_page(summary))
     code = ExitCode.FINDINGS if summary["incidents"] else ExitCode.OK
     return CommandResult("guard show", summary, lambda: render_run(summary), exit_code=code)
+
+
+def _write_page(summary: dict[str, Any]) -> Path:
+    from envkit._atomic import write_text_atomic
+    from envkit.guard.page import read_steps, render_page
+    from envkit.guard.show import explain_incident
+
+    run = Path(summary["run"])
+    out = run / "guard.html"
+    write_text_atomic(out, render_page(summary, read_steps(run), lambda i: explain_incident(i, str(run))))
+    return out
 
 
 @command(guard, "replay")
@@ -54,7 +70,7 @@ def replay(
     nodelist: str | None, partition: str | None, time_limit: str | None, store: Path | None,
     run_id: str | None, wait_timeout: float | None,
 ) -> CommandResult:  # fmt: skip
-    """Run an incident's step again here: reproducible, transient or environment (with the causes).
+    """Run an incident's step again here: reproducible, nondeterministic, transient or environment.
 
     With --slurm (or --scheduler) the step is replayed on other nodes as a fleet task, one per node,
     and each node gets its own verdict.

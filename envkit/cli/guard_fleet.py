@@ -110,7 +110,7 @@ def replay_on_fleet(
     dump = read_dump(path)  # a changed or foreign dump is refused before anything is submitted
     run_id = store.check_run_id(opts.run_id or store.new_run_id())
     run_dir = store.create_run_dir(opts.store, run_id)
-    stage_dump(dump.path, run_dir / DUMP)
+    stage_dump(dump, run_dir / DUMP)  # its own files only, never through a link, its modes (0600)
     manifest: dict[str, object] = {
         "run": run_id,
         "kind": KIND,

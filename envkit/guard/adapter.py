@@ -8,6 +8,7 @@ this module imports no framework: the model's class says which one to load.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import random
@@ -34,8 +35,7 @@ class RngState:
 
 
 def python_rng() -> list[Any]:
-    version, state, gauss = random.getstate()
-    return [version, list(state), gauss]
+    return list(random.getstate())  # [version, the 625 words (a tuple: JSON writes it as a list), gauss]
 
 
 def set_python_rng(value: Sequence[Any]) -> None:
@@ -43,12 +43,39 @@ def set_python_rng(value: Sequence[Any]) -> None:
     random.setstate((int(version), tuple(int(v) for v in state), gauss))
 
 
-def numpy_rng(rng: RngState) -> None:
+class NumpyRngCache:
+    """numpy's global generator read in full only when it changed: ``get_state`` costs ~60 µs, a
+    copy of the MT19937 words and position ~1 µs. A cached Gaussian (``has_gauss``) can be used up
+    without a new draw, so a state holding one is always read in full."""
+
+    MT_BYTES = 624 * 4 + 4  # uint32 key[624]; int pos (numpy's mt19937_state)
+
+    def __init__(self) -> None:
+        self.raw: bytes | None = None
+        self.state: Any = None
+
+    def read(self, np: Any) -> Any:
+        raw = self._raw(np)
+        if raw is None or raw != self.raw or self.state is None or self.state[3]:
+            self.state, self.raw = np.random.get_state(), raw
+        return self.state
+
+    def _raw(self, np: Any) -> bytes | None:
+        try:
+            import ctypes
+
+            address = np.random.mtrand._rand._bit_generator.ctypes.state_address
+            return ctypes.string_at(address, self.MT_BYTES)
+        except (AttributeError, TypeError, ValueError, OSError):  # another numpy: read in full
+            return None
+
+
+def numpy_rng(rng: RngState, cache: NumpyRngCache | None = None) -> None:
     """numpy's legacy global generator, when numpy is loaded (a guard never imports it for this)."""
     np = sys.modules.get("numpy")
     if np is None:
         return
-    name, keys, pos, has_gauss, cached = np.random.get_state()
+    name, keys, pos, has_gauss, cached = np.random.get_state() if cache is None else cache.read(np)
     rng.arrays["numpy.keys"] = keys
     rng.values["numpy"] = [str(name), int(pos), int(has_gauss), float(cached)]
 
@@ -69,9 +96,16 @@ class Trace:
     first_bad_module: dict[str, Any] | None = None
     failing_modules: list[str] = field(default_factory=list)  # module stack when the step raised
     grad_order: list[tuple[str, bool]] = field(default_factory=list)  # (param, finite) in backward order
+    # backward as forward: the first module whose gradients in (w.r.t. its outputs) were finite and
+    # whose gradient out (w.r.t. an input, or one of its own parameters) was not
+    first_bad_backward: dict[str, Any] | None = None
 
     def first_bad_grad(self) -> str | None:
         return next((name for name, ok in self.grad_order if not ok), None)
+
+
+# register a gradient hook on a tensor that takes part in backward (None: it does not)
+GradHook = Callable[[Any, Callable[[Any], None]], Any]
 
 
 class Hooks:
@@ -83,10 +117,15 @@ class Hooks:
         tensor_ok: Callable[[Any], bool],
         is_tensor: Callable[[Any], bool],
         absmax: Callable[[Any], float | None],
+        grad_hook: GradHook | None = None,
     ) -> None:
         self.trace = Trace()
         self.stack: list[str] = []
         self.tensor_ok, self.is_tensor, self.absmax = tensor_ok, is_tensor, absmax
+        self.grad_hook = grad_hook
+        self.handles: list[Any] = []  # the tensor hooks of this replay's backward
+        self.types: dict[str, str] = {}
+        self.outs_ok: dict[str, bool] = {}  # module -> every gradient w.r.t. its outputs so far finite
 
     def _bad_part(self, value: Any) -> str | None:
         return next(
@@ -99,6 +138,7 @@ class Hooks:
     def leave(self, name: str, module: Any, inputs: Any, output: Any, own: list[tuple[str, Any]]) -> None:
         if self.stack and self.stack[-1] == name:
             self.stack.pop()
+        self._watch_backward(name, module, inputs, output)
         if self.trace.first_bad_module is not None:
             return
         bad_output = self._bad_part(output)
@@ -114,7 +154,42 @@ class Hooks:
         }
 
     def grad(self, name: str, grad: Any) -> None:
-        self.trace.grad_order.append((name, grad is None or self.tensor_ok(grad)))
+        ok = grad is None or self.tensor_ok(grad)
+        self.trace.grad_order.append((name, ok))
+        owner, _, param = name.rpartition(".")
+        self._grad_out(owner, f"its parameter {param}", ok)
+
+    def _watch_backward(self, name: str, module: Any, inputs: Any, output: Any) -> None:
+        """Hooks on the module's output and input tensors: what its backward received and gave."""
+        if self.grad_hook is None:
+            return
+        self.types[name] = type(module).__name__
+        for _, t in walk(output, self.is_tensor):
+            self._hook(t, functools.partial(self._grad_in, name))
+        tensors = list(walk(inputs, self.is_tensor))
+        for i, (_, t) in enumerate(tensors):
+            what = "the gradient of its input" + (f" {i}" if len(tensors) > 1 else "")
+            self._hook(t, functools.partial(self._grad_out_of, name, what))
+
+    def _hook(self, tensor: Any, fn: Callable[[Any], None]) -> None:
+        handle = self.grad_hook(tensor, fn) if self.grad_hook is not None else None
+        if handle is not None:
+            self.handles.append(handle)
+
+    def _grad_out_of(self, name: str, what: str, grad: Any) -> None:
+        self._grad_out(name, what, self.tensor_ok(grad))
+
+    def _grad_in(self, name: str, grad: Any) -> None:
+        self.outs_ok[name] = self.outs_ok.get(name, True) and self.tensor_ok(grad)
+
+    def _grad_out(self, name: str, what: str, ok: bool) -> None:
+        if ok or self.trace.first_bad_backward is not None or not self.outs_ok.get(name, False):
+            return  # finite, found already, or it only passed on a non-finite gradient it was given
+        self.trace.first_bad_backward = {
+            "module": name or "(the model)",
+            "type": self.types.get(name, "?"),
+            "gradient": what,
+        }
 
     @contextlib.contextmanager
     def run(self, handles: list[Any]) -> Iterator[Trace]:
@@ -124,7 +199,7 @@ class Hooks:
             self.trace.failing_modules = list(self.stack)
             raise
         finally:
-            for h in handles:
+            for h in [*handles, *self.handles]:
                 h.remove()
 
 
@@ -144,6 +219,7 @@ class Adapter:
         self._named: list[tuple[str, Any]] = []  # (name, parameter) of the trainable parameters
         self._norms: Any = None  # the per-parameter norms of the last total_norm, on the device
         self._norm_names: list[str] | None = None  # the names grads() returned gradients for
+        self._numpy_rng = NumpyRngCache()
 
     # -- the step ----------------------------------------------------------------------------
     def params(self) -> list[tuple[str, Any]]:
@@ -174,6 +250,17 @@ class Adapter:
     def last_param_norms(self) -> dict[str, float]:
         """The per-parameter gradient norms the last :meth:`total_norm` computed (read now)."""
         return {}
+
+    def group_lrs(self) -> list[float]:
+        """The learning rate of each of the optimizer's parameter groups (host floats, no device work)."""
+        lr = self.lr()
+        return [] if lr is None else [lr]
+
+    def group_norms(self) -> list[Any]:
+        """Device values to read with the step: per parameter group, the gradient 2-norm then the weight
+        2-norm (``[g_0, …, g_G-1, w_0, …, w_G-1]``), from the norms the last :meth:`total_norm` kept;
+        [] where the framework cannot say."""
+        return []
 
     def where_ok(self, ok: Any, value: Any) -> Any:
         """``value`` where ``ok``, else 0 (on the device)."""

@@ -17,6 +17,7 @@ from typing import Any
 from envkit.errors import DumpError, GuardError
 from envkit.guard.adapter import Adapter, RngState, Tensors
 from envkit.guard.dump import Dump, write_manifest
+from envkit.guard.files import fresh_dir, replace_dir
 
 __all__ = ["LoadedDump", "load_dump", "write_dump"]
 
@@ -105,10 +106,31 @@ def write_dump(
     env: dict[str, Any],
     manifest: dict[str, Any],
 ) -> Path:
-    """Write every file, then the manifest with their hashes (a half-written dump has no manifest)."""
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
+    """Write every file, then the manifest with their hashes, in a fresh private folder renamed to
+    ``directory`` (whose parent the caller checked: :func:`envkit.guard.files.real_dir`): a run killed
+    mid-dump leaves no half dump, a link at ``directory`` is replaced, never written through. The files
+    are the owner's only (0600: the training batch and the weights).
+    """
+    fresh = fresh_dir(directory.parent, directory.name)
+    try:
+        _write_files(fresh, adapter, batch, rng, model_state, records, env, manifest)
+        replace_dir(fresh, directory)
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    return directory
+
+
+def _write_files(
+    directory: Path,
+    adapter: Adapter,
+    batch: Any,
+    rng: RngState,
+    model_state: Tensors,
+    records: list[dict[str, Any]],
+    env: dict[str, Any],
+    manifest: dict[str, Any],
+) -> None:
     tensors: Tensors = {}
     tree = _encode(adapter, batch, tensors)
     adapter.save_tensors(dict(tensors), str(directory / "batch.safetensors"))
@@ -128,8 +150,10 @@ def write_dump(
         _json(directory / "optimizer.json", opt_values)
     _json(directory / "records.json", records)
     _json(directory / "env.json", env)
+    for path in directory.iterdir():
+        path.chmod(0o600)
     write_manifest(directory, {**manifest, **extra, "framework": adapter.name})
-    return directory
+    (directory / "manifest.json").chmod(0o600)
 
 
 def _json(path: Path, value: Any) -> None:

@@ -10,7 +10,7 @@ and, when they differ, ranks the causes from the recorded and the in-image finge
 
 from __future__ import annotations
 
-import shutil
+import os
 import stat
 import tempfile
 from dataclasses import replace
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import envkit
 from envkit._io import load_json_bounded
 from envkit.errors import GuardError
-from envkit.guard.dump import Dump, read_dump
+from envkit.guard.dump import Dump, copy_dump, read_dump
 from envkit.guard.image_side import KIND, SCHEMA
 from envkit.guard.localize import Replay
 from envkit.guard.replay import ReplayVerdict, judge, side_report
@@ -69,8 +69,10 @@ def replay_in_image(
             hint="give the image a USER (envkit build images have one)",
         )
     code_dir = _readable_code(code or Path.cwd(), user)
+    # the image's user reads the copy: owner-only when it is this uid, else o+r inside the 0700 temp dir
+    mode = None if user.isdigit() and int(user) == os.getuid() else 0o644
     with tempfile.TemporaryDirectory(prefix="envkit-replay-") as tmp:
-        staged = stage_dump(dump.path, Path(tmp) / "dump")
+        staged = stage_dump(dump, Path(tmp) / "dump", mode=mode)
         result = _run(engine, image, staged, entry, code_dir)
     return _judged(dump, image, info.id, result)
 
@@ -89,14 +91,11 @@ def _readable_code(code: Path, user: str) -> Path:
     return where
 
 
-def stage_dump(source: Path, target: Path) -> Path:
-    """A readable copy of the checked dump at ``target`` for another user (the run wrote it owner-only)."""
-    target.mkdir()
-    for name in sorted(p.name for p in source.iterdir() if p.is_file()):
-        shutil.copyfile(source / name, target / name)
-        (target / name).chmod(0o644)
-    target.chmod(0o755)  # the temporary directory above it stays 0700 on this host
-    return target
+def stage_dump(dump: Dump, target: Path, *, mode: int | None = None) -> Path:
+    """The checked dump copied to the new ``target`` (a fleet store, an image's mount): the manifest's own
+    regular files only, never through a link, hashed as copied, with the dump's modes (0600) unless
+    ``mode`` says otherwise (:func:`envkit.guard.dump.copy_dump`)."""
+    return copy_dump(dump, target, mode=mode).path
 
 
 def _run(engine: ContainerEngine, image: str, staged: Path, entry: str, code: Path) -> RunResult:

@@ -18,7 +18,7 @@ from typing import Any
 from envkit.guard.adapter import Adapter, RngState, Tensors, Trace, walk
 from envkit.guard.records import json_float
 
-__all__ = ["NoOptimizer", "Replay", "batch_facts", "largest_update", "replay_step"]
+__all__ = ["NoOptimizer", "Replay", "batch_facts", "batch_nonfinite", "largest_update", "replay_step"]
 
 LossFn = Callable[[Any, Any], Any]
 
@@ -47,7 +47,39 @@ def batch_facts(adapter: Adapter, batch: Any) -> dict[str, dict[str, Any]]:
     return {path or "batch": adapter.describe(t) for path, t in walk(batch, adapter.is_tensor)}
 
 
-def _hints(facts: dict[str, dict[str, Any]], trace: Trace, adapter: Adapter) -> list[str]:
+def batch_nonfinite(adapter: Adapter, batch: Any) -> dict[str, Any] | None:
+    """The first tensor of the batch holding NaN/Inf: where (path, index), what, how many; else None."""
+    import numpy as np
+
+    for path, t in walk(batch, adapter.is_tensor):
+        arr = np.asarray(adapter.to_numpy(t))
+        if arr.dtype.kind not in "fc":
+            continue
+        bad = ~np.isfinite(arr)
+        count = int(bad.sum())
+        if count:
+            index = [int(i) for i in np.argwhere(bad)[0]]
+            value = float(arr[tuple(index)].real if arr.dtype.kind == "c" else arr[tuple(index)])
+            return {
+                "tensor": f"batch{path}",
+                "index": index,
+                "value": str(value),
+                "count": count,
+                "size": int(arr.size),
+                "shape": list(arr.shape),
+            }
+    return None
+
+
+def describe_nonfinite(bad: dict[str, Any]) -> str:
+    """``the batch holds inf in batch[0] at [3, 0, 14, 9] (1 of 25088 values non-finite) …``."""
+    return (
+        f"the batch holds {bad['value']} in {bad['tensor']} at [{', '.join(map(str, bad['index']))}] "
+        f"({bad['count']} of {bad['size']} values non-finite): the input, not the model"
+    )
+
+
+def _hints(facts: dict[str, dict[str, Any]], trace: Trace, adapter: Adapter, bad_batch: bool) -> list[str]:
     hints = []
     for path, fact in facts.items():
         lo, hi = fact.get("min"), fact.get("max")
@@ -61,6 +93,18 @@ def _hints(facts: dict[str, dict[str, Any]], trace: Trace, adapter: Adapter) -> 
             and hi == math.floor(hi)
         ):
             hints.append(f"{path} holds values {lo:g} … {hi:g}: an unnormalized 0–255 input?")
+        if not floating and lo is not None and lo == hi and lo < 0:
+            hints.append(
+                f"{path} holds only {lo:g}: every target ignored (ignore_index)? "
+                "a mean over no elements is NaN"
+            )
+    back = trace.first_bad_backward
+    if back is not None and trace.first_bad_module is None and not bad_batch:
+        hints.append(
+            f"{back['module']} computed a finite forward and a non-finite gradient: a branch that is "
+            "inf/NaN where it is not selected (torch.where/masking over rsqrt, log or sqrt at 0, a "
+            "division by 0) still sends NaN through backward; clamp the argument before the op"
+        )
     if trace.failing_modules:
         name = trace.failing_modules[-1]
         module = dict(_named_modules(adapter)).get(name)
@@ -115,10 +159,13 @@ def replay_step(
     except Exception as exc:  # noqa: BLE001 the user's step raised: where is the localization
         error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ''}"
     norms = adapter.param_norms()
+    bad = batch_nonfinite(adapter, batch)
     finite = [(n, v) for n, v in norms.items() if math.isfinite(v)]
     largest = max(finite, key=lambda kv: kv[1], default=None)  # None when every norm is NaN/Inf
     localization = {
+        "nonfinite_batch": bad,
         "first_nonfinite_module": trace.first_bad_module,
+        "first_nonfinite_backward": trace.first_bad_backward,
         "first_nonfinite_grad": trace.first_bad_grad(),
         "largest_grad": None
         if largest is None
@@ -127,7 +174,7 @@ def replay_step(
         "module_stack": trace.failing_modules,
         "error": error,
         "batch": facts,
-        "hints": _hints(facts, trace, adapter),
+        "hints": _hints(facts, trace, adapter, bad is not None),
     }
     return Replay(loss_value, grad_norm, localization, error)
 

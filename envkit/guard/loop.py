@@ -14,8 +14,10 @@ own arithmetic, the random generators are only read (never reseeded).
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import os
+import sys
 import warnings
 from collections import deque
 from collections.abc import Callable
@@ -24,17 +26,28 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from envkit._safe import one_line
 from envkit.errors import GuardError, GuardStopped
 from envkit.guard.adapter import Adapter, RngState, Tensors, make_adapter
+from envkit.guard.checks import DumpBudget, rank_outliers
 from envkit.guard.flight import write_dump
-from envkit.guard.localize import NoOptimizer, largest_update, replay_step
+from envkit.guard.ledger import Ledger, LedgerEntry, batch_digest
+from envkit.guard.localize import (
+    NoOptimizer,
+    batch_nonfinite,
+    describe_nonfinite,
+    largest_update,
+    replay_step,
+)
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
 from envkit.guard.runlog import RunLog
-from envkit.guard.spikes import SpikeDetector
+from envkit.guard.spikes import SpikeDetector, Spikes
+from envkit.guard.updates import UpdateTracker
 
 __all__ = ["Guard", "GuardStep"]
 
 LossFn = Callable[[Any, Any], Any]
+_log = logging.getLogger("envkit.guard")
 
 
 @dataclass
@@ -59,7 +72,6 @@ class GuardStep:
     rng: RngState = field(default_factory=RngState)
     buffers: Tensors = field(default_factory=dict)
     loss: Any = None
-    loss_ok: Any = None
     done: bool = False
 
     def __enter__(self) -> GuardStep:
@@ -77,10 +89,8 @@ class GuardStep:
         self.guard.adapter.backward(loss)
 
     def observe(self, loss: Any) -> None:
-        """Keep the loss's finite flag when the backward already ran elsewhere (a trainer's own loop)."""
-        adapter = self.guard.adapter
-        flag = adapter.finite_flag(loss)
-        self.loss_ok = flag if self.loss_ok is None else adapter.both(self.loss_ok, flag)
+        """Keep the loss when the backward already ran elsewhere (a trainer's own loop). The sum of a
+        step's losses (gradient accumulation) is finite iff each is: one check, at the step's end."""
         self.loss = loss.detach() if self.loss is None else self.loss + loss.detach()
 
     def optimizer_step(self) -> bool:
@@ -126,13 +136,18 @@ class Guard:
         spike_window: int = 100,
         spike_warmup: int = 20,
         spike_threshold: float = 6.0,
+        spike_factor: float = 4.0,
+        loss_spike_factor: float = 1.5,
         keep: int = 16,
         flush_every: int = 100,
         max_dumps: int = 5,
+        max_spike_dumps: int = 2,
+        update_factor: float | None = 10.0,
+        ledger: str = "skip",
         name: str = "train",
         seed: int = 0,
         autocast: str | None = None,
-        tensorboard: bool = True,
+        tensorboard: bool = False,  # event files cost ~0.5 ms of CPU per step (issue 33): opt-in
     ) -> None:
         try:
             self.policy = Policy(policy)
@@ -153,14 +168,18 @@ class Guard:
         self.check_every = 1 if scaler is not None or self.world_size > 1 or not defer else check_every
         self.loss_fn, self.entry = loss_fn, entry
         self.max_skips, self.max_overflows, self.max_dumps = max_skips, max_overflows, max_dumps
-        self.loss_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold)
-        self.grad_spikes = SpikeDetector(spike_window, spike_warmup, spike_threshold)
+        self.spikes = Spikes(
+            SpikeDetector(spike_window, spike_warmup, spike_threshold, loss_spike_factor),
+            SpikeDetector(spike_window, spike_warmup, spike_threshold, spike_factor),
+        )
         self.recent: deque[StepRecord] = deque(maxlen=keep)
         self.pending: list[_Pending] = []
         self.count = 0
         self.consecutive_skips = 0
         self.consecutive_overflows = 0
-        self.dumps = 0
+        self.dumps = DumpBudget(max_dumps, max_spike_dumps)  # per kind: warnings never starve incidents
+        self.updates = UpdateTracker(update_factor, spike_warmup)
+        self.said_skip = False  # the first skip goes to stderr too
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
         self.log = RunLog(
             Path(run),
@@ -172,6 +191,8 @@ class Guard:
             tensorboard=tensorboard,
         )
         self.log.flush_every = flush_every
+        self.ledger = Ledger(self.log.root / "ledger.jsonl", ledger)  # the batches incidents skipped
+        self.ledger_hits: list[dict[str, Any]] = []
         self.log.config = {
             "policy": str(self.policy),
             "clip": clip,
@@ -194,6 +215,22 @@ class Guard:
     @property
     def records(self) -> list[StepRecord]:
         return self.log.records
+
+    def skip_batch(self, step: int, batch: Any) -> bool:
+        """True when an earlier run's incident skipped this batch (``RUN/ledger.jsonl``) and
+        ``ledger="skip"``: do not train on it again. Call it before the step, in a resumed run."""
+        found = self.ledger.find(step, lambda: batch_digest(self.adapter, batch))
+        if found is None:
+            return False
+        entry, match = found
+        again = self.ledger.mode == "skip"
+        hit = {"step": step, "listed_step": entry.step, "kind": entry.kind, "run": entry.run, "match": match}
+        self.ledger_hits.append({**hit, "action": "skipped again" if again else "replayed on purpose"})
+        self.log.config["ledger"] = {"mode": self.ledger.mode, "batches": self.ledger_hits[-1000:]}
+        verb = "skipped again" if again else "replayed on purpose (ledger='replay')"
+        _log.info("envkit.guard: step %s: the batch %s skipped at step %s (%s): %s", step,
+                  entry.run or "a run", entry.step, entry.kind, verb)  # fmt: skip
+        return again
 
     def checkpoint_allowed(self) -> bool:
         """False right after a non-finite step was applied (policy warn): do not save NaN weights."""
@@ -224,13 +261,14 @@ class Guard:
         a.unscale()
         grads = a.grads()
         total = a.total_norm(grads)
-        ok = a.both(g.loss_ok, a.finite_flag(total))
         self.count += 1
         lr = a.lr()
-        if self.count % self.check_every != 0:
-            return self._masked(g, grads, total, ok, lr)
+        if self.count % self.check_every != 0:  # the finite flag is needed on the device only here
+            return self._masked(g, grads, total, a.both(a.finite_flag(g.loss), a.finite_flag(total)), lr)
         self._drain(g)
+        groups = a.group_norms()
         if self.world_size > 1:
+            groups = a.read(groups)
             ranks = a.gather([g.loss, total])
             losses, norms = [r[0] for r in ranks], [r[1] for r in ranks]
             loss, norm = losses[self.rank], norms[self.rank]
@@ -239,15 +277,19 @@ class Guard:
                 i for i, nv in enumerate(norms) if not math.isfinite(nv)
             ]
         else:
-            loss, norm = a.read([g.loss, total])
+            loss, norm, *groups = a.read([g.loss, total, *groups])
             losses = norms = None  # type: ignore[assignment]
             bad_ranks = [] if math.isfinite(loss) and math.isfinite(norm) else [0]
         rec = StepRecord(
             g.step, loss, norm, lr=lr, loss_scale=a.loss_scale(), rank_losses=losses, rank_norms=norms
         )
+        self.updates.record(rec, a.group_lrs(), groups, self.clip)
         if bad_ranks:
             return self._bad(g, rec, grads, total, bad_ranks)
         self.consecutive_overflows = 0
+        update = self.updates.spike(rec)
+        if update is not None:  # found before the update is applied: the weights are still whole
+            return self._incident(g, rec, IncidentKind.UPDATE_SPIKE, update, self.policy, [])
         spike = self._spike(rec)
         if spike is not None and self.spike_policy is not Policy.WARN:
             return self._incident(g, rec, spike[0], spike[1], self.spike_policy or Policy.WARN, [])
@@ -352,13 +394,15 @@ class Guard:
             return True
         rec.skipped = f"{kind}: {message}"
         incident = self._record_incident(g, rec, kind, message, "skipped", ranks)
+        self._ledger_add(g, kind)
         a.zero_grad()
         self._store(rec)
         self.consecutive_skips += 1
         if policy is Policy.STOP or self.consecutive_skips >= self.max_skips:
             why = "policy stop" if policy is Policy.STOP else f"{self.consecutive_skips} skips in a row"
             incident.action = "stopped"
-            report = self.log.write()
+            self.log.closed = True  # the guard ended the run: its record is whole
+            report = self.log.save()
             where = f"; replay: envkit guard replay {self.log.root / incident.dump}" if incident.dump else ""
             raise GuardStopped(
                 f"step {rec.step}: {kind}: {message} ({why}); report {report}{where}",
@@ -370,53 +414,44 @@ class Guard:
         """The step raised (index out of range, a device assert): record and dump it, then re-raise."""
         self.count += 1
         loss = math.nan
-        rec = StepRecord(g.step, loss, math.nan, lr=self.adapter.lr(), skipped=f"error: {type(exc).__name__}")
         message = (
             f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
         )
+        rec = StepRecord(g.step, loss, math.nan, lr=self.adapter.lr(), raised=message)
         self._record_incident(g, rec, IncidentKind.ERROR, message, "raised", [self.rank])
+        self._ledger_add(g, IncidentKind.ERROR)
         self.adapter.zero_grad()
         self._store(rec)
-        self.log.write()
+        self.log.save()
+
+    def _ledger_add(self, g: GuardStep, kind: IncidentKind) -> None:
+        """A skipped (or raising) batch into the ledger; a failure is said, training goes on."""
+        try:
+            digest = batch_digest(self.adapter, g.batch)
+            self.ledger.add(LedgerEntry(g.step, str(kind), digest, self.log.run.name))
+        except Exception as exc:  # noqa: BLE001 the guard's own recording never stops the training
+            self.log.failed(f"step {g.step}: the bad-batch ledger", exc)
 
     def _spike(self, rec: StepRecord) -> tuple[IncidentKind, str] | None:
-        if self.spike_policy is None:
-            return None
-        loss = self.loss_spikes.check(rec.loss)
-        norm = self.grad_spikes.check(rec.grad_norm)
-        if loss is not None:
-            return (
-                IncidentKind.LOSS_SPIKE,
-                f"loss {rec.loss:.6g} above {loss.limit:.6g} (median {loss.median:.6g})",
-            )
-        if norm is not None:
-            return IncidentKind.GRAD_SPIKE, (
-                f"grad norm {rec.grad_norm:.6g} above {norm.limit:.6g} (median {norm.median:.6g})"
-            )
-        return None
+        return None if self.spike_policy is None else self.spikes.check(rec.loss, rec.grad_norm)
+
+    def _context(self, g: GuardStep, rec: StepRecord, kind: IncidentKind) -> dict[str, Any]:
+        """The incident's step: lr and update ratio per group beside the largest before; a bad batch."""
+        out = self.updates.context(rec)
+        if kind in (IncidentKind.NONFINITE_LOSS, IncidentKind.NONFINITE_GRAD, IncidentKind.ERROR):
+            try:
+                out["nonfinite_batch"] = batch_nonfinite(self.adapter, g.batch)
+            except Exception as exc:  # noqa: BLE001 a batch the check cannot read: the incident stands
+                out["nonfinite_batch_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        return out
 
     def _rank_check(self, g: GuardStep, rec: StepRecord) -> None:
-        """fairseq's check: after the all-reduce every replica holds the same gradient norm.
-
-        The ranks outside the majority (within 1e-6, relative) are named; without a majority
-        (two replicas that disagree) every rank is.
-        """
+        """Replicas whose all-reduced gradient norm differs from the majority's: a warning naming them."""
         norms = rec.rank_norms or []
-        if len(norms) < 2:
+        found = rank_outliers(norms)
+        if found is None:
             return
-
-        def near(a: float, b: float) -> bool:
-            return abs(a - b) <= 1e-6 * max(abs(a), abs(b), 1e-12)
-
-        groups = [[i for i, n in enumerate(norms) if near(n, ref)] for ref in norms]
-        largest = max(groups, key=len)
-        if len(largest) == len(norms):
-            return
-        off = (
-            [i for i in range(len(norms)) if i not in largest]
-            if 2 * len(largest) > len(norms)
-            else list(range(len(norms)))
-        )
+        off = [int(i) for i in found.split(",")]
         text = ", ".join(f"rank {i}: {norms[i]!r}" for i in off)
         msg = f"gradient norms differ between replicas after the all-reduce ({text})"
         self._record_incident(
@@ -426,6 +461,17 @@ class Guard:
     def _store(self, rec: StepRecord) -> None:
         self.recent.append(rec)
         self.log.add(rec, first=len(self.log.records) == 0)
+        if rec.skipped is not None:
+            self._said_skipped(rec)
+
+    def _said_skipped(self, rec: StepRecord) -> None:
+        """Each skip on the ``envkit.guard`` logger; the first non-overflow one on stderr too."""
+        text = f"envkit.guard: step {rec.step} skipped: {one_line(rec.skipped or '')}"
+        _log.info("%s", text)
+        if not (self.said_skip or rec.overflow):
+            self.said_skip = True
+            more = f"further skips: logger envkit.guard (INFO); envkit guard show {self.log.root}"
+            print(f"{text} ({more})", file=sys.stderr)
 
     def _record_incident(
         self,
@@ -439,27 +485,42 @@ class Guard:
         exact: bool = True,
     ) -> Incident:
         incident = Incident(rec.step, kind, message, action, ranks=ranks)
+        try:
+            incident.context = self._context(g, rec, kind)
+            if incident.context.get("nonfinite_batch"):  # said first: the input, not the model
+                incident.message = f"{describe_nonfinite(incident.context['nonfinite_batch'])}; {message}"
+            self._describe(g, rec, kind, exact, incident)
+        except Exception as exc:  # noqa: BLE001 the guard's own recording never stops the training
+            incident.recording_error = self.log.failed(f"step {rec.step}: the incident", exc)
+        self.log.incidents.append(incident)
+        self.log.incident(incident)
+        if action == "warned":
+            warnings.warn(f"envkit.guard: step {rec.step}: {message}", stacklevel=4)
+        return incident
+
+    def _describe(
+        self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool, incident: Incident
+    ) -> None:
+        """The incident's gradient norms, dump and localization (the caller catches any failure)."""
         a = self.adapter
         grad_norms = a.param_norms()
         incident.param_grad_norms = {k: json_float(v) for k, v in grad_norms.items()}
-        if self.dumps < self.max_dumps:
-            self.dumps += 1
-            incident.dump = self._dump(g, rec, kind, exact)
+        if self.dumps.take(kind):
+            try:
+                incident.dump = self._dump(g, rec, kind, exact)
+            except Exception as exc:  # noqa: BLE001 no dump (said why); the incident and training go on
+                incident.recording_error = self.log.failed(f"step {rec.step}: the dump", exc)
             if self.loss_fn is not None and self.world_size == 1:
                 incident.localization = self._localize(g)
         update = largest_update(grad_norms, a.weight_norms(), a.param_lrs())
         if update is not None:
             incident.localization = {**(incident.localization or {}), "largest_update": update}
-        self.log.incidents.append(incident)
-        if action == "warned":
-            warnings.warn(f"envkit.guard: step {rec.step}: {message}", stacklevel=4)
-        return incident
 
     def _dump(self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool) -> str:
         name = f"step-{rec.step}" if self.world_size == 1 else f"step-{rec.step}-rank-{self.rank}"
         relative = f"incidents/{name}"
         write_dump(
-            self.log.root / relative,
+            self.log.folder("incidents") / name,
             self.adapter,
             batch=g.batch,
             rng=g.rng,
@@ -485,7 +546,7 @@ class Guard:
         assert self.loss_fn is not None
         now = a.rng_state()
         try:
-            twin = copy.deepcopy(self.model)
+            twin = copy.deepcopy(a.model)  # the module itself (a torch.compile wrapper unwrapped)
             twin_adapter = make_adapter(twin, NoOptimizer())
             twin_adapter.restore_buffers(g.buffers)
             result = replay_step(twin_adapter, self.loss_fn, g.batch, g.rng, training=a.training())

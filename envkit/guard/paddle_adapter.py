@@ -58,6 +58,16 @@ def _absmax(value: Any) -> float | None:
     return max(found) if found else None
 
 
+def _grad_hook(t: Any, fn: Any) -> Any:
+    """A hook on ``t``'s gradient (replays only); None when ``t`` takes no part in backward."""
+    if t.stop_gradient or not _floating(t):
+        return None
+    try:
+        return t.register_hook(lambda g: fn(g))  # returns None: the gradient is left as it is
+    except (RuntimeError, ValueError):  # a tensor paddle does not let us hook: not watched
+        return None
+
+
 class PaddleAdapter(Adapter):
     """The guard's adapter for PaddlePaddle models and optimizers."""
 
@@ -147,7 +157,7 @@ class PaddleAdapter(Adapter):
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:
         rng = RngState(values={"python": python_rng()})
-        numpy_rng(rng)
+        numpy_rng(rng, self._numpy_rng)
         rng.values["paddle.cpu"] = [list(_state_tuple(s)) for s in paddle.get_rng_state(device="cpu")]
         if paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count():
             rng.values["paddle.cuda"] = [list(_state_tuple(s)) for s in paddle.get_cuda_rng_state()]
@@ -301,7 +311,7 @@ class PaddleAdapter(Adapter):
         return out
 
     def trace(self) -> AbstractContextManager[Trace]:
-        hooks = Hooks(_tensor_ok, _is_tensor, _absmax)
+        hooks = Hooks(_tensor_ok, _is_tensor, _absmax, _grad_hook)
         handles: list[Any] = []
         for name, layer in [("", self.model), *self.model.named_sublayers()]:
             handles.append(layer.register_forward_pre_hook(lambda m, i, name=name: hooks.enter(name)))

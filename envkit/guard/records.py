@@ -38,6 +38,7 @@ class IncidentKind(str, Enum):
     ERROR = "error"  # the step raised (an index out of range, a device assert)
     LOSS_SPIKE = "loss-spike"
     GRAD_SPIKE = "grad-spike"
+    UPDATE_SPIKE = "update-spike"  # the update (lr · gradient) far larger than any before it
     RANK_MISMATCH = "rank-mismatch"  # replicas disagree on the all-reduced gradient norm
 
     def __str__(self) -> str:
@@ -83,8 +84,12 @@ class StepRecord:
     loss_scale: float | None = None
     overflow: bool = False  # a GradScaler skipped the step: loss-scale overflow, not a NaN incident
     skipped: str | None = None
+    lrs: list[float] | None = None  # each parameter group's learning rate
+    # each group's lr · |clipped gradient| / |weight| (before the update): the step's relative size
+    update_ratios: list[float] | None = None
     rank_losses: list[float] | None = None
     rank_norms: list[float] | None = None
+    raised: str | None = None  # the step raised (re-raised to the loop): not a skip
 
     @property
     def finite(self) -> bool:
@@ -103,9 +108,15 @@ class StepRecord:
             "overflow": self.overflow,
             "skipped": self.skipped,
         }
+        if self.lrs is not None:
+            data["lrs"] = [json_float(v) for v in self.lrs]
+        if self.update_ratios is not None:
+            data["update_ratios"] = [json_float(v) for v in self.update_ratios]
         if self.rank_losses is not None:
             data["rank_losses"] = [json_float(v) for v in self.rank_losses]
             data["rank_norms"] = [json_float(v) for v in self.rank_norms or []]
+        if self.raised is not None:
+            data["raised"] = self.raised
         return data
 
     @classmethod
@@ -123,9 +134,16 @@ class StepRecord:
             loss_scale=opt("loss_scale"),
             overflow=bool(data.get("overflow")),
             skipped=data.get("skipped"),
+            lrs=_floats(data.get("lrs")),
+            update_ratios=_floats(data.get("update_ratios")),
             rank_losses=None if ranks is None else [read_float(v) for v in ranks],
             rank_norms=None if ranks is None else [read_float(v) for v in data.get("rank_norms") or []],
+            raised=data.get("raised"),
         )
+
+
+def _floats(value: Any) -> list[float] | None:
+    return [read_float(v) for v in value] if isinstance(value, list) else None
 
 
 @dataclass
@@ -140,6 +158,10 @@ class Incident:
     ranks: list[int] = field(default_factory=list)  # the ranks whose numbers went bad (data parallel)
     localization: dict[str, Any] | None = None
     param_grad_norms: dict[str, float | str] = field(default_factory=dict)
+    # what the incident's step was: lr and update ratio per group, beside the largest before it;
+    # where the batch held NaN/Inf (tensor, index), checked when the step went bad
+    context: dict[str, Any] = field(default_factory=dict)
+    recording_error: str | None = None  # the guard could not record all of it (its dump): why
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

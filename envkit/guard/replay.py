@@ -4,10 +4,14 @@ Verdicts (after Megatron's RerunStateMachine, ``../shared/research/guard-anchors
 
 - ``reproducible``: the replay gives bitwise the recorded loss and gradient norm: the data, the
   model or the hyper-parameters did it (the localization says where);
-- ``transient``: the same environment, a different result (or two replays here differ): suspect the
-  device;
+- ``nondeterministic``: two replays in one place differ from each other: the code is not repeatable
+  (an unseeded generator, a nondeterministic kernel), which says nothing of the hardware — the
+  replays run twice on the same machine first for this reason;
+- ``transient``: the same environment, a different result than recorded (the replays here agree):
+  suspect the recording device;
 - ``environment``: this host's fingerprint differs from the recording host's and so does the
-  result: the ranked causes from the two fingerprints, as ``probe --compare`` ranks them.
+  result: the ranked causes from the two fingerprints, as ``probe --compare`` ranks them, only the
+  differences that can act here (on two CPU-only sides, no TF32, cuDNN or GPU switch).
 
 The model, optimizer and loss come from the user's ``--entry module:function`` (named on the
 command line, never taken from the dump): ``function()`` returns ``(model, optimizer, loss_fn)``.
@@ -197,7 +201,16 @@ def _verdict(
     notes: list[str] = []
     first, second = runs
     if not (_same(first.loss, second.loss) and _same(first.grad_norm, second.grad_norm)):
-        return "transient", [], [f"two replays {where} differ: a nondeterministic or faulty device"]
+        return (
+            "nondeterministic",
+            [],
+            [
+                f"two replays {where} differ from each other: the step is not repeatable in one place — "
+                "non-deterministic code (an unseeded generator, a nondeterministic kernel), not the "
+                "hardware; seed every generator the step uses (or torch.use_deterministic_algorithms) "
+                "and replay again"
+            ],
+        )
     exact = bool(dump.manifest.get("exact", True))
     if exact:
         same = first.same_as(loss, norm)
@@ -214,14 +227,29 @@ def _verdict(
     from envkit.guard.adapter import FRAMEWORKS
 
     framework = dump.framework if dump.framework in FRAMEWORKS else "torch"
+    mine = here(framework)
+    cpu_only = not _has_gpu(there, framework) and not _has_gpu(mine, framework)
     causes = [
         c.to_json()
-        for c in likely_causes(there, here(framework), ("recorded", where))
-        if c.kind != "package" or c.weight > 10
+        for c in likely_causes(there, mine, ("recorded", where))
+        if (c.kind != "package" or c.weight > 10) and not (cpu_only and _gpu_only(c.kind, c.message))
     ]
     if causes:
         return "environment", causes, notes
     return "transient", [], [*notes, "the same environment gave a different result: suspect the device"]
+
+
+GPU_KINDS = ("tf32", "cudnn", "cuda", "gpu", "driver", "nccl")
+
+
+def _has_gpu(report: ProbeReport, framework: str) -> bool:
+    side = report.frameworks.get(framework)
+    return bool(side and (side.gpus or side.info.get("cuda_available")))
+
+
+def _gpu_only(kind: str, message: str) -> bool:
+    """A difference that cannot move a CPU-only step: TF32, cuDNN, CUDA, the GPU, NCCL."""
+    return kind in GPU_KINDS or any(f" {k}." in message for k in ("cudnn", "cuda"))
 
 
 def side_report(env: Any, source: str) -> ProbeReport:

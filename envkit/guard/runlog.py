@@ -7,9 +7,15 @@ first and last step, the final weight norms and the first non-finite step. What 
 knows (skips and why, incidents with their localization and dump, overflows, clipping) is under
 the report's ``guard`` key, which the probe ignores. A data-parallel rank other than 0 writes to
 ``RUN/rank-N/``. ``steps.jsonl`` also grows every ``flush_every`` (100) steps while the run goes
-on, so a run that dies keeps its steps; the three files are rewritten whole at incidents and at
-``Guard.close()``. With ``tensorboard`` installed, each step also goes to an event file under
-``RUN/tensorboard/`` (:mod:`envkit.guard.tb`).
+on, so a run that dies keeps its steps; the three files are rewritten whole when the guard stops or a
+step raises, and at ``Guard.close()`` (``guard.closed`` true then). Each incident also appends its
+steps so far to ``steps.jsonl`` and itself to ``incidents.jsonl``: a run killed mid-training (SIGKILL,
+OOM) keeps what ``envkit guard show`` needs. With ``tensorboard`` installed, each step also goes to an
+event file under ``RUN/tensorboard/`` (:mod:`envkit.guard.tb`).
+
+Nothing is written through a link planted in the run folder (:mod:`envkit.guard.files`), and a
+failure of the recording itself (a refused link, a full disk) is logged on the ``envkit.guard``
+logger and kept in ``guard.recording_errors``: it never stops the training it records.
 """
 
 from __future__ import annotations
@@ -18,12 +24,15 @@ import csv
 import importlib
 import io
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
 
 from envkit._atomic import write_text_atomic
+from envkit._safe import one_line
 from envkit.guard.adapter import Adapter
+from envkit.guard.files import append_text, real_dir
 from envkit.guard.records import Incident, StepRecord, json_float
 from envkit.guard.tb import MISSING, TB_OFF, TensorBoardLog, open_tensorboard
 from envkit.probe.model import KIND, SCHEMA
@@ -31,6 +40,8 @@ from envkit.probe.model import KIND, SCHEMA
 __all__ = ["GUARD_SCHEMA", "RunLog"]
 
 GUARD_SCHEMA = 1
+MAX_ERRORS = 20  # recording errors kept (and warned about); later ones are counted
+_log = logging.getLogger("envkit.guard")
 CSV_FIELDS = ("step", "loss", "grad_norm", "clipped_norm", "lr", "loss_scale", "overflow", "skipped")
 
 
@@ -66,6 +77,8 @@ class RunLog:
         self._env: dict[str, Any] | None = None
         self.flush_every = 100
         self._flushed = 0
+        self.recording_errors: list[str] = []
+        self._failures = 0
         self._tb: TensorBoardLog | None = None
         # what report.json says of the event files (None: not opened yet)
         self._tb_note: dict[str, str | None] | None = (
@@ -76,27 +89,70 @@ class RunLog:
         if first:
             self.first_norms = self.adapter.last_param_norms()
         self.records.append(rec)
+        self.closed = False
         if self._tb is None and (self._tb_note is None or self._tb_note["folder"] is not None):
-            self._tb = open_tensorboard(self.root / "tensorboard")  # again after close(): a new file
-            self._tb_note = (
-                {"folder": "tensorboard", "note": None} if self._tb else {"folder": None, "note": MISSING}
-            )
+            self._open_tensorboard()  # again after close(): a new file
         if self._tb is not None:
-            self._tb.add(rec)
+            try:
+                self._tb.add(rec)
+            except Exception as exc:  # noqa: BLE001 the recording never stops the training
+                self._tb, self._tb_note = None, {"folder": None, "note": self.failed("tensorboard", exc)}
         if self.flush_every and len(self.records) - self._flushed >= self.flush_every:
             self.flush()
 
+    def _open_tensorboard(self) -> None:
+        try:
+            self._tb = open_tensorboard(self.folder() / "tensorboard")
+        except Exception as exc:  # noqa: BLE001 a planted link, an unwritable folder: no event files
+            self._tb, self._tb_note = None, {"folder": None, "note": self.failed("tensorboard", exc)}
+            return
+        self._tb_note = (
+            {"folder": "tensorboard", "note": None} if self._tb else {"folder": None, "note": MISSING}
+        )
+
+    def _rank_part(self) -> list[str]:
+        return [] if self.rank == 0 else [f"rank-{self.rank}"]
+
+    def folder(self, *parts: str) -> Path:
+        """``RUN`` (``RUN/rank-N``) or a folder below it, made; GuardError when a part is a link."""
+        return real_dir(self.run, *self._rank_part(), *parts)
+
+    def failed(self, what: str, exc: BaseException) -> str:
+        """Say that the guard's own recording of ``what`` failed (logger ``envkit.guard``); the text."""
+        text = f"{what}: {type(exc).__name__}: {one_line(str(exc))[:300]}"
+        self._failures += 1
+        if len(self.recording_errors) < MAX_ERRORS:
+            self.recording_errors.append(text)
+            _log.warning("envkit.guard: could not record %s; training goes on", text)
+        return text
+
     def flush(self) -> None:
         """Append the records not yet in ``steps.jsonl`` (a run that dies keeps its steps so far)."""
-        if self._tb is not None:
-            self._tb.flush()
-        new = self.records[self._flushed :]
-        if not new:
+        try:
+            if self._tb is not None:
+                self._tb.flush()
+            self._append("steps.jsonl", self.records, self._flushed)
+            self._flushed = len(self.records)
+        except Exception as exc:  # noqa: BLE001 the recording never stops the training
+            self.failed("steps.jsonl", exc)
+
+    def _append(self, name: str, items: list[Any], done: int) -> None:
+        """``items[done:]`` as JSON lines at the end of ``name``; the whole file anew over a planted link."""
+        if done >= len(items):
             return
-        self.root.mkdir(parents=True, exist_ok=True)
-        with (self.root / "steps.jsonl").open("a", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(r.to_json(), sort_keys=True, allow_nan=False) + "\n" for r in new)
-        self._flushed = len(self.records)
+        path = self.folder() / name
+        if path.is_symlink():  # replaced by the whole file (the rename replaces the link, never follows it)
+            write_text_atomic(path, _lines(items))
+            return
+        append_text(path, _lines(items[done:]))
+
+    def incident(self, incident: Incident) -> None:
+        """The incident just recorded, on disk at once: the steps so far, a line of ``incidents.jsonl``."""
+        self.flush()
+        try:
+            self._append("incidents.jsonl", self.incidents, len(self.incidents) - 1)
+        except Exception as exc:  # noqa: BLE001 the recording never stops the training
+            self.failed("incidents.jsonl", exc)
 
     def env(self) -> dict[str, Any]:
         """The host fingerprint and the framework's info (computed once: it reads ~300 METADATA files)."""
@@ -181,19 +237,33 @@ class RunLog:
             "incidents": [i.to_json() for i in self.incidents],
             "clipped_steps": clipped,
             "tensorboard": self._tb_note,
+            "closed": self.closed,
+            "recording_errors": list(self.recording_errors),
+            "recording_failures": self._failures,
         }
 
+    closed = False  # set by close(): a report without it was written mid-run
+
+    def save(self) -> Path:
+        """:meth:`write`, a failure logged (``recording_errors``), never raised: training goes on."""
+        try:
+            return self.write()
+        except Exception as exc:  # noqa: BLE001 the recording never stops the training
+            self.failed("report.json", exc)
+            return self.root / "report.json"
+
     def write(self) -> Path:
-        """Write the three files (atomically); the path of report.json. Nothing for a run of no steps."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        path = self.root / "report.json"
+        """Write the files (atomically); the path of report.json. Nothing for a run of no steps."""
+        root = self.folder()
+        path = root / "report.json"
         if not self.records:
             return path
         report = self.report()
         write_text_atomic(path, json.dumps(report, indent=1, sort_keys=True, allow_nan=False) + "\n")
-        lines = "".join(json.dumps(r.to_json(), sort_keys=True, allow_nan=False) + "\n" for r in self.records)
-        write_text_atomic(self.root / "steps.jsonl", lines)
+        write_text_atomic(root / "steps.jsonl", _lines(self.records))
         self._flushed = len(self.records)
+        if self.incidents:
+            write_text_atomic(root / "incidents.jsonl", _lines(self.incidents))
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
         writer.writeheader()
@@ -205,15 +275,23 @@ class RunLog:
                     for k in CSV_FIELDS
                 }
             )
-        write_text_atomic(self.root / "steps.csv", buf.getvalue())
+        write_text_atomic(root / "steps.csv", buf.getvalue())
         if self._tb is not None:
             self._tb.flush()
         return path
 
     def close(self) -> Path:
-        """:meth:`write`, and close the event file (a later step opens a new one)."""
-        path = self.write()
+        """:meth:`save` (``guard.closed`` true), and close the event file (a later step opens a new one)."""
+        self.closed = True
+        path = self.save()
         if self._tb is not None:
-            self._tb.close()
+            try:
+                self._tb.close()
+            except Exception as exc:  # noqa: BLE001 the recording never stops the training
+                self.failed("tensorboard", exc)
             self._tb = None
         return path
+
+
+def _lines(items: list[Any]) -> str:
+    return "".join(json.dumps(i.to_json(), sort_keys=True, allow_nan=False) + "\n" for i in items)

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import ReportError
+from envkit.guard.localize import describe_nonfinite
 from envkit.probe.report import load_report
 
-__all__ = ["load_run", "render_replay", "render_run"]
+__all__ = ["explain_incident", "load_run", "render_replay", "render_run"]
 
 
 def load_run(run: Path) -> dict[str, Any]:
@@ -51,6 +52,9 @@ def _localization(loc: dict[str, Any] | None) -> list[str]:
     if not loc:
         return []
     lines = []
+    bad = loc.get("nonfinite_batch")
+    if isinstance(bad, dict) and isinstance(bad.get("index"), list):
+        lines.append(describe_nonfinite(bad))
     mod = loc.get("first_nonfinite_module")
     if mod:
         absmax = mod.get("inputs_absmax")
@@ -61,6 +65,12 @@ def _localization(loc: dict[str, Any] | None) -> list[str]:
         )
         if mod.get("nonfinite_parameter"):
             lines.append(f"  its parameter {mod['nonfinite_parameter']} is non-finite")
+    back = loc.get("first_nonfinite_backward")
+    if isinstance(back, dict) and not mod:
+        lines.append(
+            f"first non-finite gradient made in backward: {back.get('module')} ({back.get('type')}): "
+            f"the gradients it received were finite, {back.get('gradient')} is not"
+        )
     if loc.get("raised_in"):
         lines.append(f"raised in: {loc['raised_in']}: {loc.get('error')}")
     if loc.get("first_nonfinite_grad"):
@@ -72,6 +82,39 @@ def _localization(loc: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _numbers(values: Any) -> str:
+    if not isinstance(values, list):
+        return "?"
+    return ", ".join(f"{v:.3g}" if isinstance(v, int | float) else str(v) for v in values)
+
+
+def _context(ctx: Any) -> list[str]:
+    """The step's learning rate and update ratio per group, beside the largest before it."""
+    if not isinstance(ctx, dict) or "lrs" not in ctx:
+        return []
+    raw = ctx.get("largest_before")
+    before: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    line = f"lr {_numbers(ctx.get('lrs'))}"
+    if before.get("lrs"):
+        line += f" (largest before: {_numbers(before['lrs'])})"
+    if "update_ratios" in ctx:
+        line += f"; update lr·|grad|/|weight| {_numbers(ctx['update_ratios'])}"
+        if before.get("update_ratios"):
+            line += f" (largest before: {_numbers(before['update_ratios'])})"
+    return [line]
+
+
+def explain_incident(inc: dict[str, Any], run: str) -> list[str]:
+    """What is known of an incident beyond its message: lr and update, the dump, the localization."""
+    lines = _context(inc.get("context"))
+    if inc.get("dump"):
+        lines.append(f"dump: {Path(run) / inc['dump']}")
+    loc = inc.get("localization")
+    if isinstance(loc, dict) and "the batch holds" in str(inc.get("message")):
+        loc = {k: v for k, v in loc.items() if k != "nonfinite_batch"}  # the message said it first
+    return lines + _localization(loc)
+
+
 def render_run(s: dict[str, Any]) -> str:
     share = f"{100 * s['clipped_share']:.1f} %"
     lines = [
@@ -79,17 +122,25 @@ def render_run(s: dict[str, Any]) -> str:
         f"{s['clipped_steps']} clipped ({share}), {len(s['incidents'])} incidents ({s['spikes']} spikes)"
     ]
     lines += [f"  skipped step {skip.get('step')}: {skip.get('reason')}" for skip in s["skips"]]
+    ledger = s["config"].get("ledger") if isinstance(s["config"].get("ledger"), dict) else {}
+    lines += [
+        f"  ledger: step {hit.get('step')}: {hit.get('action')} (its batch was skipped at step "
+        f"{hit.get('listed_step')} by {hit.get('run') or 'a run'}: {hit.get('kind')}; matched by "
+        f"{hit.get('match')})"
+        for hit in (ledger.get("batches") or [])[:50]
+        if isinstance(hit, dict)
+    ]
     for inc in s["incidents"]:
         ranks = f" [ranks {', '.join(map(str, inc.get('ranks') or []))}]" if s["world_size"] > 1 else ""
         lines.append(
             f"incident at step {inc.get('step')}: {inc.get('kind')}: {inc.get('message')} "
             f"({inc.get('action')}){ranks}"
         )
-        if inc.get("dump"):
-            lines.append(f"  dump: {Path(s['run']) / inc['dump']}")
-        lines += [f"  {line}" for line in _localization(inc.get("localization"))]
+        lines += [f"  {line}" for line in explain_incident(inc, s["run"])]
     if not s["incidents"]:
         lines.append("no incidents")
+    if s.get("html"):
+        lines.append(f"page: {s['html']}")
     return "\n".join(lines)
 
 

@@ -22,12 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from envkit.guard.files import real_dir
 from envkit.guard.records import StepRecord
 
 __all__ = ["MISSING", "TB_OFF", "TensorBoardLog", "open_tensorboard", "scalars"]
 
 MISSING = "tensorboard is not installed: no event files (pip install 'envkit-dl[guard-tb]')"
-TB_OFF = "off: Guard(tensorboard=False)"
+TB_OFF = "off (the default): Guard(tensorboard=True) writes event files"
 _log = logging.getLogger("envkit.guard")
 _said = False
 
@@ -65,7 +66,7 @@ class TensorBoardLog:
 
     def __init__(self, folder: Path, modules: tuple[Any, Any, Any]) -> None:
         writer_cls, self._event, self._summary = modules
-        folder.mkdir(parents=True, exist_ok=True)
+        real_dir(folder.parent, folder.name)  # a link planted there is refused, never written through
         self.folder = folder
         self._writer = writer_cls(str(folder), max_queue_size=1000, flush_secs=30)
 

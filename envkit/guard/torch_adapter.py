@@ -44,6 +44,16 @@ def _absmax(value: Any) -> float | None:
     return max(found) if found else None
 
 
+def _grad_hook(t: Any, fn: Any) -> Any:
+    """A hook on ``t``'s gradient (replays only); None when ``t`` takes no part in backward."""
+    if not (t.requires_grad and (t.is_floating_point() or t.is_complex())):
+        return None
+    try:
+        return t.register_hook(lambda g: fn(g))  # returns None: the gradient is left as it is
+    except RuntimeError:  # a tensor autograd does not let us hook: that module is not watched
+        return None
+
+
 class TorchAdapter(Adapter):
     """The guard's adapter for PyTorch models and optimizers."""
 
@@ -51,9 +61,17 @@ class TorchAdapter(Adapter):
     safetensors = "safetensors.torch"
 
     def __init__(self, model: Any, optimizer: Any, scaler: Any = None) -> None:
+        # a torch.compile'd model: the guard works on the module it wraps (names, state, hooks, copies)
+        model = getattr(model, "_orig_mod", model)
         super().__init__(model, optimizer, scaler)
         self._named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self._scale_before: float | None = None
+        self._stacked: Any = None  # the per-parameter gradient norms of the last total_norm, stacked
+        self._groups: tuple[tuple[str, ...], Any, Any] | None = None  # names, their params, one-hot
+        self._weights: Any = None  # the weights' norms per group (refreshed every 10 steps)
+        self._weight_calls = 0
+        self._buffer_owners: list[tuple[str, Any, str]] | None = None
+        self._buffer_calls = 0
 
     def finite_flag(self, value: Any) -> Any:
         return torch.isfinite(value.detach()).all()
@@ -68,14 +86,15 @@ class TorchAdapter(Adapter):
     def total_norm(self, grads: list[Any]) -> Any:
         """clip_grad_norm_'s own arithmetic (``get_total_norm``): one ``_foreach_norm``, then the norm
         of the stacked norms. With one device and dtype the per-parameter norms are kept (no read)."""
-        self._norms = None
+        self._norms = self._stacked = None
         if not grads:
             return torch.zeros(())
         first = grads[0]
         if all(g.device == first.device and g.dtype == first.dtype for g in grads):
             norms = torch._foreach_norm(grads, 2.0)
             self._norms = norms
-            return torch.linalg.vector_norm(torch.stack(list(norms)), 2.0)
+            self._stacked = torch.stack(list(norms))
+            return torch.linalg.vector_norm(self._stacked, 2.0)
         get_total_norm = getattr(torch.nn.utils, "get_total_norm", None)
         if get_total_norm is not None:  # torch 2.6+: what clip_grad_norm_ itself calls
             return get_total_norm(grads, 2.0)
@@ -91,6 +110,41 @@ class TorchAdapter(Adapter):
             else self._norm_names
         )
         return dict(zip(names, self.read(list(self._norms)), strict=False))
+
+    def group_lrs(self) -> list[float]:
+        groups = getattr(self.optimizer, "param_groups", None) or []
+        return [float(g["lr"]) for g in groups if isinstance(g.get("lr"), int | float)]
+
+    def group_norms(self) -> list[Any]:
+        """Per group, the gradient and weight norms: one ``_foreach_norm`` of the weights and one
+        matrix product with a cached group one-hot (a handful of device ops per step)."""
+        if self._stacked is None or self._norm_names is None:
+            return []
+        names = tuple(self._norm_names)
+        if self._groups is None or self._groups[0] != names:
+            self._groups, self._weights = self._group_matrix(names), None
+        _, params, onehot = self._groups
+        if onehot is None:
+            return []
+        self._weight_calls += 1
+        if self._weights is None or self._weight_calls % 10 == 0:
+            # the weights move little per step (an update spike is checked before it is applied)
+            squares = torch.stack(list(torch._foreach_norm(params, 2.0))).to(self._stacked.dtype)
+            self._weights = (squares * squares) @ onehot
+        grads = (self._stacked * self._stacked) @ onehot
+        return [torch.cat([grads, self._weights]).sqrt()]
+
+    def _group_matrix(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], Any, Any]:
+        named = dict(self._named)
+        params = [named[n].detach() for n in names]
+        groups = getattr(self.optimizer, "param_groups", None) or []
+        where = {id(p): i for i, g in enumerate(groups) for p in g.get("params", [])}
+        index = [where.get(id(named[n])) for n in names]
+        if not params or None in index or len({p.device for p in params}) > 1:
+            return names, params, None
+        onehot = torch.zeros(len(names), len(groups), dtype=self._stacked.dtype, device=params[0].device)
+        onehot[torch.arange(len(names)), torch.tensor(index)] = 1.0
+        return names, params, onehot
 
     def where_ok(self, ok: Any, value: Any) -> Any:
         return torch.where(ok, value, torch.zeros_like(value))
@@ -134,7 +188,7 @@ class TorchAdapter(Adapter):
     def read(self, values: list[Any]) -> list[float]:
         if not values:
             return []
-        stacked = torch.stack([v.detach().to(torch.float64).reshape(()) for v in values])
+        stacked = torch.cat([v.detach().to(torch.float64).reshape(-1) for v in values])
         return [float(v) for v in stacked.cpu().tolist()]
 
     def lr(self) -> float | None:
@@ -150,7 +204,7 @@ class TorchAdapter(Adapter):
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:
         rng = RngState(values={"python": python_rng()})
-        numpy_rng(rng)
+        numpy_rng(rng, self._numpy_rng)
         rng.arrays["torch.cpu"] = torch.get_rng_state().numpy().copy()
         if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
             for i, state in enumerate(torch.cuda.get_rng_state_all()):
@@ -166,7 +220,22 @@ class TorchAdapter(Adapter):
             torch.cuda.set_rng_state_all([torch.from_numpy(rng.arrays[k].copy()) for k in cuda])
 
     def buffers(self) -> Tensors:
-        return {n: b.detach().clone() for n, b in self.model.named_buffers()}
+        """A copy of every buffer. Where they live (module, local name) is found once per 100 calls:
+        walking every module costs more than copying a model's few buffers."""
+        self._buffer_calls += 1
+        if self._buffer_owners is None or self._buffer_calls % 100 == 0:
+            self._buffer_owners = [
+                (f"{prefix}.{local}" if prefix else local, module, local)
+                for prefix, module in self.model.named_modules()
+                for local, b in module.named_buffers(recurse=False)
+                if b is not None
+            ]
+        out: Tensors = {}
+        for name, module, local in self._buffer_owners:
+            b = module._buffers.get(local)  # read now: a module may have replaced the tensor
+            if b is not None:
+                out[name] = b.detach().clone()
+        return out
 
     def restore_buffers(self, saved: Tensors) -> None:
         with torch.no_grad():
@@ -233,6 +302,23 @@ class TorchAdapter(Adapter):
                 hint="replay with the optimizer the dump was written from (same parameter groups)",
             ) from e
 
+    def save_tensors(self, tensors: Tensors, path: str) -> None:
+        """safetensors refuses tensors that share memory (a batch of overlapping views of one tensor,
+        the same tensor twice): each such tensor after the first of its storage is saved as a copy."""
+        from safetensors.torch import save_file
+
+        seen: set[int] = set()
+        out: Tensors = {}
+        for key, value in tensors.items():
+            t = value.detach().cpu()
+            storage = t.untyped_storage().data_ptr() if t.numel() else None
+            if not t.is_contiguous() or (storage is not None and storage in seen):
+                t = t.clone(memory_format=torch.contiguous_format)
+            elif storage is not None:
+                seen.add(storage)
+            out[key] = t
+        save_file(out, path)
+
     def is_tensor(self, value: Any) -> bool:
         return _is_tensor(value)
 
@@ -274,7 +360,7 @@ class TorchAdapter(Adapter):
         return {n: lrs[id(p)] for n, p in self._named if id(p) in lrs}
 
     def trace(self) -> AbstractContextManager[Trace]:
-        hooks = Hooks(_tensor_ok, _is_tensor, _absmax)
+        hooks = Hooks(_tensor_ok, _is_tensor, _absmax, _grad_hook)
         handles: list[Any] = []
         for name, module in self.model.named_modules():
             handles.append(

@@ -31,7 +31,7 @@ def f32(value: float) -> float:
 def run_guarded(run: Path, steps: int = 8, nan_at: int = 3) -> Guard:
     model, opt = mlp()
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.9)
-    guard = Guard(model, opt, run=run, clip=0.5, scheduler=sched)
+    guard = Guard(model, opt, run=run, clip=0.5, scheduler=sched, tensorboard=True)
     for i, batch in enumerate(batches(steps, nan_at)):
         with guard.step(i, batch) as g:
             g.backward(ce(model, batch))
