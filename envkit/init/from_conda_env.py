@@ -28,7 +28,9 @@ _SPEC = re.compile(
     r"(?P<rest>.*)\Z"
 )
 _BRACKETS = re.compile(r"\[([^\]]*)\]\Z")
-_SINGLE_COLON = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*):([A-Za-z0-9_][A-Za-z0-9_.\-]*(?:[ \t=<>!~].*)?)\Z")
+_SINGLE_COLON = re.compile(
+    r"^([A-Za-z0-9][A-Za-z0-9_.\-]*):([A-Za-z0-9_][A-Za-z0-9_.\-]*(?:[ \t=<>!~].*)?)\Z"
+)
 _KEY_VALUE = re.compile(r"([a-z_]+)\s*=\s*['\"]?([^,'\"\]]+)['\"]?")
 _EXACT = re.compile(r"^(?:==?)?\s*(?P<version>[0-9][A-Za-z0-9_.+!]*)(?:[=\s]+(?P<build>[A-Za-z0-9_.+*]+))?\Z")
 
