@@ -1,10 +1,13 @@
 """Images that several integration tests share: built once per test session, removed after it.
 
 ``cuda_paddle_image`` is the flagship ``cuda11.8-paddle2.6`` as shipped (environments/ and its
-committed lock under images/, renamed per run), built with ``--frozen`` from NVIDIA's PyPI CUDA wheels
-on the debootstrapped Debian (``cuda_runtime: pypi``): no GPU, no registry, no conda channel. Its
-wheelhouse (~2.4 GB) is shared with the checkout's own cache (``.envkit/wheelhouse``, hard links both
-ways), so it is downloaded once per machine; the image is removed after the session.
+committed lock under images/, copied into a temporary project), built with ``--frozen`` from NVIDIA's
+PyPI CUDA wheels on the debootstrapped Debian (``cuda_runtime: pypi``): no GPU, no registry, no conda
+channel; ~25 min on 2 busy cores. Its wheelhouse (~2.4 GB) is shared with the checkout's own cache
+(``.envkit/wheelhouse``, hard links both ways), so it is downloaded once per machine. The build is
+the shipped one, byte for byte, so an image of the same context that is already there (an
+``envkit build cuda11.8-paddle2.6`` of this checkout, another session's) is used as it is and kept;
+an image this session built is removed after it.
 
 ``demo_torch_image`` is the CPU demo image of ``make demo`` (:data:`envkit.demo.DEMO_SPEC`: CPU
 torch 2.13.0 on the debootstrapped Debian, built offline from a local wheel directory, probed at
@@ -38,7 +41,6 @@ TORCH_WHEELS = Path(os.environ.get("ENVKIT_TORCH_WHEELS", "/opt/wheels"))
 DEMO_NAME = f"itest{os.getpid()}-demo-cpu"  # unique per test run: one dockerd serves every checkout
 REPO = Path(__file__).resolve().parents[2]
 FLAGSHIP = "cuda11.8-paddle2.6"
-CUDA_PADDLE_NAME = f"itest{os.getpid()}-cuda-paddle"
 
 
 def debian_base(engine: DockerEngine) -> str:
@@ -71,11 +73,12 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def shipped_project(root: Path, spec: str, name: str) -> Path:
-    """``root`` as a project holding the shipped ``spec`` (and its committed lock) renamed ``name``."""
+def shipped_project(root: Path, spec: str, name: str | None = None) -> Path:
+    """``root`` as a project holding the shipped ``spec`` (and its committed lock), renamed ``name``."""
+    name = name or spec
     text = (REPO / "environments" / f"{spec}.yaml").read_text("utf-8")
     renamed = text.replace(f"\nname: {spec}\n", f"\nname: {name}\n")
-    assert renamed != text, f"environments/{spec}.yaml has no `name: {spec}` line"
+    assert f"\nname: {spec}\n" in text, f"environments/{spec}.yaml has no `name: {spec}` line"
     (root / "environments").mkdir(parents=True, exist_ok=True)
     (root / "environments" / f"{name}.yaml").write_text(renamed, "utf-8")
     shutil.copytree(REPO / "images" / spec, root / "images" / name)
@@ -108,11 +111,15 @@ def cuda_paddle_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         pytest.skip("no Docker engine reachable (start dockerd or set DOCKER_HOST)")
     engine = DockerEngine()
     debian_base(engine)  # the flagship's runtime base: made here when missing
-    root = shipped_project(tmp_path_factory.mktemp("cuda-paddle"), FLAGSHIP, CUDA_PADDLE_NAME)
+    built = build_shipped(shipped_project(tmp_path_factory.mktemp("cuda-paddle"), FLAGSHIP), FLAGSHIP)
     try:
-        yield str(build_shipped(root, CUDA_PADDLE_NAME)["tag"])
+        yield str(built["tag"])
     finally:
-        remove_named(engine, CUDA_PADDLE_NAME)
+        if built["status"] == "built":  # what this session alone made; a found image stays
+            for tag in (str(built["latest"]), str(built["tag"])):
+                found = engine.inspect(tag)
+                if found is not None and found.id == built["image_id"]:
+                    engine.remove(tag)
 
 
 def torch_wheel_dir(tmp: Path) -> Path:

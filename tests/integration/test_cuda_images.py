@@ -24,16 +24,18 @@ pytestmark = pytest.mark.docker
 PADDLE_CHECK = """
 import ctypes, json, paddle
 from paddle.version import cuda, cudnn
-found = {}
 for name in ("libcudnn.so.8", "libcudnn.so", "libcublas.so.11", "libcublas.so", "libcublasLt.so.11",
              "libcudart.so.11.0", "libcusolver.so.11", "libcusparse.so.11", "libcurand.so.10",
              "libcufft.so.10", "libnccl.so.2", "libnvrtc.so.11.2", "libcupti.so.11.8"):
     ctypes.CDLL(name)  # by name, as Paddle's dynload does: the loader's cache must know it
-    found[name] = True
-rt = ctypes.CDLL("libcudart.so.11.0"); v = ctypes.c_int(); rt.cudaRuntimeGetVersion(ctypes.byref(v))
+def out(lib, fn, *args):
+    v = ctypes.c_int(-1); code = getattr(ctypes.CDLL(lib), fn)(*args, ctypes.byref(v)); return [code, v.value]
 dnn = ctypes.CDLL("libcudnn.so.8"); dnn.cudnnGetVersion.restype = ctypes.c_size_t
 print(json.dumps({"compiled_with_cuda": paddle.is_compiled_with_cuda(), "cuda": cuda(), "cudnn": cudnn(),
-                  "runtime": v.value, "cudnn_loaded": dnn.cudnnGetVersion(), "opened": found}))
+                  "cudnn_loaded": dnn.cudnnGetVersion(),
+                  "cublas": [out("libcublas.so.11", "cublasGetProperty", i)[1] for i in range(3)],
+                  "nccl": out("libnccl.so.2", "ncclGetVersion"),
+                  "driver": out("libcudart.so.11.0", "cudaDriverGetVersion")}))
 """
 
 
@@ -51,9 +53,12 @@ def test_flagship_paddle_is_cuda_built_and_finds_its_cuda_libraries(cuda_paddle_
     report = json.loads(lines[-1])
     assert report["compiled_with_cuda"] is True
     assert report["cuda"] == "11.8" and report["cudnn"] == "8.6.0"
-    assert report["runtime"] == 11080  # cudaRuntimeGetVersion of the cudart wheel: no device needed
-    assert report["cudnn_loaded"] == 8600  # cudnnGetVersion: cuDNN 8.6.0 as loaded
-    assert all(report["opened"].values())
+    # the versions as loaded, no device needed (CUDA 11.8's cudaRuntimeGetVersion needs a driver:
+    # it returns cudaErrorInsufficientDriver here, so the runtime is read from the wheel's cuBLAS/NCCL)
+    assert report["cudnn_loaded"] == 8600  # cudnnGetVersion: cuDNN 8.6.0
+    assert report["cublas"] == [11, 11, 3]  # cublasGetProperty(MAJOR, MINOR, PATCH): cuBLAS 11.11.3
+    assert report["nccl"] == [0, 21903]  # ncclGetVersion: NCCL 2.19.3
+    assert report["driver"] == [0, 0]  # cudaDriverGetVersion: no driver in the image (the host's, at run)
 
 
 def test_flagship_config_carries_the_nvidia_contract_and_no_driver(cuda_paddle_image: str) -> None:
