@@ -7,12 +7,14 @@ spec checks that refuse what cannot work.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
 from envkit.catalog import load_catalog
+from envkit.cli import main
 from envkit.errors import SpecError
 from envkit.lock.inputs import cuda_runtime_requirements, framework_requirements, lock_inputs
 from envkit.render import render_image
@@ -167,3 +169,26 @@ def test_shipped_flagship_uses_the_pypi_runtime() -> None:
         "nvidia-cuda-runtime-cu11==11.8.89",
     ):
         assert f"\n{pin} \\\n    --hash=sha256:" in lock, pin  # pinned and hashed like every package
+
+
+@pytest.mark.parametrize("value", ["conda", "PyPI", "''", "[pypi]", "pypi; rm -rf /"])
+def test_a_cuda_runtime_that_is_not_image_or_pypi_is_refused(tmp_path: Path, value: str) -> None:
+    text = PADDLE.replace("cuda_runtime: pypi", f"cuda_runtime: {value}")
+    with pytest.raises(SpecError) as info:
+        _load(tmp_path, text)
+    assert [p.line for p in info.value.problems if p.field == "cuda_runtime"] == [5]  # file:line of the key
+
+
+def test_envkit_render_names_the_runtime_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "environments").mkdir()
+    (tmp_path / "environments" / "t.yaml").write_text(PADDLE, "utf-8")
+    monkeypatch.setenv("ENVKIT_ROOT", str(tmp_path))
+    assert main(["render", "t", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)["result"]
+    assert result["runtime_base"]["image"] == "envkit/debian-python:bookworm"
+    assert result["runtime_base"]["cuda_from_pypi"] is True
+    assert "no container registry needed" in result["runtime_base"]["reason"]
+    assert main(["render", "t"]) == 0
+    assert "runtime base: envkit/debian-python:bookworm (cuda_runtime: pypi" in capsys.readouterr().out
