@@ -12,8 +12,8 @@ from envkit.cli._app import command, project_root
 from envkit.errors import Problem, SpecError, UsageError
 from envkit.lock import current_lock
 from envkit.render import DockerfileInputs, render_image, write_image
-from envkit.spec.images import runtime_base
 from envkit.result import CommandResult
+from envkit.spec.images import runtime_base
 from envkit.spec.load import find_specs, image_dir, load_spec, resolve_spec_path
 
 
