@@ -98,10 +98,24 @@ def build_shipped(root: Path, name: str, *args: str) -> dict[str, Any]:
     return dict(built["result"])
 
 
-def remove_named(engine: DockerEngine, name: str) -> None:
-    for info in engine.images(f"io.envkit.name={name}"):
-        for tag in info.tags:
-            engine.remove(tag)
+@contextlib.contextmanager
+def shipped_image(tmp: Path, spec: str) -> Iterator[dict[str, Any]]:
+    """The shipped ``spec`` built with ``--frozen`` in a project under ``tmp`` (the build's result).
+
+    The build is the shipped one, byte for byte: an image of the same context already on the engine
+    is used as it is and kept; an image built here is removed afterwards (its tag and ``latest``).
+    """
+    engine = DockerEngine()
+    debian_base(engine)  # the runtime base of the pypi-CUDA specs: made here when missing
+    built = build_shipped(shipped_project(tmp, spec), spec)
+    try:
+        yield built
+    finally:
+        if built["status"] == "built":  # what this session alone made; a found image stays
+            for tag in (str(built["latest"]), str(built["tag"])):
+                found = engine.inspect(tag)
+                if found is not None and found.id == built["image_id"]:
+                    engine.remove(tag)
 
 
 @pytest.fixture(scope="session")
@@ -109,17 +123,8 @@ def cuda_paddle_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     """The flagship Paddle CUDA image (``envkit build cuda11.8-paddle2.6 --frozen``): its tag."""
     if not docker_available():
         pytest.skip("no Docker engine reachable (start dockerd or set DOCKER_HOST)")
-    engine = DockerEngine()
-    debian_base(engine)  # the flagship's runtime base: made here when missing
-    built = build_shipped(shipped_project(tmp_path_factory.mktemp("cuda-paddle"), FLAGSHIP), FLAGSHIP)
-    try:
+    with shipped_image(tmp_path_factory.mktemp("cuda-paddle"), FLAGSHIP) as built:
         yield str(built["tag"])
-    finally:
-        if built["status"] == "built":  # what this session alone made; a found image stays
-            for tag in (str(built["latest"]), str(built["tag"])):
-                found = engine.inspect(tag)
-                if found is not None and found.id == built["image_id"]:
-                    engine.remove(tag)
 
 
 def torch_wheel_dir(tmp: Path) -> Path:

@@ -10,14 +10,13 @@ CUDA 13.2 image is built by a slow test. Loading a CUDA library needs no device;
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from envkit.engine.docker_api import DockerEngine
-from tests.integration.conftest import build_shipped, debian_base, remove_named, shipped_project
+from tests.integration.conftest import shipped_image
 
 pytestmark = pytest.mark.docker
 
@@ -76,19 +75,14 @@ def test_flagship_config_carries_the_nvidia_contract_and_no_driver(cuda_paddle_i
 @pytest.mark.slow
 def test_torch_cuda_13_2_image_builds_with_no_registry(tmp_path: Path) -> None:
     """``cuda13.2-torch2.15``: torch 2.15.0 and the CUDA 13 wheels it pins, on the Debian base."""
-    engine = DockerEngine()
-    debian_base(engine)
-    name = f"itest{os.getpid()}-cuda-torch"
-    root = shipped_project(tmp_path, "cuda13.2-torch2.15", name)
-    try:
-        built = build_shipped(root, name)
-        check = (
-            "import ctypes, json, torch; ctypes.CDLL('libcudnn.so.9'); ctypes.CDLL('libcublas.so.13'); "
-            "print(json.dumps({'cuda': torch.version.cuda, 'cudnn': torch.backends.cudnn.version(), "
-            "'archs': torch.cuda.get_arch_list()}))"
-        )
+    check = (
+        "import ctypes, json, torch; ctypes.CDLL('libcudnn.so.9'); ctypes.CDLL('libcublas.so.13'); "
+        "print(json.dumps({'cuda': torch.version.cuda, 'cudnn': torch.backends.cudnn.version(), "
+        "'archs': torch.cuda.get_arch_list()}))"
+    )
+    with shipped_image(tmp_path, "cuda13.2-torch2.15") as built:
         report = json.loads(_run(str(built["tag"]), "python", "-c", check).splitlines()[-1])
-        assert report["cuda"] == "13.2"
-        assert report["cudnn"] == 92600  # cuDNN 9.26 loaded by torch without a device
-    finally:
-        remove_named(engine, name)
+    assert report["cuda"] == "13.2"
+    assert report["cudnn"] == 92600  # cuDNN 9.26 loaded by torch without a device
+    # the SASS targets it was built for (measured here: sm_75, sm_80, sm_86, sm_90, sm_100, sm_120)
+    assert {"sm_80", "sm_90", "sm_120"} <= set(report["archs"])
