@@ -22,6 +22,8 @@ from envkit._yaml import C_SAFE_LOADER
 from envkit.catalog.models import (
     BaseImage,
     CudaRelease,
+    CudaWheel,
+    CudaWheelSet,
     ExplicitHashSupport,
     FrameworkFamily,
     FrameworkRelease,
@@ -39,6 +41,8 @@ __all__ = [
     "BaseImage",
     "Catalog",
     "CudaRelease",
+    "CudaWheel",
+    "CudaWheelSet",
     "ExplicitHashSupport",
     "FrameworkRelease",
     "InstallerFile",
@@ -69,6 +73,8 @@ class Catalog:
     explicit_hashes: tuple[ExplicitHashSupport, ...] = ()
     offline_installers: tuple[OfflineInstaller, ...] = ()
     os_libraries: dict[str, OsLibraries] = field(default_factory=dict)
+    cuda_wheel_sets: tuple[CudaWheelSet, ...] = ()
+    pypi_runtime_base: str = "envkit/debian-python:bookworm"  # where `cuda_runtime: pypi` wheels go
 
     def libraries_for(self, frameworks: Iterable[str]) -> list[tuple[str, OsLibrary]]:
         """(framework, library) pairs the frameworks' wheels need from the OS, sorted by soname."""
@@ -165,6 +171,10 @@ class Catalog:
         candidates.sort(key=lambda b: (b.cudnn is None, b.ref))
         return candidates[0] if candidates else None
 
+    def cuda_wheels(self, cuda: str) -> CudaWheelSet | None:
+        """NVIDIA's runtime wheels on PyPI for CUDA ``cuda`` (``cuda_runtime: pypi``), if known."""
+        return next((s for s in self.cuda_wheel_sets if s.cuda == cuda), None)
+
     def os_image(self, os_name: str) -> BaseImage | None:
         return next((b for b in self.base_images if b.kind == "os" and b.os == os_name), None)
 
@@ -227,6 +237,7 @@ def load_catalog() -> Catalog:
     try:
         frameworks = _read("frameworks.yaml")
         installers = _read("installers.yaml")
+        wheel_sets = _read("cuda_wheels.yaml")
         return Catalog(
             cuda=tuple(CudaRelease.model_validate(r) for r in _read("cuda.yaml")["releases"]),
             frameworks={k: FrameworkFamily.model_validate(v) for k, v in frameworks.items()},
@@ -240,6 +251,8 @@ def load_catalog() -> Catalog:
             os_libraries={
                 k: OsLibraries.model_validate(v) for k, v in _read("os_libraries.yaml")["frameworks"].items()
             },
+            cuda_wheel_sets=tuple(CudaWheelSet.model_validate(r) for r in wheel_sets["releases"]),
+            pypi_runtime_base=str(wheel_sets["base_image"]),
         )
     except (ValidationError, KeyError, yaml.YAMLError, OSError) as e:
         raise CatalogError(

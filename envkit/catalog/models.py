@@ -11,6 +11,8 @@ from envkit._strict import StrictModel
 __all__ = [
     "BaseImage",
     "CudaRelease",
+    "CudaWheel",
+    "CudaWheelSet",
     "ExplicitHashSupport",
     "FrameworkFamily",
     "FrameworkRelease",
@@ -178,3 +180,49 @@ class OsLibraries(Sourced):
     """The OS libraries a framework's wheels need in the image (libgomp1 for Paddle)."""
 
     libraries: tuple[OsLibrary, ...] = ()
+
+
+class CudaWheel(StrictModel):
+    """One of NVIDIA's CUDA runtime wheels on PyPI: the component, the pin, the sonames it ships."""
+
+    component: str = Field(pattern=r"^[a-z][a-z0-9_]*$")  # cudart, cublas, cudnn, ...
+    package: str = Field(pattern=r"^nvidia-[a-z0-9-]+$")
+    version: str = Field(pattern=r"^[0-9]+(\.[0-9]+){1,4}$")
+    libraries: tuple[str, ...] = Field(min_length=1)  # file names under nvidia/<component>/lib/
+    # False: the set's framework_pins frameworks do not require this wheel (torch 2.15 has no cuRAND
+    # pin): it is pinned here, not left to the resolver's newest
+    framework_pinned: bool = True
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
+
+
+class CudaWheelSet(Sourced):
+    """The runtime wheels of one CUDA release on PyPI (``cuda_runtime: pypi``), read from the wheels.
+
+    ``cudnn`` holds the cuDNN wheels envkit pins for this CUDA (one per cuDNN minor: the framework's
+    cuDNN picks one); ``cudnn_on_pypi`` every cuDNN release PyPI serves as a Linux x86_64 wheel of
+    the package (the CUDA/cuDNN pairs PyPI can provide); ``framework_pins`` the frameworks whose own
+    PyPI wheels require these packages with exact pins (torch): their lock takes the framework's
+    versions, and the set only names the packages.
+    """
+
+    cuda: str
+    wheels: tuple[CudaWheel, ...]
+    cudnn: tuple[CudaWheel, ...] = ()
+    cudnn_package: str
+    cudnn_on_pypi: tuple[str, ...] = ()
+    framework_pins: tuple[str, ...] = ()
+    sources: tuple[PageRef, ...] = ()
+
+    def cudnn_for(self, version: str | None) -> CudaWheel | None:
+        """The pinned cuDNN wheel for ``version`` (``"8.6"``: that minor; ``"9"``: the newest 9.x)."""
+        if version is None:
+            return self.cudnn[-1] if self.cudnn else None
+        found = [w for w in self.cudnn if f"{w.version}.".startswith(f"{version}.")]
+        return found[-1] if found else None
+
+    @property
+    def libraries(self) -> tuple[str, ...]:
+        return tuple(lib for w in self.wheels for lib in w.libraries)

@@ -13,6 +13,7 @@ from envkit.errors import Problem, SpecError, UsageError
 from envkit.lock import current_lock
 from envkit.render import DockerfileInputs, render_image, write_image
 from envkit.result import CommandResult
+from envkit.spec.images import runtime_base
 from envkit.spec.load import find_specs, image_dir, load_spec, resolve_spec_path
 
 
@@ -77,18 +78,24 @@ def render(name: str, output: Path | None) -> CommandResult:
         warnings.append(
             f"lock is stale ({lock.reason}); rendered without it: `envkit lock {loaded.spec.name}`"
         )
-    rendered = render_image(loaded, load_catalog(), DockerfileInputs.from_lock(loaded.sha256, lock))
+    catalog = load_catalog()
+    rendered = render_image(loaded, catalog, DockerfileInputs.from_lock(loaded.sha256, lock))
     changed = write_image(rendered, directory)
+    base = runtime_base(loaded.spec, catalog)
     data = {
         "name": loaded.spec.name,
         "directory": str(directory),
         "files": sorted(rendered.files),
         "changed": changed,
         "lock": lock.status,
+        "runtime_base": {"image": base.ref, "reason": base.reason, "cuda_from_pypi": base.pypi_cuda},
     }
 
     def text() -> str:
         state = f"{len(changed)} changed" if changed else "up to date"
-        return f"rendered {loaded.spec.name} -> {directory} ({state}: {', '.join(changed) or 'no changes'})"
+        return (
+            f"rendered {loaded.spec.name} -> {directory} ({state}: {', '.join(changed) or 'no changes'})\n"
+            f"  runtime base: {base.ref} ({base.reason})"
+        )
 
     return CommandResult("render", data, text, warnings=warnings)

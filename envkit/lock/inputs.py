@@ -19,17 +19,20 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from envkit.catalog import Catalog
+from envkit.catalog import Catalog, Wheel
 from envkit.lock.solver import CondaPackage, CondaRequest, PipPackage, PipRequest
 from envkit.lock.virtual import python_platform, virtual_packages
-from envkit.spec.models import Spec
+from envkit.spec.images import cudnn_version
+from envkit.spec.models import CudaRuntime, Spec
 
 __all__ = [
     "INPUTS_VERSION",
     "LockInputs",
     "PipIndexes",
     "conda_channels",
+    "cuda_runtime_requirements",
     "framework_requirements",
+    "framework_wheel",
     "index_options",
     "lock_inputs",
     "pip_indexes",
@@ -71,21 +74,57 @@ def conda_channels(spec: Spec) -> list[str]:
     return result
 
 
+def framework_wheel(spec: Spec, catalog: Catalog, framework: str, version: str) -> Wheel | None:
+    """The catalog's wheel for the spec's CUDA; with ``cuda_runtime: pypi``, PyPI's own wheel when
+    its CUDA is the spec's (``torch==2.5.1`` is CUDA 12.4 on PyPI: not ``+cu124`` from the framework's
+    index), so that every package of the image comes from PyPI."""
+    wheel = catalog.requested_wheel(framework, version, spec.cuda)
+    release = catalog.framework_release(framework, version)
+    if (
+        wheel is not None
+        and wheel.index
+        and spec.cuda_runtime is CudaRuntime.PYPI
+        and release is not None
+        and release.pypi_cuda == spec.cuda
+    ):
+        package = next((w.package for w in release.wheels if w.cuda == spec.cuda), wheel.package)
+        return wheel.model_copy(update={"package": package, "pip_version": version, "index": None,
+                                        "index_mode": None, "index_only": False})  # fmt: skip
+    return wheel
+
+
 def framework_requirements(spec: Spec, catalog: Catalog) -> list[str]:
     """``paddlepaddle-gpu==2.6.2``, ``torch==2.1.2+cu118``, … for the spec's CUDA."""
     lines = []
     for framework, version in spec.frameworks.items():
-        wheel = catalog.requested_wheel(framework, version, spec.cuda)
+        wheel = framework_wheel(spec, catalog, framework, version)
         if wheel is not None:  # validation guarantees it for releases the catalog knows
             lines.append(wheel.requirement)
     return lines
+
+
+def cuda_runtime_requirements(spec: Spec, catalog: Catalog) -> list[str]:
+    """NVIDIA's runtime wheels of ``cuda_runtime: pypi`` (cudart, cuBLAS, cuDNN, ...), as pip lines.
+
+    Pinned from the catalog (cuDNN: the one the framework was built for), except for frameworks
+    whose own wheels pin them (torch): then only the names, so the lock takes the framework's pins.
+    """
+    if not spec.is_gpu or spec.cuda_runtime is not CudaRuntime.PYPI:
+        return []
+    found = catalog.cuda_wheels(spec.cuda)
+    if found is None:  # validation refuses the spec; nothing to add
+        return []
+    cudnn = found.cudnn_for(cudnn_version(spec, catalog))
+    wheels = [*found.wheels, *([cudnn] if cudnn else [])]
+    bare = any(framework in found.framework_pins for framework, _ in spec.frameworks.items())
+    return sorted(w.package if bare and w.framework_pinned else w.requirement for w in wheels)
 
 
 def pip_indexes(spec: Spec, catalog: Catalog) -> PipIndexes:
     extra: set[str] = set()
     links: set[str] = set()
     for framework, version in spec.frameworks.items():
-        wheel = catalog.requested_wheel(framework, version, spec.cuda)
+        wheel = framework_wheel(spec, catalog, framework, version)
         if wheel is not None and wheel.index and wheel.index_mode:
             (links if wheel.index_mode == "find-links" else extra).add(wheel.index)
     return PipIndexes(spec.mirrors.pypi, tuple(sorted(extra)), tuple(sorted(links)))
@@ -138,7 +177,11 @@ def lock_inputs(spec: Spec, catalog: Catalog) -> LockInputs:
     channels = conda_channels(spec)
     solver_channels = tuple(channels)
     indexes = pip_indexes(spec, catalog)
-    requirements = (*framework_requirements(spec, catalog), *spec.pip)
+    requirements = (
+        *framework_requirements(spec, catalog),
+        *cuda_runtime_requirements(spec, catalog),
+        *spec.pip,
+    )
     platforms = []
     for platform in spec.platforms:
         conda = None

@@ -15,22 +15,25 @@ from envkit.catalog import Catalog, InstallerFile
 from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL
 from envkit.errors import UsageError
 from envkit.reproduce.epoch import EPOCH_LABEL, source_date_epoch
-from envkit.spec.images import runtime_image_ref
-from envkit.spec.models import ARCHES, Installer, Spec
+from envkit.spec.images import RuntimeBase, cudnn_version, runtime_base
+from envkit.spec.models import ARCHES, CudaRuntime, Installer, Spec
 
 if TYPE_CHECKING:
     from envkit.lock import LockState
 
 __all__ = [
+    "CUDA_LIB_DIR",
     "ENV_PREFIX",
     "LOCK_LABEL",
     "SPEC_LABEL",
     "USER_NAME",
     "USER_UID",
     "DockerfileInputs",
+    "cuda_link_step",
     "docker_word",
     "dockerfile",
     "labels",
+    "nvidia_contract",
 ]
 
 ENV_PREFIX = "/opt/env"
@@ -94,13 +97,16 @@ def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
     found[EPOCH_LABEL] = str(inputs.source_date_epoch)
     for framework, version in spec.frameworks.items():
         found[f"io.envkit.framework.{framework}"] = version
+    if spec.is_gpu and spec.cuda_runtime is CudaRuntime.PYPI:
+        found["io.envkit.cuda-runtime"] = spec.cuda_runtime.value
     return found
 
 
 def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: str) -> str:
-    runtime = runtime_image_ref(spec, catalog)
+    base = runtime_base(spec, catalog)
+    runtime = base.ref
     if spec.installer is Installer.VENV:
-        builder = spec.base_image
+        builder = spec.base_image or runtime
     elif inputs.conda_pack and inputs.conda_locks:
         # offline: the runtime image builds too (an air-gapped engine must hold it anyway; same glibc)
         builder = runtime
@@ -117,7 +123,9 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
         parts.append(_venv_steps(spec, inputs))
     else:
         parts.append(_conda_steps(spec, catalog, inputs))
-    parts.append(_runtime_stage(spec, inputs, runtime, os_library_step(spec, catalog, inputs)))
+    if base.pypi_cuda:
+        parts.append(cuda_link_step(spec, catalog))
+    parts.append(_runtime_stage(spec, catalog, inputs, base, os_library_step(spec, catalog, inputs)))
     return "".join(parts)
 
 
@@ -299,11 +307,14 @@ def os_library_step(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> s
     )
 
 
-def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str, os_step: str = "") -> str:
+def _runtime_stage(
+    spec: Spec, catalog: Catalog, inputs: DockerfileInputs, base: RuntimeBase, os_step: str = ""
+) -> str:
     label_lines = " \\\n      ".join(f"{k}={docker_word(v)}" for k, v in sorted(labels(spec, inputs).items()))
-    env_lines = " \\\n    ".join(f"{k}={v}" for k, v in _env_words(spec).items())
+    env_lines = " \\\n    ".join(f"{k}={v}" for k, v in _env_words(spec, catalog).items())
     return (
-        f"\nFROM {runtime} AS runtime\n"
+        f"\n# runtime base: {base.ref}: {base.reason}\n"
+        f"FROM {base.ref} AS runtime\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
         f"LABEL {label_lines}\n"
         f"{_epoch_arg(inputs)}"
@@ -311,11 +322,71 @@ def _runtime_stage(spec: Spec, inputs: DockerfileInputs, runtime: str, os_step: 
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
         f"{os_step}"
         f"COPY --from=builder {ENV_PREFIX} {ENV_PREFIX}\n"
+        f"{_ldconfig_step() if base.pypi_cuda else ''}"
         f"{_sbom_step(inputs)}"
         f"ENV {env_lines}\n"
         f"USER {USER_UID}:{USER_UID}\n"
         f"WORKDIR /home/{USER_NAME}\n"
         'CMD ["python"]\n'
+    )
+
+
+def nvidia_contract(spec: Spec, catalog: Catalog) -> dict[str, str]:
+    """What the NVIDIA Container Toolkit reads from an image's config (``nvidia/cuda`` images set them).
+
+    ``NVIDIA_REQUIRE_CUDA``: alternatives separated by spaces (any one suffices): a driver whose CUDA
+    is at least this one (the toolkit's own floor, ``min_driver`` in the catalog), or a driver at the
+    minor-version-compatibility floor of this CUDA major (``compat_driver``), as ``nvidia/cuda``
+    images list their compatible driver branches.
+    """
+    require = f"cuda>={spec.cuda}"
+    release = catalog.cuda_release(spec.cuda)
+    if release is not None and release.compat_driver != release.min_driver:
+        require += f" driver>={release.compat_driver}"
+    return {
+        "NVIDIA_VISIBLE_DEVICES": "all",
+        "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+        "NVIDIA_REQUIRE_CUDA": require,
+    }
+
+
+CUDA_LIB_DIR = f"{ENV_PREFIX}/lib/cuda"  # one directory of links the loader is told about
+_LD_CONF = "/etc/ld.so.conf.d/envkit-cuda.conf"
+
+
+def cuda_link_step(spec: Spec, catalog: Catalog) -> str:
+    """Link every library of NVIDIA's wheels into :data:`CUDA_LIB_DIR`, by file name and unversioned.
+
+    Frameworks open CUDA libraries by soname (``libcudnn.so.8``) or unversioned (Paddle's dynload:
+    ``libcudnn.so``, ``libcublas.so``); the wheels ship only the versioned files, each in its own
+    ``site-packages/nvidia/<component>/lib``. The build fails here, naming it, when a library the
+    catalog expects is missing.
+    """
+    found = catalog.cuda_wheels(spec.cuda)
+    if found is None:
+        raise UsageError(
+            f"the catalog has no PyPI runtime wheels for CUDA {spec.cuda}",
+            hint=f"use cuda_runtime: image, or one of {', '.join(s.cuda for s in catalog.cuda_wheel_sets)}",
+        )
+    cudnn = found.cudnn_for(cudnn_version(spec, catalog))
+    expected = [*found.libraries, *(cudnn.libraries if cudnn else ())]
+    site = f"python{spec.python}/site-packages/nvidia"
+    check = " ".join(sorted(set(expected)))
+    return (
+        f"RUN shopt -s nullglob; cd {ENV_PREFIX}/lib && mkdir -p cuda \\\n"
+        f' && for f in {site}/*/lib/lib*.so*; do ln -sfn "../$f" "cuda/${{f##*/}}"; done \\\n'
+        ' && for f in cuda/lib*.so.*; do b="${f%%.so.*}.so"; [ -e "$b" ] || ln -s "${f##*/}" "$b"; done \\\n'
+        f' && for lib in {check}; do [ -e "cuda/$lib" ] || {{ echo "envkit: $lib is not in NVIDIA\'s CUDA '
+        f'{spec.cuda} wheels installed here (site-packages/nvidia/*/lib)" >&2; exit 1; }}; done\n'
+    )
+
+
+def _ldconfig_step() -> str:
+    """Tell the loader about :data:`CUDA_LIB_DIR` (the NVIDIA toolkit reruns ldconfig when it injects
+    the driver); ldconfig's auxiliary cache records inode times, so it is not kept."""
+    return (
+        f"RUN printf '%s\\n' {CUDA_LIB_DIR} > {_LD_CONF} \\\n"
+        " && ldconfig && rm -f /var/cache/ldconfig/aux-cache\n"
     )
 
 
@@ -325,11 +396,13 @@ def _sbom_step(inputs: DockerfileInputs) -> str:
     return f"COPY {inputs.sbom} {ENV_PREFIX}/share/envkit/{inputs.sbom}\n"
 
 
-def _env_words(spec: Spec) -> dict[str, str]:
+def _env_words(spec: Spec, catalog: Catalog) -> dict[str, str]:
     """``ENV`` words: every spec value literal; a spec's PATH goes before the environment's own."""
     own_path = f"{ENV_PREFIX}/bin:$PATH"  # $PATH: the base image's, expanded by Docker
     words = {"PATH": own_path, "PYTHONUNBUFFERED": docker_word("1")}
-    if spec.is_gpu:
+    if spec.is_gpu and runtime_base(spec, catalog).pypi_cuda:
+        words.update({k: docker_word(v) for k, v in nvidia_contract(spec, catalog).items()})
+    elif spec.is_gpu:
         # the NVIDIA container runtime refuses to start the image on a driver older than this CUDA
         words["NVIDIA_REQUIRE_CUDA"] = docker_word(f"cuda>={spec.cuda}")
     for key, value in sorted(spec.env.items()):

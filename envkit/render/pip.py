@@ -7,7 +7,7 @@ render and the lock agree by construction.
 from __future__ import annotations
 
 from envkit.catalog import Catalog
-from envkit.lock.inputs import framework_requirements, index_options
+from envkit.lock.inputs import cuda_runtime_requirements, framework_requirements, index_options
 from envkit.spec.models import Spec
 
 __all__ = ["framework_requirements", "index_options", "pip_lines"]
@@ -15,4 +15,9 @@ __all__ = ["framework_requirements", "index_options", "pip_lines"]
 
 def pip_lines(spec: Spec, catalog: Catalog) -> list[str]:
     """Everything pip needs, in a stable order: options, frameworks, then the spec's own lines."""
-    return index_options(spec, catalog) + framework_requirements(spec, catalog) + list(spec.pip)
+    return (
+        index_options(spec, catalog)
+        + framework_requirements(spec, catalog)
+        + cuda_runtime_requirements(spec, catalog)
+        + list(spec.pip)
+    )

@@ -120,7 +120,8 @@ class DockerArchive:
         import docker.errors
 
         try:
-            self.api.remove_image(image, noprune=False)
+            with self._patient():  # a CUDA image's layers (GBs) take minutes to delete on a busy disk
+                self.api.remove_image(image, noprune=False)
         except docker.errors.NotFound:
             return
         except self._errors as e:

@@ -13,8 +13,9 @@ from packaging.utils import canonicalize_name
 from envkit._safe import redact, url_credentials
 from envkit.catalog import FRAMEWORK_PACKAGES, Catalog, KnownBadRule
 from envkit.errors import Problem
+from envkit.spec.images import cudnn_version
 from envkit.spec.missing_image import missing_image_hint
-from envkit.spec.models import ARCHES, Installer, Spec
+from envkit.spec.models import ARCHES, CudaRuntime, Installer, Spec
 from envkit.spec.yamlsrc import Located
 
 __all__ = ["check_against_catalog", "pinned_specifiers"]
@@ -185,7 +186,40 @@ def _check_installers(spec: Spec, catalog: Catalog, problem: _Reporter, warnings
             )
 
 
+def _check_cuda_runtime(spec: Spec, catalog: Catalog, problem: _Reporter) -> bool:
+    """``cuda_runtime: pypi``: a CUDA spec whose CUDA has a wheel set; True when it applies."""
+    if spec.cuda_runtime is not CudaRuntime.PYPI:
+        return False
+    if not spec.is_gpu:
+        problem(
+            ("cuda_runtime",), "cuda_runtime: pypi is for CUDA specs; this one is cpu", "remove cuda_runtime"
+        )
+        return True
+    found = catalog.cuda_wheels(spec.cuda)
+    if found is None:
+        known = ", ".join(s.cuda for s in catalog.cuda_wheel_sets)
+        problem(
+            ("cuda_runtime",),
+            f"the catalog knows no NVIDIA runtime wheels on PyPI for CUDA {spec.cuda}",
+            f"use cuda_runtime: image (nvidia/cuda), or a CUDA with PyPI wheels: {known}",
+        )
+        return True
+    cudnn = cudnn_version(spec, catalog)
+    own = any(framework in found.framework_pins for framework, _ in spec.frameworks.items())
+    if cudnn and not own and found.cudnn_for(cudnn) is None:
+        pinned = ", ".join(w.version for w in found.cudnn) or "none"
+        problem(
+            ("cuda_runtime",),
+            f"the framework needs cuDNN {cudnn}; the catalog pins no {found.cudnn_package} {cudnn}.x "
+            f"for CUDA {spec.cuda} (pinned: {pinned}; PyPI has {', '.join(found.cudnn_on_pypi) or 'none'})",
+            "use cuda_runtime: image, or add the cuDNN wheel to envkit/catalog/data/cuda_wheels.yaml",
+        )
+    return True
+
+
 def _check_base_image(spec: Spec, catalog: Catalog, problem: _Reporter, warnings: list[str]) -> None:
+    if _check_cuda_runtime(spec, catalog, problem) and not spec.base_image:
+        return  # the registry-free base of the catalog
     if spec.base_image:
         if catalog.base_image(spec.base_image) is None:
             close = catalog.closest_images(spec.base_image)

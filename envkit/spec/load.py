@@ -40,9 +40,20 @@ class LoadedSpec:
         return _display(self.path)
 
 
+_LATER_FIELDS = {"cuda_runtime": "image"}  # field -> its default (as dumped to JSON)
+
+
 def spec_hash(spec: Spec) -> str:
-    """sha256 of the normalized model: stable under key order, comments and formatting."""
-    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    """sha256 of the normalized model: stable under key order, comments and formatting.
+
+    Fields added after specs were hashed count only when set off their default, so a new field
+    leaves every existing spec's hash (and the labels and images made from it) unchanged.
+    """
+    data = spec.model_dump(mode="json")
+    for key, default in _LATER_FIELDS.items():
+        if data.get(key) == default:
+            del data[key]
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "NAME_RE",
     "AuditConfig",
     "AuditIgnore",
+    "CudaRuntime",
     "Frameworks",
     "Installer",
     "Mirrors",
@@ -71,6 +72,19 @@ class Installer(str, Enum):
     @property
     def uses_conda(self) -> bool:
         return self is not Installer.VENV
+
+
+class CudaRuntime(str, Enum):
+    """Where a CUDA image's runtime libraries come from.
+
+    ``image``: the catalog's ``nvidia/cuda`` runtime image (the default, where its registry is
+    reachable); ``pypi``: NVIDIA's runtime wheels from PyPI (cudart, cuBLAS, cuDNN, ...), pinned in
+    the lock and installed into the environment on a base with no CUDA (``base_image``, default the
+    debootstrapped ``envkit/debian-python:bookworm``), so the image builds with no container registry.
+    """
+
+    IMAGE = "image"
+    PYPI = "pypi"
 
 
 def _check_version(value: str) -> str:
@@ -173,6 +187,11 @@ class Spec(StrictModel):
     )
     base_image: str | None = Field(
         None, description="runtime base image, tag or `@sha256:` digest; default from the catalog"
+    )
+    cuda_runtime: CudaRuntime = Field(
+        CudaRuntime.IMAGE,
+        description="`image` (the nvidia/cuda runtime image, default) or `pypi` (NVIDIA's runtime wheels "
+        "from PyPI on `base_image`: no container registry needed)",
     )
     mirrors: Mirrors = Field(
         Mirrors(), description="`pypi:` index URL, `conda:` channel alias (no credentials)"

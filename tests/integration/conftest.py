@@ -1,5 +1,14 @@
 """Images that several integration tests share: built once per test session, removed after it.
 
+``cuda_paddle_image`` is the flagship ``cuda11.8-paddle2.6`` as shipped (environments/ and its
+committed lock under images/, copied into a temporary project), built with ``--frozen`` from NVIDIA's
+PyPI CUDA wheels on the debootstrapped Debian (``cuda_runtime: pypi``): no GPU, no registry, no conda
+channel; ~25 min on 2 busy cores. Its wheelhouse (~2.4 GB) is shared with the checkout's own cache
+(``.envkit/wheelhouse``, hard links both ways), so it is downloaded once per machine. The build is
+the shipped one, byte for byte, so an image of the same context that is already there (an
+``envkit build cuda11.8-paddle2.6`` of this checkout, another session's) is used as it is and kept;
+an image this session built is removed after it.
+
 ``demo_torch_image`` is the CPU demo image of ``make demo`` (:data:`envkit.demo.DEMO_SPEC`: CPU
 torch 2.13.0 on the debootstrapped Debian, built offline from a local wheel directory, probed at
 build time). It is the expensive one (~165 s here: a wheelhouse of torch and its dependencies, then
@@ -30,6 +39,8 @@ from tests.conftest import docker_available
 BASE = "envkit/debian-python:bookworm"
 TORCH_WHEELS = Path(os.environ.get("ENVKIT_TORCH_WHEELS", "/opt/wheels"))
 DEMO_NAME = f"itest{os.getpid()}-demo-cpu"  # unique per test run: one dockerd serves every checkout
+REPO = Path(__file__).resolve().parents[2]
+FLAGSHIP = "cuda11.8-paddle2.6"
 
 
 def debian_base(engine: DockerEngine) -> str:
@@ -37,6 +48,83 @@ def debian_base(engine: DockerEngine) -> str:
     if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
         pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
     return bootstrap_image(engine, BASE).image.tags[0]
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """Copy the wheelhouse entries of ``source`` missing in ``target`` as hard links (copies across
+    file systems); entries being filled (``.KEY.tmp``) are skipped."""
+    if not source.is_dir():
+        return
+    for entry in sorted(source.iterdir()):
+        if entry.name.startswith(".") or not entry.is_dir() or (target / entry.name).exists():
+            continue
+        work = target / f".{entry.name}.link"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        for file in sorted(entry.iterdir()):
+            _link_or_copy(file, work / file.name)
+        work.rename(target / entry.name)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copy2(source, target)
+
+
+def shipped_project(root: Path, spec: str, name: str | None = None) -> Path:
+    """``root`` as a project holding the shipped ``spec`` (and its committed lock), renamed ``name``."""
+    name = name or spec
+    text = (REPO / "environments" / f"{spec}.yaml").read_text("utf-8")
+    renamed = text.replace(f"\nname: {spec}\n", f"\nname: {name}\n")
+    assert f"\nname: {spec}\n" in text, f"environments/{spec}.yaml has no `name: {spec}` line"
+    (root / "environments").mkdir(parents=True, exist_ok=True)
+    (root / "environments" / f"{name}.yaml").write_text(renamed, "utf-8")
+    shutil.copytree(REPO / "images" / spec, root / "images" / name)
+    _link_tree(REPO / ".envkit" / "wheelhouse", root / ".envkit" / "wheelhouse")
+    return root
+
+
+def build_shipped(root: Path, name: str, *args: str) -> dict[str, Any]:
+    """``envkit build NAME --frozen --json`` in ``root``; the result, its wheelhouse kept in the checkout."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        mp.setenv("ENVKIT_ROOT", str(root))
+        code = main(["build", name, "--frozen", "--json", *args])
+    built = json.loads(out.getvalue())
+    assert code == 0, built
+    _link_tree(root / ".envkit" / "wheelhouse", REPO / ".envkit" / "wheelhouse")
+    return dict(built["result"])
+
+
+@contextlib.contextmanager
+def shipped_image(tmp: Path, spec: str) -> Iterator[dict[str, Any]]:
+    """The shipped ``spec`` built with ``--frozen`` in a project under ``tmp`` (the build's result).
+
+    The build is the shipped one, byte for byte: an image of the same context already on the engine
+    is used as it is and kept; an image built here is removed afterwards (its tag and ``latest``).
+    """
+    engine = DockerEngine()
+    debian_base(engine)  # the runtime base of the pypi-CUDA specs: made here when missing
+    built = build_shipped(shipped_project(tmp, spec), spec)
+    try:
+        yield built
+    finally:
+        if built["status"] == "built":  # what this session alone made; a found image stays
+            for tag in (str(built["latest"]), str(built["tag"])):
+                found = engine.inspect(tag)
+                if found is not None and found.id == built["image_id"]:
+                    engine.remove(tag)
+
+
+@pytest.fixture(scope="session")
+def cuda_paddle_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The flagship Paddle CUDA image (``envkit build cuda11.8-paddle2.6 --frozen``): its tag."""
+    if not docker_available():
+        pytest.skip("no Docker engine reachable (start dockerd or set DOCKER_HOST)")
+    with shipped_image(tmp_path_factory.mktemp("cuda-paddle"), FLAGSHIP) as built:
+        yield str(built["tag"])
 
 
 def torch_wheel_dir(tmp: Path) -> Path:

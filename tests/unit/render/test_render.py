@@ -116,7 +116,8 @@ def test_framework_wheel_follows_cuda() -> None:
     env = torch.files["environment.yml"].decode()
     assert "torch==2.1.2+cu121" in env
     assert "--extra-index-url https://download.pytorch.org/whl/cu121" in env
-    paddle = render_image(load_spec(REPO / "environments" / "cuda11.8-paddle2.6.yaml"), catalog)
+    # the Miniconda + nvidia/cuda form of the flagship (the shipped one builds with no registry)
+    paddle = render_image(load_spec(GOLDEN / "paddle-cuda118" / "paddle-cuda118.yaml"), catalog)
     assert "paddlepaddle-gpu==2.6.2\n" in paddle.files["environment.yml"].decode()
     assert (
         "FROM nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04 AS runtime" in paddle.files["Dockerfile"].decode()
