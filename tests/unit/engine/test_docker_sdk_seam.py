@@ -39,7 +39,11 @@ def _imported(node: ast.AST) -> list[str]:
 
 def docker_imports(source: str) -> list[int]:
     """The lines of ``source`` that import the Docker SDK."""
-    found = {n.lineno for n in ast.walk(ast.parse(source)) if any(map(_is_docker, _imported(n)))}
+    found = {
+        n.lineno
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.stmt | ast.expr) and any(map(_is_docker, _imported(n)))
+    }
     return sorted(found)
 
 
