@@ -118,7 +118,7 @@ def main() -> None:
         if (SHARED / "inventories").is_dir():
             write_fleet(root / "fleet", hosts)
             listings = sorted(str(p) for p in (root / "fleet").iterdir())
-            got = _rounds({"diff": lambda: run_cli([*envkit, "diff", *listings, "--json"], env, ok=(0, 1))})
+            got = _rounds({"diff": lambda: run_cli([*envkit, "diff", *listings], env, ok=(0, 1))})
             _show(f"envkit diff of {hosts} pip freezes x 400 packages", got["diff"], floor)
             if hosts == 10_000:
                 record("cli_diff", got["diff"].wall, _detail(got["diff"], floor))
