@@ -53,7 +53,12 @@ GOALS = (
     Goal("audit_warm", "envkit audit, 400 packages vs the full PyPA database + SARIF, warm", 0.5, "s"),
     Goal("audit_images", "audit 100 image snapshots x 400 packages", 5.0, "s"),
     Goal("lock_ratio", "lock, 50k-record channel x 2 platforms / bare py-rattler solve", 1.2, "x"),
-    Goal("help", "envkit --help", 0.05, "s"),
+    Goal("help", "envkit --help (the process)", 0.05, "s"),
+    Goal("cli_compare_files", "envkit probe --compare of 10,000 report files (the process)", 5.0, "s"),
+    Goal("cli_compare_run", "envkit probe --compare of a store run of 100,000 (the process)", 30.0, "s"),
+    Goal("cli_compare_run_rss", "envkit probe --compare of a store run of 100,000: peak RSS", 2048.0, "MiB"),
+    Goal("cli_diff", "envkit diff of 10,000 pip freezes x 400 packages (the process)", 10.0, "s"),
+    Goal("cli_audit", "envkit audit of 400 packages + SARIF, warm (the process)", 0.3, "s"),
     Goal("probe_ratio", "probe vs a hand-written script (CPU time)", 1.05, "x"),
     Goal("readiness", "envkit check of the torch CUDA image (3 targets), median", 30.0, "s"),
 )

@@ -17,6 +17,7 @@ __all__ = [
     "read_bytes_bounded",
     "read_limited",
     "read_text_bounded",
+    "too_deep",
 ]
 
 
@@ -83,13 +84,25 @@ def load_json_bounded(data: bytes | str, max_depth: int) -> Any:
         raise ValueError(f"not UTF-8 text (byte {e.start})") from e
     except ValueError as e:
         raise ValueError(f"invalid JSON: {str(e)[:200]}") from e
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > max_depth:
-            raise ValueError(f"nested deeper than {max_depth} levels")
-        if isinstance(item, dict):
-            stack += [(v, depth + 1) for v in item.values()]
-        elif isinstance(item, list):
-            stack += [(v, depth + 1) for v in item]
+    if too_deep(value, max_depth):
+        raise ValueError(f"nested deeper than {max_depth} levels")
     return value
+
+
+def too_deep(value: Any, max_depth: int) -> bool:
+    """Whether a value of a loaded JSON document lies deeper than ``max_depth`` (the top is 1).
+
+    Walks the containers level by level (the scalars are never visited one by one): a non-empty
+    container at ``max_depth`` holds a value below the limit.
+    """
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 1
+    while level:
+        below: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            if depth >= max_depth and children:
+                return True
+            below += [c for c in children if isinstance(c, dict | list)]
+        level, depth = below, depth + 1
+    return False

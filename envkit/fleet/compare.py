@@ -18,7 +18,7 @@ from envkit.errors import EnvkitError, ReportError
 from envkit.fleet.manifest import MAX_MANIFEST_BYTES, read_store_json
 from envkit.fleet.store import MANIFEST, read_tasks
 from envkit.probe.model import ProbeReport
-from envkit.probe.report import load_report, resolve_report
+from envkit.probe.report import resolve_report
 from envkit.probe.shared_reports import SharedReader
 
 if TYPE_CHECKING:
@@ -73,10 +73,13 @@ def _failed_tasks(run_dir: Path, have: set[str]) -> list[tuple[str, str]]:
     return sorted((name, why) for name, why in failed.items() if name not in have)
 
 
-def load_run(run_dir: Path) -> tuple[list[tuple[str, ProbeReport]], list[tuple[str, str]]]:
+def load_run(
+    run_dir: Path, reader: SharedReader | None = None
+) -> tuple[list[tuple[str, ProbeReport]], list[tuple[str, str]]]:
     """A run's reports (named after their task) and its failed tasks."""
-    paths = sorted(p for p in run_dir.glob("*.json") if p.name != MANIFEST)
-    reader = SharedReader()  # a run's reports share all but their host facts: those parsed once
+    # one directory: ordering by name is ordering by path (without comparing Path objects)
+    paths = sorted((p for p in run_dir.glob("*.json") if p.name != MANIFEST), key=lambda p: p.name)
+    reader = reader or SharedReader()  # a run's reports share all but their host facts: those parsed once
     named = [(p.stem, reader.load(p)) for p in paths]
     return named, _failed_tasks(run_dir, {n for n, _ in named})
 
@@ -101,10 +104,11 @@ def compare_n(
     taken: set[str] = set()  # the names in ``named``, kept beside it (a set per file was quadratic)
     failed: list[tuple[str, str]] = []
     sources = []
+    reader = SharedReader()  # a fleet's reports, in runs or files, share all but their host facts
     for ref in refs:
         run_dir = find_run(ref, store)
         if run_dir is not None:
-            reports, bad = load_run(run_dir)
+            reports, bad = load_run(run_dir, reader)
             prefix = f"{run_dir.name}/" if len(refs) > 1 else ""
             named += [(prefix + n, r) for n, r in reports]
             taken.update(prefix + n for n, _ in reports)
@@ -114,7 +118,7 @@ def compare_n(
         path = resolve_report(ref, store, label)
         name = _name(ref, path, taken)
         taken.add(name)
-        named.append((name, load_report(path)))
+        named.append((name, reader.load(path)))
         sources.append(str(path))
     if not named and not failed:
         raise ReportError("nothing to compare", hint="give STORE/RUN or report files")

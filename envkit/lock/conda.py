@@ -40,12 +40,20 @@ class RattlerSolver:
     def __init__(self, cache_dir: Path | None = None, timeout_s: float | None = 300.0) -> None:
         self._cache_dir = cache_dir
         self._timeout_s = timeout_s
+        # one gateway for every solve of this solver (one lock: its platforms): noarch and the channels are
+        # read once, not per platform; a solver sees its channels as they were at its first solve
+        self._gateway: rattler.Gateway | None = None
+
+    def _shared_gateway(self) -> rattler.Gateway:
+        if self._gateway is None:
+            self._gateway = rattler.Gateway(cache_dir=self._cache_dir)
+        return self._gateway
 
     def solve(self, request: CondaRequest) -> CondaSolution:
         return asyncio.run(self._solve(request))
 
     async def _solve(self, request: CondaRequest) -> CondaSolution:
-        gateway = rattler.Gateway(cache_dir=self._cache_dir)
+        gateway = self._shared_gateway()
         sources = [rattler.Channel(c) for c in request.channels]
         platforms: list[Any] = [request.platform, "noarch"]
         preferred = await self._records_for(gateway, sources, platforms, request)

@@ -13,10 +13,10 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from envkit._atomic import state_dir, write_text_atomic
-from envkit._io import open_regular
+from envkit._io import open_regular, too_deep
 from envkit.errors import ReportError
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
@@ -68,18 +68,11 @@ def read_report(text: str | bytes, source: str) -> ProbeReport:
 
 
 def _check_depth(data: Any, source: str) -> None:
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise ReportError(
-                f"{source}: not a valid probe report: nested deeper than {MAX_DEPTH} levels",
-                hint="give a report written by `envkit probe`",
-            )
-        if isinstance(value, dict):
-            stack += [(v, depth + 1) for v in value.values()]
-        elif isinstance(value, list):
-            stack += [(v, depth + 1) for v in value]
+    if too_deep(data, MAX_DEPTH):
+        raise ReportError(
+            f"{source}: not a valid probe report: nested deeper than {MAX_DEPTH} levels",
+            hint="give a report written by `envkit probe`",
+        )
 
 
 def load_report(path: Path) -> ProbeReport:
@@ -90,7 +83,7 @@ def read_report_text(path: Path) -> str:
     """A report file's text (bounded: one byte over :data:`MAX_BYTES` tells it is too large)."""
     try:
         with open_regular(path, follow=True) as fh:  # a FIFO or device is refused, never waited on
-            data = fh.read(MAX_BYTES + 1)
+            data = _read_at_most(fh, MAX_BYTES + 1)
     except FileNotFoundError as e:
         raise ReportError(
             f"{path}: no such report", hint="give a report file or a host name in the store"
@@ -102,6 +95,15 @@ def read_report_text(path: Path) -> str:
     except UnicodeDecodeError as e:
         raise ReportError(f"{path}: not UTF-8 text (byte {e.start})", hint="is this a probe report?") from e
     return text
+
+
+def _read_at_most(fh: BinaryIO, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``fh``, in a buffer the file's size (not ``limit``) for the first read."""
+    size = os.fstat(fh.fileno()).st_size
+    data = fh.read(min(size + 1, limit))
+    if len(data) == size + 1 and len(data) < limit:  # it grew since: the rest, still bounded
+        data += fh.read(limit - len(data))
+    return data
 
 
 def dump_report(report: ProbeReport) -> str:

@@ -12,7 +12,6 @@ import re
 from enum import Enum
 from typing import Annotated
 
-import rattler
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AfterValidator, Field, field_validator
 
@@ -136,6 +135,8 @@ class AuditConfig(StrictModel):
 def _check_match_spec(value: str) -> str:
     bad = any(c in _MATCHSPEC_FORBIDDEN for c in value) or not _MATCHSPEC_RE.match(value)
     if not bad:
+        import rattler  # on first use: the commands that never load a spec (audit, diff) skip its import
+
         try:
             rattler.MatchSpec(value)
         except Exception:  # noqa: BLE001 - rattler raises its own parse error types

@@ -76,3 +76,50 @@ def test_a_bad_fingerprint_gives_read_reports_error(fingerprint: str, message: s
     else:
         assert message is None
         assert reader.read(bad, "bad.json") == expected
+
+
+def _nested(n: int, inner: str = "") -> str:
+    return "[" * n + inner + "]" * n
+
+
+@pytest.mark.parametrize(
+    "fingerprint",
+    [
+        _nested(29),
+        _nested(30),  # the innermost list at depth 32, empty: allowed
+        _nested(30, "1"),  # a number at depth 33
+        _nested(31),
+        '{"host": "' + "[{" * 40 + '"}',  # brackets in a string: counted, walked, allowed
+        '{"env": {"A": ' + _nested(29, '"x"') + "}}",
+        '{"env": {"A": ' + _nested(30, '"x"') + "}}",
+        '{"host": "x", "distributions": {"a": "1"}, "cpu": ' + "{" * 31 + "}" * 31 + "}",
+    ],
+)
+def test_a_deep_fingerprint_near_the_limit_is_judged_as_read_report_judges_it(fingerprint: str) -> None:
+    text = dump_report(parsed(make_report()))
+    reader = SharedReader()
+    reader.read(text, "first.json")
+    start = text.index('"fingerprint": ') + len('"fingerprint": ')
+    _, end = json.JSONDecoder().raw_decode(text, start)
+    bad = text[:start] + fingerprint + text[end:]
+    try:
+        expected = read_report(bad, "deep.json")
+    except ReportError as e:
+        with pytest.raises(ReportError) as got:
+            reader.read(bad, "deep.json")
+        assert got.value.message == e.message
+    else:
+        assert reader.read(bad, "deep.json") == expected
+
+
+def test_a_fingerprint_section_equal_to_the_references_is_held_once() -> None:
+    template = TEMPLATE.read_text("utf-8")
+    reader = SharedReader()
+    first = reader.read(template, "a.json")
+    other = template.replace('"host": "vm"', '"host": "node-2"').replace('"OMP_NUM_THREADS"', '"X"')
+    second = reader.read(other, "b.json")
+    assert reader.shared == 1 and second.host == "node-2"
+    assert second.fact("distributions") is first.fact("distributions")
+    assert second.fingerprint is not first.fingerprint
+    assert second.document["fingerprint"] is second.fingerprint
+    assert second == read_report(other, "b.json")
