@@ -10,6 +10,7 @@ CUDA 13.2 image is built by a slow test. Loading a CUDA library needs no device;
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -73,6 +74,11 @@ def test_flagship_config_carries_the_nvidia_contract_and_no_driver(cuda_paddle_i
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("ENVKIT_BUILD_TORCH_CUDA") != "1",
+    reason="the torch CUDA 13.2 image takes ~30 min and ~25 GB of transient disk here, beyond CI's budget "
+    "beside the Paddle flagship: set ENVKIT_BUILD_TORCH_CUDA=1 to build it",
+)
 def test_torch_cuda_13_2_image_builds_with_no_registry(tmp_path: Path) -> None:
     """``cuda13.2-torch2.15``: torch 2.15.0 and the CUDA 13 wheels it pins, on the Debian base."""
     check = (
