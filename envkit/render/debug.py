@@ -12,11 +12,13 @@ generated when ``envkit-sshd`` first starts, never baked.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL
 from envkit.render.dockerfile import ENV_PREFIX, USER_NAME, docker_word
+from envkit.spec.models import NAME_RE
 
 __all__ = [
     "DEBUG_PREFIX",
@@ -37,6 +39,8 @@ LOCK_LABEL = "io.envkit.debug-lock-sha256"
 SSH_PORT = 2222
 JUPYTER_PORT = 8888
 _CTX = "/tmp/envkit-debug"
+_IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
+_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?")
 _DELTA = "/envkit-delta"
 
 
@@ -52,6 +56,18 @@ class DebugInputs:
     labels: Mapping[str, str]
     epoch: int
     home: str = f"/home/{USER_NAME}"
+
+    def __post_init__(self) -> None:
+        """Every value reaches the Dockerfile: each checked here, whatever produced it."""
+        if not NAME_RE.fullmatch(self.name):
+            raise ValueError(f"{self.name!r} is not an environment name")
+        if not _IMAGE_ID.fullmatch(self.runtime_id):
+            raise ValueError(f"{self.runtime_id!r} is not an image ID (sha256:...)")
+        if not _USER.fullmatch(self.user):
+            raise ValueError(f"{self.user!r} is not a USER value")
+        words = [*self.labels, *self.labels.values(), *(w for pair in self.debs for w in pair)]
+        if any(not w or any(c in w for c in "\n\r\0") for w in words):
+            raise ValueError("a label or package of the debug image has an empty value or a line break")
 
 
 _INSTALL = f"""\
