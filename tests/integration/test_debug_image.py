@@ -214,6 +214,10 @@ def test_sshd_takes_the_key_and_refuses_passwords_and_root(
         )
 
 
+# a whole PEM block (binaries such as sshd carry the header alone, as a string to parse)
+PEM_KEY = re.compile(
+    rb"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----\s+[A-Za-z0-9+/=:,\s-]{32,}?-----END \1PRIVATE KEY-----"
+)
 HOST_KEY = re.compile(r"(^|/)(ssh_host_[a-z0-9]+_key(\.pub)?|authorized_keys)$")
 
 
@@ -229,7 +233,7 @@ def _scan_layer(name: str, layer: Any, problems: list[str]) -> int:
             data = files.extractfile(entry)
             body = data.read() if data else b""
             count += 1
-            if re.search(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----", body):
+            if PEM_KEY.search(body):
                 problems.append(f"{name}: {entry.name}: a private key")
             if TOKEN.encode() in body:
                 problems.append(f"{name}: {entry.name}: the test token")
