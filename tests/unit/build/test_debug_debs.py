@@ -17,7 +17,7 @@ import pytest
 from envkit._proc import ProcResult
 from envkit.engine.protocol import RunResult
 from envkit.engine.testing import FakeEngine, FakeRun
-from envkit.errors import BuildFailed, UsageError
+from envkit.errors import BuildFailed, EnvkitError, UsageError
 from envkit.offline.debs import (
     AptState,
     DebPin,
@@ -27,6 +27,7 @@ from envkit.offline.debs import (
     parse_simulation,
     simulate_install,
 )
+from envkit.offline.debug_tools import DebugRequest, ImagePython, image_python, nsys_note
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "debug"
 
@@ -190,3 +191,63 @@ def test_the_private_apt_state_never_names_the_hosts_configuration(tmp_path: Pat
     assert "non-free" in (state.directory / "sources.list").read_text()
     with pytest.raises(UsageError):
         AptState(tmp_path, "bookworm; rm")
+
+
+def _request(cuda: bool, debian: str | None = "3.11.2-6+deb12u8") -> DebugRequest:
+    python = ImagePython("3.11", "/usr/bin/python3.11", debian)
+    return DebugRequest("sha256:" + "a" * 64, "bookworm", python, "x86_64-manylinux_2_36", cuda)
+
+
+POLICY = "nsight-systems-target:\n  Installed: (none)\n  Candidate: {}\n"
+
+
+@pytest.mark.parametrize(
+    ("cuda", "policy", "expected"),
+    [
+        (False, "", "nsys: not added: a CPU environment has no CUDA kernels to profile"),
+        (
+            True,
+            POLICY.format("2022.4.2.1~11.8.0-5~deb12u1"),
+            "has nsight-systems-target 2022.4.2.1~11.8.0-5~deb12u1, but it depends on the driver's libcuda1",
+        ),
+        (True, POLICY.format("(none)"), "no nsight-systems-target in"),
+        (True, "", "no nsight-systems-target in Debian bookworm"),
+    ],
+)
+def test_nsight_systems_is_looked_up_and_said_in_one_line(
+    tmp_path: Path, cuda: bool, policy: str, expected: str
+) -> None:
+    def run(argv: Sequence[str], **_: object) -> ProcResult:
+        assert argv[0] == "apt-cache" and argv[-2:] == ["policy", "nsight-systems-target"]
+        return ProcResult(tuple(argv), 0, policy, "")
+
+    note = nsys_note(_state(tmp_path), _request(cuda), run)
+    assert expected in note and "\n" not in note
+
+
+def test_the_python_symbols_are_pinned_to_the_installed_interpreter() -> None:
+    assert _request(False).python.dbg_pins() == [
+        "python3.11-dbg=3.11.2-6+deb12u8",
+        "libpython3.11-dbg=3.11.2-6+deb12u8",
+        "libpython3.11=3.11.2-6+deb12u8",
+    ]
+    assert _request(False, debian=None).python.dbg_pins() == []  # conda's python: no Debian symbols
+
+
+@pytest.mark.parametrize(
+    ("stdout", "found"),
+    [
+        ("3.11 /usr/bin/python3.11 3.11.2-6+deb12u8\n", ("3.11", "/usr/bin/python3.11", "3.11.2-6+deb12u8")),
+        ("3.10 /opt/env/bin/python3.10 \n", ("3.10", "/opt/env/bin/python3.10", None)),
+        ("garbage", None),
+        ("", None),
+    ],
+)
+def test_the_environments_python_is_read_from_the_image(stdout: str, found: tuple[str, ...] | None) -> None:
+    engine = FakeEngine(handler=lambda run: RunResult(0, stdout, ""))
+    if found is None:
+        with pytest.raises(EnvkitError, match="cannot find the environment's Python"):
+            image_python(engine, "img")
+    else:
+        python = image_python(engine, "img")
+        assert (python.version, python.path, python.debian) == found
