@@ -144,6 +144,30 @@ def test_the_environment_snapshot_equals_the_runtime_images(debug_image: dict[st
     assert not any(p["name"] in ("jupyterlab", "py-spy", "ipykernel") for p in debug["pip"])
 
 
+def test_a_diff_of_the_two_sboms_shows_only_the_debug_tools(
+    debug_image: dict[str, Any], client: Any, tmp_path: Path
+) -> None:
+    runtime = client.containers.run(
+        debug_image["tag"], ["cat", "/opt/env/share/envkit/sbom.cdx.json"], remove=True
+    )
+    debug = client.containers.run(
+        debug_image["debug"]["tag"], ["cat", "/opt/envkit-debug/share/sbom.cdx.json"], remove=True
+    )
+    (tmp_path / "runtime.cdx.json").write_bytes(runtime)
+    (tmp_path / "debug.cdx.json").write_bytes(debug)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["diff", str(tmp_path / "runtime.cdx.json"), str(tmp_path / "debug.cdx.json"), "--json"])
+    findings = json.loads(out.getvalue())["result"]["findings"]
+    lock = json.loads(Path(debug_image["debug"]["lock_path"]).read_text())
+    wheels = {p["name"] for p in lock["pip"]["packages"]}
+    assert code == 0 and findings
+    assert {f["kind"] for f in findings} == {"added"}  # nothing of the runtime image changed or went
+    assert {f["package"] for f in findings} <= wheels and {"jupyterlab", "py-spy"} <= wheels
+    debs = [c for c in json.loads(debug)["components"] if c.get("purl", "").startswith("pkg:deb/")]
+    assert {c["name"] for c in debs} == {p["name"] for p in lock["debian"]["packages"]}
+
+
 def test_py_spy_and_gdb_read_a_running_training_loop(debug_image: dict[str, Any], client: Any) -> None:
     with container(client, debug_image["debug"]["tag"], ["python", "-c", TRAIN]) as box:
         wait_for(box, "training")
