@@ -73,8 +73,7 @@ def debug_image(demo_torch_image: dict[str, Any]) -> Iterator[dict[str, Any]]:
         code = main(["build", demo_torch_image["name"], "--offline", "--debug-image", "--json"])
     built = json.loads(out.getvalue())
     assert code == 0, built
-    result = dict(built["result"])
-    result["runtime_before"] = before.id
+    result = {**built["result"], "runtime_before": before.id, "root": demo_torch_image["root"]}
     yield result
 
 
