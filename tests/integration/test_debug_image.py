@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from envkit.build.bootstrap import debian_mirror
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
 from envkit.inventory.image_source import ImageSource
@@ -61,7 +62,7 @@ def _reachable(url: str) -> bool:
 @pytest.fixture(scope="module")
 def debug_image(demo_torch_image: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The ``--json`` result of ``envkit build DEMO --offline --debug-image`` (runtime + ``debug``)."""
-    if not (_reachable("https://pypi.org/simple/py-spy/") and _reachable("http://deb.debian.org/debian/")):
+    if not (_reachable("https://pypi.org/simple/py-spy/") and _reachable(debian_mirror("bookworm") + "/")):
         pytest.skip("the debug tools come from PyPI and Debian's archive: neither is reachable here")
     engine = DockerEngine()
     before = engine.inspect(demo_torch_image["tag"])
