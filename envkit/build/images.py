@@ -11,6 +11,7 @@ from envkit.catalog import Catalog
 from envkit.engine.protocol import ContainerEngine
 from envkit.errors import EnvkitError
 from envkit.lock.fresh import lock_state
+from envkit.render.debug import DEBUG_VARIANT, RUNTIME_LABEL, VARIANT_LABEL
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL
 from envkit.spec.load import SPEC_DIR, load_spec
 from envkit.spec.models import NAME_RE
@@ -32,6 +33,8 @@ class ImageRow:
     latest: bool
     stale: bool
     reason: str
+    variant: str = "runtime"  # or "debug": built FROM the runtime image ``runtime_id``
+    runtime_id: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -58,6 +61,7 @@ def list_images(engine: ContainerEngine, root: Path, catalog: Catalog) -> list[I
             reason = ""
         repo = image_repo(name)
         tags = tuple(sorted(t for t in info.tags if t.startswith(repo + ":")))
+        variant = info.labels.get(VARIANT_LABEL, "runtime")
         rows.append(
             ImageRow(
                 name=one_line(name),
@@ -67,12 +71,15 @@ def list_images(engine: ContainerEngine, root: Path, catalog: Catalog) -> list[I
                 spec_sha256=image_spec,
                 lock_sha256=image_lock,
                 size=info.size,
-                latest=f"{repo}:latest" in tags,
+                latest=f"{repo}:latest" in tags or f"{repo}:{DEBUG_VARIANT}" in tags,
                 stale=bool(reason),
                 reason=reason,
+                variant=one_line(variant),
+                runtime_id=info.labels.get(RUNTIME_LABEL),
             )
         )
-    return sorted(rows, key=lambda r: (r.name, not r.latest, r.tags))
+    # side by side: each environment's runtime image(s), then the debug image(s) built FROM them
+    return sorted(rows, key=lambda r: (r.name, r.variant != "runtime", r.variant, not r.latest, r.tags))
 
 
 def _current(root: Path, name: str, catalog: Catalog) -> tuple[str | None, str | None, str]:

@@ -16,6 +16,7 @@ from envkit.build.images import list_images
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root, services, shown
+from envkit.cli.build_debug import debug_builder, debug_text
 from envkit.engine.protocol import BuildEvent, ContainerEngine
 from envkit.engine.push import check_registry, push_image
 from envkit.errors import BuildFailed, ProbeError, UsageError
@@ -89,6 +90,12 @@ def _progress(enabled: bool) -> Iterator[Callable[[BuildEvent], None] | None]:
     "--pack", "pack", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
     help="Build a conda environment from a pack made by `envkit pack` (implies --offline).",
 )  # fmt: skip
+@click.option(
+    "--debug-image", "debug_image", is_flag=True,
+    help="Then build envkit/NAME:debug FROM the runtime image (by ID): gdb with Python symbols, py-spy, "
+    "JupyterLab (own prefix, loopback, token) and sshd (key only), pinned in images/NAME/debug.lock.json. "
+    "py-spy and gdb need `docker run --cap-add SYS_PTRACE`. Never pushed (refused with --push).",
+)  # fmt: skip
 def build(
     name: str,
     offline: bool,
@@ -98,6 +105,7 @@ def build(
     registry: str | None,
     find_links: tuple[str, ...],
     pack: Path | None,
+    debug_image: bool,
 ) -> CommandResult:
     """Build the image for environment NAME through the Docker engine.
 
@@ -120,6 +128,11 @@ def build(
     explicit lock in the builder stage (needs python3 >= 3.10 there).
     """
     root = project_root()
+    if debug_image and registry is not None:
+        raise UsageError(
+            "--debug-image with --push: the debug image is never pushed (and never under the runtime tag)",
+            hint=f"push the runtime image: `envkit build {name} --push {registry}`, then build --debug-image",
+        )
     if registry is not None:
         check_registry(registry)
     catalog = load_catalog()
@@ -130,9 +143,13 @@ def build(
     )  # fmt: skip
     builder = services().builder(root, catalog)
     show_progress = err_console.is_terminal or bool(os.environ.get("ENVKIT_PROGRESS"))
+    debug = None
     try:
         with _progress(show_progress) as on_event:
-            result = builder.build(loaded, options, on_event)
+            if debug_image:
+                result, debug = debug_builder(builder).build(loaded, options, on_event)
+            else:
+                result = builder.build(loaded, options, on_event)
     except BuildFailed as e:
         if e.log_tail:
             err_console.print("[bold]last lines of the build:[/]")
@@ -141,13 +158,17 @@ def build(
         raise
     data = result.to_json()
     warnings = list(loaded.warnings) + list(result.warnings)
+    if debug is not None:
+        data["debug"] = debug.to_json()
     if probe:
         data["probe"] = _probe(builder.engine, result, loaded, root)
     if registry is not None:
         _, transport = services().transport()
         pushed, record = push_image(transport, root, result.name, result.tag, result.image_id, registry)
         data["pushed"] = {"ref": pushed.ref, "digest": pushed.digest, "record": str(record)}
-    return CommandResult("build", data, lambda: _build_text(result, data), warnings=warnings)
+    return CommandResult(
+        "build", data, lambda: _build_text(result, data) + debug_text(debug), warnings=warnings
+    )
 
 
 def _probe(engine: ContainerEngine, result: BuildResult, loaded: LoadedSpec, root: Path) -> dict[str, object]:
@@ -198,7 +219,8 @@ def _build_text(result: BuildResult, data: dict[str, object]) -> str:
 def images(names: tuple[str, ...]) -> CommandResult:
     """List images built by envkit, per environment: tags, context hash, size, staleness.
 
-    An image is stale when the spec or the lock changed since it was built.
+    An image is stale when the spec or the lock changed since it was built. A debug image
+    (`envkit build NAME --debug-image`) is listed beside the runtime image it was built FROM.
     """
     root = project_root()
     bad = [n for n in names if not NAME_RE.match(n)]
@@ -216,9 +238,9 @@ def images(names: tuple[str, ...]) -> CommandResult:
         for r in rows:
             tags = ", ".join(t.split(":", 1)[1] for t in r.tags) or "<untagged>"
             state = f"stale: {r.reason}" if r.stale else "current"
-            out.append(
-                f"{r.name:<24} {tags:<24} {r.context_sha256[:12]:<12} {r.size / 1e6:>7.0f} MB  {state}"
-            )
+            kind = r.variant if r.runtime_id is None else f"{r.variant} FROM {r.runtime_id[7:19]}"
+            size = f"{r.size / 1e6:>7.0f} MB"
+            out.append(f"{r.name:<24} {kind:<20} {tags:<24} {r.context_sha256[:12]:<12} {size}  {state}")
         return "\n".join(out)
 
     return CommandResult("images", {"images": [r.to_json() for r in rows]}, text)

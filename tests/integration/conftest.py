@@ -141,7 +141,8 @@ def torch_wheel_dir(tmp: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_torch_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """``envkit build --offline --probe`` of the demo's spec: the build's result (``tag``, ``probe``, ...)."""
+    """``envkit build --offline --probe`` of the demo's spec: the build's result (``tag``, ``probe``, ...),
+    the project's ``root`` and the wheel directory (``find_links``)."""
     if not docker_available():
         pytest.skip("no Docker engine reachable (start dockerd or set DOCKER_HOST)")
     if not list(TORCH_WHEELS.glob("torch-2.13.0+cpu-cp311-*.whl")):
@@ -162,7 +163,8 @@ def demo_torch_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     built = json.loads(out.getvalue())
     assert code == 0, built
     try:
-        yield dict(built["result"])
+        # where it was built, for tests that build more from the same project (the debug image)
+        yield {**built["result"], "root": str(root), "find_links": str(wheels)}
     finally:
         for info in engine.images(f"io.envkit.name={DEMO_NAME}"):
             for tag in info.tags:

@@ -1,0 +1,278 @@
+"""The debug image's own lock: which Debian packages and wheels it adds, each pinned, and fetching them.
+
+``images/NAME/debug.lock.json`` is resolved against one runtime image (its ID is in the lock): the
+Debian closure of gdb, OpenSSH and the Python debug symbols comes from ``apt-get -s`` inside that
+image (:func:`envkit.offline.debs.simulate_install`), exact versions and sha256 from the index; the
+wheels (JupyterLab, ipykernel, py-spy) from ``uv pip compile --generate-hashes`` for the
+environment's Python. A lock for another runtime image, or another tool list, is resolved again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envkit import _proc
+from envkit._io import load_json_bounded, read_text_bounded
+from envkit.engine.protocol import ContainerEngine
+from envkit.errors import EnvkitError, LockError
+from envkit.lock.lockfile import requirements_lock
+from envkit.lock.solver import PipPackage, PipRequest, PipResolver
+from envkit.offline.debs import AptState, DebPin, deb_records, download_debs, simulate_install
+from envkit.offline.wheelhouse import WheelhouseRequest, fill_wheelhouse
+from envkit.render.context import ContextEntry
+
+__all__ = [
+    "DEBIAN_TOOLS",
+    "DEBUG_LOCK",
+    "DEBUG_REQUIREMENTS",
+    "WHEEL_TOOLS",
+    "DebugLock",
+    "DebugRequest",
+    "ImagePython",
+    "fetch_debug_inputs",
+    "image_python",
+    "read_debug_lock",
+    "resolve_debug_lock",
+]
+
+DEBUG_LOCK = "debug.lock.json"
+DEBUG_REQUIREMENTS = "debug-requirements.lock"
+LOCK_KIND = "envkit-debug-lock"
+MAX_LOCK_BYTES = 4 << 20
+DEBIAN_TOOLS = ("gdb", "openssh-server")
+WHEEL_TOOLS = ("jupyterlab>=4.2,<5", "ipykernel>=6.29,<8", "py-spy>=0.4,<0.5")
+NSYS_PACKAGE = "nsight-systems-target"  # Debian non-free: the nsys CLI (the GUI is nsight-systems)
+_PY = re.compile(r"^(\d+\.\d+)\s+(\S+)\s*(\S*)$")
+
+
+@dataclass(frozen=True)
+class ImagePython:
+    """The environment's interpreter in the runtime image: version, real path, Debian's version of it."""
+
+    version: str  # "3.11"
+    path: str  # /usr/bin/python3.11 (the venv's python, resolved)
+    debian: str | None  # dpkg's version of python3.X when the interpreter is Debian's, else None
+
+    @property
+    def dbg_package(self) -> str | None:
+        return f"python{self.version}-dbg" if self.debian else None
+
+    def dbg_pins(self) -> list[str]:
+        """The debug symbols of exactly this interpreter (and the debug libpython they need)."""
+        if not self.debian:
+            return []
+        v = self.version
+        # one source package: every binary of it at the installed version, or apt upgrades python
+        return [f"{p}={self.debian}" for p in (f"python{v}-dbg", f"libpython{v}-dbg", f"libpython{v}")]
+
+
+def image_python(engine: ContainerEngine, image: str, prefix: str = "/opt/env") -> ImagePython:
+    """Which Python the environment runs, and whether Debian ships its debug symbols."""
+    script = (
+        f'py="$(readlink -f {prefix}/bin/python)"; '
+        f'v="$({prefix}/bin/python -c "import sys; print(\'%d.%d\' % sys.version_info[:2])")"; '
+        'd=""; case "$py" in /usr/bin/*) '
+        'd="$(dpkg-query -W -f=\'${Version}\' "python$v" 2>/dev/null)";; esac; '
+        'echo "$v $py $d"'
+    )
+    result = engine.run(image, ["sh", "-c", script])
+    found = _PY.match(result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "")
+    if result.exit_code != 0 or not found:
+        raise EnvkitError(
+            f"cannot find the environment's Python in {image}: {result.stderr.strip()[-300:]}",
+            hint=f"the runtime image should have {prefix}/bin/python",
+        )
+    version, path, debian = found.groups()
+    return ImagePython(version, path, debian or None)
+
+
+@dataclass(frozen=True)
+class DebugRequest:
+    """What the debug layer asks for: the tools, for one runtime image and its Python."""
+
+    runtime_id: str
+    suite: str
+    python: ImagePython
+    python_platform: str  # uv's, e.g. x86_64-manylinux_2_36
+    cuda: bool
+    debian_tools: tuple[str, ...] = DEBIAN_TOOLS
+    wheel_tools: tuple[str, ...] = WHEEL_TOOLS
+
+    @property
+    def key(self) -> str:
+        data = [
+            self.runtime_id,
+            self.suite,
+            self.python.__dict__,
+            self.python_platform,
+            self.cuda,
+            list(self.debian_tools),
+            list(self.wheel_tools),
+        ]
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class DebugLock:
+    """The debug layer's pins: Debian packages by exact version and sha256, wheels by sha256."""
+
+    request: str  # DebugRequest.key
+    runtime_id: str
+    suite: str
+    python: str
+    python_dbg: str | None
+    debs: tuple[DebPin, ...]
+    wheels: tuple[PipPackage, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)  # e.g. the one line about Nsight Systems
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": LOCK_KIND,
+            "schema": 1,
+            "request": self.request,
+            "runtime_id": self.runtime_id,
+            "python": self.python,
+            "python_dbg": self.python_dbg,
+            "debian": {"suite": self.suite, "packages": [d.to_json() for d in self.debs]},
+            "pip": {
+                "packages": [
+                    {"name": w.name, "version": w.version, "url": w.url, "hashes": list(w.hashes)}
+                    for w in self.wheels
+                ]
+            },
+            "notes": list(self.notes),
+        }
+
+    def text(self) -> str:
+        return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text().encode("utf-8")).hexdigest()
+
+    def requirements(self) -> str:
+        """The wheels as a ``--require-hashes`` requirements file (pip checks every file)."""
+        head = "# generated by envkit: the debug image's wheels (images/NAME/debug.lock.json)\n"
+        return requirements_lock(head, {"linux-64": self.wheels}, ())
+
+
+def _lock_from_json(data: Any) -> DebugLock:
+    if not isinstance(data, dict) or data.get("kind") != LOCK_KIND or data.get("schema") != 1:
+        raise ValueError("not an envkit debug lock (kind/schema)")
+    debian, pip = data["debian"], data["pip"]
+    debs = tuple(
+        DebPin(
+            str(d["name"]),
+            str(d["version"]),
+            str(d["arch"]),
+            str(d["sha256"]),
+            int(d["size"]),
+            str(d["filename"]),
+        )
+        for d in debian["packages"]
+    )
+    wheels = tuple(
+        PipPackage(str(w["name"]), str(w["version"]), str(w["url"]), tuple(map(str, w["hashes"])))
+        for w in pip["packages"]
+    )
+    for pin in debs:
+        if (
+            not re.fullmatch(r"[0-9a-f]{64}", pin.sha256)
+            or "/" in pin.filename
+            or not pin.filename.endswith(".deb")
+        ):
+            raise ValueError(f"bad Debian pin {pin.name}")
+    return DebugLock(
+        str(data["request"]),
+        str(data["runtime_id"]),
+        str(debian["suite"]),
+        str(data["python"]),
+        data.get("python_dbg"),
+        debs,
+        wheels,
+        tuple(map(str, data.get("notes", []))),
+    )
+
+
+def read_debug_lock(path: Path) -> DebugLock | None:
+    """The lock in ``path``; None when there is none. A damaged one is an error naming the file."""
+    try:
+        text = read_text_bounded(path, MAX_LOCK_BYTES)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise LockError(f"cannot read {path}: {e}", hint="check the file (or delete it)") from e
+    try:
+        return _lock_from_json(load_json_bounded(text, 8))
+    except (ValueError, KeyError, TypeError) as e:
+        raise LockError(
+            f"{path} is not a readable debug lock: {e}",
+            hint=f"delete {path.name}: the next `envkit build --debug` resolves it again",
+        ) from e
+
+
+def resolve_debug_lock(
+    engine: ContainerEngine,
+    image: str,
+    request: DebugRequest,
+    state: AptState,
+    resolver: PipResolver,
+    *,
+    run: _proc.Runner = _proc.run,
+) -> DebugLock:
+    """Pin every Debian package (closure inside ``image``) and wheel the debug layer adds."""
+    state.update(run)
+    wanted = list(request.debian_tools)
+    dbg = request.python.dbg_package
+    wanted += request.python.dbg_pins()  # the image's interpreter's: never an upgrade of it
+    closure = simulate_install(engine, image, state, wanted)
+    debs = tuple(deb_records(state, closure, run))
+    pip = PipRequest(request.wheel_tools, request.python.version, request.python_platform)
+    wheels = resolver.resolve(pip)
+    notes = [nsys_note(state, request, run)]
+    if not dbg:
+        notes.append(
+            f"py-bt: {request.python.path} is not Debian's Python: no debug symbols are added "
+            "(gdb's `bt` works; `py-spy dump` shows the Python stack)"
+        )
+    return DebugLock(
+        request.key,
+        request.runtime_id,
+        request.suite,
+        request.python.version,
+        dbg,
+        debs,
+        wheels,
+        tuple(notes),
+    )
+
+
+def nsys_note(state: AptState, request: DebugRequest, run: _proc.Runner = _proc.run) -> str:
+    """One line on Nsight Systems: where a source was looked for and why it is (not) in the image."""
+    if not request.cuda:
+        return "nsys: not added: a CPU environment has no CUDA kernels to profile"
+    version = state.candidate(NSYS_PACKAGE, run)
+    if version is None:
+        return f"nsys: not added: no {NSYS_PACKAGE} in Debian {state.suite} (non-free) and no NVIDIA wheel"
+    return (
+        f"nsys: not added: Debian {state.suite} non-free has {NSYS_PACKAGE} {version}, but it depends on "
+        "the driver's libcuda1, which the host provides at run time; mount the host's nsys instead "
+        "(docs/debug.md)"
+    )
+
+
+def fetch_debug_inputs(
+    lock: DebugLock, state: AptState, cache: Path, *, run: _proc.Runner = _proc.run
+) -> list[ContextEntry]:
+    """The lock's .deb files and wheels as context entries, every file checked against its sha256."""
+    entries = download_debs(state, lock.debs, cache / "debs", run)
+    if lock.wheels:
+        request = WheelhouseRequest(lock.requirements(), lock.python)
+        house = fill_wheelhouse(request, cache / "wheels", runner=run)
+        entries += house.entries("debug-wheels")
+    return entries
