@@ -25,11 +25,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks._goals import knob, scaled
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "data" / "guard_scripts"
-REPEATS = int(os.environ.get("ENVKIT_BENCH_REPEATS", "5"))
-STEPS = int(os.environ.get("ENVKIT_BENCH_STEPS", "200"))
-BENCH_STEPS = 300
+REPEATS = int(knob("ENVKIT_BENCH_REPEATS", "5", "1"))
+STEPS = int(knob("ENVKIT_BENCH_STEPS", "200", "20"))
+BENCH_STEPS = scaled(300, 10)
 FRAMEWORK = {"wlm": "torch", "nanogpt": "torch", "paddle_cnn": "paddle"}
 
 
