@@ -47,7 +47,7 @@ MAX_LOCK_BYTES = 4 << 20
 DEBIAN_TOOLS = ("gdb", "openssh-server")
 WHEEL_TOOLS = ("jupyterlab>=4.2,<5", "ipykernel>=6.29,<8", "py-spy>=0.4,<0.5")
 NSYS_PACKAGE = "nsight-systems-target"  # Debian non-free: the nsys CLI (the GUI is nsight-systems)
-_PY = re.compile(r"^(\d+\.\d+)\s+(\S+)\s*(\S*)$")
+_PY = re.compile(r"^(\d+\.\d+)[ \t]+(\S+)[ \t]*(\S*)\Z")
 
 
 @dataclass(frozen=True)
