@@ -21,6 +21,7 @@ __all__ = [
     "Finding",
     "arch_findings",
     "driver_findings",
+    "driver_floors",
     "environment_findings",
     "format_version",
     "runtime_cuda",
@@ -374,6 +375,18 @@ def _floors(catalog: Catalog, cuda: str) -> tuple[str | None, str | None, str]:
     same = [c for c in catalog.cuda if c.version.split(".")[0] == major]
     floor = min((c.compat_driver for c in same), key=_key, default=None)
     return (release.min_driver if release else None), floor, short
+
+
+def driver_floors(facts: ReadinessFacts, catalog: Catalog) -> dict[str, str]:
+    """The driver floors of the CUDA runtime the frameworks run on (the first CUDA one): ``cuda``,
+    ``toolkit`` (the release's own driver) and ``minor-version`` (the floor of its major); {} on CPU."""
+    for fw in facts.frameworks.values():
+        cuda = runtime_cuda(fw)
+        if cuda:
+            toolkit, minor, short = _floors(catalog, cuda)
+            floors = {"cuda": short, "toolkit": toolkit, "minor-version": minor}
+            return {k: v for k, v in floors.items() if v}
+    return {}
 
 
 def driver_findings(facts: ReadinessFacts, target: Target, catalog: Catalog, gpu: GpuFacts) -> list[Finding]:

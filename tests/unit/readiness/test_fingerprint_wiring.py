@@ -142,7 +142,8 @@ def test_a_cuda_image_is_probed_with_the_readiness_scan_in_one_payload(cuda: str
     assert scans == ([True, False] if asked else [False, False])  # the first framework's only
     assert bool(report.fact("cuda_readiness")) is asked
     if asked:
-        assert report.fact("cuda_readiness")["gpu_code"]["libtorch_cuda.so"]["sass"]
+        gpu_code: Any = report.fact("cuda_readiness")["gpu_code"]
+        assert gpu_code["libtorch_cuda.so"]["sass"]
 
 
 def test_the_host_probe_scans_only_when_asked_or_a_driver_is_there() -> None:
