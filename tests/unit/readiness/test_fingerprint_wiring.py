@@ -158,3 +158,42 @@ def test_the_host_probe_scans_only_when_asked_or_a_driver_is_there() -> None:
     run_on_host(ProbeOptions(frameworks=("torch",), readiness=True), label="x", run=fake_run)
     run_on_host(ProbeOptions(frameworks=("torch",), readiness=False), label="x", run=fake_run)
     assert ["--readiness" in argv for argv in seen] == [True, False]
+
+
+def _torch_with_orphan(linked: bool) -> dict[str, Any]:
+    """torch 2.15.0's wheel ships torch/lib/libgfortran.so.5, which needs libquadmath.so.0 (absent
+    in the Debian image) and which nothing torch loads links (found in the cuda13.2-torch2.15 image)."""
+    doc = torch_doc()
+    fw = doc["frameworks"]["torch"]
+    site = fw["dir"]
+    c_ext, cuda, fortran = (
+        f"{site}/_C.cpython-311-x86_64-linux-gnu.so",
+        f"{site}/lib/libtorch_cuda.so",
+        (f"{site}/lib/libgfortran.so.5"),
+    )
+    fw["roots"] = [c_ext, cuda, fortran]
+    fw["links"] = [
+        {"from": c_ext, "name": "libtorch_cuda.so", "to": cuda, "host": False},
+        *fw["links"],
+        {"from": fortran, "name": "libquadmath.so.0", "to": None, "host": False},
+    ]
+    if linked:
+        fw["links"].append({"from": cuda, "name": "libgfortran.so.5", "to": fortran, "host": False})
+    return doc
+
+
+def test_a_missing_library_of_a_shipped_but_unloaded_file_is_a_warning_not_a_failure() -> None:
+    from envkit.catalog import load_catalog
+    from envkit.catalog.gpu import load_gpu_facts
+    from envkit.readiness.check import check
+
+    catalog, gpu = load_catalog(), load_gpu_facts()
+    orphan = check(parse_facts(json.dumps(_torch_with_orphan(False)), "t"), [], catalog, gpu, where="t")
+    found = {f.code: f for f in orphan.environment}
+    assert "library-missing" not in found and found["library-missing-unloaded"].severity == "warning"
+    assert "libquadmath.so.0 missing for libgfortran.so.5" in found["library-missing-unloaded"].message
+    assert orphan.ok
+    linked = check(parse_facts(json.dumps(_torch_with_orphan(True)), "t"), [], catalog, gpu, where="t")
+    errors = [f for f in linked.environment if f.code == "library-missing"]
+    assert errors and "libquadmath.so.0 missing: torch fails to load" in errors[0].message
+    assert not linked.ok
