@@ -6,12 +6,13 @@ from pathlib import Path
 
 import click
 
+from envkit._atomic import write_text_atomic
 from envkit.catalog import load_catalog
 from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
 from envkit.cli._app import command, services, working
 from envkit.errors import ExitCode, UsageError
-from envkit.readiness.check import CheckResult, check, facts_in_image, facts_on_host
+from envkit.readiness.check import CheckResult, check, facts_in_image, facts_on_host, readiness_sbom
 from envkit.readiness.targets import Target, gpu_target, host_targets, parse_driver
 from envkit.result import CommandResult
 
@@ -53,6 +54,13 @@ _MARK = {"error": "x", "warning": "!", "note": "-"}
     help="A target host's report: nvidia-smi output, collect_env, a snapshot or a probe report.",
 )
 @click.option("--all", "show_all", is_flag=True, help="Show every note (loaded versions, host libraries).")
+@click.option(
+    "--sbom",
+    "sbom_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Write IMAGE's SBOM with these facts (loaded CUDA libraries, GPU code, driver floors) to FILE.",
+)
 def check_cmd(
     image: str | None,
     sites: tuple[Path, ...],
@@ -60,6 +68,7 @@ def check_cmd(
     drivers: tuple[str, ...],
     hosts: tuple[Path, ...],
     show_all: bool,
+    sbom_out: Path | None,
 ) -> CommandResult:
     """Check, with no GPU, that IMAGE's framework will run on a GPU and driver.
 
@@ -74,6 +83,10 @@ def check_cmd(
         raise UsageError(
             "give an IMAGE or --site DIR (not both)", hint="envkit check envkit/cuda11.8-paddle2.6"
         )
+    if sbom_out is not None and image is None:
+        raise UsageError(
+            "--sbom needs an IMAGE (the SBOM is the image's)", hint="envkit check IMAGE --sbom FILE"
+        )
     catalog = load_catalog()
     gpu = load_gpu_facts()
     targets = _targets(gpus, drivers, hosts)
@@ -85,8 +98,12 @@ def check_cmd(
         facts = facts_on_host([str(s) for s in sites], gpu)
         where = ", ".join(str(s) for s in sites)
     result = check(facts, targets, catalog, gpu, where=where)
+    data = result.to_json()
+    if sbom_out is not None and image is not None:
+        write_text_atomic(sbom_out, readiness_sbom(services().engine(), image, facts, catalog))
+        data["sbom"] = str(sbom_out)
     code = ExitCode.OK if result.ok else ExitCode.FINDINGS
-    return CommandResult("check", result.to_json(), lambda: _text(result, show_all), code)
+    return CommandResult("check", data, lambda: _text(result, show_all, sbom_out), code)
 
 
 def _targets(gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path, ...]) -> list[Target]:
@@ -105,7 +122,7 @@ def _targets(gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path,
     return out
 
 
-def _text(result: CheckResult, show_all: bool) -> str:
+def _text(result: CheckResult, show_all: bool, sbom: Path | None = None) -> str:
     lines = [f"{result.where}:"]
     summary = result.to_json()["summary"]
     for name, fw in summary["frameworks"].items():
@@ -127,4 +144,6 @@ def _text(result: CheckResult, show_all: bool) -> str:
         lines.extend(
             f"  {_MARK[f.severity]} {f.message}" for f in verdict.findings if f not in result.environment
         )
+    if sbom is not None:
+        lines.append(f"SBOM with these facts: {sbom}")
     return "\n".join(lines)

@@ -7,7 +7,7 @@ deterministic flags, threads, BLAS, numpy, CPU model, other flags, Python, other
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -92,7 +92,42 @@ def _pairs(a: ProbeReport, b: ProbeReport) -> Iterator[tuple[int, str, str, Any,
     yield 42, "cpu", "usable CPUs", a.fact("cpu").get("affinity"), b.fact("cpu").get("affinity")
     yield 35, "python", "Python", a.fact("python").get("version"), b.fact("python").get("version")
     yield 20, "image", "image", a.fact("container").get("image_id"), b.fact("container").get("image_id")
+    da, db = a.driver, b.driver
+    for what, attr in (
+        ("driver floor", "min_driver"),
+        ("driver floor (minor-version compat)", "compat_driver"),
+    ):
+        yield 49, "driver", what, getattr(da, attr, None), getattr(db, attr, None)
     yield from _framework_pairs(a, b)
+    yield from _readiness_pairs(a, b)
+
+
+def _readiness_pairs(a: ProbeReport, b: ProbeReport) -> Iterator[tuple[int, str, str, Any, Any]]:
+    """The GPU readiness facts (``fingerprint.cuda_readiness``): the CUDA libraries a framework
+    actually loads and the GPU code each library carries. Absent on one side: nothing to say."""
+    ra, rb = a.fact("cuda_readiness"), b.fact("cuda_readiness")
+    if not ra or not rb:
+        return
+    fa, fb = _mapping(ra.get("frameworks")), _mapping(rb.get("frameworks"))
+    for fw in sorted(set(fa) & set(fb)):
+        la, lb = _mapping(_mapping(fa[fw]).get("loaded")), _mapping(_mapping(fb[fw]).get("loaded"))
+        for lib in sorted(set(la) | set(lb)):
+            yield 79, "cuda-library", f"{fw} loads {lib}", la.get(lib), lb.get(lib)
+    ga, gb = _mapping(ra.get("gpu_code")), _mapping(rb.get("gpu_code"))
+    for lib in sorted(set(ga) | set(gb)):
+        for key in ("sass", "ptx"):
+            va, vb = _mapping(ga.get(lib)).get(key), _mapping(gb.get(lib)).get(key)
+            yield 82, "gpu-code", f"{lib} {key.upper()}", _archs(va), _archs(vb)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _archs(value: Any) -> str | None:
+    if not isinstance(value, list):
+        return None
+    return ", ".join(str(v) for v in value) or "none"
 
 
 def _framework_pairs(a: ProbeReport, b: ProbeReport) -> Iterator[tuple[int, str, str, Any, Any]]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
+from envkit._safe import one_line
 from envkit.errors import ReportError
 from envkit.probe.additions import DriverCheck, FleetInfo, RepeatSummary
 
@@ -421,9 +422,23 @@ def _fingerprint(r: _Reader, value: Any) -> dict[str, object]:
     for key in ("env", "distributions", "cpu", "python"):
         if key in data:
             r.obj(data[key], f"fingerprint.{key}")
+    if data.get("cuda_readiness") is not None:  # since issue 31; older reports have none
+        _readiness(r, data["cuda_readiness"])
     if data.get("container") is not None:
         r.obj(data["container"], "fingerprint.container")
     return data
+
+
+def _readiness(r: _Reader, value: Any) -> None:
+    """``fingerprint.cuda_readiness``: per framework its loaded versions, per library its GPU code."""
+    where = "fingerprint.cuda_readiness"
+    data = r.obj(value, where)
+    for name, fw in r.obj(data.get("frameworks", {}), f"{where}.frameworks").items():
+        r.obj(r.obj(fw, f"{where}.frameworks[{one_line(name[:80])}]").get("loaded", {}), f"{where}...loaded")
+    for lib, code in r.obj(data.get("gpu_code", {}), f"{where}.gpu_code").items():
+        entry = r.obj(code, f"{where}.gpu_code[{one_line(lib[:80])}]")
+        if not all(isinstance(entry.get(k, []), list) for k in ("sass", "ptx")):
+            raise r.fail(f"{where}.gpu_code[{one_line(lib[:80])}]", "sass and ptx must be lists")
 
 
 def _info(r: _Reader, value: Any, where: str) -> tuple[dict[str, object], tuple[Gpu, ...], dict[str, object]]:

@@ -7,6 +7,7 @@ framework runs in its own process, so two frameworks never share OpenMP runtimes
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -50,6 +51,9 @@ class ProbeOptions:
     nan_check: bool = False
     threads: int = 0
     env: Mapping[str, str] = field(default_factory=dict)
+    # GPU readiness facts in the fingerprint (``cuda_readiness``): None = for a CUDA image, or on a
+    # host with an NVIDIA driver; the scan reads the CUDA libraries' fatbins (seconds to ~30 s).
+    readiness: bool | None = None
 
 
 def payload_argv(opts: ProbeOptions, frameworks: Sequence[str]) -> list[str]:
@@ -84,6 +88,13 @@ def payload_argv(opts: ProbeOptions, frameworks: Sequence[str]) -> list[str]:
     return argv
 
 
+def readiness_spec() -> str:
+    """What the payload's ``--readiness`` needs from the catalog (dynload tables, driver libraries)."""
+    from envkit.catalog.gpu import load_gpu_facts
+
+    return json.dumps(load_gpu_facts().payload_spec(), sort_keys=True)
+
+
 def thread_env(opts: ProbeOptions) -> dict[str, str]:
     if not opts.threads:
         return {}
@@ -113,11 +124,15 @@ def parse_output(stdout: str, stderr: str, where: str) -> ProbeReport:
 Execute = Callable[[list[str]], tuple[int, str, str]]
 
 
-def _run_each(opts: ProbeOptions, execute: Execute, where: str, hint: str) -> ProbeReport:
-    """One payload process per framework (``execute`` gets its arguments), their reports merged."""
+def _run_each(
+    opts: ProbeOptions, execute: Execute, where: str, hint: str, *, readiness: bool = False
+) -> ProbeReport:
+    """One payload process per framework (``execute`` gets its arguments), their reports merged.
+    With ``readiness`` the first one (whose fingerprint the merge keeps) also scans the CUDA stack."""
     parts = []
-    for fw in opts.frameworks:
-        code, stdout, stderr = execute(payload_argv(opts, [fw]))
+    for i, fw in enumerate(opts.frameworks):
+        extra = ["--readiness", readiness_spec()] if readiness and i == 0 else []
+        code, stdout, stderr = execute(payload_argv(opts, [fw]) + extra)
         if code != 0:
             raise ProbeError(
                 f"the probe payload failed {where} ({fw}, exit {code}):\n{_tail(stderr)}",
@@ -154,7 +169,9 @@ def run_on_host(
         result = run([exe, str(PAYLOAD_DIR / "run.py"), *args], env=env, check=False, timeout=1800)
         return result.returncode, result.stdout, result.stderr
 
-    return finish(_run_each(opts, execute, "on the host", hint="rerun with --debug"), label)
+    readiness = host_has_gpu() if opts.readiness is None else opts.readiness
+    report = _run_each(opts, execute, "on the host", hint="rerun with --debug", readiness=readiness)
+    return finish(report, label)
 
 
 def host_has_gpu() -> bool:
@@ -193,7 +210,9 @@ def run_in_image(
         return result.exit_code, result.stdout, result.stderr
 
     hint = "does the image have python3? run `envkit probe --image ... --debug`"
-    report = _run_each(opts, execute, f"in {image}", hint=hint)
+    cuda = info.labels.get("io.envkit.cuda")
+    readiness = bool(cuda and cuda != "cpu") if opts.readiness is None else opts.readiness
+    report = _run_each(opts, execute, f"in {image}", hint=hint, readiness=readiness)
     container_host = report.fingerprint.get("host")
     return finish(
         report,

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 from envkit import _proc
 from envkit.catalog import Catalog
 from envkit.catalog.gpu import GpuFacts
-from envkit.errors import ProbeError
+from envkit.errors import ProbeError, UsageError
 from envkit.probe.runner import CONTAINER_PAYLOAD, PAYLOAD_DIR
 from envkit.readiness.facts import ReadinessFacts, parse_facts
 from envkit.readiness.rules import (
     Finding,
     arch_findings,
     driver_findings,
+    driver_floors,
     environment_findings,
     format_version,
     runtime_cuda,
@@ -31,11 +32,21 @@ from envkit.readiness.rules import (
     toolkit_findings,
 )
 from envkit.readiness.targets import Target
+from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_PATH, sbom_sha256
+from envkit.sbom.readiness import with_readiness
 
 if TYPE_CHECKING:
     from envkit.engine.protocol import ContainerEngine
 
-__all__ = ["CheckResult", "Verdict", "check", "facts_in_image", "facts_on_host", "fingerprint_facts"]
+__all__ = [
+    "CheckResult",
+    "Verdict",
+    "check",
+    "facts_in_image",
+    "facts_on_host",
+    "fingerprint_facts",
+    "readiness_sbom",
+]
 
 
 def _base(path: str) -> str:
@@ -173,3 +184,35 @@ def check(
         )
         verdicts.append(Verdict(target, summarize(findings), findings))
     return CheckResult(where, facts, env, tuple(verdicts))
+
+
+MAX_SBOM_CHARS = 32 << 20  # as verify's MAX_SBOM_BYTES: a 400-package lock's SBOM is ~0.5 MB
+
+
+def readiness_sbom(engine: ContainerEngine, image: str, facts: ReadinessFacts, catalog: Catalog) -> str:
+    """The SBOM ``image`` carries (``SBOM_PATH``, checked against its ``SBOM_LABEL``) with the
+    readiness facts (:func:`fingerprint_facts`, the driver floors) added: a copy for the host."""
+    info = engine.inspect(image)
+    label = info.labels.get(SBOM_LABEL) if info is not None else None
+    if info is None or not label:
+        raise UsageError(
+            f"{image} carries no SBOM (no {SBOM_LABEL} label)",
+            hint="images of a locked spec carry one: `envkit lock NAME`, then `envkit build NAME`",
+        )
+    result = engine.run(image, ["cat", SBOM_PATH], gpus=False)
+    text = result.stdout
+    why = None
+    if result.exit_code != 0:
+        why = "unreadable"
+    elif len(text) > MAX_SBOM_CHARS:
+        why = "larger than an SBOM"
+    elif sbom_sha256(text) != label:
+        why = f"not the one its {SBOM_LABEL} label names"
+    if why is not None:
+        raise ProbeError(
+            f"the SBOM in {image} ({SBOM_PATH}) is {why}", hint="rebuild it: `envkit build NAME`"
+        )
+    try:
+        return with_readiness(text, fingerprint_facts(facts), driver_floors(facts, catalog))
+    except ValueError as e:
+        raise ProbeError(f"the SBOM in {image}: {e}", hint="rebuild the image: `envkit build NAME`") from e

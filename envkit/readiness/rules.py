@@ -21,6 +21,7 @@ __all__ = [
     "Finding",
     "arch_findings",
     "driver_findings",
+    "driver_floors",
     "environment_findings",
     "format_version",
     "runtime_cuda",
@@ -91,16 +92,50 @@ def format_version(lib: str, value: int | str | None) -> str | None:
 
 
 # -- the environment, whatever the GPU ---------------------------------------------------------------
+def _loaded_at_import(fw: FrameworkFacts) -> set[str] | None:
+    """The files importing the framework loads: the closure of its extension module (torch's
+    ``_C*.so``, Paddle's ``libpaddle.so``) and of what it opens at run time, over the links found.
+    None when no such entry is among the roots (then every root counts)."""
+    entries = [r for r in fw.roots if _base(r).startswith("_C") or _base(r) == "libpaddle.so"]
+    if not entries:
+        return None
+    edges: dict[str, list[str]] = {}
+    for link in fw.links:
+        if link.to is not None:
+            edges.setdefault(link.requester, []).append(link.to)
+    seen = set(entries) | {o.to for o in fw.opened if o.to}
+    todo = list(seen)
+    while todo:
+        for target in edges.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
 def _link_findings(fw: FrameworkFacts) -> Iterable[Finding]:
     name = _NAMES.get(fw.name, fw.name)
+    loaded = _loaded_at_import(fw)
     missing: dict[str, list[str]] = {}
+    orphans: dict[str, list[str]] = {}
     for link in fw.links:
         if link.to is None and not link.host:
-            missing.setdefault(link.name, []).append(_base(link.requester))
+            into = missing if loaded is None or link.requester in loaded else orphans
+            into.setdefault(link.name, []).append(_base(link.requester))
     for soname, who in sorted(missing.items()):
         by = ", ".join(sorted(set(who))[:3])
         yield Finding(
             "error", "library-missing", f"{soname} missing: {name} fails to load ({by} links it)", fw.name, by
+        )
+    for soname, who in sorted(orphans.items()):  # e.g. torch 2.15's wheel ships libgfortran.so.5, unlinked
+        by = ", ".join(sorted(set(who))[:3])
+        yield Finding(
+            "warning",
+            "library-missing-unloaded",
+            f"{soname} missing for {by}, which {name} ships but does not load at import (nothing it "
+            f"loads links it): it fails only where something opens {by}",
+            fw.name,
+            by,
         )
     for host in sorted({lk.name for lk in fw.links if lk.host}):
         yield Finding(
@@ -374,6 +409,18 @@ def _floors(catalog: Catalog, cuda: str) -> tuple[str | None, str | None, str]:
     same = [c for c in catalog.cuda if c.version.split(".")[0] == major]
     floor = min((c.compat_driver for c in same), key=_key, default=None)
     return (release.min_driver if release else None), floor, short
+
+
+def driver_floors(facts: ReadinessFacts, catalog: Catalog) -> dict[str, str]:
+    """The driver floors of the CUDA runtime the frameworks run on (the first CUDA one): ``cuda``,
+    ``toolkit`` (the release's own driver) and ``minor-version`` (the floor of its major); {} on CPU."""
+    for fw in facts.frameworks.values():
+        cuda = runtime_cuda(fw)
+        if cuda:
+            toolkit, minor, short = _floors(catalog, cuda)
+            floors = {"cuda": short, "toolkit": toolkit, "minor-version": minor}
+            return {k: v for k, v in floors.items() if v}
+    return {}
 
 
 def driver_findings(facts: ReadinessFacts, target: Target, catalog: Catalog, gpu: GpuFacts) -> list[Finding]:

@@ -14,6 +14,7 @@ import tarfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = [
     "ContextEntry",
@@ -23,6 +24,7 @@ __all__ = [
     "entry_from_file",
     "file_sha256",
     "tar_info",
+    "write_context_tar",
 ]
 
 FILE_MODE = 0o644
@@ -89,9 +91,20 @@ def context_digest(entries: Sequence[ContextEntry]) -> str:
 
 
 def context_tar(context: ContextFiles) -> bytes:
-    """The uncompressed tar the engine receives, byte-stable for the same entries."""
+    """The uncompressed tar the engine receives, byte-stable for the same entries (in memory: the
+    whole context; :func:`write_context_tar` streams the same bytes to a file instead)."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    write_context_tar(context, buffer)
+    return buffer.getvalue()
+
+
+def write_context_tar(context: ContextFiles, fileobj: BinaryIO) -> int:
+    """Write :func:`context_tar`'s bytes to ``fileobj`` (at its start: tar pads to records from
+    offset 0), each host file copied in chunks, so memory is bounded by the largest in-memory
+    entry, not the context; the number of bytes written."""
+    if fileobj.tell() != 0:
+        raise ValueError("write_context_tar writes a whole file: give it one at offset 0")
+    with tarfile.open(fileobj=fileobj, mode="w", format=tarfile.PAX_FORMAT, bufsize=_CHUNK) as tar:
         for directory in _directories(e.path for e in context.entries):
             tar.addfile(tar_info(directory, tarfile.DIRTYPE, 0, DIR_MODE))
         for entry in context.entries:
@@ -101,7 +114,7 @@ def context_tar(context: ContextFiles) -> bytes:
             elif entry.source is not None:
                 with entry.source.open("rb") as fh:
                     tar.addfile(info, fh)
-    return buffer.getvalue()
+    return fileobj.tell()
 
 
 def _directories(paths: Iterable[str]) -> list[str]:

@@ -52,6 +52,7 @@ __all__ = [
     "lock_sbom",
     "pypi_purl",
     "sbom_sha256",
+    "schema_problem",
 ]
 
 SBOM_NAME = "sbom.cdx.json"
@@ -197,6 +198,12 @@ def _schema_validator() -> Any:
     for slow in ("iri", "iri-reference"):
         checker.checkers.pop(slow, None)
     return strict.evolve(format_checker=checker)
+
+
+def schema_problem(document: Any) -> str | None:
+    """Why ``document`` (parsed JSON) is not valid CycloneDX 1.6, or None."""
+    problem = next(_schema_validator().iter_errors(document), None)
+    return None if problem is None else str(problem.message)
 
 
 def _add(seen: dict[str, Component], component: Component, platform: str) -> None:

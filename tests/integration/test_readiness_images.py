@@ -195,3 +195,32 @@ def test_the_cli_on_the_image(flagship: str, capsys: pytest.CaptureFixture[str])
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and out["result"]["verdicts"][0]["status"] == "ready"
     assert out["result"]["summary"]["frameworks"]["paddle"]["loaded"]["cudnn"] == "8.6.0"
+
+
+def test_a_probe_of_the_flagship_carries_its_readiness_facts(
+    flagship: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`envkit probe --image` of a CUDA image: its fingerprint names what loads and the GPU code."""
+    argv = ["probe", "--image", flagship, "--frameworks", "paddle", "--workloads", "rnn", "--steps", "2"]
+    assert main([*argv, "--no-store", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["result"]["report"]
+    facts = report["fingerprint"]["cuda_readiness"]
+    paddle = facts["frameworks"]["paddle"]
+    assert paddle["cuda_build"] == "11.8" and paddle["cudnn_build"] == "8.6.0"
+    assert paddle["loaded"]["cudnn"] == "8.6.0" and paddle["loaded"]["cublas"] == "11.11.3"
+    assert any(p.endswith("/nvidia/cudnn/lib/libcudnn.so.8") for p in paddle["loaded_files"])
+    phi = facts["gpu_code"]["libphi.so"]
+    assert phi["fatbins"] == 666 and phi["ptx"] == [] and {"sm_61", "sm_86"} <= set(phi["sass"])
+    assert report["driver"]["min_driver"] and report["driver"]["compat_driver"]  # the floors
+
+
+def test_the_flagship_sbom_with_its_readiness_facts(flagship: str, tmp_path: Path) -> None:
+    """`envkit check IMAGE --sbom FILE`: the image's own SBOM (label-checked) plus the facts."""
+    out = tmp_path / "sbom.cdx.json"
+    assert main(["check", flagship, "--sbom", str(out)]) == 0
+    doc = json.loads(out.read_text("utf-8"))
+    props = {p["name"]: p.get("value") for p in doc["metadata"]["component"]["properties"]}
+    assert props["envkit:gpu:paddle:loaded:cudnn"] == "8.6.0"
+    assert props["envkit:gpu:code:libphi.so:ptx"] == "none"
+    assert props["envkit:cuda:driver-floor:minor-version"] == "450.80.02"
+    assert doc["version"] == 2 and any(c["name"] == "nvidia-cudnn-cu11" for c in doc["components"])

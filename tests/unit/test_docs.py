@@ -77,3 +77,16 @@ def test_the_readme_is_short_and_links_every_page() -> None:
 def test_every_link_to_a_page_resolves(path: Path) -> None:
     for target in LINK.findall(path.read_text("utf-8")):
         assert (path.parent / target).is_file(), f"{path.name} links to {target}, which does not exist"
+
+
+@pytest.mark.parametrize("path", [README, DOCS / "spec.md"], ids=lambda p: p.name)
+def test_the_spec_example_is_the_shipped_flagship(path: Path) -> None:
+    """The top example shows the flagship as it is built (cuda_runtime: pypi, venv), not an old form."""
+    import yaml
+
+    text = path.read_text("utf-8")
+    start = "```yaml\n# environments/cuda11.8-paddle2.6.yaml"
+    assert start in text, f"{path.name} has no example of the flagship spec"
+    block = text.split(start, 1)[1].split("\n", 1)[1].split("```", 1)[0]
+    shipped = (ROOT / "environments" / "cuda11.8-paddle2.6.yaml").read_text("utf-8")
+    assert yaml.safe_load(block) == yaml.safe_load(shipped)

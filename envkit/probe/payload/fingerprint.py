@@ -130,7 +130,20 @@ def in_container() -> bool:
         return False
 
 
-def collect() -> dict[str, Any]:
+def cuda_readiness(spec: dict[str, Any]) -> dict[str, Any]:
+    """The GPU readiness facts of this environment (``ready.py``'s report, compacted): the CUDA
+    libraries loaded and their versions, the SASS/PTX targets of every library with GPU code.
+    ``spec`` is the host's catalog extract (dynload tables, driver libraries). Needs no GPU; a
+    failure is recorded (``error``), never raised: the probe's numbers matter more."""
+    try:
+        import ready
+
+        return ready.summary(ready.report(spec, ready._sites()))
+    except Exception as exc:  # the facts are extra: a broken scan must not lose the probe
+        return {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
+
+
+def collect(readiness: dict[str, Any] | None = None) -> dict[str, Any]:
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     container: dict[str, Any] | None = None
     if in_container() or os.environ.get("ENVKIT_IMAGE_ID"):
@@ -155,4 +168,5 @@ def collect() -> dict[str, Any]:
         "distributions": distributions(),
         "conda_meta": conda_meta(),
         "container": container,
+        **({"cuda_readiness": cuda_readiness(readiness)} if readiness is not None else {}),
     }

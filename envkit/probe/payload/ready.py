@@ -362,6 +362,54 @@ def report(spec: dict[str, Any], sites: list[str]) -> dict[str, Any]:
     }
 
 
+def _version_text(lib: str, value: Any) -> Any:
+    """A version call's integer as people write it (the host's ``readiness.rules.format_version``)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return value
+    if lib == "cudart":
+        return f"{value // 1000}.{value % 1000 // 10}"
+    if lib == "cudnn":
+        unit = 1000 if value < 90000 else 10000
+        rest = value - value // unit * unit
+        return f"{value // unit}.{rest // 100}.{rest % 100}"
+    if lib in ("nccl", "cublasLt"):
+        return f"{value // 10000}.{value % 10000 // 100}.{value % 100}"
+    if lib in ("cufft", "curand"):
+        return f"{value // 1000}.{value % 1000 // 100}.{value % 100}"
+    return str(value)
+
+
+def summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """The compact facts a probe fingerprint carries (the host's ``readiness.check.fingerprint_facts``
+    of the same report; a test holds them equal): per framework its CUDA build, the runtime and
+    library versions loaded (and from where); per library with GPU code its SASS and PTX targets."""
+    frameworks: dict[str, Any] = {}
+    for name, fw in sorted(doc.get("frameworks", {}).items()):
+        loaded = fw.get("loaded", {})
+        versions = {k: _version_text(k, v) for k, v in sorted(loaded.get("versions", {}).items())}
+        files = {
+            p for paths in loaded.get("maps", {}).values() for p in paths if "nvidia" in p or "cuda" in p
+        }
+        linked = any(lk.get("name", "").startswith("libcudart.so") for lk in fw.get("links", []))
+        frameworks[name] = {
+            "version": fw.get("version"),
+            "cuda_build": fw.get("cuda"),
+            "cudnn_build": fw.get("cudnn"),
+            "cuda_runtime": versions.get("cudart") if linked and versions.get("cudart") else fw.get("cuda"),
+            "loaded": versions,
+            "loaded_files": sorted(files),
+        }
+    gpu_code = {}
+    for path, lib in doc.get("libraries", {}).items():
+        if lib.get("fatbins"):
+            gpu_code[lib.get("soname") or path.rsplit("/", 1)[-1]] = {
+                "fatbins": lib["fatbins"],
+                "sass": sorted(lib.get("sass", {})),
+                "ptx": sorted(lib.get("ptx", {})),
+            }
+    return {"frameworks": frameworks, "gpu_code": dict(sorted(gpu_code.items()))}
+
+
 def _sites() -> list[str]:
     return [p for p in sys.path if p and os.path.isdir(p) and ("site-packages" in p or "dist-packages" in p)]
 

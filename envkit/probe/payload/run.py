@@ -40,6 +40,16 @@ def _csv(allowed: tuple[str, ...]) -> Any:
     return parse
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from e
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("expected a JSON object")
+    return value
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="run.py", description=__doc__)
     p.add_argument("--frameworks", type=_csv(FRAMEWORKS), default=list(FRAMEWORKS))
@@ -65,6 +75,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--poison-step", type=int, default=2)
     p.add_argument("--nan-check", action="store_true", help="framework op-level NaN/Inf checks")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads (0: the framework's default)")
+    p.add_argument(
+        "--readiness",
+        type=_json_object,
+        default=None,
+        help="JSON (the catalog's dynload tables): add the GPU readiness facts to the fingerprint",
+    )
     args = p.parse_args(argv)
     if args.steps < 1:
         p.error("--steps must be at least 1")
@@ -141,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             "threads": cfg.threads or None,
             "workloads": args.workloads,
         },
-        "fingerprint": fingerprint.collect(),
+        "fingerprint": fingerprint.collect(args.readiness),
         "frameworks": frameworks,
     }
     json.dump(report, sys.stdout, indent=1, sort_keys=True, allow_nan=False)

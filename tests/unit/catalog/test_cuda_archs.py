@@ -45,3 +45,23 @@ def test_the_cuda_row_of_the_installed_nvrtc_lists_its_archs() -> None:
     assert row is not None, f"CUDA {version} (the installed NVRTC) is not in the catalog"
     assert list(row.archs) == [a for a in archs if a not in LEFT_OUT]
     assert row.verified
+
+
+def test_the_cuda_12_4_wheel_set_names_files_its_wheels_ship() -> None:
+    """Each library the catalog's CUDA 12.4 set names is in the wheel of that pin (read from PyPI's
+    wheels: tests/data/catalog/cuda124_wheel_libraries.json), and each pin is the committed lock's."""
+    import json
+
+    root = Path(__file__).resolve().parents[3]
+    listing = json.loads((root / "tests/data/catalog/cuda124_wheel_libraries.json").read_text("utf-8"))[
+        "wheels"
+    ]
+    lock = (root / "images/cuda12.4-torch2.5/requirements.lock").read_text("utf-8")
+    wheel_set = load_catalog().cuda_wheels("12.4")
+    assert wheel_set is not None and wheel_set.verified
+    for wheel in (*wheel_set.wheels, *wheel_set.cudnn):
+        shipped = listing[wheel.package]
+        assert shipped["version"] == wheel.version, wheel.package
+        names = {p.rsplit("/", 1)[-1] for p in shipped["libs"]}
+        assert set(wheel.libraries) <= names, (wheel.package, sorted(names))
+        assert f"{wheel.package}=={wheel.version} " in lock and f"sha256:{shipped['sha256']}" in lock

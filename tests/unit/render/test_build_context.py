@@ -35,3 +35,27 @@ def test_digest_follows_content() -> None:
 def test_paths_cannot_escape(name: str) -> None:
     with pytest.raises(ValueError, match="escapes"):
         ContextFiles.build({name: b"x"})
+
+
+def test_the_streamed_tar_is_the_same_bytes_with_a_file_read_in_chunks(tmp_path: Path) -> None:
+    """write_context_tar: the bytes of context_tar, written to a file (a wheel larger than a chunk)."""
+    import hashlib
+
+    from envkit.render.context import write_context_tar
+
+    wheel = tmp_path / "big-1.0-py3-none-any.whl"
+    wheel.write_bytes(bytes(range(256)) * (3 * 4096 + 7))  # 3 MiB + 1,792 bytes: several chunks
+    context = ContextFiles.build(
+        {"Dockerfile": b"FROM a\n", "images/x/requirements.lock": b"six==1\n"},
+        [entry_from_file(wheel, "wheels/big.whl"), entry_from_file(wheel, "wheels/sub/same.whl")],
+    )
+    out = tmp_path / "context.tar"
+    with out.open("wb") as fh:
+        written = write_context_tar(context, fh)
+    data = out.read_bytes()
+    assert data == context_tar(context) and written == len(data)
+    assert hashlib.sha256(data).hexdigest() == hashlib.sha256(context_tar(context)).hexdigest()
+    with out.open("ab") as fh, pytest.raises(ValueError, match="offset 0"):
+        write_context_tar(context, fh)  # appending would pad differently: refused
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        assert tar.extractfile("wheels/sub/same.whl").read() == wheel.read_bytes()  # type: ignore[union-attr]
