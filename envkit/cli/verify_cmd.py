@@ -126,7 +126,10 @@ def _text(result: VerifyResult) -> str:
         lines.append(f"diffoscope {report.path}:")
         lines.extend(f"  {line}" for line in report.output.splitlines())
     if result.diffoscope_missing:
-        lines.append("(install diffoscope for a byte-level report of the differing files)")
+        lines.append(
+            "diffoscope is not installed: no byte-level report of the differing files "
+            "(install it: apt-get install diffoscope-minimal, or pip install diffoscope)"
+        )
     return "\n".join(lines)
 
 

@@ -35,19 +35,34 @@ from envkit.build.bootstrap import bootstrap_image
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
 from tests.conftest import docker_available
+from tests.integration.machine_lock import machine_lock
 
 BASE = "envkit/debian-python:bookworm"
 TORCH_WHEELS = Path(os.environ.get("ENVKIT_TORCH_WHEELS", "/opt/wheels"))
 DEMO_NAME = f"itest{os.getpid()}-demo-cpu"  # unique per test run: one dockerd serves every checkout
 REPO = Path(__file__).resolve().parents[2]
 FLAGSHIP = "cuda11.8-paddle2.6"
+# the modules on the flagship CUDA image and the real CUDA wheels: .ci/run makes both in the background
+# (tests/integration/prebuild.py) while the rest of the suite runs, so these run last
+PREBUILT_MODULES = ("test_cuda_images.py", "test_readiness_images.py", "test_readiness_real_wheels.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of PREBUILT_MODULES after all others, each group in its collected order."""
+
+    def late(item: pytest.Item) -> bool:
+        return item.path.parent == Path(__file__).parent and item.path.name in PREBUILT_MODULES
+
+    items[:] = [i for i in items if not late(i)] + [i for i in items if late(i)]
 
 
 def debian_base(engine: DockerEngine) -> str:
-    """BASE's tag, debootstrapped by envkit itself when missing (root and debootstrap), else a skip."""
-    if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
-        pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
-    return bootstrap_image(engine, BASE).image.tags[0]
+    """BASE's tag, debootstrapped by envkit itself when missing (root and debootstrap), else a skip.
+    Made once per machine: a second caller (``.ci/run``'s prebuild, another session) waits for it."""
+    with machine_lock("debian-base"):
+        if engine.inspect(BASE) is None and (shutil.which("debootstrap") is None or os.geteuid() != 0):
+            pytest.skip(f"{BASE} is missing and debootstrap (as root) is not available to make it")
+        return bootstrap_image(engine, BASE).image.tags[0]
 
 
 def _link_tree(source: Path, target: Path) -> None:
@@ -106,8 +121,9 @@ def shipped_image(tmp: Path, spec: str) -> Iterator[dict[str, Any]]:
     is used as it is and kept; an image built here is removed afterwards (its tag and ``latest``).
     """
     engine = DockerEngine()
-    debian_base(engine)  # the runtime base of the pypi-CUDA specs: made here when missing
-    built = build_shipped(shipped_project(tmp, spec), spec)
+    with machine_lock(f"image-{spec}"):  # built once per machine: .ci/run's prebuild may be at it
+        debian_base(engine)  # the runtime base of the pypi-CUDA specs: made here when missing
+        built = build_shipped(shipped_project(tmp, spec), spec)
     try:
         yield built
     finally:

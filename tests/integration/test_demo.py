@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from envkit import demo
+from tests.conftest import shared_path
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,7 +22,7 @@ def test_demo_without_docker(
         shutil.copytree(REPO / folder, tmp_path / folder)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(demo, "docker_reachable", lambda: False)
-    monkeypatch.setattr(demo, "SHARED", REPO.parent / "shared")
+    monkeypatch.setattr(demo, "SHARED", shared_path())
     demo.main()
     out = capsys.readouterr().out
     assert "probing the host only" in out

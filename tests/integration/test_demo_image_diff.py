@@ -9,6 +9,7 @@ import pytest
 
 from envkit import demo
 from envkit.engine.docker_api import DockerEngine
+from tests.conftest import shared_path
 
 pytestmark = pytest.mark.docker
 
@@ -23,7 +24,7 @@ def test_demo_diffs_the_image_against_the_host(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(demo, "demo_image", lambda: IMAGE)
     monkeypatch.setattr(demo, "SHARED", tmp_path / "no-shared")
-    db = Path(__file__).resolve().parents[3] / "shared" / "advisory-db"
+    db = shared_path() / "advisory-db"
     monkeypatch.setenv("ENVKIT_ADVISORY_DB", str(db))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     outputs = demo.inventory_step()

@@ -177,8 +177,8 @@ def _bump_and_verify(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixt
     """Change the spec, lock it, verify the image built before: not reproduced, from another lock."""
     root, name = spec.parent.parent, spec.stem
     spec.write_text(text)
-    code, _ = _cli(monkeypatch, capsys, root, "lock", name)
-    assert code == 0
+    code, locked = _cli(monkeypatch, capsys, root, "lock", name)
+    assert code == 0, locked
     code, bumped = _cli(monkeypatch, capsys, root, "verify", image)
     assert code == 1, bumped
     assert bumped["result"]["image_lock_sha256"] != bumped["result"]["lock_sha256"]
@@ -220,6 +220,21 @@ def test_venv_image_is_reproducible_on_two_engines_and_verify_names_a_changed_fi
         assert result["diffoscope"] and "+# changed" in result["diffoscope"][0]["output"].replace(
             "-# changed", "+# changed"
         )
+        # the same verify where diffoscope is not installed, as its user reads it: the file list
+        # stands, no report, and one line saying diffoscope is missing and how to install it
+        real_which = shutil.which
+        with monkeypatch.context() as hidden:
+            hidden.setattr(
+                shutil,
+                "which",
+                lambda cmd, *a, **k: None if cmd == "diffoscope" else real_which(cmd, *a, **k),
+            )
+            hidden.setenv("ENVKIT_ROOT", str(tmp_path))
+            code = main(["verify", name])
+        shown = capsys.readouterr().out
+        assert code == 1 and f"file {six.lstrip('/')}: changed" in shown, shown
+        assert "diffoscope is not installed" in shown and "apt-get install diffoscope-minimal" in shown, shown
+        assert "\ndiffoscope opt/" not in shown, shown  # no report of diffoscope's
         assert engine.inspect(f"envkit/{name}:latest").id == result["image_id"]  # type: ignore[union-attr]
 
         # a dependency bump: the old image is not what the new lock builds; verify names the files

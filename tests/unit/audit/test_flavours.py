@@ -22,7 +22,6 @@ from envkit.errors import CatalogError
 from envkit.inventory import parse_inventory, read_inventory
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "inventories"
-SHARED_INVENTORIES = Path(__file__).resolve().parents[4] / "shared" / "inventories"
 
 
 def _findings(text: str, db: Path) -> list[Any]:
@@ -80,9 +79,11 @@ def test_a_cpu_gpu_variant_pair_at_a_fixed_version_gets_none(db: Path, freeze: s
     assert _findings(freeze, db) == []
 
 
-def test_a_real_freeze_with_headless_and_contrib_opencv_at_fixed_versions(db: Path) -> None:
+def test_a_real_freeze_with_headless_and_contrib_opencv_at_fixed_versions(shared_dir: Path, db: Path) -> None:
     # opencv-python-headless==4.10.0.84 and opencv-contrib-python 4.9.0.80 (from its wheel URL)
-    inventory = read_inventory(SHARED_INVENTORIES / "pipfreeze-wheelurl-localver-nix_python_cuda_flake.txt")
+    inventory = read_inventory(
+        shared_dir / "inventories" / "pipfreeze-wheelurl-localver-nix_python_cuda_flake.txt"
+    )
     names = {p.name: p.version for p in inventory.packages}
     assert names["opencv-python-headless"] == "4.10.0.84" and names["opencv-contrib-python"] == "4.9.0.80"
     findings, *_ = audit_inventory(inventory, OsvDirService(db))
