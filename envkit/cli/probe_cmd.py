@@ -17,9 +17,9 @@ from envkit.errors import ExitCode
 from envkit.fleet.compare import find_run
 from envkit.probe import core
 from envkit.probe.driver import driver_line
-from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS
 from envkit.result import CommandResult
+from envkit.store.layout import default_store
 
 
 def _csv(allowed: tuple[str, ...]) -> Any:

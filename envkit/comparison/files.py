@@ -8,7 +8,8 @@ from pathlib import Path
 from envkit._atomic import write_text_atomic
 from envkit.comparison.bands import Bands
 from envkit.comparison.pairwise import Comparison, compare_reports
-from envkit.probe.report import load_report, resolve_report
+from envkit.probe.report import load_report
+from envkit.store.layout import resolve_report
 
 __all__ = ["ComparedFiles", "compare_files"]
 

@@ -15,11 +15,11 @@ from envkit._atomic import write_text_atomic
 from envkit._safe import one_line
 from envkit.comparison.bands import Bands
 from envkit.errors import EnvkitError, ReportError
-from envkit.fleet.manifest import MAX_MANIFEST_BYTES, read_store_json
-from envkit.fleet.store import MANIFEST, read_tasks
 from envkit.probe.model import ProbeReport
-from envkit.probe.report import resolve_report
 from envkit.probe.shared_reports import SharedReader
+from envkit.store.layout import MANIFEST, resolve_report
+from envkit.store.reads import MAX_MANIFEST_BYTES, read_store_json
+from envkit.store.runs import read_tasks
 
 if TYPE_CHECKING:
     from envkit.comparison.nway import NWayComparison

@@ -1,23 +1,12 @@
-"""The layout of a fleet run in the shared store, and reading it back.
+"""A fleet run's directory in the store: created once, its task records, its reports, its failures.
 
-::
-
-    STORE/RUN/run.json            the manifest: run id, scheduler, job id, probe options, image, tasks
-    STORE/RUN/<task>.json         one probe report per task (<task> = node, or node-<k> with k tasks/node)
-    STORE/RUN/.tasks/<task>.json  the task's own state: running (pid, start) then ok / failed (error)
-    STORE/RUN/.sched/             the scheduler's files (batch script, its output)
-    STORE/RUN/image.tar           the image, saved once, when it reaches the nodes without a registry
-
-Every node writes only its own files (atomic renames), so a shared filesystem needs no locking.
+The layout is :mod:`envkit.store.layout`'s; every file is read bounded (:mod:`envkit.store.reads`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import secrets
-import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,49 +14,19 @@ from typing import Any
 from envkit._atomic import make_dir_exclusive, write_text_atomic
 from envkit._safe import one_line
 from envkit.errors import EnvkitError, FleetError, UsageError
-from envkit.fleet.manifest import (
-    MAX_MANIFEST_BYTES,
-    MAX_RECORD_BYTES,
-    check_owned,
-    options_to_json,
-    read_store_json,
-)
-from envkit.probe.runner import ProbeOptions
+from envkit.store.layout import MANIFEST, SCHED, TASKS, check_run_id
+from envkit.store.reads import MAX_MANIFEST_BYTES, MAX_RECORD_BYTES, check_owned, read_store_json
 
 __all__ = [
-    "MANIFEST",
     "TaskRecord",
     "create_run_dir",
-    "new_run_id",
     "read_manifest",
     "read_tasks",
-    "task_name",
     "write_json",
-    "write_manifest",
 ]
 
-MANIFEST = "run.json"
-TASKS = ".tasks"
-SCHED = ".sched"
-_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _TASK = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")  # never . or .. or a .hidden temp
 _STATES = ("running", "ok", "failed")
-
-
-def new_run_id(now: float | None = None) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
-    return f"run-{stamp}-{secrets.token_hex(2)}"
-
-
-def check_run_id(run_id: str) -> str:
-    if not _RUN_ID.fullmatch(run_id):
-        raise UsageError(f"invalid run id {run_id!r}", hint="letters, digits, '.', '_' and '-' (at most 80)")
-    return run_id
-
-
-def task_name(node: str, local_id: int, tasks_per_node: int) -> str:
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", node).strip("._") or "node"
-    return safe if tasks_per_node <= 1 else f"{safe}-{local_id}"
 
 
 def write_json(path: Path, data: Any, *, within: Path | None = None) -> None:
@@ -91,32 +50,6 @@ def create_run_dir(store: Path, run_id: str) -> Path:
     for sub in (TASKS, SCHED):
         make_dir_exclusive(run_dir / sub)
     return run_dir
-
-
-def write_manifest(
-    run_dir: Path,
-    *,
-    scheduler: str,
-    options: ProbeOptions,
-    image: Mapping[str, str] | None,
-    tasks_per_node: int,
-    nodes: int,
-    nodelist: tuple[str, ...],
-    extra: Mapping[str, object] | None = None,
-) -> dict[str, object]:
-    """Write ``run.json``, the one shape every scheduler's run has (read back by
-    :func:`envkit.fleet.manifest.parse_manifest`); return what was written (to add the job and result)."""
-    manifest: dict[str, object] = {
-        "run": run_dir.name,
-        "scheduler": scheduler,
-        "options": options_to_json(options),
-        "tasks_per_node": tasks_per_node,
-        "image": dict(image) if image is not None else None,
-        "requested": {"nodes": nodes, "nodelist": list(nodelist)},
-        **(extra or {}),
-    }
-    write_json(run_dir / MANIFEST, manifest, within=run_dir)
-    return manifest
 
 
 def read_manifest(run_dir: Path, *, owned: bool = False) -> dict[str, Any]:
