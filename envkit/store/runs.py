@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from envkit._atomic import make_dir_exclusive, write_text_atomic
 from envkit._safe import one_line
@@ -20,6 +21,8 @@ from envkit.store.reads import MAX_MANIFEST_BYTES, MAX_RECORD_BYTES, check_owned
 __all__ = [
     "TaskRecord",
     "create_run_dir",
+    "find_run",
+    "load_run",
     "read_manifest",
     "read_tasks",
     "write_json",
@@ -27,6 +30,7 @@ __all__ = [
 
 _TASK = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")  # never . or .. or a .hidden temp
 _STATES = ("running", "ok", "failed")
+R = TypeVar("R")
 
 
 def write_json(path: Path, data: Any, *, within: Path | None = None) -> None:
@@ -120,3 +124,38 @@ def read_tasks(run_dir: Path) -> dict[str, TaskRecord]:
         if path.stem == record.task:
             out[record.task] = record
     return out
+
+
+def find_run(ref: str, store: Path) -> Path | None:
+    """``ref`` as a run directory (a path, or a run id in the store), or None."""
+    for candidate in (Path(ref), store / ref):
+        if (candidate / MANIFEST).is_file():
+            return candidate
+    return None
+
+
+def _failed_tasks(run_dir: Path, have: set[str]) -> list[tuple[str, str]]:
+    """The tasks without a report, from the run's result and the tasks' records (bounded, shape-checked)."""
+    failed: dict[str, str] = {}
+    try:
+        manifest = read_store_json(run_dir / MANIFEST, limit=MAX_MANIFEST_BYTES, what="run manifest")
+    except (OSError, EnvkitError):
+        manifest = {}
+    result = manifest.get("result")
+    tasks = result.get("tasks") if isinstance(result, dict) else None
+    for task in tasks if isinstance(tasks, list) else []:
+        if isinstance(task, dict) and isinstance(task.get("task"), str) and task.get("state") != "ok":
+            why = f"{task.get('state')}: {task.get('error') or 'no report'}"
+            failed[one_line(task["task"])[:200]] = one_line(why)[:2000]
+    for record in read_tasks(run_dir).values():
+        if record.state == "failed":
+            failed[record.task] = f"failed: {record.error}"
+    return sorted((name, why) for name, why in failed.items() if name not in have)
+
+
+def load_run(run_dir: Path, load: Callable[[Path], R]) -> tuple[list[tuple[str, R]], list[tuple[str, str]]]:
+    """A run's reports (named after their task, each read by ``load``) and its failed tasks."""
+    # one directory: ordering by name is ordering by path (without comparing Path objects)
+    paths = sorted((p for p in run_dir.glob("*.json") if p.name != MANIFEST), key=lambda p: p.name)
+    named = [(p.stem, load(p)) for p in paths]
+    return named, _failed_tasks(run_dir, {n for n, _ in named})

@@ -1,4 +1,4 @@
-"""``envkit probe --compare`` over a run or many reports: render the N-way comparison."""
+"""``envkit probe --compare``: two reports (pairwise) or a run and many reports (N-way), as text."""
 
 from __future__ import annotations
 
@@ -6,14 +6,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from envkit.comparison.bands import Bands
+from envkit.comparison.files import compare_files
+from envkit.comparison.many import ComparedMany, compare_n
 from envkit.comparison.nway import member_list
-from envkit.comparison.pairwise import fmt_rel
+from envkit.comparison.pairwise import Comparison, fmt_rel
 from envkit.errors import ExitCode
-from envkit.fleet.compare import ComparedMany, compare_n
 from envkit.probe.model import Verdict
 from envkit.result import CommandResult
 
-__all__ = ["compare_refs", "nway_text"]
+__all__ = ["compare_pair", "compare_refs", "nway_text", "pair_text"]
 
 MAX_MEMBERS = 6
 MAX_OUTLIERS = 50
@@ -26,6 +27,37 @@ def compare_refs(
     done = compare_n(refs, store, label=label, bands=bands, html=html)
     code = ExitCode.OK if done.ok else ExitCode.FINDINGS
     return CommandResult("probe", done.to_json(), lambda: nway_text(done), exit_code=code)
+
+
+def compare_pair(
+    refs: tuple[str, str], store: Path, *, label: str | None, bands: Bands, html: Path | None
+) -> CommandResult:
+    done = compare_files(refs, store, label=label, bands=bands, html=html)
+    code = ExitCode.OK if done.ok else ExitCode.FINDINGS
+    return CommandResult("probe", done.to_json(), lambda: pair_text(done.comparison), exit_code=code)
+
+
+def pair_text(result: Comparison) -> str:
+    lines = [f"verdict: {result.verdict}  ({result.names[0]} vs {result.names[1]})"]
+    for c in result.comparisons:
+        step = f"from step {c.first_diff_step}" if c.first_diff_step else ""
+        lines.append(
+            f"  {c.framework:<7}{c.workload:<6}{c.metric:<17}{c.verdict:<16}"
+            f"{fmt_rel(c.max_rel_diff):<9}{step}"
+            + (f"  {c.detail}" if c.detail and c.verdict != "identical" else "")
+        )
+    lines += [f"  note: {n}" for n in result.notes]
+    if result.causes:
+        head = (
+            "likely causes:"
+            if result.verdict != "identical"
+            else "environment differences (no numeric effect):"
+        )
+        lines.append(head)
+        lines += [f"  {i}. {c.message}" for i, c in enumerate(result.causes[:12], 1)]
+        if len(result.causes) > 12:
+            lines.append(f"  … {len(result.causes) - 12} more (--json)")
+    return "\n".join(lines)
 
 
 def nway_text(done: ComparedMany) -> str:

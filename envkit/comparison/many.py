@@ -12,19 +12,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit._atomic import write_text_atomic
-from envkit._safe import one_line
 from envkit.comparison.bands import Bands
-from envkit.errors import EnvkitError, ReportError
+from envkit.errors import ReportError
 from envkit.probe.model import ProbeReport
 from envkit.probe.shared_reports import SharedReader
-from envkit.store.layout import MANIFEST, resolve_report
-from envkit.store.reads import MAX_MANIFEST_BYTES, read_store_json
-from envkit.store.runs import read_tasks
+from envkit.store.layout import resolve_report
+from envkit.store.runs import find_run, load_run
 
 if TYPE_CHECKING:
     from envkit.comparison.nway import NWayComparison
 
-__all__ = ["ComparedMany", "compare_n", "find_run", "load_run"]
+__all__ = ["ComparedMany", "compare_n"]
 
 
 @dataclass(frozen=True)
@@ -44,44 +42,6 @@ class ComparedMany:
         if self.html is not None:
             data["html"] = str(self.html)
         return data
-
-
-def find_run(ref: str, store: Path) -> Path | None:
-    """``ref`` as a run directory (a path, or a run id in the store), or None."""
-    for candidate in (Path(ref), store / ref):
-        if (candidate / MANIFEST).is_file():
-            return candidate
-    return None
-
-
-def _failed_tasks(run_dir: Path, have: set[str]) -> list[tuple[str, str]]:
-    """The tasks without a report, from the run's result and the tasks' records (bounded, shape-checked)."""
-    failed: dict[str, str] = {}
-    try:
-        manifest = read_store_json(run_dir / MANIFEST, limit=MAX_MANIFEST_BYTES, what="run manifest")
-    except (OSError, EnvkitError):
-        manifest = {}
-    result = manifest.get("result")
-    tasks = result.get("tasks") if isinstance(result, dict) else None
-    for task in tasks if isinstance(tasks, list) else []:
-        if isinstance(task, dict) and isinstance(task.get("task"), str) and task.get("state") != "ok":
-            why = f"{task.get('state')}: {task.get('error') or 'no report'}"
-            failed[one_line(task["task"])[:200]] = one_line(why)[:2000]
-    for record in read_tasks(run_dir).values():
-        if record.state == "failed":
-            failed[record.task] = f"failed: {record.error}"
-    return sorted((name, why) for name, why in failed.items() if name not in have)
-
-
-def load_run(
-    run_dir: Path, reader: SharedReader | None = None
-) -> tuple[list[tuple[str, ProbeReport]], list[tuple[str, str]]]:
-    """A run's reports (named after their task) and its failed tasks."""
-    # one directory: ordering by name is ordering by path (without comparing Path objects)
-    paths = sorted((p for p in run_dir.glob("*.json") if p.name != MANIFEST), key=lambda p: p.name)
-    reader = reader or SharedReader()  # a run's reports share all but their host facts: those parsed once
-    named = [(p.stem, reader.load(p)) for p in paths]
-    return named, _failed_tasks(run_dir, {n for n, _ in named})
 
 
 def _name(ref: str, path: Path, taken: set[str]) -> str:
@@ -104,11 +64,13 @@ def compare_n(
     taken: set[str] = set()  # the names in ``named``, kept beside it (a set per file was quadratic)
     failed: list[tuple[str, str]] = []
     sources = []
-    reader = SharedReader()  # a fleet's reports, in runs or files, share all but their host facts
+    reader = (
+        SharedReader()
+    )  # a fleet's reports, in runs or files, share all but their host facts: parsed once
     for ref in refs:
         run_dir = find_run(ref, store)
         if run_dir is not None:
-            reports, bad = load_run(run_dir, reader)
+            reports, bad = load_run(run_dir, reader.load)
             prefix = f"{run_dir.name}/" if len(refs) > 1 else ""
             named += [(prefix + n, r) for n, r in reports]
             taken.update(prefix + n for n, _ in reports)
