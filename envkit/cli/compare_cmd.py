@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from envkit.comparison import many
 from envkit.comparison.bands import Bands
-from envkit.comparison.files import compare_files
-from envkit.comparison.many import ComparedMany, compare_n
+from envkit.comparison.files import PairResult
+from envkit.comparison.many import ManyResult
 from envkit.comparison.nway import member_list
-from envkit.comparison.pairwise import Comparison, fmt_rel
+from envkit.comparison.pairwise import PairComparison, fmt_rel
 from envkit.errors import ExitCode
 from envkit.probe.model import Verdict
 from envkit.result import CommandResult
 
-__all__ = ["compare_pair", "compare_refs", "nway_text", "pair_text"]
+__all__ = ["compare_refs", "nway_text", "pair_text"]
 
 MAX_MEMBERS = 6
 MAX_OUTLIERS = 50
@@ -24,20 +25,17 @@ MAX_CAUSES = 5
 def compare_refs(
     refs: Sequence[str], store: Path, *, label: str | None, bands: Bands, html: Path | None
 ) -> CommandResult:
-    done = compare_n(refs, store, label=label, bands=bands, html=html)
+    """``probe --compare``: one use case for two files, many, a run or runs; its text by what it was."""
+    done = many.compare_refs(refs, store, label=label, bands=bands, html=html)
     code = ExitCode.OK if done.ok else ExitCode.FINDINGS
-    return CommandResult("probe", done.to_json(), lambda: nway_text(done), exit_code=code)
+    if isinstance(done, PairResult):
+        pair = done
+        return CommandResult("probe", pair.to_json(), lambda: pair_text(pair.comparison), exit_code=code)
+    nway = done
+    return CommandResult("probe", nway.to_json(), lambda: nway_text(nway), exit_code=code)
 
 
-def compare_pair(
-    refs: tuple[str, str], store: Path, *, label: str | None, bands: Bands, html: Path | None
-) -> CommandResult:
-    done = compare_files(refs, store, label=label, bands=bands, html=html)
-    code = ExitCode.OK if done.ok else ExitCode.FINDINGS
-    return CommandResult("probe", done.to_json(), lambda: pair_text(done.comparison), exit_code=code)
-
-
-def pair_text(result: Comparison) -> str:
+def pair_text(result: PairComparison) -> str:
     lines = [f"verdict: {result.verdict}  ({result.names[0]} vs {result.names[1]})"]
     for c in result.comparisons:
         step = f"from step {c.first_diff_step}" if c.first_diff_step else ""
@@ -60,7 +58,7 @@ def pair_text(result: Comparison) -> str:
     return "\n".join(lines)
 
 
-def nway_text(done: ComparedMany) -> str:
+def nway_text(done: ManyResult) -> str:
     r = done.result
     head = f"{len(r.names)} reports, {len(r.groups)} bitwise group(s)"
     head += (

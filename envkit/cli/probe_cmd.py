@@ -17,7 +17,6 @@ from envkit.probe.driver import driver_line
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS
 from envkit.result import CommandResult
 from envkit.store.layout import default_store
-from envkit.store.runs import find_run
 
 
 def _csv(allowed: tuple[str, ...]) -> Any:
@@ -182,16 +181,9 @@ def _run(args: ProbeArgs) -> CommandResult:
 
 
 def _compare(args: ProbeArgs) -> CommandResult:
-    bands, store, refs = args.bands(), _store(args), args.refs
-    if len(refs) != 2 or any(find_run(r, store) for r in refs):
-        from envkit.cli import compare_cmd
+    from envkit.cli.compare_cmd import compare_refs
 
-        return compare_cmd.compare_refs(refs, store, label=args.label, bands=bands, html=args.html_out)
-    from envkit.cli import compare_cmd
-
-    return compare_cmd.compare_pair(
-        (refs[0], refs[1]), store, label=args.label, bands=bands, html=args.html_out
-    )
+    return compare_refs(args.refs, _store(args), label=args.label, bands=args.bands(), html=args.html_out)
 
 
 __all__ = ["probe"]

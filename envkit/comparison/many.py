@@ -1,7 +1,9 @@
-"""``envkit probe --compare`` with a run or many reports: load them, compare N-way, write HTML.
+"""``envkit probe --compare REFS``: two reports, many, a run or runs, in one use case.
 
-A run is ``STORE/RUN`` (or ``RUN`` in the store): its reports, plus the tasks that failed or never
-ran (from the tasks' records and the run's manifest), which the comparison lists per node.
+:func:`compare_refs`: two reports (files or ``HOST[/LABEL]``) are compared pairwise
+(:func:`~envkit.comparison.files.compare_files`); anything else N-way (:func:`compare_n`). A run
+is ``STORE/RUN`` (or ``RUN`` in the store): its reports, plus the tasks that failed or never ran
+(from the tasks' records and the run's manifest), which the comparison lists per node.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from envkit._atomic import write_text_atomic
 from envkit.comparison.bands import Bands
+from envkit.comparison.files import PairResult, compare_files
 from envkit.errors import ReportError
 from envkit.probe.model import ProbeReport
 from envkit.probe.shared_reports import SharedReader
@@ -20,16 +23,16 @@ from envkit.store.layout import resolve_report
 from envkit.store.runs import find_run, load_run
 
 if TYPE_CHECKING:
-    from envkit.comparison.nway import NWayComparison
+    from envkit.comparison.nway import ManyComparison
 
-__all__ = ["ComparedMany", "compare_n"]
+__all__ = ["CompareResult", "ManyResult", "compare_n", "compare_refs"]
 
 
 @dataclass(frozen=True)
-class ComparedMany:
+class ManyResult:
     """A run or many reports compared N-way: the comparison, what was read, the HTML page."""
 
-    result: NWayComparison
+    result: ManyComparison
     sources: tuple[str, ...]
     html: Path | None
 
@@ -58,7 +61,7 @@ def compare_n(
     label: str | None = None,
     bands: Bands | None = None,
     html: Path | None = None,
-) -> ComparedMany:
+) -> ManyResult:
     """Compare a run (one ref) or several reports (files, HOST[/LABEL], or runs: all their reports)."""
     named: list[tuple[str, ProbeReport]] = []
     taken: set[str] = set()  # the names in ``named``, kept beside it (a set per file was quadratic)
@@ -91,4 +94,21 @@ def compare_n(
         from envkit.comparison.nway_html import render_nway_html
 
         write_text_atomic(html, render_nway_html(named, result))
-    return ComparedMany(result, tuple(sources), html)
+    return ManyResult(result, tuple(sources), html)
+
+
+CompareResult = PairResult | ManyResult
+
+
+def compare_refs(
+    refs: Sequence[str],
+    store: Path,
+    *,
+    label: str | None = None,
+    bands: Bands | None = None,
+    html: Path | None = None,
+) -> CompareResult:
+    """What ``probe --compare`` was given, compared: two reports pairwise, else N-way (a run, runs, many)."""
+    if len(refs) != 2 or any(find_run(r, store) for r in refs):
+        return compare_n(refs, store, label=label, bands=bands, html=html)
+    return compare_files((refs[0], refs[1]), store, label=label, bands=bands, html=html)
