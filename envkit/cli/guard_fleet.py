@@ -40,6 +40,7 @@ from envkit.guard.image_replay import judge_side, stage_dump
 from envkit.guard.image_side import replay_document
 from envkit.guard.replay import ReplayVerdict
 from envkit.store import layout, runs
+from envkit.store.manifest import RunManifest
 from envkit.store.reads import MAX_MANIFEST_BYTES, read_store_json
 
 __all__ = [
@@ -196,10 +197,9 @@ def _task_fields(raw: Mapping[str, Any], source: str) -> tuple[str, Path]:
 def run_replay_task(run_dir: Path, environ: Mapping[str, str]) -> int:
     """One node's replay: its record (running, then ok or failed) and its result in the store."""
 
-    def work(raw: dict[str, Any], name: str, node: str) -> Path:
-        source = str(run_dir / layout.MANIFEST)
-        parse_layout(raw, source, run_dir)
-        entry, code = _task_fields(raw, source)
+    def work(manifest: RunManifest, name: str, node: str) -> Path:
+        parse_layout(manifest, run_dir)
+        entry, code = _task_fields(manifest.document, str(manifest.path))
         os.chdir(code)  # the entry is imported from the training code's directory, as on the submitter
         document = replay_document(run_dir / DUMP, entry)
         path = run_dir / f"{name}.json"

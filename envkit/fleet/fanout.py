@@ -22,6 +22,7 @@ from envkit.fleet.pyxis import enroot_uri, pyxis_argv, pyxis_mounts
 from envkit.fleet.scheduler import JobRequest, JobState, JobStatus, Scheduler
 from envkit.probe.runner import ProbeOptions, payload_argv, thread_env
 from envkit.store import layout, runs
+from envkit.store.manifest import read_manifest
 
 __all__ = ["FleetOptions", "FleetRun", "Progress", "TaskOutcome", "fan_out", "follow", "submit"]
 
@@ -188,8 +189,8 @@ def follow(
     clock: Callable[[], float] = time.monotonic,
 ) -> FleetRun:
     """Poll until the job ends (or ``timeout_s`` passes: then cancel it); every task's outcome."""
-    raw = runs.read_manifest(run_dir, owned=True)
-    manifest = parse_layout(raw, str(run_dir / layout.MANIFEST), run_dir)
+    stored = read_manifest(run_dir, owned=True)
+    manifest = parse_layout(stored, run_dir)
     per_node = manifest.tasks_per_node
     expected: tuple[str, ...] = manifest.nodelist
     start, unknown, reason = clock(), 0, None
@@ -220,7 +221,9 @@ def follow(
     result = FleetRun(
         manifest.run, run_dir, scheduler.name, job_id, status.state, tasks, reason or status.reason
     )
-    runs.write_json(run_dir / layout.MANIFEST, {**raw, "result": result.to_json()}, within=run_dir)
+    runs.write_json(
+        run_dir / layout.MANIFEST, {**stored.document, "result": result.to_json()}, within=run_dir
+    )
     return result
 
 

@@ -21,13 +21,14 @@ from typing import Any
 from envkit.errors import FleetError
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions
 from envkit.store.layout import MANIFEST, check_run_id
+from envkit.store.manifest import RunManifest
 from envkit.store.reads import STORE_HINT
 from envkit.store.runs import write_json
 
 __all__ = [
     "FleetImage",
+    "ProbePlan",
     "RunLayout",
-    "RunManifest",
     "image_from_json",
     "image_tar_path",
     "options_from_json",
@@ -193,19 +194,18 @@ def image_from_json(data: Any, source: str, run_dir: Path) -> FleetImage | None:
 
 @dataclass(frozen=True)
 class RunLayout:
-    """What the follower needs of ``run.json`` (``raw``: the object, for rewriting it with the result)."""
+    """What the follower needs of ``run.json``: checked, typed."""
 
     run: str
     tasks_per_node: int
     repeat: int
     nodes: int
     nodelist: tuple[str, ...]
-    raw: Mapping[str, object]
 
 
 @dataclass(frozen=True)
-class RunManifest:
-    """What a task runs: the layout, the probe options and the image."""
+class ProbePlan:
+    """What a fleet probe's task runs: the layout, the probe options and the image."""
 
     layout: RunLayout
     options: ProbeOptions
@@ -225,7 +225,9 @@ def _int(data: Mapping[str, object], key: str, lo: int, hi: int, source: str, de
     return value
 
 
-def parse_layout(data: Mapping[str, object], source: str, run_dir: Path) -> RunLayout:
+def parse_layout(manifest: RunManifest, run_dir: Path) -> RunLayout:
+    """A run's layout from its manifest, every field checked (the task runs only what it expects)."""
+    data, source = manifest.document, str(manifest.path)
     run = data.get("run")
     if not isinstance(run, str) or run != run_dir.name:
         raise FleetError(
@@ -244,13 +246,14 @@ def parse_layout(data: Mapping[str, object], source: str, run_dir: Path) -> RunL
         repeat=_int(data, "repeat", 1, 100, source, 1),
         nodes=_int(requested, "nodes", 1, 100_000, source, 1),
         nodelist=tuple(nodelist),
-        raw=data,
     )
 
 
-def parse_manifest(data: Mapping[str, object], source: str, run_dir: Path) -> RunManifest:
-    return RunManifest(
-        layout=parse_layout(data, source, run_dir),
+def parse_manifest(manifest: RunManifest, run_dir: Path) -> ProbePlan:
+    """What a fleet probe's task runs, from the run's manifest."""
+    data, source = manifest.document, str(manifest.path)
+    return ProbePlan(
+        layout=parse_layout(manifest, run_dir),
         options=options_from_json(data.get("options", {}), source),
         image=image_from_json(data.get("image"), source, run_dir),
     )

@@ -19,7 +19,6 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from envkit._atomic import write_text_atomic
 from envkit._safe import one_line
@@ -32,6 +31,7 @@ from envkit.probe.model import ProbeReport
 from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 from envkit.store import layout, runs
+from envkit.store.manifest import RunManifest, read_manifest
 from envkit.store.reads import check_owned
 
 __all__ = ["main", "run_recorded", "run_task", "task_identity", "task_main"]
@@ -67,7 +67,7 @@ def _image_probe(image: FleetImage, node: str) -> Probe:
     return probe
 
 
-Work = Callable[[dict[str, Any], str, str], Path]  # (the owned manifest, task, node) -> the result written
+Work = Callable[[RunManifest, str, str], Path]  # (the owned manifest, task, node) -> the result written
 
 
 def run_recorded(
@@ -79,19 +79,19 @@ def run_recorded(
 ) -> int:
     """A task's record around ``work``: ``running``, then ``ok`` with the result's name or ``failed``.
 
-    ``work`` gets the manifest only after :func:`runs.read_manifest` found it this user's own; what it
-    raises of ``errors`` is the task's failure (its record, a message, exit 3), anything else propagates.
+    ``work`` gets the manifest only after :func:`~envkit.store.manifest.read_manifest` found it this
+    user's own; what it raises of ``errors`` is the task's failure (its record, a message, exit 3),
+    anything else propagates.
     """
-    raw = runs.read_manifest(run_dir, owned=True)  # nothing another user wrote runs here
-    per_node = raw.get("tasks_per_node", 1) if type(raw.get("tasks_per_node", 1)) is int else 1
-    name, node = task_identity(environ, per_node)
+    manifest = read_manifest(run_dir, owned=True)  # nothing another user wrote runs here
+    name, node = task_identity(environ, manifest.tasks_per_node)
     record_path = run_dir / layout.TASKS / f"{name}.json"
     base = {"task": name, "node": node, "pid": os.getpid(), "started": time.time()}
     (run_dir / layout.TASKS).mkdir(exist_ok=True)  # in a run directory only this user can write (checked)
     check_owned(run_dir / layout.TASKS, "task records directory")
     runs.write_json(record_path, {**base, "state": "running"}, within=run_dir)
     try:
-        path = work(raw, name, node)
+        path = work(manifest, name, node)
     except errors as e:
         message = e.message if isinstance(e, EnvkitError) else f"{type(e).__name__}: {e}"
         failed = {**base, "state": "failed", "error": message, "ended": time.time()}
@@ -110,8 +110,8 @@ def run_task(
     *,
     make_probe: Callable[[FleetImage, str], Probe] | None = None,
 ) -> int:
-    def work(raw: dict[str, Any], name: str, node: str) -> Path:
-        manifest = parse_manifest(raw, str(run_dir / layout.MANIFEST), run_dir)
+    def work(stored: RunManifest, name: str, node: str) -> Path:
+        manifest = parse_manifest(stored, run_dir)
         opts = manifest.options
         if manifest.image is not None:
             probe = (make_probe or _image_probe)(manifest.image, node)

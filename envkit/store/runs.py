@@ -14,16 +14,16 @@ from typing import Any, TypeVar
 
 from envkit._atomic import make_dir_exclusive, write_text_atomic
 from envkit._safe import one_line
-from envkit.errors import EnvkitError, FleetError, UsageError
+from envkit.errors import EnvkitError, UsageError
 from envkit.store.layout import MANIFEST, SCHED, TASKS, check_run_id
-from envkit.store.reads import MAX_MANIFEST_BYTES, MAX_RECORD_BYTES, check_owned, read_store_json
+from envkit.store.manifest import result_tasks
+from envkit.store.reads import MAX_MANIFEST_BYTES, MAX_RECORD_BYTES, read_store_json
 
 __all__ = [
     "TaskRecord",
     "create_run_dir",
     "find_run",
     "load_run",
-    "read_manifest",
     "read_tasks",
     "write_json",
 ]
@@ -54,27 +54,6 @@ def create_run_dir(store: Path, run_id: str) -> Path:
     for sub in (TASKS, SCHED):
         make_dir_exclusive(run_dir / sub)
     return run_dir
-
-
-def read_manifest(run_dir: Path, *, owned: bool = False) -> dict[str, Any]:
-    """``run.json`` as an object (bounded, shape-checked); ``owned``: refuse it unless this user's own."""
-    path = run_dir / MANIFEST
-    if owned:
-        check_owned(run_dir, "run directory")
-    try:
-        data = read_store_json(path, limit=MAX_MANIFEST_BYTES, what="run manifest")
-    except FileNotFoundError as e:
-        raise UsageError(
-            f"{run_dir}: not a fleet run (no {MANIFEST})",
-            hint="give STORE/RUN as printed by `envkit probe --slurm`",
-        ) from e
-    if "run" not in data:
-        raise FleetError(
-            f"{path}: not an envkit run manifest (no run id)", hint="the run directory is damaged"
-        )
-    if owned:
-        check_owned(path, "run manifest")
-    return data
 
 
 @dataclass(frozen=True)
@@ -137,16 +116,15 @@ def find_run(ref: str, store: Path) -> Path | None:
 def _failed_tasks(run_dir: Path, have: set[str]) -> list[tuple[str, str]]:
     """The tasks without a report, from the run's result and the tasks' records (bounded, shape-checked)."""
     failed: dict[str, str] = {}
-    try:
-        manifest = read_store_json(run_dir / MANIFEST, limit=MAX_MANIFEST_BYTES, what="run manifest")
+    try:  # a manifest damaged beyond reading lists no result (the tasks' own records still count)
+        recorded = result_tasks(
+            read_store_json(run_dir / MANIFEST, limit=MAX_MANIFEST_BYTES, what="run manifest")
+        )
     except (OSError, EnvkitError):
-        manifest = {}
-    result = manifest.get("result")
-    tasks = result.get("tasks") if isinstance(result, dict) else None
-    for task in tasks if isinstance(tasks, list) else []:
-        if isinstance(task, dict) and isinstance(task.get("task"), str) and task.get("state") != "ok":
-            why = f"{task.get('state')}: {task.get('error') or 'no report'}"
-            failed[one_line(task["task"])[:200]] = one_line(why)[:2000]
+        recorded = ()
+    for task in recorded:
+        if not task.ok:
+            failed[task.task] = f"{task.state}: {task.error or 'no report'}"[:2000]
     for record in read_tasks(run_dir).values():
         if record.state == "failed":
             failed[record.task] = f"failed: {record.error}"

@@ -24,6 +24,7 @@ from envkit.fleet.manifest import options_from_json, options_to_json, parse_mani
 from envkit.fleet.scheduler import JobState, JobStatus
 from envkit.probe.runner import ProbeOptions
 from envkit.store import layout, runs
+from envkit.store.manifest import RunManifest, read_manifest
 from envkit.store.reads import read_store_json
 from tests.unit.hardening.hostile import evil_site, make_foreign
 
@@ -130,7 +131,7 @@ def test_every_manifest_field_is_shape_checked(tmp_path: Path, field: str, value
         value = {**value, "tar": value["tar"].format(store=tmp_path / "store")}
     data = {"run": "r1", "options": options_to_json(ProbeOptions()), field: value}
     with pytest.raises(FleetError, match=says):
-        parse_manifest(data, str(run_dir / "run.json"), run_dir)
+        parse_manifest(RunManifest.from_json(data, run_dir / "run.json"), run_dir)
 
 
 def test_the_store_tar_of_an_image_is_the_only_tar_a_run_loads(tmp_path: Path) -> None:
@@ -138,7 +139,7 @@ def test_the_store_tar_of_an_image_is_the_only_tar_a_run_loads(tmp_path: Path) -
     image_id = "sha256:" + "c" * 64
     tar = tmp_path / "store" / "images" / ("c" * 24 + ".tar")
     data = {"run": "r1", "options": {}, "image": {"id": image_id, "tar": str(tar)}}
-    image = parse_manifest(data, "run.json", run_dir).image
+    image = parse_manifest(RunManifest.from_json(data, Path("run.json")), run_dir).image
     assert image is not None and image.tar == tar and image.id == image_id
 
 
@@ -236,7 +237,7 @@ def test_a_hostile_run_json_is_a_clear_error(tmp_path: Path, content: str) -> No
     run_dir.mkdir()
     (run_dir / "run.json").write_bytes(content.encode("utf-8", "surrogateescape"))
     with pytest.raises(EnvkitError) as caught:
-        runs.read_manifest(run_dir)
+        read_manifest(run_dir)
     assert str(run_dir / "run.json") in caught.value.message and caught.value.hint
 
 
@@ -245,7 +246,7 @@ def test_a_fifo_or_a_huge_run_json_does_not_hang_or_exhaust(tmp_path: Path) -> N
     run_dir.mkdir()
     os.mkfifo(run_dir / "run.json")
     with pytest.raises(FleetError, match="not a regular file"):
-        runs.read_manifest(run_dir)
+        read_manifest(run_dir)
     (run_dir / "run.json").unlink()
     (run_dir / "run.json").write_text('{"run": "r1", "pad": "' + "x" * (5 << 20) + '"}')
     with pytest.raises(FleetError, match="larger than"):
