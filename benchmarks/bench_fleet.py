@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._goals import scaled
-from envkit.fleet.compare import compare_n
+from envkit.comparison.many import compare_n
 
 N = scaled(1000, 20)
 STEPS = 10

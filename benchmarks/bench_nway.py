@@ -70,7 +70,7 @@ def write_run(run: Path, n: int) -> float:
 
 
 def case(run: str) -> tuple[float, float, dict[str, Any]]:
-    from envkit.fleet.compare import compare_n
+    from envkit.comparison.many import compare_n
 
     start, cpu = time.perf_counter(), time.process_time()
     done = compare_n([run], Path(run).parent)

@@ -136,7 +136,7 @@ def _read_own(path: Path) -> bytes | str:
 
 def _not_own(st: os.stat_result) -> str | None:
     """Why an index file with this ``stat`` is not trusted (None: this user's or root's, not writable
-    by others) — the rule the fleet store applies to its files (:func:`envkit.fleet.manifest.check_owned`)."""
+    by others) — the rule the fleet store applies to its files (:func:`envkit.store.reads.check_owned`)."""
     if st.st_uid not in (os.geteuid(), 0):
         return f"not trusted: owned by user id {st.st_uid}, not by you ({os.geteuid()})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):

@@ -21,11 +21,11 @@ from envkit.engine.protocol import BuildEvent, ContainerEngine
 from envkit.engine.push import check_registry, push_image
 from envkit.errors import BuildFailed, ProbeError, UsageError
 from envkit.probe.core import probe
-from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, ProbeOptions
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path
 from envkit.spec.models import NAME_RE
+from envkit.store.layout import default_store
 
 __all__ = [
     "base_image",

@@ -114,7 +114,7 @@ def _fleet(
     time_limit: str | None, store: Path | None, run_id: str | None, wait_timeout: float | None,
 ) -> CommandResult:  # fmt: skip
     from envkit.cli.guard_fleet import ReplayFleetOptions, render_fleet_replay, replay_on_fleet
-    from envkit.probe.report import default_store
+    from envkit.store.layout import default_store
 
     where = (store or default_store(project_root())).resolve()  # the nodes write there: absolute
     opts = ReplayFleetOptions(

@@ -12,7 +12,7 @@ result. The verdict per node comes from the node's replays and fingerprint, as f
     STORE/RUN/run.json        kind envkit-guard-fleet-replay, the entry, its code directory, the layout
     STORE/RUN/dump/           the checked dump, copied (the nodes read it from the shared store)
     STORE/RUN/<task>.json     each task's replay (kind envkit-guard-image-replay, schema 1)
-    STORE/RUN/.tasks/, .sched/  as for every fleet run (:mod:`envkit.fleet.store`)
+    STORE/RUN/.tasks/, .sched/  as for every fleet run (:mod:`envkit.store.layout`)
 
 The node trusts ``run.json`` only as the probe's fleet task does (this user's, writable by nobody
 else), and takes the entry only in its ``module:function`` shape.
@@ -31,15 +31,17 @@ from typing import Any
 
 from envkit import __version__
 from envkit.errors import EnvkitError, FleetError, UsageError
-from envkit.fleet import store
 from envkit.fleet.fanout import FleetRun, Progress, follow
-from envkit.fleet.manifest import MAX_MANIFEST_BYTES, parse_layout, read_store_json
+from envkit.fleet.manifest import parse_layout
 from envkit.fleet.scheduler import JobRequest, Scheduler
 from envkit.fleet.task import run_recorded, task_main
 from envkit.guard.dump import read_dump
 from envkit.guard.image_replay import judge_side, stage_dump
 from envkit.guard.image_side import replay_document
 from envkit.guard.replay import ReplayVerdict
+from envkit.store import layout, runs
+from envkit.store.manifest import RunManifest
+from envkit.store.reads import MAX_MANIFEST_BYTES, read_store_json
 
 __all__ = [
     "FleetReplay",
@@ -108,8 +110,8 @@ def replay_on_fleet(
     if not _ENTRY.fullmatch(entry):
         raise UsageError(f"--entry {entry!r}: expected module:function", hint="e.g. --entry train:build")
     dump = read_dump(path)  # a changed or foreign dump is refused before anything is submitted
-    run_id = store.check_run_id(opts.run_id or store.new_run_id())
-    run_dir = store.create_run_dir(opts.store, run_id)
+    run_id = layout.check_run_id(opts.run_id or layout.new_run_id())
+    run_dir = runs.create_run_dir(opts.store, run_id)
     stage_dump(dump, run_dir / DUMP)  # its own files only, never through a link, its modes (0600)
     manifest: dict[str, object] = {
         "run": run_id,
@@ -124,11 +126,11 @@ def replay_on_fleet(
         "created": time.time(),
         "envkit_version": __version__,
     }
-    store.write_json(run_dir / store.MANIFEST, manifest, within=run_dir)
+    runs.write_json(run_dir / layout.MANIFEST, manifest, within=run_dir)
     request = JobRequest(
         name=f"envkit-{run_id}"[:64],
         argv=(opts.python, "-m", "envkit.cli.guard_fleet", str(run_dir)),
-        workdir=run_dir / store.SCHED,
+        workdir=run_dir / layout.SCHED,
         nodes=opts.nodes,
         nodelist=opts.nodelist,
         partition=opts.partition,
@@ -136,7 +138,7 @@ def replay_on_fleet(
         env={"PYTHONDONTWRITEBYTECODE": "1"},
     )
     job_id = scheduler.submit(request)
-    store.write_json(run_dir / store.MANIFEST, {**manifest, "job": job_id}, within=run_dir)
+    runs.write_json(run_dir / layout.MANIFEST, {**manifest, "job": job_id}, within=run_dir)
     try:
         run = follow(
             scheduler, run_dir, job_id, on_progress=on_progress, poll_s=opts.poll_s, timeout_s=opts.timeout_s
@@ -195,14 +197,13 @@ def _task_fields(raw: Mapping[str, Any], source: str) -> tuple[str, Path]:
 def run_replay_task(run_dir: Path, environ: Mapping[str, str]) -> int:
     """One node's replay: its record (running, then ok or failed) and its result in the store."""
 
-    def work(raw: dict[str, Any], name: str, node: str) -> Path:
-        source = str(run_dir / store.MANIFEST)
-        parse_layout(raw, source, run_dir)
-        entry, code = _task_fields(raw, source)
+    def work(manifest: RunManifest, name: str, node: str) -> Path:
+        parse_layout(manifest, run_dir)
+        entry, code = _task_fields(manifest.document, str(manifest.path))
         os.chdir(code)  # the entry is imported from the training code's directory, as on the submitter
         document = replay_document(run_dir / DUMP, entry)
         path = run_dir / f"{name}.json"
-        store.write_json(path, document, within=run_dir)
+        runs.write_json(path, document, within=run_dir)
         return path
 
     # the user's entry code can raise anything: the task records it

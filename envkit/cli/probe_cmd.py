@@ -11,15 +11,12 @@ from envkit.cli import cli, fleet_cmd
 from envkit.cli._app import command, parsed_into, project_root, services, working
 from envkit.cli.probe_args import ProbeArgs, check_conflicts, mode_of
 from envkit.comparison.bands import Bands
-from envkit.comparison.files import compare_files
-from envkit.comparison.pairwise import Comparison, fmt_rel
 from envkit.errors import ExitCode
-from envkit.fleet.compare import find_run
 from envkit.probe import core
 from envkit.probe.driver import driver_line
-from envkit.probe.report import default_store
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS
 from envkit.result import CommandResult
+from envkit.store.layout import default_store
 
 
 def _csv(allowed: tuple[str, ...]) -> Any:
@@ -184,37 +181,9 @@ def _run(args: ProbeArgs) -> CommandResult:
 
 
 def _compare(args: ProbeArgs) -> CommandResult:
-    bands, store, refs = args.bands(), _store(args), args.refs
-    if len(refs) != 2 or any(find_run(r, store) for r in refs):
-        from envkit.cli import nway_cmd
+    from envkit.cli.compare_cmd import compare_refs
 
-        return nway_cmd.compare_refs(refs, store, label=args.label, bands=bands, html=args.html_out)
-    done = compare_files((refs[0], refs[1]), store, label=args.label, bands=bands, html=args.html_out)
-    code = ExitCode.OK if done.ok else ExitCode.FINDINGS
-    return CommandResult("probe", done.to_json(), lambda: _compare_text(done.comparison), exit_code=code)
-
-
-def _compare_text(result: Comparison) -> str:
-    lines = [f"verdict: {result.verdict}  ({result.names[0]} vs {result.names[1]})"]
-    for c in result.comparisons:
-        step = f"from step {c.first_diff_step}" if c.first_diff_step else ""
-        lines.append(
-            f"  {c.framework:<7}{c.workload:<6}{c.metric:<17}{c.verdict:<16}"
-            f"{fmt_rel(c.max_rel_diff):<9}{step}"
-            + (f"  {c.detail}" if c.detail and c.verdict != "identical" else "")
-        )
-    lines += [f"  note: {n}" for n in result.notes]
-    if result.causes:
-        head = (
-            "likely causes:"
-            if result.verdict != "identical"
-            else "environment differences (no numeric effect):"
-        )
-        lines.append(head)
-        lines += [f"  {i}. {c.message}" for i, c in enumerate(result.causes[:12], 1)]
-        if len(result.causes) > 12:
-            lines.append(f"  … {len(result.causes) - 12} more (--json)")
-    return "\n".join(lines)
+    return compare_refs(args.refs, _store(args), label=args.label, bands=args.bands(), html=args.html_out)
 
 
 __all__ = ["probe"]

@@ -7,17 +7,18 @@ from pathlib import Path
 
 from envkit._atomic import write_text_atomic
 from envkit.comparison.bands import Bands
-from envkit.comparison.pairwise import Comparison, compare_reports
-from envkit.probe.report import load_report, resolve_report
+from envkit.comparison.pairwise import PairComparison, compare_reports
+from envkit.probe.report import load_report
+from envkit.store.layout import resolve_report
 
-__all__ = ["ComparedFiles", "compare_files"]
+__all__ = ["PairResult", "compare_files"]
 
 
 @dataclass(frozen=True)
-class ComparedFiles:
+class PairResult:
     """Two reports compared: the comparison, the files read and the HTML page written (if any)."""
 
-    comparison: Comparison
+    comparison: PairComparison
     a: Path
     b: Path
     html: Path | None
@@ -40,7 +41,7 @@ def compare_files(
     label: str | None = None,
     bands: Bands | None = None,
     html: Path | None = None,
-) -> ComparedFiles:
+) -> PairResult:
     """Compare two reports (files, ``HOST`` or ``HOST/LABEL`` in ``store``); optionally write an HTML page."""
     path_a, path_b = (resolve_report(ref, store, label) for ref in refs)
     a, b = load_report(path_a), load_report(path_b)
@@ -49,4 +50,4 @@ def compare_files(
         from envkit.comparison.html import render_html
 
         write_text_atomic(html, render_html(a, b, comparison))
-    return ComparedFiles(comparison, path_a, path_b, html)
+    return PairResult(comparison, path_a, path_b, html)

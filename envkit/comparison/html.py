@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from html import escape
 
 from envkit.comparison.bands import Bands
-from envkit.comparison.pairwise import Comparison, fmt_rel, rel_diff
+from envkit.comparison.pairwise import PairComparison, fmt_rel, rel_diff
 from envkit.comparison.plots import COLORS, line_chart, log_chart
 from envkit.probe.model import ProbeReport, WorkloadRun
 
@@ -115,7 +115,7 @@ def rel_chart(
 
 
 def _workload_section(
-    fw: str, wl: str, ra: WorkloadRun, rb: WorkloadRun, names: tuple[str, str], comparison: Comparison
+    fw: str, wl: str, ra: WorkloadRun, rb: WorkloadRun, names: tuple[str, str], comparison: PairComparison
 ) -> str:
     out = [f"<h2>{escape(fw)} · {escape(wl)}</h2>"]
     diffs = [(metric.replace("_", " "), step_diffs(ra, rb, metric)) for metric in ("loss", "grad_norm")]
@@ -148,7 +148,7 @@ def _both_ok(a: ProbeReport, b: ProbeReport) -> list[tuple[str, str]]:
     return out
 
 
-def render_html(a: ProbeReport, b: ProbeReport, comparison: Comparison) -> str:
+def render_html(a: ProbeReport, b: ProbeReport, comparison: PairComparison) -> str:
     names = comparison.names
     rows = "".join(
         f"<tr><td>{escape(c.framework)}</td><td>{escape(c.workload)}</td><td>{escape(c.mode)}</td>"

@@ -20,11 +20,11 @@ from typing import Any
 from envkit._memo import by_identity
 from envkit.comparison.bands import Bands
 from envkit.comparison.causes import Cause, likely_causes
-from envkit.comparison.pairwise import Comparison, check_comparable, compare_reports
+from envkit.comparison.pairwise import PairComparison, check_comparable, compare_reports
 from envkit.errors import ReportError
 from envkit.probe.model import FrameworkRun, ProbeReport, Verdict, WorkloadRun
 
-__all__ = ["Group", "NWayComparison", "Outlier", "compare_many", "member_list", "numbers_key", "workload_key"]
+__all__ = ["Group", "ManyComparison", "Outlier", "compare_many", "member_list", "numbers_key", "workload_key"]
 
 PER_TASK = {"CUDA_VISIBLE_DEVICES"}
 
@@ -116,7 +116,7 @@ class Outlier:
 
 
 @dataclass(frozen=True)
-class NWayComparison:
+class ManyComparison:
     """N reports compared: bitwise groups, the majority, the outliers, failed tasks, the bands."""
 
     names: tuple[str, ...]
@@ -124,7 +124,7 @@ class NWayComparison:
     majority: int | None
     outliers: tuple[Outlier, ...]
     failed: tuple[tuple[str, str], ...]
-    pairs: tuple[tuple[str, str, Comparison], ...]  # (majority representative, group representative, …)
+    pairs: tuple[tuple[str, str, PairComparison], ...]  # (majority representative, group representative, …)
     bands: Bands
 
     @property
@@ -173,7 +173,7 @@ def compare_many(
     named: Sequence[tuple[str, ProbeReport]],
     bands: Bands | None = None,
     failed: Sequence[tuple[str, str]] = (),
-) -> NWayComparison:
+) -> ManyComparison:
     """Group ``named`` reports bitwise and judge every outlier against the majority."""
     bands = bands or Bands()
     if len(named) < 2:
@@ -226,7 +226,7 @@ def compare_many(
                 o if o.name != named[i][0] else replace(o, suspect=True, reason=why) for o in outliers
             ]
     outliers.sort(key=lambda o: (o.severity, o.name))
-    return NWayComparison(
+    return ManyComparison(
         tuple(n for n, _ in named),
         tuple(groups),
         majority,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from html import escape
 
 from envkit.comparison.html import VERDICT_COLORS, rel_chart, step_diffs
-from envkit.comparison.nway import NWayComparison, member_list
+from envkit.comparison.nway import ManyComparison, member_list
 from envkit.comparison.pairwise import fmt_rel
 from envkit.comparison.plots import COLORS, line_chart
 from envkit.probe.model import ProbeReport, WorkloadRun
@@ -28,7 +28,7 @@ def _workload(report: ProbeReport, fw: str, wl: str) -> WorkloadRun | None:
     return entry.workloads.get(wl) if entry is not None else None
 
 
-def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWayComparison) -> list[str]:
+def _curves(named: Sequence[tuple[str, ProbeReport]], result: ManyComparison) -> list[str]:
     reps = dict(named)
     groups = result.groups[:MAX_GROUPS_PLOTTED]
     first = reps[groups[0].members[0]]
@@ -55,7 +55,7 @@ def _curves(named: Sequence[tuple[str, ProbeReport]], result: NWayComparison) ->
     return out
 
 
-def render_nway_html(named: Sequence[tuple[str, ProbeReport]], result: NWayComparison) -> str:
+def render_nway_html(named: Sequence[tuple[str, ProbeReport]], result: ManyComparison) -> str:
     groups = "".join(
         f"<tr><td>{g.index}</td><td>{len(g.members)}</td><td>{'majority' if g.majority else ''}</td>"
         f'<td style="color:{_COLORS.get(g.verdict, "#000")}">{escape(g.verdict)}</td>'

@@ -23,7 +23,7 @@ from envkit.comparison.causes import Cause, likely_causes, side_names
 from envkit.errors import ReportError
 from envkit.probe.model import ProbeReport, Verdict, WorkloadRun
 
-__all__ = ["VERDICTS", "Comparison", "MetricComparison", "Verdict", "compare_reports", "worst"]
+__all__ = ["VERDICTS", "MetricComparison", "PairComparison", "Verdict", "compare_reports", "worst"]
 
 VERDICTS = tuple(Verdict)  # best to worst
 METRICS = ("loss", "grad_norm", "param_grad_norms", "final_params")
@@ -49,7 +49,7 @@ class MetricComparison:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class PairComparison:
     """Two reports compared: the worst verdict, one per metric, the likely causes, notes."""
 
     verdict: Verdict
@@ -214,7 +214,7 @@ def _compare_workload(
     return [_compare_metric(ra, rb, m, bands, key, workload_onset) for m in METRICS]
 
 
-def compare_reports(a: ProbeReport, b: ProbeReport, bands: Bands | None = None) -> Comparison:
+def compare_reports(a: ProbeReport, b: ProbeReport, bands: Bands | None = None) -> PairComparison:
     """Compare ``a`` with ``b``; raise ReportError when they cannot be compared."""
     bands = bands or Bands()
     names = side_names(a, b)
@@ -248,7 +248,7 @@ def compare_reports(a: ProbeReport, b: ProbeReport, bands: Bands | None = None) 
             hint="install the same frameworks on both sides, or pick --frameworks that both have",
         )
     verdict = worst([c.verdict for c in comparisons])
-    return Comparison(
+    return PairComparison(
         verdict, tuple(comparisons), tuple(likely_causes(a, b, names)), names, tuple(notes), bands
     )
 

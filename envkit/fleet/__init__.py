@@ -2,5 +2,6 @@
 
 :mod:`~envkit.fleet.scheduler` (the interface), :mod:`~envkit.fleet.slurm` and
 :mod:`~envkit.fleet.local` (adapters), :mod:`~envkit.fleet.fanout` (submit and follow a run),
-:mod:`~envkit.fleet.task` (what runs on each node), :mod:`~envkit.fleet.store` (the run's layout).
+:mod:`~envkit.fleet.task` (what runs on each node), :mod:`~envkit.fleet.manifest` (what a probe run's
+manifest holds). The store itself (layout, bounded reads, run directories) is :mod:`envkit.store`.
 """

@@ -17,11 +17,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from envkit import __version__
-from envkit.fleet import store
-from envkit.fleet.manifest import parse_layout
+from envkit.fleet.manifest import parse_layout, write_manifest
 from envkit.fleet.pyxis import enroot_uri, pyxis_argv, pyxis_mounts
 from envkit.fleet.scheduler import JobRequest, JobState, JobStatus, Scheduler
 from envkit.probe.runner import ProbeOptions, payload_argv, thread_env
+from envkit.store import layout, runs
+from envkit.store.manifest import read_manifest
 
 __all__ = ["FleetOptions", "FleetRun", "Progress", "TaskOutcome", "fan_out", "follow", "submit"]
 
@@ -121,7 +122,7 @@ def _request(opts: FleetOptions, run_id: str, run_dir: Path, probe: ProbeOptions
     return JobRequest(
         name=f"envkit-{run_id}"[:64],
         argv=argv,
-        workdir=run_dir / store.SCHED,
+        workdir=run_dir / layout.SCHED,
         nodes=opts.nodes,
         nodelist=opts.nodelist,
         tasks_per_node=opts.tasks_per_node,
@@ -137,15 +138,15 @@ def _request(opts: FleetOptions, run_id: str, run_dir: Path, probe: ProbeOptions
 
 def submit(scheduler: Scheduler, opts: FleetOptions, probe: ProbeOptions) -> tuple[str, Path, str]:
     """Write the manifest and submit the job; return (run id, run directory, job id)."""
-    run_id = store.check_run_id(opts.run_id or store.new_run_id())
-    run_dir = store.create_run_dir(opts.store, run_id)  # exclusively: an existing run id is refused
-    manifest = store.write_manifest(
+    run_id = layout.check_run_id(opts.run_id or layout.new_run_id())
+    run_dir = runs.create_run_dir(opts.store, run_id)  # exclusively: an existing run id is refused
+    manifest = write_manifest(
         run_dir, scheduler=scheduler.name, options=probe, image=opts.image,
         tasks_per_node=opts.tasks_per_node, nodes=opts.nodes, nodelist=opts.nodelist,
         extra={"created": time.time(), "envkit_version": __version__, "repeat": opts.repeat},
     )  # fmt: skip
     job_id = scheduler.submit(_request(opts, run_id, run_dir, probe))
-    store.write_json(run_dir / store.MANIFEST, {**manifest, "job": job_id}, within=run_dir)
+    runs.write_json(run_dir / layout.MANIFEST, {**manifest, "job": job_id}, within=run_dir)
     return run_id, run_dir, job_id
 
 
@@ -153,9 +154,9 @@ def outcomes(
     run_dir: Path, status: JobStatus, expected: tuple[str, ...], tasks_per_node: int, finished: bool
 ) -> tuple[TaskOutcome, ...]:
     """Each task's state from its record and the job's state."""
-    records = store.read_tasks(run_dir)
+    records = runs.read_tasks(run_dir)
     names = dict.fromkeys(
-        store.task_name(node, k, tasks_per_node) for node in expected for k in range(tasks_per_node)
+        layout.task_name(node, k, tasks_per_node) for node in expected for k in range(tasks_per_node)
     )
     out = []
     for name in [*names, *(n for n in records if n not in names)]:
@@ -188,8 +189,8 @@ def follow(
     clock: Callable[[], float] = time.monotonic,
 ) -> FleetRun:
     """Poll until the job ends (or ``timeout_s`` passes: then cancel it); every task's outcome."""
-    raw = store.read_manifest(run_dir, owned=True)
-    manifest = parse_layout(raw, str(run_dir / store.MANIFEST), run_dir)
+    stored = read_manifest(run_dir, owned=True)
+    manifest = parse_layout(stored, run_dir)
     per_node = manifest.tasks_per_node
     expected: tuple[str, ...] = manifest.nodelist
     start, unknown, reason = clock(), 0, None
@@ -220,7 +221,9 @@ def follow(
     result = FleetRun(
         manifest.run, run_dir, scheduler.name, job_id, status.state, tasks, reason or status.reason
     )
-    store.write_json(run_dir / store.MANIFEST, {**raw, "result": result.to_json()}, within=run_dir)
+    runs.write_json(
+        run_dir / layout.MANIFEST, {**stored.document, "result": result.to_json()}, within=run_dir
+    )
     return result
 
 

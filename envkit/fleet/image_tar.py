@@ -115,7 +115,7 @@ def _check_index(index: Any, source: str) -> None:
 
 def load_checked_tar(transport: TarLoader, path: Path, image_id: str) -> None:
     """Check the store's tar at ``path`` (:func:`check_image_tar`, owner), then load that same open file."""
-    from envkit.fleet.manifest import check_owned
+    from envkit.store.reads import check_owned
 
     try:
         fh = open_regular(path)

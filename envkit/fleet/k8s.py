@@ -215,8 +215,9 @@ def emit_run(
     ``image`` is ``REPO@sha256:…``, or an environment pushed by ``envkit build NAME --push`` (its
     recorded digest); the nodes pull it from the registry, by digest.
     """
-    from envkit.fleet import store as fleet_store
     from envkit.fleet.images import pushed_ref
+    from envkit.fleet.manifest import write_manifest
+    from envkit.store import layout, runs
 
     ref = image if "@sha256:" in image else pushed_ref(root, image)
     if ref is None:
@@ -224,15 +225,15 @@ def emit_run(
             f"Kubernetes nodes pull {image} from a registry, by digest",
             hint=f"push it first: envkit build {image} --push REGISTRY (or give REPO@sha256:…)",
         )
-    run_id = fleet_store.check_run_id(run_id or fleet_store.new_run_id())
+    run_id = layout.check_run_id(run_id or layout.new_run_id())
     opts = K8sOptions(
         run_id=run_id, nodes=nodes, image=ref, payload_args=tuple(payload_argv(probe, probe.frameworks)),
         namespace=namespace, gpus_per_node=gpus_per_node, store_claim=store_claim,
         store_host_path=None if store_claim else str(store),
     )  # fmt: skip
-    run_dir = fleet_store.create_run_dir(store, run_id)  # exclusively: an existing run id is refused
+    run_dir = runs.create_run_dir(store, run_id)  # exclusively: an existing run id is refused
     paths = write_manifests(job_manifests(opts), emit)
-    fleet_store.write_manifest(
+    write_manifest(
         run_dir, scheduler="kubernetes", options=probe, image={"ref": ref}, tasks_per_node=1,
         nodes=len(nodes), nodelist=nodes,
     )  # fmt: skip

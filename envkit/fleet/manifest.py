@@ -1,52 +1,45 @@
-"""What a fleet task accepts from the shared store: bounded, shape-checked, typed, owned.
+"""What a fleet probe writes into ``run.json`` and what its task accepts from it: shape-checked, typed.
 
-The store (NFS, Lustre) is written by many users and every node, so its files are hostile input:
+The store's files are hostile input; they are read bounded and owned by :mod:`envkit.store.reads`.
+On top of that:
 
-- every store file is read bounded (size, JSON depth), must be a regular file (no link, FIFO) and
-  a JSON object; anything else is a :class:`FleetError` naming the file, never a traceback;
 - the probe options are an allow-list of typed fields with the CLI's own ranges and choices;
   an environment (``env``) is never taken from a file: the task's environment is the scheduler's;
 - the image is a ``REPO@sha256:…`` reference or an image id, its tar only ``STORE/images/<id>.tar``;
-- a task runs nothing that another user could have written: the run directory and ``run.json`` must
-  belong to this user (or root) and be writable by nobody else (:func:`check_owned`).
+- a task runs nothing that another user could have written
+  (:func:`envkit.store.reads.check_owned`).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envkit._io import NotRegular, TooLarge, load_json_bounded, open_regular
 from envkit.errors import FleetError
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS, ProbeOptions
+from envkit.store.layout import MANIFEST, check_run_id
+from envkit.store.manifest import RunManifest
+from envkit.store.reads import STORE_HINT
+from envkit.store.runs import write_json
 
 __all__ = [
-    "MAX_MANIFEST_BYTES",
-    "MAX_RECORD_BYTES",
     "FleetImage",
+    "ProbePlan",
     "RunLayout",
-    "RunManifest",
-    "check_owned",
     "image_from_json",
     "image_tar_path",
     "options_from_json",
     "options_to_json",
     "parse_layout",
     "parse_manifest",
-    "read_store_json",
+    "write_manifest",
 ]
 
-MAX_MANIFEST_BYTES = 4 << 20  # a manifest with a 1,000-task result is ~200 KB
-MAX_RECORD_BYTES = 256 << 10  # a task record: a few hundred bytes, an error of a few KB
-MAX_DEPTH = 16  # run.json nests 4 deep
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _DIGEST_REF = re.compile(r"[a-z0-9][a-z0-9._:/-]{0,254}@sha256:[0-9a-f]{64}")
-_HINT = "the run directory is damaged or was written by someone else: rerun `envkit probe --slurm`"
 
 # field -> (type, allowed values or (min, max)); the CLI's choices and ranges (cli/probe_cmd.py)
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -66,58 +59,6 @@ _BOOLS = ("tf32", "nan_check")
 _LISTS: dict[str, tuple[str, ...]] = {"frameworks": FRAMEWORKS, "workloads": WORKLOADS}
 
 
-def read_store_json(path: Path, *, limit: int, what: str) -> dict[str, Any]:
-    """A store file's JSON object, read bounded; :class:`FleetError` naming ``path`` otherwise.
-
-    ``FileNotFoundError`` passes through (callers say what a missing file means).
-    """
-    try:
-        with open_regular(path) as fh:
-            data = fh.read(limit + 1)
-    except FileNotFoundError:
-        raise
-    except NotRegular as e:
-        raise FleetError(f"{path}: not a {what}: {e.strerror}", hint=_HINT) from e
-    except OSError as e:
-        raise FleetError(f"{path}: cannot read the {what}: {e.strerror or e}", hint=_HINT) from e
-    if len(data) > limit:
-        raise FleetError(f"{path}: larger than {limit} bytes, not a {what}", hint=_HINT) from TooLarge(
-            path, limit
-        )
-    try:
-        value = load_json_bounded(data, MAX_DEPTH)
-    except ValueError as e:
-        raise FleetError(f"{path}: not a {what}: {e}", hint=_HINT) from e
-    if not isinstance(value, dict):
-        raise FleetError(f"{path}: not a {what}: a JSON {type(value).__name__}, not an object", hint=_HINT)
-    return value
-
-
-def check_owned(path: Path, what: str, *, fd: int | None = None) -> None:
-    """Refuse ``path`` (or the open ``fd``) unless this user or root owns it and nobody else can write it.
-
-    A symbolic link is refused too: it is not followed.
-    """
-    try:
-        st = os.lstat(path) if fd is None else os.fstat(fd)
-    except OSError as e:
-        raise FleetError(f"{path}: cannot check the {what}: {e.strerror or e}", hint=_HINT) from e
-    if stat.S_ISLNK(st.st_mode):
-        raise FleetError(f"{path}: the {what} is a symbolic link; envkit does not follow it", hint=_HINT)
-    if st.st_uid not in (os.geteuid(), 0):
-        raise FleetError(
-            f"{path}: the {what} belongs to user id {st.st_uid}, not to you ({os.geteuid()}): "
-            "envkit runs nothing another user could have written",
-            hint="submit the run yourself (`envkit probe --slurm`) into a store directory you own",
-        )
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise FleetError(
-            f"{path}: the {what} is writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
-            "envkit runs nothing another user could have written",
-            hint=f"chmod go-w {path}, or rerun the probe into a fresh run",
-        )
-
-
 def options_to_json(opts: ProbeOptions) -> dict[str, object]:
     """The allow-listed options as the manifest records them (never ``env``)."""
     data: dict[str, object] = {key: list(getattr(opts, key)) for key in _LISTS}
@@ -125,10 +66,36 @@ def options_to_json(opts: ProbeOptions) -> dict[str, object]:
     return data
 
 
+def write_manifest(
+    run_dir: Path,
+    *,
+    scheduler: str,
+    options: ProbeOptions,
+    image: Mapping[str, str] | None,
+    tasks_per_node: int,
+    nodes: int,
+    nodelist: tuple[str, ...],
+    extra: Mapping[str, object] | None = None,
+) -> dict[str, object]:
+    """Write ``run.json``, the one shape every scheduler's run has (read back by
+    :func:`parse_manifest`); return what was written (to add the job and result)."""
+    manifest: dict[str, object] = {
+        "run": run_dir.name,
+        "scheduler": scheduler,
+        "options": options_to_json(options),
+        "tasks_per_node": tasks_per_node,
+        "image": dict(image) if image is not None else None,
+        "requested": {"nodes": nodes, "nodelist": list(nodelist)},
+        **(extra or {}),
+    }
+    write_json(run_dir / MANIFEST, manifest, within=run_dir)
+    return manifest
+
+
 def options_from_json(data: Any, source: str) -> ProbeOptions:
     """The manifest's ``options``: exactly the allow-listed fields, each typed and in range."""
     if not isinstance(data, Mapping):
-        raise FleetError(f"{source}: options must be an object", hint=_HINT)
+        raise FleetError(f"{source}: options must be an object", hint=STORE_HINT)
     fields: dict[str, Any] = {}
     for key, value in data.items():
         where = f"{source}: options.{key}"
@@ -137,14 +104,16 @@ def options_from_json(data: Any, source: str) -> ProbeOptions:
                 raise FleetError(
                     f"{where}: an environment is never taken from the store (it would run code on the "
                     "node: PYTHONPATH, LD_PRELOAD)",
-                    hint="the task's environment is the one the scheduler gives it; " + _HINT,
+                    hint="the task's environment is the one the scheduler gives it; " + STORE_HINT,
                 )
             continue
         expected = _expected(key)
         if expected is None:
-            raise FleetError(f"{where}: not a probe option envkit accepts from a run manifest", hint=_HINT)
+            raise FleetError(
+                f"{where}: not a probe option envkit accepts from a run manifest", hint=STORE_HINT
+            )
         if not _valid(key, value):
-            raise FleetError(f"{where}: {expected}, not {value!r:.60}", hint=_HINT)
+            raise FleetError(f"{where}: {expected}, not {value!r:.60}", hint=STORE_HINT)
         fields[key] = tuple(dict.fromkeys(value)) if key in _LISTS else value
     return ProbeOptions(**fields)
 
@@ -192,50 +161,51 @@ def image_from_json(data: Any, source: str, run_dir: Path) -> FleetImage | None:
     if data is None:
         return None
     if not isinstance(data, Mapping):
-        raise FleetError(f"{source}: image must be an object", hint=_HINT)
+        raise FleetError(f"{source}: image must be an object", hint=STORE_HINT)
     unknown = sorted(set(data) - {"ref", "id", "tar", "name"})
     if unknown:
-        raise FleetError(f"{source}: image.{unknown[0]}: not a field envkit writes", hint=_HINT)
+        raise FleetError(f"{source}: image.{unknown[0]}: not a field envkit writes", hint=STORE_HINT)
     ref, image_id, tar, name = (data.get(k) for k in ("ref", "id", "tar", "name"))
     if ref is not None and not (isinstance(ref, str) and _DIGEST_REF.fullmatch(ref)):
-        raise FleetError(f"{source}: image.ref must be REPO@sha256:<64 hex>, not {ref!r:.80}", hint=_HINT)
+        raise FleetError(
+            f"{source}: image.ref must be REPO@sha256:<64 hex>, not {ref!r:.80}", hint=STORE_HINT
+        )
     if image_id is not None and not (
         isinstance(image_id, str) and image_id.startswith("sha256:") and _HEX64.fullmatch(image_id[7:])
     ):
-        raise FleetError(f"{source}: image.id must be sha256:<64 hex>, not {image_id!r:.80}", hint=_HINT)
+        raise FleetError(f"{source}: image.id must be sha256:<64 hex>, not {image_id!r:.80}", hint=STORE_HINT)
     if name is not None and not isinstance(name, str):
-        raise FleetError(f"{source}: image.name must be a string", hint=_HINT)
+        raise FleetError(f"{source}: image.name must be a string", hint=STORE_HINT)
     where: Path | None = None
     if tar is not None:
         if image_id is None or not isinstance(tar, str):
-            raise FleetError(f"{source}: image.tar needs image.id (and is a path)", hint=_HINT)
+            raise FleetError(f"{source}: image.tar needs image.id (and is a path)", hint=STORE_HINT)
         where = image_tar_path(run_dir.parent, image_id)
         if Path(tar) != where:
             raise FleetError(
                 f"{source}: image.tar {tar!r:.200} is not {where}: a run loads images only from "
                 "STORE/images/<id>.tar",
-                hint=_HINT,
+                hint=STORE_HINT,
             )
     if ref is None and where is None:
-        raise FleetError(f"{source}: image needs a ref (REPO@sha256:…) or an id and its tar", hint=_HINT)
+        raise FleetError(f"{source}: image needs a ref (REPO@sha256:…) or an id and its tar", hint=STORE_HINT)
     return FleetImage(ref=ref, id=image_id, tar=where, name=name)
 
 
 @dataclass(frozen=True)
 class RunLayout:
-    """What the follower needs of ``run.json`` (``raw``: the object, for rewriting it with the result)."""
+    """What the follower needs of ``run.json``: checked, typed."""
 
     run: str
     tasks_per_node: int
     repeat: int
     nodes: int
     nodelist: tuple[str, ...]
-    raw: Mapping[str, object]
 
 
 @dataclass(frozen=True)
-class RunManifest:
-    """What a task runs: the layout, the probe options and the image."""
+class ProbePlan:
+    """What a fleet probe's task runs: the layout, the probe options and the image."""
 
     layout: RunLayout
     options: ProbeOptions
@@ -250,39 +220,40 @@ def _int(data: Mapping[str, object], key: str, lo: int, hi: int, source: str, de
     value = data.get(key, default)
     if not (type(value) is int and lo <= value <= hi):
         raise FleetError(
-            f"{source}: {key} must be an integer from {lo} to {hi}, not {value!r:.40}", hint=_HINT
+            f"{source}: {key} must be an integer from {lo} to {hi}, not {value!r:.40}", hint=STORE_HINT
         )
     return value
 
 
-def parse_layout(data: Mapping[str, object], source: str, run_dir: Path) -> RunLayout:
-    from envkit.fleet.store import check_run_id
-
+def parse_layout(manifest: RunManifest, run_dir: Path) -> RunLayout:
+    """A run's layout from its manifest, every field checked (the task runs only what it expects)."""
+    data, source = manifest.document, str(manifest.path)
     run = data.get("run")
     if not isinstance(run, str) or run != run_dir.name:
         raise FleetError(
-            f"{source}: run must be this run's id ({run_dir.name!r}), not {run!r:.80}", hint=_HINT
+            f"{source}: run must be this run's id ({run_dir.name!r}), not {run!r:.80}", hint=STORE_HINT
         )
     check_run_id(run)
     requested = data.get("requested") or {}
     if not isinstance(requested, Mapping):
-        raise FleetError(f"{source}: requested must be an object", hint=_HINT)
+        raise FleetError(f"{source}: requested must be an object", hint=STORE_HINT)
     nodelist = requested.get("nodelist") or []
     if not (isinstance(nodelist, list) and all(isinstance(n, str) and n for n in nodelist)):
-        raise FleetError(f"{source}: requested.nodelist must be a list of node names", hint=_HINT)
+        raise FleetError(f"{source}: requested.nodelist must be a list of node names", hint=STORE_HINT)
     return RunLayout(
         run=run,
         tasks_per_node=_int(data, "tasks_per_node", 1, 1024, source, 1),
         repeat=_int(data, "repeat", 1, 100, source, 1),
         nodes=_int(requested, "nodes", 1, 100_000, source, 1),
         nodelist=tuple(nodelist),
-        raw=data,
     )
 
 
-def parse_manifest(data: Mapping[str, object], source: str, run_dir: Path) -> RunManifest:
-    return RunManifest(
-        layout=parse_layout(data, source, run_dir),
+def parse_manifest(manifest: RunManifest, run_dir: Path) -> ProbePlan:
+    """What a fleet probe's task runs, from the run's manifest."""
+    data, source = manifest.document, str(manifest.path)
+    return ProbePlan(
+        layout=parse_layout(manifest, run_dir),
         options=options_from_json(data.get("options", {}), source),
         image=image_from_json(data.get("image"), source, run_dir),
     )

@@ -19,19 +19,20 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from envkit._atomic import write_text_atomic
 from envkit._safe import one_line
 from envkit.errors import EnvkitError
-from envkit.fleet import store
 from envkit.fleet.image_tar import load_checked_tar
-from envkit.fleet.manifest import FleetImage, check_owned, parse_manifest
+from envkit.fleet.manifest import FleetImage, parse_manifest
 from envkit.fleet.repeat import repeat_summary
 from envkit.probe.additions import FleetInfo
 from envkit.probe.model import ProbeReport
 from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
+from envkit.store import layout, runs
+from envkit.store.manifest import RunManifest, read_manifest
+from envkit.store.reads import check_owned
 
 __all__ = ["main", "run_recorded", "run_task", "task_identity", "task_main"]
 
@@ -40,7 +41,7 @@ def task_identity(environ: Mapping[str, str], tasks_per_node: int) -> tuple[str,
     """(task name, node name) from the scheduler's environment."""
     node = environ.get("ENVKIT_NODE") or environ.get("SLURMD_NODENAME") or socket.gethostname()
     local = environ.get("ENVKIT_LOCALID") or environ.get("SLURM_LOCALID") or "0"
-    return store.task_name(node, int(local) if local.isdigit() else 0, tasks_per_node), node
+    return layout.task_name(node, int(local) if local.isdigit() else 0, tasks_per_node), node
 
 
 Probe = Callable[[ProbeOptions, str], ProbeReport]
@@ -66,7 +67,7 @@ def _image_probe(image: FleetImage, node: str) -> Probe:
     return probe
 
 
-Work = Callable[[dict[str, Any], str, str], Path]  # (the owned manifest, task, node) -> the result written
+Work = Callable[[RunManifest, str, str], Path]  # (the owned manifest, task, node) -> the result written
 
 
 def run_recorded(
@@ -78,26 +79,26 @@ def run_recorded(
 ) -> int:
     """A task's record around ``work``: ``running``, then ``ok`` with the result's name or ``failed``.
 
-    ``work`` gets the manifest only after :func:`store.read_manifest` found it this user's own; what it
-    raises of ``errors`` is the task's failure (its record, a message, exit 3), anything else propagates.
+    ``work`` gets the manifest only after :func:`~envkit.store.manifest.read_manifest` found it this
+    user's own; what it raises of ``errors`` is the task's failure (its record, a message, exit 3),
+    anything else propagates.
     """
-    raw = store.read_manifest(run_dir, owned=True)  # nothing another user wrote runs here
-    per_node = raw.get("tasks_per_node", 1) if type(raw.get("tasks_per_node", 1)) is int else 1
-    name, node = task_identity(environ, per_node)
-    record_path = run_dir / store.TASKS / f"{name}.json"
+    manifest = read_manifest(run_dir, owned=True)  # nothing another user wrote runs here
+    name, node = task_identity(environ, manifest.tasks_per_node)
+    record_path = run_dir / layout.TASKS / f"{name}.json"
     base = {"task": name, "node": node, "pid": os.getpid(), "started": time.time()}
-    (run_dir / store.TASKS).mkdir(exist_ok=True)  # in a run directory only this user can write (checked)
-    check_owned(run_dir / store.TASKS, "task records directory")
-    store.write_json(record_path, {**base, "state": "running"}, within=run_dir)
+    (run_dir / layout.TASKS).mkdir(exist_ok=True)  # in a run directory only this user can write (checked)
+    check_owned(run_dir / layout.TASKS, "task records directory")
+    runs.write_json(record_path, {**base, "state": "running"}, within=run_dir)
     try:
-        path = work(raw, name, node)
+        path = work(manifest, name, node)
     except errors as e:
         message = e.message if isinstance(e, EnvkitError) else f"{type(e).__name__}: {e}"
         failed = {**base, "state": "failed", "error": message, "ended": time.time()}
-        store.write_json(record_path, failed, within=run_dir)
+        runs.write_json(record_path, failed, within=run_dir)
         print(f"envkit task {name}: {one_line(message)}", file=sys.stderr)
         return 3
-    store.write_json(
+    runs.write_json(
         record_path, {**base, "state": "ok", "report": path.name, "ended": time.time()}, within=run_dir
     )
     return 0
@@ -109,8 +110,8 @@ def run_task(
     *,
     make_probe: Callable[[FleetImage, str], Probe] | None = None,
 ) -> int:
-    def work(raw: dict[str, Any], name: str, node: str) -> Path:
-        manifest = parse_manifest(raw, str(run_dir / store.MANIFEST), run_dir)
+    def work(stored: RunManifest, name: str, node: str) -> Path:
+        manifest = parse_manifest(stored, run_dir)
         opts = manifest.options
         if manifest.image is not None:
             probe = (make_probe or _image_probe)(manifest.image, node)

@@ -16,13 +16,9 @@ from envkit._atomic import write_text_atomic
 from envkit.errors import ProbeError, UsageError
 from envkit.probe.driver import driver_check, driver_line, image_cuda
 from envkit.probe.model import ProbeReport, RunStatus
-from envkit.probe.report import (
-    DEFAULT_LABEL,
-    dump_report,
-    safe_name,
-    save_to_store,
-)
+from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
+from envkit.store.layout import DEFAULT_LABEL, safe_name, save_to_store
 
 if TYPE_CHECKING:
     from envkit.engine.protocol import ContainerEngine
@@ -168,7 +164,7 @@ def probe(
         write_text_atomic(output, dump_report(report))
         written.append(str(output))
     if store is not None:
-        written.append(str(save_to_store(report, store, label)))
+        written.append(str(save_to_store(dump_report(report), store, report.host, label)))
     return ProbeRun(label, report, tuple(written), tuple(summarize(report)))
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envkit.probe.model import ProbeReport, _fingerprint, _Reader
-from envkit.probe.report import MAX_BYTES, MAX_DEPTH, _check_depth, read_report, read_report_text
+from envkit.probe.report import MAX_DEPTH, _check_depth, read_report
+from envkit.store.reads import MAX_BYTES, read_report_text
 
 __all__ = ["SharedReader"]
 

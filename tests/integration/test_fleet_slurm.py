@@ -22,11 +22,12 @@ from typing import Any
 import pytest
 
 from envkit.cli import main
-from envkit.fleet import store
 from envkit.fleet.fanout import FleetOptions, FleetRun, fan_out
 from envkit.fleet.slurm import SlurmScheduler
 from envkit.probe.report import dump_report
 from envkit.probe.runner import ProbeOptions, run_on_host
+from envkit.store import layout as store_layout
+from envkit.store import runs
 from tests.unit.hardening.hostile import OTHER_UID, evil_site, make_foreign
 
 pytestmark = [pytest.mark.slurm, pytest.mark.frameworks]
@@ -126,7 +127,7 @@ def test_a_killed_task_is_reported_failed(tmp_path: Path) -> None:
     victim = None
     deadline = time.monotonic() + 120
     while victim is None and time.monotonic() < deadline:
-        running = [r for r in store.read_tasks(run_dir).values() if r.state == "running" and r.pid]
+        running = [r for r in runs.read_tasks(run_dir).values() if r.state == "running" and r.pid]
         victim = running[0] if running else None
         time.sleep(0.2)
     assert victim is not None and victim.pid is not None, "no task started"
@@ -165,12 +166,12 @@ def _hostile_run(tmp_path: Path, run_id: str, **fields: Any) -> Path:
     from envkit.fleet.manifest import options_to_json
 
     nodes, per_node = _layout()
-    run_dir = store.create_run_dir(tmp_path, run_id)
+    run_dir = runs.create_run_dir(tmp_path, run_id)
     manifest = {"run": run_id, "scheduler": "slurm", "tasks_per_node": per_node,
                 "requested": {"nodes": nodes, "nodelist": []},
                 "options": options_to_json(ProbeOptions(frameworks=("torch",), workloads=("bert",), steps=2)),
                 **fields}  # fmt: skip
-    store.write_json(run_dir / store.MANIFEST, manifest)
+    runs.write_json(run_dir / store_layout.MANIFEST, manifest)
     return run_dir
 
 
@@ -180,8 +181,8 @@ def _submit(run_dir: Path) -> tuple[SlurmScheduler, str]:
     nodes, per_node = _layout()
     scheduler = SlurmScheduler()
     argv = (sys.executable, "-m", "envkit.fleet.task", str(run_dir))
-    request = JobRequest(name=f"envkit-{run_dir.name}", argv=argv, workdir=run_dir / store.SCHED, nodes=nodes,
-                         tasks_per_node=per_node, time_limit="10")  # fmt: skip
+    request = JobRequest(name=f"envkit-{run_dir.name}", argv=argv, workdir=run_dir / store_layout.SCHED,
+                         nodes=nodes, tasks_per_node=per_node, time_limit="10")  # fmt: skip
     return scheduler, scheduler.submit(request)
 
 
@@ -216,15 +217,15 @@ def test_a_run_another_user_could_write_runs_nothing_on_the_nodes(tmp_path: Path
     _, marker = evil_site(tmp_path)
     run_dir = _hostile_run(tmp_path, "foreign")
     if how == "another user's manifest":
-        make_foreign(run_dir / store.MANIFEST, "other user")
+        make_foreign(run_dir / store_layout.MANIFEST, "other user")
     else:
         make_foreign(run_dir, "group-writable")
     scheduler, job_id = _submit(run_dir)
     _wait(scheduler, job_id)
-    out = "".join(p.read_text() for p in (run_dir / store.SCHED).glob("slurm-*.out"))
+    out = "".join(p.read_text() for p in (run_dir / store_layout.SCHED).glob("slurm-*.out"))
     assert out.count("envkit task:") == 3 and "Traceback" not in out, out
     assert (f"user id {OTHER_UID}" if how.startswith("another") else "writable by others") in out
-    assert list((run_dir / store.TASKS).iterdir()) == [] and not marker.exists()
+    assert list((run_dir / store_layout.TASKS).iterdir()) == [] and not marker.exists()
     assert list(run_dir.glob("*.json")) == [run_dir / "run.json"]
 
 
@@ -256,7 +257,7 @@ def test_the_follow_loop_survives_hostile_task_records(tmp_path: Path) -> None:
                         time_limit="10")  # fmt: skip
 
     def plant(run_id: str, run_dir: Path, job_id: str) -> None:
-        tasks = run_dir / store.TASKS
+        tasks = run_dir / store_layout.TASKS
         (tasks / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
         (tasks / "list.json").write_text("[1, 2]")
         (tasks / "shape.json").write_text('{"task": {"a": 1}, "state": ["ok"]}')

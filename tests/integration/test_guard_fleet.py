@@ -19,8 +19,9 @@ pytest.importorskip("safetensors")
 
 from envkit.cli import main
 from envkit.cli.guard_fleet import KIND, run_replay_task
-from envkit.fleet import store
 from envkit.guard import example
+from envkit.store import layout as store_layout
+from envkit.store import runs
 from tests.unit.hardening.hostile import make_foreign
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
@@ -117,7 +118,7 @@ def test_one_damaged_result_loses_that_nodes_verdict_only(
 ) -> None:
     from envkit.cli import guard_fleet
     from envkit.errors import FleetError
-    from envkit.fleet.manifest import read_store_json as real
+    from envkit.store.reads import read_store_json as real
 
     def damaged_on_a(path: Path, **kw: Any) -> Any:
         if path.name.startswith("a"):
@@ -175,11 +176,11 @@ def test_image_and_a_scheduler_are_one_or_the_other(dump: Path, capsys: pytest.C
 def _run_dir(tmp_path: Path, dump: Path, **fields: Any) -> Path:
     import shutil
 
-    run_dir = store.create_run_dir(tmp_path, "r1")
+    run_dir = runs.create_run_dir(tmp_path, "r1")
     shutil.copytree(dump, run_dir / "dump")
     manifest = {"run": "r1", "kind": KIND, "entry": ENTRY, "code": str(tmp_path), "tasks_per_node": 1,
                 "requested": {"nodes": 1, "nodelist": []}, **fields}  # fmt: skip
-    store.write_json(run_dir / store.MANIFEST, manifest, within=run_dir)
+    runs.write_json(run_dir / store_layout.MANIFEST, manifest, within=run_dir)
     return run_dir
 
 
@@ -200,7 +201,7 @@ def test_the_node_side_refuses_a_manifest_not_in_its_shape(
     monkeypatch.chdir(tmp_path)  # the task changes into the code directory: restored after the test
     run_dir = _run_dir(tmp_path, dump, **fields)
     assert run_replay_task(run_dir, {"ENVKIT_NODE": "n1"}) == 3
-    record = json.loads((run_dir / store.TASKS / "n1.json").read_text())
+    record = json.loads((run_dir / store_layout.TASKS / "n1.json").read_text())
     assert record["state"] == "failed" and expected in record["error"], record
     assert expected in capsys.readouterr().err
     assert not (run_dir / "n1.json").exists()
@@ -213,7 +214,7 @@ def test_the_node_side_runs_nothing_another_user_could_have_written(
     from envkit.cli.guard_fleet import main as task_main
 
     run_dir = _run_dir(tmp_path, dump)
-    make_foreign(run_dir / store.MANIFEST, how)
+    make_foreign(run_dir / store_layout.MANIFEST, how)
     assert task_main([str(run_dir)]) == 3
     assert "envkit runs nothing another user could have written" in capsys.readouterr().err
-    assert not list((run_dir / store.TASKS).iterdir())  # not even a record
+    assert not list((run_dir / store_layout.TASKS).iterdir())  # not even a record

@@ -49,13 +49,23 @@ def test_the_tree_keeps_its_layers() -> None:
         ),
         (
             "probe/model.py",
-            "from envkit.fleet import store",
+            "from envkit.fleet import manifest",
             "envkit.probe is not allowed to import envkit.fleet",
         ),
         (
             "probe/core.py",
             "import envkit.comparison.nway",
             "envkit.probe is not allowed to import envkit.comparison",
+        ),
+        (
+            "store/layout.py",
+            "import envkit.probe.model",
+            "envkit.store is not allowed to import envkit.probe",
+        ),
+        (
+            "store/runs.py",
+            "import envkit.fleet.manifest",
+            "envkit.store is not allowed to import envkit.fleet",
         ),
         ("pack/core.py", "import envkit.build.builder", "envkit.pack is not allowed to import envkit.build"),
         ("errors.py", "import envkit.spec.load", "envkit.errors is not allowed to import envkit.spec"),

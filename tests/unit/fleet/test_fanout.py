@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from envkit.errors import UsageError
-from envkit.fleet import store
 from envkit.fleet.fanout import FleetOptions, Progress, fan_out, follow, outcomes
 from envkit.fleet.local import LocalScheduler
 from envkit.fleet.scheduler import JobState, JobStatus
 from envkit.probe.runner import ProbeOptions
+from envkit.store import runs
 
 STUB = r"""#!/bin/sh
 # called as: python -m envkit.fleet.task RUN_DIR
@@ -107,7 +107,7 @@ class Forgetful:
 
 def test_nodes_that_never_ran_are_named(tmp_path: Path) -> None:
     run_dir = tmp_path / "r"
-    store.write_json(run_dir / "run.json", {"run": "r", "requested": {"nodes": 2, "nodelist": []}})
+    runs.write_json(run_dir / "run.json", {"run": "r", "requested": {"nodes": 2, "nodelist": []}})
     run = follow(Forgetful(), run_dir, "1", sleep=lambda _: None)
     assert [(t.task, t.state) for t in run.tasks] == [
         ("unallocated-1", "never-ran"),

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from envkit.errors import UsageError
-from envkit.fleet import store
 from envkit.fleet.fanout import FleetOptions, _request
 from envkit.fleet.pyxis import TASK_SCRIPT, enroot_uri
 from envkit.fleet.slurm import batch_script
 from envkit.probe.model import parse_report
 from envkit.probe.runner import PAYLOAD_DIR, ProbeOptions
+from envkit.store import runs
 
 DIGEST = "@sha256:" + "c" * 64
 
@@ -59,12 +59,12 @@ def test_the_task_script_records_and_writes_the_report(tmp_path: Path) -> None:
     args = ["--frameworks", "paddle", "--workloads", "rnn", "--steps", "2"]
     done = subprocess.run(["sh", "-c", TASK_SCRIPT, "envkit-task", str(run), *args], env=env, timeout=120)
     assert done.returncode == 0
-    assert store.read_tasks(run)["gpu7-3"].state == "ok"
+    assert runs.read_tasks(run)["gpu7-3"].state == "ok"
     report = parse_report(json.loads((run / "gpu7-3.json").read_text()), "gpu7-3.json")
     assert report.config.steps == 2
     bad = subprocess.run(
         ["sh", "-c", TASK_SCRIPT, "envkit-task", str(run), "--steps", "x"], env=env, timeout=120
     )
     assert bad.returncode == 3
-    record = store.read_tasks(run)["gpu7-3"]
+    record = runs.read_tasks(run)["gpu7-3"]
     assert record.state == "failed" and "exited 2" in str(record.error)

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import ProbeError
-from envkit.fleet import store
 from envkit.fleet.manifest import FleetImage, options_from_json
 from envkit.fleet.repeat import repeat_summary
 from envkit.fleet.task import Probe, run_task, task_identity
 from envkit.probe.additions import RepeatSummary
 from envkit.probe.runner import ProbeOptions
+from envkit.store import runs
 from tests.unit.probe.conftest import typed_report
 
 
@@ -21,7 +21,7 @@ def _run_dir(tmp_path: Path, **extra: Any) -> Path:
     run_dir = tmp_path / "r1"
     manifest = {"run": "r1", "options": asdict(ProbeOptions(frameworks=("torch",))), "tasks_per_node": 1,
                 "image": {"ref": "reg/x@sha256:" + "a" * 64}, **extra}  # fmt: skip
-    store.write_json(run_dir / "run.json", manifest)
+    runs.write_json(run_dir / "run.json", manifest)
     return run_dir
 
 
@@ -45,7 +45,7 @@ def test_task_writes_its_report_and_record(tmp_path: Path) -> None:
     assert report["fingerprint"]["host"] == "node2" and report["label"] == "r1"
     assert report["fleet"] == {"run": "r1", "task": "node2", "node": "node2", "job": "12",
                                "repeat": {"n": 2, "identical": True, "differing": []}}  # fmt: skip
-    assert store.read_tasks(run_dir)["node2"].state == "ok"
+    assert runs.read_tasks(run_dir)["node2"].state == "ok"
     assert str(seen[0].ref).startswith("reg/x@sha256:")
 
 
@@ -56,7 +56,7 @@ def test_task_failure_is_recorded_with_its_error(tmp_path: Path) -> None:
         raise ProbeError("the registry has no reg/x@sha256:aaa", hint="push it")
 
     assert run_task(run_dir, {"ENVKIT_NODE": "n1"}, make_probe=make_probe) == 3
-    record = store.read_tasks(run_dir)["n1"]
+    record = runs.read_tasks(run_dir)["n1"]
     assert record.state == "failed" and "registry has no" in str(record.error)
     assert not (run_dir / "n1.json").exists()
 

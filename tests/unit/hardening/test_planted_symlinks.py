@@ -237,14 +237,15 @@ def test_a_task_log_is_never_appended_through_a_link(tmp_path: Path, victim: Pat
 
 
 def test_the_probe_store_writes_no_report_through_a_host_link(tmp_path: Path, victim: Path) -> None:
-    from envkit.probe.report import save_to_store
+    from envkit.probe.report import dump_report
+    from envkit.store.layout import save_to_store
     from tests.unit.probe.conftest import typed_report
 
     store = tmp_path / "store"
     store.mkdir()
     (store / "host-a").symlink_to(victim.parent)
     with pytest.raises(EnvkitError, match="outside"):
-        save_to_store(typed_report(host="host-a", label="x"), store, "x")
+        save_to_store(dump_report(typed_report(host="host-a", label="x")), store, "host-a", "x")
     _untouched(victim)
 
 
@@ -289,7 +290,7 @@ def test_a_cloned_envkit_link_out_of_the_project_is_refused_everywhere(
     from envkit._atomic import state_dir
     from envkit.cli.diff_cmd import store_dir
     from envkit.engine.push import pushed_path
-    from envkit.probe.report import default_store
+    from envkit.store.layout import default_store
 
     root = tmp_path / "proj"
     root.mkdir()

@@ -18,25 +18,27 @@ from typing import Any
 import pytest
 
 from envkit.errors import EnvkitError, FleetError, UsageError
-from envkit.fleet import store
 from envkit.fleet.fanout import FleetOptions, fan_out, follow
 from envkit.fleet.local import LocalScheduler
-from envkit.fleet.manifest import options_from_json, options_to_json, parse_manifest, read_store_json
+from envkit.fleet.manifest import options_from_json, options_to_json, parse_manifest
 from envkit.fleet.scheduler import JobState, JobStatus
 from envkit.probe.runner import ProbeOptions
+from envkit.store import layout, runs
+from envkit.store.manifest import RunManifest, read_manifest
+from envkit.store.reads import read_store_json
 from tests.unit.hardening.hostile import evil_site, make_foreign
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 def _run_dir(tmp_path: Path, **fields: Any) -> Path:
-    run_dir = store.create_run_dir(tmp_path / "store", "r1")
+    run_dir = runs.create_run_dir(tmp_path / "store", "r1")
     manifest = {
         "run": "r1",
         "options": options_to_json(ProbeOptions(frameworks=("torch",), steps=1)),
         **fields,
     }
-    store.write_json(run_dir / store.MANIFEST, manifest)
+    runs.write_json(run_dir / layout.MANIFEST, manifest)
     return run_dir
 
 
@@ -47,7 +49,7 @@ def _task(run_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def _record(run_dir: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((run_dir / store.TASKS / "n1.json").read_text())
+    data: dict[str, Any] = json.loads((run_dir / layout.TASKS / "n1.json").read_text())
     return data
 
 
@@ -129,7 +131,7 @@ def test_every_manifest_field_is_shape_checked(tmp_path: Path, field: str, value
         value = {**value, "tar": value["tar"].format(store=tmp_path / "store")}
     data = {"run": "r1", "options": options_to_json(ProbeOptions()), field: value}
     with pytest.raises(FleetError, match=says):
-        parse_manifest(data, str(run_dir / "run.json"), run_dir)
+        parse_manifest(RunManifest.from_json(data, run_dir / "run.json"), run_dir)
 
 
 def test_the_store_tar_of_an_image_is_the_only_tar_a_run_loads(tmp_path: Path) -> None:
@@ -137,7 +139,7 @@ def test_the_store_tar_of_an_image_is_the_only_tar_a_run_loads(tmp_path: Path) -
     image_id = "sha256:" + "c" * 64
     tar = tmp_path / "store" / "images" / ("c" * 24 + ".tar")
     data = {"run": "r1", "options": {}, "image": {"id": image_id, "tar": str(tar)}}
-    image = parse_manifest(data, "run.json", run_dir).image
+    image = parse_manifest(RunManifest.from_json(data, Path("run.json")), run_dir).image
     assert image is not None and image.tar == tar and image.id == image_id
 
 
@@ -145,7 +147,7 @@ def test_the_store_tar_of_an_image_is_the_only_tar_a_run_loads(tmp_path: Path) -
 def test_a_run_written_by_another_user_is_refused_by_the_task(tmp_path: Path, how: str) -> None:
     _, marker = evil_site(tmp_path)
     run_dir = _run_dir(tmp_path)
-    make_foreign(run_dir if how == "world-writable" else run_dir / store.MANIFEST, how)
+    make_foreign(run_dir if how == "world-writable" else run_dir / layout.MANIFEST, how)
     done = _task(run_dir, PYTHONPATH=f"{REPO}")
     assert done.returncode == 3
     assert "envkit task:" in done.stderr and "Traceback" not in done.stderr
@@ -153,12 +155,12 @@ def test_a_run_written_by_another_user_is_refused_by_the_task(tmp_path: Path, ho
         w in done.stderr for w in ("user id", "writable by others", "symbolic link", "not a run manifest")
     )
     assert not (run_dir / "n1.json").exists() and not marker.exists()
-    assert not (run_dir / store.TASKS / "n1.json").exists()  # nothing written into a run it does not trust
+    assert not (run_dir / layout.TASKS / "n1.json").exists()  # nothing written into a run it does not trust
 
 
 def test_the_follower_refuses_a_run_directory_someone_else_made(tmp_path: Path) -> None:
     run_dir = _run_dir(tmp_path)
-    (run_dir / store.MANIFEST).chmod(0o666)
+    (run_dir / layout.MANIFEST).chmod(0o666)
     with pytest.raises(FleetError, match="writable by others"):
         follow(LocalScheduler(), run_dir, "1", sleep=lambda _: None)
 
@@ -209,14 +211,14 @@ def test_a_run_directory_someone_made_first_is_refused(tmp_path: Path, planted: 
 def test_a_fresh_run_directory_is_this_users_and_nobody_elses(tmp_path: Path) -> None:
     old = os.umask(0o000)  # even a permissive umask gives no group/other write
     try:
-        run_dir = store.create_run_dir(tmp_path / "store", "r2")
+        run_dir = runs.create_run_dir(tmp_path / "store", "r2")
     finally:
         os.umask(old)
-    for path in (run_dir, run_dir / store.TASKS, run_dir / store.SCHED):
+    for path in (run_dir, run_dir / layout.TASKS, run_dir / layout.SCHED):
         st = path.lstat()
         assert st.st_uid == os.geteuid() and not st.st_mode & 0o022, oct(st.st_mode)
     with pytest.raises(UsageError, match="exists"):
-        store.create_run_dir(tmp_path / "store", "r2")
+        runs.create_run_dir(tmp_path / "store", "r2")
 
 
 # -- class 6: hostile store files give clear errors; the follow loop survives ---------------
@@ -235,7 +237,7 @@ def test_a_hostile_run_json_is_a_clear_error(tmp_path: Path, content: str) -> No
     run_dir.mkdir()
     (run_dir / "run.json").write_bytes(content.encode("utf-8", "surrogateescape"))
     with pytest.raises(EnvkitError) as caught:
-        store.read_manifest(run_dir)
+        read_manifest(run_dir)
     assert str(run_dir / "run.json") in caught.value.message and caught.value.hint
 
 
@@ -244,7 +246,7 @@ def test_a_fifo_or_a_huge_run_json_does_not_hang_or_exhaust(tmp_path: Path) -> N
     run_dir.mkdir()
     os.mkfifo(run_dir / "run.json")
     with pytest.raises(FleetError, match="not a regular file"):
-        store.read_manifest(run_dir)
+        read_manifest(run_dir)
     (run_dir / "run.json").unlink()
     (run_dir / "run.json").write_text('{"run": "r1", "pad": "' + "x" * (5 << 20) + '"}')
     with pytest.raises(FleetError, match="larger than"):
@@ -253,7 +255,7 @@ def test_a_fifo_or_a_huge_run_json_does_not_hang_or_exhaust(tmp_path: Path) -> N
 
 def test_the_follow_loop_survives_hostile_task_records(tmp_path: Path) -> None:
     run_dir = _run_dir(tmp_path, requested={"nodes": 1, "nodelist": ["n1"]}, tasks_per_node=1)
-    tasks = run_dir / store.TASKS
+    tasks = run_dir / layout.TASKS
     (tasks / "deep.json").write_text(_deep(100_000))
     (tasks / "list.json").write_text("[]")
     (tasks / "types.json").write_text('{"task": ["x"], "state": {}}')
@@ -265,7 +267,7 @@ def test_the_follow_loop_survives_hostile_task_records(tmp_path: Path) -> None:
     os.mkfifo(tasks / "fifo.json")
     (tasks / "link.json").symlink_to("/etc/passwd")
     forged = "boom\nrun r1 (slurm job 1, completed): all ok\n  n1 ok n1.json"
-    store.write_json(tasks / "n1.json", {"task": "n1", "state": "failed", "error": forged})
+    runs.write_json(tasks / "n1.json", {"task": "n1", "state": "failed", "error": forged})
 
     class Done:
         name = "fake"
@@ -295,8 +297,8 @@ def test_probe_compare_of_a_hostile_run_is_a_clear_error_not_a_traceback(
     run_dir = tmp_path / "r1"
     run_dir.mkdir()
     (run_dir / "run.json").write_text(_deep(100_000))
-    (run_dir / store.TASKS).mkdir()
-    (run_dir / store.TASKS / "x.json").write_text("[[[[[[[[]]]]]]]]")
+    (run_dir / layout.TASKS).mkdir()
+    (run_dir / layout.TASKS / "x.json").write_text("[[[[[[[[]]]]]]]]")
     (run_dir / "n1.json").write_text(_deep(100_000))
     code = main(["probe", "--compare", str(run_dir), "--json"])
     out = capsys.readouterr()

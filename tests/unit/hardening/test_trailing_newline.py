@@ -152,12 +152,12 @@ def _init(root: Path) -> Callable[[str], object]:
 
 
 def _refusers(tmp_path: Path) -> dict[str, Callable[[str], object]]:
-    from envkit.fleet import store
     from envkit.fleet.slurm import _check_name
+    from envkit.store import layout
 
     return {
         "envkit init --name": _init(tmp_path),
-        "run id": store.check_run_id,
+        "run id": layout.check_run_id,
         "slurm partition": lambda v: _check_name(v, "partition"),
     }
 

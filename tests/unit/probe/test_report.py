@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from envkit.errors import ExitCode, ReportError
-from envkit.probe.report import default_store, dump_report, load_report, resolve_report, save_to_store
+from envkit.probe.report import dump_report, load_report
+from envkit.store.layout import save_to_store
 from tests.unit.probe.conftest import make_report, parsed, typed_report
 
 
@@ -46,27 +47,6 @@ def test_corrupted_reports(tmp_path: Path, mutate: Callable[[dict[str, Any]], ob
     assert str(path) in info.value.message
 
 
-def test_store_layout_and_resolution(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    path = save_to_store(typed_report(host="gpu-a"), store, "latest")
-    assert path == store / "gpu-a" / "latest.json"
-    assert dump_report(typed_report(host="gpu-a")) == path.read_text()
-    assert resolve_report("gpu-a", store) == path
-    assert resolve_report("gpu-a/latest", store) == path
-    other = save_to_store(typed_report(host="gpu-b"), store, "tf32")
-    assert resolve_report("gpu-b", store) == other  # the only report of that host
-    save_to_store(typed_report(host="gpu-b"), store, "strict")
-    with pytest.raises(ReportError, match="several reports"):
-        resolve_report("gpu-b", store)
-    with pytest.raises(ReportError, match="neither a report file nor a host"):
-        resolve_report("nowhere", store)
-
-
-def test_default_store_honours_env(tmp_path: Path) -> None:
-    assert default_store(tmp_path, {}) == tmp_path / ".envkit" / "reports"
-    assert default_store(tmp_path, {"ENVKIT_STORE": "/shared/r"}) == Path("/shared/r")
-
-
 def test_dump_is_byte_stable() -> None:
     assert dump_report(typed_report()) == dump_report(parsed(json.loads(dump_report(typed_report()))))
 
@@ -80,7 +60,7 @@ def test_host_additions_are_typed_copies_that_round_trip(tmp_path: Path) -> None
     filed = payload.with_host_facts("r1", {"envkit_version": "x"}).with_driver(driver).with_fleet(fleet)
     assert payload.host == "container-id" and payload.driver is None and payload.fleet is None  # unchanged
     assert (filed.host, filed.label, filed.fingerprint["envkit_version"]) == ("node2", "r1", "x")
-    path = save_to_store(filed, tmp_path, "r1")
+    path = save_to_store(dump_report(filed), tmp_path, filed.host, "r1")
     loaded = load_report(path)
     assert (loaded.driver, loaded.fleet, loaded.repeat) == (driver, fleet, fleet.repeat)
     assert dump_report(loaded) == path.read_text()  # parsed once, written back byte for byte

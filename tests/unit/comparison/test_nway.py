@@ -12,8 +12,8 @@ import pytest
 from envkit.cli import main
 from envkit.comparison.nway import compare_many, numbers_key
 from envkit.errors import ReportError
-from envkit.fleet import store
 from envkit.probe.model import ProbeReport, Verdict
+from envkit.store import runs
 from tests.unit.probe.conftest import make_report, parsed
 
 LOSSES = [1.0, 0.9, 0.8, 0.7, 0.6]
@@ -106,10 +106,10 @@ def test_numbers_key_sees_the_last_bit() -> None:
 
 def _run(tmp_path: Path) -> Path:
     run_dir = tmp_path / "r1"
-    store.write_json(run_dir / "run.json", {"run": "r1", "result": {"tasks": [
+    runs.write_json(run_dir / "run.json", {"run": "r1", "result": {"tasks": [
         {"task": "n4", "state": "never-ran", "error": "job cancelled"}]}})  # fmt: skip
     for name, report in [node("n1"), node("n2"), node("n3", scale=1 + 1e-7, config={"threads": 2})]:
-        store.write_json(run_dir / f"{name}.json", report.to_json())
+        runs.write_json(run_dir / f"{name}.json", report.to_json())
     return run_dir
 
 

@@ -1,19 +1,21 @@
-"""``envkit probe --compare`` over a run or many reports: render the N-way comparison."""
+"""``envkit probe --compare``: two reports (pairwise) or a run and many reports (N-way), as text."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from envkit.comparison import many
 from envkit.comparison.bands import Bands
+from envkit.comparison.files import PairResult
+from envkit.comparison.many import ManyResult
 from envkit.comparison.nway import member_list
-from envkit.comparison.pairwise import fmt_rel
+from envkit.comparison.pairwise import PairComparison, fmt_rel
 from envkit.errors import ExitCode
-from envkit.fleet.compare import ComparedMany, compare_n
 from envkit.probe.model import Verdict
 from envkit.result import CommandResult
 
-__all__ = ["compare_refs", "nway_text"]
+__all__ = ["compare_refs", "nway_text", "pair_text"]
 
 MAX_MEMBERS = 6
 MAX_OUTLIERS = 50
@@ -23,12 +25,40 @@ MAX_CAUSES = 5
 def compare_refs(
     refs: Sequence[str], store: Path, *, label: str | None, bands: Bands, html: Path | None
 ) -> CommandResult:
-    done = compare_n(refs, store, label=label, bands=bands, html=html)
+    """``probe --compare``: one use case for two files, many, a run or runs; its text by what it was."""
+    done = many.compare_refs(refs, store, label=label, bands=bands, html=html)
     code = ExitCode.OK if done.ok else ExitCode.FINDINGS
-    return CommandResult("probe", done.to_json(), lambda: nway_text(done), exit_code=code)
+    if isinstance(done, PairResult):
+        pair = done
+        return CommandResult("probe", pair.to_json(), lambda: pair_text(pair.comparison), exit_code=code)
+    nway = done
+    return CommandResult("probe", nway.to_json(), lambda: nway_text(nway), exit_code=code)
 
 
-def nway_text(done: ComparedMany) -> str:
+def pair_text(result: PairComparison) -> str:
+    lines = [f"verdict: {result.verdict}  ({result.names[0]} vs {result.names[1]})"]
+    for c in result.comparisons:
+        step = f"from step {c.first_diff_step}" if c.first_diff_step else ""
+        lines.append(
+            f"  {c.framework:<7}{c.workload:<6}{c.metric:<17}{c.verdict:<16}"
+            f"{fmt_rel(c.max_rel_diff):<9}{step}"
+            + (f"  {c.detail}" if c.detail and c.verdict != "identical" else "")
+        )
+    lines += [f"  note: {n}" for n in result.notes]
+    if result.causes:
+        head = (
+            "likely causes:"
+            if result.verdict != "identical"
+            else "environment differences (no numeric effect):"
+        )
+        lines.append(head)
+        lines += [f"  {i}. {c.message}" for i, c in enumerate(result.causes[:12], 1)]
+        if len(result.causes) > 12:
+            lines.append(f"  … {len(result.causes) - 12} more (--json)")
+    return "\n".join(lines)
+
+
+def nway_text(done: ManyResult) -> str:
     r = done.result
     head = f"{len(r.names)} reports, {len(r.groups)} bitwise group(s)"
     head += (
