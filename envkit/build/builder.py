@@ -43,7 +43,7 @@ from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec, image_dir
 
 if TYPE_CHECKING:
-    from envkit.reproduce.archive import ImageArchive
+    from envkit.engine.protocol import ImageArchive
 
 __all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "image_repo"]
 

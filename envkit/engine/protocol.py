@@ -16,6 +16,8 @@ __all__ = [
     "STAGE_LABEL",
     "BuildEvent",
     "ContainerEngine",
+    "ImageArchive",
+    "ImageFacts",
     "ImageInfo",
     "Mount",
     "RunResult",
@@ -121,4 +123,35 @@ class ContainerEngine(Protocol):
         network: bool = False,
     ) -> RunResult:
         """Run ``argv`` in a fresh container (removed afterwards) and capture its output."""
+        ...
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """What normalizing needs to know of an image: its id, layer diff_ids, history length, labels."""
+
+    id: str
+    diff_ids: tuple[str, ...]  # RootFS.Layers, bottom first
+    history: int  # entries of the config's history
+    labels: dict[str, str]
+    tags: tuple[str, ...]
+
+
+class ImageArchive(Protocol):
+    """Saves and loads images as ``docker save`` tars (the engine's archive API)."""
+
+    def facts(self, image: str) -> ImageFacts | None:
+        """The image's id, layer diff_ids, history length and labels; None when it does not exist."""
+        ...
+
+    def save(self, image: str, dest: Path) -> None:
+        """``docker save image > dest``."""
+        ...
+
+    def load(self, archive: Path) -> tuple[str, ...]:
+        """``docker load < archive``; the engine's messages ("Loaded image ID: ...")."""
+        ...
+
+    def remove(self, image: str) -> None:
+        """Remove an image by id or tag (a missing one is not an error)."""
         ...

@@ -4,7 +4,6 @@
 - :mod:`envkit.reproduce.layers`: one layer tar rewritten deterministically (sorted, clamped, numeric);
 - :mod:`envkit.reproduce.image`: the saved image's own layers normalized, a deterministic config,
   the load archive;
-- :mod:`envkit.reproduce.archive`: ``docker save`` / ``docker load`` on the Engine API;
 - :mod:`envkit.reproduce.compare`: two saved images, layer by layer and file by file.
 
 It imports no stage (``render`` and ``build`` use it); ``envkit verify`` is :mod:`envkit.verify`.

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envkit.reproduce.archive import ImageArchive
+from envkit.engine.protocol import ImageArchive
 from envkit.reproduce.image import read_saved
 from envkit.reproduce.layers import LayerEntry, iter_entries
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from envkit.engine.protocol import ImageArchive
 from envkit.errors import EngineError
-from envkit.reproduce.archive import ImageArchive
 from envkit.reproduce.epoch import EPOCH_LABEL, epoch_rfc3339
 from envkit.reproduce.layers import BLOCK, RECORD, LayerPlan
 

@@ -20,10 +20,10 @@ from typing import Any
 
 from envkit import _proc
 from envkit.build.builder import Builder, BuildOptions, image_repo
+from envkit.engine.protocol import ImageArchive
 from envkit.errors import EnvkitError, UsageError
 from envkit.lock.fresh import lock_state
 from envkit.render.dockerfile import LOCK_LABEL
-from envkit.reproduce.archive import ImageArchive
 from envkit.reproduce.compare import EntryDiff, ImageDiff, SavedImage, compare_saved, saved_image
 from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec, image_dir

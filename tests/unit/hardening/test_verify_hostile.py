@@ -22,9 +22,9 @@ import pytest
 from envkit.build.builder import NAME_LABEL, Builder, BuildOptions
 from envkit.catalog import load_catalog
 from envkit.cli import Services, main
+from envkit.engine.protocol import ImageFacts
 from envkit.engine.testing import FakeEngine
 from envkit.lock.testing import FakeCondaSolver
-from envkit.reproduce.archive import ImageFacts
 from envkit.spec.load import load_spec
 from envkit.verify.image import verify_image
 from tests.unit.build.conftest import FakePip, PinResolver, fake_locker, write_spec

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from envkit.engine.protocol import ImageFacts
 from envkit.errors import EngineError
-from envkit.reproduce.archive import ImageFacts
 from envkit.reproduce.compare import compare_saved, saved_image
 from envkit.reproduce.epoch import EPOCH_LABEL
 from envkit.reproduce.image import normalize_image, normalized_config

@@ -1,7 +1,8 @@
 """``docker save`` / ``docker load`` and the image facts normalization needs, on the Engine API.
 
-:class:`ImageArchive` is the seam (the build's :class:`~envkit.engine.protocol.ContainerEngine` has no
-save or load); :class:`DockerArchive` is its Docker adapter. Errors become
+:class:`~envkit.engine.protocol.ImageArchive` is the seam (the build's
+:class:`~envkit.engine.protocol.ContainerEngine` has no save or load); :class:`DockerArchive` is its
+Docker adapter. Errors become
 :class:`~envkit.errors.EngineError` at this edge, through the engine adapter's ``translate_error``.
 """
 
@@ -9,52 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from envkit.engine.protocol import ImageFacts
 from envkit.errors import EngineError
 
-__all__ = ["DockerArchive", "ImageArchive", "ImageFacts"]
+__all__ = ["DockerArchive"]
 
 _TIMEOUT_S = 3 * 3600  # saving or loading a multi-GB image: minutes without a byte on the socket
 _CHUNK = 4 << 20
 
 
-@dataclass(frozen=True)
-class ImageFacts:
-    """What normalizing needs to know of an image: its id, layer diff_ids, history length, labels."""
-
-    id: str
-    diff_ids: tuple[str, ...]  # RootFS.Layers, bottom first
-    history: int  # entries of the config's history
-    labels: dict[str, str]
-    tags: tuple[str, ...]
-
-
-class ImageArchive(Protocol):
-    """Saves and loads images as ``docker save`` tars (the engine's archive API)."""
-
-    def facts(self, image: str) -> ImageFacts | None:
-        """The image's id, layer diff_ids, history length and labels; None when it does not exist."""
-        ...
-
-    def save(self, image: str, dest: Path) -> None:
-        """``docker save image > dest``."""
-        ...
-
-    def load(self, archive: Path) -> tuple[str, ...]:
-        """``docker load < archive``; the engine's messages ("Loaded image ID: ...")."""
-        ...
-
-    def remove(self, image: str) -> None:
-        """Remove an image by id or tag (a missing one is not an error)."""
-        ...
-
-
 class DockerArchive:
-    """:class:`ImageArchive` on the Docker Engine API: the engine adapter's client, long timeouts
-    while saving or loading (a multi-GB layer is minutes without a byte on the socket)."""
+    """:class:`~envkit.engine.protocol.ImageArchive` on the Docker Engine API: the engine adapter's
+    client, long timeouts while saving or loading (a multi-GB layer is minutes without a byte on the
+    socket)."""
 
     def __init__(self, client: Any) -> None:
         from envkit.engine.docker_api import translate_error

@@ -13,8 +13,8 @@ import docker.errors
 import pytest
 import requests
 
+from envkit.engine.docker_archive import DockerArchive
 from envkit.errors import EngineError
-from envkit.reproduce.archive import DockerArchive
 
 
 class RecordingClient:
