@@ -12,9 +12,9 @@ import pytest
 
 from envkit.engine.protocol import ImageFacts
 from envkit.errors import EngineError
-from envkit.reproduce.compare import compare_saved, saved_image
-from envkit.reproduce.epoch import EPOCH_LABEL
-from envkit.reproduce.image import normalize_image, normalized_config
+from envkit.lock.epoch import EPOCH_LABEL
+from envkit.reproduce.image_diff import compare_saved, saved_image
+from envkit.reproduce.normalize import normalize_image, normalized_config
 
 EPOCH = 1_700_000_000
 

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from envkit.engine.protocol import ImageArchive
 from envkit.errors import EngineError
-from envkit.reproduce.epoch import EPOCH_LABEL, epoch_rfc3339
+from envkit.lock.epoch import EPOCH_LABEL, epoch_rfc3339
 from envkit.reproduce.layers import BLOCK, RECORD, LayerPlan
 
 __all__ = ["NormalizeResult", "normalize_image", "normalized_config", "read_saved"]
