@@ -48,9 +48,9 @@ def _docker_transport(engine: ContainerEngine) -> ImageTransport:
 def _docker_archive(engine: ContainerEngine) -> ImageArchive | None:
     """``docker save``/``load`` for reproducible images; None for other engines (left as built)."""
     from envkit.engine.docker_api import DockerEngine
-    from envkit.engine.docker_archive import DockerArchive
+    from envkit.engine.docker_transport import DockerTransport
 
-    return DockerArchive(engine.api) if isinstance(engine, DockerEngine) else None
+    return DockerTransport(engine) if isinstance(engine, DockerEngine) else None
 
 
 def _solvers() -> tuple[CondaSolver, PipResolver]:

@@ -17,7 +17,6 @@ __all__ = [
     "BuildEvent",
     "ContainerEngine",
     "ImageArchive",
-    "ImageFacts",
     "ImageInfo",
     "Mount",
     "RunResult",
@@ -41,13 +40,19 @@ class BuildEvent:
 
 @dataclass(frozen=True)
 class ImageInfo:
-    """An image as the engine describes it: id, tags, labels, user, size."""
+    """An image as the engine describes it: id, tags, labels, user, size, its layers.
+
+    ``history`` (the entries of the config's history, which normalizing needs of the base image) is
+    counted by :meth:`ImageArchive.facts` only: None from :meth:`ContainerEngine.inspect`.
+    """
 
     id: str
     tags: tuple[str, ...]
     labels: Mapping[str, str]
     user: str
     size: int
+    diff_ids: tuple[str, ...] = ()  # RootFS.Layers, bottom first
+    history: int | None = None
 
 
 @dataclass(frozen=True)
@@ -126,22 +131,14 @@ class ContainerEngine(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class ImageFacts:
-    """What normalizing needs to know of an image: its id, layer diff_ids, history length, labels."""
-
-    id: str
-    diff_ids: tuple[str, ...]  # RootFS.Layers, bottom first
-    history: int  # entries of the config's history
-    labels: dict[str, str]
-    tags: tuple[str, ...]
-
-
 class ImageArchive(Protocol):
-    """Saves and loads images as ``docker save`` tars (the engine's archive API)."""
+    """Saves and loads images as ``docker save`` tars (the engine's archive API): what normalizing
+    a built image and ``envkit verify`` need. The build's :class:`ContainerEngine` has no save or
+    load; :class:`envkit.engine.docker_transport.DockerTransport` is the Docker adapter of both this
+    and :class:`envkit.engine.transport.ImageTransport`."""
 
-    def facts(self, image: str) -> ImageFacts | None:
-        """The image's id, layer diff_ids, history length and labels; None when it does not exist."""
+    def facts(self, image: str) -> ImageInfo | None:
+        """The image with its layer diff_ids and history length; None when it does not exist."""
         ...
 
     def save(self, image: str, dest: Path) -> None:
@@ -149,7 +146,7 @@ class ImageArchive(Protocol):
         ...
 
     def load(self, archive: Path) -> tuple[str, ...]:
-        """``docker load < archive``; the engine's messages ("Loaded image ID: ...")."""
+        """``docker load < archive``; the ids of the images it held."""
         ...
 
     def remove(self, image: str) -> None:

@@ -134,6 +134,9 @@ def normalize_image(
             f"{image} has no {EPOCH_LABEL} label: not built from an envkit Dockerfile",
             hint="rebuild it with this envkit (`envkit build NAME --no-cache`)",
         ) from None
+    if base_facts.history is None:
+        raise EngineError(f"cannot normalize {image}: the engine did not count the history of {base}",
+                          hint="normalize through envkit.engine.docker_transport")  # fmt: skip
     k = len(base_facts.diff_ids)
     if facts.diff_ids[:k] != base_facts.diff_ids:
         raise EngineError(f"{image} does not start with the layers of {base}",
