@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.catalog import Catalog
+from envkit.lock.epoch import EPOCH_LABEL
 from envkit.offline.collect import INSTALLER
-from envkit.reproduce.epoch import EPOCH_LABEL
 from envkit.sbom.cyclonedx import SBOM_NAME, sbom_sha256
 from envkit.sbom.provenance import Material, provenance_statement, write_provenance
 from envkit.spec.load import LoadedSpec

@@ -43,7 +43,7 @@ from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec, image_dir
 
 if TYPE_CHECKING:
-    from envkit.reproduce.archive import ImageArchive
+    from envkit.engine.protocol import ImageArchive
 
 __all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "image_repo"]
 
@@ -124,7 +124,7 @@ class BuildResult:
     pack_files: int = 0
     provenance: str | None = None  # .envkit/provenance/NAME-<id12>.intoto.json (envkit.sbom.provenance)
     normalized: dict[str, object] | None = (
-        None  # envkit.reproduce.image.NormalizeResult (reproducible layers)
+        None  # envkit.reproduce.normalize.NormalizeResult (reproducible layers)
     )
 
     def to_json(self) -> dict[str, object]:
@@ -318,10 +318,10 @@ class Builder:
     def _normalize(
         self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO
     ) -> dict[str, object] | None:
-        """Rewrite the built image reproducibly (:mod:`envkit.reproduce.image`); no tag on failure."""
+        """Rewrite the built image reproducibly (:mod:`envkit.reproduce.normalize`); no tag on failure."""
         if self.archive is None:
             return None
-        from envkit.reproduce.image import normalize_image
+        from envkit.reproduce.normalize import normalize_image
 
         try:
             done = normalize_image(self.archive, prepared.tag, base, tag=prepared.tag)

@@ -29,6 +29,7 @@ from envkit.build.builder import (
 )
 from envkit.engine.protocol import ContainerEngine
 from envkit.errors import BuildFailed, EngineError, EnvkitError
+from envkit.lock.epoch import source_date_epoch
 from envkit.lock.solver import PipResolver
 from envkit.lock.virtual import python_platform
 from envkit.offline.debs import AptState, image_release
@@ -55,7 +56,6 @@ from envkit.render.debug import (
 )
 from envkit.render.dockerfile import LOCK_LABEL as RUNTIME_LOCK_LABEL
 from envkit.render.dockerfile import SPEC_LABEL
-from envkit.reproduce.epoch import source_date_epoch
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, SBOM_PATH, ImageRef, sbom_sha256
 from envkit.sbom.debug import DebComponent, debug_sbom
 from envkit.spec.load import LoadedSpec, image_dir

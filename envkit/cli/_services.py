@@ -20,13 +20,12 @@ if TYPE_CHECKING:
     from envkit.audit.service import VulnService
     from envkit.build.builder import Builder
     from envkit.catalog import Catalog
-    from envkit.engine.protocol import ContainerEngine
+    from envkit.engine.protocol import ContainerEngine, ImageArchive
     from envkit.engine.transport import ImageTransport
     from envkit.fleet.scheduler import Scheduler
     from envkit.lock.fresh import EnvLocker
     from envkit.lock.solver import CondaSolver, PipResolver
     from envkit.offline.fetch import Fetcher
-    from envkit.reproduce.archive import ImageArchive
 
 __all__ = ["Services"]
 
@@ -49,9 +48,9 @@ def _docker_transport(engine: ContainerEngine) -> ImageTransport:
 def _docker_archive(engine: ContainerEngine) -> ImageArchive | None:
     """``docker save``/``load`` for reproducible images; None for other engines (left as built)."""
     from envkit.engine.docker_api import DockerEngine
-    from envkit.reproduce.archive import DockerArchive
+    from envkit.engine.docker_transport import DockerTransport
 
-    return DockerArchive(engine.api) if isinstance(engine, DockerEngine) else None
+    return DockerTransport(engine) if isinstance(engine, DockerEngine) else None
 
 
 def _solvers() -> tuple[CondaSolver, PipResolver]:

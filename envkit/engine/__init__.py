@@ -1,8 +1,10 @@
-"""The container engine layer: what every stage needs from Docker, behind plain-value interfaces.
+"""The container engine layer: the one seam to Docker (the SDK is imported in this package only).
 
-:mod:`~envkit.engine.protocol` (``ContainerEngine`` and its values), :mod:`~envkit.engine.docker_api`
-(the Docker Engine API adapter), :mod:`~envkit.engine.transport` and
-:mod:`~envkit.engine.docker_transport` (push, pull, save, load), :mod:`~envkit.engine.push` (the
-push record a fleet probe reads) and :mod:`~envkit.engine.testing` (the in-memory engine of the unit
-tests). The lowest stage: it imports no other stage.
+:mod:`~envkit.engine.protocol` (``ContainerEngine``: build, run, inspect, tag, import; ``ImageArchive``:
+facts, save, load, remove; and their values, one ``ImageInfo``), :mod:`~envkit.engine.docker_api`
+(the Docker Engine API adapter of ``ContainerEngine``), :mod:`~envkit.engine.transport` (``ImageTransport``:
+push, pull, save, load) and :mod:`~envkit.engine.docker_transport` (the Docker adapter of both image
+seams: save and load written once), :mod:`~envkit.engine.push` (the push record a fleet probe reads)
+and :mod:`~envkit.engine.testing` (the in-memory engine of the unit tests). The lowest stage: it
+imports no other stage.
 """

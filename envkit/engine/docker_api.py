@@ -218,7 +218,7 @@ class DockerEngine:
             return None
         except _SDK_ERRORS as e:
             raise translate_error(e) from e
-        return _image_info(data)
+        return image_info(data)
 
     def images(self, label: str) -> list[ImageInfo]:
         try:
@@ -302,7 +302,8 @@ class DockerEngine:
         return RunResult(int(status.get("StatusCode", -1)), stdout, stderr)
 
 
-def _image_info(data: Mapping[str, Any]) -> ImageInfo:
+def image_info(data: Mapping[str, Any]) -> ImageInfo:
+    """The :class:`ImageInfo` of an ``inspect_image`` answer (its history is not counted here)."""
     config = data.get("Config") or {}
     return ImageInfo(
         id=str(data.get("Id", "")),
@@ -310,6 +311,7 @@ def _image_info(data: Mapping[str, Any]) -> ImageInfo:
         labels=dict(config.get("Labels") or {}),
         user=str(config.get("User") or ""),
         size=int(data.get("Size") or 0),
+        diff_ids=tuple(str(d) for d in (data.get("RootFS") or {}).get("Layers") or ()),
     )
 
 

@@ -1,4 +1,11 @@
-"""Push, pull, save and load images through the Docker Engine API (the docker SDK's ``APIClient``).
+"""Push, pull, save, load and remove images through the Docker Engine API (the SDK's ``APIClient``).
+
+:class:`DockerTransport` is the Docker adapter of both image seams:
+:class:`~envkit.engine.transport.ImageTransport` (the fleet: push, pull, save, load) and
+:class:`~envkit.engine.protocol.ImageArchive` (normalizing a built image, ``envkit verify``: facts,
+save, load, remove); save and load are written here once.
+Saving, loading and removing run with a long client timeout (a multi-GB layer is minutes without a
+byte on the socket); the client's own timeout is restored after.
 
 Registry errors arrive inside the push/pull stream (``{"error": …}``), not as exceptions: they
 become :class:`~envkit.errors.EngineError` with the registry's words and a hint.
@@ -7,7 +14,9 @@ become :class:`~envkit.errors.EngineError` with the registry's words and a hint.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -15,7 +24,8 @@ import docker.errors
 import requests.exceptions
 
 from envkit._atomic import atomic_writer
-from envkit.engine.docker_api import DockerEngine, translate_error
+from envkit.engine.docker_api import DockerEngine, image_info, translate_error
+from envkit.engine.protocol import ImageInfo
 from envkit.engine.transport import Pushed
 from envkit.errors import EngineError
 
@@ -26,25 +36,40 @@ _REGISTRY_HINT = (
     "is the registry running and reachable from the Docker daemon? a plain-HTTP registry other than "
     "localhost/127.0.0.1 must be listed in the daemon's insecure-registries"
 )
+_LOAD_HINT = "check `docker info` (disk space) and retry"
 _CHUNK = 4 << 20
+_TIMEOUT_S = 3 * 3600  # saving, loading or removing a multi-GB image: minutes without a byte on the socket
 SDK_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
 
 
-def _errors(stream: Iterable[dict[str, Any]], what: str) -> list[dict[str, Any]]:
+def _errors(stream: Iterable[Any], what: str, hint: str = _REGISTRY_HINT) -> list[dict[str, Any]]:
     chunks = []
-    for chunk in stream:
+    for chunk in stream or ():
+        if not isinstance(chunk, dict):
+            continue
         if "error" in chunk:
             detail = chunk.get("errorDetail") or {}
-            raise EngineError(f"{what}: {detail.get('message') or chunk['error']}", hint=_REGISTRY_HINT)
+            raise EngineError(f"{what}: {detail.get('message') or chunk['error']}", hint=hint)
         chunks.append(chunk)
     return chunks
 
 
 class DockerTransport:
-    """:class:`~envkit.engine.transport.ImageTransport` on the engine of a :class:`DockerEngine`."""
+    """:class:`~envkit.engine.transport.ImageTransport` and :class:`~envkit.engine.protocol.ImageArchive`
+    on the engine of a :class:`DockerEngine`."""
 
     def __init__(self, engine: DockerEngine) -> None:
+        self.engine = engine
         self.api = engine.api
+
+    @contextmanager
+    def _patient(self) -> Iterator[None]:
+        before = self.api.timeout
+        self.api.timeout = _TIMEOUT_S
+        try:
+            yield
+        finally:
+            self.api.timeout = before
 
     def push(self, image: str, repository: str, tag: str) -> Pushed:
         try:
@@ -70,9 +95,23 @@ class DockerTransport:
         except SDK_ERRORS as e:
             raise translate_error(e, what=f"pulling {ref}") from e
 
+    def facts(self, image: str) -> ImageInfo | None:
+        try:
+            data = self.api.inspect_image(image)
+            history = self.api.history(image)
+        except docker.errors.NotFound:
+            return None
+        except SDK_ERRORS as e:
+            raise translate_error(e, what=f"inspecting {image}") from e
+        return replace(image_info(data), history=len(history or ()))
+
+    def remove(self, image: str) -> None:
+        with self._patient():  # a CUDA image's layers (GBs) take minutes to delete on a busy disk
+            self.engine.remove(image)
+
     def save(self, image: str, path: Path) -> None:
         try:  # a fresh temp file (O_EXCL, random name) renamed over ``path``: never through a planted link
-            with atomic_writer(path) as out:
+            with self._patient(), atomic_writer(path) as out:
                 for chunk in self.api.get_image(image, chunk_size=_CHUNK):
                     out.write(chunk)
         except SDK_ERRORS as e:
@@ -88,7 +127,8 @@ class DockerTransport:
     def load_from(self, data: BinaryIO, source: str) -> tuple[str, ...]:
         """``docker load`` from an open file (the one that was checked); the loaded image ids."""
         try:
-            chunks = _errors(self.api.load_image(data), f"loading {source}")
+            with self._patient():
+                chunks = _errors(self.api.load_image(data), f"loading {source}", _LOAD_HINT)
             ids = []
             for chunk in chunks:
                 text = str(chunk.get("stream") or "")

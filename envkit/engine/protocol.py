@@ -16,6 +16,7 @@ __all__ = [
     "STAGE_LABEL",
     "BuildEvent",
     "ContainerEngine",
+    "ImageArchive",
     "ImageInfo",
     "Mount",
     "RunResult",
@@ -39,13 +40,19 @@ class BuildEvent:
 
 @dataclass(frozen=True)
 class ImageInfo:
-    """An image as the engine describes it: id, tags, labels, user, size."""
+    """An image as the engine describes it: id, tags, labels, user, size, its layers.
+
+    ``history`` (the entries of the config's history, which normalizing needs of the base image) is
+    counted by :meth:`ImageArchive.facts` only: None from :meth:`ContainerEngine.inspect`.
+    """
 
     id: str
     tags: tuple[str, ...]
     labels: Mapping[str, str]
     user: str
     size: int
+    diff_ids: tuple[str, ...] = ()  # RootFS.Layers, bottom first
+    history: int | None = None
 
 
 @dataclass(frozen=True)
@@ -121,4 +128,27 @@ class ContainerEngine(Protocol):
         network: bool = False,
     ) -> RunResult:
         """Run ``argv`` in a fresh container (removed afterwards) and capture its output."""
+        ...
+
+
+class ImageArchive(Protocol):
+    """Saves and loads images as ``docker save`` tars (the engine's archive API): what normalizing
+    a built image and ``envkit verify`` need. The build's :class:`ContainerEngine` has no save or
+    load; :class:`envkit.engine.docker_transport.DockerTransport` is the Docker adapter of both this
+    and :class:`envkit.engine.transport.ImageTransport`."""
+
+    def facts(self, image: str) -> ImageInfo | None:
+        """The image with its layer diff_ids and history length; None when it does not exist."""
+        ...
+
+    def save(self, image: str, dest: Path) -> None:
+        """``docker save image > dest``."""
+        ...
+
+    def load(self, archive: Path) -> tuple[str, ...]:
+        """``docker load < archive``; the ids of the images it held."""
+        ...
+
+    def remove(self, image: str) -> None:
+        """Remove an image by id or tag (a missing one is not an error)."""
         ...

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from envkit.catalog import Catalog, InstallerFile
 from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL
 from envkit.errors import UsageError
-from envkit.reproduce.epoch import EPOCH_LABEL, source_date_epoch
+from envkit.lock.epoch import EPOCH_LABEL, source_date_epoch
 from envkit.spec.images import RuntimeBase, cudnn_version, runtime_base
 from envkit.spec.models import ARCHES, CudaRuntime, Installer, Spec
 

@@ -1,11 +1,12 @@
 """Bit-reproducible images: normalize what the engine built, compare two saved images.
 
-- :mod:`envkit.reproduce.epoch`: ``SOURCE_DATE_EPOCH`` derived from the lock digest;
 - :mod:`envkit.reproduce.layers`: one layer tar rewritten deterministically (sorted, clamped, numeric);
-- :mod:`envkit.reproduce.image`: the saved image's own layers normalized, a deterministic config,
+- :mod:`envkit.reproduce.normalize`: the saved image's own layers normalized, a deterministic config,
   the load archive;
-- :mod:`envkit.reproduce.archive`: ``docker save`` / ``docker load`` on the Engine API;
-- :mod:`envkit.reproduce.compare`: two saved images, layer by layer and file by file.
+- :mod:`envkit.reproduce.image_diff`: two saved images, layer by layer and file by file.
 
-It imports no stage (``render`` and ``build`` use it); ``envkit verify`` is :mod:`envkit.verify`.
+``SOURCE_DATE_EPOCH`` (derived from the lock digest) is :mod:`envkit.lock.epoch`, where the Dockerfile
+takes it; ``docker save`` / ``load`` are the engine's (:class:`envkit.engine.protocol.ImageArchive`).
+This package sits just above ``render`` and imports only ``lock`` and ``engine``; ``build`` and
+``verify`` use it; ``envkit verify`` is :mod:`envkit.verify`.
 """

@@ -1,7 +1,7 @@
 """``envkit verify``: rebuild an image from the committed lock with ``--no-cache``, compare digests.
 
 Equal image IDs prove the image is what the lock describes. Otherwise the two images are
-compared layer by layer and file by file (:mod:`envkit.reproduce.compare`), and ``diffoscope``
+compared layer by layer and file by file (:mod:`envkit.reproduce.image_diff`), and ``diffoscope``
 (Debian package ``diffoscope``), when installed, explains the first differing files.
 
 The image under test may be anyone's: the rebuild is built under ``envkit/NAME:rebuilt`` only
@@ -20,11 +20,11 @@ from typing import Any
 
 from envkit import _proc
 from envkit.build.builder import Builder, BuildOptions, image_repo
+from envkit.engine.protocol import ImageArchive
 from envkit.errors import EnvkitError, UsageError
 from envkit.lock.fresh import lock_state
 from envkit.render.dockerfile import LOCK_LABEL
-from envkit.reproduce.archive import ImageArchive
-from envkit.reproduce.compare import EntryDiff, ImageDiff, SavedImage, compare_saved, saved_image
+from envkit.reproduce.image_diff import EntryDiff, ImageDiff, SavedImage, compare_saved, saved_image
 from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec, image_dir
 from envkit.verify.attestations import check_provenance, check_sbom

@@ -70,9 +70,19 @@ def test_the_tree_keeps_its_layers() -> None:
         ("pack/core.py", "import envkit.build.builder", "envkit.pack is not allowed to import envkit.build"),
         ("errors.py", "import envkit.spec.load", "envkit.errors is not allowed to import envkit.spec"),
         (
-            "reproduce/epoch.py",
+            "reproduce/layers.py",
             "import envkit.verify.image",
             "envkit.reproduce is not allowed to import envkit.verify",
+        ),
+        (
+            "render/dockerfile.py",
+            "import envkit.reproduce.normalize",
+            "envkit.render is not allowed to import envkit.reproduce",
+        ),
+        (
+            "engine/protocol.py",
+            "import envkit.reproduce.image_diff",
+            "envkit.engine is not allowed to import envkit.reproduce",
         ),
         ("verify/image.py", "import envkit.cli", "envkit.verify is not allowed to import envkit.cli"),
         (

@@ -2,8 +2,8 @@
 
 Every import statement in every module of ``envkit/`` is read (module level, inside functions, and
 ``importlib.import_module("docker...")``); one outside the engine package fails this test, naming
-the file and line. ``KNOWN`` lists today's offenders, to be moved behind the engine (issue 35, item 2):
-that list may only shrink; an entry that no longer imports the SDK fails too, so it cannot go stale.
+the file and line. There is no allow-list: the last offender (``reproduce/archive.py``, save/load
+with its own Docker adapter) moved behind the engine (issue 35, item 2).
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[3] / "envkit"
 ENGINE = PACKAGE / "engine"
-# reproduce/archive.py: ImageArchive, its own Docker adapter for save/load (the move to engine/ is next)
-KNOWN = frozenset({"reproduce/archive.py"})
 
 
 def _is_docker(module: str | None) -> bool:
@@ -59,13 +57,8 @@ def _offenders() -> dict[str, list[int]]:
 
 
 def test_the_docker_sdk_is_imported_in_the_engine_package_only() -> None:
-    new = {f"envkit/{k}:{v}" for k, v in _offenders().items() if k not in KNOWN}
-    assert not new, f"the Docker SDK imported outside envkit/engine/: {sorted(new)}"
-
-
-def test_the_known_offenders_still_import_it() -> None:
-    stale = KNOWN - set(_offenders())
-    assert not stale, f"no longer import the Docker SDK, drop them from KNOWN: {sorted(stale)}"
+    found = {f"envkit/{k}:{v}" for k, v in _offenders().items()}
+    assert not found, f"the Docker SDK imported outside envkit/engine/: {sorted(found)}"
 
 
 def test_the_engine_package_does_import_it() -> None:

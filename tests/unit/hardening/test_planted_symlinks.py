@@ -131,6 +131,8 @@ def test_an_exclusive_directory_never_reuses_what_is_there(tmp_path: Path, victi
 class _Api:
     """The two Engine API calls ``DockerTransport.save`` makes, answering fixed bytes."""
 
+    timeout = 60  # the client's timeout, raised while saving
+
     def get_image(self, image: str, chunk_size: int) -> Iterator[bytes]:
         yield b"docker save "
         yield image.encode()

@@ -15,6 +15,7 @@ import io
 import json
 import tarfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,9 @@ import pytest
 from envkit.build.builder import NAME_LABEL, Builder, BuildOptions
 from envkit.catalog import load_catalog
 from envkit.cli import Services, main
+from envkit.engine.protocol import ImageInfo
 from envkit.engine.testing import FakeEngine
 from envkit.lock.testing import FakeCondaSolver
-from envkit.reproduce.archive import ImageFacts
 from envkit.spec.load import load_spec
 from envkit.verify.image import verify_image
 from tests.unit.build.conftest import FakePip, PinResolver, fake_locker, write_spec
@@ -36,11 +37,11 @@ class EngineArchive:
     def __init__(self, engine: FakeEngine) -> None:
         self.engine = engine
 
-    def facts(self, image: str) -> ImageFacts | None:
+    def facts(self, image: str) -> ImageInfo | None:
         info = self.engine.inspect(image)
         if info is None:
             return None
-        return ImageFacts(info.id, (self._diff_id(info.id),), 1, dict(info.labels), info.tags)
+        return replace(info, diff_ids=(self._diff_id(info.id),), history=1)
 
     @staticmethod
     def _layer(image_id: str) -> bytes:

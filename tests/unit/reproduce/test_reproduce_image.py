@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from envkit.engine.protocol import ImageInfo
 from envkit.errors import EngineError
-from envkit.reproduce.archive import ImageFacts
-from envkit.reproduce.compare import compare_saved, saved_image
-from envkit.reproduce.epoch import EPOCH_LABEL
-from envkit.reproduce.image import normalize_image, normalized_config
+from envkit.lock.epoch import EPOCH_LABEL
+from envkit.reproduce.image_diff import compare_saved, saved_image
+from envkit.reproduce.normalize import normalize_image, normalized_config
 
 EPOCH = 1_700_000_000
 
@@ -60,19 +60,25 @@ def _saved(layers: list[bytes], now: str, labels: dict[str, str]) -> tuple[bytes
     return buf.getvalue(), diff_ids
 
 
+def _info(
+    image_id: str, diff_ids: tuple[str, ...], history: int, labels: dict[str, str], tags: tuple[str, ...]
+) -> ImageInfo:
+    return ImageInfo(image_id, tags, labels, "", 0, diff_ids, history)
+
+
 class FakeArchive:
     """An engine holding a base image and one built image, as docker save/load would see them."""
 
     def __init__(self, built: bytes, diff_ids: list[str], labels: dict[str, str]) -> None:
         self.images = {
-            "base": ImageFacts("sha256:base", (diff_ids[0],), 1, {}, ("base",)),
-            "envkit/x:1": ImageFacts("sha256:built", tuple(diff_ids), 3, labels, ("envkit/x:1",)),
+            "base": _info("sha256:base", (diff_ids[0],), 1, {}, ("base",)),
+            "envkit/x:1": _info("sha256:built", tuple(diff_ids), 3, labels, ("envkit/x:1",)),
         }
         self.saves = {"envkit/x:1": built}
         self.loaded: list[bytes] = []
         self.removed: list[str] = []
 
-    def facts(self, image: str) -> ImageFacts | None:
+    def facts(self, image: str) -> ImageInfo | None:
         return self.images.get(image)
 
     def save(self, image: str, dest: Path) -> None:
@@ -87,9 +93,9 @@ class FakeArchive:
             for layer in entry["Layers"][1:]:  # the base layer's file is absent: the engine has it
                 assert hashlib.sha256(tar.extractfile(layer).read()).hexdigest() in layer  # type: ignore[union-attr]
         new_id = "sha256:" + entry["Config"].removesuffix(".json")
-        self.images[entry["RepoTags"][0]] = ImageFacts(new_id, tuple(config["rootfs"]["diff_ids"]), 3, {}, ())
+        self.images[entry["RepoTags"][0]] = _info(new_id, tuple(config["rootfs"]["diff_ids"]), 3, {}, ())
         self.saves[new_id] = _with_base(data, entry["Layers"][0])  # docker save gives every layer
-        return (f"Loaded image ID: {new_id}",)
+        return (new_id,)
 
     def remove(self, image: str) -> None:
         self.removed.append(image)

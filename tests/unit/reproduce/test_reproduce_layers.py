@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from envkit.reproduce.epoch import EPOCH_START, EPOCH_WINDOW_S, epoch_rfc3339, source_date_epoch
+from envkit.lock.epoch import EPOCH_START, EPOCH_WINDOW_S, epoch_rfc3339, source_date_epoch
 from envkit.reproduce.layers import iter_entries, normalize_layer, normalized_size
 
 EPOCH = 1_700_000_000

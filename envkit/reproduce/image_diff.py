@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envkit.reproduce.archive import ImageArchive
-from envkit.reproduce.image import read_saved
+from envkit.engine.protocol import ImageArchive
 from envkit.reproduce.layers import LayerEntry, iter_entries
+from envkit.reproduce.normalize import read_saved
 
 __all__ = ["FIELDS", "EntryDiff", "ImageDiff", "LayerDiff", "SavedImage", "compare_saved", "saved_image"]
 

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from envkit.engine.protocol import ImageArchive
 from envkit.errors import EngineError
-from envkit.reproduce.archive import ImageArchive
-from envkit.reproduce.epoch import EPOCH_LABEL, epoch_rfc3339
+from envkit.lock.epoch import EPOCH_LABEL, epoch_rfc3339
 from envkit.reproduce.layers import BLOCK, RECORD, LayerPlan
 
 __all__ = ["NormalizeResult", "normalize_image", "normalized_config", "read_saved"]
@@ -134,6 +134,9 @@ def normalize_image(
             f"{image} has no {EPOCH_LABEL} label: not built from an envkit Dockerfile",
             hint="rebuild it with this envkit (`envkit build NAME --no-cache`)",
         ) from None
+    if base_facts.history is None:
+        raise EngineError(f"cannot normalize {image}: the engine did not count the history of {base}",
+                          hint="normalize through envkit.engine.docker_transport")  # fmt: skip
     k = len(base_facts.diff_ids)
     if facts.diff_ids[:k] != base_facts.diff_ids:
         raise EngineError(f"{image} does not start with the layers of {base}",
