@@ -56,7 +56,7 @@ def main() -> None:
     catalog = load_catalog()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        builder = Builder(engine, catalog, root, locker=Services().locker(catalog))
+        builder = Builder(engine, root, locker=Services().locker())
         options = BuildOptions(offline=True, find_links=("/opt/wheels",))
         loaded = load_spec(_spec(root, "bench-tiny", ["packaging==24.1", "six==1.16.0"]), catalog)
         first = builder.build(loaded, options)

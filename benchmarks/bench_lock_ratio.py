@@ -27,7 +27,6 @@ ROUNDS = scaled(3, 1)
 
 
 def lock_case(root: str, requests_out: str) -> tuple[float, float, dict[str, Any]]:
-    from envkit.catalog import load_catalog
     from envkit.lock import lock_environment
     from envkit.lock.conda import RattlerSolver
     from envkit.lock.lockfile import _import_conda_lock
@@ -57,10 +56,9 @@ def lock_case(root: str, requests_out: str) -> tuple[float, float, dict[str, Any
     solves: list[int] = []
 
     loaded = load_spec(Path(root) / "environments" / "bench.yaml")
-    catalog = load_catalog()
     _import_conda_lock()  # its writer's import (about 1 s), like `import rattler` for the bare solve
     start, cpu, uv = time.perf_counter(), time.process_time(), _children_cpu()
-    result = lock_environment(loaded, catalog, Path(root) / "images" / "bench", Recording(), UvResolver())
+    result = lock_environment(loaded, Path(root) / "images" / "bench", Recording(), UvResolver())
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu + _children_cpu() - uv
     Path(requests_out).write_text(json.dumps(seen), "utf-8")
     counts = {p: len(result.contents.conda[p]) for p in PLATFORMS}

@@ -72,9 +72,9 @@ def main() -> None:
         spec = f'name: b\npython: "3.11"\ncuda: cpu\nchannels: [{url}]\nconda:\n{conda}'
         (root / "environments" / "b.yaml").write_text(spec + "base_image: envkit/debian-python:bookworm\n")
         loaded = load_spec(root / "environments" / "b.yaml", catalog)
-        locker = EnvLocker(catalog, RattlerSolver(), FakePipResolver())
+        locker = EnvLocker(RattlerSolver(), FakePipResolver())
         lock, _ = _timed("lock (py-rattler, file://)", lambda: ensure_fresh_lock(root, loaded, locker))
-        request = pack_request(loaded, lock, image_dir(root, "b"), catalog)
+        request = pack_request(loaded, lock, image_dir(root, "b"))
         cache = root / ".envkit" / "cache"
         _timed(
             "collect, cold (copy + sha256)", lambda: collect(request, cache, UrlFetcher(), pip_runner=_pip)

@@ -51,10 +51,10 @@ class AuditRequest:
     max_db_age: int | None = DEFAULT_MAX_AGE_DAYS  # days; None: never warn (envkit.audit.data_age)
 
 
-def spec_inventory(loaded: LoadedSpec, catalog: Catalog) -> Inventory:
+def spec_inventory(loaded: LoadedSpec) -> Inventory:
     """The exact pins a spec states (framework wheels, ``==`` lines): what can be audited without a lock."""
     packages = []
-    for line in [*framework_requirements(loaded.spec, catalog), *loaded.spec.pip]:
+    for line in [*framework_requirements(loaded.resolved), *loaded.spec.pip]:
         try:
             req = Requirement(line)
         except InvalidRequirement:
@@ -139,7 +139,7 @@ def audit_environment(loaded: LoadedSpec, image_dir: Path, request: AuditRequest
     if files:
         inventory = _merge(loaded.spec.name, str(image_dir), [read_inventory(p) for p in files])
     else:
-        inventory = spec_inventory(loaded, request.catalog)
+        inventory = spec_inventory(loaded)
     return _report(
         loaded.spec.name, "environment", inventory, replace(ctx, inventory=inventory), request, loaded
     )

@@ -6,13 +6,11 @@ import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.catalog import Catalog
 from envkit.lock.epoch import EPOCH_LABEL
 from envkit.offline.collect import INSTALLER
 from envkit.sbom.cyclonedx import SBOM_NAME, sbom_sha256
 from envkit.sbom.provenance import Material, provenance_statement, write_provenance
 from envkit.spec.load import LoadedSpec
-from envkit.spec.models import ARCHES
 
 if TYPE_CHECKING:
     from envkit.build.builder import BuildPlan
@@ -20,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["installer_materials", "write_build_provenance"]
 
 
-def installer_materials(loaded: LoadedSpec, catalog: Catalog, plan: BuildPlan) -> list[Material]:
+def installer_materials(loaded: LoadedSpec, plan: BuildPlan) -> list[Material]:
     """The installers the build ran, by sha256: the pack's files (offline conda) or the catalog's."""
     if plan.packed is not None:
         return [Material(f"installer:{e.path.split('/')[-1]}", f"context:{e.path}", e.sha256)
@@ -30,7 +28,7 @@ def installer_materials(loaded: LoadedSpec, catalog: Catalog, plan: BuildPlan) -
         return []
     found = []
     for platform in spec.platforms:
-        installer = catalog.installer(spec.installer.value, ARCHES[platform], spec.python)
+        installer = loaded.resolved.installer(platform)
         if installer is not None:
             found.append(
                 Material(f"installer:{installer.kind}-{installer.arch}", installer.url, installer.sha256)
@@ -40,7 +38,6 @@ def installer_materials(loaded: LoadedSpec, catalog: Catalog, plan: BuildPlan) -
 
 def write_build_provenance(
     root: Path,
-    catalog: Catalog,
     loaded: LoadedSpec,
     plan: BuildPlan,
     *,
@@ -56,7 +53,7 @@ def write_build_provenance(
         Material("base-image", f"docker-image://{base}", base_id),
         Material("lock", f"envkit-lock:images/{name}", plan.lock.lock_sha256),
         Material("spec", f"file:environments/{loaded.path.name}", loaded.sha256),
-        *installer_materials(loaded, catalog, plan),
+        *installer_materials(loaded, plan),
     ]
     byproducts = []
     if plan.sbom is not None:

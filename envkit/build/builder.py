@@ -1,4 +1,4 @@
-"""``Builder(engine, catalog, root, locker=...).build(...)``: spec -> lock -> render -> context -> image.
+"""``Builder(engine, root, locker=...).build(...)``: spec -> lock -> render -> context -> image.
 
 The image is tagged ``envkit/NAME:<hash12>`` (the build context's digest) and
 ``envkit/NAME:latest``. When the image for that digest exists, nothing is
@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, TextIO
 from envkit import __version__, _proc
 from envkit._atomic import atomic_writer, state_dir, write_text_atomic
 from envkit.build.attest import write_build_provenance
-from envkit.catalog import Catalog
 from envkit.engine.protocol import BuildEvent, ContainerEngine, ImageInfo
 from envkit.errors import BuildFailed, EngineError, UsageError
 from envkit.lock import LockState
@@ -39,7 +38,6 @@ from envkit.render import render_image
 from envkit.render.context import ContextEntry, ContextFiles, context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, sbom_sha256, spec_sbom
-from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec, image_dir
 
 if TYPE_CHECKING:
@@ -139,7 +137,6 @@ class Builder:
     def __init__(
         self,
         engine: ContainerEngine,
-        catalog: Catalog,
         root: Path,
         *,
         locker: Locker,
@@ -149,7 +146,6 @@ class Builder:
     ) -> None:
         self.engine = engine
         self.archive = archive  # save/load for normalizing the built image (None: left as built)
-        self.catalog = catalog
         self.root = root
         self.locker = locker
         self.pip_runner = pip_runner
@@ -212,7 +208,7 @@ class Builder:
         if sbom is not None:
             inputs = replace(inputs, sbom=SBOM_NAME)
             lock_files = {**lock_files, SBOM_NAME: sbom.encode("utf-8")}
-        rendered = render_image(loaded, self.catalog, inputs)
+        rendered = render_image(loaded, inputs)
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)
         build_labels = {  # the Dockerfile's LABELs carry spec/lock hashes, CUDA and frameworks
             NAME_LABEL: spec.name,
@@ -240,7 +236,7 @@ class Builder:
 
     def _sbom(self, loaded: LoadedSpec, lock: LockState, inputs: DockerfileInputs) -> str | None:
         """The lock's CycloneDX SBOM (:mod:`envkit.sbom.cyclonedx`), naming the base image by its ID."""
-        base = runtime_image_ref(loaded.spec, self.catalog)
+        base = loaded.resolved.runtime_ref
         found = self.engine.inspect(base)
         return spec_sbom(
             loaded.spec, lock, ImageRef(base, found.id if found else None), inputs.source_date_epoch
@@ -250,9 +246,7 @@ class Builder:
         self, loaded: LoadedSpec, lock: LockState, options: BuildOptions, on_event: EventSink | None
     ) -> PackedContext:
         """The packed local channel: ``--pack FILE`` verified against the lock, or collected now."""
-        request = pack_request(
-            loaded, lock, image_dir(self.root, loaded.spec.name), self.catalog, options.find_links
-        )
+        request = pack_request(loaded, lock, image_dir(self.root, loaded.spec.name), options.find_links)
         step = (
             f"verifying the pack {options.pack}" if options.pack else "collecting the conda packages (host)"
         )
@@ -293,7 +287,7 @@ class Builder:
                     self._stream(prepared, options, existing, log, log_path, on_event)
                 finally:
                     pruned = self._prune(prepared.name, log)
-                base = runtime_image_ref(loaded.spec, self.catalog)
+                base = loaded.resolved.runtime_ref
                 normalized = self._normalize(prepared, base, existing, log)
             finally:
                 log.detach()
@@ -309,7 +303,7 @@ class Builder:
             )
         base_info = self.engine.inspect(base)
         provenance = write_build_provenance(
-            self.root, self.catalog, loaded, prepared, image_id=info.id, base=base,
+            self.root, loaded, prepared, image_id=info.id, base=base,
             base_id=base_info.id if base_info else None, started=started, nocache=options.nocache,
         )  # fmt: skip
         result = self._result(prepared, info, "built", log_path, start)

@@ -211,7 +211,7 @@ class DebugBuilder:
         spec, root = loaded.spec, self.builder.root
         suite = image_release(self.engine, runtime.image_id)
         python = image_python(self.engine, runtime.image_id)
-        platform = python_platform(spec, self.builder.catalog, "linux-64")
+        platform = python_platform(loaded.resolved, "linux-64")
         request = DebugRequest(runtime.image_id, suite, python, platform, spec.is_gpu)
         path = image_dir(root, spec.name) / DEBUG_LOCK
         lock = read_debug_lock(path)

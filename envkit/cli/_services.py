@@ -19,7 +19,6 @@ from envkit import _proc
 if TYPE_CHECKING:
     from envkit.audit.service import VulnService
     from envkit.build.builder import Builder
-    from envkit.catalog import Catalog
     from envkit.engine.protocol import ContainerEngine, ImageArchive
     from envkit.engine.transport import ImageTransport
     from envkit.fleet.scheduler import Scheduler
@@ -114,19 +113,18 @@ class Services:
     def solvers(self) -> tuple[CondaSolver, PipResolver]:
         return self.solver_factory()
 
-    def locker(self, catalog: Catalog) -> EnvLocker:
+    def locker(self) -> EnvLocker:
         from envkit.lock.fresh import EnvLocker
 
-        return EnvLocker(catalog, *self.solvers())
+        return EnvLocker(*self.solvers())
 
-    def builder(self, root: Path, catalog: Catalog) -> Builder:
+    def builder(self, root: Path) -> Builder:
         from envkit.build.builder import Builder
 
         return Builder(
             self.engine(),
-            catalog,
             root,
-            locker=self.locker(catalog),
+            locker=self.locker(),
             fetcher=self.fetcher_factory(),
             pip_runner=self.pip_runner,
             archive=self.archive(),

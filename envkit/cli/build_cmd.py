@@ -141,7 +141,7 @@ def build(
         offline=offline or pack is not None, frozen=frozen, nocache=no_cache,
         find_links=_find_links(find_links), pack=pack.resolve() if pack else None,
     )  # fmt: skip
-    builder = services().builder(root, catalog)
+    builder = services().builder(root)
     show_progress = err_console.is_terminal or bool(os.environ.get("ENVKIT_PROGRESS"))
     debug = None
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, working
 from envkit.errors import ExitCode
@@ -54,7 +53,6 @@ def lock(name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: 
     with working(f"locking {loaded.spec.name} ({targets})"):
         result = lock_environment(
             loaded,
-            load_catalog(),
             directory,
             *services().solvers(),
             platforms=platforms,

@@ -71,7 +71,7 @@ def pack(name: str, output: Path | None, frozen: bool, find_links: tuple[str, ..
     show = err_console.is_terminal or bool(os.environ.get("ENVKIT_PROGRESS"))
     with pack_progress(show) as on_progress:
         result = pack_environment(
-            root, loaded, catalog, locker=services().locker(catalog), fetcher=services().fetcher(),
+            root, loaded, locker=services().locker(), fetcher=services().fetcher(),
             options=options, on_progress=on_progress,
         )  # fmt: skip
     return CommandResult("pack", result.to_json(), lambda: _text(result), warnings=list(loaded.warnings))

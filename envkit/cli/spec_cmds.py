@@ -6,14 +6,12 @@ from pathlib import Path
 
 import click
 
-from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root
 from envkit.errors import Problem, SpecError, UsageError
 from envkit.lock import current_lock
 from envkit.render import DockerfileInputs, render_image, write_image
 from envkit.result import CommandResult
-from envkit.spec.images import runtime_base
 from envkit.spec.load import find_specs, image_dir, load_spec, resolve_spec_path
 
 
@@ -78,10 +76,9 @@ def render(name: str, output: Path | None) -> CommandResult:
         warnings.append(
             f"lock is stale ({lock.reason}); rendered without it: `envkit lock {loaded.spec.name}`"
         )
-    catalog = load_catalog()
-    rendered = render_image(loaded, catalog, DockerfileInputs.from_lock(loaded.sha256, lock))
+    rendered = render_image(loaded, DockerfileInputs.from_lock(loaded.sha256, lock))
     changed = write_image(rendered, directory)
-    base = runtime_base(loaded.spec, catalog)
+    base = loaded.resolved.runtime
     data = {
         "name": loaded.spec.name,
         "directory": str(directory),

@@ -69,7 +69,7 @@ def verify(target: str, pack: Path | None) -> CommandResult:
         find_links=find_links_from_env(), pack=pack.resolve() if pack else None,
     )  # fmt: skip
     with working(f"rebuilding {name} from its lock (--no-cache)"):
-        result = verify_image(services().builder(root, catalog), archive, loaded, image, options)
+        result = verify_image(services().builder(root), archive, loaded, image, options)
     code = ExitCode.OK if result.ok else ExitCode.FINDINGS
     return CommandResult("verify", result.to_json(), lambda: _text(result), code)
 

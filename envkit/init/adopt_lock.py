@@ -54,7 +54,7 @@ def lock_and_compare(
 ) -> LockComparison:
     loaded = load_spec(spec_path, catalog)
     directory = image_dir(root, loaded.spec.name)
-    lock_environment(loaded, catalog, directory, *solvers)
+    lock_environment(loaded, directory, *solvers)
     lock_path = directory / "conda-lock.yml"
     relative = str(lock_path.relative_to(root)) if lock_path.is_relative_to(root) else str(lock_path)
     command = f"envkit diff {adoption.source} {relative}"

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from envkit.catalog import Catalog
 from envkit.errors import LockError, SolverFailed, UsageError
 from envkit.lock.locker import current_lock, lock_environment
 from envkit.lock.lockset import LockState
@@ -40,12 +39,11 @@ class Locker(Protocol):
 class EnvLocker:
     """``envkit lock NAME`` with the given solvers."""
 
-    catalog: Catalog
     conda_solver: CondaSolver
     pip_resolver: PipResolver
 
     def lock(self, loaded: LoadedSpec, directory: Path) -> LockState:
-        return lock_environment(loaded, self.catalog, directory, self.conda_solver, self.pip_resolver).state
+        return lock_environment(loaded, directory, self.conda_solver, self.pip_resolver).state
 
 
 def ensure_fresh_lock(

@@ -1,11 +1,12 @@
 """What the solvers see for one spec, and its hash: the lock's identity.
 
-``lock_inputs(spec, catalog)`` translates a spec into the conda and pip requests of every
-platform (channels after the conda mirror, virtual packages, framework wheels and their
-indexes, the pip mirror). Its :attr:`LockInputs.sha256` is what the lock files record and what
-``envkit lock --check`` compares: editing what no solver reads (``description``, ``env``,
-``audit``, ``offline``, a ``base_image`` on the same OS) leaves a lock fresh; editing a conda
-or pip line, the Python, CUDA, a framework, a channel, a mirror or a platform makes it stale.
+``lock_inputs(resolved)`` translates a spec (resolved once: :mod:`envkit.spec.resolve`) into
+the conda and pip requests of every platform (channels after the conda mirror, virtual packages,
+framework wheels and their indexes, the pip mirror). Its :attr:`LockInputs.sha256` is what the
+lock files record and what ``envkit lock --check`` compares: editing what no solver reads
+(``description``, ``env``, ``audit``, ``offline``, a ``base_image`` on the same OS) leaves a lock
+fresh; editing a conda or pip line, the Python, CUDA, a framework, a channel, a mirror or a
+platform makes it stale.
 
 Render reuses the same translation (:func:`conda_channels`, :func:`framework_requirements`,
 :func:`index_options`), so the unlocked ``environment.yml`` and the lock agree by construction.
@@ -19,11 +20,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from envkit.catalog import Catalog, Wheel
 from envkit.lock.solver import CondaPackage, CondaRequest, PipPackage, PipRequest
 from envkit.lock.virtual import python_platform, virtual_packages
-from envkit.spec.images import cudnn_version
 from envkit.spec.models import CudaRuntime, Spec
+from envkit.spec.resolve import ResolvedSpec
 
 __all__ = [
     "INPUTS_VERSION",
@@ -32,7 +32,6 @@ __all__ = [
     "conda_channels",
     "cuda_runtime_requirements",
     "framework_requirements",
-    "framework_wheel",
     "index_options",
     "lock_inputs",
     "pip_indexes",
@@ -74,65 +73,45 @@ def conda_channels(spec: Spec) -> list[str]:
     return result
 
 
-def framework_wheel(spec: Spec, catalog: Catalog, framework: str, version: str) -> Wheel | None:
-    """The catalog's wheel for the spec's CUDA; with ``cuda_runtime: pypi``, PyPI's own wheel when
-    its CUDA is the spec's (``torch==2.5.1`` is CUDA 12.4 on PyPI: not ``+cu124`` from the framework's
-    index), so that every package of the image comes from PyPI."""
-    wheel = catalog.requested_wheel(framework, version, spec.cuda)
-    release = catalog.framework_release(framework, version)
-    if (
-        wheel is not None
-        and wheel.index
-        and spec.cuda_runtime is CudaRuntime.PYPI
-        and release is not None
-        and release.pypi_cuda == spec.cuda
-    ):
-        package = next((w.package for w in release.wheels if w.cuda == spec.cuda), wheel.package)
-        return wheel.model_copy(update={"package": package, "pip_version": version, "index": None,
-                                        "index_mode": None, "index_only": False})  # fmt: skip
-    return wheel
-
-
-def framework_requirements(spec: Spec, catalog: Catalog) -> list[str]:
+def framework_requirements(resolved: ResolvedSpec) -> list[str]:
     """``paddlepaddle-gpu==2.6.2``, ``torch==2.1.2+cu118``, … for the spec's CUDA."""
     lines = []
-    for framework, version in spec.frameworks.items():
-        wheel = framework_wheel(spec, catalog, framework, version)
+    for _, wheel in resolved.wheels:
         if wheel is not None:  # validation guarantees it for releases the catalog knows
             lines.append(wheel.requirement)
     return lines
 
 
-def cuda_runtime_requirements(spec: Spec, catalog: Catalog) -> list[str]:
+def cuda_runtime_requirements(resolved: ResolvedSpec) -> list[str]:
     """NVIDIA's runtime wheels of ``cuda_runtime: pypi`` (cudart, cuBLAS, cuDNN, ...), as pip lines.
 
     Pinned from the catalog (cuDNN: the one the framework was built for), except for frameworks
     whose own wheels pin them (torch): then only the names, so the lock takes the framework's pins.
     """
+    spec = resolved.spec
     if not spec.is_gpu or spec.cuda_runtime is not CudaRuntime.PYPI:
         return []
-    found = catalog.cuda_wheels(spec.cuda)
+    found = resolved.cuda_wheels
     if found is None:  # validation refuses the spec; nothing to add
         return []
-    cudnn = found.cudnn_for(cudnn_version(spec, catalog))
+    cudnn = found.cudnn_for(resolved.cudnn)
     wheels = [*found.wheels, *([cudnn] if cudnn else [])]
     bare = any(framework in found.framework_pins for framework, _ in spec.frameworks.items())
     return sorted(w.package if bare and w.framework_pinned else w.requirement for w in wheels)
 
 
-def pip_indexes(spec: Spec, catalog: Catalog) -> PipIndexes:
+def pip_indexes(resolved: ResolvedSpec) -> PipIndexes:
     extra: set[str] = set()
     links: set[str] = set()
-    for framework, version in spec.frameworks.items():
-        wheel = framework_wheel(spec, catalog, framework, version)
+    for _, wheel in resolved.wheels:
         if wheel is not None and wheel.index and wheel.index_mode:
             (links if wheel.index_mode == "find-links" else extra).add(wheel.index)
-    return PipIndexes(spec.mirrors.pypi, tuple(sorted(extra)), tuple(sorted(links)))
+    return PipIndexes(resolved.spec.mirrors.pypi, tuple(sorted(extra)), tuple(sorted(links)))
 
 
-def index_options(spec: Spec, catalog: Catalog) -> list[str]:
+def index_options(resolved: ResolvedSpec) -> list[str]:
     """pip options for the spec's mirror and the framework indexes, sorted and deduplicated."""
-    return pip_indexes(spec, catalog).options()
+    return pip_indexes(resolved).options()
 
 
 @dataclass(frozen=True)
@@ -173,13 +152,14 @@ class LockInputs:
         return replace(self.platform(platform).pip, preferred=preferred, upgrade=upgrade)
 
 
-def lock_inputs(spec: Spec, catalog: Catalog) -> LockInputs:
+def lock_inputs(resolved: ResolvedSpec) -> LockInputs:
+    spec = resolved.spec
     channels = conda_channels(spec)
     solver_channels = tuple(channels)
-    indexes = pip_indexes(spec, catalog)
+    indexes = pip_indexes(resolved)
     requirements = (
-        *framework_requirements(spec, catalog),
-        *cuda_runtime_requirements(spec, catalog),
+        *framework_requirements(resolved),
+        *cuda_runtime_requirements(resolved),
         *spec.pip,
     )
     platforms = []
@@ -190,11 +170,11 @@ def lock_inputs(spec: Spec, catalog: Catalog) -> LockInputs:
                 specs=_conda_specs(spec),
                 channels=solver_channels,
                 platform=platform,
-                virtual_packages=virtual_packages(spec, catalog, platform),
+                virtual_packages=virtual_packages(resolved, platform),
                 cuda=spec.cuda if spec.is_gpu else None,
             )
         platforms.append(
-            PlatformInputs(platform, conda, _pip_request(spec, requirements, indexes, catalog, platform))
+            PlatformInputs(platform, conda, _pip_request(resolved, requirements, indexes, platform))
         )
     return LockInputs(
         uses_conda=spec.installer.uses_conda,
@@ -215,9 +195,10 @@ def _conda_specs(spec: Spec) -> tuple[str, ...]:
 
 
 def _pip_request(
-    spec: Spec, requirements: tuple[str, ...], indexes: PipIndexes, catalog: Catalog, platform: str
+    resolved: ResolvedSpec, requirements: tuple[str, ...], indexes: PipIndexes, platform: str
 ) -> PipRequest:
-    target = python_platform(spec, catalog, platform)
+    spec = resolved.spec
+    target = python_platform(resolved, platform)
     mirror = indexes.index_url
     if mirror and mirror.startswith("file://") and not _is_simple_index(mirror):
         # a local directory of wheels: air-gapped, every wheel (frameworks too) must be in it

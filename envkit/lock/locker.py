@@ -15,7 +15,6 @@ from packaging.utils import canonicalize_name
 
 from envkit._atomic import write_bytes_atomic
 from envkit._io import TooLarge, open_regular, read_limited
-from envkit.catalog import Catalog, load_catalog
 from envkit.errors import LockError, UsageError
 from envkit.lock.inputs import LockInputs, lock_inputs
 from envkit.lock.lockfile import (
@@ -61,9 +60,9 @@ def expected_files(spec: Spec) -> tuple[str, ...]:
     return tuple(sorted(files))
 
 
-def current_lock(loaded: LoadedSpec, image_dir: Path, catalog: Catalog | None = None) -> LockState:
+def current_lock(loaded: LoadedSpec, image_dir: Path) -> LockState:
     """Read the lock set once and verify it (:mod:`envkit.lock.lockset`): fresh, stale or missing."""
-    inputs = lock_inputs(loaded.spec, catalog or load_catalog())
+    inputs = lock_inputs(loaded.resolved)
     expected = expected_files(loaded.spec)
     files = {name: data for name in expected if (data := _read(image_dir / name)) is not None}
     return _verify(loaded, inputs, image_dir, files, _read(image_dir / MANIFEST))
@@ -110,7 +109,6 @@ def _verify(
 
 def lock_environment(
     loaded: LoadedSpec,
-    catalog: Catalog,
     image_dir: Path,
     conda_solver: CondaSolver,
     pip_resolver: PipResolver,
@@ -127,7 +125,7 @@ def lock_environment(
             hint=f"the spec has {', '.join(spec.platforms)}",
         )
     wanted = platforms or spec.platforms
-    inputs = lock_inputs(spec, catalog)
+    inputs = lock_inputs(loaded.resolved)
     warnings: list[str] = []
     previous = _previous(image_dir, warnings)
     # the other platforms' packages stay as locked when the lock is of these very inputs

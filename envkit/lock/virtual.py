@@ -1,15 +1,15 @@
 """Virtual packages per target platform: what the image provides, taken from the spec.
 
 No GPU and no host detection: ``__cuda`` is the spec's CUDA version, ``__glibc`` the glibc
-of the base image's OS, so a laptop locks the same environment as a GPU server.
+of the base image's OS (the resolved spec's runtime image row), so a laptop locks the same
+environment as a GPU server.
 """
 
 from __future__ import annotations
 
-from envkit.catalog import Catalog
 from envkit.lock.solver import VirtualPackage
-from envkit.spec.images import runtime_image_ref
-from envkit.spec.models import ARCHES, Spec
+from envkit.spec.models import ARCHES
+from envkit.spec.resolve import ResolvedSpec
 
 __all__ = ["GLIBC_BY_OS", "glibc_for", "python_platform", "virtual_packages"]
 
@@ -25,15 +25,16 @@ _DEFAULT_OS = "ubuntu22.04"
 _LINUX_KERNEL = "4.18"  # the oldest kernel envkit claims to run on (RHEL 8's), as pixi assumes
 
 
-def glibc_for(spec: Spec, catalog: Catalog) -> str:
+def glibc_for(resolved: ResolvedSpec) -> str:
     """The glibc of the image the environment will run in."""
-    image = catalog.base_image(runtime_image_ref(spec, catalog))
+    image = resolved.base
     return GLIBC_BY_OS.get(image.os if image else _DEFAULT_OS, GLIBC_BY_OS[_DEFAULT_OS])
 
 
-def virtual_packages(spec: Spec, catalog: Catalog, platform: str) -> tuple[VirtualPackage, ...]:
+def virtual_packages(resolved: ResolvedSpec, platform: str) -> tuple[VirtualPackage, ...]:
+    spec = resolved.spec
     found = [
-        VirtualPackage("__glibc", glibc_for(spec, catalog)),
+        VirtualPackage("__glibc", glibc_for(resolved)),
         VirtualPackage("__linux", _LINUX_KERNEL),
         VirtualPackage("__unix", "0"),
         VirtualPackage("__archspec", "1", ARCHES[platform]),
@@ -43,7 +44,7 @@ def virtual_packages(spec: Spec, catalog: Catalog, platform: str) -> tuple[Virtu
     return tuple(sorted(found))
 
 
-def python_platform(spec: Spec, catalog: Catalog, platform: str) -> str:
+def python_platform(resolved: ResolvedSpec, platform: str) -> str:
     """uv's ``--python-platform`` for a conda platform: ``x86_64-manylinux_2_35``."""
-    major, minor = glibc_for(spec, catalog).split(".")
+    major, minor = glibc_for(resolved).split(".")
     return f"{ARCHES[platform]}-manylinux_{major}_{minor}"

@@ -1,4 +1,4 @@
-"""What a pack of one environment must hold, read from its fresh lock and the catalog."""
+"""What a pack of one environment must hold, read from its fresh lock and the resolved spec."""
 
 from __future__ import annotations
 
@@ -6,20 +6,19 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from envkit.catalog import Catalog, InstallerFile
+from envkit.catalog import InstallerFile
 from envkit.errors import UsageError
 from envkit.lock import LockState
 from envkit.offline.collect import PackRequest
-from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec
-from envkit.spec.models import ARCHES, Spec
+from envkit.spec.resolve import ResolvedSpec
 
 __all__ = ["bootstrap_installers", "pack_request"]
 
 _MIN_PYTHON = Version("3.10")  # py-rattler's wheel is abi3 for CPython >= 3.10
 
 
-def bootstrap_installers(spec: Spec, catalog: Catalog) -> dict[str, InstallerFile]:
+def bootstrap_installers(resolved: ResolvedSpec) -> dict[str, InstallerFile]:
     """The catalog installer per platform when the runtime image has no Python to run py-rattler.
 
     The offline builder stage is the runtime image. The catalog knows which images ship a Python
@@ -28,7 +27,7 @@ def bootstrap_installers(spec: Spec, catalog: Catalog) -> dict[str, InstallerFil
     and the builder stage installs it only to get a python3 for py-rattler. An image the catalog does
     not know is assumed to have python3 (the build says so clearly when it does not).
     """
-    known = catalog.base_image(runtime_image_ref(spec, catalog))
+    spec, known = resolved.spec, resolved.base
     if known is None or (known.python and Version(known.python) >= _MIN_PYTHON):
         return {}
     if spec.installer.value == "micromamba":
@@ -39,7 +38,7 @@ def bootstrap_installers(spec: Spec, catalog: Catalog) -> dict[str, InstallerFil
         )
     found = {}
     for platform in spec.platforms:
-        installer = catalog.installer(spec.installer.value, ARCHES[platform], spec.python)
+        installer = resolved.installer(platform)
         if installer is None:
             raise UsageError(f"the catalog has no {spec.installer.value} installer for {platform}",
                              hint="choose another installer or platform")  # fmt: skip
@@ -48,7 +47,7 @@ def bootstrap_installers(spec: Spec, catalog: Catalog) -> dict[str, InstallerFil
 
 
 def pack_request(
-    loaded: LoadedSpec, lock: LockState, folder: Path, catalog: Catalog, find_links: tuple[str, ...] = ()
+    loaded: LoadedSpec, lock: LockState, folder: Path, find_links: tuple[str, ...] = ()
 ) -> PackRequest:
     """The files of a pack for ``loaded`` as locked in ``folder`` (``images/NAME``, a fresh lock)."""
     spec = loaded.spec
@@ -63,7 +62,7 @@ def pack_request(
         )
     installers = {}
     for platform in spec.platforms:
-        installer = catalog.offline_installer(ARCHES[platform])
+        installer = loaded.resolved.offline_installer(platform)
         if installer is None:
             raise UsageError(
                 f"the catalog has no offline conda installer (py-rattler wheel) for {platform}",
@@ -82,5 +81,5 @@ def pack_request(
         python=spec.python,
         installers=installers,
         find_links=find_links,
-        bootstraps=bootstrap_installers(spec, catalog),
+        bootstraps=bootstrap_installers(loaded.resolved),
     )

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from envkit import _proc
 from envkit._atomic import state_dir
-from envkit.catalog import Catalog
 from envkit.lock.fresh import Locker, ensure_fresh_lock
 from envkit.offline.collect import PackProgress, collect
 from envkit.offline.fetch import Fetcher
@@ -67,7 +66,6 @@ def default_pack_path(root: Path, name: str, lock_sha256: str) -> Path:
 def pack_environment(
     root: Path,
     loaded: LoadedSpec,
-    catalog: Catalog,
     *,
     locker: Locker,
     fetcher: Fetcher,
@@ -77,7 +75,7 @@ def pack_environment(
 ) -> PackResult:
     start = time.monotonic()
     lock, was = ensure_fresh_lock(root, loaded, locker, frozen=options.frozen)
-    request = pack_request(loaded, lock, image_dir(root, loaded.spec.name), catalog, options.find_links)
+    request = pack_request(loaded, lock, image_dir(root, loaded.spec.name), options.find_links)
     collected = collect(
         request, state_dir(root, "cache"), fetcher, pip_runner=pip_runner, on_progress=on_progress
     )

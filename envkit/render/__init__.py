@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envkit._atomic import write_bytes_atomic
-from envkit.catalog import Catalog
 from envkit.errors import UsageError
 from envkit.render.conda_env import environment_yml, requirements_txt
 from envkit.render.dockerfile import DockerfileInputs, dockerfile, labels
@@ -49,22 +48,20 @@ def generated_header(loaded: LoadedSpec, command: str, comment: str = "#") -> st
     )
 
 
-def render_image(
-    loaded: LoadedSpec, catalog: Catalog, inputs: DockerfileInputs | None = None
-) -> RenderedImage:
-    spec = loaded.spec
+def render_image(loaded: LoadedSpec, inputs: DockerfileInputs | None = None) -> RenderedImage:
+    spec, resolved = loaded.spec, loaded.resolved
     inputs = inputs or DockerfileInputs(spec_sha256=loaded.sha256)
     header = generated_header(loaded, f"envkit render {spec.name}")
     files = {
-        "Dockerfile": dockerfile(spec, catalog, inputs, header),
+        "Dockerfile": dockerfile(resolved, inputs, header),
         ".dockerignore": DOCKERIGNORE,
-        "README.md": _readme(loaded, catalog, inputs),
+        "README.md": _readme(loaded, inputs),
     }
     if spec.installer is Installer.VENV:
-        files["requirements.txt"] = requirements_txt(spec, catalog, header)
+        files["requirements.txt"] = requirements_txt(resolved, header)
     # with a lock, `envkit lock` writes the pinned environment.yml: never overwrite it here
     if inputs.lock_sha256 is None and (spec.installer is not Installer.VENV or not inputs.conda_locks):
-        files["environment.yml"] = environment_yml(spec, catalog, header)
+        files["environment.yml"] = environment_yml(resolved, header)
     return RenderedImage(spec.name, {k: v.encode("utf-8") for k, v in sorted(files.items())})
 
 
@@ -98,7 +95,7 @@ def _ours_or_absent(path: Path) -> bool:
     return _MARK in head.lower()
 
 
-def _readme(loaded: LoadedSpec, catalog: Catalog, inputs: DockerfileInputs) -> str:
+def _readme(loaded: LoadedSpec, inputs: DockerfileInputs) -> str:
     spec = loaded.spec
     header = generated_header(loaded, f"envkit render {spec.name}", comment="<!--").replace(".\n", ". -->\n")
     frameworks = ", ".join(f"{k} {v}" for k, v in spec.frameworks.items()) or "none"

@@ -1,6 +1,6 @@
 """The multi-stage Dockerfile: a builder stage creates /opt/env, a runtime stage copies it.
 
-Pure: (spec, catalog, inputs) -> text. Every value that reaches the file was
+Pure: (the resolved spec, inputs) -> text. Every value that reaches the file was
 validated by the spec models; values are still quoted here so that a future
 field cannot inject a line.
 """
@@ -11,12 +11,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from envkit.catalog import Catalog, InstallerFile
+from envkit.catalog import InstallerFile
 from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL
 from envkit.errors import UsageError
 from envkit.lock.epoch import EPOCH_LABEL, source_date_epoch
-from envkit.spec.images import RuntimeBase, cudnn_version, runtime_base
+from envkit.spec.images import RuntimeBase
 from envkit.spec.models import ARCHES, CudaRuntime, Installer, Spec
+from envkit.spec.resolve import ResolvedSpec
 
 if TYPE_CHECKING:
     from envkit.lock import LockState
@@ -102,8 +103,9 @@ def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
     return found
 
 
-def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: str) -> str:
-    base = runtime_base(spec, catalog)
+def dockerfile(resolved: ResolvedSpec, inputs: DockerfileInputs, header: str) -> str:
+    spec = resolved.spec
+    base = resolved.runtime
     runtime = base.ref
     if spec.installer is Installer.VENV:
         builder = spec.base_image or runtime
@@ -111,7 +113,7 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
         # offline: the runtime image builds too (an air-gapped engine must hold it anyway; same glibc)
         builder = runtime
     else:
-        builder = _builder_image(spec, catalog, runtime)
+        builder = resolved.builder_image
     parts = [
         header,
         f"FROM {builder} AS builder\n",
@@ -122,27 +124,19 @@ def dockerfile(spec: Spec, catalog: Catalog, inputs: DockerfileInputs, header: s
     if spec.installer is Installer.VENV:
         parts.append(_venv_steps(spec, inputs))
     else:
-        parts.append(_conda_steps(spec, catalog, inputs))
+        parts.append(_conda_steps(resolved, inputs))
     if base.pypi_cuda:
-        parts.append(cuda_link_step(spec, catalog))
-    parts.append(_runtime_stage(spec, catalog, inputs, base, os_library_step(spec, catalog, inputs)))
+        parts.append(cuda_link_step(resolved))
+    parts.append(_runtime_stage(resolved, inputs, base, os_library_step(resolved, inputs)))
     return "".join(parts)
 
 
-def _builder_image(spec: Spec, catalog: Catalog, runtime: str) -> str:
-    """An OS image with the runtime image's glibc, so the environment runs there."""
-    known = catalog.base_image(runtime)
-    if known is None:
-        return runtime
-    os_image = catalog.os_image(known.os)
-    return os_image.ref if os_image else runtime
-
-
-def _installers(spec: Spec, catalog: Catalog) -> list[InstallerFile]:
+def _installers(resolved: ResolvedSpec) -> list[InstallerFile]:
+    spec = resolved.spec
     found = []
     for platform in spec.platforms:
         arch = ARCHES[platform]
-        installer = catalog.installer(spec.installer.value, arch, spec.python)
+        installer = resolved.installer(platform)
         if installer is None:
             raise UsageError(
                 f"the catalog has no {spec.installer.value} installer for {arch}",
@@ -152,10 +146,9 @@ def _installers(spec: Spec, catalog: Catalog) -> list[InstallerFile]:
     return found
 
 
-def _fetch(spec: Spec, catalog: Catalog, dest: str) -> str:
+def _fetch(resolved: ResolvedSpec, dest: str) -> str:
     cases = "".join(
-        f"      {i.arch}) url={json.dumps(i.url)}; sha256={i.sha256} ;; \\\n"
-        for i in _installers(spec, catalog)
+        f"      {i.arch}) url={json.dumps(i.url)}; sha256={i.sha256} ;; \\\n" for i in _installers(resolved)
     )
     return (
         "RUN apt-get update \\\n"
@@ -207,15 +200,16 @@ def _offline_conda_steps(spec: Spec, inputs: DockerfileInputs) -> str:
     return text + _pip_lock_step(inputs)
 
 
-def _conda_steps(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
+def _conda_steps(resolved: ResolvedSpec, inputs: DockerfileInputs) -> str:
+    spec = resolved.spec
     if inputs.conda_pack and inputs.conda_locks:
         return _offline_conda_steps(spec, inputs)
     if spec.installer is Installer.MICROMAMBA:
         tool = "/usr/local/bin/micromamba"
-        setup = _fetch(spec, catalog, tool) + f"RUN chmod 0755 {tool}\n"
+        setup = _fetch(resolved, tool) + f"RUN chmod 0755 {tool}\n"
         create, clean = f"{tool} create -y -p {ENV_PREFIX}", f"{tool} clean -afy"
     else:
-        setup = _fetch(spec, catalog, "/tmp/installer.sh")
+        setup = _fetch(resolved, "/tmp/installer.sh")
         setup += "RUN bash /tmp/installer.sh -b -p /opt/conda && rm -f /tmp/installer.sh\n"
         create, clean = f"/opt/conda/bin/conda create -y -p {ENV_PREFIX}", "/opt/conda/bin/conda clean -afy"
     text = "ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
@@ -278,13 +272,13 @@ def _venv_steps(spec: Spec, inputs: DockerfileInputs) -> str:
     )
 
 
-def os_library_step(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> str:
+def os_library_step(resolved: ResolvedSpec, inputs: DockerfileInputs) -> str:
     """Install the OS libraries the framework wheels need (with network), or check the base has them.
 
     Offline, a base image without them fails the build here, naming the library, instead of
     the first ``import paddle`` failing with ``ImportError: libgomp.so.1``.
     """
-    needed = catalog.libraries_for(fw for fw, _ in spec.frameworks.items())
+    needed = resolved.libraries
     if not needed:
         return ""
     checks = " && ".join(f"ldconfig -p | grep -qF '{lib.soname} '" for _, lib in needed)
@@ -308,10 +302,11 @@ def os_library_step(spec: Spec, catalog: Catalog, inputs: DockerfileInputs) -> s
 
 
 def _runtime_stage(
-    spec: Spec, catalog: Catalog, inputs: DockerfileInputs, base: RuntimeBase, os_step: str = ""
+    resolved: ResolvedSpec, inputs: DockerfileInputs, base: RuntimeBase, os_step: str = ""
 ) -> str:
+    spec = resolved.spec
     label_lines = " \\\n      ".join(f"{k}={docker_word(v)}" for k, v in sorted(labels(spec, inputs).items()))
-    env_lines = " \\\n    ".join(f"{k}={v}" for k, v in _env_words(spec, catalog).items())
+    env_lines = " \\\n    ".join(f"{k}={v}" for k, v in _env_words(resolved).items())
     return (
         f"\n# runtime base: {base.ref}: {base.reason}\n"
         f"FROM {base.ref} AS runtime\n"
@@ -331,7 +326,7 @@ def _runtime_stage(
     )
 
 
-def nvidia_contract(spec: Spec, catalog: Catalog) -> dict[str, str]:
+def nvidia_contract(resolved: ResolvedSpec) -> dict[str, str]:
     """What the NVIDIA Container Toolkit reads from an image's config (``nvidia/cuda`` images set them).
 
     ``NVIDIA_REQUIRE_CUDA``: alternatives separated by spaces (any one suffices): a driver whose CUDA
@@ -339,8 +334,8 @@ def nvidia_contract(spec: Spec, catalog: Catalog) -> dict[str, str]:
     minor-version-compatibility floor of this CUDA major (``compat_driver``), as ``nvidia/cuda``
     images list their compatible driver branches.
     """
-    require = f"cuda>={spec.cuda}"
-    release = catalog.cuda_release(spec.cuda)
+    require = f"cuda>={resolved.spec.cuda}"
+    release = resolved.cuda_release
     if release is not None and release.compat_driver != release.min_driver:
         require += f" driver>={release.compat_driver}"
     return {
@@ -354,7 +349,7 @@ CUDA_LIB_DIR = f"{ENV_PREFIX}/lib/cuda"  # one directory of links the loader is 
 _LD_CONF = "/etc/ld.so.conf.d/envkit-cuda.conf"
 
 
-def cuda_link_step(spec: Spec, catalog: Catalog) -> str:
+def cuda_link_step(resolved: ResolvedSpec) -> str:
     """Link every library of NVIDIA's wheels into :data:`CUDA_LIB_DIR`, by file name and unversioned.
 
     Frameworks open CUDA libraries by soname (``libcudnn.so.8``) or unversioned (Paddle's dynload:
@@ -362,13 +357,13 @@ def cuda_link_step(spec: Spec, catalog: Catalog) -> str:
     ``site-packages/nvidia/<component>/lib``. The build fails here, naming it, when a library the
     catalog expects is missing.
     """
-    found = catalog.cuda_wheels(spec.cuda)
+    spec, found = resolved.spec, resolved.cuda_wheels
     if found is None:
         raise UsageError(
             f"the catalog has no PyPI runtime wheels for CUDA {spec.cuda}",
-            hint=f"use cuda_runtime: image, or one of {', '.join(s.cuda for s in catalog.cuda_wheel_sets)}",
+            hint=f"use cuda_runtime: image, or one of {', '.join(resolved.cuda_wheel_versions)}",
         )
-    cudnn = found.cudnn_for(cudnn_version(spec, catalog))
+    cudnn = found.cudnn_for(resolved.cudnn)
     expected = [*found.libraries, *(cudnn.libraries if cudnn else ())]
     site = f"python{spec.python}/site-packages/nvidia"
     check = " ".join(sorted(set(expected)))
@@ -396,12 +391,13 @@ def _sbom_step(inputs: DockerfileInputs) -> str:
     return f"COPY {inputs.sbom} {ENV_PREFIX}/share/envkit/{inputs.sbom}\n"
 
 
-def _env_words(spec: Spec, catalog: Catalog) -> dict[str, str]:
+def _env_words(resolved: ResolvedSpec) -> dict[str, str]:
     """``ENV`` words: every spec value literal; a spec's PATH goes before the environment's own."""
     own_path = f"{ENV_PREFIX}/bin:$PATH"  # $PATH: the base image's, expanded by Docker
+    spec = resolved.spec
     words = {"PATH": own_path, "PYTHONUNBUFFERED": docker_word("1")}
-    if spec.is_gpu and runtime_base(spec, catalog).pypi_cuda:
-        words.update({k: docker_word(v) for k, v in nvidia_contract(spec, catalog).items()})
+    if spec.is_gpu and resolved.runtime.pypi_cuda:
+        words.update({k: docker_word(v) for k, v in nvidia_contract(resolved).items()})
     elif spec.is_gpu:
         # the NVIDIA container runtime refuses to start the image on a driver older than this CUDA
         words["NVIDIA_REQUIRE_CUDA"] = docker_word(f"cuda>={spec.cuda}")

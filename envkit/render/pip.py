@@ -6,18 +6,17 @@ render and the lock agree by construction.
 
 from __future__ import annotations
 
-from envkit.catalog import Catalog
 from envkit.lock.inputs import cuda_runtime_requirements, framework_requirements, index_options
-from envkit.spec.models import Spec
+from envkit.spec.resolve import ResolvedSpec
 
 __all__ = ["framework_requirements", "index_options", "pip_lines"]
 
 
-def pip_lines(spec: Spec, catalog: Catalog) -> list[str]:
+def pip_lines(resolved: ResolvedSpec) -> list[str]:
     """Everything pip needs, in a stable order: options, frameworks, then the spec's own lines."""
     return (
-        index_options(spec, catalog)
-        + framework_requirements(spec, catalog)
-        + cuda_runtime_requirements(spec, catalog)
-        + list(spec.pip)
+        index_options(resolved)
+        + framework_requirements(resolved)
+        + cuda_runtime_requirements(resolved)
+        + list(resolved.spec.pip)
     )

@@ -14,7 +14,6 @@ __all__ = [
     "cudnn_major",
     "cudnn_version",
     "runtime_base",
-    "runtime_image_ref",
 ]
 
 DEFAULT_CPU_IMAGE = "ubuntu:22.04"
@@ -47,7 +46,12 @@ def cudnn_major(spec: Spec, catalog: Catalog) -> str | None:
 
 
 def runtime_base(spec: Spec, catalog: Catalog) -> RuntimeBase:
-    """:func:`runtime_image_ref` with the reason for it."""
+    """``base_image``, else the CUDA runtime image with the wheels' cuDNN major (with ``cuda_runtime:
+    pypi``: the registry-free Debian base), else Ubuntu for CPU; and the reason for it.
+
+    Called once per loaded spec, by :func:`envkit.spec.resolve.resolve_spec`: every stage reads the
+    answer from the :class:`~envkit.spec.resolve.ResolvedSpec`.
+    """
     if spec.is_gpu and spec.cuda_runtime is CudaRuntime.PYPI:
         ref = spec.base_image or catalog.pypi_runtime_base
         origin = "base_image" if spec.base_image else "the catalog's registry-free base (`envkit base-image`)"
@@ -72,9 +76,3 @@ def runtime_base(spec: Spec, catalog: Catalog) -> RuntimeBase:
         )
     os_image = catalog.os_image("ubuntu22.04")
     return RuntimeBase(os_image.ref if os_image else DEFAULT_CPU_IMAGE, "CPU: the catalog's OS image")
-
-
-def runtime_image_ref(spec: Spec, catalog: Catalog) -> str:
-    """``base_image``, else the CUDA runtime image with the wheels' cuDNN major (with ``cuda_runtime:
-    pypi``: the registry-free Debian base), else Ubuntu for CPU."""
-    return runtime_base(spec, catalog).ref

@@ -6,7 +6,7 @@ import datetime
 import difflib
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from envkit.catalog import Catalog, load_catalog
 from envkit.errors import Problem, SpecError, UsageError
 from envkit.spec.check import check_against_catalog
 from envkit.spec.models import NAME_RE, Spec, StrictModel
+from envkit.spec.resolve import ResolvedSpec, resolve_spec
 from envkit.spec.yamlsrc import MAX_SPEC_BYTES, Located, load_located
 
 __all__ = ["LoadedSpec", "find_specs", "image_dir", "load_spec", "resolve_spec_path", "spec_hash"]
@@ -28,11 +29,13 @@ _VERSION_KEYS = {("python",), ("cuda",), ("frameworks", "torch"), ("frameworks",
 
 @dataclass(frozen=True)
 class LoadedSpec:
-    """A validated spec, the file it came from, its sha256 and the warnings of loading it."""
+    """A validated spec, the file it came from, its sha256, the catalog's facts about it
+    (:class:`~envkit.spec.resolve.ResolvedSpec`, looked up once) and the warnings of loading it."""
 
     spec: Spec
     path: Path
     sha256: str
+    resolved: ResolvedSpec = field(compare=False, repr=False)
     warnings: tuple[str, ...] = ()
 
     @property
@@ -141,13 +144,18 @@ def load_spec(path: Path, catalog: Catalog | None = None, *, strict: bool = Fals
                 f"rename the file to {spec.name}.yaml or set name: {path.stem}",
             )
         )
-    errors, warnings = check_against_catalog(
-        spec, catalog or load_catalog(), located, filename, strict=strict
-    )
+    catalog = catalog or load_catalog()
+    errors, warnings = check_against_catalog(spec, catalog, located, filename, strict=strict)
     problems += errors
     if problems:
         raise SpecError(problems)
-    return LoadedSpec(spec=spec, path=path, sha256=spec_hash(spec), warnings=tuple(warnings))
+    return LoadedSpec(
+        spec=spec,
+        path=path,
+        sha256=spec_hash(spec),
+        resolved=resolve_spec(spec, catalog),
+        warnings=tuple(warnings),
+    )
 
 
 def _quoted_versions(located: Located, filename: str) -> list[Problem]:

@@ -25,7 +25,6 @@ from envkit.errors import EnvkitError, UsageError
 from envkit.lock.fresh import lock_state
 from envkit.render.dockerfile import LOCK_LABEL
 from envkit.reproduce.image_diff import EntryDiff, ImageDiff, SavedImage, compare_saved, saved_image
-from envkit.spec.images import runtime_image_ref
 from envkit.spec.load import LoadedSpec, image_dir
 from envkit.verify.attestations import check_provenance, check_sbom
 
@@ -94,7 +93,7 @@ def verify_image(
     if facts is None:
         raise UsageError(f"no image {image} in the engine", hint=f"build it: envkit build {loaded.spec.name}")
     name = loaded.spec.name
-    base = archive.facts(runtime_image_ref(loaded.spec, builder.catalog))
+    base = archive.facts(loaded.resolved.runtime_ref)
     findings = [  # before the rebuild, which writes both again
         *check_sbom(image_dir(builder.root, name), facts.labels, lock_state(builder.root, loaded)),
         *check_provenance(builder.root, name, facts.id, facts.labels, base.id if base else None),

@@ -49,6 +49,7 @@ from envkit.render.conda_env import environment_yml, requirements_txt
 from envkit.render.pip import pip_lines
 from envkit.spec.load import load_spec
 from envkit.spec.models import Spec
+from envkit.spec.resolve import resolve_spec
 from tests.corpus._record import LEVELS, ROOT, Graded, Level, Record, records
 
 __all__ = ["CLAIMS", "Outcome", "claims", "grade_all", "grade_outcomes", "summary"]
@@ -214,8 +215,9 @@ def claims(adoption: Adoption, spec: Spec, catalog: Catalog) -> Iterable[str]:
     - "PIN (...): ... moved to pip as REQ": REQ is a rendered pip line;
     - every conda and pip pin the adoption counts as carried is in the rendered files.
     """
-    pip = pip_lines(spec, catalog)
-    rendered = environment_yml(spec, catalog, "") + requirements_txt(spec, catalog, "")
+    resolved = resolve_spec(spec, catalog)
+    pip = pip_lines(resolved)
+    rendered = environment_yml(resolved, "") + requirements_txt(resolved, "")
     options = " ".join(line for line in pip if line.startswith("--"))
     for note in adoption.notes:
         installs, as_cuda, moved = _INSTALLS.search(note), _AS_CUDA.search(note), _MOVED.search(note)

@@ -245,12 +245,15 @@ def test_offline_build_names_a_library_the_base_lacks(engine: DockerEngine, base
     from envkit.render.context import ContextFiles, context_tar
     from envkit.render.dockerfile import DockerfileInputs, os_library_step
     from envkit.spec.models import Spec
+    from envkit.spec.resolve import resolve_spec
 
     spec = Spec.model_validate(
         {"name": "nogomp", "python": "3.11", "cuda": "cpu", "installer": "venv", "base_image": base_image,
          "frameworks": {"paddle": "3.3.1"}}
     )  # fmt: skip
-    step = os_library_step(spec, load_catalog(), DockerfileInputs(spec_sha256="0" * 64, offline=True))
+    step = os_library_step(
+        resolve_spec(spec, load_catalog()), DockerfileInputs(spec_sha256="0" * 64, offline=True)
+    )
     dockerfile = (
         f"FROM {base_image}\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'

@@ -120,11 +120,11 @@ def _build(context: Path, tag: str) -> tuple[bool, str]:
 
 def _context(project: Path, catalog: Catalog, dest: Path) -> str:
     spec_path = project / "environments" / f"{NAME}.yaml"
-    loaded = load_spec(spec_path)
+    loaded = load_spec(spec_path, catalog)
     folder = project / "images" / NAME
     lock = current_lock(loaded, folder)
     assert lock.fresh and lock.conda_locks == ("conda-linux-64.lock",) and lock.pip_lock
-    rendered = render_image(loaded, catalog, DockerfileInputs.from_lock(loaded.sha256, lock))
+    rendered = render_image(loaded, DockerfileInputs.from_lock(loaded.sha256, lock))
     dest.mkdir()
     for name, data in rendered.files.items():
         (dest / name).write_bytes(data)
@@ -204,10 +204,8 @@ def test_rendered_miniconda_dockerfile_builds_and_runs(
         # (none set: conda's implicit `defaults`, unreachable here) must not join the file's
         unlocked = tmp_path / "unlocked"
         unlocked.mkdir()
-        loaded = load_spec(project / "environments" / f"{NAME}.yaml")
-        for name, data in render_image(
-            loaded, catalog, DockerfileInputs(spec_sha256=loaded.sha256)
-        ).files.items():
+        loaded = load_spec(project / "environments" / f"{NAME}.yaml", catalog)
+        for name, data in render_image(loaded, DockerfileInputs(spec_sha256=loaded.sha256)).files.items():
             (unlocked / name).write_bytes(data)
         assert (
             "conda env create -p /opt/env -f /tmp/envkit/environment.yml"

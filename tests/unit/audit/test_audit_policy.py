@@ -17,6 +17,7 @@ from envkit.lock.testing import FakeCondaSolver, FakePipResolver
 from envkit.render.dockerfile import LOCK_LABEL, DockerfileInputs, labels
 from envkit.spec.load import LoadedSpec
 from envkit.spec.models import Spec
+from envkit.spec.resolve import resolve_spec
 
 TODAY = date(2026, 1, 15)
 SHA = "a" * 64
@@ -42,6 +43,11 @@ def ids(context: PolicyContext) -> list[str]:
 LOCKED = {"pip": ["numpy>=1.24"]}  # the spec the lock in context_dir was made from
 
 
+def _loaded(the_spec: Spec, path: Path, sha: str) -> LoadedSpec:
+    """A spec as ``load_spec`` returns it, without a file."""
+    return LoadedSpec(the_spec, path, sha, resolve_spec(the_spec, load_catalog()))
+
+
 def context_dir(tmp_path: Path, lock: bool, dockerfile: str = f"FROM ubuntu:22.04@{DIGEST}\n") -> Path:
     """images/env with a Dockerfile and, when ``lock``, a venv spec's lock made by the fake solvers."""
     folder = tmp_path / "images" / "env"
@@ -49,15 +55,15 @@ def context_dir(tmp_path: Path, lock: bool, dockerfile: str = f"FROM ubuntu:22.0
     (folder / "Dockerfile").write_text(dockerfile, "utf-8")
     if lock:
         pip = FakePipResolver((PipPackage("numpy", "1.26.4", "https://x/numpy.whl", ("c" * 64,)),))
-        loaded = LoadedSpec(spec(**LOCKED), Path("environments/env.yaml"), SHA)
-        lock_environment(loaded, load_catalog(), folder, FakeCondaSolver(), pip)
+        loaded = _loaded(spec(**LOCKED), Path("environments/env.yaml"), SHA)
+        lock_environment(loaded, folder, FakeCondaSolver(), pip)
     return folder
 
 
 def locked(folder: Path, the_spec: Spec | None = None, sha: str = SHA, **kw: object) -> PolicyContext:
     """A context for ``folder`` with the lock state ``envkit.lock.current_lock`` gives."""
     the_spec = the_spec or spec(**LOCKED)
-    state = current_lock(LoadedSpec(the_spec, Path("environments/env.yaml"), sha), folder)
+    state = current_lock(_loaded(the_spec, Path("environments/env.yaml"), sha), folder)
     return ctx(spec=the_spec, spec_sha256=sha, image_dir=folder, lock=state, **kw)
 
 
@@ -140,7 +146,7 @@ def test_image_user_root(user: str, flagged: bool) -> None:
 
 def test_image_built_from_another_lock(tmp_path: Path) -> None:
     folder = context_dir(tmp_path, lock=True)
-    state = current_lock(LoadedSpec(spec(**LOCKED), Path("env.yaml"), SHA), folder)
+    state = current_lock(_loaded(spec(**LOCKED), Path("env.yaml"), SHA), folder)
     # the label the build writes (render's labels from the lock state) is the digest the audit compares
     current = labels(spec(), DockerfileInputs.from_lock(SHA, state))[LOCK_LABEL]
     # ... the digest over the whole lock set, which includes what the image installs from

@@ -16,6 +16,7 @@ from envkit.lock import CondaPackage, PipPackage, current_lock, lock_environment
 from envkit.lock.testing import FakeCondaSolver, FakePipResolver
 from envkit.render.dockerfile import LOCK_LABEL, DockerfileInputs, labels
 from envkit.spec.load import LoadedSpec, load_spec
+from envkit.spec.resolve import resolve_spec
 from tests.unit.audit.test_audit_outputs import fake_engine, request
 
 SHA = "ab" * 32
@@ -48,7 +49,7 @@ def _locked(tmp_path: Path) -> tuple[LoadedSpec, Path]:
     )
     pip = FakePipResolver((PipPackage("requests", "2.28.1", "https://x/requests-2.28.1.whl", (SHA,)),))
     out = tmp_path / "images" / "demo"
-    lock_environment(loaded, load_catalog(), out, conda, pip)
+    lock_environment(loaded, out, conda, pip)
     return loaded, out
 
 
@@ -73,7 +74,7 @@ def test_environment_audits_its_lock_and_the_lock_is_fresh(tmp_path: Path) -> No
 def test_environment_with_an_edited_spec_reports_a_stale_lock(tmp_path: Path) -> None:
     loaded, out = _locked(tmp_path)
     spec = loaded.spec.model_copy(update={"pip": ("requests>=2.30",)})
-    edited = LoadedSpec(spec, loaded.path, "f" * 64)
+    edited = LoadedSpec(spec, loaded.path, "f" * 64, resolve_spec(spec, load_catalog()))
     report = audit_environment(edited, out, request(FakeVulnService()))
     assert [f.id for f in report.findings if f.id.startswith("lock-")] == ["lock-stale"]
     assert report.exit_code("high") == ExitCode.FINDINGS

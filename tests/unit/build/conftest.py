@@ -10,7 +10,6 @@ import pytest
 
 from envkit._proc import ProcResult
 from envkit.build.builder import Builder
-from envkit.catalog import load_catalog
 from envkit.engine.testing import FakeEngine
 from envkit.errors import Unsatisfiable
 from envkit.lock import PipPackage, PipRequest
@@ -71,7 +70,7 @@ class PinResolver(FakePipResolver):
 
 
 def fake_locker(resolver: FakePipResolver | None = None) -> EnvLocker:
-    return EnvLocker(load_catalog(), FakeCondaSolver(), resolver or PinResolver())
+    return EnvLocker(FakeCondaSolver(), resolver or PinResolver())
 
 
 def write_spec(root: Path, pins: Sequence[str] = ("six==1.16.0", "packaging==24.1"), **extra: str) -> Path:
@@ -112,7 +111,7 @@ def resolver() -> PinResolver:
 
 @pytest.fixture
 def builder(engine: FakeEngine, root: Path, pip: FakePip, resolver: PinResolver) -> Builder:
-    return Builder(engine, load_catalog(), root, locker=fake_locker(resolver), pip_runner=pip)
+    return Builder(engine, root, locker=fake_locker(resolver), pip_runner=pip)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from envkit.build.builder import Builder, BuildOptions
-from envkit.catalog import load_catalog
 from envkit.engine.protocol import BuildEvent, ImageInfo
 from envkit.engine.testing import FakeEngine, failing
 from envkit.errors import BuildFailed, EngineUnavailable, ExitCode, SolverFailed, Unsatisfiable, UsageError
@@ -95,7 +94,7 @@ def test_failed_build_leaves_no_tag_and_points_at_the_log(
     engine = FakeEngine(
         build_error=failing("RUN pip install exited 1", ("ERROR: boom",)), fail_after_events=1
     )
-    builder = Builder(engine, load_catalog(), root, locker=fake_locker(), pip_runner=pip)  # type: ignore[arg-type]
+    builder = Builder(engine, root, locker=fake_locker(), pip_runner=pip)  # type: ignore[arg-type]
     with pytest.raises(BuildFailed) as info:
         builder.build(loaded, OFFLINE)
     assert info.value.exit_code == ExitCode.FAILURE
@@ -108,7 +107,7 @@ def test_failed_build_leaves_no_tag_and_points_at_the_log(
 
 def test_interrupt_removes_a_tag_made_by_this_build(root: Path, loaded: LoadedSpec, pip: object) -> None:
     engine = FakeEngine(interrupt_build=True)
-    builder = Builder(engine, load_catalog(), root, locker=fake_locker(), pip_runner=pip)  # type: ignore[arg-type]
+    builder = Builder(engine, root, locker=fake_locker(), pip_runner=pip)  # type: ignore[arg-type]
     with pytest.raises(KeyboardInterrupt):
         builder.build(loaded, OFFLINE)
     assert engine.images_by_tag == {}
@@ -116,9 +115,7 @@ def test_interrupt_removes_a_tag_made_by_this_build(root: Path, loaded: LoadedSp
 
 
 def test_engine_unavailable_propagates(root: Path, loaded: LoadedSpec, pip: FakePip) -> None:
-    builder = Builder(
-        FakeEngine(unavailable=True), load_catalog(), root, locker=fake_locker(), pip_runner=pip
-    )
+    builder = Builder(FakeEngine(unavailable=True), root, locker=fake_locker(), pip_runner=pip)
     with pytest.raises(EngineUnavailable):
         builder.build(loaded, OFFLINE)
 
@@ -178,7 +175,7 @@ def test_unreachable_channel_exits_3_with_a_hint(root: Path, loaded: LoadedSpec,
         def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]:
             raise SolverFailed("uv could not reach the package index", hint="set mirrors.pypi")
 
-    builder = Builder(FakeEngine(), load_catalog(), root, locker=fake_locker(Offline()), pip_runner=pip)  # type: ignore[arg-type]
+    builder = Builder(FakeEngine(), root, locker=fake_locker(Offline()), pip_runner=pip)  # type: ignore[arg-type]
     with pytest.raises(SolverFailed) as info:
         builder.build(loaded)
     assert info.value.exit_code == ExitCode.FAILURE
@@ -206,7 +203,7 @@ def test_builder_stage_images_are_pruned_after_each_build(
     failing_engine.dangling["sha256:half"] = ImageInfo(
         "sha256:half", (), {"io.envkit.stage": "builder", "io.envkit.builder-of": "tiny"}, "root", 9
     )
-    again = Builder(failing_engine, load_catalog(), root, locker=fake_locker(), pip_runner=pip)  # type: ignore[arg-type]
+    again = Builder(failing_engine, root, locker=fake_locker(), pip_runner=pip)  # type: ignore[arg-type]
     with pytest.raises(BuildFailed):
         again.build(loaded, OFFLINE)
     assert failing_engine.dangling == {}  # a failed build's finished builder stage goes too

@@ -101,7 +101,7 @@ def debug_builder(engine: FakeEngine, root: Path, resolver: FakePipResolver) -> 
     from tests.unit.build.conftest import fake_locker
 
     tools = HostTools()
-    builder = Builder(engine, load_catalog(), root, locker=fake_locker(resolver), pip_runner=tools)
+    builder = Builder(engine, root, locker=fake_locker(resolver), pip_runner=tools)
     return DebugBuilder(builder, ToolResolver(), run=tools)
 
 

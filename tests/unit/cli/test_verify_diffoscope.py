@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from envkit.build.builder import Builder, BuildOptions
-from envkit.catalog import load_catalog
 from envkit.cli.verify_cmd import _text
 from envkit.engine.testing import FakeEngine
 from envkit.spec.load import load_spec
@@ -34,7 +33,7 @@ def _verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> Verif
     """Build ``tiny``, then verify ``envkit/tiny:latest`` with PATH set to ``path``."""
     write_spec(tmp_path)
     engine = FakeEngine()
-    builder = Builder(engine, load_catalog(), tmp_path, locker=fake_locker(), pip_runner=FakePip())
+    builder = Builder(engine, tmp_path, locker=fake_locker(), pip_runner=FakePip())
     loaded = load_spec(tmp_path / "environments" / "tiny.yaml")
     builder.build(loaded, BuildOptions(offline=True))
     monkeypatch.setenv("PATH", path)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from envkit.catalog import load_catalog
 from envkit.render import render_image
 from envkit.render.dockerfile import docker_word
 from envkit.spec.load import load_spec
@@ -40,7 +39,7 @@ def yaml_str(value: str) -> str:
 
 def dockerfile_of(path: Path) -> str:
     """The runtime stage of the rendered Dockerfile (what the image carries)."""
-    text = render_image(load_spec(path), load_catalog()).files["Dockerfile"].decode("utf-8")
+    text = render_image(load_spec(path)).files["Dockerfile"].decode("utf-8")
     return text.split(" AS runtime\n", 1)[1]
 
 
@@ -130,7 +129,7 @@ def test_bad_descriptions_are_refused(project: Path, envkit: Callable[..., Run],
 
 def test_readme_is_one_paragraph_for_a_fine_description(project: Path) -> None:
     path = spec_with_env(project, {}, description="Café $HOME ${PATH} <b>ok</b>")
-    readme = render_image(load_spec(path), load_catalog()).files["README.md"].decode()
+    readme = render_image(load_spec(path)).files["README.md"].decode()
     assert "\nCafé $HOME ${PATH} <b>ok</b>\n" in readme
 
 

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from envkit.build.builder import NAME_LABEL, Builder, BuildOptions
-from envkit.catalog import load_catalog
 from envkit.cli import Services, main
 from envkit.engine.protocol import ImageInfo
 from envkit.engine.testing import FakeEngine
@@ -80,7 +79,7 @@ def built(tmp_path: Path) -> tuple[Builder, FakeEngine, str]:
     """The project's honest build of ``tiny`` (lock committed), and its ``envkit/tiny:latest`` id."""
     write_spec(tmp_path)
     engine = FakeEngine()
-    builder = Builder(engine, load_catalog(), tmp_path, locker=fake_locker(), pip_runner=FakePip())
+    builder = Builder(engine, tmp_path, locker=fake_locker(), pip_runner=FakePip())
     result = builder.build(load_spec(tmp_path / "environments" / "tiny.yaml"), BuildOptions(offline=True))
     engine.tagged.clear()
     return builder, engine, result.image_id

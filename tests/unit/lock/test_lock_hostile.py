@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from envkit.catalog import load_catalog
 from envkit.cli import main
 from envkit.lock import CondaPackage, PipPackage, current_lock, lock_environment
 from envkit.lock.inputs import lock_inputs
@@ -67,7 +66,7 @@ def _loaded(root: Path) -> LoadedSpec:
 
 def _lock(root: Path, version: str = "1.26.4", digest: str = H1, out: Path | None = None) -> Path:
     out = out or root / "images" / "demo"
-    lock_environment(_loaded(root), load_catalog(), out, _conda(version, digest), _pip(version, digest))
+    lock_environment(_loaded(root), out, _conda(version, digest), _pip(version, digest))
     return out
 
 
@@ -80,7 +79,7 @@ def _forge_manifest(root: Path) -> None:
     """What an adversary does after an edit: make lockset.json match the files again."""
     out = root / "images" / "demo"
     files = {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != MANIFEST}
-    digest = lock_inputs(_loaded(root).spec, load_catalog()).sha256
+    digest = lock_inputs(_loaded(root).resolved).sha256
     (out / MANIFEST).write_bytes(manifest_bytes(files, digest))
 
 
@@ -271,8 +270,8 @@ def test_frozen_build_refuses_a_truncated_requirements_lock_and_never_installs_u
     out = _lock(project)
     _edit(out / "requirements.lock", lambda t: "".join(t.splitlines(keepends=True)[:2]))
     _forge_manifest(project)
-    locker = EnvLocker(load_catalog(), _conda("1.26.4", H1), _pip("1.26.4", H1))
-    builder = Builder(FakeEngine(), load_catalog(), project, locker=locker)
+    locker = EnvLocker(_conda("1.26.4", H1), _pip("1.26.4", H1))
+    builder = Builder(FakeEngine(), project, locker=locker)
     with pytest.raises(UsageError, match=r"requirements\.lock"):
         builder.prepare(_loaded(project), BuildOptions(frozen=True))
     plan = builder.prepare(_loaded(project), BuildOptions())  # relocks first
@@ -301,5 +300,5 @@ def test_the_image_label_hashes_the_files_the_image_installs_from(project: Path)
 def test_relock_over_a_corrupt_conda_lock_recovers_without_a_circular_hint(project: Path) -> None:
     out = _lock(project)
     (out / "conda-lock.yml").write_text("package: [\n", "utf-8")
-    result = lock_environment(_loaded(project), load_catalog(), out, _conda("1.26.4", H1), _pip("1.26.4", H1))
+    result = lock_environment(_loaded(project), out, _conda("1.26.4", H1), _pip("1.26.4", H1))
     assert result.state.fresh and any("unreadable" in w for w in result.warnings)

@@ -52,7 +52,7 @@ def test_lock_writes_parseable_byte_stable_files(tmp_path: Path) -> None:
     loaded = load_spec(_spec(tmp_path))
     out = tmp_path / "images" / "demo"
     conda, pip = _solvers()
-    first = lock_environment(loaded, load_catalog(), out, conda, pip)
+    first = lock_environment(loaded, out, conda, pip)
     assert set(first.changed) == {"conda-lock.yml", "conda-linux-64.lock", "conda-linux-aarch64.lock"} | {
         "environment.yml",
         "requirements.lock",
@@ -60,7 +60,7 @@ def test_lock_writes_parseable_byte_stable_files(tmp_path: Path) -> None:
     }
     assert first.state.fresh and first.state.lock_sha256 == first.lock_sha256
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    second = lock_environment(loaded, load_catalog(), out, conda, pip)
+    second = lock_environment(loaded, out, conda, pip)
     assert second.changed == ()
     assert before == {p.name: p.read_bytes() for p in out.iterdir()}
     parsed = parse_conda_lock_file(out / "conda-lock.yml")
@@ -68,7 +68,7 @@ def test_lock_writes_parseable_byte_stable_files(tmp_path: Path) -> None:
     assert numpy[0].hash.sha256 == SHA and numpy[0].hash.md5 == "cd" * 16
     assert numpy[0].dependencies == {"python": ">=3.11,<3.12"}
     assert {d.manager for d in parsed.package} == {"conda", "pip"}
-    digest = lock_inputs(loaded.spec, load_catalog()).sha256
+    digest = lock_inputs(loaded.resolved).sha256
     for name, data in before.items():
         if name == "lockset.json":
             continue
@@ -84,12 +84,12 @@ def test_previous_lock_is_the_preference_and_update_releases_it(tmp_path: Path) 
     loaded = load_spec(_spec(tmp_path))
     out = tmp_path / "images" / "demo"
     conda, pip = _solvers()
-    lock_environment(loaded, load_catalog(), out, conda, pip)
-    lock_environment(loaded, load_catalog(), out, conda, pip, update=("numpy",))
+    lock_environment(loaded, out, conda, pip)
+    lock_environment(loaded, out, conda, pip, update=("numpy",))
     preferred = {p.name for p in conda.requests[-1].preferred}
     assert preferred == {"python"}
     assert pip.requests[-1].upgrade == ("numpy",)
-    lock_environment(loaded, load_catalog(), out, conda, pip)
+    lock_environment(loaded, out, conda, pip)
     assert {p.name for p in conda.requests[-1].preferred} == {"numpy", "python"}
 
 
@@ -99,8 +99,8 @@ def test_update_matches_names_as_pip_normalizes_them(tmp_path: Path) -> None:
     out = tmp_path / "images" / "demo"
     conda, pip = _solvers()
     conda.packages = {p: (*v, _pkg("typing_extensions", "4.12.2", p)) for p, v in conda.packages.items()}
-    lock_environment(loaded, load_catalog(), out, conda, pip)
-    lock_environment(loaded, load_catalog(), out, conda, pip, update=("Typing-Extensions",))
+    lock_environment(loaded, out, conda, pip)
+    lock_environment(loaded, out, conda, pip, update=("Typing-Extensions",))
     assert {p.name for p in conda.requests[-1].preferred} == {"numpy", "python"}
     assert pip.requests[-1].upgrade == ("typing-extensions",)
 
@@ -110,7 +110,7 @@ def test_check_tells_fresh_stale_and_missing(tmp_path: Path) -> None:
     out = tmp_path / "images" / "demo"
     loaded = load_spec(path)
     assert current_lock(loaded, out).status == "missing"
-    lock_environment(loaded, load_catalog(), out, *_solvers())
+    lock_environment(loaded, out, *_solvers())
     state = current_lock(loaded, out)
     assert state.fresh and state.pip_lock == "requirements.lock"
     assert state.conda_locks == ("conda-linux-64.lock", "conda-linux-aarch64.lock")
@@ -164,18 +164,16 @@ def test_variant_score(build: str, depends: list[str], cuda: str | None, expecte
 
 def test_lock_glibc_follows_the_image_the_dockerfile_uses(tmp_path: Path) -> None:
     """The lock's __glibc comes from the same runtime image render picks (cuDNN major included)."""
-    from envkit.catalog import load_catalog
     from envkit.lock.virtual import glibc_for
-    from envkit.spec.images import runtime_image_ref
     from envkit.spec.load import load_spec
 
     path = tmp_path / "gpu.yaml"
     path.write_text('name: gpu\npython: "3.10"\ncuda: "11.8"\nframeworks: {paddle: "2.6.2"}\n')
     loaded = load_spec(path)
     catalog = load_catalog()
-    image = catalog.base_image(runtime_image_ref(loaded.spec, catalog))
-    assert image is not None and image.cudnn == "8"
-    assert glibc_for(loaded.spec, catalog) == "2.35"  # ubuntu22.04
+    image = catalog.base_image(loaded.resolved.runtime_ref)
+    assert image is not None and image.cudnn == "8" and loaded.resolved.base == image
+    assert glibc_for(loaded.resolved) == "2.35"  # ubuntu22.04
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from envkit.catalog import load_catalog
 from envkit.errors import ExitCode, UsageError
 from envkit.lock import CondaPackage, PipPackage, lock_environment
 from envkit.lock.inputs import lock_inputs
@@ -92,7 +91,7 @@ def test_lock_refuses_and_writes_nothing(tmp_path: Path) -> None:
     loaded = load_spec(spec)
     solver = FakeCondaSolver({"linux-64": (conda("pytorch", "cpu_mkl_py311h_101"),)})
     with pytest.raises(UsageError, match="CPU build"):
-        lock_environment(loaded, load_catalog(), tmp_path / "out", solver, FakePipResolver())
+        lock_environment(loaded, tmp_path / "out", solver, FakePipResolver())
     assert not (tmp_path / "out").exists()
 
 
@@ -100,8 +99,8 @@ def test_conda_lock_of_a_cuda_spec_pins_cuda_version(tmp_path: Path) -> None:
     spec = tmp_path / "environments" / "demo.yaml"
     spec.parent.mkdir(parents=True)
     spec.write_text('name: demo\npython: "3.11"\ncuda: "12.1"\nconda:\n  - pytorch\n')
-    request = lock_inputs(load_spec(spec).spec, load_catalog()).conda_request("linux-64", ())
+    request = lock_inputs(load_spec(spec).resolved).conda_request("linux-64", ())
     assert request is not None and "cuda-version 12.1.*" in request.specs
     spec.write_text('name: demo\npython: "3.11"\ncuda: cpu\nconda:\n  - pytorch\n')
-    request = lock_inputs(load_spec(spec).spec, load_catalog()).conda_request("linux-64", ())
+    request = lock_inputs(load_spec(spec).resolved).conda_request("linux-64", ())
     assert request is not None and not any(s.startswith("cuda-version") for s in request.specs)

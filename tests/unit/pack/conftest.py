@@ -106,7 +106,7 @@ def root(tmp_path: Path, channel: Path) -> Path:
 
 @pytest.fixture
 def loaded(root: Path) -> LoadedSpec:
-    return load_spec(root / "environments" / "ctiny.yaml")
+    return load_spec(root / "environments" / "ctiny.yaml", packing_catalog())
 
 
 @pytest.fixture
@@ -115,8 +115,8 @@ def catalog() -> Catalog:
 
 
 @pytest.fixture
-def locker(catalog: Catalog) -> EnvLocker:
-    return EnvLocker(catalog, RattlerSolver(), WheelResolver())
+def locker() -> EnvLocker:
+    return EnvLocker(RattlerSolver(), WheelResolver())
 
 
 @pytest.fixture

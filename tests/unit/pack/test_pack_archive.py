@@ -25,7 +25,7 @@ from tests.unit.pack.conftest import INSTALLER, InstallerPip, write_conda_spec
 def _pack(root: Path, loaded: LoadedSpec, catalog: Catalog, locker: EnvLocker, pip: InstallerPip,
           out: Path, fetcher: object = None) -> PackResult:  # fmt: skip
     return pack_environment(
-        root, loaded, catalog, locker=locker, fetcher=fetcher or UrlFetcher(),  # type: ignore[arg-type]
+        root, loaded, locker=locker, fetcher=fetcher or UrlFetcher(),  # type: ignore[arg-type]
         options=PackOptions(output=out), pip_runner=pip,
     )  # fmt: skip
 
@@ -78,7 +78,7 @@ def test_download_mismatch_through_a_fake_fetcher(
     root: Path, loaded: LoadedSpec, catalog: Catalog, locker: EnvLocker, pip: InstallerPip
 ) -> None:
     lock, _ = ensure_fresh_lock(root, loaded, locker)
-    request = pack_request(loaded, lock, image_dir(root, "ctiny"), catalog)
+    request = pack_request(loaded, lock, image_dir(root, "ctiny"))
     urls = {p.url: b"other bytes" for p in request.conda["linux-64"]}
     with pytest.raises(PackError, match="does not match the lock"):
         _pack(root, loaded, catalog, locker, pip, root / "x.tar", FakeFetcher(urls))
@@ -104,7 +104,7 @@ def test_open_pack_verifies_against_the_lock(
 ) -> None:
     result = _pack(root, loaded, catalog, locker, pip, root / "good.tar")
     lock, _ = ensure_fresh_lock(root, loaded, locker)
-    request = pack_request(loaded, lock, image_dir(root, "ctiny"), catalog)
+    request = pack_request(loaded, lock, image_dir(root, "ctiny"))
     cache = root / ".envkit" / "cache"
     opened = open_pack(root / "good.tar", request, cache)
     assert opened.manifest.lock_sha256 == result.lock_sha256 and len(opened.sources) == 3
@@ -132,10 +132,12 @@ def test_open_pack_verifies_against_the_lock(
 
     # a pack of the older lock no longer fits once the spec (and so the lock) changed
     write_conda_spec(root, channel.resolve().as_uri(), conda="tinylib 1.3.*")
-    relocked, again = ensure_fresh_lock(root, load_spec(root / "environments" / "ctiny.yaml"), locker)
+    relocked, again = ensure_fresh_lock(
+        root, load_spec(root / "environments" / "ctiny.yaml", catalog), locker
+    )
     assert again is not None and again.status == "stale"
     newer = pack_request(
-        load_spec(root / "environments" / "ctiny.yaml"), relocked, image_dir(root, "ctiny"), catalog
+        load_spec(root / "environments" / "ctiny.yaml", catalog), relocked, image_dir(root, "ctiny")
     )
     with pytest.raises(PackMismatch, match="another lock"):
         open_pack(root / "good.tar", newer, cache)
@@ -145,7 +147,7 @@ def test_pack_carries_the_wheels_of_requirements_lock(
     root: Path, catalog: Catalog, locker: EnvLocker, pip: InstallerPip, channel: Path
 ) -> None:
     write_conda_spec(root, channel.resolve().as_uri(), pins=("six==1.16.0",))
-    loaded = load_spec(root / "environments" / "ctiny.yaml")
+    loaded = load_spec(root / "environments" / "ctiny.yaml", catalog)
     result = _pack(root, loaded, catalog, locker, pip, root / "w.tar")
     assert result.wheels == 1 and result.conda_packages == 3  # python, tinylib, pip
     with tarfile.open(root / "w.tar") as tar:
@@ -159,7 +161,7 @@ def test_venv_specs_need_no_pack(
     (tmp_path / "environments" / "v.yaml").write_text(
         'name: v\npython: "3.11"\ncuda: cpu\ninstaller: venv\nbase_image: envkit/debian-python:bookworm\n'
     )
-    loaded = load_spec(tmp_path / "environments" / "v.yaml")
+    loaded = load_spec(tmp_path / "environments" / "v.yaml", catalog)
     with pytest.raises(Exception, match="packs are for conda environments") as info:
         _pack(tmp_path, loaded, catalog, locker, pip, tmp_path / "v.tar")
     assert getattr(info.value, "exit_code", None) == ExitCode.USAGE

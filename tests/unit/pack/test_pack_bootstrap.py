@@ -30,20 +30,18 @@ def _spec(tmp_path: Path, extra: str) -> Path:
 def test_images_without_python_get_the_catalog_installer(tmp_path: Path) -> None:
     catalog = load_catalog()
     gpu = load_spec(_spec(tmp_path, 'cuda: "11.8"\nframeworks:\n  paddle: "2.6.2"\n'), catalog)
-    found = bootstrap_installers(gpu.spec, catalog)
+    found = bootstrap_installers(gpu.resolved)
     assert set(found) == {"linux-64"} and found["linux-64"].kind == "miniconda"  # nvidia/cuda has no Python
     assert found["linux-64"] == catalog.installer("miniconda", "x86_64", "3.11")
     cpu_default = load_spec(_spec(tmp_path, "cuda: cpu\n"), catalog)  # ubuntu:22.04: no Python either
-    assert bootstrap_installers(cpu_default.spec, catalog)["linux-64"].kind == "miniconda"
+    assert bootstrap_installers(cpu_default.resolved)["linux-64"].kind == "miniconda"
     with_python = load_spec(_spec(tmp_path, "cuda: cpu\nbase_image: python:3.11-slim-bookworm\n"), catalog)
-    assert bootstrap_installers(with_python.spec, catalog) == {}
+    assert bootstrap_installers(with_python.resolved) == {}
     unknown = load_spec(_spec(tmp_path, "cuda: cpu\nbase_image: registry.example/team/img:1\n"), catalog)
-    assert (
-        bootstrap_installers(unknown.spec, catalog) == {}
-    )  # assumed to have python3; the build says so if not
+    assert bootstrap_installers(unknown.resolved) == {}  # assumed to have python3; the build says so if not
     mamba = load_spec(_spec(tmp_path, 'cuda: "11.8"\ninstaller: micromamba\n'), catalog)
     with pytest.raises(UsageError, match="micromamba brings none"):
-        bootstrap_installers(mamba.spec, catalog)
+        bootstrap_installers(mamba.resolved)
 
 
 def _request(boot: InstallerFile) -> PackRequest:

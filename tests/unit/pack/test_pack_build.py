@@ -29,10 +29,8 @@ def _files(context: bytes) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
 
 
-def _builder(
-    engine: FakeEngine, catalog: Catalog, root: Path, locker: EnvLocker, pip: InstallerPip
-) -> Builder:
-    return Builder(engine, catalog, root, locker=locker, pip_runner=pip, fetcher=UrlFetcher())
+def _builder(engine: FakeEngine, root: Path, locker: EnvLocker, pip: InstallerPip) -> Builder:
+    return Builder(engine, root, locker=locker, pip_runner=pip, fetcher=UrlFetcher())
 
 
 def _labels(dockerfile: str) -> str:
@@ -43,7 +41,7 @@ def test_offline_conda_build_context_labels_and_rebuild(
     root: Path, loaded: LoadedSpec, catalog: Catalog, locker: EnvLocker, pip: InstallerPip
 ) -> None:
     engine = FakeEngine()
-    builder = _builder(engine, catalog, root, locker, pip)
+    builder = _builder(engine, root, locker, pip)
     events: list[object] = []
     result = builder.build(loaded, BuildOptions(offline=True), events.append)
     assert result.status == "built" and result.offline and result.pack == "collected"
@@ -58,9 +56,7 @@ def test_offline_conda_build_context_labels_and_rebuild(
     known = json.loads(files["installer/packages.json"])
     assert {v["path"] for v in known.values()} == {n for n in files if n.startswith("channel/")}
     # label for label the same as the online build of the same lock
-    online = Builder(FakeEngine(), catalog, root, locker=locker, pip_runner=pip).prepare(
-        loaded, BuildOptions()
-    )
+    online = Builder(FakeEngine(), root, locker=locker, pip_runner=pip).prepare(loaded, BuildOptions())
     online_data = {e.path: e.data for e in online.context.entries}["Dockerfile"]
     assert online_data is not None
     online_dockerfile = online_data.decode()
@@ -78,11 +74,11 @@ def test_offline_conda_build_context_labels_and_rebuild(
 def test_build_from_a_pack_and_refuse_a_changed_one(
     root: Path, loaded: LoadedSpec, catalog: Catalog, locker: EnvLocker, pip: InstallerPip, channel: Path
 ) -> None:
-    packed = pack_environment(root, loaded, catalog, locker=locker, fetcher=UrlFetcher(),
+    packed = pack_environment(root, loaded, locker=locker, fetcher=UrlFetcher(),
                               options=PackOptions(output=root / "p.tar"), pip_runner=pip)  # fmt: skip
     shutil.rmtree(channel)  # the air-gapped side has no channel: only the pack
     engine = FakeEngine()
-    builder = _builder(engine, catalog, root, locker, pip)
+    builder = _builder(engine, root, locker, pip)
     result = builder.build(loaded, BuildOptions(pack=root / "p.tar", frozen=True))
     assert (
         result.status == "built" and result.pack == str(root / "p.tar") and result.pack_files == packed.files
@@ -113,8 +109,8 @@ def test_offline_conda_dockerfile_passes_hadolint(
     channel: Path,
 ) -> None:
     write_conda_spec(root, channel.resolve().as_uri(), pins=("six==1.16.0",))
-    loaded = load_spec(root / "environments" / "ctiny.yaml")
-    prepared = _builder(FakeEngine(), catalog, root, locker, pip).prepare(loaded, BuildOptions(offline=True))
+    loaded = load_spec(root / "environments" / "ctiny.yaml", catalog)
+    prepared = _builder(FakeEngine(), root, locker, pip).prepare(loaded, BuildOptions(offline=True))
     dockerfile = next(e.data for e in prepared.context.entries if e.path == "Dockerfile")
     assert dockerfile is not None and b"COPY wheels/ /tmp/envkit/wheels/" in dockerfile
     path = tmp_path / "Dockerfile"

@@ -19,7 +19,6 @@ from envkit.errors import SpecError
 from envkit.lock.inputs import cuda_runtime_requirements, framework_requirements, lock_inputs
 from envkit.render import render_image
 from envkit.render.dockerfile import CUDA_LIB_DIR, nvidia_contract
-from envkit.spec.images import runtime_base
 from envkit.spec.load import LoadedSpec, load_spec, spec_hash
 
 REPO = Path(__file__).resolve().parents[3]
@@ -75,18 +74,18 @@ def test_the_flagship_pair_is_what_paddle_was_built_for() -> None:
 
 def test_paddle_gets_pinned_runtime_wheels(tmp_path: Path) -> None:
     loaded = _load(tmp_path, PADDLE)
-    lines = cuda_runtime_requirements(loaded.spec, load_catalog())
+    lines = cuda_runtime_requirements(loaded.resolved)
     assert "nvidia-cudnn-cu11==8.6.0.163" in lines
     assert "nvidia-cublas-cu11==11.11.3.6" in lines
     assert all("==" in line for line in lines)
     assert not any("nvjitlink" in line for line in lines)  # CUDA 11 has none
-    requirements = lock_inputs(loaded.spec, load_catalog()).platform("linux-64").pip.requirements
+    requirements = lock_inputs(loaded.resolved).platform("linux-64").pip.requirements
     assert "paddlepaddle-gpu==2.6.2" in requirements and "nvidia-cudnn-cu11==8.6.0.163" in requirements
 
 
 def test_torch_pins_its_own_wheels_so_the_set_only_names_them(tmp_path: Path) -> None:
     text = PADDLE.replace('cuda: "11.8"', 'cuda: "13.2"').replace('paddle: "2.6.2"', 'torch: "2.15.0"')
-    lines = cuda_runtime_requirements(_load(tmp_path, text).spec, load_catalog())
+    lines = cuda_runtime_requirements(_load(tmp_path, text).resolved)
     assert "nvidia-cudnn-cu13" in lines and "nvidia-nvjitlink" in lines
     assert [line for line in lines if "==" in line] == ["nvidia-curand==10.4.2.66"]  # torch pins no cuRAND
 
@@ -95,27 +94,26 @@ def test_pypi_runtime_takes_pypis_own_torch_not_the_framework_index(tmp_path: Pa
     """torch 2.5.1 on PyPI is CUDA 12.4: no ``+cu124`` from an index this site cannot reach."""
     text = PADDLE.replace('cuda: "11.8"', 'cuda: "12.4"').replace('paddle: "2.6.2"', 'torch: "2.5.1"')
     loaded = _load(tmp_path, text)
-    assert framework_requirements(loaded.spec, load_catalog()) == ["torch==2.5.1"]
+    assert framework_requirements(loaded.resolved) == ["torch==2.5.1"]
     image = _load(tmp_path, text.replace("cuda_runtime: pypi\n", "base_image: python:3.11-slim-bookworm\n"))
-    assert framework_requirements(image.spec, load_catalog()) == ["torch==2.5.1+cu124"]
+    assert framework_requirements(image.resolved) == ["torch==2.5.1+cu124"]
 
 
 def test_the_default_runtime_is_still_nvidia_cuda_and_the_hash_is_unchanged(tmp_path: Path) -> None:
     text = 'name: t\npython: "3.10"\ncuda: "11.8"\nframeworks:\n  paddle: "2.6.2"\n'
     loaded = _load(tmp_path, text)
-    base = runtime_base(loaded.spec, load_catalog())
+    base = loaded.resolved.runtime
     assert base.ref.startswith("nvidia/cuda:11.8") and not base.pypi_cuda
     assert "cuda_runtime: image (the default)" in base.reason
-    assert cuda_runtime_requirements(loaded.spec, load_catalog()) == []
+    assert cuda_runtime_requirements(loaded.resolved) == []
     explicit = _load(tmp_path, text + "cuda_runtime: image\n")
     assert spec_hash(explicit.spec) == spec_hash(loaded.spec)  # a new field at its default hashes as before
     assert spec_hash(_load(tmp_path, text + "cuda_runtime: pypi\n").spec) != spec_hash(loaded.spec)
 
 
 def test_render_says_which_base_and_why_and_carries_the_nvidia_contract(tmp_path: Path) -> None:
-    catalog = load_catalog()
     loaded = _load(tmp_path, PADDLE)
-    text = render_image(loaded, catalog).files["Dockerfile"].decode()
+    text = render_image(loaded).files["Dockerfile"].decode()
     assert "FROM envkit/debian-python:bookworm AS builder" in text
     assert "# runtime base: envkit/debian-python:bookworm: cuda_runtime: pypi" in text
     assert "FROM envkit/debian-python:bookworm AS runtime" in text
@@ -138,7 +136,7 @@ def test_the_require_cuda_floors_come_from_the_catalog(tmp_path: Path) -> None:
         text = PADDLE.replace('cuda: "11.8"', f'cuda: "{cuda}"').replace(
             'frameworks:\n  paddle: "2.6.2"\n', ""
         )
-        contract = nvidia_contract(_load(tmp_path, text).spec, catalog)
+        contract = nvidia_contract(_load(tmp_path, text).resolved)
         assert contract["NVIDIA_REQUIRE_CUDA"] == f"cuda>={cuda} driver>={release.compat_driver}"
 
 
@@ -161,7 +159,7 @@ def test_a_cudnn_the_catalog_does_not_pin_is_refused(tmp_path: Path) -> None:
 
 def test_shipped_flagship_uses_the_pypi_runtime() -> None:
     loaded = load_spec(REPO / "environments" / "cuda11.8-paddle2.6.yaml")
-    assert runtime_base(loaded.spec, load_catalog()).pypi_cuda
+    assert loaded.resolved.runtime.pypi_cuda
     lock = (REPO / "images" / "cuda11.8-paddle2.6" / "requirements.lock").read_text("utf-8")
     for pin in (
         "paddlepaddle-gpu==2.6.2",

@@ -22,7 +22,7 @@ def _loaded(tmp_path: Path, framework: str, version: str) -> LoadedSpec:
 
 def test_paddle_gets_libgomp_installed_with_network(tmp_path: Path) -> None:
     loaded = _loaded(tmp_path, "paddle", "3.3.1")
-    dockerfile = render_image(loaded, load_catalog()).files["Dockerfile"].decode()
+    dockerfile = render_image(loaded).files["Dockerfile"].decode()
     runtime = dockerfile.split("AS runtime", 1)[1]
     assert "ldconfig -p | grep -qF 'libgomp.so.1 '" in runtime
     assert "apt-get install -y --no-install-recommends libgomp1" in runtime
@@ -32,7 +32,7 @@ def test_paddle_gets_libgomp_installed_with_network(tmp_path: Path) -> None:
 def test_offline_paddle_build_checks_and_names_the_library(tmp_path: Path) -> None:
     loaded = _loaded(tmp_path, "paddle", "3.3.1")
     inputs = DockerfileInputs(spec_sha256="0" * 64, wheelhouse="wheels", offline=True)
-    step = os_library_step(loaded.spec, load_catalog(), inputs)
+    step = os_library_step(loaded.resolved, inputs)
     assert "apt-get" not in step
     assert "lacks libgomp.so.1 (Debian package libgomp1), which the paddle wheels need" in step
     assert "envkit base-image" in step and "exit 1" in step
@@ -40,7 +40,7 @@ def test_offline_paddle_build_checks_and_names_the_library(tmp_path: Path) -> No
 
 def test_torch_needs_nothing_from_the_os(tmp_path: Path) -> None:
     loaded = _loaded(tmp_path, "torch", "2.13.0")
-    assert os_library_step(loaded.spec, load_catalog(), DockerfileInputs(spec_sha256="0" * 64)) == ""
+    assert os_library_step(loaded.resolved, DockerfileInputs(spec_sha256="0" * 64)) == ""
 
 
 def test_base_image_packages_come_from_the_catalog() -> None:

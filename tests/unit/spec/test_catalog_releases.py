@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from envkit.catalog import load_catalog
 from envkit.cli import main
 from envkit.errors import SpecError
 from envkit.render import render_image
@@ -45,7 +44,7 @@ def test_real_releases_validate_with_their_flavours(
     )
     loaded = load_spec(write(tmp_path, "demo", text), strict=True)
     assert not [w for w in loaded.warnings if "not in the catalog" in w]
-    assert framework_requirements(loaded.spec, load_catalog()) == [requirement]
+    assert framework_requirements(loaded.resolved) == [requirement]
 
 
 def test_flavour_that_does_not_exist_is_an_error_naming_the_real_ones(tmp_path: Path) -> None:
@@ -78,7 +77,7 @@ def test_unknown_release_is_a_warning_and_an_error_with_strict(
     assert "not in the catalog" in envelope["errors"][0]["message"]
     loaded = load_spec(tmp_path / "environments" / "future.yaml")
     # the lock is asked for the wheel the newest release's flavour names: it says whether it exists
-    assert framework_requirements(loaded.spec, load_catalog()) == ["torch==2.99.0+cpu"]
+    assert framework_requirements(loaded.resolved) == ["torch==2.99.0+cpu"]
 
 
 def test_render_on_the_official_paddle_image_with_venv_and_a_tuna_mirror(tmp_path: Path) -> None:
@@ -90,7 +89,7 @@ def test_render_on_the_official_paddle_image_with_venv_and_a_tuna_mirror(tmp_pat
     )
     loaded = load_spec(write(tmp_path, "paddle26", text))
     assert any("not in the catalog" in w and "paddlepaddle/paddle" in w for w in loaded.warnings)
-    files = render_image(loaded, load_catalog()).files
+    files = render_image(loaded).files
     dockerfile = files["Dockerfile"].decode()
     assert "FROM paddlepaddle/paddle:2.6.0-gpu-cuda11.8-cudnn8 AS builder" in dockerfile
     assert "FROM paddlepaddle/paddle:2.6.0-gpu-cuda11.8-cudnn8 AS runtime" in dockerfile
