@@ -20,7 +20,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from envkit.audit.core import Finding
+from envkit.audit.findings import Finding
 from envkit.audit.service import Severity
 from envkit.catalog import Catalog
 from envkit.engine.protocol import ImageInfo

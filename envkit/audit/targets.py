@@ -13,8 +13,8 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from envkit.audit.core import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
 from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS, age_line, age_warning
+from envkit.audit.findings import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
 from envkit.audit.policy import PolicyContext, lock_files, run_policy
 from envkit.audit.service import VulnService
 from envkit.catalog import Catalog

@@ -10,8 +10,8 @@ import click
 
 from envkit._atomic import write_text_atomic
 from envkit._safe import redact
-from envkit.audit.core import AuditReport
 from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS
+from envkit.audit.findings import AuditReport
 from envkit.audit.report import FORMATS, render
 from envkit.audit.service import SEVERITIES, VulnService
 from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image

@@ -200,7 +200,7 @@ def snapshot(output: Path | None, store: Path | None, image: str | None) -> Comm
 
 def _image_source(ref: str) -> EnvironmentSource:
     from envkit.inventory.image_source import ImageSource
-    from envkit.probe.core import resolve_image
+    from envkit.probe.run import resolve_image
 
     engine = services().engine()
     return ImageSource(engine, resolve_image(engine, ref))

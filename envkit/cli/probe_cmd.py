@@ -15,9 +15,9 @@ from envkit.comparison.files import compare_files
 from envkit.comparison.pairwise import Comparison, fmt_rel
 from envkit.errors import ExitCode
 from envkit.fleet.compare import find_run
-from envkit.probe import core
 from envkit.probe.driver import driver_line
 from envkit.probe.report import default_store
+from envkit.probe.run import probe as run_probe
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS
 from envkit.result import CommandResult
 
@@ -159,7 +159,7 @@ def _run(args: ProbeArgs) -> CommandResult:
     where = f"in {args.image}" if args.image else f"with {args.python}" if args.python else "on this host"
     opts = args.probe_options()
     with working(f"probing {','.join(opts.frameworks)} × {','.join(opts.workloads)} {where}"):
-        run = core.probe(
+        run = run_probe(
             opts,
             store=None if args.no_store else _store(args),
             label=args.label,
