@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,13 +17,14 @@ from envkit.audit.report import FORMATS, render
 from envkit.audit.service import SEVERITIES, VulnService
 from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image
 from envkit.audit.update_db import OSV_PYPI_URL, update_db
-from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, shown, working
 from envkit.errors import UsageError
 from envkit.inventory.selector import split_selector
 from envkit.result import CommandResult
-from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
+
+if TYPE_CHECKING:  # the spec's pydantic models load only when a spec is audited (NAME or --spec)
+    from envkit.spec.load import LoadedSpec
 
 __all__ = ["audit"]
 
@@ -51,6 +53,18 @@ def _is_env_name(target: str) -> bool:
     return True
 
 
+def _load(name: str, root: Path) -> LoadedSpec:
+    from envkit.spec.load import load_spec, resolve_spec_path
+
+    return load_spec(resolve_spec_path(name, root))
+
+
+def _image_dir(root: Path, loaded: LoadedSpec) -> Path:
+    from envkit.spec.load import image_dir
+
+    return image_dir(root, loaded.spec.name)
+
+
 def _run(
     target: str | None,
     image: str | None,
@@ -61,15 +75,15 @@ def _run(
     root = project_root()
     loaded: LoadedSpec | None = None
     if spec_name:
-        loaded = load_spec(resolve_spec_path(spec_name, root))
+        loaded = _load(spec_name, root)
     if image:
-        folder = image_dir(root, loaded.spec.name) if loaded else None
+        folder = _image_dir(root, loaded) if loaded else None
         return audit_image(services().engine(), image, request, loaded=loaded, image_dir=folder)
     if target is None:
         raise UsageError("nothing to audit", hint="envkit audit NAME | FILE | --image IMAGE (see --help)")
     if _is_env_name(target):
-        loaded = load_spec(resolve_spec_path(target, root))
-        return audit_environment(loaded, image_dir(root, loaded.spec.name), request)
+        loaded = _load(target, root)
+        return audit_environment(loaded, _image_dir(root, loaded), request)
     platform, environment, python = choice
     chosen = split_selector(target)  # FILE#ENVIRONMENT@PLATFORM
     return audit_file(
@@ -195,6 +209,8 @@ def audit(
     """
     if update_dir is not None:
         return _update(update_dir)
+    from envkit.catalog import load_catalog
+
     request = AuditRequest(
         service=_service(db, online),
         catalog=load_catalog(),
