@@ -18,7 +18,15 @@ from envkit.audit.service import SEVERITIES, VulnService
 from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image
 from envkit.audit.update_db import OSV_PYPI_URL, update_db
 from envkit.cli import cli
-from envkit.cli._app import command, project_root, services, shown, working
+from envkit.cli._app import (
+    command,
+    lock_environment_option,
+    lock_python_option,
+    project_root,
+    services,
+    shown,
+    working,
+)
 from envkit.errors import UsageError
 from envkit.inventory.selector import split_selector
 from envkit.result import CommandResult
@@ -145,20 +153,8 @@ def _update(directory: str) -> CommandResult:
     help="Platform to read from a multi-platform lock (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, "
     "poetry.lock), e.g. linux-64, osx-arm64, win-64. Default: this machine's.",
 )
-@click.option(
-    "--environment",
-    metavar="NAME",
-    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated; "
-    "for a poetry.lock: extras and with=G, without=G, only=G.",
-)
-@click.option(
-    "--python",
-    "python_minor",
-    metavar="X.Y",
-    help="Python to read a lock that allows several for (uv.lock, pylock.toml, poetry.lock markers), "
-    "e.g. 3.10. Default: this interpreter's when the lock allows it, else the lowest it allows; "
-    "the output says which.",
-)
+@lock_environment_option
+@lock_python_option
 @click.option(
     "--max-db-age",
     type=click.IntRange(min=-1),
