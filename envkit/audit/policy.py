@@ -15,24 +15,24 @@ from dataclasses import dataclass
 from datetime import date
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from envkit.audit.core import Finding
+from envkit.audit.findings import Finding
 from envkit.audit.service import Severity
-from envkit.catalog import Catalog
-from envkit.engine.protocol import ImageInfo
 from envkit.errors import CatalogError, LockError
 from envkit.inventory.models import Inventory
-from envkit.lock import LockState
-from envkit.lock.lockfile import CONDA_LOCK, ENVIRONMENT_YML, parse_conda_lock
-from envkit.render.dockerfile import LOCK_LABEL
-from envkit.spec.models import ARCHES, Spec
+
+if TYPE_CHECKING:  # an audit of a file needs none of these: they are imported where a check uses them
+    from envkit.catalog import Catalog
+    from envkit.engine.protocol import ImageInfo
+    from envkit.lock import LockState
+    from envkit.spec.models import Spec
 
 __all__ = [
-    "LOCK_LABEL",
     "RULES",
     "PolicyContext",
     "lock_files",
@@ -93,6 +93,8 @@ def _finding(
 
 def lock_files(lock: LockState, image_dir: Path) -> list[Path]:
     """The lock files (not the pinned environment.yml) among those ``lock`` expects, present on disk."""
+    from envkit.lock.lockfile import ENVIRONMENT_YML
+
     return [
         image_dir / name for name in lock.files if name != ENVIRONMENT_YML and (image_dir / name).is_file()
     ]
@@ -101,6 +103,8 @@ def lock_files(lock: LockState, image_dir: Path) -> list[Path]:
 def check_lock(ctx: PolicyContext) -> list[Finding]:
     if ctx.lock is None or ctx.image_dir is None or ctx.spec is None:
         return []
+    from envkit.lock.lockfile import CONDA_LOCK
+
     name = ctx.spec.name
     if ctx.lock.status == "missing":
         return [
@@ -128,6 +132,8 @@ def check_lock(ctx: PolicyContext) -> list[Finding]:
 
 
 def _unhashed(path: Path, name: str) -> list[Finding]:
+    from envkit.lock.lockfile import CONDA_LOCK, parse_conda_lock
+
     text = path.read_text("utf-8", errors="replace")
     if path.name == CONDA_LOCK:
         try:
@@ -220,6 +226,8 @@ def check_installer(ctx: PolicyContext) -> list[Finding]:
     found: list[Finding] = []
     spec = ctx.spec
     if spec is not None and spec.installer.uses_conda:
+        from envkit.spec.models import ARCHES
+
         for platform in spec.platforms:
             arch = ARCHES.get(platform, platform)
             if ctx.catalog.installer(spec.installer.value, arch, spec.python) is None:
@@ -268,6 +276,8 @@ def check_image(ctx: PolicyContext) -> list[Finding]:
     # a stale or missing lock is not built from, and check_lock reports it.
     current = ctx.lock.lock_sha256 if ctx.lock is not None and ctx.lock.fresh else None
     if current:
+        from envkit.render.dockerfile import LOCK_LABEL
+
         built = ctx.image.labels.get(LOCK_LABEL)
         if built != current:
             what = f"lock {built[:12]}" if built else "no lock label"

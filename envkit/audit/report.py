@@ -1,4 +1,4 @@
-"""Render an :class:`~envkit.audit.core.AuditReport`: table, JSON, SARIF 2.1.0, markdown.
+"""Render an :class:`~envkit.audit.findings.AuditReport`: table, JSON, SARIF 2.1.0, markdown.
 
 Pure functions returning strings; byte-stable (sorted, no timestamps).
 """
@@ -10,7 +10,7 @@ from typing import Any
 
 from envkit import __version__
 from envkit._safe import https_url, markdown_text, one_line
-from envkit.audit.core import AuditReport, Finding
+from envkit.audit.findings import AuditReport, Finding
 from envkit.audit.policy import RULES
 from envkit.audit.service import severity_rank
 

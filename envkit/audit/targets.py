@@ -10,23 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from envkit.audit.core import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
 from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS, age_line, age_warning
+from envkit.audit.findings import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
 from envkit.audit.policy import PolicyContext, lock_files, run_policy
 from envkit.audit.service import VulnService
-from envkit.catalog import Catalog
-from envkit.engine.protocol import ContainerEngine
 from envkit.errors import AuditError, UsageError
 from envkit.inventory import parse_inventory, read_inventory
 from envkit.inventory.models import Inventory, Package
 from envkit.inventory.names import project_of
-from envkit.lock import LockState, current_lock
-from envkit.lock.lockfile import CONDA_LOCK, REQUIREMENTS_LOCK
-from envkit.render.pip import framework_requirements
-from envkit.spec.load import LoadedSpec
+
+if TYPE_CHECKING:  # an audit of a file reads no spec and no lock: those imports wait for an environment
+    from envkit.catalog import Catalog
+    from envkit.engine.protocol import ContainerEngine
+    from envkit.lock import LockState
+    from envkit.spec.load import LoadedSpec
 
 __all__ = [
     "AuditRequest",
@@ -53,6 +54,8 @@ class AuditRequest:
 
 def spec_inventory(loaded: LoadedSpec) -> Inventory:
     """The exact pins a spec states (framework wheels, ``==`` lines): what can be audited without a lock."""
+    from envkit.render.pip import framework_requirements
+
     packages = []
     for line in [*framework_requirements(loaded.resolved), *loaded.spec.pip]:
         try:
@@ -101,6 +104,11 @@ def _report(
 
 
 def _context(request: AuditRequest, loaded: LoadedSpec | None, image_dir: Path | None) -> PolicyContext:
+    lock = None
+    if loaded is not None and image_dir is not None:
+        from envkit.lock import current_lock
+
+        lock = current_lock(loaded, image_dir)
     return PolicyContext(
         catalog=request.catalog,
         today=request.today,
@@ -108,7 +116,7 @@ def _context(request: AuditRequest, loaded: LoadedSpec | None, image_dir: Path |
         spec_sha256=loaded.sha256 if loaded else None,
         spec_path=str(loaded.path) if loaded else None,
         image_dir=image_dir,
-        lock=current_lock(loaded, image_dir) if loaded is not None and image_dir is not None else None,
+        lock=lock,
         driver=request.driver,
     )
 
@@ -125,6 +133,8 @@ def _inventory_files(lock: LockState, image_dir: Path) -> list[Path]:
     conda-lock.yml holds the same packages, but the inventory reader takes one platform of it;
     it is read only when the per-platform files are absent.
     """
+    from envkit.lock.lockfile import CONDA_LOCK, REQUIREMENTS_LOCK
+
     present = [p for p in lock_files(lock, image_dir) if p.name != CONDA_LOCK]
     files = [p for p in present if p.name != REQUIREMENTS_LOCK or _lists_packages(p)]
     if not files and (image_dir / CONDA_LOCK).is_file():

@@ -33,12 +33,14 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envkit.audit.data_age import newest_date
 from envkit.audit.osv_dir import MAX_RECORD_BYTES, parse_record
 from envkit.errors import AuditError, EnvkitError
-from envkit.offline.fetch import Fetcher, fetch_bytes
+
+if TYPE_CHECKING:  # urllib.request (http.client, ssl) only when an update runs, not for every audit
+    from envkit.offline.fetch import Fetcher
 
 __all__ = ["OSV_PYPI_URL", "update_db", "valid_distribution_name"]
 
@@ -170,6 +172,8 @@ def _write_new(path: Path, raw: bytes) -> None:
 
 def update_db(directory: Path, fetcher: Fetcher, *, url: str = OSV_PYPI_URL) -> dict[str, object]:
     """Download, validate every record, and replace ``directory`` atomically. Returns SOURCE.json's data."""
+    from envkit.offline.fetch import fetch_bytes
+
     try:
         data = fetch_bytes(fetcher, url)
     except EnvkitError as e:

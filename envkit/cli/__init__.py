@@ -9,15 +9,25 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from envkit import __version__
-from envkit.cli._app import report_error
-from envkit.cli._services import Services
-from envkit.errors import Interrupted, UsageError
+
+if TYPE_CHECKING:
+    from envkit.cli._services import Services
 
 __all__ = ["COMMANDS", "Services", "cli", "load_all_commands", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``envkit.cli.Services``, imported on first use: ``envkit --help`` needs no composition root."""
+    if name == "Services":
+        from envkit.cli._services import Services
+
+        return Services
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # name -> (module that registers it on `cli`, its one-line help as `envkit --help` shows it).
@@ -132,12 +142,13 @@ def main(argv: Sequence[str] | None = None, *, services: Services | None = None)
     """Run the CLI and return the exit code (never raises SystemExit).
 
     ``services`` is the composition root (:class:`~envkit.cli._services.Services`): the real
-    adapters by default; tests pass fakes.
+    adapters by default, made when a command first asks (:func:`envkit.cli._app.services`);
+    tests pass fakes.
     """
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     try:
-        rv = cli.main(args=args, prog_name="envkit", standalone_mode=False, obj=services or Services())
+        rv = cli.main(args=args, prog_name="envkit", standalone_mode=False, obj=services)
     except click.exceptions.NoArgsIsHelpError as e:
         if as_json:
             return _usage(e, args, "arguments are missing", as_json=True)
@@ -146,6 +157,9 @@ def main(argv: Sequence[str] | None = None, *, services: Services | None = None)
     except click.UsageError as e:
         return _usage(e, args, e.format_message(), as_json=as_json)
     except (click.Abort, KeyboardInterrupt):
+        from envkit.cli._app import report_error
+        from envkit.errors import Interrupted
+
         return report_error(_command_name(None, args), Interrupted(), as_json=as_json, debug=False)
     except click.exceptions.Exit as e:
         return int(e.exit_code)
@@ -166,6 +180,9 @@ def _command_name(ctx: click.Context | None, args: list[str]) -> str:
 
 def _usage(e: click.ClickException, args: list[str], message: str, *, as_json: bool) -> int:
     """A usage error: ``error:``/``hint:`` on stderr and, with ``--json``, one envelope on stdout."""
+    from envkit.cli._app import report_error
+    from envkit.errors import UsageError
+
     ctx = getattr(e, "ctx", None)
     hint = f"see `{ctx.command_path} --help`" if ctx is not None else "see `envkit --help`"
     return report_error(

@@ -28,6 +28,8 @@ __all__ = [
     "command",
     "err_console",
     "json_option",
+    "lock_environment_option",
+    "lock_python_option",
     "out_console",
     "parsed_into",
     "print_json",
@@ -73,6 +75,22 @@ def escape(text: str) -> str:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a versioned JSON envelope.")
+
+# How to read one environment out of a lock that holds several (envkit audit FILE, envkit diff FILE...).
+lock_environment_option = click.option(
+    "--environment",
+    metavar="NAME",
+    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated; "
+    "for a poetry.lock: extras and with=G, without=G, only=G.",
+)
+lock_python_option = click.option(
+    "--python",
+    "python_minor",
+    metavar="X.Y",
+    help="Python to read a lock that allows several for (uv.lock, pylock.toml, poetry.lock markers), "
+    "e.g. 3.10. Default: this interpreter's when the lock allows it, else the lowest it allows; "
+    "the output says which.",
+)
 
 
 @contextlib.contextmanager

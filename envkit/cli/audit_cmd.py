@@ -5,24 +5,34 @@ from __future__ import annotations
 import os
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from envkit._atomic import write_text_atomic
 from envkit._safe import redact
-from envkit.audit.core import AuditReport
 from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS
+from envkit.audit.findings import AuditReport
 from envkit.audit.report import FORMATS, render
 from envkit.audit.service import SEVERITIES, VulnService
 from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image
 from envkit.audit.update_db import OSV_PYPI_URL, update_db
-from envkit.catalog import load_catalog
 from envkit.cli import cli
-from envkit.cli._app import command, project_root, services, shown, working
+from envkit.cli._app import (
+    command,
+    lock_environment_option,
+    lock_python_option,
+    project_root,
+    services,
+    shown,
+    working,
+)
 from envkit.errors import UsageError
 from envkit.inventory.selector import split_selector
 from envkit.result import CommandResult
-from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
+
+if TYPE_CHECKING:  # the spec's pydantic models load only when a spec is audited (NAME or --spec)
+    from envkit.spec.load import LoadedSpec
 
 __all__ = ["audit"]
 
@@ -51,6 +61,18 @@ def _is_env_name(target: str) -> bool:
     return True
 
 
+def _load(name: str, root: Path) -> LoadedSpec:
+    from envkit.spec.load import load_spec, resolve_spec_path
+
+    return load_spec(resolve_spec_path(name, root))
+
+
+def _image_dir(root: Path, loaded: LoadedSpec) -> Path:
+    from envkit.spec.load import image_dir
+
+    return image_dir(root, loaded.spec.name)
+
+
 def _run(
     target: str | None,
     image: str | None,
@@ -61,15 +83,15 @@ def _run(
     root = project_root()
     loaded: LoadedSpec | None = None
     if spec_name:
-        loaded = load_spec(resolve_spec_path(spec_name, root))
+        loaded = _load(spec_name, root)
     if image:
-        folder = image_dir(root, loaded.spec.name) if loaded else None
+        folder = _image_dir(root, loaded) if loaded else None
         return audit_image(services().engine(), image, request, loaded=loaded, image_dir=folder)
     if target is None:
         raise UsageError("nothing to audit", hint="envkit audit NAME | FILE | --image IMAGE (see --help)")
     if _is_env_name(target):
-        loaded = load_spec(resolve_spec_path(target, root))
-        return audit_environment(loaded, image_dir(root, loaded.spec.name), request)
+        loaded = _load(target, root)
+        return audit_environment(loaded, _image_dir(root, loaded), request)
     platform, environment, python = choice
     chosen = split_selector(target)  # FILE#ENVIRONMENT@PLATFORM
     return audit_file(
@@ -131,20 +153,8 @@ def _update(directory: str) -> CommandResult:
     help="Platform to read from a multi-platform lock (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, "
     "poetry.lock), e.g. linux-64, osx-arm64, win-64. Default: this machine's.",
 )
-@click.option(
-    "--environment",
-    metavar="NAME",
-    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated; "
-    "for a poetry.lock: extras and with=G, without=G, only=G.",
-)
-@click.option(
-    "--python",
-    "python_minor",
-    metavar="X.Y",
-    help="Python to read a lock that allows several for (uv.lock, pylock.toml, poetry.lock markers), "
-    "e.g. 3.10. Default: this interpreter's when the lock allows it, else the lowest it allows; "
-    "the output says which.",
-)
+@lock_environment_option
+@lock_python_option
 @click.option(
     "--max-db-age",
     type=click.IntRange(min=-1),
@@ -195,6 +205,8 @@ def audit(
     """
     if update_dir is not None:
         return _update(update_dir)
+    from envkit.catalog import load_catalog
+
     request = AuditRequest(
         service=_service(db, online),
         catalog=load_catalog(),

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from envkit.build.bootstrap import DEFAULT_PACKAGES, bootstrap_image
 from envkit.build.builder import BuildOptions, BuildResult
-from envkit.build.images import list_images
+from envkit.build.image_list import list_images
 from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root, services, shown
@@ -20,7 +20,7 @@ from envkit.cli.build_debug import debug_builder, debug_text
 from envkit.engine.protocol import BuildEvent, ContainerEngine
 from envkit.engine.push import check_registry, push_image
 from envkit.errors import BuildFailed, ProbeError, UsageError
-from envkit.probe.core import probe
+from envkit.probe.run import probe
 from envkit.probe.runner import FRAMEWORKS, ProbeOptions
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, load_spec, resolve_spec_path

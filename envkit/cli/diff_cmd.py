@@ -9,7 +9,7 @@ import click
 
 from envkit._atomic import state_dir
 from envkit.cli import cli
-from envkit.cli._app import command, project_root, services
+from envkit.cli._app import command, lock_environment_option, lock_python_option, project_root, services
 from envkit.drift import DriftReport, diff_inventories
 from envkit.drift.models import SEVERITIES, severity_rank
 from envkit.errors import ExitCode, UsageError
@@ -101,20 +101,8 @@ def _text(report: DriftReport, min_severity: str) -> str:
     help="Platform to read from multi-platform locks (conda-lock.yml, pixi.lock, uv.lock, pylock.toml, "
     "poetry.lock), e.g. linux-64, osx-arm64, win-64. Default: this machine's.",
 )
-@click.option(
-    "--environment",
-    metavar="NAME",
-    help="pixi.lock environment to read (default: default); for a uv.lock: extras, comma-separated; "
-    "for a poetry.lock: extras and with=G, without=G, only=G.",
-)
-@click.option(
-    "--python",
-    "python_minor",
-    metavar="X.Y",
-    help="Python to read a lock that allows several for (uv.lock, pylock.toml, poetry.lock markers), "
-    "e.g. 3.10. Default: this interpreter's when the lock allows it, else the lowest it allows; "
-    "the output says which.",
-)
+@lock_environment_option
+@lock_python_option
 @click.option(
     "--min-severity",
     type=click.Choice(SEVERITIES),
@@ -200,7 +188,7 @@ def snapshot(output: Path | None, store: Path | None, image: str | None) -> Comm
 
 def _image_source(ref: str) -> EnvironmentSource:
     from envkit.inventory.image_source import ImageSource
-    from envkit.probe.core import resolve_image
+    from envkit.probe.run import resolve_image
 
     engine = services().engine()
     return ImageSource(engine, resolve_image(engine, ref))

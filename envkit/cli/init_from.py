@@ -8,7 +8,7 @@ from envkit.catalog import load_catalog
 from envkit.cli._app import project_root, services, working
 from envkit.errors import EnvkitError
 from envkit.init.adopt import Adoption, plan_adoption, write_adoption
-from envkit.init.sources import read_source
+from envkit.init.from_source import read_source
 from envkit.inventory.snapshot import EnvironmentSource
 from envkit.result import CommandResult
 

@@ -15,7 +15,7 @@ from envkit.cli import cli
 from envkit.cli._app import command, err_console, project_root, services
 from envkit.cli.build_cmd import find_links_from_env
 from envkit.offline.collect import PackProgress
-from envkit.pack.core import PackOptions, PackResult, pack_environment
+from envkit.pack.packer import PackOptions, PackResult, pack_environment
 from envkit.result import CommandResult
 from envkit.spec.load import load_spec, resolve_spec_path
 

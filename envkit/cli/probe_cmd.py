@@ -12,8 +12,8 @@ from envkit.cli._app import command, parsed_into, project_root, services, workin
 from envkit.cli.probe_args import ProbeArgs, check_conflicts, mode_of
 from envkit.comparison.bands import Bands
 from envkit.errors import ExitCode
-from envkit.probe import core
 from envkit.probe.driver import driver_line
+from envkit.probe.run import probe as run_probe
 from envkit.probe.runner import FRAMEWORKS, WORKLOADS
 from envkit.result import CommandResult
 from envkit.store.layout import default_store
@@ -156,7 +156,7 @@ def _run(args: ProbeArgs) -> CommandResult:
     where = f"in {args.image}" if args.image else f"with {args.python}" if args.python else "on this host"
     opts = args.probe_options()
     with working(f"probing {','.join(opts.frameworks)} × {','.join(opts.workloads)} {where}"):
-        run = core.probe(
+        run = run_probe(
             opts,
             store=None if args.no_store else _store(args),
             label=args.label,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from envkit.drift.compare import diff_packages, spread
+from envkit.drift.diff import diff_packages, spread
 from envkit.drift.duplicates import duplicate_findings
 from envkit.drift.host import host_findings
 from envkit.drift.models import Finding, RuleSet, Severity, severity_rank

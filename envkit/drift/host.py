@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from envkit.drift.compare import no_majority, spread
+from envkit.drift.diff import no_majority, spread
 from envkit.drift.models import Finding, Severity
 from envkit.inventory.models import Inventory
 

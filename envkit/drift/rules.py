@@ -16,8 +16,8 @@ import yaml
 
 from envkit._memo import by_identity
 from envkit.catalog import KnownBadRule, load_catalog
-from envkit.drift.compare import no_majority, spread
 from envkit.drift.cuda_wheels import cuda_majors
+from envkit.drift.diff import no_majority, spread
 from envkit.drift.duplicates import variants
 from envkit.drift.facts import FACTS, cuda_flavour, major_minor
 from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet, Severity

@@ -20,7 +20,7 @@ from envkit.engine.push import read_pushed
 from envkit.engine.transport import ImageTransport
 from envkit.errors import ProbeError
 from envkit.fleet.manifest import image_tar_path
-from envkit.probe.core import resolve_image
+from envkit.probe.run import resolve_image
 
 __all__ = ["image_for_fleet", "pushed_ref"]
 

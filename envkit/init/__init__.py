@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envkit.init.core import CI_TARGETS, FileChange, InitResult, init_repo
+from envkit.init.repo import CI_TARGETS, FileChange, InitResult, init_repo
 from envkit.init.starter import FRAMEWORKS, StarterChoice, choose_starter, render_spec, valid_cudas
 
 __all__ = [

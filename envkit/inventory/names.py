@@ -19,7 +19,6 @@ from importlib import resources
 import yaml
 from packaging.utils import canonicalize_name
 
-from envkit.catalog.conda_pypi import load_mapping
 from envkit.errors import CatalogError
 
 __all__ = ["CORE_TOOLS", "NameMap", "canonical", "load_names", "project_of", "suspicious_rows"]
@@ -86,6 +85,8 @@ def project_of(name: str, installer: str, build: str | None = None) -> str:
         return names.renames[conda]
     if conda in names.not_pypi:
         return f"conda:{conda}"
+    from envkit.catalog.conda_pypi import load_mapping  # envkit.catalog imports pydantic: conda rows only
+
     mapping = load_mapping()
     pypi = mapping.get(conda)
     if pypi is not None and canonical(pypi) in CORE_TOOLS and canonical(pypi) != canonical(conda):

@@ -1,6 +1,6 @@
 """Grade ``envkit init --from`` on the init corpus (``tests/corpus/init/<kind>/``).
 
-Each record's file is adopted the way the CLI does it (:func:`envkit.init.sources.read_source`,
+Each record's file is adopted the way the CLI does it (:func:`envkit.init.from_source.read_source`,
 :func:`envkit.init.adopt.plan_adoption`, :func:`envkit.init.adopt.write_adoption` into a temporary
 project), the written spec is read back exactly as ``envkit validate`` reads it
 (:func:`envkit.spec.load.load_spec`: problems refuse, warnings are kept), and its facts are
@@ -44,7 +44,7 @@ from packaging.version import InvalidVersion, Version
 from envkit.catalog import Catalog, load_catalog
 from envkit.errors import EnvkitError
 from envkit.init.adopt import Adoption, plan_adoption, write_adoption
-from envkit.init.sources import read_source
+from envkit.init.from_source import read_source
 from envkit.render.conda_env import environment_yml, requirements_txt
 from envkit.render.pip import pip_lines
 from envkit.spec.load import load_spec

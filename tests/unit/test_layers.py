@@ -53,7 +53,7 @@ def test_the_tree_keeps_its_layers() -> None:
             "envkit.probe is not allowed to import envkit.fleet",
         ),
         (
-            "probe/core.py",
+            "probe/run.py",
             "import envkit.comparison.nway",
             "envkit.probe is not allowed to import envkit.comparison",
         ),
@@ -67,7 +67,11 @@ def test_the_tree_keeps_its_layers() -> None:
             "import envkit.fleet.manifest",
             "envkit.store is not allowed to import envkit.fleet",
         ),
-        ("pack/core.py", "import envkit.build.builder", "envkit.pack is not allowed to import envkit.build"),
+        (
+            "pack/packer.py",
+            "import envkit.build.builder",
+            "envkit.pack is not allowed to import envkit.build",
+        ),
         ("errors.py", "import envkit.spec.load", "envkit.errors is not allowed to import envkit.spec"),
         (
             "reproduce/layers.py",
@@ -87,7 +91,7 @@ def test_the_tree_keeps_its_layers() -> None:
         ("verify/image.py", "import envkit.cli", "envkit.verify is not allowed to import envkit.cli"),
         (
             "verify/image.py",
-            "import envkit.probe.core",
+            "import envkit.probe.run",
             "envkit.verify is not allowed to import envkit.probe",
         ),
     ],

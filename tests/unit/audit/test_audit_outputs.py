@@ -15,7 +15,7 @@ from packaging.version import Version
 from pip_audit._service import ConnectionError as PAConnectionError
 from pip_audit._service import SkippedDependency, VulnerabilityResult
 
-from envkit.audit.core import AuditReport, Finding
+from envkit.audit.findings import AuditReport, Finding
 from envkit.audit.osv_dir import OsvDirService
 from envkit.audit.pip_audit_service import PipAuditService
 from envkit.audit.report import render, to_sarif

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from envkit.audit.core import audit_inventory
+from envkit.audit.findings import audit_inventory
 from envkit.audit.flavours import Flavour, _entry, base_dep, load_flavours
 from envkit.audit.osv_dir import OsvDirService
 from envkit.audit.service import Dep, Vuln

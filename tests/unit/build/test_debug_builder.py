@@ -15,7 +15,7 @@ import pytest
 from envkit._proc import ProcResult
 from envkit.build.builder import Builder, BuildResult
 from envkit.build.debug import DebugBuilder, DebugResult
-from envkit.build.images import list_images
+from envkit.build.image_list import list_images
 from envkit.catalog import load_catalog
 from envkit.cli import main
 from envkit.engine.protocol import RunResult

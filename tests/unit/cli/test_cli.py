@@ -178,7 +178,8 @@ def test_the_lazy_command_table_matches_the_commands() -> None:
 
 
 def test_help_and_compare_import_no_heavy_module(tmp_path: Path) -> None:
-    """Start-up stays light: no docker, pydantic, rich, conda_lock or rattler for --help and --compare."""
+    """Start-up stays light: no docker, pydantic, rich, conda_lock, rattler, frameworks or network stack
+    for --help and --compare."""
     import subprocess
     import sys
 
@@ -187,14 +188,19 @@ def test_help_and_compare_import_no_heavy_module(tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(make_report()))
     b.write_text(json.dumps(make_report(host="host-b")))
-    heavy = ("docker", "pydantic", "rich", "conda_lock", "rattler", "yaml", "packaging", "requests")
+    heavy: tuple[str, ...] = ("docker", "pydantic", "rich", "conda_lock", "rattler", "yaml", "packaging")
+    heavy += ("requests", "torch", "paddle", "numpy", "jinja2", "ssl", "urllib3", "tomllib", "zipfile")
     for argv in (["--help"], ["probe", "--compare", str(a), str(b)]):
         code = (
             "import sys, runpy; sys.argv = ['envkit', *sys.argv[1:]]\n"
             "from envkit.cli import main\nrc = main()\n"
             f"bad = sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r}))\n"
-            "print('LOADED', bad, file=sys.stderr); sys.exit(rc)"
+            "print('LOADED', bad, file=sys.stderr)\n"
+            "print('ENVKIT', sorted(m for m in sys.modules if m.startswith('envkit.')), file=sys.stderr)\n"
+            "sys.exit(rc)"
         )
         out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         assert "LOADED []" in out.stderr, (argv, out.stderr[-500:])
+        if argv == ["--help"]:  # the command table alone: no command module, no composition root
+            assert "ENVKIT ['envkit.cli']" in out.stderr, out.stderr[-500:]

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from envkit.drift import diff_inventories, load_rules
-from envkit.drift.compare import _diff_by_label, diff_packages
+from envkit.drift.diff import _diff_by_label, diff_packages
 from envkit.inventory import parse_inventory
 from envkit.inventory.models import Inventory, Package
 

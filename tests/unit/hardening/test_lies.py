@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import envkit.probe.core as probe_core
+import envkit.probe.run as probe_run
 from envkit.inventory import parse_inventory
 from envkit.probe.runner import run_on_host
 
@@ -86,7 +86,7 @@ def test_probe_with_no_framework_installed_exits_3(
     bare = shutil.which("python3", path="/usr/bin:/bin")
     if bare is None:
         pytest.skip("no system python3")
-    monkeypatch.setattr(probe_core, "run_on_host", functools.partial(run_on_host, python=bare))
+    monkeypatch.setattr(probe_run, "run_on_host", functools.partial(run_on_host, python=bare))
     run = envkit("probe", "--no-store", "--steps", "1", "--json")
     if run.code == 0:
         pytest.skip(f"{bare} has a framework installed")

@@ -194,13 +194,13 @@ def test_a_store_images_directory_leading_outside_the_store_is_refused(tmp_path:
     _untouched(victim)
 
 
-# -- envkit init (init/core.py) ----------------------------------------------------------------
+# -- envkit init (init/repo.py) ----------------------------------------------------------------
 
 
 def test_init_does_not_append_to_a_makefile_linked_outside_the_repository(
     tmp_path: Path, victim: Path
 ) -> None:
-    from envkit.init.core import init_repo
+    from envkit.init.repo import init_repo
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -213,7 +213,7 @@ def test_init_does_not_append_to_a_makefile_linked_outside_the_repository(
 
 @pytest.mark.parametrize("link", ["environments", "envkit.mk"])
 def test_init_writes_nothing_through_a_planted_link(tmp_path: Path, victim: Path, link: str) -> None:
-    from envkit.init.core import init_repo
+    from envkit.init.repo import init_repo
 
     repo = tmp_path / "repo"
     repo.mkdir()

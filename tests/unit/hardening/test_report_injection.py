@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from envkit.audit.core import AuditReport, Finding, NotChecked
+from envkit.audit.findings import AuditReport, Finding, NotChecked
 from envkit.audit.report import render, to_markdown, to_sarif
 from envkit.errors import EnvkitError, InventoryError
 
@@ -167,7 +167,7 @@ def test_a_hostile_page_manifest_is_a_clear_error(tmp_path: Path, manifest: str)
     "label", ["../../etc/passwd", "/abs/x", "demo\n", "demo/../../x", "x" * 5 + "\x1b[2J"]
 )
 def test_an_image_name_label_is_never_followed_to_a_file(tmp_path: Path, label: str) -> None:
-    from envkit.build.images import list_images
+    from envkit.build.image_list import list_images
     from envkit.catalog import load_catalog
     from envkit.engine.testing import FakeEngine
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import envkit.init.core as init_core
-from envkit.init.source import DISTRIBUTION, default_source, pinned_requirement
+import envkit.init.repo as init_repo_module
+from envkit.init.install_source import DISTRIBUTION, default_source, pinned_requirement
 
 from .conftest import REPO, Run
 
@@ -58,7 +58,7 @@ def test_unpinned_sources_are_refused(repo: Path, envkit: Callable[..., Run], so
 def test_no_known_source_refuses_a_ci_recipe(
     repo: Path, envkit: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(init_core, "default_source", lambda: None)
+    monkeypatch.setattr(init_repo_module, "default_source", lambda: None)
     run = envkit("init", "--ci", "gitlab", "--json")
     assert run.code == 2 and "--envkit-source" in run.envelope()["errors"][0]["hint"]
     assert envkit("init").code == 0  # without a CI recipe: envkit.mk's env-install refuses until pinned
@@ -80,7 +80,7 @@ def test_every_recipe_installs_from_the_pinned_source(
 def test_envkit_mk_installs_the_pinned_wheel(repo: Path) -> None:
     if shutil.which("make") is None:
         pytest.skip("no make")
-    init_core.init_repo(repo, "torch", "cpu", source=WHEEL)
+    init_repo_module.init_repo(repo, "torch", "cpu", source=WHEEL)
     dry = subprocess.run(["make", "-n", "env-install"], cwd=repo, capture_output=True, text=True, check=True)
     assert f"pip install '{DISTRIBUTION} @ {WHEEL}'" in dry.stdout  # the '#' survived make
     bad = subprocess.run(
@@ -117,7 +117,7 @@ class _Dist:
 def test_default_source_from_direct_url(
     monkeypatch: pytest.MonkeyPatch, direct_url: dict[str, object] | None, expected: str | None
 ) -> None:
-    monkeypatch.setattr("envkit.init.source.metadata.distribution", lambda name: _Dist(direct_url))
+    monkeypatch.setattr("envkit.init.install_source.metadata.distribution", lambda name: _Dist(direct_url))
     assert default_source() == expected
 
 

@@ -146,7 +146,7 @@ def test_every_model_field_pattern_refuses_a_trailing_newline(name: str) -> None
 
 
 def _init(root: Path) -> Callable[[str], object]:
-    from envkit.init.core import init_repo
+    from envkit.init.repo import init_repo
 
     return lambda name: init_repo(root, "torch", "cpu", name=name)
 

@@ -12,7 +12,7 @@ from envkit.catalog import load_catalog
 from envkit.errors import SpecError
 from envkit.init.adopt import Adoption, plan_adoption, write_adoption
 from envkit.init.adopted import AdoptError
-from envkit.init.sources import read_source
+from envkit.init.from_source import read_source
 from envkit.spec.load import load_spec
 from tests.corpus._record import LEVELS, records
 from tests.corpus.grade_init import grade_one

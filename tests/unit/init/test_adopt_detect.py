@@ -8,7 +8,7 @@ import pytest
 
 from envkit.catalog import load_catalog
 from envkit.init.adopt import Adoption, plan_adoption
-from envkit.init.sources import read_source
+from envkit.init.from_source import read_source
 
 PADDLE_CU126 = "https://www.paddlepaddle.org.cn/packages/stable/cu126/"
 

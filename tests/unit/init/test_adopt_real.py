@@ -15,7 +15,7 @@ from envkit.cli import main
 from envkit.init.adopt import Adoption, plan_adoption
 from envkit.init.adopted import AdoptError, Collected
 from envkit.init.detect import FRAMEWORK_CONDA, FRAMEWORK_PIP
-from envkit.init.sources import read_source
+from envkit.init.from_source import read_source
 from envkit.spec.load import load_spec
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "init"

@@ -17,7 +17,7 @@ from envkit.offline.fetch import UrlFetcher
 from envkit.offline.manifest import MANIFEST, PackManifest
 from envkit.offline.request import pack_request
 from envkit.offline.testing import FakeFetcher
-from envkit.pack.core import PackOptions, PackResult, pack_environment
+from envkit.pack.packer import PackOptions, PackResult, pack_environment
 from envkit.spec.load import LoadedSpec, image_dir, load_spec
 from tests.unit.pack.conftest import INSTALLER, InstallerPip, write_conda_spec
 

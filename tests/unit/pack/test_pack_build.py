@@ -19,7 +19,7 @@ from envkit.engine.testing import FakeEngine
 from envkit.errors import ExitCode, PackMismatch
 from envkit.lock.fresh import EnvLocker
 from envkit.offline.fetch import UrlFetcher
-from envkit.pack.core import PackOptions, pack_environment
+from envkit.pack.packer import PackOptions, pack_environment
 from envkit.spec.load import LoadedSpec, load_spec
 from tests.unit.pack.conftest import INSTALLER, InstallerPip, write_conda_spec
 

@@ -6,9 +6,9 @@ import pytest
 
 from envkit.catalog import load_catalog
 from envkit.errors import ReportError
-from envkit.probe.core import ProbeRun
 from envkit.probe.driver import driver_check, driver_line
 from envkit.probe.model import ProbeReport
+from envkit.probe.run import ProbeRun
 from tests.unit.probe.conftest import make_report, parsed
 
 

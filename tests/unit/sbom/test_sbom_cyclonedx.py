@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.audit.core import audit_inventory
+from envkit.audit.findings import audit_inventory
 from envkit.audit.osv_dir import OsvDirService
 from envkit.inventory import parse_inventory
 from envkit.lock.lockfile import LockContents, parse_conda_lock

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from packaging.version import Version
 
@@ -13,7 +13,9 @@ from envkit.audit.flavours import base_dep
 from envkit.audit.service import SEVERITIES, Dep, Severity, Vuln, VulnService, severity_rank
 from envkit.errors import ExitCode
 from envkit.inventory.models import VCS_VERSION_PREFIX, Inventory, Package
-from envkit.spec.models import AuditIgnore
+
+if TYPE_CHECKING:  # the spec's pydantic models cost more to import than an audit of a file takes
+    from envkit.spec.models import AuditIgnore
 
 __all__ = [
     "AuditReport",

@@ -16,7 +16,7 @@ from typing import Literal
 from envkit._atomic import write_bytes_atomic, write_text_atomic
 from envkit.catalog import Catalog, load_catalog
 from envkit.errors import EnvkitError, UsageError
-from envkit.init.source import SOURCE_HINT, default_source, pinned_requirement
+from envkit.init.install_source import SOURCE_HINT, default_source, pinned_requirement
 from envkit.init.starter import (
     StarterChoice,
     choose_starter,
@@ -101,7 +101,7 @@ def init_repo(
     """Write the starter spec, ``envkit.mk``, the Makefile include and (optionally) a CI recipe.
 
     ``source``: where the recipes install envkit from (a git URL at a commit, or a wheel URL with
-    its sha256; see :mod:`envkit.init.source`); default: this installation's own pinned source.
+    its sha256; see :mod:`envkit.init.install_source`); default: this installation's own pinned source.
     """
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory", hint="run `envkit init` in your repository's root")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.audit.core import AuditReport, Finding, apply_ignores, audit_inventory
+from envkit.audit.findings import AuditReport, Finding, apply_ignores, audit_inventory
 from envkit.audit.service import Dep, Vuln
 from envkit.audit.testing import FakeVulnService
 from envkit.errors import ExitCode
