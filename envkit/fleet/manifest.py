@@ -56,6 +56,8 @@ _INTS: dict[str, tuple[int, int]] = {
     "threads": (0, 4096),
 }
 _BOOLS = ("tf32", "nan_check")
+# None = decided by the probe (a CUDA image's readiness scan); never written, accepted as a ProbeOptions field
+_OPTIONAL_BOOLS = ("readiness",)
 _LISTS: dict[str, tuple[str, ...]] = {"frameworks": FRAMEWORKS, "workloads": WORKLOADS}
 
 
@@ -125,6 +127,8 @@ def _expected(key: str) -> str | None:
         return f"one of {', '.join(_CHOICES[key])}"
     if key in _INTS:
         return f"an integer from {_INTS[key][0]} to {_INTS[key][1]}"
+    if key in _OPTIONAL_BOOLS:
+        return "true, false or null"
     return "true or false" if key in _BOOLS else None
 
 
@@ -139,6 +143,8 @@ def _valid(key: str, value: Any) -> bool:
         return isinstance(value, str) and value in _CHOICES[key]
     if key in _INTS:
         return type(value) is int and _INTS[key][0] <= value <= _INTS[key][1]
+    if key in _OPTIONAL_BOOLS and value is None:
+        return True
     return type(value) is bool
 
 

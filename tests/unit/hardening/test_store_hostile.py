@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,9 @@ def test_an_environment_in_run_json_never_reaches_the_payload(tmp_path: Path, en
         ("mode", "strict\n--device=cuda", "one of strict, default"),
         ("tf32", "yes", "true or false"),
         ("nan_check", 1, "true or false"),
+        ("readiness", "yes", "true, false or null"),
+        ("readiness", 0, "true, false or null"),
+        ("readiness", [], "true, false or null"),
     ],
 )
 def test_options_are_an_allow_list_of_typed_fields(key: str, value: Any, says: str) -> None:
@@ -106,6 +110,8 @@ def test_options_round_trip_and_old_manifests_with_an_empty_env_still_read() -> 
     assert "env" not in options_to_json(ProbeOptions(env={"OMP_NUM_THREADS": "1"}))
     old = {**options_to_json(opts), "env": {}}  # what envkit wrote before (asdict)
     assert options_from_json(old, "x") == opts
+    for readiness in (None, True, False):  # a ProbeOptions field since issue 31 (asdict writes it)
+        assert options_from_json({**old, "readiness": readiness}, "x") == replace(opts, readiness=readiness)
 
 
 @pytest.mark.parametrize(
