@@ -28,7 +28,7 @@ def guard() -> None:
 )
 def show(run: Path, html: bool) -> CommandResult:
     """Steps, skips and why, incidents and their localization, spikes, clipping (exit 1: an incident)."""
-    from envkit.guard.show import load_run, render_run
+    from envkit.incident.show import load_run, render_run
 
     summary = load_run(run)
     if html:
@@ -39,8 +39,8 @@ def show(run: Path, html: bool) -> CommandResult:
 
 def _write_page(summary: dict[str, Any]) -> Path:
     from envkit._atomic import write_text_atomic
-    from envkit.guard.page import read_steps, render_page
-    from envkit.guard.show import explain_incident
+    from envkit.incident.page import read_steps, render_page
+    from envkit.incident.show import explain_incident
 
     run = Path(summary["run"])
     out = run / "guard.html"
@@ -75,8 +75,8 @@ def replay(
     With --slurm (or --scheduler) the step is replayed on other nodes as a fleet task, one per node,
     and each node gets its own verdict.
     """
-    from envkit.guard.replay import load_entry, replay_dump, suggest_entry
-    from envkit.guard.show import render_replay
+    from envkit.incident.replay import load_entry, replay_dump, suggest_entry
+    from envkit.incident.show import render_replay
 
     if entry is None:
         raise suggest_entry(dump)
@@ -99,7 +99,7 @@ def replay(
             dump, entry, fleet, nodes, nodes_named, partition, time_limit, store, run_id, wait_timeout
         )
     if image is not None:
-        from envkit.guard.image_replay import replay_in_image
+        from envkit.incident.image_replay import replay_in_image
 
         result = replay_in_image(services().engine(), image, dump, entry)
     else:
@@ -113,7 +113,7 @@ def _fleet(
     dump: Path, entry: str, scheduler: str, nodes: int, nodelist: tuple[str, ...], partition: str | None,
     time_limit: str | None, store: Path | None, run_id: str | None, wait_timeout: float | None,
 ) -> CommandResult:  # fmt: skip
-    from envkit.cli.guard_fleet import ReplayFleetOptions, render_fleet_replay, replay_on_fleet
+    from envkit.fleet.guard_replay import ReplayFleetOptions, render_fleet_replay, replay_on_fleet
     from envkit.probe.report import default_store
 
     where = (store or default_store(project_root())).resolve()  # the nodes write there: absolute

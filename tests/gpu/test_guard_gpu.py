@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from envkit.guard import Guard  # noqa: E402
-from envkit.guard.replay import replay_dump  # noqa: E402
+from envkit.incident.replay import replay_dump  # noqa: E402
 
 pytestmark = [
     pytest.mark.gpu,

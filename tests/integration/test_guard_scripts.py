@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from envkit.guard.replay import load_entry, replay_dump
-from envkit.guard.show import load_run, render_run
+from envkit.incident.replay import load_entry, replay_dump
+from envkit.incident.show import load_run, render_run
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 

@@ -20,7 +20,7 @@ F = torch.nn.functional
 from envkit.cli import main  # noqa: E402
 from envkit.errors import DumpError, GuardStopped  # noqa: E402
 from envkit.guard import Guard  # noqa: E402
-from envkit.guard.replay import load_entry, replay_dump  # noqa: E402
+from envkit.incident.replay import load_entry, replay_dump  # noqa: E402
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 

@@ -139,7 +139,7 @@ def _groups(steps: Sequence[dict[str, Any]], key: str) -> int:
 
 
 def render_page(summary: dict[str, Any], steps: Sequence[dict[str, Any]], explain: Any) -> str:
-    """The page: ``summary`` from :func:`envkit.guard.show.load_run`, ``explain(incident)`` its lines."""
+    """The page: ``summary`` from :func:`envkit.incident.show.load_run`, ``explain(incident)`` its lines."""
     xs = [int(s["step"]) for s in steps]
     incidents = [i for i in summary["incidents"] if isinstance(i.get("step"), int)]
     marks = [(n, int(i["step"])) for n, i in enumerate(incidents, 1)]
