@@ -40,11 +40,12 @@ import torch
 
 from envkit.guard.example import build
 from envkit.guard.loop import Guard
+from envkit.guard.options import SpikeOptions
 
 
 def train(run):
     model, optimizer, loss_fn = build()
-    guard = Guard(model, optimizer, run=Path(run), clip=1.0, loss_fn=loss_fn, spikes="warn", spike_warmup=3,
+    guard = Guard(model, optimizer, run=Path(run), clip=1.0, loss_fn=loss_fn, spikes=SpikeOptions(warmup=3),
                   entry="envkit.guard.example:build")
     g = torch.Generator().manual_seed(1)
     for step in range(10):
