@@ -24,26 +24,28 @@ def guard() -> None:
 @command(guard, "show")
 @click.argument("run", type=click.Path(path_type=Path))
 @click.option(
-    "--html", is_flag=True, help="Also write RUN/guard.html: the curves, incidents marked, explained."
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write an HTML page there: the curves, incidents marked, explained.",
 )
-def show(run: Path, html: bool) -> CommandResult:
+def show(run: Path, html_out: Path | None) -> CommandResult:
     """Steps, skips and why, incidents and their localization, spikes, clipping (exit 1: an incident)."""
     from envkit.incident.show import load_run, render_run
 
     summary = load_run(run)
-    if html:
-        summary["html"] = str(_write_page(summary))
+    if html_out is not None:
+        summary["html"] = str(_write_page(summary, html_out))
     code = ExitCode.FINDINGS if summary["incidents"] else ExitCode.OK
     return CommandResult("guard show", summary, lambda: render_run(summary), exit_code=code)
 
 
-def _write_page(summary: dict[str, Any]) -> Path:
+def _write_page(summary: dict[str, Any], out: Path) -> Path:
     from envkit._atomic import write_text_atomic
     from envkit.incident.page import read_steps, render_page
     from envkit.incident.show import explain_incident
 
     run = Path(summary["run"])
-    out = run / "guard.html"
     write_text_atomic(out, render_page(summary, read_steps(run), lambda i: explain_incident(i, str(run))))
     return out
 

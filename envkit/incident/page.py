@@ -1,4 +1,4 @@
-"""``envkit guard show --html RUN``: one self-contained page per run (inline SVG, no script, escaped).
+"""``envkit guard show RUN --html OUT``: one self-contained page per run (inline SVG, no script, escaped).
 
 Four curves over the guard's steps (its own numbering, from the first step it saw): the loss, the
 global gradient norm before clipping, the learning rate and the update ratio ``lr·|grad|/|weight|``
