@@ -56,7 +56,7 @@ class PythonRngCache:
         self.usable = self._layout_matches()
 
     def _raw(self) -> bytes:
-        return ctypes.string_at(id(random._inst) + self.OFFSET, self.SIZE)  # type: ignore[attr-defined]
+        return ctypes.string_at(id(random._inst) + self.OFFSET, self.SIZE)
 
     def _layout_matches(self) -> bool:
         try:
@@ -69,7 +69,7 @@ class PythonRngCache:
     def read(self) -> list[Any]:
         if not self.usable:
             return list(random.getstate())
-        raw, gauss = self._raw(), getattr(random._inst, "gauss_next", None)  # type: ignore[attr-defined]
+        raw, gauss = self._raw(), getattr(random._inst, "gauss_next", None)
         if self.state is None or raw != self.raw or gauss != self.state[2]:
             self.state, self.raw = list(random.getstate()), raw
         return self.state
