@@ -90,8 +90,8 @@ class Guard:
         self.check_every = 1 if one else reads.check_every
         self.loss_fn, self.entry = loss_fn, entry
         self.spikes = Spikes(
-            SpikeDetector(sp.window, sp.warmup, sp.threshold, sp.loss_factor),
-            SpikeDetector(sp.window, sp.warmup, sp.threshold, sp.factor),
+            SpikeDetector(sp.window, sp.warmup, sp.threshold, sp.loss_factor, sp.floor),
+            SpikeDetector(sp.window, sp.warmup, sp.threshold, sp.factor, sp.floor),
         )
         self.recent: deque[StepRecord] = deque(maxlen=log.keep)
         self.pending: list[PendingStep] = []

@@ -28,8 +28,9 @@ class SpikeOptions:
 
     A spike needs ``median + threshold·σ`` (σ from the MAD over the last ``window`` finite values,
     after ``warmup`` steps) *and* ``factor × median`` (gradient norm) or ``loss_factor × median``
-    (loss). An update ``update_factor`` × larger than any healthy one before is an update-spike
-    (``None``: off)."""
+    (loss), *and* ``floor`` × the largest value of the warm-up (the run's own scale: a loss that went
+    to ~0 on a memorized batch has a median and MAD so small that dropout noise clears both). An
+    update ``update_factor`` × larger than any healthy one before is an update-spike (``None``: off)."""
 
     policy: str = "warn"
     window: int = 100
@@ -37,6 +38,7 @@ class SpikeOptions:
     threshold: float = 6.0
     factor: float = 4.0
     loss_factor: float = 1.5
+    floor: float = 0.01
     update_factor: float | None = 10.0
 
     def __post_init__(self) -> None:
@@ -46,6 +48,8 @@ class SpikeOptions:
             raise GuardError("SpikeOptions: 3 <= warmup <= window and threshold > 0", hint=_HINT)
         if not (self.factor >= 1 and self.loss_factor >= 1):
             raise GuardError("SpikeOptions: factor and loss_factor >= 1", hint=_HINT)
+        if not 0.0 <= self.floor <= 1.0:
+            raise GuardError("SpikeOptions: 0 <= floor <= 1", hint=_HINT)
         if self.update_factor is not None and not self.update_factor > 0:
             raise GuardError("SpikeOptions: update_factor > 0 (or None: off)", hint=_HINT)
 
