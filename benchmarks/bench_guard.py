@@ -4,10 +4,10 @@ Two models per framework (torch and Paddle, each in its own process): a tiny BER
 d 128, sequence 64, batch 8, the probe's sizes) and a 6-layer transformer encoder (d 128,
 sequence 64, batch 8), AdamW, clipping at 1.0. The unguarded loop is ``loss.backward();
 clip_grad_norm_(params, 1.0); opt.step(); opt.zero_grad()``; the guarded one does the same steps
-through ``Guard(..., clip=1.0, check_every=K)`` with K = 1 and K = 10 (spike detection on). On
+through ``Guard(..., clip=1.0, reads=ReadOptions(K))`` with K = 1 and K = 10 (spike detection on). On
 CPU the guard reads every step whatever K is (a CPU read waits for nothing); the accelerator's
-deferred path (device-side masking between reads) is timed too, with ``defer_reads=True``, and,
-when tensorboard is installed, K = 10 with the event files (``tensorboard=True``, opt-in since
+deferred path (device-side masking between reads) is timed too, with ``ReadOptions(K, defer=True)``, and,
+when tensorboard is installed, K = 10 with the event files (``RunlogOptions(tensorboard=True)``, opt-in since
 issue 33; the target rows run with ``tensorboard=False``, the default: the event files' writer
 thread computes a pure-Python CRC per step).
 
@@ -99,7 +99,7 @@ def _paddle_models() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
 def _loops(
     framework: str, build: Callable[[], tuple[Any, Any, Any]], run: Path, guards: list[Any]
 ) -> dict[str, Callable[[], None]]:
-    from envkit.guard import Guard
+    from envkit.guard import Guard, ReadOptions, RunlogOptions
 
     if framework == "torch":
         import torch
@@ -142,9 +142,8 @@ def _loops(
             opt,
             run=run / f"k{k}{defer}{events}",
             clip=1.0,
-            check_every=k,
-            defer_reads=defer,
-            tensorboard=events,
+            reads=ReadOptions(k, defer=defer),
+            log=RunlogOptions(tensorboard=events),
         )
         guards.append(guard)
         counter = [0]
@@ -215,7 +214,7 @@ def main() -> None:
                       f"(target {100 * target:.0f} %) {verdict}")  # fmt: skip
             wall, cpu = best["K=10 deferred"]
             r_cpu, r_wall = cpu / base_cpu - 1, wall / base_wall - 1
-            print(f"     K=10, defer_reads=True (the accelerator path, masked on the device): "
+            print(f"     K=10, ReadOptions(defer=True) (the accelerator path, masked on the device): "
                   f"cpu {100 * r_cpu:+.1f} %, wall {100 * r_wall:+.1f} %")  # fmt: skip
             if "K=10 tensorboard" in best:  # the optional event files: tensorboard's writer thread included
                 wall, cpu = best["K=10 tensorboard"]

@@ -89,7 +89,7 @@ def bench_models_alarms(framework: str) -> tuple[int, int, list[str]]:
                 import paddle
 
                 ce = paddle.nn.functional.cross_entropy
-            guard = Guard(model, opt, run=Path(tmp) / name.replace(" ", "-"), clip=1.0, tensorboard=False)
+            guard = Guard(model, opt, run=Path(tmp) / name.replace(" ", "-"), clip=1.0)
             for i in range(BENCH_STEPS):
                 with guard.step(i, batch) as g:
                     g.backward(ce(model(batch[0]), batch[1]))

@@ -24,26 +24,28 @@ def guard() -> None:
 @command(guard, "show")
 @click.argument("run", type=click.Path(path_type=Path))
 @click.option(
-    "--html", is_flag=True, help="Also write RUN/guard.html: the curves, incidents marked, explained."
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write an HTML page there: the curves, incidents marked, explained.",
 )
-def show(run: Path, html: bool) -> CommandResult:
+def show(run: Path, html_out: Path | None) -> CommandResult:
     """Steps, skips and why, incidents and their localization, spikes, clipping (exit 1: an incident)."""
-    from envkit.guard.show import load_run, render_run
+    from envkit.incident.show import load_run, render_run
 
     summary = load_run(run)
-    if html:
-        summary["html"] = str(_write_page(summary))
+    if html_out is not None:
+        summary["html"] = str(_write_page(summary, html_out))
     code = ExitCode.FINDINGS if summary["incidents"] else ExitCode.OK
     return CommandResult("guard show", summary, lambda: render_run(summary), exit_code=code)
 
 
-def _write_page(summary: dict[str, Any]) -> Path:
+def _write_page(summary: dict[str, Any], out: Path) -> Path:
     from envkit._atomic import write_text_atomic
-    from envkit.guard.page import read_steps, render_page
-    from envkit.guard.show import explain_incident
+    from envkit.incident.page import read_steps, render_page
+    from envkit.incident.show import explain_incident
 
     run = Path(summary["run"])
-    out = run / "guard.html"
     write_text_atomic(out, render_page(summary, read_steps(run), lambda i: explain_incident(i, str(run))))
     return out
 
@@ -75,8 +77,8 @@ def replay(
     With --slurm (or --scheduler) the step is replayed on other nodes as a fleet task, one per node,
     and each node gets its own verdict.
     """
-    from envkit.guard.replay import load_entry, replay_dump, suggest_entry
-    from envkit.guard.show import render_replay
+    from envkit.incident.replay import load_entry, replay_dump, suggest_entry
+    from envkit.incident.show import render_replay
 
     if entry is None:
         raise suggest_entry(dump)
@@ -99,7 +101,7 @@ def replay(
             dump, entry, fleet, nodes, nodes_named, partition, time_limit, store, run_id, wait_timeout
         )
     if image is not None:
-        from envkit.guard.image_replay import replay_in_image
+        from envkit.incident.image_replay import replay_in_image
 
         result = replay_in_image(services().engine(), image, dump, entry)
     else:
@@ -113,7 +115,7 @@ def _fleet(
     dump: Path, entry: str, scheduler: str, nodes: int, nodelist: tuple[str, ...], partition: str | None,
     time_limit: str | None, store: Path | None, run_id: str | None, wait_timeout: float | None,
 ) -> CommandResult:  # fmt: skip
-    from envkit.cli.guard_fleet import ReplayFleetOptions, render_fleet_replay, replay_on_fleet
+    from envkit.fleet.guard_replay import ReplayFleetOptions, render_fleet_replay, replay_on_fleet
     from envkit.store.layout import default_store
 
     where = (store or default_store(project_root())).resolve()  # the nodes write there: absolute

@@ -4,4 +4,5 @@
 :mod:`~envkit.fleet.local` (adapters), :mod:`~envkit.fleet.fanout` (submit and follow a run),
 :mod:`~envkit.fleet.task` (what runs on each node), :mod:`~envkit.fleet.manifest` (what a probe run's
 manifest holds). The store itself (layout, bounded reads, run directories) is :mod:`envkit.store`.
+:mod:`~envkit.fleet.guard_replay` replays an incident's step on nodes.
 """

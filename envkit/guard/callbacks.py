@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from envkit.guard.loop import Guard, GuardStep
+from envkit.guard.loop import Guard
+from envkit.guard.step import GuardStep
 
 __all__ = ["CallbackState"]
 

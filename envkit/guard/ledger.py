@@ -4,7 +4,7 @@
 the kind of incident, and a sha256 of the batch (its tensors' dtype, shape and bytes, in order).
 It is appended to, never rewritten (a resumed run writing to the same RUN keeps it). A run resumed
 from a checkpoint asks ``guard.skip_batch(step, batch)`` before it trains on a batch: with
-``Guard(ledger="skip")`` (the default) a listed batch is skipped again — found at its step (a
+``RunlogOptions(ledger="skip")`` (the default) a listed batch is skipped again — found at its step (a
 resumed run sees the same data order: Megatron's ``iterations_to_skip`` matches by iteration too),
 or by its digest at any other step (a reshuffled loader); the answer says which, and whether the
 tensors at the listed step were bitwise those skipped (a batch that carries state, such as an

@@ -2,7 +2,7 @@
 
 Per step: the loss's finite flag and one fused global gradient norm stay on the device; the host
 reads them every ``check_every`` steps on an accelerator (every step on CPU, where a read costs no
-wait, unless ``defer_reads=True``; every step with a GradScaler or in a process group, which
+wait, unless ``ReadOptions(defer=True)``; every step with a GradScaler or in a process group, which
 sync anyway). A bad step found at its own read is handled exactly: skipped (gradients cleared),
 stopped (:class:`~envkit.errors.GuardStopped`) or warned. Between reads a bad step's gradients are
 zeroed on the device (``masked_fill_`` with the step's flag) so NaN never reaches the weights; the incident is
@@ -21,14 +21,12 @@ import sys
 import warnings
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from envkit._safe import one_line
 from envkit.errors import GuardError, GuardStopped
-from envkit.guard.adapter import Adapter, RngState, Tensors, make_adapter
+from envkit.guard.adapter import Adapter, make_adapter
 from envkit.guard.checks import DumpBudget, rank_outliers
 from envkit.guard.flight import write_dump
 from envkit.guard.ledger import Ledger, LedgerEntry, batch_digest
@@ -39,78 +37,18 @@ from envkit.guard.localize import (
     largest_update,
     replay_step,
 )
+from envkit.guard.options import Limits, ReadOptions, RunlogOptions, SpikeOptions
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
 from envkit.guard.runlog import RunLog
 from envkit.guard.spikes import SpikeDetector, Spikes
+from envkit.guard.step import GuardStep, PendingStep
 from envkit.guard.updates import UpdateTracker
 
 __all__ = ["Guard", "GuardStep"]
 
 LossFn = Callable[[Any, Any], Any]
 _log = logging.getLogger("envkit.guard")
-
-
-@dataclass
-class _Pending:
-    """A step not read yet (check_every > 1): device values plus what its dump would need."""
-
-    step: int
-    values: list[Any]  # loss, grad norm, clipped norm (device scalars)
-    batch: Any
-    rng: RngState
-    lr: float | None
-    ok: Any
-
-
-@dataclass
-class GuardStep:
-    """``with guard.step(step, batch) as g``: ``g.backward(loss)``, then ``g.optimizer_step()``."""
-
-    guard: Guard
-    step: int
-    batch: Any
-    rng: RngState = field(default_factory=RngState)
-    buffers: Tensors = field(default_factory=dict)
-    loss: Any = None
-    done: bool = False
-
-    def __enter__(self) -> GuardStep:
-        adapter = self.guard.adapter
-        self.rng = adapter.rng_state()
-        self.buffers = adapter.buffers()
-        return self
-
-    def backward(self, loss: Any) -> None:
-        """Keep the loss's finite flag (on the device), then backward (through the GradScaler if any).
-
-        Backward runs even for a NaN loss: in a process group every rank must join the all-reduce.
-        """
-        self.observe(loss)
-        self.guard.adapter.backward(loss)
-
-    def observe(self, loss: Any) -> None:
-        """Keep the loss when the backward already ran elsewhere (a trainer's own loop). The sum of a
-        step's losses (gradient accumulation) is finite iff each is: one check, at the step's end."""
-        self.loss = loss.detach() if self.loss is None else self.loss + loss.detach()
-
-    def optimizer_step(self) -> bool:
-        """Check, clip, step (or skip/stop); True when the update was applied."""
-        if self.loss is None:
-            raise GuardError("g.optimizer_step() before g.backward(loss)", hint="call g.backward(loss) first")
-        self.done = True
-        return self.guard._finish(self)
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc is not None and isinstance(exc, Exception) and not isinstance(exc, GuardError):
-            self.guard._raised(self, exc)
-            return
-        if exc is None and not self.done:
-            raise GuardError(
-                f"step {self.step}: the guarded block ended without g.optimizer_step()",
-                hint="call g.backward(loss) and g.optimizer_step() inside `with guard.step(...)`",
-            )
+_SPIKES, _READS, _LIMITS, _LOG = SpikeOptions(), ReadOptions(), Limits(), RunlogOptions()
 
 
 class Guard:
@@ -124,84 +62,69 @@ class Guard:
         run: str | os.PathLike[str],
         policy: str = "skip",
         clip: float | None = None,
-        check_every: int = 1,
-        defer_reads: bool | None = None,
+        loss_fn: LossFn | None = None,
         scaler: Any = None,
         scheduler: Any = None,
-        loss_fn: LossFn | None = None,
         entry: str | None = None,
-        max_skips: int = 10,
-        max_overflows: int = 20,
-        spikes: str | None = "warn",
-        spike_window: int = 100,
-        spike_warmup: int = 20,
-        spike_threshold: float = 6.0,
-        spike_factor: float = 4.0,
-        loss_spike_factor: float = 1.5,
-        keep: int = 16,
-        flush_every: int = 100,
-        max_dumps: int = 5,
-        max_spike_dumps: int = 2,
-        update_factor: float | None = 10.0,
-        ledger: str = "skip",
-        name: str = "train",
-        seed: int = 0,
-        autocast: str | None = None,
-        tensorboard: bool = False,  # event files cost ~0.5 ms of CPU per step (issue 33): opt-in
+        spikes: SpikeOptions | None = _SPIKES,
+        reads: ReadOptions = _READS,
+        limits: Limits = _LIMITS,
+        log: RunlogOptions = _LOG,
     ) -> None:
-        try:
-            self.policy = Policy(policy)
-            self.spike_policy = None if spikes is None else Policy(spikes)
-        except ValueError:
-            raise GuardError(
-                f"policy {policy!r} / spikes {spikes!r}: choose skip, stop or warn", hint="see docs/guard.md"
-            ) from None
-        if check_every < 1 or (clip is not None and not clip > 0) or max_skips < 1:
-            raise GuardError("check_every and max_skips must be >= 1, clip > 0", hint="see docs/guard.md")
+        if policy not in ("skip", "stop", "warn"):
+            raise GuardError(f"policy {policy!r}: choose skip, stop or warn", hint="see docs/guard.md")
+        if clip is not None and not clip > 0:
+            raise GuardError("clip must be > 0 (or None)", hint="see docs/guard.md")
+        self.policy = Policy(policy)
+        self.spike_policy = None if spikes is None else Policy(spikes.policy)
+        sp = spikes or SpikeOptions()
+        self.limits = limits
         self.adapter: Adapter = make_adapter(model, optimizer, scaler)
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.clip = clip
         rank, self.world_size = self.adapter.world()
         self.rank = rank
         # a CPU "device" answers at once: deferring reads there only adds the device-side masking
-        defer = self.adapter.device() != "cpu" if defer_reads is None else defer_reads
-        self.check_every = 1 if scaler is not None or self.world_size > 1 or not defer else check_every
+        defer = self.adapter.device() != "cpu" if reads.defer is None else reads.defer
+        one = scaler is not None or self.world_size > 1 or not defer
+        self.check_every = 1 if one else reads.check_every
         self.loss_fn, self.entry = loss_fn, entry
-        self.max_skips, self.max_overflows, self.max_dumps = max_skips, max_overflows, max_dumps
         self.spikes = Spikes(
-            SpikeDetector(spike_window, spike_warmup, spike_threshold, loss_spike_factor),
-            SpikeDetector(spike_window, spike_warmup, spike_threshold, spike_factor),
+            SpikeDetector(sp.window, sp.warmup, sp.threshold, sp.loss_factor, sp.floor),
+            SpikeDetector(sp.window, sp.warmup, sp.threshold, sp.factor, sp.floor),
         )
-        self.recent: deque[StepRecord] = deque(maxlen=keep)
-        self.pending: list[_Pending] = []
+        self.recent: deque[StepRecord] = deque(maxlen=log.keep)
+        self.pending: list[PendingStep] = []
         self.count = 0
         self.consecutive_skips = 0
         self.consecutive_overflows = 0
-        self.dumps = DumpBudget(max_dumps, max_spike_dumps)  # per kind: warnings never starve incidents
-        self.updates = UpdateTracker(update_factor, spike_warmup)
+        self.dumps = DumpBudget(
+            limits.max_dumps, limits.max_spike_dumps
+        )  # per kind: warnings never starve incidents
+        self.updates = UpdateTracker(sp.update_factor, sp.warmup)
         self.said_skip = False  # the first skip goes to stderr too
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
         self.log = RunLog(
             Path(run),
             self.adapter,
-            name=name,
-            seed=seed,
+            name=log.name,
+            seed=log.seed,
             rank=rank,
             world=self.world_size,
-            tensorboard=tensorboard,
+            tensorboard=log.tensorboard,
         )
-        self.log.flush_every = flush_every
-        self.ledger = Ledger(self.log.root / "ledger.jsonl", ledger)  # the batches incidents skipped
+        self.log.flush_every = log.flush_every
+        self.ledger = Ledger(self.log.root / "ledger.jsonl", log.ledger)  # the batches incidents skipped
         self.ledger_hits: list[dict[str, Any]] = []
         self.log.config = {
             "policy": str(self.policy),
             "clip": clip,
             "check_every": self.check_every,
-            "check_every_requested": check_every,
+            "check_every_requested": reads.check_every,
             "scaler": scaler is not None,
             "spikes": None if self.spike_policy is None else str(self.spike_policy),
             "entry": entry,
-            "autocast": autocast,  # what the loop runs under (say it: comparisons rank it as a cause)
+            "autocast": log.autocast,  # what the loop runs under (say it: comparisons rank it as a cause)
         }
 
     # -- the public API ------------------------------------------------------------------------
@@ -327,7 +250,7 @@ class Guard:
         if self.scheduler is not None:
             self.scheduler.step()
         a.zero_grad()
-        self.pending.append(_Pending(g.step, values, g.batch, g.rng, lr, ok))
+        self.pending.append(PendingStep(g.step, values, g.batch, g.rng, lr, ok))
         return True
 
     def _drain(self, current: GuardStep | None) -> None:
@@ -365,7 +288,7 @@ class Guard:
         )
         if a.scaler is not None and loss_ok:
             self.consecutive_overflows += 1
-            if self.consecutive_overflows <= self.max_overflows:
+            if self.consecutive_overflows <= self.limits.max_overflows:
                 a.optimizer_step()  # the scaler sees the inf, skips and backs off its scale
                 a.zero_grad()
                 rec.overflow, rec.skipped = True, "loss-scale overflow (GradScaler skipped the step)"
@@ -398,7 +321,7 @@ class Guard:
         a.zero_grad()
         self._store(rec)
         self.consecutive_skips += 1
-        if policy is Policy.STOP or self.consecutive_skips >= self.max_skips:
+        if policy is Policy.STOP or self.consecutive_skips >= self.limits.max_skips:
             why = "policy stop" if policy is Policy.STOP else f"{self.consecutive_skips} skips in a row"
             incident.action = "stopped"
             self.log.closed = True  # the guard ended the run: its record is whole

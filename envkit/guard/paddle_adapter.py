@@ -156,7 +156,7 @@ class PaddleAdapter(Adapter):
 
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:
-        rng = RngState(values={"python": python_rng()})
+        rng = RngState(values={"python": python_rng(self._python_rng)})
         numpy_rng(rng, self._numpy_rng)
         rng.values["paddle.cpu"] = [list(_state_tuple(s)) for s in paddle.get_rng_state(device="cpu")]
         if paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count():

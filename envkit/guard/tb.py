@@ -9,9 +9,10 @@ for a torch or a Paddle run, no framework needed. Scalars are ``simple_value`` (
 TensorBoard's scalar dashboard reads; the exact float64 numbers stay in ``steps.jsonl``.
 
 Without tensorboard nothing is written, the guard runs the same, and that is said once per
-process (logger ``envkit.guard``) and in ``report.json`` (``guard.tensorboard``). ``Guard(...,
-tensorboard=False)`` writes none either. The cost is the writer's: tensorboard's record writer
-computes its CRC32C in pure Python (~0.1 ms per 160-byte event here), on its own thread.
+process (logger ``envkit.guard``) and in ``report.json`` (``guard.tensorboard``).
+``Guard(..., log=RunlogOptions(tensorboard=False))`` writes none either. The cost is the writer's:
+tensorboard's record writer computes its CRC32C in pure Python (~0.1 ms per 160-byte event here),
+on its own thread.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from envkit.guard.records import StepRecord
 __all__ = ["MISSING", "TB_OFF", "TensorBoardLog", "open_tensorboard", "scalars"]
 
 MISSING = "tensorboard is not installed: no event files (pip install 'envkit-dl[guard-tb]')"
-TB_OFF = "off (the default): Guard(tensorboard=True) writes event files"
+TB_OFF = "off (the default): Guard(log=RunlogOptions(tensorboard=True)) writes event files"
 _log = logging.getLogger("envkit.guard")
 _said = False
 

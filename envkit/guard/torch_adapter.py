@@ -67,11 +67,15 @@ class TorchAdapter(Adapter):
         self._named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self._scale_before: float | None = None
         self._stacked: Any = None  # the per-parameter gradient norms of the last total_norm, stacked
+        self._total: Any = None  # their global norm (a device scalar)
         self._groups: tuple[tuple[str, ...], Any, Any] | None = None  # names, their params, one-hot
         self._weights: Any = None  # the weights' norms per group (refreshed every 10 steps)
         self._weight_calls = 0
         self._buffer_owners: list[tuple[str, Any, str]] | None = None
         self._buffer_calls = 0
+        # a gradient has its parameter's device and dtype (autograd enforces it): one check, here
+        self._uniform = len({(p.device, p.dtype) for _, p in self._named}) <= 1
+        self._cpu = all(p.device.type == "cpu" for _, p in self._named)
 
     def finite_flag(self, value: Any) -> Any:
         return torch.isfinite(value.detach()).all()
@@ -86,15 +90,16 @@ class TorchAdapter(Adapter):
     def total_norm(self, grads: list[Any]) -> Any:
         """clip_grad_norm_'s own arithmetic (``get_total_norm``): one ``_foreach_norm``, then the norm
         of the stacked norms. With one device and dtype the per-parameter norms are kept (no read)."""
-        self._norms = self._stacked = None
+        self._norms = self._stacked = self._total = None
         if not grads:
             return torch.zeros(())
         first = grads[0]
-        if all(g.device == first.device and g.dtype == first.dtype for g in grads):
+        if self._uniform:
             norms = torch._foreach_norm(grads, 2.0)
             self._norms = norms
             self._stacked = torch.stack(list(norms))
-            return torch.linalg.vector_norm(self._stacked, 2.0)
+            self._total = torch.linalg.vector_norm(self._stacked, 2.0)
+            return self._total
         get_total_norm = getattr(torch.nn.utils, "get_total_norm", None)
         if get_total_norm is not None:  # torch 2.6+: what clip_grad_norm_ itself calls
             return get_total_norm(grads, 2.0)
@@ -130,9 +135,10 @@ class TorchAdapter(Adapter):
         if self._weights is None or self._weight_calls % 10 == 0:
             # the weights move little per step (an update spike is checked before it is applied)
             squares = torch.stack(list(torch._foreach_norm(params, 2.0))).to(self._stacked.dtype)
-            self._weights = (squares * squares) @ onehot
-        grads = (self._stacked * self._stacked) @ onehot
-        return [torch.cat([grads, self._weights]).sqrt()]
+            self._weights = ((squares * squares) @ onehot).sqrt()
+        if onehot.shape[1] == 1 and self._total is not None:  # one group: its norm is the global one
+            return [self._total, self._weights]
+        return [((self._stacked * self._stacked) @ onehot).sqrt(), self._weights]
 
     def _group_matrix(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], Any, Any]:
         named = dict(self._named)
@@ -154,14 +160,16 @@ class TorchAdapter(Adapter):
             p.grad = None
 
     def clip(self, grads: list[Any], total: Any, max_norm: float) -> Any:
-        params = [p for _, p in self._named if p.grad is not None]
-        clip_with_norm = getattr(torch.nn.utils, "clip_grads_with_norm_", None)
-        if clip_with_norm is not None:
-            clip_with_norm(params, max_norm, total)
-        else:  # before 2.6: the same arithmetic as clip_grad_norm_
-            coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+        """``clip_grads_with_norm_``'s arithmetic (coef = clamp(max / (norm + 1e-6), max=1), one
+        ``_foreach_mul_``); the clipped norm (``total · coef``) is returned as a device scalar."""
+        coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+        if self._uniform and grads:
             torch._foreach_mul_(grads, coef.to(grads[0].device))
-        return total * torch.clamp(max_norm / (total + 1e-6), max=1.0)
+        else:  # several devices or dtypes: one multiply per gradient
+            with torch.no_grad():
+                for g in grads:
+                    g.mul_(coef.to(g.device))
+        return total * coef
 
     def gate(self, grads: list[Any], ok: Any) -> None:
         bad = torch.logical_not(ok)
@@ -188,6 +196,12 @@ class TorchAdapter(Adapter):
     def read(self, values: list[Any]) -> list[float]:
         if not values:
             return []
+        if self._cpu:  # no transfer to batch: each value's own floats (float32 → float is exact)
+            out: list[float] = []
+            for v in values:
+                v = v.detach()
+                out.extend((v if v.is_floating_point() else v.double()).reshape(-1).tolist())
+            return out
         stacked = torch.cat([v.detach().to(torch.float64).reshape(-1) for v in values])
         return [float(v) for v in stacked.cpu().tolist()]
 
@@ -203,9 +217,9 @@ class TorchAdapter(Adapter):
 
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:
-        rng = RngState(values={"python": python_rng()})
+        rng = RngState(values={"python": python_rng(self._python_rng)})
         numpy_rng(rng, self._numpy_rng)
-        rng.arrays["torch.cpu"] = torch.get_rng_state().numpy().copy()
+        rng.arrays["torch.cpu"] = torch.get_rng_state().numpy()  # a fresh copy already
         if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
             for i, state in enumerate(torch.cuda.get_rng_state_all()):
                 rng.arrays[f"torch.cuda.{i}"] = state.cpu().numpy().copy()

@@ -13,8 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from envkit.guard import Guard  # noqa: E402
-from envkit.guard.replay import replay_dump  # noqa: E402
+from envkit.guard import Guard, ReadOptions  # noqa: E402
+from envkit.incident.replay import replay_dump  # noqa: E402
 
 pytestmark = [
     pytest.mark.gpu,
@@ -58,7 +58,7 @@ def test_healthy_cuda_run_is_bitwise_the_unguarded_loop(tmp_path: Path) -> None:
         opt.zero_grad(set_to_none=True)
         ref.append(loss.item())
     model, opt, loss_fn = build()
-    guard = Guard(model, opt, run=tmp_path / "run", clip=1.0, check_every=5)
+    guard = Guard(model, opt, run=tmp_path / "run", clip=1.0, reads=ReadOptions(5))
     for i, batch in enumerate(batches(10)):
         with guard.step(i, batch) as g:
             g.backward(loss_fn(model, batch))
@@ -70,7 +70,7 @@ def test_healthy_cuda_run_is_bitwise_the_unguarded_loop(tmp_path: Path) -> None:
 
 def test_no_host_sync_between_reads(tmp_path: Path) -> None:
     model, opt, loss_fn = build()
-    guard = Guard(model, opt, run=tmp_path / "run", clip=1.0, check_every=4, spikes=None)
+    guard = Guard(model, opt, run=tmp_path / "run", clip=1.0, reads=ReadOptions(4), spikes=None)
     data = batches(8)
     for i, batch in enumerate(data):
         with guard.step(i, batch) as g:

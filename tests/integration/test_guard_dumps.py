@@ -18,7 +18,7 @@ from envkit.cli import main  # noqa: E402
 from envkit.errors import DumpError  # noqa: E402
 from envkit.guard import Guard  # noqa: E402
 from envkit.guard.dump import read_dump, write_manifest  # noqa: E402
-from envkit.guard.replay import replay_dump  # noqa: E402
+from envkit.incident.replay import replay_dump  # noqa: E402
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 

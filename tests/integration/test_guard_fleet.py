@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
 from envkit.cli import main
-from envkit.cli.guard_fleet import KIND, run_replay_task
+from envkit.fleet.guard_replay import KIND, run_replay_task
 from envkit.guard import example
 from envkit.store import layout as store_layout
 from envkit.store import runs
@@ -116,8 +116,8 @@ def test_the_local_scheduler_replays_on_each_pretend_node(
 def test_one_damaged_result_loses_that_nodes_verdict_only(
     dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envkit.cli import guard_fleet
     from envkit.errors import FleetError
+    from envkit.fleet import guard_replay
     from envkit.store.reads import read_store_json as real
 
     def damaged_on_a(path: Path, **kw: Any) -> Any:
@@ -125,7 +125,7 @@ def test_one_damaged_result_loses_that_nodes_verdict_only(
             raise FleetError(f"{path}: not JSON", hint="the node's result was damaged")
         return real(path, **kw)
 
-    monkeypatch.setattr(guard_fleet, "read_store_json", damaged_on_a)
+    monkeypatch.setattr(guard_replay, "read_store_json", damaged_on_a)
     code, out = _replay(capsys, dump, "--scheduler", "local", "--nodelist", "a,b", "--store", str(tmp_path))
     assert code == 1, out
     assert (
@@ -211,7 +211,7 @@ def test_the_node_side_refuses_a_manifest_not_in_its_shape(
 def test_the_node_side_runs_nothing_another_user_could_have_written(
     dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
 ) -> None:
-    from envkit.cli.guard_fleet import main as task_main
+    from envkit.fleet.guard_replay import main as task_main
 
     run_dir = _run_dir(tmp_path, dump)
     make_foreign(run_dir / store_layout.MANIFEST, how)

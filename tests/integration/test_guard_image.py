@@ -1,7 +1,7 @@
 """``envkit guard replay DUMP --image NAME`` in the demo's real Docker image (real torch in and out).
 
 The image is ``make demo``'s CPU image (torch 2.13.0+cpu, no safetensors: the in-image side reads
-the dump with :mod:`envkit.guard.st_reader`), built once per session by ``conftest.py``. The host
+the dump with :mod:`envkit.incident.st_reader`), built once per session by ``conftest.py``. The host
 has its own torch (2.15 here). Dumps come from the demo's guarded training with two planted
 incidents: a finite loss spike (step 6) and an outlier batch whose loss is inf (step 8). They are
 made on the host, and, for the same-environment claim, inside the image itself (the host's
@@ -26,7 +26,7 @@ safetensors = pytest.importorskip("safetensors")
 from envkit.cli import main  # noqa: E402
 from envkit.engine.docker_api import DockerEngine  # noqa: E402
 from envkit.engine.protocol import Mount  # noqa: E402
-from envkit.guard.image_replay import SOURCE  # noqa: E402
+from envkit.incident.image_replay import SOURCE  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -40,11 +40,12 @@ import torch
 
 from envkit.guard.example import build
 from envkit.guard.loop import Guard
+from envkit.guard.options import SpikeOptions
 
 
 def train(run):
     model, optimizer, loss_fn = build()
-    guard = Guard(model, optimizer, run=Path(run), clip=1.0, loss_fn=loss_fn, spikes="warn", spike_warmup=3,
+    guard = Guard(model, optimizer, run=Path(run), clip=1.0, loss_fn=loss_fn, spikes=SpikeOptions(warmup=3),
                   entry="envkit.guard.example:build")
     g = torch.Generator().manual_seed(1)
     for step in range(10):

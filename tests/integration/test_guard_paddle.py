@@ -19,7 +19,7 @@ F = paddle.nn.functional
 
 from envkit.cli import main  # noqa: E402
 from envkit.errors import GuardStopped  # noqa: E402
-from envkit.guard import Guard  # noqa: E402
+from envkit.guard import Guard, ReadOptions, SpikeOptions  # noqa: E402
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -64,7 +64,7 @@ def test_healthy_guarded_run_is_bitwise_the_unguarded_loop(
         ref.append(float(loss))
     expected = numbers(model, ref)
     model, opt = mlp()
-    guard = Guard(model, opt, run=tmp_path / "run", clip=clip, check_every=k, defer_reads=k > 1)
+    guard = Guard(model, opt, run=tmp_path / "run", clip=clip, reads=ReadOptions(k, defer=k > 1))
     for i, batch in enumerate(batches(8)):
         with guard.step(i, batch) as g:
             g.backward(ce(model, batch))
@@ -92,7 +92,7 @@ def test_nan_step_is_skipped_and_dumped_with_paddle_rng(tmp_path: Path) -> None:
 
 def test_deferred_reads_mask_a_nan_on_the_device(tmp_path: Path) -> None:
     model, opt = mlp()
-    guard = Guard(model, opt, run=tmp_path / "run", clip=1.0, check_every=5, defer_reads=True)
+    guard = Guard(model, opt, run=tmp_path / "run", clip=1.0, reads=ReadOptions(5, defer=True))
     for i, batch in enumerate(batches(10, nan_at=2)):
         with guard.step(i, batch) as g:
             g.backward(ce(model, batch))
@@ -238,7 +238,7 @@ def test_planted_lr_1e3_on_a_fresh_head_names_the_head(tmp_path: Path) -> None:
     paddle.seed(5)
     data = [(paddle.randn([8, 16]) * 30, paddle.randn([8, 1])) for _ in range(60)]
     guard = Guard(
-        model, opt, run=tmp_path / "run", loss_fn=model_loss, spikes="stop", spike_warmup=5, spike_window=10
+        model, opt, run=tmp_path / "run", loss_fn=model_loss, spikes=SpikeOptions("stop", window=10, warmup=5)
     )
     with pytest.raises(GuardStopped, match="spike"):
         for i, batch in enumerate(data):

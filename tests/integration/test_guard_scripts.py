@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from envkit.guard.replay import load_entry, replay_dump
-from envkit.guard.show import load_run, render_run
+from envkit.guard import RunlogOptions
+from envkit.incident.replay import load_entry, replay_dump
+from envkit.incident.show import load_run, render_run
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -160,5 +161,7 @@ def test_wlm_resumed_run_honours_the_bad_batch_ledger(
     [hit] = summary["config"]["ledger"]["batches"]
     assert (hit["step"], hit["listed_step"], hit["action"]) == (60, 60, "skipped again")
     assert "ledger: step 60: skipped again" in render_run(summary)
-    replayed = wlm.train(run, 64, fault="unk", fault_step=60, start=56, guard_options={"ledger": "replay"})
+    replayed = wlm.train(
+        run, 64, fault="unk", fault_step=60, start=56, guard_options={"log": RunlogOptions(ledger="replay")}
+    )
     assert [i["step"] for i in replayed["incidents"]] == [60]  # trained on on purpose: the NaN again

@@ -25,7 +25,7 @@ from envkit.cli import main
 from envkit.errors import DumpError
 from envkit.guard import example
 from envkit.guard.dump import MAX_MANIFEST, copy_dump, read_dump, write_manifest
-from envkit.guard.image_replay import stage_dump
+from envkit.incident.image_replay import stage_dump
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 

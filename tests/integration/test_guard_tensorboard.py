@@ -18,7 +18,7 @@ from tests.integration.test_guard_torch import batches, ce, mlp
 torch = pytest.importorskip("torch")
 event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
 
-from envkit.guard import Guard  # noqa: E402
+from envkit.guard import Guard, RunlogOptions  # noqa: E402
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -31,7 +31,7 @@ def f32(value: float) -> float:
 def run_guarded(run: Path, steps: int = 8, nan_at: int = 3) -> Guard:
     model, opt = mlp()
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.9)
-    guard = Guard(model, opt, run=run, clip=0.5, scheduler=sched, tensorboard=True)
+    guard = Guard(model, opt, run=run, clip=0.5, scheduler=sched, log=RunlogOptions(tensorboard=True))
     for i, batch in enumerate(batches(steps, nan_at)):
         with guard.step(i, batch) as g:
             g.backward(ce(model, batch))
@@ -90,7 +90,7 @@ def test_without_tensorboard_the_guard_runs_writes_no_events_and_says_so_once(
 
 def test_tensorboard_false_writes_no_event_file(tmp_path: Path) -> None:
     model, opt = mlp()
-    with Guard(model, opt, run=tmp_path / "run", tensorboard=False) as guard:
+    with Guard(model, opt, run=tmp_path / "run", log=RunlogOptions(tensorboard=False)) as guard:
         for i, batch in enumerate(batches(3)):
             with guard.step(i, batch) as g:
                 g.backward(ce(model, batch))

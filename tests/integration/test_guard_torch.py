@@ -19,8 +19,8 @@ F = torch.nn.functional
 
 from envkit.cli import main  # noqa: E402
 from envkit.errors import DumpError, GuardStopped  # noqa: E402
-from envkit.guard import Guard  # noqa: E402
-from envkit.guard.replay import load_entry, replay_dump  # noqa: E402
+from envkit.guard import Guard, Limits, ReadOptions, RunlogOptions, SpikeOptions  # noqa: E402
+from envkit.incident.replay import load_entry, replay_dump  # noqa: E402
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -61,7 +61,7 @@ def guarded(
     run: Path, steps: int, clip: float | None, k: int = 1, nan_at: int | None = None
 ) -> tuple[Guard, list[str]]:
     model, opt = mlp()
-    guard = Guard(model, opt, run=run, clip=clip, check_every=k, defer_reads=k > 1, loss_fn=ce)
+    guard = Guard(model, opt, run=run, clip=clip, reads=ReadOptions(k, defer=k > 1), loss_fn=ce)
     for i, batch in enumerate(batches(steps, nan_at)):
         with guard.step(i, batch) as g:
             g.backward(ce(model, batch))
@@ -126,7 +126,7 @@ def test_k10_masks_a_nan_on_the_device_and_reports_it_at_the_read(tmp_path: Path
 
 def test_steps_jsonl_grows_while_the_run_goes_on(tmp_path: Path) -> None:
     model, opt = mlp()
-    guard = Guard(model, opt, run=tmp_path / "run", flush_every=4)
+    guard = Guard(model, opt, run=tmp_path / "run", log=RunlogOptions(flush_every=4))
     for i, batch in enumerate(batches(10)):
         with guard.step(i, batch) as g:
             g.backward(ce(model, batch))
@@ -146,7 +146,7 @@ def test_policy_stop_raises_with_the_report_and_skip_cap_stops(tmp_path: Path) -
         g.backward(ce(model, batch))
         g.optimizer_step()
     model, opt = mlp()
-    guard = Guard(model, opt, run=tmp_path / "b", policy="skip", max_skips=3)
+    guard = Guard(model, opt, run=tmp_path / "b", policy="skip", limits=Limits(max_skips=3))
     with pytest.raises(GuardStopped, match="3 skips in a row"):
         for i in range(5):
             with guard.step(i, batch) as g:
@@ -326,7 +326,7 @@ def test_planted_lr_1e3_on_a_fresh_head_is_a_spike_naming_the_head(tmp_path: Pat
     g = torch.Generator().manual_seed(5)
     data = [(torch.randn(8, 16, generator=g) * 30, torch.randn(8, 1, generator=g)) for _ in range(60)]
     guard = Guard(
-        model, opt, run=tmp_path / "run", loss_fn=model_loss, spikes="stop", spike_warmup=5, spike_window=10
+        model, opt, run=tmp_path / "run", loss_fn=model_loss, spikes=SpikeOptions("stop", window=10, warmup=5)
     )
     with pytest.raises(GuardStopped, match="spike"):
         for i, batch in enumerate(data):
@@ -491,7 +491,9 @@ def test_bf16_autocast_against_fp32_is_precision_drift_with_autocast_as_a_cause(
 ) -> None:
     for name, dtype in (("fp32", None), ("bf16", torch.bfloat16)):
         model, opt = mlp()
-        guard = Guard(model, opt, run=tmp_path / name, clip=1.0, autocast="bf16" if dtype else None)
+        guard = Guard(
+            model, opt, run=tmp_path / name, clip=1.0, log=RunlogOptions(autocast="bf16" if dtype else None)
+        )
         for i, batch in enumerate(batches(12)):
             with guard.step(i, batch) as g:
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype is not None):

@@ -15,10 +15,10 @@ import pytest
 from envkit.errors import GuardError
 from envkit.guard.checks import DumpBudget, rank_outliers
 from envkit.guard.ledger import Ledger, LedgerEntry
-from envkit.guard.page import read_steps, render_page
 from envkit.guard.records import IncidentKind, StepRecord
 from envkit.guard.spikes import MAD_TO_SIGMA, SpikeDetector
 from envkit.guard.updates import UpdateTracker
+from envkit.incident.page import read_steps, render_page
 
 
 def reference(window: list[float], value: float, warmup: int, threshold: float, factor: float) -> bool:
@@ -182,7 +182,7 @@ def test_a_cpu_only_replay_ranks_the_thread_count_not_tf32(tmp_path: Path) -> No
     from envkit.guard import example
     from envkit.guard.dump import read_dump, write_manifest
     from envkit.guard.localize import Replay
-    from envkit.guard.replay import judge, side_report
+    from envkit.incident.replay import judge, side_report
 
     run = tmp_path / "run"
     example.train(run, bad_at=3)

@@ -20,8 +20,8 @@ torch = pytest.importorskip("torch")
 st_torch = pytest.importorskip("safetensors.torch")
 
 from envkit.errors import DumpError  # noqa: E402
-from envkit.guard import st_reader  # noqa: E402
 from envkit.guard.dump import check_safetensors  # noqa: E402
+from envkit.incident import st_reader  # noqa: E402
 
 pytestmark = pytest.mark.frameworks
 

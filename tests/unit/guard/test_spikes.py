@@ -58,3 +58,44 @@ def test_records_keep_exact_floats_and_markers() -> None:
     assert back.loss == rec.loss and math.isnan(back.grad_norm) and back.clipped_norm == math.inf
     assert json_float(-math.inf) == "-inf"
     assert json_clean({"a": [1.0, math.nan, {"b": math.inf}]}) == {"a": [1.0, "nan", {"b": "inf"}]}
+
+
+def memorized(n: int, seed: int = 0) -> list[float]:
+    """A loss that fell from ~0.9 to ~4e-5 on a fixed batch, with dropout's multiplicative jitter
+    (the shape of Paddle's tiny BERT in bench_guard: early max 0.928, late median 3.7e-5, its false
+    alarms at 1.1e-3, 4.1e-4 and 6.9e-4)."""
+    import random
+
+    rng = random.Random(seed)
+    out = [0.93 * 0.85**i for i in range(60)]  # the warm-up and the descent
+    out += [4e-5 * math.exp(rng.gauss(0, 0.3)) * (30 if rng.random() < 0.01 else 1) for _ in range(n)]
+    return out
+
+
+def test_jitter_on_a_loss_near_zero_is_no_spike_with_the_floor() -> None:
+    """Paddle's bench models (issue 33): the median and MAD of a memorized loss are so small that a
+    dropout step 30× the median clears 6 σ and 1.5× the median; it stays far below the run's scale."""
+    values = memorized(2000)
+    without = SpikeDetector(100, 20, 6.0, 1.5, floor=0.0)
+    assert sum(without.check(v) is not None for v in values) > 5  # the false alarms seen on Paddle
+    floored = SpikeDetector(100, 20, 6.0, 1.5, floor=0.01)
+    assert sum(floored.check(v) is not None for v in values) == 0
+
+
+@pytest.mark.parametrize("jump", [0.02, 1.0, 50.0])
+def test_the_floor_keeps_real_spikes(jump: float) -> None:
+    """A jump to a sizable fraction of the run's early scale (0.7) is still a spike near zero, and a
+    healthy run's ordinary spikes (its median far above the floor) are unchanged."""
+    d = SpikeDetector(100, 20, 6.0, 1.5, floor=0.01)
+    for v in memorized(300):
+        d.check(v)
+    assert d.check(jump) is not None
+    plain, floored = SpikeDetector(50, 10, 6.0, 1.5), SpikeDetector(50, 10, 6.0, 1.5, floor=0.01)
+    series = [*noisy(40), 5.0, *noisy(10), 1.6, 3.0]
+    assert [plain.check(v) is not None for v in series] == [floored.check(v) is not None for v in series]
+
+
+@pytest.mark.parametrize("floor", [-0.1, 1.5, math.nan])
+def test_a_floor_outside_0_1_is_refused(floor: float) -> None:
+    with pytest.raises(ValueError, match="floor"):
+        SpikeDetector(floor=floor)

@@ -1,10 +1,10 @@
 """``envkit guard replay DUMP --entry E --slurm``: an incident's step replayed on other nodes (fleet tasks).
 
-envkit.fleet (the store, the scheduler, following a job) and envkit.guard (the replay) are siblings
-that do not import each other; this module, in the command layer, composes them. The dump is
+A fleet use case (the store, the scheduler, following a job) over :mod:`envkit.incident` (the
+replay), which sits below fleet; the command layer only parses and renders. The dump is
 checked here first (a changed batch is refused before anything is submitted) and copied into the
-run; then one task per node runs ``python -m envkit.cli.guard_fleet STORE/RUN``, which replays the
-step twice there (:func:`envkit.guard.image_side.replay_document`) and writes that JSON as its
+run; then one task per node runs ``python -m envkit.fleet.guard_replay STORE/RUN``, which replays the
+step twice there (:func:`envkit.incident.image_side.replay_document`) and writes that JSON as its
 result. The verdict per node comes from the node's replays and fingerprint, as for ``--image``.
 
 ::
@@ -36,9 +36,9 @@ from envkit.fleet.manifest import parse_layout
 from envkit.fleet.scheduler import JobRequest, Scheduler
 from envkit.fleet.task import run_recorded, task_main
 from envkit.guard.dump import read_dump
-from envkit.guard.image_replay import judge_side, stage_dump
-from envkit.guard.image_side import replay_document
-from envkit.guard.replay import ReplayVerdict
+from envkit.incident.image_replay import judge_side, stage_dump
+from envkit.incident.image_side import replay_document
+from envkit.incident.replay import ReplayVerdict
 from envkit.store import layout, runs
 from envkit.store.manifest import RunManifest
 from envkit.store.reads import MAX_MANIFEST_BYTES, read_store_json
@@ -129,7 +129,7 @@ def replay_on_fleet(
     runs.write_json(run_dir / layout.MANIFEST, manifest, within=run_dir)
     request = JobRequest(
         name=f"envkit-{run_id}"[:64],
-        argv=(opts.python, "-m", "envkit.cli.guard_fleet", str(run_dir)),
+        argv=(opts.python, "-m", "envkit.fleet.guard_replay", str(run_dir)),
         workdir=run_dir / layout.SCHED,
         nodes=opts.nodes,
         nodelist=opts.nodelist,
@@ -161,7 +161,7 @@ def replay_on_fleet(
 
 def render_fleet_replay(result: FleetReplay) -> str:
     """One line per task (its verdict, or why it has none), then each verdict as ``guard replay`` shows it."""
-    from envkit.guard.show import render_replay
+    from envkit.incident.show import render_replay
 
     run = result.run
     lines = [f"run {run.run_id} ({run.scheduler} job {run.job_id}, {run.job_state.value}): {run.run_dir}"]
@@ -211,7 +211,7 @@ def run_replay_task(run_dir: Path, environ: Mapping[str, str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return task_main(argv, run_replay_task, "python -m envkit.cli.guard_fleet STORE/RUN")
+    return task_main(argv, run_replay_task, "python -m envkit.fleet.guard_replay STORE/RUN")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """``envkit guard replay DUMP --image NAME`` with the fake engine: mounts, strict parse, verdicts.
 
-The fake engine answers each run by running the real in-image half (``envkit.guard.image_side``)
+The fake engine answers each run by running the real in-image half (``envkit.incident.image_side``)
 in this process on the mounted, staged dump, so the JSON parsed is what an image prints.
 """
 
@@ -24,9 +24,10 @@ from envkit.cli._services import Services
 from envkit.engine.protocol import RunResult
 from envkit.engine.testing import FakeEngine, FakeRun
 from envkit.errors import DumpError, GuardError
-from envkit.guard import example, image_side
+from envkit.guard import example
 from envkit.guard.dump import read_dump
-from envkit.guard.image_replay import CONTAINER_DUMP, replay_in_image
+from envkit.incident import image_side
+from envkit.incident.image_replay import CONTAINER_DUMP, replay_in_image
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 

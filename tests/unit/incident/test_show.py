@@ -96,3 +96,29 @@ def test_unreadable_runs_are_usage_errors(
 def test_a_missing_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["guard", "show", str(tmp_path / "nope")]) == 2
     assert "no such report" in capsys.readouterr().err
+
+
+def test_html_writes_the_page_where_asked_not_into_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write(tmp_path, report([]))
+    rows = [{"step": i, "loss": 1.0 + i, "grad_norm": 2.0, "lr": 0.1} for i in range(3)]
+    (run / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "pages" / "exp1.html"
+    assert main(["guard", "show", str(run), "--html", str(out), "--json"]) == 0
+    envelope = json.loads(capsys.readouterr().out)
+    assert envelope["result"]["html"] == str(out)
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") or "<html" in page
+    assert "<svg" in page and "envkit guard" in page
+    assert not (run / "guard.html").exists()  # the run folder is the guard's record, not an output folder
+
+
+def test_html_refuses_a_folder_and_a_missing_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write(tmp_path, report([]))
+    (run / "steps.jsonl").write_text("")
+    assert main(["guard", "show", str(run), "--html", str(tmp_path)]) == 2  # a folder: usage
+    assert main(["guard", "show", str(run), "--html"]) == 2  # the value is a path, not a switch
+    capsys.readouterr()

@@ -1,8 +1,8 @@
 """The in-image half of ``envkit guard replay DUMP --image NAME``: replay twice, print one JSON.
 
-Run as ``python -m envkit.guard.image_side DUMP ENTRY`` with envkit's source mounted read-only
+Run as ``python -m envkit.incident.image_side DUMP ENTRY`` with envkit's source mounted read-only
 (nothing is installed in the image). Without safetensors in the image the tensors are read by
-:mod:`envkit.guard.st_reader`. The output: the two replays (floats as ``float.hex``, bitwise),
+:mod:`envkit.incident.st_reader`. The output: the two replays (floats as ``float.hex``, bitwise),
 the first one's localization, and this side's fingerprint and framework info; an EnvkitError goes
 to stderr with exit 3.
 """
@@ -24,13 +24,13 @@ SCHEMA = 1
 def replay_document(path: Path, entry: str) -> dict[str, Any]:
     """The dump at ``path`` replayed twice here with ``entry``: this side's JSON (EnvkitError otherwise)."""
     if importlib.util.find_spec("safetensors") is None:
-        from envkit.guard import st_reader
+        from envkit.incident import st_reader
 
         st_reader.install()
     from envkit.guard.dump import read_dump
     from envkit.guard.records import json_clean
-    from envkit.guard.replay import here_info, load_entry, replay_runs
     from envkit.guard.runlog import fingerprint
+    from envkit.incident.replay import here_info, load_entry, replay_runs
 
     dump = read_dump(path)
     runs = replay_runs(dump, load_entry(entry))
@@ -46,7 +46,7 @@ def replay_document(path: Path, entry: str) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m envkit.guard.image_side DUMP ENTRY", file=sys.stderr)
+        print("usage: python -m envkit.incident.image_side DUMP ENTRY", file=sys.stderr)
         return 2
     try:
         out = replay_document(Path(argv[0]), argv[1])

@@ -1,4 +1,4 @@
-"""envkit.guard.st_reader (the stdlib safetensors reader images without the library use).
+"""envkit.incident.st_reader (the stdlib safetensors reader images without the library use).
 
 Every dtype it claims is read back bitwise as the real ``safetensors`` library (0.8.0) reads the
 same file, for torch and numpy, 0-d and empty tensors included. Hostile files (after the format at
@@ -23,8 +23,8 @@ st_numpy = pytest.importorskip("safetensors.numpy")
 SafetensorError = pytest.importorskip("safetensors").SafetensorError
 
 from envkit.errors import DumpError  # noqa: E402
-from envkit.guard import st_reader  # noqa: E402
 from envkit.guard.dump import check_safetensors  # noqa: E402
+from envkit.incident import st_reader  # noqa: E402
 
 pytestmark = pytest.mark.frameworks
 

@@ -1,7 +1,7 @@
 """``envkit guard replay DUMP --image NAME``: the incident's step replayed inside a container image.
 
 The dump is checked here first (hashes, headers: a changed batch is refused before any container
-starts), then :mod:`envkit.guard.image_side` runs in the image through the
+starts), then :mod:`envkit.incident.image_side` runs in the image through the
 :class:`~envkit.engine.protocol.ContainerEngine`: the dump directory, envkit's source and the
 entry's code directory mounted read-only, no network, as the image's own non-root user. Its one
 JSON line is parsed strictly; the verdict compares the in-image replays with the recorded outcome
@@ -21,9 +21,9 @@ import envkit
 from envkit._io import load_json_bounded
 from envkit.errors import GuardError
 from envkit.guard.dump import Dump, copy_dump, read_dump
-from envkit.guard.image_side import KIND, SCHEMA
 from envkit.guard.localize import Replay
-from envkit.guard.replay import ReplayVerdict, judge, side_report
+from envkit.incident.image_side import KIND, SCHEMA
+from envkit.incident.replay import ReplayVerdict, judge, side_report
 
 if TYPE_CHECKING:
     from envkit.engine.protocol import ContainerEngine, Mount, RunResult
@@ -36,7 +36,7 @@ CONTAINER_DUMP = "/opt/envkit-dump"
 CONTAINER_CODE = "/opt/envkit-code"
 MAX_DEPTH = 32
 SCRIPT = (
-    'cd "$1" && shift && exec "$(command -v python3 || command -v python)" -m envkit.guard.image_side "$@"'
+    'cd "$1" && shift && exec "$(command -v python3 || command -v python)" -m envkit.incident.image_side "$@"'
 )
 
 
@@ -120,7 +120,7 @@ def _judged(dump: Dump, image: str, image_id: str, result: RunResult) -> ReplayV
 
 
 def judge_side(dump: Dump, document: object, where: str, note: str) -> ReplayVerdict:
-    """The verdict from a replaying side's JSON (:mod:`envkit.guard.image_side`), ``note`` added."""
+    """The verdict from a replaying side's JSON (:mod:`envkit.incident.image_side`), ``note`` added."""
     side = parse_side(document, where)
     fingerprint, framework_info = side["fingerprint"], side["info"]
 

@@ -1,4 +1,4 @@
-"""``envkit guard show --html RUN``: one self-contained page per run (inline SVG, no script, escaped).
+"""``envkit guard show RUN --html OUT``: one self-contained page per run (inline SVG, no script, escaped).
 
 Four curves over the guard's steps (its own numbering, from the first step it saw): the loss, the
 global gradient norm before clipping, the learning rate and the update ratio ``lr·|grad|/|weight|``
@@ -139,7 +139,7 @@ def _groups(steps: Sequence[dict[str, Any]], key: str) -> int:
 
 
 def render_page(summary: dict[str, Any], steps: Sequence[dict[str, Any]], explain: Any) -> str:
-    """The page: ``summary`` from :func:`envkit.guard.show.load_run`, ``explain(incident)`` its lines."""
+    """The page: ``summary`` from :func:`envkit.incident.show.load_run`, ``explain(incident)`` its lines."""
     xs = [int(s["step"]) for s in steps]
     incidents = [i for i in summary["incidents"] if isinstance(i.get("step"), int)]
     marks = [(n, int(i["step"])) for n, i in enumerate(incidents, 1)]

@@ -1,0 +1,78 @@
+"""One guarded step: ``with guard.step(step, batch) as g: g.backward(loss); g.optimizer_step()``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from envkit.errors import GuardError
+from envkit.guard.adapter import RngState, Tensors
+
+if TYPE_CHECKING:
+    from envkit.guard.loop import Guard
+
+__all__ = ["GuardStep", "PendingStep"]
+
+
+@dataclass
+class PendingStep:
+    """A step not read yet (check_every > 1): device values plus what its dump would need."""
+
+    step: int
+    values: list[Any]  # loss, grad norm, clipped norm (device scalars)
+    batch: Any
+    rng: RngState
+    lr: float | None
+    ok: Any
+
+
+@dataclass
+class GuardStep:
+    """``with guard.step(step, batch) as g``: ``g.backward(loss)``, then ``g.optimizer_step()``."""
+
+    guard: Guard
+    step: int
+    batch: Any
+    rng: RngState = field(default_factory=RngState)
+    buffers: Tensors = field(default_factory=dict)
+    loss: Any = None
+    done: bool = False
+
+    def __enter__(self) -> GuardStep:
+        adapter = self.guard.adapter
+        self.rng = adapter.rng_state()
+        self.buffers = adapter.buffers()
+        return self
+
+    def backward(self, loss: Any) -> None:
+        """Keep the loss's finite flag (on the device), then backward (through the GradScaler if any).
+
+        Backward runs even for a NaN loss: in a process group every rank must join the all-reduce.
+        """
+        self.observe(loss)
+        self.guard.adapter.backward(loss)
+
+    def observe(self, loss: Any) -> None:
+        """Keep the loss when the backward already ran elsewhere (a trainer's own loop). The sum of a
+        step's losses (gradient accumulation) is finite iff each is: one check, at the step's end."""
+        self.loss = loss.detach() if self.loss is None else self.loss + loss.detach()
+
+    def optimizer_step(self) -> bool:
+        """Check, clip, step (or skip/stop); True when the update was applied."""
+        if self.loss is None:
+            raise GuardError("g.optimizer_step() before g.backward(loss)", hint="call g.backward(loss) first")
+        self.done = True
+        return self.guard._finish(self)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is not None and isinstance(exc, Exception) and not isinstance(exc, GuardError):
+            self.guard._raised(self, exc)
+            return
+        if exc is None and not self.done:
+            raise GuardError(
+                f"step {self.step}: the guarded block ended without g.optimizer_step()",
+                hint="call g.backward(loss) and g.optimizer_step() inside `with guard.step(...)`",
+            )
