@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime as dt
+import errno
 import io
 import time
 from collections.abc import Callable, Iterator
@@ -69,10 +70,16 @@ def context_file(root: Path, context: ContextFiles) -> Iterator[BinaryIO]:
             directory.mkdir(parents=True, exist_ok=True)
             tar = stack.enter_context(spooled_context_tar(context, directory))
         except OSError as e:
+            where = f"{e.filename}: " if e.filename else ""
+            hint = (
+                f"free disk space where {directory} lives (the context, {context.size:,} bytes, is written "
+                "there once per build)"
+                if e.errno == errno.ENOSPC
+                else f"check {e.filename or directory}; a wheelhouse or cache file that changed or went away "
+                "is fetched again once `.envkit/wheelhouse` (or `.envkit/cache`) is removed"
+            )
             raise BuildFailed(
-                f"could not write the build context ({context.size:,} bytes of files) to {directory}: "
-                f"{e.strerror or e}",
-                hint=f"free disk space where {directory} lives (the context is written there once)",
+                f"could not write the build context to {directory}: {where}{e.strerror or e}", hint=hint
             ) from e
         yield tar
 
