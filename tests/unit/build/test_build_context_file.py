@@ -138,12 +138,11 @@ def test_a_wheel_shorter_than_planned_fails_and_leaves_nothing(tmp_path: Path) -
 
 def test_a_full_disk_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """ENOSPC from the OS (simulated: no test can fill the disk): the hint is about space."""
-    import envkit.render.context as render_context
 
     def full(*_: object, **__: object) -> BinaryIO:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(render_context.tempfile, "TemporaryFile", full)
+    monkeypatch.setattr("tempfile.TemporaryFile", full)
     context, _ = _context(tmp_path)
     with pytest.raises(BuildFailed, match="No space left") as info, context_file(tmp_path, context):
         pass
