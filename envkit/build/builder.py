@@ -14,13 +14,15 @@ with ``--frozen``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
+import errno
 import io
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from envkit import __version__, _proc
 from envkit._atomic import atomic_writer, state_dir, write_text_atomic
@@ -35,7 +37,7 @@ from envkit.offline.packed import PackedContext, packed_context
 from envkit.offline.request import pack_request
 from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.render import render_image
-from envkit.render.context import ContextEntry, ContextFiles, context_tar
+from envkit.render.context import ContextEntry, ContextFiles, spooled_context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, sbom_sha256, spec_sbom
 from envkit.spec.load import LoadedSpec, image_dir
@@ -43,7 +45,7 @@ from envkit.spec.load import LoadedSpec, image_dir
 if TYPE_CHECKING:
     from envkit.engine.protocol import ImageArchive
 
-__all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "image_repo"]
+__all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "context_file", "image_repo"]
 
 WHEELS = "wheels"
 NAME_LABEL = "io.envkit.name"
@@ -55,6 +57,31 @@ EventSink = Callable[[BuildEvent], None]
 
 def image_repo(name: str) -> str:
     return f"envkit/{name}"
+
+
+@contextlib.contextmanager
+def context_file(root: Path, context: ContextFiles) -> Iterator[BinaryIO]:
+    """The context's tar in an anonymous file under ``ROOT/.envkit/tmp`` (beside the wheelhouse, not a
+    tmpfs ``/tmp``), at its start: what the engine streams. A host error writing it (a full disk) is a
+    failed build."""
+    directory = state_dir(root, "tmp")
+    with contextlib.ExitStack() as stack:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            tar = stack.enter_context(spooled_context_tar(context, directory))
+        except OSError as e:
+            where = f"{e.filename}: " if e.filename else ""
+            hint = (
+                f"free disk space where {directory} lives (the context, {context.size:,} bytes, is written "
+                "there once per build)"
+                if e.errno == errno.ENOSPC
+                else f"check {e.filename or directory}; a wheelhouse or cache file that changed or went away "
+                "is fetched again once `.envkit/wheelhouse` (or `.envkit/cache`) is removed"
+            )
+            raise BuildFailed(
+                f"could not write the build context to {directory}: {where}{e.strerror or e}", hint=hint
+            ) from e
+        yield tar
 
 
 @dataclass(frozen=True)
@@ -347,19 +374,22 @@ class Builder:
     ) -> None:
         tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         try:
-            events = self.engine.build(
-                context_tar(prepared.context),
-                prepared.tag,
-                labels=prepared.labels,
-                nocache=options.nocache,
-                network=not prepared.offline,
-            )
-            for event in events:
-                for line in event.message.splitlines():
-                    log.write(line + "\n")
-                    tail.append(line)
-                if on_event:
-                    on_event(event)
+            with context_file(
+                self.root, prepared.context
+            ) as tar:  # streamed from a file: never the context in memory
+                events = self.engine.build(
+                    tar,
+                    prepared.tag,
+                    labels=prepared.labels,
+                    nocache=options.nocache,
+                    network=not prepared.offline,
+                )
+                for event in events:
+                    for line in event.message.splitlines():
+                        log.write(line + "\n")
+                        tail.append(line)
+                    if on_event:
+                        on_event(event)
         except BuildFailed as e:
             log.write(f"# FAILED: {e.message}\n")
             self._drop_tag(prepared.tag, existing)

@@ -25,6 +25,7 @@ from envkit.build.builder import (
     BuildOptions,
     BuildResult,
     EventSink,
+    context_file,
     image_repo,
 )
 from envkit.engine.protocol import ContainerEngine
@@ -43,7 +44,7 @@ from envkit.offline.debug_tools import (
     read_debug_lock,
     resolve_debug_lock,
 )
-from envkit.render.context import ContextFiles, context_tar
+from envkit.render.context import ContextFiles
 from envkit.render.debug import (
     DEBUG_PREFIX,
     DEBUG_VARIANT,
@@ -260,14 +261,15 @@ class DebugBuilder:
             try:
                 log.write(f"# envkit {__version__} debug build of {tag}\n")
                 try:
-                    for event in self.engine.build(
-                        context_tar(context), tag, labels=labels, nocache=nocache, network=False
-                    ):
-                        for line in event.message.splitlines():
-                            log.write(line + "\n")
-                            tail = [*tail[-24:], line]
-                        if on_event:
-                            on_event(event)
+                    with context_file(root, context) as tar:  # streamed from a file, not memory
+                        for event in self.engine.build(
+                            tar, tag, labels=labels, nocache=nocache, network=False
+                        ):
+                            for line in event.message.splitlines():
+                                log.write(line + "\n")
+                                tail = [*tail[-24:], line]
+                            if on_event:
+                                on_event(event)
                 except BuildFailed as e:
                     log.write(f"# FAILED: {e.message}\n")
                     raise BuildFailed(

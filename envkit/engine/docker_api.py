@@ -22,7 +22,15 @@ import docker.types
 import requests.exceptions
 
 from envkit.engine.pip_messages import PIP_NO_MATCH
-from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL, BuildEvent, ImageInfo, Mount, RunResult
+from envkit.engine.protocol import (
+    BUILDER_OF_LABEL,
+    STAGE_LABEL,
+    BuildContext,
+    BuildEvent,
+    ImageInfo,
+    Mount,
+    RunResult,
+)
 from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable
 
 __all__ = ["DockerEngine", "build_failure", "translate_error"]
@@ -173,7 +181,7 @@ class DockerEngine:
 
     def build(
         self,
-        context: bytes,
+        context: BuildContext,
         tag: str,
         *,
         labels: Mapping[str, str],
@@ -181,9 +189,11 @@ class DockerEngine:
         network: bool = True,
     ) -> Iterator[BuildEvent]:
         tail: collections.deque[str] = collections.deque(maxlen=_TAIL)
+        # a file is the request body as it is: the SDK (requests) sends it in blocks, sized by fstat
+        body = io.BytesIO(context) if isinstance(context, bytes) else context
         try:
             stream = self.api.build(
-                fileobj=io.BytesIO(context), custom_context=True, tag=tag, labels=dict(labels),
+                fileobj=body, custom_context=True, tag=tag, labels=dict(labels),
                 nocache=nocache, rm=True, forcerm=True, pull=False, decode=True, timeout=BUILD_TIMEOUT_S,
                 network_mode=None if network else "none",
             )  # fmt: skip

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol, TypeAlias
 
 __all__ = [
     "BUILDER_OF_LABEL",
     "STAGE_LABEL",
+    "BuildContext",
     "BuildEvent",
     "ContainerEngine",
     "ImageArchive",
@@ -27,6 +28,10 @@ __all__ = [
 # io.envkit.name, which marks images).
 STAGE_LABEL = "io.envkit.stage"
 BUILDER_OF_LABEL = "io.envkit.builder-of"
+
+# A build context tar: its bytes, or a binary file read from its current position to its end (the
+# adapter streams it: `envkit build` writes the context to a temporary file, never to memory).
+BuildContext: TypeAlias = bytes | BinaryIO
 
 
 @dataclass(frozen=True)
@@ -78,14 +83,15 @@ class ContainerEngine(Protocol):
 
     def build(
         self,
-        context: bytes,
+        context: BuildContext,
         tag: str,
         *,
         labels: Mapping[str, str],
         nocache: bool = False,
         network: bool = True,
     ) -> Iterator[BuildEvent]:
-        """Build from a tar ``context``; yield events; tag only on success (raise BuildFailed).
+        """Build from a tar ``context`` (bytes, or a file streamed from where it stands); yield events;
+        tag only on success (raise BuildFailed).
 
         ``network=False`` runs the build steps without any network (air-gapped builds).
         """

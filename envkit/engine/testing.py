@@ -9,11 +9,19 @@ spaces, or by a callable), else ``default_run``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL, BuildEvent, ImageInfo, Mount, RunResult
+from envkit.engine.protocol import (
+    BUILDER_OF_LABEL,
+    STAGE_LABEL,
+    BuildContext,
+    BuildEvent,
+    ImageInfo,
+    Mount,
+    RunResult,
+)
 from envkit.engine.transport import Pushed
 from envkit.errors import BuildFailed, EngineError, EngineUnavailable
 
@@ -24,13 +32,16 @@ RunAnswer = RunResult | Callable[[str, Sequence[str]], RunResult]
 
 @dataclass(frozen=True)
 class FakeBuild:
-    """A build the fake engine was asked for."""
+    """A build the fake engine was asked for: the context tar it read (``b""`` when the engine keeps
+    no contexts), with the sha256 and size of what it read either way."""
 
     context: bytes
     tag: str
     labels: Mapping[str, str]
     nocache: bool
     network: bool = True
+    context_sha256: str = ""
+    context_size: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,7 @@ class FakeEngine:
     imports: list[tuple[bytes, str, tuple[str, ...]]] = field(default_factory=list)
     dangling: dict[str, ImageInfo] = field(default_factory=dict)  # id -> untagged image (builder stages)
     pruned: list[str] = field(default_factory=list)  # names given to prune_builder_images
+    keep_contexts: bool = True  # False: a build records only its context's sha256 and size (big contexts)
 
     def add_image(
         self, ref: str, image_id: str = "sha256:fake", labels: Mapping[str, str] | None = None
@@ -85,7 +97,7 @@ class FakeEngine:
 
     def build(
         self,
-        context: bytes,
+        context: BuildContext,
         tag: str,
         *,
         labels: Mapping[str, str],
@@ -93,25 +105,24 @@ class FakeEngine:
         network: bool = True,
     ) -> Iterator[BuildEvent]:
         self._check()
-        self.builds.append(FakeBuild(context, tag, dict(labels), nocache, network))
+        read = _read_context(context, tag, keep=self.keep_contexts)  # as a daemon does: all, first
+        self.builds.append(FakeBuild(read.data, tag, dict(labels), nocache, network, read.sha256, read.size))
         events = list(self.build_events)
         if self.build_error is not None:
             yield from events[: self.fail_after_events]
             raise self.build_error
         yield from events[: len(events) // 2]
         if self.interrupt_build:
-            self._store(tag, context, labels)
+            self._store(tag, read, labels)
             raise KeyboardInterrupt
         yield from events[len(events) // 2 :]
-        self._store(tag, context, labels)
+        self._store(tag, read, labels)
 
-    def _store(self, tag: str, context: bytes, labels: Mapping[str, str]) -> None:
+    def _store(self, tag: str, read: _ReadContext, labels: Mapping[str, str]) -> None:
         # like the legacy builder, leave the builder stage behind as an untagged image
         stage = {STAGE_LABEL: "builder", BUILDER_OF_LABEL: tag.split("/", 1)[-1].split(":")[0]}
-        stage_id = "sha256:" + hashlib.sha256(b"builder" + context).hexdigest()
-        self.dangling[stage_id] = ImageInfo(stage_id, (), stage, self.user, self.size // 2)
-        image_id = "sha256:" + hashlib.sha256(context + tag.encode()).hexdigest()
-        self.images_by_tag[tag] = ImageInfo(image_id, (tag,), dict(labels), self.user, self.size)
+        self.dangling[read.stage_id] = ImageInfo(read.stage_id, (), stage, self.user, self.size // 2)
+        self.images_by_tag[tag] = ImageInfo(read.image_id, (tag,), dict(labels), self.user, self.size)
 
     def inspect(self, image: str) -> ImageInfo | None:
         self._check()
@@ -220,3 +231,35 @@ class FakeTransport:
         image_id = path.read_text().strip()
         self.images[image_id] = image_id
         return (image_id,)
+
+
+@dataclass(frozen=True)
+class _ReadContext:
+    data: bytes  # b"" unless kept
+    sha256: str
+    size: int
+    stage_id: str  # sha256 of b"builder" + the tar: the builder stage's image id
+    image_id: str  # sha256 of the tar + the tag
+
+
+_CHUNK = 1 << 20
+
+
+def _read_context(context: BuildContext, tag: str, *, keep: bool) -> _ReadContext:
+    """Read a build context (bytes, or a file from where it stands) in chunks, hashing as it goes."""
+    whole, stage, image = hashlib.sha256(), hashlib.sha256(b"builder"), hashlib.sha256()
+    kept: list[bytes] = []
+    size = 0
+    chunks: Iterable[bytes] = (
+        [context] if isinstance(context, bytes) else iter(lambda: context.read(_CHUNK), b"")
+    )
+    for chunk in chunks:
+        for digest in (whole, stage, image):
+            digest.update(chunk)
+        size += len(chunk)
+        if keep:
+            kept.append(chunk)
+    image.update(tag.encode())
+    return _ReadContext(
+        b"".join(kept), whole.hexdigest(), size, "sha256:" + stage.hexdigest(), "sha256:" + image.hexdigest()
+    )

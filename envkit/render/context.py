@@ -8,10 +8,12 @@ nothing changed without reading a large wheelhouse into a tar first.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import tarfile
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -23,6 +25,7 @@ __all__ = [
     "context_tar",
     "entry_from_file",
     "file_sha256",
+    "spooled_context_tar",
     "tar_info",
     "write_context_tar",
 ]
@@ -115,6 +118,17 @@ def write_context_tar(context: ContextFiles, fileobj: BinaryIO) -> int:
                 with entry.source.open("rb") as fh:
                     tar.addfile(info, fh)
     return fileobj.tell()
+
+
+@contextlib.contextmanager
+def spooled_context_tar(context: ContextFiles, directory: Path | None = None) -> Iterator[BinaryIO]:
+    """The context's tar (:func:`write_context_tar`) in an anonymous temporary file in ``directory``,
+    at offset 0: what an engine streams. It has no name on disk and is gone when the ``with`` ends;
+    memory holds a chunk, not the context. An OSError writing it (a full disk) leaves no file."""
+    with tempfile.TemporaryFile(dir=directory) as fh:
+        write_context_tar(context, fh)
+        fh.seek(0)
+        yield fh
 
 
 def _directories(paths: Iterable[str]) -> list[str]:

@@ -59,3 +59,23 @@ def test_the_streamed_tar_is_the_same_bytes_with_a_file_read_in_chunks(tmp_path:
         write_context_tar(context, fh)  # appending would pad differently: refused
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         assert tar.extractfile("wheels/sub/same.whl").read() == wheel.read_bytes()  # type: ignore[union-attr]
+
+
+def test_the_spooled_tar_is_an_anonymous_file_at_its_start(tmp_path: Path) -> None:
+    """spooled_context_tar: context_tar's bytes in a file with no name in its directory, gone after."""
+    from envkit.render.context import spooled_context_tar
+
+    wheel = tmp_path / "src" / "w-1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"w" * 70_000)
+    context = ContextFiles.build({"Dockerfile": b"FROM a\n"}, [entry_from_file(wheel, "wheels/w.whl")])
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    with spooled_context_tar(context, spool) as fh:
+        assert fh.tell() == 0 and list(spool.iterdir()) == []
+        assert fh.read() == context_tar(context)
+    assert fh.closed and list(spool.iterdir()) == []
+    wheel.unlink()  # a source gone: the OSError comes out, and no file is left behind
+    with pytest.raises(OSError), spooled_context_tar(context, spool):
+        pass
+    assert list(spool.iterdir()) == []
