@@ -154,7 +154,8 @@ def log_chart(
 ) -> str:
     """Relative differences per step (index 0 is step 1) on a log scale, edges and marked steps as lines.
 
-    ``step_label`` writes a position's step on the axis (the runs' own numbers: :mod:`envkit.comparison.numbering`).
+    ``step_label`` writes a position's step on the axis (the runs' own numbers:
+    :mod:`envkit.comparison.numbering`).
     """
     envs = [envelope(ys) for _, ys in series]
     scale = LogScale.fit([v for e in envs for _, v in e.points], [v for _, v in edges])
