@@ -4,7 +4,6 @@ Real runs: a tiny torch model trained under :class:`~envkit.guard.Guard`, its ``
 by the run log. A run counted from step 0 and one resumed at step 1000 are compared pairwise and
 N-way (text, JSON, both HTML pages); a report without ``config.first_step`` still counts from 1.
 """
-# mypy: disable-error-code="no-untyped-call,misc"
 
 from __future__ import annotations
 
