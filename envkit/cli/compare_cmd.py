@@ -37,14 +37,15 @@ def compare_refs(
 
 def pair_text(result: PairComparison) -> str:
     lines = [f"verdict: {result.verdict}  ({result.names[0]} vs {result.names[1]})"]
+    steps = result.numbering
     for c in result.comparisons:
-        step = f"from step {c.first_diff_step}" if c.first_diff_step else ""
+        step = f"from step {steps.label(c.first_diff_step)}" if c.first_diff_step is not None else ""
         lines.append(
             f"  {c.framework:<7}{c.workload:<6}{c.metric:<17}{c.verdict:<16}"
             f"{fmt_rel(c.max_rel_diff):<9}{step}"
             + (f"  {c.detail}" if c.detail and c.verdict != "identical" else "")
         )
-    lines += [f"  note: {n}" for n in result.notes]
+    lines += [f"  note: {n}" for n in (*result.notes, steps.note()) if n]
     if result.causes:
         head = (
             "likely causes:"
@@ -68,10 +69,13 @@ def nway_text(done: ManyResult) -> str:
     suspects = {o.group for o in r.outliers if o.suspect and o.group != 1}
     for g in r.groups:
         tag = "majority" if g.majority else "suspect" if g.index in suspects else g.verdict
-        diff = f"  {fmt_rel(g.max_rel_diff)} from step {g.first_diff_step}" if g.first_diff_step else ""
+        step = r.steps_of(g).label(g.first_diff_step)
+        diff = f"  {fmt_rel(g.max_rel_diff)} from step {step}" if g.first_diff_step is not None else ""
         lines.append(
             f"  group {g.index:<3} {len(g.members):>5} × {tag:<16}{member_list(g.members, MAX_MEMBERS)}{diff}"
         )
+    if r.numbering.note():
+        lines.append(f"note: {r.numbering.note()}")
     if r.outliers:
         lines.append("outliers (suspects first):")
     for o in r.outliers[:MAX_OUTLIERS]:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from html import escape
 
 from envkit.comparison.bands import Bands
+from envkit.comparison.numbering import POSITIONS, StepNumbers
 from envkit.comparison.pairwise import PairComparison, fmt_rel, rel_diff
 from envkit.comparison.plots import COLORS, line_chart, log_chart
 from envkit.probe.model import ProbeReport, WorkloadRun
@@ -102,16 +103,19 @@ def rel_chart(
     bands: Bands,
     first_diff: int | None,
     colors: Sequence[str] = COLORS,
+    steps: StepNumbers = POSITIONS,
 ) -> str:
-    """``series`` of relative differences with ``bands``' edges and the onset window drawn as lines."""
+    """``series`` of relative differences with ``bands``' edges and the onset window drawn as lines.
+
+    Positions are labelled as ``steps`` says (the runs' own step numbers)."""
     marks = [(f"onset window ({bands.window})", bands.window)]
     if first_diff is not None:
-        marks.append((f"first difference: step {first_diff:,}", first_diff))
+        marks.append((f"first difference: step {steps.label(first_diff, grouped=True)}", first_diff))
     edges = [
         (f"equivalent ≤ {bands.equivalent:g}", bands.equivalent),
         (f"drift ≤ {bands.drift:g}", bands.drift),
     ]
-    return log_chart(title, series, edges=edges, marks=marks, colors=colors)
+    return log_chart(title, series, edges=edges, marks=marks, colors=colors, step_label=steps.axis)
 
 
 def _workload_section(
@@ -126,16 +130,16 @@ def _workload_section(
                 for c in comparison.comparisons
                 if (c.framework, c.workload) == (fw, wl)
                 and c.metric in ("loss", "grad_norm")
-                and c.first_diff_step
+                and c.first_diff_step is not None
             ),
             default=None,
         )
         title = "relative difference per step, |a − b| / max(|a|, |b|) (log scale)"
-        out.append(rel_chart(title, diffs, comparison.bands, first))
+        out.append(rel_chart(title, diffs, comparison.bands, first, steps=comparison.numbering))
     else:
         out.append(f"<p>loss and grad norm bitwise identical at all {len(ra.steps):,} steps.</p>")
     series = [(names[k], [s.loss for s in r.steps]) for k, r in enumerate((ra, rb))]
-    out.append(line_chart("loss per step", series))
+    out.append(line_chart("loss per step", series, step_label=comparison.numbering.axis))
     out.append(param_section(ra, rb))
     return "\n".join(out)
 
@@ -153,7 +157,7 @@ def render_html(a: ProbeReport, b: ProbeReport, comparison: PairComparison) -> s
     rows = "".join(
         f"<tr><td>{escape(c.framework)}</td><td>{escape(c.workload)}</td><td>{escape(c.mode)}</td>"
         f'<td>{escape(c.metric)}</td><td style="color:{VERDICT_COLORS[c.verdict]}">{escape(c.verdict)}</td>'
-        f"<td>{fmt_rel(c.max_rel_diff)}</td><td>{c.first_diff_step or '-'}</td>"
+        f"<td>{fmt_rel(c.max_rel_diff)}</td><td>{comparison.numbering.label(c.first_diff_step)}</td>"
         f"<td>{escape(c.detail or '')}</td></tr>"
         for c in comparison.comparisons
     )
@@ -165,6 +169,7 @@ def render_html(a: ProbeReport, b: ProbeReport, comparison: PairComparison) -> s
         for fw, wl in _both_ok(a, b)
     ]
     color = VERDICT_COLORS[comparison.verdict]
+    note = comparison.numbering.note()
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>envkit probe: {escape(names[0])} vs {escape(names[1])}</title>"
@@ -178,7 +183,8 @@ def render_html(a: ProbeReport, b: ProbeReport, comparison: PairComparison) -> s
         f"{comparison.bands.drift:g} · diverged beyond · invalid on NaN/Inf. Loss curves: "
         f"{escape(names[0])} solid, {escape(names[1])} dashed. Curves are drawn from a min/max envelope "
         "per pixel column; the verdicts read every step.</p>"
-        f"<h2>Likely causes</h2><ol>{causes}</ol>"
+        + (f"<p><b>Note:</b> {escape(note)}.</p>" if note else "")
+        + f"<h2>Likely causes</h2><ol>{causes}</ol>"
         "<h2>Comparisons</h2><table><tr><th>framework</th><th>workload</th><th>mode</th><th>metric</th>"
         f"<th>verdict</th><th>max rel diff</th><th>first diff step</th><th>detail</th></tr>{rows}</table>"
         + "\n".join(sections)

@@ -20,6 +20,7 @@ from typing import Any
 from envkit._memo import by_identity
 from envkit.comparison.bands import Bands
 from envkit.comparison.causes import Cause, likely_causes
+from envkit.comparison.numbering import POSITIONS, StepNumbers
 from envkit.comparison.pairwise import PairComparison, check_comparable, compare_reports
 from envkit.errors import ReportError
 from envkit.probe.model import FrameworkRun, ProbeReport, Verdict, WorkloadRun
@@ -126,14 +127,21 @@ class ManyComparison:
     failed: tuple[tuple[str, str], ...]
     pairs: tuple[tuple[str, str, PairComparison], ...]  # (majority representative, group representative, …)
     bands: Bands
+    numbering: StepNumbers = POSITIONS  # every report's first step (a guarded run's own numbering)
 
     @property
     def ok(self) -> bool:
         """Every report agrees with the majority within ``equivalent``; no suspect, no failed task."""
         return self.majority is not None and not self.failed and all(o.ok for o in self.outliers)
 
+    def steps_of(self, group: Group) -> StepNumbers:
+        """How ``group``'s ``first_diff_step`` reads as steps: group 1's first report's and its own."""
+        firsts = dict(self.numbering.firsts)
+        names = dict.fromkeys((self.groups[0].members[0], group.members[0]))
+        return StepNumbers(tuple((n, firsts.get(n)) for n in names))
+
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "reports": len(self.names),
             "majority": self.majority,
             "ok": self.ok,
@@ -146,6 +154,9 @@ class ManyComparison:
             ],
             "bands": asdict(self.bands),
         }
+        if self.numbering.known:  # guarded runs: a report's step K is first_steps[name] - 1 + K
+            data["first_steps"] = self.numbering.to_json()
+        return data
 
 
 def _same_setup(causes: Sequence[Cause], a: ProbeReport, b: ProbeReport) -> bool:
@@ -200,7 +211,7 @@ def compare_many(
         pairs.append((ref_name, rep_name, comparison))
         diffs = [c for c in comparison.comparisons if c.verdict is not Verdict.IDENTICAL]
         max_rel = max((c.max_rel_diff for c in diffs if c.max_rel_diff is not None), default=None)
-        first_step = min((c.first_diff_step for c in diffs if c.first_diff_step), default=None)
+        first_step = min((c.first_diff_step for c in diffs if c.first_diff_step is not None), default=None)
         groups.append(
             Group(gi, tuple(named[i][0] for i in idx), False, comparison.verdict, max_rel, first_step)
         )
@@ -234,4 +245,5 @@ def compare_many(
         tuple(failed),
         tuple(pairs),
         bands,
+        StepNumbers.of(named),
     )

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from html import escape
 
 from envkit.comparison.html import VERDICT_COLORS, rel_chart, step_diffs
+from envkit.comparison.numbering import StepNumbers
 from envkit.comparison.nway import ManyComparison, member_list
 from envkit.comparison.pairwise import fmt_rel
 from envkit.comparison.plots import COLORS, line_chart
@@ -32,6 +33,9 @@ def _curves(named: Sequence[tuple[str, ProbeReport]], result: ManyComparison) ->
     reps = dict(named)
     groups = result.groups[:MAX_GROUPS_PLOTTED]
     first = reps[groups[0].members[0]]
+    firsts = dict(result.numbering.firsts)
+    # the curves are each group's first report's: their own step numbers on the axis
+    steps = StepNumbers(tuple((g.members[0], firsts.get(g.members[0])) for g in groups))
     out = []
     for fw, entry in sorted(first.frameworks.items()):
         for wl in sorted(entry.workloads):
@@ -44,14 +48,15 @@ def _curves(named: Sequence[tuple[str, ProbeReport]], result: ManyComparison) ->
                     diffs.append((f"group {g.index} loss", step_diffs(ref, res, "loss")))
             if diffs:
                 title = "relative difference of the loss from group 1 per step (log scale)"
-                out.append(rel_chart(title, diffs, result.bands, None, COLORS[1:]))
+                out.append(rel_chart(title, diffs, result.bands, None, COLORS[1:], steps))
             for metric in ("loss", "grad_norm"):
                 series = []
                 for g in groups:
                     res = _workload(reps[g.members[0]], fw, wl)
                     values = [float(getattr(s, metric)) for s in (res.steps if res is not None else ())]
                     series.append((f"group {g.index} ({len(g.members)})", values))
-                out.append(line_chart(f"{metric.replace('_', ' ')} per step, every group", series, COLORS))
+                title = f"{metric.replace('_', ' ')} per step, every group"
+                out.append(line_chart(title, series, COLORS, steps.axis))
     return out
 
 
@@ -59,7 +64,7 @@ def render_nway_html(named: Sequence[tuple[str, ProbeReport]], result: ManyCompa
     groups = "".join(
         f"<tr><td>{g.index}</td><td>{len(g.members)}</td><td>{'majority' if g.majority else ''}</td>"
         f'<td style="color:{_COLORS.get(g.verdict, "#000")}">{escape(g.verdict)}</td>'
-        f"<td>{fmt_rel(g.max_rel_diff)}</td><td>{g.first_diff_step or '-'}</td>"
+        f"<td>{fmt_rel(g.max_rel_diff)}</td><td>{result.steps_of(g).label(g.first_diff_step)}</td>"
         f"<td>{escape(member_list(g.members, MAX_MEMBERS))}</td></tr>"
         for g in result.groups
     )
@@ -74,6 +79,7 @@ def render_nway_html(named: Sequence[tuple[str, ProbeReport]], result: ManyCompa
     )
     failed = "".join(f"<li>{escape(n)}: {escape(e)}</li>" for n, e in result.failed)
     verdict = "all agree" if result.ok else "outliers"
+    note = result.numbering.note()
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>envkit probe: {len(result.names)} reports</title>"
@@ -83,7 +89,8 @@ def render_nway_html(named: Sequence[tuple[str, ProbeReport]], result: ManyCompa
         f"<h1>{len(result.names)} reports, {len(result.groups)} bitwise group(s): {verdict}</h1>"
         "<table><tr><th>group</th><th>reports</th><th></th><th>verdict vs majority</th><th>max rel diff</th>"
         f"<th>from step</th><th>members</th></tr>{groups}</table>"
-        f"<h2>Outliers</h2><ul>{outliers or '<li>none</li>'}</ul>"
+        + (f"<p><b>Note:</b> {escape(note)}.</p>" if note else "")
+        + f"<h2>Outliers</h2><ul>{outliers or '<li>none</li>'}</ul>"
         + (f"<h2>Failed tasks</h2><ul>{failed}</ul>" if failed else "")
         + "\n".join(_curves(named, result))
         + "</body></html>\n"

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 from envkit.comparison.bands import Bands, judge, onset_max
 from envkit.comparison.causes import Cause, likely_causes, side_names
+from envkit.comparison.numbering import POSITIONS, StepNumbers
 from envkit.errors import ReportError
 from envkit.probe.model import ProbeReport, Verdict, WorkloadRun
 
@@ -58,9 +59,10 @@ class PairComparison:
     names: tuple[str, str]
     notes: tuple[str, ...]
     bands: Bands
+    numbering: StepNumbers = POSITIONS  # how the positions read as the runs' own steps
 
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "verdict": self.verdict,
             "comparisons": [c.to_json() for c in self.comparisons],
             "causes": [c.to_json() for c in self.causes],
@@ -68,6 +70,9 @@ class PairComparison:
             "notes": list(self.notes),
             "bands": asdict(self.bands),
         }
+        if self.numbering.known:  # a guarded run's: step K of a side is first_steps[side] - 1 + K
+            data["first_steps"] = self.numbering.to_json()
+        return data
 
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:
@@ -96,12 +101,15 @@ def check_comparable(a: ProbeReport, b: ProbeReport, names: tuple[str, str]) -> 
         )
 
 
-def _nonfinite_detail(side: str, res: WorkloadRun) -> str | None:
-    """NaN/Inf in the raw numbers, the step flags or the report's marker: the marker alone is not trusted."""
+def _nonfinite_detail(side: str, res: WorkloadRun, first: int | None = None) -> str | None:
+    """NaN/Inf in the raw numbers, the step flags or the report's marker: the marker alone is not trusted.
+
+    Its steps are ``side``'s own numbers (``first``: its ``config.first_step``)."""
     step = res.first_bad_step
     if step is None:
         return None
-    where = f"NaN/Inf on {side} at step {step}"
+    own = StepNumbers(((side, first),)).label
+    where = f"NaN/Inf on {side} at step {own(step)}"
     bad = res.nonfinite
     if bad is not None:
         if bad.parameter:
@@ -110,20 +118,23 @@ def _nonfinite_detail(side: str, res: WorkloadRun) -> str | None:
             where += f" (op check: {bad.op_error})"
     found = res.first_nonfinite
     if found is not None and (bad is None or found[0] != bad.step):
-        marker = "the report marks none" if bad is None else f"the report marks step {bad.step}"
-        where += f"; step {found[0]}: {found[1]} ({marker})"
+        marker = "the report marks none" if bad is None else f"the report marks step {own(bad.step)}"
+        where += f"; step {own(found[0])}: {found[1]} ({marker})"
     return where
 
 
 Pair = tuple[int, str, float, float, float]
 
 
-def _series(ra: WorkloadRun, rb: WorkloadRun, metric: str) -> tuple[list[Pair], bool]:
+def _series(
+    ra: WorkloadRun, rb: WorkloadRun, metric: str, numbering: StepNumbers = POSITIONS
+) -> tuple[list[Pair], bool]:
     """(step, label, a, b, floor) for one metric, and whether the metric is bitwise equal overall."""
     pairs: list[Pair] = []
     if metric in ("loss", "grad_norm"):
         for sa, sb in zip(ra.steps, rb.steps, strict=True):
-            pairs.append((sa.step, f"step {sa.step}", getattr(sa, metric), getattr(sb, metric), 0.0))
+            label = f"step {numbering.label(sa.step)}"
+            pairs.append((sa.step, label, getattr(sa, metric), getattr(sb, metric), 0.0))
         return pairs, all(p[2] == p[3] for p in pairs)
     if metric == "param_grad_norms":
         last = len(ra.steps)
@@ -143,8 +154,10 @@ def _series(ra: WorkloadRun, rb: WorkloadRun, metric: str) -> tuple[list[Pair], 
     return pairs, same_digest and all(p[2] == p[3] for p in pairs)
 
 
-def _diffs(ra: WorkloadRun, rb: WorkloadRun, metric: str) -> tuple[list[tuple[float, int, str]], bool]:
-    pairs, bitwise = _series(ra, rb, metric)
+def _diffs(
+    ra: WorkloadRun, rb: WorkloadRun, metric: str, numbering: StepNumbers = POSITIONS
+) -> tuple[list[tuple[float, int, str]], bool]:
+    pairs, bitwise = _series(ra, rb, metric, numbering)
     return [(rel_diff(x, y, floor), step, label) for step, label, x, y, floor in pairs], bitwise
 
 
@@ -155,8 +168,9 @@ def _compare_metric(
     bands: Bands,
     key: tuple[str, str, str],
     workload_onset: float,
+    numbering: StepNumbers = POSITIONS,
 ) -> MetricComparison:
-    diffs, bitwise = _diffs(ra, rb, metric)
+    diffs, bitwise = _diffs(ra, rb, metric, numbering)
     max_rel = max((d for d, _, _ in diffs), default=0.0)
     first = next((step for d, step, _ in diffs if d != 0.0), None)
     detail = None
@@ -192,17 +206,19 @@ def _compare_workload(
     rb: WorkloadRun | None,
     names: tuple[str, str],
     bands: Bands,
+    numbering: StepNumbers = POSITIONS,
 ) -> list[MetricComparison]:
     key = (fw, wl, mode)
+    firsts = [f for _, f in numbering.firsts] or [None, None]
     problems = []
     steps = []
-    for side, res in zip(names, (ra, rb), strict=True):
+    for side, res, first in zip(names, (ra, rb), firsts, strict=True):
         if res is None:
             problems.append(f"{wl} did not run on {side}")
         elif not res.ok:
             problems.append(f"{wl} failed on {side}: {str(res.reason)[:200]}")
         else:
-            detail = _nonfinite_detail(side, res)
+            detail = _nonfinite_detail(side, res, first)
             if detail:
                 problems.append(detail)
                 steps.append(res.first_bad_step or 0)
@@ -211,7 +227,7 @@ def _compare_workload(
         return [MetricComparison(*key, m, Verdict.INVALID, None, step, "; ".join(problems)) for m in METRICS]
     onsets = [onset_max([(step, d) for d, step, _ in _diffs(ra, rb, m)[0]], bands.window) for m in TRAJECTORY]
     workload_onset = max((o for o in onsets if o is not None), default=0.0)
-    return [_compare_metric(ra, rb, m, bands, key, workload_onset) for m in METRICS]
+    return [_compare_metric(ra, rb, m, bands, key, workload_onset, numbering) for m in METRICS]
 
 
 def compare_reports(a: ProbeReport, b: ProbeReport, bands: Bands | None = None) -> PairComparison:
@@ -219,6 +235,7 @@ def compare_reports(a: ProbeReport, b: ProbeReport, bands: Bands | None = None) 
     bands = bands or Bands()
     names = side_names(a, b)
     check_comparable(a, b, names)
+    numbering = StepNumbers(((names[0], a.config.first_step), (names[1], b.config.first_step)))
     ma, mb = a.config.mode, b.config.mode
     mode = ma if ma == mb else f"{ma}/{mb}"
     comparisons: list[MetricComparison] = []
@@ -240,7 +257,7 @@ def compare_reports(a: ProbeReport, b: ProbeReport, bands: Bands | None = None) 
         assert fa is not None and fb is not None
         for wl in sorted(a.config.workloads):
             comparisons += _compare_workload(
-                fw, wl, mode, fa.workloads.get(wl), fb.workloads.get(wl), names, bands
+                fw, wl, mode, fa.workloads.get(wl), fb.workloads.get(wl), names, bands, numbering
             )
     if not comparisons:
         raise ReportError(
@@ -248,9 +265,8 @@ def compare_reports(a: ProbeReport, b: ProbeReport, bands: Bands | None = None) 
             hint="install the same frameworks on both sides, or pick --frameworks that both have",
         )
     verdict = worst([c.verdict for c in comparisons])
-    return PairComparison(
-        verdict, tuple(comparisons), tuple(likely_causes(a, b, names)), names, tuple(notes), bands
-    )
+    causes = tuple(likely_causes(a, b, names))
+    return PairComparison(verdict, tuple(comparisons), causes, names, tuple(notes), bands, numbering)
 
 
 def fmt_rel(value: float | None) -> str:

@@ -100,11 +100,19 @@ def _frame(title: str) -> list[str]:
     ]
 
 
-def _x_axis(n: int) -> list[str]:
+def _position(step: int) -> str:
+    return f"{step:,}"
+
+
+StepLabel = Callable[[int], str]  # a position (1-based) as the text of its step
+
+
+def _x_axis(n: int, label: StepLabel) -> list[str]:
     base = TOP + PLOT_H + 14
+    first, last = escape(label(1)), escape(label(n))
     return [
-        f'<text x="{LEFT}" y="{base}" font-size="10">step 1</text>',
-        f'<text x="{LEFT + PLOT_W}" y="{base}" text-anchor="end" font-size="10">step {n:,}</text>',
+        f'<text x="{LEFT}" y="{base}" font-size="10">step {first}</text>',
+        f'<text x="{LEFT + PLOT_W}" y="{base}" text-anchor="end" font-size="10">step {last}</text>',
     ]
 
 
@@ -142,8 +150,13 @@ def log_chart(
     edges: Sequence[tuple[str, float]] = (),
     marks: Sequence[tuple[str, int]] = (),
     colors: Sequence[str] = COLORS,
+    step_label: StepLabel = _position,
 ) -> str:
-    """Relative differences per step (index 0 is step 1) on a log scale, edges and marked steps as lines."""
+    """Relative differences per step (index 0 is step 1) on a log scale, edges and marked steps as lines.
+
+    ``step_label`` writes a position's step on the axis (the runs' own numbers:
+    :mod:`envkit.comparison.numbering`).
+    """
     envs = [envelope(ys) for _, ys in series]
     scale = LogScale.fit([v for e in envs for _, v in e.points], [v for _, v in edges])
     n = max((e.n for e in envs), default=1)
@@ -171,7 +184,7 @@ def log_chart(
             f'stroke-dasharray="4,2"/><text x="{xx + 2:.1f}" y="{TOP + PLOT_H - 4}" font-size="9" '
             f'fill="#666">{escape(label)}</text>'
         )
-    parts += _x_axis(n)
+    parts += _x_axis(n, step_label)
     for k, ((name, _), env) in enumerate(zip(series, envs, strict=True)):
         color = colors[k % len(colors)]
         parts.append(_polyline(env, scale.y, color, False))
@@ -182,7 +195,10 @@ def log_chart(
 
 
 def line_chart(
-    title: str, series: Sequence[tuple[str, Sequence[float]]], colors: Sequence[str] = COLORS
+    title: str,
+    series: Sequence[tuple[str, Sequence[float]]],
+    colors: Sequence[str] = COLORS,
+    step_label: StepLabel = _position,
 ) -> str:
     """Values per step on a linear scale, one polyline per series (the first solid, the others dashed)."""
     envs = [envelope(ys) for _, ys in series]
@@ -199,7 +215,7 @@ def line_chart(
         *_frame(title),
         f'<text x="{LEFT - 4}" y="{TOP + 8}" text-anchor="end" font-size="9">{hi:.4g}</text>',
         f'<text x="{LEFT - 4}" y="{TOP + PLOT_H}" text-anchor="end" font-size="9">{lo:.4g}</text>',
-        *_x_axis(n),
+        *_x_axis(n, step_label),
     ]
     for k, ((name, _), env) in enumerate(zip(series, envs, strict=True)):
         color = colors[k % len(colors)]

@@ -2,8 +2,10 @@
 
 ``report.json`` is what ``envkit probe --compare runA runB`` reads: the probe's fingerprint, the
 framework's info (versions, switches, thread counts), and one "workload" (the run's ``name``) with
-the per-step loss and global gradient norm as exact floats, per-parameter gradient norms at the
-first and last step, the final weight norms and the first non-finite step. What only the guard
+the per-step loss and global gradient norm as exact floats (numbered 1..N, as the probe reads
+them; ``config.first_step`` is the run's own number of the first, which the comparison shows),
+per-parameter gradient norms at the first and last step, the final weight norms and the first
+non-finite step. What only the guard
 knows (skips and why, incidents with their localization and dump, overflows, clipping) is under
 the report's ``guard`` key, which the probe ignores. A data-parallel rank other than 0 writes to
 ``RUN/rank-N/``. ``steps.jsonl`` also grows every ``flush_every`` (100) steps while the run goes
@@ -217,6 +219,7 @@ class RunLog:
                 "threads": threads,
                 "autocast": self.config.get("autocast"),
                 "tf32": False,
+                **self._first_step(),
             },
             "fingerprint": env["fingerprint"],
             "frameworks": {
@@ -224,6 +227,18 @@ class RunLog:
             },
             "guard": self.guard_part(),
         }
+
+    def _first_step(self) -> dict[str, int]:
+        """``first_step``: the first record's step, so that ``probe --compare`` shows the run's own
+        step numbers (``first_step − 1 + position``). Only for steps that count up by one from it:
+        with a gap (a step never passed to the guard) no single number maps them, and the report
+        says nothing (its steps read as 1..N, as before)."""
+        first = self.records[0].step
+        if isinstance(first, bool) or not isinstance(first, int):
+            return {}
+        if any(r.step != first + i for i, r in enumerate(self.records)):
+            return {}
+        return {"first_step": first}
 
     def guard_part(self) -> dict[str, Any]:
         clipped = sum(1 for r in self.records if r.clipped_norm is not None and r.clipped_norm < r.grad_norm)

@@ -195,6 +195,9 @@ class ProbeConfig:
     mode: str
     dtype: str
     values: Mapping[str, object] = field(default_factory=dict)  # every config key, for the causes
+    # the run's own number of its first step (a guarded run: often 0, or a resumed run's step);
+    # None: the steps are numbered 1..N (every probe report, and guard reports before it was written)
+    first_step: int | None = None
 
     def get(self, key: str) -> object:
         return self.values.get(key)
@@ -410,6 +413,11 @@ def _config(r: _Reader, value: Any) -> ProbeConfig:
         mode=r.text(data["mode"], "config.mode", limit=100) or "",
         dtype=r.text(data["dtype"], "config.dtype", limit=100) or "",
         values=data,
+        first_step=(
+            None
+            if data.get("first_step") is None
+            else r.integer(data["first_step"], "config.first_step", -MAX_INT, MAX_INT)
+        ),
     )
 
 
