@@ -34,6 +34,17 @@ class RngState:
 
     arrays: dict[str, Any] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
+    # parts of ``values`` held as the framework's own snapshot until they are read (a dump is
+    # written, a replay restores them): key -> the function that turns the snapshot into JSON-able
+    # values. Taking the snapshot is what must happen before the step; converting it is not.
+    lazy: dict[str, Callable[[], Any]] = field(default_factory=dict, repr=False)
+
+    def json_values(self) -> dict[str, Any]:
+        """``values`` with every lazy part converted (once, in the order they were taken)."""
+        for key, convert in list(self.lazy.items()):
+            self.values[key] = convert()
+            del self.lazy[key]
+        return self.values
 
 
 def python_rng(cache: PythonRngCache | None = None) -> list[Any]:

@@ -138,7 +138,7 @@ def _write_files(
     from safetensors.numpy import save_file
 
     save_file(dict(rng.arrays), str(directory / "rng.safetensors"))
-    _json(directory / "rng.json", rng.values)
+    _json(directory / "rng.json", rng.json_values())
     adapter.save_tensors(model_state, str(directory / "model.safetensors"))
     extra: dict[str, Any] = {}
     try:

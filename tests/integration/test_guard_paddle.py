@@ -103,6 +103,59 @@ def test_deferred_reads_mask_a_nan_on_the_device(tmp_path: Path) -> None:
     assert all(math.isfinite(float(p.sum())) for p in model.parameters())
 
 
+def eager_rng() -> list[list[Any]]:
+    """Paddle's CPU generator as rng.json holds it, converted at once (what the guard did per step)."""
+    return [list(s.__getstate__()) for s in paddle.get_rng_state(device="cpu")]
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_recorded_generator_state_is_the_one_before_the_step(tmp_path: Path, k: int) -> None:
+    """The guard keeps paddle's generator as a snapshot and converts it late (a dump, a replay): what
+    it converts is still the state before the step, after the step's dropout drew from it."""
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run", loss_fn=ce, reads=ReadOptions(k, defer=k > 1))
+    before: list[list[list[Any]]] = []
+    recorded: list[Any] = []
+    for i, batch in enumerate(batches(8, nan_at=6)):
+        before.append(eager_rng())
+        with guard.step(i, batch) as g:
+            g.backward(ce(model, batch))
+            g.optimizer_step()
+        recorded.append(g.rng)
+    guard.close()
+    assert len({json.dumps(b) for b in before}) == 8  # dropout moved the generator every step
+    rng = json.loads((tmp_path / "run" / "incidents" / "step-6" / "rng.json").read_text())
+    assert rng["paddle.cpu"] == before[6]
+    for state, expected in zip(recorded, before, strict=True):
+        assert state.json_values()["paddle.cpu"] == expected
+
+
+def test_norms_and_reads_are_paddles_own_bits(tmp_path: Path) -> None:
+    """total_norm is clip_grad_norm_'s total bit for bit; read() gives the float64 copy's values."""
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run")
+    loss = ce(model, batches(1)[0])
+    loss.backward()
+    a = guard.adapter
+    total = a.total_norm(a.grads())
+    ref = paddle.nn.utils.clip_grad_norm_(model.parameters(), 1e9)
+    assert total.numpy().tobytes() == ref.numpy().tobytes()
+    wide = [
+        loss,
+        total,
+        paddle.to_tensor(math.inf),
+        paddle.to_tensor(1e-40),
+        paddle.to_tensor(0.1, "float64"),
+    ]
+    expected = [float(v.astype("float64")) for v in wide]
+    assert [v.hex() for v in a.read(wide)] == [v.hex() for v in expected]
+    half = [paddle.to_tensor(0.1, "float16"), loss]  # not float32/64: the float64 copy, as before
+    assert a.read(half) == [float(v.astype("float64")) for v in half]
+    norms = a.param_norms()
+    assert list(norms.values()) == [float(paddle.linalg.norm(p.grad)) for p in model.parameters()]
+    guard.close()
+
+
 class LogSoftmaxHead(nn.Layer):
     """A hand-written softmax, then log. (Paddle's own F.softmax clips the shifted logits at -64 on
     CPU, seen here as log-probabilities of exactly -64: it never underflows to 0.)"""

@@ -145,6 +145,20 @@ def test_nanogpt_compiled_is_guarded(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert verdict.verdict in ("reproducible", "transient"), verdict  # eager replay of a compiled step
 
 
+def test_nanogpt_warmup_steps_are_left_out_of_the_timed_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--warmup W`` (the torch.compile row of bench_guard_scripts): W steps run, then the clock starts."""
+    nanogpt = script("nanogpt", monkeypatch)
+    out = nanogpt.train(None, 4, warmup=3)
+    assert (out["steps"], out["timed_steps"]) == (4, 1) and out["cpu_s"] >= 0
+    assert nanogpt.train(None, 2)["timed_steps"] == 2  # no warm-up: every step, as before
+    for bad in (4, 5, -1):
+        with pytest.raises(ValueError, match="warmup"):
+            nanogpt.train(None, 4, warmup=bad)
+    with pytest.raises(SystemExit) as stop:
+        nanogpt.main(["--no-guard", "--steps", "2", "--warmup", "2"])
+    assert stop.value.code == 2
+
+
 def test_wlm_resumed_run_honours_the_bad_batch_ledger(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

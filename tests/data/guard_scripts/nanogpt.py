@@ -12,8 +12,10 @@ generator). Planted faults: ``lr`` (``get_lr`` returns 5000× at ``--fault-step`
 embeddings get noise from a generator of their own that nobody seeds: the step cannot be repeated);
 ``--fault lr,unseeded`` plants both.
 
-``python nanogpt.py --run DIR [--steps N] [--no-guard] [--fault lr --fault-step K] [--compile]``;
-prints a JSON summary. ``build()`` is the replay entry.
+``python nanogpt.py --run DIR [--steps N] [--no-guard] [--fault lr --fault-step K] [--compile]
+[--warmup W]``; prints a JSON summary (``cpu_s`` and ``wall_s`` of the loop from step W on, over
+``timed_steps`` = N − W steps: ``torch.compile`` compiles in the first steps). ``build()`` is the
+replay entry.
 """
 
 from __future__ import annotations
@@ -149,8 +151,12 @@ def train(
     seed: int = 0,
     compile_model: bool = False,
     guard_options: dict[str, Any] | None = None,
+    warmup: int = 0,
 ) -> dict[str, Any]:
-    """Train ``steps`` iterations (guarded when ``run`` is given); a summary with the loop's CPU time."""
+    """Train ``steps`` iterations (guarded when ``run`` is given); a summary with the loop's CPU time
+    from iteration ``warmup`` on (the first ``warmup`` iterations run, untimed)."""
+    if not 0 <= warmup < max(steps, 1):
+        raise ValueError(f"warmup {warmup}: must be at least 0 and below the {steps} steps")
     faults = set((fault or "").split(","))
     model, optimizer, _ = build("unseeded" in faults)
     torch.manual_seed(seed)
@@ -166,6 +172,8 @@ def train(
     losses: list[float] = []
     start_cpu, start_wall = time.process_time(), time.perf_counter()
     for it in range(steps):
+        if it == warmup:  # the timed window starts here (with 0: at the first step, as before)
+            start_cpu, start_wall = time.process_time(), time.perf_counter()
         lr = get_lr(it, steps) * (5000.0 if "lr" in faults and it == fault_step else 1.0)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -193,8 +201,8 @@ def train(
     if guard is not None:
         guard.close()
     incidents = [] if guard is None else [i.to_json() for i in guard.incidents]
-    return {"steps": steps, "loss": losses[-1] if losses else None, "cpu_s": cpu, "wall_s": wall,
-            "incidents": incidents}  # fmt: skip
+    return {"steps": steps, "timed_steps": steps - warmup, "loss": losses[-1] if losses else None,
+            "cpu_s": cpu, "wall_s": wall, "incidents": incidents}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -208,13 +216,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--guard-options", type=json.loads, default={}, help="Guard(...) keywords, JSON")
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--warmup", type=int, default=0, help="untimed steps first (torch.compile compiles)")
     args = parser.parse_args(argv)
+    if not 0 <= args.warmup < args.steps:
+        parser.error(f"--warmup {args.warmup}: must be at least 0 and below --steps {args.steps}")
     torch.set_num_threads(args.threads)
     torch.backends.cuda.matmul.allow_tf32 = True  # as nanoGPT's train.py sets them, on any device
     torch.backends.cudnn.allow_tf32 = True
     run = None if args.no_guard else args.run
     out = train(run, args.steps, fault=args.fault, fault_step=args.fault_step, seed=args.seed,
-                compile_model=args.compile, guard_options=args.guard_options)  # fmt: skip
+                compile_model=args.compile, guard_options=args.guard_options, warmup=args.warmup)  # fmt: skip
     sys.stdout.write(json.dumps(out) + "\n")
 
 
