@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 from benchmarks._goals import scaled
-from envkit.catalog import load_catalog
 from envkit.lock import lock_environment
 from envkit.lock.conda import RattlerSolver
 from envkit.lock.pip import UvResolver
@@ -56,9 +55,7 @@ def main() -> None:
         print(f"   channel: {records} records over {len(PLATFORMS)} platforms + noarch")
         for label in ("first lock", "relock (previous lock preferred)"):
             start = time.perf_counter()
-            result = lock_environment(
-                loaded, load_catalog(), root / "images" / "bench", RattlerSolver(), UvResolver()
-            )
+            result = lock_environment(loaded, root / "images" / "bench", RattlerSolver(), UvResolver())
             took = time.perf_counter() - start
             counts = ", ".join(f"{p} {len(result.contents.conda[p])}" for p in PLATFORMS)
             print(
