@@ -31,9 +31,13 @@ from envkit.engine.protocol import (
     Mount,
     RunResult,
 )
-from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable
+from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable, UsageError
 
-__all__ = ["DockerEngine", "build_failure", "translate_error"]
+__all__ = ["DockerEngine", "build_failure", "engine_timeout", "translate_error"]
+
+TIMEOUT_ENV = "ENVKIT_ENGINE_TIMEOUT"
+DEFAULT_TIMEOUT_S = 60  # docker's own client default
+_MAX_TIMEOUT_S = 24 * 3600
 
 BUILD_TIMEOUT_S = 3 * 3600  # a quiet `pip install torch` step can take minutes between lines
 _STEP = re.compile(r"^Step (\d+/\d+) : (.*)\Z")
@@ -89,7 +93,8 @@ def translate_error(error: BaseException, *, what: str = "the Docker engine") ->
         return EngineError(f"{what}: the disk is full ({_first_line(str(error))})", hint=_DISK_HINT)
     if any(isinstance(e, requests.exceptions.Timeout | TimeoutError) for e in chain):
         return EngineError(
-            f"{what} did not answer in time", hint="is the daemon overloaded? retry, or check `docker info`"
+            f"{what} did not answer in time",
+            hint=f"is the daemon overloaded? retry, check `docker info`, or wait longer (${TIMEOUT_ENV})",
         )
     unreachable = (requests.exceptions.ConnectionError, ConnectionError, FileNotFoundError)
     if any(isinstance(e, unreachable) for e in chain):
@@ -168,13 +173,30 @@ def build_failure(error: str, tail: Sequence[str]) -> BuildFailed:
     )
 
 
+def engine_timeout(environ: Mapping[str, str] = os.environ) -> int:
+    """The client timeout in seconds: ``$ENVKIT_ENGINE_TIMEOUT`` (1 to 86400), else 60."""
+    raw = environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT_S
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= _MAX_TIMEOUT_S:
+        shown = raw if len(raw) <= 40 and raw.isprintable() else repr(raw[:40])
+        raise UsageError(
+            f"${TIMEOUT_ENV} is {shown!s}: not a number of seconds",
+            hint=f"a whole number from 1 to {_MAX_TIMEOUT_S} (default {DEFAULT_TIMEOUT_S}), or unset it",
+        )
+    return int(raw)
+
+
 class DockerEngine:
     """:class:`~envkit.engine.protocol.ContainerEngine` on the Docker Engine API."""
 
-    def __init__(self, client: Any | None = None, *, timeout: int = 60) -> None:
+    def __init__(self, client: Any | None = None, *, timeout: int | None = None) -> None:
+        """``timeout``: seconds a call may wait for the daemon's answer (``$ENVKIT_ENGINE_TIMEOUT``,
+        else 60: a daemon busy saving or loading a multi-GB image can take longer)."""
         if client is None:
+            seconds = engine_timeout() if timeout is None else timeout
             try:
-                client = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=timeout)
+                client = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=seconds)
             except _SDK_ERRORS as e:
                 raise translate_error(e) from e
         self.api = client

@@ -41,8 +41,15 @@ def test_every_tool_a_test_looks_up_is_checked_by_ci() -> None:
 
 def test_ci_runs_the_tool_check_before_the_tests() -> None:
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert run.index(".ci/tools.sh") < run.index("\nmake test\n"), "the check must come before the tests"
+    assert run.index(".ci/tools.sh") < run.index("\nmake test "), "the check must come before the tests"
     assert "diffoscope-minimal" in run
+
+
+def test_ci_prints_the_failed_tests_last() -> None:
+    # the log's tail is what a reader of a red CI sees: the suite's failures are printed again there
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "make test 2>&1 | tee /tmp/envkit-ci-test.log" in run and "rc=${PIPESTATUS[0]}" in run
+    assert run.rindex("/tmp/envkit-ci-test.log") > run.index("make bench-smoke")
 
 
 def test_a_missing_tool_is_one_line_and_a_failure(tmp_path: Path) -> None:
