@@ -2,7 +2,9 @@
 
 The spec's pydantic models, the lock's solvers, the Dockerfile renderer, the engine's SDK and
 urllib.request/ssl (the database update) cost more to import than the audit of a 400-package
-file takes; they load only for an environment, ``--spec``, ``--image`` or ``--update-db``.
+file takes; they load only for an environment, ``--spec``, ``--image`` or ``--update-db``. The
+catalog's pydantic models (and pydantic) load only when a check asks the catalog more than its
+known-bad rules (``--driver`` with a CUDA, a spec's installer).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ NOT_FOR_A_FILE = (
     "envkit.engine",
     "envkit.offline",
     "envkit.build",
+    "envkit.catalog.models",
+    "pydantic",
+    "pydantic_core",
     "docker",
     "rattler",
     "jinja2",
@@ -60,6 +65,17 @@ def test_a_file_audit_imports_no_spec_lock_engine_or_network(
     assert out.returncode in (0, 1), out.stderr[-2000:]
     assert "wrote" in out.stdout  # the audit ran to the end
     assert "LOADED []" in out.stderr, out.stderr[-800:]
+
+
+def test_the_catalog_loads_when_driver_asks_it(osv_db: Path, tmp_path: Path) -> None:
+    """``--driver`` with a CUDA in the inventory asks the catalog's CUDA table: then it loads."""
+    path = tmp_path / "freeze.txt"
+    path.write_text(FILES["freeze.txt"] + "cuda-version==11.8\n", "utf-8")
+    argv = ["audit", str(path), "--db", str(osv_db), "--driver", "450.80.02", "--json"]
+    code = _CODE.format(prefixes=NOT_FOR_A_FILE)
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+    assert '"cuda-driver"' in out.stdout, out.stdout[-2000:]
+    assert "envkit.catalog.models" in out.stderr and "pydantic" in out.stderr, out.stderr[-800:]
 
 
 def test_the_guard_sees_a_spec_audit(osv_db: Path, tmp_path: Path) -> None:
