@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import yaml
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from envkit.audit.findings import Finding
@@ -178,6 +177,8 @@ def _unhashed(path: Path, name: str) -> list[Finding]:
 
 
 def _no_constraint(line: str) -> bool:
+    from packaging.requirements import InvalidRequirement, Requirement  # a spec's lines only
+
     try:
         return not Requirement(line).specifier
     except InvalidRequirement:

@@ -12,8 +12,6 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS, age_line, age_warning
 from envkit.audit.findings import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
 from envkit.audit.policy import PolicyCatalog, PolicyContext, lock_files, run_policy
@@ -53,6 +51,8 @@ class AuditRequest:
 
 def spec_inventory(loaded: LoadedSpec) -> Inventory:
     """The exact pins a spec states (framework wheels, ``==`` lines): what can be audited without a lock."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     from envkit.render.pip import framework_requirements
 
     packages = []
