@@ -29,6 +29,9 @@ NOT_FOR_A_FILE = (
     "pydantic",
     "pydantic_core",
     "rich",
+    "packaging.markers",  # a lock's markers; a freeze or an env export has none
+    "packaging.requirements",  # a spec's requirement lines
+    "packageurl",  # an SBOM's package URLs
     "docker",
     "rattler",
     "jinja2",
