@@ -93,7 +93,30 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def redact(text: str, *, index: bool = False) -> str:
-    """``text`` with credentials in URLs and well-known tokens replaced by ``***``."""
+    """``text`` with credentials in URLs and well-known tokens replaced by ``***``.
+
+    A long text (a SARIF report, a table) is redacted line by line, and only its lines that hold
+    a literal some pattern needs (:func:`_lines_to_redact`); what it returns is what
+    :func:`_redact_all` returns for the whole text (tests/unit/hardening/test_redact_lines.py).
+    """
+    if len(text) < _LINES_FROM:
+        return _redact_all(text, index)
+    starts = _lines_to_redact(text)
+    if starts is None:
+        return _redact_all(text, index)
+    out: list[str] = []
+    done = 0
+    for start in starts:
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        out += [text[done:start], _redact_all(text[start:end], index)]
+        done = end
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _redact_all(text: str, index: bool) -> str:
+    """Every pattern over the whole ``text``: the definition of :func:`redact`."""
     if "//" in text:
         text = _USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
         text = _URL.sub(lambda m: _redact_path(m[0], index), text)
@@ -103,6 +126,55 @@ def redact(text: str, *, index: bool = False) -> str:
         text = _QUERY.sub(lambda m: f"{m['key']}{REDACTED}", text)
     text = _FLAG_SECRET.sub(lambda m: f"{m[1] or m[2]}{REDACTED}", text)
     return _KNOWN_TOKEN.sub(REDACTED, text)
+
+
+# Redacting line by line gives the same text because no pattern's match holds a newline, and
+# their lookarounds (\b, (?<![A-Za-z0-9]), (?<=/t/), (?!\*\*\*)) see a newline as they see the
+# start or end of a text; no replacement adds or removes a newline. The one exception is
+# _FLAG_SECRET's "Bearer\s+token" (\s+ may span lines): a text naming bearer or basic in any
+# case is redacted whole. A line that holds none of the literals below cannot match: each
+# pattern needs one (a new pattern needs its literal here). The case-insensitive ones are
+# searched in the lower-cased text, which finds ASCII letters only: a text holding a non-ASCII
+# letter that re.IGNORECASE matches with an ASCII one (_ASCII_FOLDS: "paſſword") is redacted
+# whole; no other non-ASCII character can stand for a letter of a literal.
+_LINES_FROM = 4096  # shorter texts: every pattern over the text costs less than finding lines
+_LITERALS = (
+    b"://",  # _USERINFO, _URL
+    b"/t/",  # _TOKEN_PATH
+    b"=",  # _QUERY
+    *(b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"hf_", b"npm_"),  # _KNOWN_TOKEN
+    *(b"glpat-", b"gldt-", b"glptt-", b"glrt-", b"gloas-", b"xox", b"sk-", b"pypi-", b"AKIA", b"ASIA"),
+)
+_FLAG_WORDS = (b"-token", b"-passw", b"-secret", b"-api")  # _FLAG_SECRET's flags: "-" before the word
+_HEADER_WORDS = (b"bearer", b"basic")  # _FLAG_SECRET's headers
+_ASCII_FOLDS = "\u0130\u0131\u017f\u212a"  # İ ı ſ K: re.IGNORECASE matches them with i, i, s, k
+
+
+def _lines_to_redact(text: str) -> list[int] | None:
+    """The starts of the lines of ``text`` that may hold a secret, in order; None: redact it whole."""
+    probe = text.encode("ascii", "replace")  # one byte per character ("?" for the rest): positions agree
+    lowered = probe.lower()
+    if any(w in lowered for w in _HEADER_WORDS):
+        return None
+    if not text.isascii() and any(c in text for c in _ASCII_FOLDS):
+        return None
+    starts: set[int] = set()
+    for literal in _LITERALS:
+        _add_lines(probe, literal, starts)
+    for word in _FLAG_WORDS:
+        _add_lines(lowered, word, starts)
+    return sorted(starts)
+
+
+def _add_lines(haystack: bytes, needle: bytes, starts: set[int]) -> None:
+    """Add the start of each line of ``haystack`` that holds ``needle``."""
+    found = haystack.find(needle)
+    while found >= 0:
+        starts.add(haystack.rfind(b"\n", 0, found) + 1)
+        end = haystack.find(b"\n", found)
+        if end < 0:
+            return
+        found = haystack.find(needle, end)
 
 
 def _segment_token(segment: str, index: bool) -> bool:

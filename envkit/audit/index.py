@@ -30,12 +30,14 @@ A cache that cannot be written is not an error: the run uses what it built.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -330,7 +332,9 @@ _SEVERITIES = ("unknown", "low", "medium", "high", "critical")
 
 
 def _texts(value: Any, what: str) -> tuple[str, ...]:
-    _need(isinstance(value, list) and all(isinstance(v, str) for v in value), f"{what} is not a list of text")
+    _need(
+        isinstance(value, list) and all(map(isinstance, value, repeat(str))), f"{what} is not a list of text"
+    )
     return tuple(value)
 
 
@@ -344,8 +348,13 @@ def _events(value: Any) -> tuple[tuple[str, Version], ...]:
     out = []
     for event in value:
         _need(isinstance(event, list) and len(event) == 2, "an event is not a pair")
-        out.append((_text(event[0], "an event kind"), Version(_text(event[1], "an event version"))))
+        out.append((_text(event[0], "an event kind"), _version(_text(event[1], "an event version"))))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=65536)  # a Version is immutable; a database repeats its versions ("0", fixes)
+def _version(text: str) -> Version:
+    return Version(text)
 
 
 def _affected(value: Any) -> Affected:

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from datetime import date
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import yaml
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from envkit.audit.findings import Finding
@@ -27,13 +26,14 @@ from envkit.errors import CatalogError, LockError
 from envkit.inventory.models import Inventory
 
 if TYPE_CHECKING:  # an audit of a file needs none of these: they are imported where a check uses them
-    from envkit.catalog import Catalog
+    from envkit.catalog import CudaRelease, InstallerFile, KnownBadRule
     from envkit.engine.protocol import ImageInfo
     from envkit.lock import LockState
     from envkit.spec.models import Spec
 
 __all__ = [
     "RULES",
+    "PolicyCatalog",
     "PolicyContext",
     "lock_files",
     "python_eol",
@@ -58,11 +58,22 @@ RULES: dict[str, tuple[Severity, str]] = {
 }
 
 
+class PolicyCatalog(Protocol):
+    """What the policy checks ask the catalog: :class:`envkit.catalog.Catalog` answers, and so does
+    :class:`envkit.catalog.CatalogOnDemand` (the known-bad rules without loading the whole catalog)."""
+
+    def known_bad_hits(self, versions: dict[str, str]) -> list[KnownBadRule]: ...
+
+    def cuda_release(self, version: str) -> CudaRelease | None: ...
+
+    def installer(self, kind: str, arch: str, python: str | None = None) -> InstallerFile | None: ...
+
+
 @dataclass(frozen=True)
 class PolicyContext:
     """What the policy checks may look at: the catalog, today's date, the spec, its lock and image."""
 
-    catalog: Catalog
+    catalog: PolicyCatalog
     today: date
     spec: Spec | None = None
     spec_sha256: str | None = None
@@ -166,6 +177,8 @@ def _unhashed(path: Path, name: str) -> list[Finding]:
 
 
 def _no_constraint(line: str) -> bool:
+    from packaging.requirements import InvalidRequirement, Requirement  # a spec's lines only
+
     try:
         return not Requirement(line).specifier
     except InvalidRequirement:

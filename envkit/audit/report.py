@@ -5,10 +5,9 @@ Pure functions returning strings; byte-stable (sorted, no timestamps).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from envkit import __version__
+from envkit import __version__, _json
 from envkit._safe import https_url, markdown_text, one_line
 from envkit.audit.findings import AuditReport, Finding
 from envkit.audit.policy import RULES
@@ -188,10 +187,10 @@ def to_sarif(report: AuditReport) -> dict[str, Any]:
 
 
 def render(report: AuditReport, fmt: str, fail_on: str) -> str:
-    if fmt == "json":
-        return json.dumps(report.to_json(fail_on), indent=2, sort_keys=True) + "\n"
+    if fmt == "json":  # json.dumps(..., indent=2, sort_keys=True), faster (envkit._json)
+        return _json.dumps(report.to_json(fail_on)) + "\n"
     if fmt == "sarif":
-        return json.dumps(to_sarif(report), indent=2, sort_keys=True) + "\n"
+        return _json.dumps(to_sarif(report)) + "\n"
     if fmt == "markdown":
         return to_markdown(report, fail_on)
     return to_table(report, fail_on) + "\n"

@@ -12,11 +12,9 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS, age_line, age_warning
 from envkit.audit.findings import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
-from envkit.audit.policy import PolicyContext, lock_files, run_policy
+from envkit.audit.policy import PolicyCatalog, PolicyContext, lock_files, run_policy
 from envkit.audit.service import VulnService
 from envkit.errors import AuditError, UsageError
 from envkit.inventory import parse_inventory, read_inventory
@@ -24,7 +22,6 @@ from envkit.inventory.models import Inventory, Package
 from envkit.inventory.names import project_of
 
 if TYPE_CHECKING:  # an audit of a file reads no spec and no lock: those imports wait for an environment
-    from envkit.catalog import Catalog
     from envkit.engine.protocol import ContainerEngine
     from envkit.lock import LockState
     from envkit.spec.load import LoadedSpec
@@ -46,7 +43,7 @@ class AuditRequest:
     """How to audit: the vulnerability service, the catalog, today's date, the host's driver."""
 
     service: VulnService
-    catalog: Catalog
+    catalog: PolicyCatalog  # a Catalog, or CatalogOnDemand (the CLI's: no pydantic for a file audit)
     today: date
     driver: str | None = None
     max_db_age: int | None = DEFAULT_MAX_AGE_DAYS  # days; None: never warn (envkit.audit.data_age)
@@ -54,6 +51,8 @@ class AuditRequest:
 
 def spec_inventory(loaded: LoadedSpec) -> Inventory:
     """The exact pins a spec states (framework wheels, ``==`` lines): what can be audited without a lock."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     from envkit.render.pip import framework_requirements
 
     packages = []

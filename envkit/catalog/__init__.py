@@ -11,35 +11,36 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import ValidationError
 
 from envkit._yaml import C_SAFE_LOADER
-from envkit.catalog.models import (
-    BaseImage,
-    CudaRelease,
-    CudaWheel,
-    CudaWheelSet,
-    ExplicitHashSupport,
-    FrameworkFamily,
-    FrameworkRelease,
-    InstallerFile,
-    KnownBadRule,
-    OfflineInstaller,
-    OsLibraries,
-    OsLibrary,
-    Wheel,
-)
+from envkit.catalog.known_bad import KnownBadRule, known_bad_hits, load_known_bad
 from envkit.errors import CatalogError
+
+if TYPE_CHECKING:  # the pydantic models load with the catalog (load_catalog), not with this package
+    from envkit.catalog.models import (
+        BaseImage,
+        CudaRelease,
+        CudaWheel,
+        CudaWheelSet,
+        ExplicitHashSupport,
+        FrameworkFamily,
+        FrameworkRelease,
+        InstallerFile,
+        OfflineInstaller,
+        OsLibraries,
+        OsLibrary,
+        Wheel,
+    )
 
 __all__ = [
     "FRAMEWORK_PACKAGES",
     "BaseImage",
     "Catalog",
+    "CatalogOnDemand",
     "CudaRelease",
     "CudaWheel",
     "CudaWheelSet",
@@ -53,6 +54,33 @@ __all__ = [
     "Wheel",
     "load_catalog",
 ]
+
+_MODELS = frozenset(
+    {
+        "BaseImage",
+        "CudaRelease",
+        "CudaWheel",
+        "CudaWheelSet",
+        "ExplicitHashSupport",
+        "FrameworkFamily",
+        "FrameworkRelease",
+        "InstallerFile",
+        "OfflineInstaller",
+        "OsLibraries",
+        "OsLibrary",
+        "Wheel",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The catalog's pydantic models, imported on first use: an audit of a file needs none of them."""
+    if name in _MODELS:
+        from envkit.catalog import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # The pip distributions that carry each framework.
 FRAMEWORK_PACKAGES: dict[str, tuple[str, ...]] = {
@@ -202,27 +230,11 @@ class Catalog:
     # -- known-bad combinations ---------------------------------------------
     def known_bad_hits(self, versions: dict[str, str]) -> list[KnownBadRule]:
         """Rules whose every condition matches ``versions`` (normalized name -> version)."""
-        return [
-            rule
-            for rule in self.known_bad
-            if all(_matches(versions.get(pkg), spec) for pkg, spec in rule.when.items())
-        ]
+        return known_bad_hits(self.known_bad, versions)
 
 
 def _version_key(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.replace("-", ".").split(".") if p.isdigit())
-
-
-def _matches(version: str | None, spec: str) -> bool:
-    if version is None:
-        return False
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        return False
-    if parsed.is_prerelease or parsed.is_devrelease:
-        parsed = Version(parsed.base_version)  # numpy 2.0.0rc1 behaves as numpy 2, not as numpy 1
-    return parsed in SpecifierSet(spec, prereleases=True)
 
 
 def _read(name: str) -> Any:
@@ -234,27 +246,50 @@ def _read(name: str) -> Any:
 @functools.cache
 def load_catalog() -> Catalog:
     """Load and validate the packaged catalog (cached: it is immutable)."""
+    from pydantic import ValidationError
+
+    from envkit.catalog import models as m
+
     try:
         frameworks = _read("frameworks.yaml")
         installers = _read("installers.yaml")
         wheel_sets = _read("cuda_wheels.yaml")
         return Catalog(
-            cuda=tuple(CudaRelease.model_validate(r) for r in _read("cuda.yaml")["releases"]),
-            frameworks={k: FrameworkFamily.model_validate(v) for k, v in frameworks.items()},
-            base_images=tuple(BaseImage.model_validate(i) for i in _read("base_images.yaml")["images"]),
-            installers=tuple(InstallerFile.model_validate(i) for i in installers["installers"]),
-            known_bad=tuple(KnownBadRule.model_validate(r) for r in _read("known_bad.yaml")["rules"]),
+            cuda=tuple(m.CudaRelease.model_validate(r) for r in _read("cuda.yaml")["releases"]),
+            frameworks={k: m.FrameworkFamily.model_validate(v) for k, v in frameworks.items()},
+            base_images=tuple(m.BaseImage.model_validate(i) for i in _read("base_images.yaml")["images"]),
+            installers=tuple(m.InstallerFile.model_validate(i) for i in installers["installers"]),
+            known_bad=load_known_bad(),
             explicit_hashes=tuple(
-                ExplicitHashSupport.model_validate(h) for h in installers["explicit_hashes"]
+                m.ExplicitHashSupport.model_validate(h) for h in installers["explicit_hashes"]
             ),
-            offline_installers=tuple(OfflineInstaller.model_validate(i) for i in installers["offline"]),
+            offline_installers=tuple(m.OfflineInstaller.model_validate(i) for i in installers["offline"]),
             os_libraries={
-                k: OsLibraries.model_validate(v) for k, v in _read("os_libraries.yaml")["frameworks"].items()
+                k: m.OsLibraries.model_validate(v)
+                for k, v in _read("os_libraries.yaml")["frameworks"].items()
             },
-            cuda_wheel_sets=tuple(CudaWheelSet.model_validate(r) for r in wheel_sets["releases"]),
+            cuda_wheel_sets=tuple(m.CudaWheelSet.model_validate(r) for r in wheel_sets["releases"]),
             pypi_runtime_base=str(wheel_sets["base_image"]),
         )
     except (ValidationError, KeyError, yaml.YAMLError, OSError) as e:
         raise CatalogError(
             f"the packaged catalog is invalid: {e}", hint="reinstall envkit; this is a bug if it persists"
         ) from e
+
+
+class CatalogOnDemand:
+    """The catalog's answers, each loading only what it needs: what an audit asks.
+
+    The known-bad rules (every audit checks them) come from ``known_bad.yaml`` alone, without
+    pydantic; a CUDA release or an installer (``--driver``, a spec's installer) loads the whole
+    catalog on that first question (:func:`load_catalog`).
+    """
+
+    def known_bad_hits(self, versions: dict[str, str]) -> list[KnownBadRule]:
+        return known_bad_hits(load_known_bad(), versions)
+
+    def cuda_release(self, version: str) -> CudaRelease | None:
+        return load_catalog().cuda_release(version)
+
+    def installer(self, kind: str, arch: str, python: str | None = None) -> InstallerFile | None:
+        return load_catalog().installer(kind, arch, python)

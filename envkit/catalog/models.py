@@ -17,7 +17,6 @@ __all__ = [
     "FrameworkFamily",
     "FrameworkRelease",
     "InstallerFile",
-    "KnownBadRule",
     "OfflineInstaller",
     "OsLibraries",
     "OsLibrary",
@@ -156,17 +155,6 @@ class OfflineInstaller(Sourced):
     @property
     def requirement(self) -> str:
         return f"{self.kind}=={self.version} --hash=sha256:{self.sha256}"
-
-
-class KnownBadRule(StrictModel):
-    """A known-bad combination of versions: when it applies, how bad, what to do, the source."""
-
-    id: str
-    when: dict[str, str]
-    severity: Literal["info", "warning", "critical"]
-    message: str
-    fix: str
-    source: str
 
 
 class OsLibrary(StrictModel):

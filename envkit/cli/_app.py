@@ -6,11 +6,12 @@ Every command is a function returning a :class:`~envkit.result.CommandResult`;
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
 import functools
-import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import click
 
+from envkit import _json
 from envkit._safe import neutralise, redact
 from envkit.cli._services import Services
 from envkit.errors import EnvkitError, Interrupted
@@ -67,6 +69,37 @@ out_console = cast("Console", _LazyConsole(stderr=False))
 err_console = cast("Console", _LazyConsole(stderr=True))
 
 
+def _stderr_is_a_file() -> bool:
+    """True when rich would not treat stderr as a terminal (so it prints plain text), judged without rich.
+
+    rich's ``Console.is_terminal``: ``TTY_COMPATIBLE=1`` or a non-empty ``FORCE_COLOR`` make it a
+    terminal, Jupyter never is, else ``isatty()``; anything uncertain answers False (rich is used).
+    """
+    if os.environ.get("TTY_COMPATIBLE") == "1" or os.environ.get("FORCE_COLOR"):
+        return False
+    if hasattr(builtins, "get_ipython"):  # IPython/Jupyter: rich renders there its own way
+        return False
+    isatty = getattr(sys.stderr, "isatty", None)
+    try:
+        return isatty is not None and not isatty()
+    except ValueError:  # a closed stream: rich says "not a terminal" and fails on the write as we do
+        return False
+
+
+# Text rich prints unchanged (no markup, escape, emoji code, tab, wide or control character):
+# printable ASCII without brackets or backslashes, each colon followed by a space or the end.
+_RICH_VERBATIM = re.compile(r"(?:[ !-9;-Z^-~]|:(?= |\Z))*\Z")
+
+
+def _print_warning(text: str) -> None:
+    """``warning: TEXT`` on stderr, as ``err_console.print`` writes it; without rich when it is plain."""
+    if _RICH_VERBATIM.match(text) and _stderr_is_a_file():
+        sys.stderr.write(f"warning: {text}\n")
+        sys.stderr.flush()
+        return
+    err_console.print(f"[yellow]warning:[/] {escape(text)}")
+
+
 def escape(text: str) -> str:
     """rich's markup escape (imported when used)."""
     from rich.markup import escape as rich_escape
@@ -96,7 +129,7 @@ lock_python_option = click.option(
 @contextlib.contextmanager
 def working(message: str) -> Iterator[None]:
     """A spinner on stderr while long work runs (only on a terminal; silent in pipes and CI logs)."""
-    if not err_console.is_terminal:
+    if _stderr_is_a_file() or not err_console.is_terminal:  # the first test spares importing rich
         yield
         return
     with err_console.status(escape(shown(message))):
@@ -170,7 +203,7 @@ def run_result(name: str, produce: Callable[[], CommandResult], *, as_json: bool
         print_json(envelope(result))
     else:
         for warning in result.warnings:
-            err_console.print(f"[yellow]warning:[/] {escape(shown(warning))}")
+            _print_warning(shown(warning))
         text = result.render_text()
         if text:  # plain text, as it is (no rich: no markup, no emoji codes, nothing to import)
             click.echo(shown(text))
@@ -202,7 +235,7 @@ def _scrub(value: Any) -> Any:
 
 def print_json(data: Any) -> None:
     """One envelope on stdout; credentials redacted (control characters are escaped by JSON)."""
-    click.echo(json.dumps(_scrub(data), indent=2, sort_keys=True))
+    click.echo(_json.dumps(_scrub(data)))  # json.dumps(..., indent=2, sort_keys=True), faster
 
 
 def report_error(name: str, error: EnvkitError, *, as_json: bool, debug: bool) -> int:

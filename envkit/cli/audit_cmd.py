@@ -205,11 +205,11 @@ def audit(
     """
     if update_dir is not None:
         return _update(update_dir)
-    from envkit.catalog import load_catalog
+    from envkit.catalog import CatalogOnDemand
 
     request = AuditRequest(
         service=_service(db, online),
-        catalog=load_catalog(),
+        catalog=CatalogOnDemand(),
         today=date.today(),
         driver=driver,
         max_db_age=None if max_db_age < 0 else max_db_age,

@@ -52,7 +52,7 @@ def _view(cat: Catalog, section: str | None) -> CommandResult:
         "frameworks": {k: v.model_dump() for k, v in cat.frameworks.items()},
         "images": [b.model_dump() for b in cat.base_images],
         "installers": [i.model_dump() for i in cat.installers],
-        "rules": [r.model_dump() for r in cat.known_bad],
+        "rules": [r.to_json() for r in cat.known_bad],
     }
     if section:
         data = {section: data[section]}

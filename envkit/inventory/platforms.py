@@ -5,8 +5,6 @@ from __future__ import annotations
 import platform as _platform
 import sys
 
-from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
-
 __all__ = ["MARKER_ENV", "marker_env", "marker_holds", "this_platform"]
 
 # conda subdir -> (sys_platform, platform_system, platform_machine, os_name)
@@ -58,6 +56,9 @@ def marker_holds(marker: str | None, env: dict[str, str]) -> bool | None:
     """Whether ``marker`` holds in ``env``; None when it cannot be evaluated."""
     if not marker:
         return True
+    # imported here: a pip freeze or an env export has no markers (~15 ms of start-up)
+    from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
+
     try:
         return Marker(marker).evaluate(env)  # type: ignore[arg-type,unused-ignore]
     except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):

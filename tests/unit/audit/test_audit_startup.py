@@ -2,11 +2,15 @@
 
 The spec's pydantic models, the lock's solvers, the Dockerfile renderer, the engine's SDK and
 urllib.request/ssl (the database update) cost more to import than the audit of a 400-package
-file takes; they load only for an environment, ``--spec``, ``--image`` or ``--update-db``.
+file takes; they load only for an environment, ``--spec``, ``--image`` or ``--update-db``. The
+catalog's pydantic models (and pydantic) load only when a check asks the catalog more than its
+known-bad rules (``--driver`` with a CUDA, a spec's installer). rich loads only for a terminal
+(a spinner, colours) or for text it would print differently (``envkit.cli._app._print_warning``).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +25,13 @@ NOT_FOR_A_FILE = (
     "envkit.engine",
     "envkit.offline",
     "envkit.build",
+    "envkit.catalog.models",
+    "pydantic",
+    "pydantic_core",
+    "rich",
+    "packaging.markers",  # a lock's markers; a freeze or an env export has none
+    "packaging.requirements",  # a spec's requirement lines
+    "packageurl",  # an SBOM's package URLs
     "docker",
     "rattler",
     "jinja2",
@@ -37,6 +48,9 @@ bad = sorted(m for m in sys.modules if any(m == p or m.startswith(p + ".") for p
 print("LOADED", bad, file=sys.stderr)
 sys.exit(rc)
 """
+
+# stderr is a pipe here; these would make rich (rightly) treat it as a terminal
+ENV = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
 
 FILES = {
     "freeze.txt": "demo==1.4\nzstd==1.0\nok==1.0\n",
@@ -56,10 +70,25 @@ def test_a_file_audit_imports_no_spec_lock_engine_or_network(
     path.write_text(FILES[name], "utf-8")
     argv = ["audit", str(path), "--db", str(osv_db), "--format", fmt, "-o", str(tmp_path / "out")]
     code = _CODE.format(prefixes=NOT_FOR_A_FILE)
-    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, env=ENV
+    )
     assert out.returncode in (0, 1), out.stderr[-2000:]
     assert "wrote" in out.stdout  # the audit ran to the end
     assert "LOADED []" in out.stderr, out.stderr[-800:]
+
+
+def test_the_catalog_loads_when_driver_asks_it(osv_db: Path, tmp_path: Path) -> None:
+    """``--driver`` with a CUDA in the inventory asks the catalog's CUDA table: then it loads."""
+    path = tmp_path / "freeze.txt"
+    path.write_text(FILES["freeze.txt"] + "cuda-version==11.8\n", "utf-8")
+    argv = ["audit", str(path), "--db", str(osv_db), "--driver", "450.80.02", "--json"]
+    code = _CODE.format(prefixes=NOT_FOR_A_FILE)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, env=ENV
+    )
+    assert '"cuda-driver"' in out.stdout, out.stdout[-2000:]
+    assert "envkit.catalog.models" in out.stderr and "pydantic" in out.stderr, out.stderr[-800:]
 
 
 def test_the_guard_sees_a_spec_audit(osv_db: Path, tmp_path: Path) -> None:
@@ -71,6 +100,11 @@ def test_the_guard_sees_a_spec_audit(osv_db: Path, tmp_path: Path) -> None:
     argv = ["audit", str(path), "--db", str(osv_db), "--spec", "demo"]
     code = _CODE.format(prefixes=NOT_FOR_A_FILE)
     out = subprocess.run(
-        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=ENV,
     )
     assert "envkit.spec" in out.stderr and "LOADED []" not in out.stderr, out.stderr[-800:]
