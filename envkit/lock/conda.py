@@ -60,7 +60,7 @@ class RattlerSolver:
         specs = list(request.specs)
         records = await self._run(gateway, sources, platforms, specs, preferred, request)
         warnings: list[str] = []
-        pins = await variant_pins(gateway, sources, platforms, records, request.cuda)
+        pins = await variant_pins(gateway, sources, platforms, records, specs, request.cuda)
         if pins:
             try:
                 records = await self._run(gateway, sources, platforms, specs + pins, preferred, request)

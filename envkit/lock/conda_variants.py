@@ -23,23 +23,87 @@ async def variant_pins(
     sources: list[rattler.Channel],
     platforms: list[Any],
     records: list[Any],
+    specs: Sequence[str],
     cuda: str | None,
 ) -> list[str]:
-    """``name ==version build`` pins where another build of the chosen version fits the CUDA better."""
+    """``name ==version build`` pins where another build of the chosen version fits the CUDA better.
+
+    A build is a candidate only when it could be installed beside the request at all: the
+    request's own specs for its name match it, and each of its dependencies on a chosen name is
+    met by some record of that name the request allows (a ``py311`` build is no candidate in a
+    Python 3.10 lock, a CUDA build none when the spec asks for ``pytorch=*=cpu*``).
+    """
     if not records:
         return []
     chosen = {r.name.normalized: r for r in records}
     result = await gateway.query(
         sources, platforms, sorted(chosen), recursive=False, channel_relations="disabled"
     )
+    found = _by_name(result)
+    fits = Feasible(specs, found)
     pins = []
-    for name, found in _by_name(result).items():
+    for name, candidates in found.items():
         record = chosen[name]
-        same = [c for c in found if str(c.version) == str(record.version)]
-        best = max(same, key=lambda c: (_score(c, cuda), -int(c.build_number), str(c.build)), default=None)
+        same = [c for c in candidates if str(c.version) == str(record.version) and fits(c)]
+        best = max(same, key=lambda c: _rank(c, cuda), default=None)
         if best is not None and _score(best, cuda) > _score(record, cuda):
             pins.append(f"{name} =={best.version} {best.build}")
     return sorted(pins)
+
+
+class Feasible:
+    """Whether a record could sit beside the request: its specs, and the dependencies we can check.
+
+    ``known`` holds every record of some names (a gateway query's answer): a dependency on one of
+    those names must be met by a record of it that the request's specs allow; a dependency on any
+    other name (virtual packages, names not queried) is not judged.
+    """
+
+    def __init__(self, specs: Sequence[str], known: dict[str, list[Any]]) -> None:
+        self._specs: dict[str, list[Any]] = {}
+        for text in specs:
+            spec = _match_spec(text.split("::")[-1])
+            name = spec.name.normalized if spec is not None else None
+            if spec is not None and name is not None:
+                self._specs.setdefault(name, []).append(spec)
+        self._known = known
+        self._deps: dict[str, Any] = {}
+        self._allowed: dict[str, list[Any]] = {}
+
+    def __call__(self, record: Any) -> bool:
+        if not self._allowed_by_specs(record):
+            return False
+        for text in record.depends:
+            if text not in self._deps:
+                self._deps[text] = _match_spec(str(text))
+            dep = self._deps[text]
+            name = dep.name.normalized if dep is not None else None
+            if dep is None or name is None or name == record.name.normalized or name not in self._known:
+                continue
+            if not any(dep.matches(other) for other in self._allowed_records(name)):
+                return False
+        return True
+
+    def _allowed_by_specs(self, record: Any) -> bool:
+        return all(spec.matches(record) for spec in self._specs.get(record.name.normalized, ()))
+
+    def _allowed_records(self, name: str) -> list[Any]:
+        if name not in self._allowed:
+            self._allowed[name] = [r for r in self._known[name] if self._allowed_by_specs(r)]
+        return self._allowed[name]
+
+
+def _match_spec(text: str) -> Any:
+    """The parsed match spec, or None when rattler cannot read it (no evidence either way)."""
+    try:
+        return rattler.MatchSpec(text)
+    except Exception:  # noqa: BLE001 - rattler's parse errors are not importable
+        return None
+
+
+def _rank(record: Any, cuda: str | None) -> tuple[int, int, str]:
+    """The best build first: the best fit, then the lowest build number, then the build string."""
+    return (_score(record, cuda), -int(record.build_number), str(record.build))
 
 
 def _by_name(result: Any) -> dict[str, list[Any]]:

@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from envkit.cli import main
+from envkit.errors import Unsatisfiable
+from envkit.lock.conda import RattlerSolver
 from envkit.lock.lockfile import parse_conda_lock_file
+from envkit.lock.solver import CondaRequest, VirtualPackage
 from envkit.lock.testing import make_channel, make_wheel
 
 BASE = """name: demo
@@ -53,14 +56,52 @@ def _pins(out: Path, platform: str = "linux-64") -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize(("cuda", "build"), [("12.1", "cuda120"), ("11.8", "cuda118"), ("cpu", "cpu")])
+@pytest.mark.parametrize(
+    ("python", "cuda", "build"),
+    [
+        ("3.11", "12.1", "cuda120_py311"),
+        ("3.11", "11.8", "cuda118_py311"),
+        ("3.11", "cpu", "cpu_py311"),
+        # the channel's best-ranked CUDA build is a py311 one: a 3.10 lock must take the py310 twin
+        ("3.10", "12.1", "cuda120_py310"),
+        ("3.10", "11.8", "cuda118_py310"),
+        ("3.10", "cpu", "cpu_py310"),
+    ],
+)
 def test_cuda_variant_follows_the_spec(
-    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, cuda: str, build: str
+    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, python: str, cuda: str, build: str
 ) -> None:
-    out = _project(tmp_path, world, monkeypatch, cuda=cuda)
+    out = _project(tmp_path, world, monkeypatch, python=python, cuda=cuda)
     assert main(["lock", "demo"]) == 0
     for platform in ("linux-64", "linux-aarch64"):
         assert _pins(out, platform)["pytorch"].split("=")[1].startswith(build)
+
+
+@pytest.mark.parametrize(
+    ("specs", "build"),
+    [
+        (("pytorch=*=cpu*",), "cpu_py311"),  # the spec's own pin: no CUDA build is a candidate
+        (("pytorch * cpu*", "numpy <2"), "cpu_py311"),
+        (("pytorch * cuda118*",), "cuda118_py311"),  # against the CUDA constraint: unsatisfiable
+    ],
+)
+def test_variant_pins_respect_the_requests_own_specs(
+    world: dict[str, str], specs: tuple[str, ...], build: str
+) -> None:
+    request = CondaRequest(
+        specs=("python 3.11.*", *specs),
+        channels=(world["channel"],),
+        platform="linux-64",
+        virtual_packages=(VirtualPackage("__cuda", "12.1"), VirtualPackage("__glibc", "2.35")),
+        cuda="12.1",
+    )
+    if build.startswith("cuda118"):
+        with pytest.raises(Unsatisfiable):
+            RattlerSolver().solve(request)
+        return
+    solution = RattlerSolver().solve(request)
+    assert {p.name: p.build for p in solution.packages}["pytorch"].startswith(build)
+    assert solution.warnings == ()  # was "could not pin the CUDA 12.1 builds (pytorch ==… cuda120_py311h_0)"
 
 
 def test_lock_is_complete_hashed_and_byte_stable(
