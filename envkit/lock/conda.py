@@ -2,10 +2,12 @@
 
 ``RattlerSolver.solve`` turns a :class:`CondaRequest` into locked packages:
 
-1. solve with the spec's virtual packages (``__cuda`` from the spec, never from the host) and
-   the previous lock as the solver's preference;
+1. solve with the spec's virtual packages (``__cuda`` from the spec, never from the host), the
+   previous lock and the CUDA variant builds (:func:`~envkit.lock.conda_variants.variant_preference`)
+   as the solver's preference;
 2. pin CUDA variants: when several builds of the chosen version exist (cpu, cuda118, cuda121…),
-   the build made for the spec's CUDA wins (the solver alone may pick any);
+   the build made for the spec's CUDA wins (the solver alone may pick any); where the preference
+   already got it (the usual case) this costs a query, else a second solve with the pins;
 3. verify sha256 and md5 of every ``file://`` package itself (py-rattler does not).
 """
 
@@ -23,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 import rattler
 
 from envkit.errors import SolverFailed, Unsatisfiable, UsageError
-from envkit.lock.conda_variants import variant_pins
+from envkit.lock.conda_variants import variant_pins, variant_preference
 from envkit.lock.solver import CondaPackage, CondaRequest, CondaSolution
 
 __all__ = ["RattlerSolver", "verify_local_package"]
@@ -57,11 +59,15 @@ class RattlerSolver:
         sources = [rattler.Channel(c) for c in request.channels]
         platforms: list[Any] = [request.platform, "noarch"]
         preferred = await self._records_for(gateway, sources, platforms, request)
+        try:
+            preferred += await variant_preference(gateway, sources, platforms, request)
+        except Exception as e:  # the channels' first read: rattler's exception types are not importable
+            raise _translate(e, request, list(request.specs)) from e
         specs = list(request.specs)
         records = await self._run(gateway, sources, platforms, specs, preferred, request)
         warnings: list[str] = []
         pins = await variant_pins(gateway, sources, platforms, records, specs, request.cuda)
-        if pins:
+        if pins:  # the preference was not enough (see variant_preference): solve again with the pins
             try:
                 records = await self._run(gateway, sources, platforms, specs + pins, preferred, request)
             except Unsatisfiable:

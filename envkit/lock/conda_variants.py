@@ -2,7 +2,9 @@
 
 Several builds of one version (cpu, cuda118, cuda120…) often fit a request; the solver alone may
 pick any. :func:`variant_score` says how well a build fits the target CUDA, :func:`variant_pins`
-names the builds that fit better than the solver's choice (``name ==version build``).
+names the builds that fit better than the solver's choice (``name ==version build``), and
+:func:`variant_preference` hands the solver, before it solves, the build it should prefer where one
+build of a package's highest version fits best: then one solve picks it and no pin is needed.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from typing import Any
 
 import rattler
 
-__all__ = ["variant_pins", "variant_score"]
+from envkit.lock.solver import CondaRequest
+from envkit.lock.variant import CONDA_FRAMEWORKS
+
+__all__ = ["Feasible", "variant_pins", "variant_preference", "variant_score"]
 
 _CUDA_TAG = re.compile(r"(?:^|[_.-])cu(?:da)?_?(\d{2,3})(?=$|[_.-])")
 
@@ -51,6 +56,51 @@ async def variant_pins(
     return sorted(pins)
 
 
+async def variant_preference(
+    gateway: rattler.Gateway,
+    sources: list[rattler.Channel],
+    platforms: list[Any],
+    request: CondaRequest,
+) -> list[Any]:
+    """The records the first solve should prefer: the variant pins made before the solve.
+
+    For each name the request asks for directly, and each framework name, that the previous lock
+    does not already settle: among the builds of its highest version the request allows
+    (:class:`Feasible`), the one build that fits the CUDA best, when the builds' fit differs and
+    exactly one fits best. The solver takes a preferred record when it can (py-rattler's
+    ``locked_packages``), so the solve picks what :func:`variant_pins` would have pinned and
+    :func:`variant_pins` finds nothing left to pin; where it still does (the solver chose another
+    version, a dependency's variant, several equally good builds), the caller solves again.
+    """
+    settled = {p.name for p in request.preferred}
+    names = {n for s in request.specs if (n := _exact_name(s)) is not None} | CONDA_FRAMEWORKS
+    names -= settled
+    if not names:
+        return []
+    result = await gateway.query(
+        sources, platforms, sorted(names), recursive=False, channel_relations="disabled"
+    )
+    found = _by_name(result)
+    fits = Feasible(request.specs, found)
+    preferred = []
+    for name in sorted(found):
+        allowed = [r for r in found[name] if fits(r)]
+        if not allowed:
+            continue
+        highest = max(r.version for r in allowed)
+        top = [r for r in allowed if str(r.version) == str(highest)]
+        scores = [_score(r, request.cuda) for r in top]
+        best = max(scores)
+        if min(scores) < best and scores.count(best) == 1:
+            preferred.append(top[scores.index(best)])
+    return preferred
+
+
+def _exact_name(spec: str) -> str | None:
+    parsed = _match_spec(spec.split("::")[-1])
+    return parsed.name.normalized if parsed is not None else None
+
+
 class Feasible:
     """Whether a record could sit beside the request: its specs, and the dependencies we can check.
 
@@ -63,9 +113,8 @@ class Feasible:
         self._specs: dict[str, list[Any]] = {}
         for text in specs:
             spec = _match_spec(text.split("::")[-1])
-            name = spec.name.normalized if spec is not None else None
-            if spec is not None and name is not None:
-                self._specs.setdefault(name, []).append(spec)
+            if spec is not None and spec.name.normalized is not None:
+                self._specs.setdefault(spec.name.normalized, []).append(spec)
         self._known = known
         self._deps: dict[str, Any] = {}
         self._allowed: dict[str, list[Any]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from envkit.errors import Unsatisfiable
 from envkit.lock.conda import RattlerSolver
 from envkit.lock.lockfile import parse_conda_lock_file
 from envkit.lock.solver import CondaRequest, VirtualPackage
-from envkit.lock.testing import make_channel, make_wheel
+from envkit.lock.testing import Record, make_channel, make_wheel, realistic_records, write_channel
 
 BASE = """name: demo
 python: "{python}"
@@ -210,3 +211,48 @@ def test_render_uses_a_fresh_lock_and_keeps_its_environment_yml(
     assert main(["render", "demo"]) == 0
     assert "stale" in capsys.readouterr().err
     assert "conda-linux-64.lock" not in (out / "Dockerfile").read_text()
+
+
+class _Counting(RattlerSolver):
+    """The real solver, counting its py-rattler solves."""
+
+    solves = 0
+
+    async def _run(self, *args: Any, **kw: Any) -> list[Any]:
+        self.solves += 1
+        return await super()._run(*args, **kw)
+
+
+def _request(channel: str, python: str, cuda: str | None, *specs: str) -> CondaRequest:
+    virtual = (VirtualPackage("__glibc", "2.35"), *((VirtualPackage("__cuda", cuda),) if cuda else ()))
+    return CondaRequest(
+        specs=(f"python {python}.*", *specs), channels=(channel,), platform="linux-64",
+        virtual_packages=virtual, cuda=cuda,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("python", "cuda", "build"),
+    [("3.11", "12.1", "cuda120_py311"), ("3.10", "11.8", "cuda118_py310"), ("3.11", None, "cpu_py311")],
+)
+def test_the_variant_preference_makes_one_solve_enough(
+    world: dict[str, str], python: str, cuda: str | None, build: str
+) -> None:
+    solver = _Counting()
+    solution = solver.solve(_request(world["channel"], python, cuda, "pytorch", "numpy"))
+    assert {p.name: p.build for p in solution.packages}["pytorch"].startswith(build)
+    assert solver.solves == 1  # was 2 for both CUDA rows: solve, then re-solve with the CUDA build pinned
+
+
+def test_a_dependencys_variant_is_still_pinned_by_a_second_solve(tmp_path: Path) -> None:
+    """``bar`` needs ``libfoo``, whose builds come in CPU and CUDA variants: not known before the solve."""
+    extra = [Record("bar", "1.0", "h0_0", "linux-64", ("libfoo 1.0",))] + [
+        Record("libfoo", "1.0", build, "linux-64", depends)
+        for build, depends in (("cpu_h0", ()), ("cuda120_h0", ("cuda-version >=12.0,<13",)))
+    ]
+    channel = write_channel(tmp_path / "channel", [*realistic_records(("linux-64",)), *extra])
+    solver = _Counting()
+    solution = solver.solve(_request(channel, "3.11", "12.1", "bar"))
+    assert {p.name: p.build for p in solution.packages}["libfoo"] == "cuda120_h0"
+    assert solver.solves == 2
+    assert solution.warnings == ()
