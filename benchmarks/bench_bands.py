@@ -13,6 +13,7 @@ import importlib.util
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from benchmarks._goals import knob
 from envkit.comparison.bands import Bands, onset_max
@@ -21,18 +22,19 @@ from envkit.probe.model import ProbeReport
 from envkit.probe.report import dump_report, load_report
 from envkit.probe.runner import ProbeOptions, run_on_host
 
-PAIRS = {
+# pair title -> (the first run's ProbeOptions fields, the second's, the band the pair must be in)
+PAIRS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "1 vs 2 threads": ({"threads": 1}, {"threads": 2}, "equivalent"),
     "fp32 vs bf16 autocast": ({"threads": 1}, {"threads": 1, "autocast": "bf16"}, "precision-drift"),
 }
 
 
-def _report(folder: Path, steps: int, **kw: object) -> ProbeReport:
-    name = "-".join(f"{k}{v}" for k, v in sorted(kw.items())) + f"-{steps}.json"
+def _report(folder: Path, steps: int, options: dict[str, Any]) -> ProbeReport:
+    name = "-".join(f"{k}{v}" for k, v in sorted(options.items())) + f"-{steps}.json"
     path = folder / name
     if path.is_file():
         return load_report(path)
-    opts = ProbeOptions(frameworks=("torch",), steps=steps, device="cpu", **kw)  # type: ignore[arg-type]
+    opts = ProbeOptions(frameworks=("torch",), steps=steps, device="cpu", **options)
     report = run_on_host(opts, label=name)
     path.write_text(dump_report(report))
     return report
@@ -66,7 +68,7 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for title, (ka, kb, expected) in PAIRS.items():
             for steps in lengths:
-                a, b = _report(folder, steps, **ka), _report(folder, steps, **kb)
+                a, b = _report(folder, steps, ka), _report(folder, steps, kb)
                 result = compare_reports(a, b, bands)
                 for wl in ("rnn", "bert"):
                     verdicts = {c.verdict for c in result.comparisons if c.workload == wl}
