@@ -3,8 +3,11 @@
 Prints, per pair and length, the verdict of every workload, the onset difference (first
 ``Bands.window`` steps) and the largest later difference, with the margins to the edges:
 1 vs 2 threads must stay ``equivalent`` and bf16 ``precision-drift`` at every length.
-``ENVKIT_BENCH_STEPS=10,100`` picks the lengths (1,000 steps take about a minute per run here);
-``ENVKIT_BENCH_REPORTS=DIR`` keeps the reports there and reuses them.
+The full run measures 10 and 100 steps (three probe runs per length); the 1,000-step lengths of
+docs/probe.md take about a minute per probe run here: ask for them with
+``ENVKIT_BENCH_BANDS_STEPS=10,100,1000``. ``ENVKIT_BENCH_BANDS_REPORTS=DIR`` keeps the reports
+there and reuses them. (Own names: ``ENVKIT_BENCH_STEPS`` and ``ENVKIT_BENCH_REPORTS`` are other
+benchmarks' counts.)
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from envkit.comparison.pairwise import compare_reports, rel_diff
 from envkit.probe.model import ProbeReport
 from envkit.probe.report import dump_report, load_report
 from envkit.probe.runner import ProbeOptions, run_on_host
+
+STEPS_ENV = "ENVKIT_BENCH_BANDS_STEPS"
+DEFAULT_STEPS = "10,100"  # the full run; 1,000 steps on request (about a minute per probe run here)
 
 # pair title -> (the first run's ProbeOptions fields, the second's, the band the pair must be in)
 PAIRS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
@@ -60,9 +66,14 @@ def main() -> None:
     if importlib.util.find_spec("torch") is None:
         print("skipped: torch is needed")
         return
-    lengths = [int(s) for s in knob("ENVKIT_BENCH_STEPS", "10,100,1000", "6").split(",")]
+    lengths = [int(s) for s in knob(STEPS_ENV, DEFAULT_STEPS, "6").split(",")]
+    if os.environ.get(STEPS_ENV):
+        note = f" ({STEPS_ENV})"
+    else:
+        note = f" (default; {STEPS_ENV}=10,100,1000 adds 1,000 steps: about a minute per probe run here)"
+    print(f"   lengths: {', '.join(map(str, lengths))} steps{note}", flush=True)
     bands = Bands()
-    keep = os.environ.get("ENVKIT_BENCH_REPORTS")
+    keep = os.environ.get("ENVKIT_BENCH_BANDS_REPORTS")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(keep or tmp)
         folder.mkdir(parents=True, exist_ok=True)
