@@ -3,8 +3,11 @@
 Prints, per pair and length, the verdict of every workload, the onset difference (first
 ``Bands.window`` steps) and the largest later difference, with the margins to the edges:
 1 vs 2 threads must stay ``equivalent`` and bf16 ``precision-drift`` at every length.
-``ENVKIT_BENCH_STEPS=10,100`` picks the lengths (1,000 steps take about a minute per run here);
-``ENVKIT_BENCH_REPORTS=DIR`` keeps the reports there and reuses them.
+The full run measures 10 and 100 steps (three probe runs per length); the 1,000-step lengths of
+docs/probe.md take about a minute per probe run here: ask for them with
+``ENVKIT_BENCH_BANDS_STEPS=10,100,1000``. ``ENVKIT_BENCH_BANDS_REPORTS=DIR`` keeps the reports
+there and reuses them. (Own names: ``ENVKIT_BENCH_STEPS`` and ``ENVKIT_BENCH_REPORTS`` are other
+benchmarks' counts.)
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import importlib.util
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from benchmarks._goals import knob
 from envkit.comparison.bands import Bands, onset_max
@@ -21,18 +25,22 @@ from envkit.probe.model import ProbeReport
 from envkit.probe.report import dump_report, load_report
 from envkit.probe.runner import ProbeOptions, run_on_host
 
-PAIRS = {
+STEPS_ENV = "ENVKIT_BENCH_BANDS_STEPS"
+DEFAULT_STEPS = "10,100"  # the full run; 1,000 steps on request (about a minute per probe run here)
+
+# pair title -> (the first run's ProbeOptions fields, the second's, the band the pair must be in)
+PAIRS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "1 vs 2 threads": ({"threads": 1}, {"threads": 2}, "equivalent"),
     "fp32 vs bf16 autocast": ({"threads": 1}, {"threads": 1, "autocast": "bf16"}, "precision-drift"),
 }
 
 
-def _report(folder: Path, steps: int, **kw: object) -> ProbeReport:
-    name = "-".join(f"{k}{v}" for k, v in sorted(kw.items())) + f"-{steps}.json"
+def _report(folder: Path, steps: int, options: dict[str, Any]) -> ProbeReport:
+    name = "-".join(f"{k}{v}" for k, v in sorted(options.items())) + f"-{steps}.json"
     path = folder / name
     if path.is_file():
         return load_report(path)
-    opts = ProbeOptions(frameworks=("torch",), steps=steps, device="cpu", **kw)  # type: ignore[arg-type]
+    opts = ProbeOptions(frameworks=("torch",), steps=steps, device="cpu", **options)
     report = run_on_host(opts, label=name)
     path.write_text(dump_report(report))
     return report
@@ -58,15 +66,20 @@ def main() -> None:
     if importlib.util.find_spec("torch") is None:
         print("skipped: torch is needed")
         return
-    lengths = [int(s) for s in knob("ENVKIT_BENCH_STEPS", "10,100,1000", "6").split(",")]
+    lengths = [int(s) for s in knob(STEPS_ENV, DEFAULT_STEPS, "6").split(",")]
+    if os.environ.get(STEPS_ENV):
+        note = f" ({STEPS_ENV})"
+    else:
+        note = f" (default; {STEPS_ENV}=10,100,1000 adds 1,000 steps: about a minute per probe run here)"
+    print(f"   lengths: {', '.join(map(str, lengths))} steps{note}", flush=True)
     bands = Bands()
-    keep = os.environ.get("ENVKIT_BENCH_REPORTS")
+    keep = os.environ.get("ENVKIT_BENCH_BANDS_REPORTS")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(keep or tmp)
         folder.mkdir(parents=True, exist_ok=True)
         for title, (ka, kb, expected) in PAIRS.items():
             for steps in lengths:
-                a, b = _report(folder, steps, **ka), _report(folder, steps, **kb)
+                a, b = _report(folder, steps, ka), _report(folder, steps, kb)
                 result = compare_reports(a, b, bands)
                 for wl in ("rnn", "bert"):
                     verdicts = {c.verdict for c in result.comparisons if c.workload == wl}

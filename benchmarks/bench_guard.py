@@ -104,7 +104,7 @@ def _loops(
     if framework == "torch":
         import torch
 
-        ce = torch.nn.functional.cross_entropy
+        ce: Callable[..., Any] = torch.nn.functional.cross_entropy
 
         def clip(m: Any) -> None:
             torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)

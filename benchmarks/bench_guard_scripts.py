@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ def bench_models_alarms(framework: str) -> tuple[int, int, list[str]]:
                 import torch
 
                 torch.set_num_threads(1)
-                ce = torch.nn.functional.cross_entropy
+                ce: Callable[..., Any] = torch.nn.functional.cross_entropy
             else:
                 import paddle
 

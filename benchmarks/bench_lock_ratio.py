@@ -2,11 +2,11 @@
 
 bench_lock's spec and channel (50,047 records over linux-64, linux-aarch64 and noarch, plus a
 wheel mirror). Two fresh processes: the first locks (``lock_environment``: both platforms' conda
-solves, the pip part with uv, the files) and records the conda requests envkit made; the second
-solves exactly those requests with py-rattler alone (one ``Gateway``, ``rattler.solve`` per
-platform with the same virtual packages and CUDA constraint): the floor. Goal: ratio <= 1.2.
-Both run ``ROUNDS`` times, alternately; the minimum wall time of each is kept. The lock's CPU time
-includes uv's (a child process).
+solves, one per platform, the pip part with uv beside them, the files) and records the conda
+requests envkit made; the second solves exactly those requests with py-rattler alone (one
+``Gateway``, ``rattler.solve`` per platform with the same virtual packages and CUDA
+constraint): the floor. Goal: ratio <= 1.2. Both run ``ROUNDS`` times, alternately; the minimum
+wall time of each is kept. The lock's CPU time includes uv's (a child process).
 """
 
 from __future__ import annotations

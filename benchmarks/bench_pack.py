@@ -13,10 +13,13 @@ import hashlib
 import os
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 from benchmarks._goals import knob
+from envkit._proc import ProcResult
 from envkit.catalog import OfflineInstaller, load_catalog
 from envkit.lock.conda import RattlerSolver
 from envkit.lock.fresh import EnvLocker, ensure_fresh_lock
@@ -32,17 +35,18 @@ from envkit.spec.load import image_dir, load_spec
 _WHEEL = "py_rattler-0.28.0-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
 _WHEEL_BYTES = b"benchmark stand-in for the installer wheel"
 
+T = TypeVar("T")
 
-def _pip(argv: list[str], *, check: bool = True) -> object:
-    from envkit._proc import ProcResult
 
+def _pip(argv: Sequence[str], **_: object) -> ProcResult:
+    """``pip download`` of the one wheel, without pip (the pack's pip runner)."""
     dest = Path(argv[argv.index("--dest") + 1])
     dest.mkdir(parents=True, exist_ok=True)
     (dest / _WHEEL).write_bytes(_WHEEL_BYTES)
     return ProcResult(tuple(argv), 0, "", "")
 
 
-def _timed(label: str, fn):  # type: ignore[no-untyped-def]
+def _timed(label: str, fn: Callable[[], T]) -> T:
     start = time.perf_counter()
     result = fn()
     print(f"   {label:<34} {time.perf_counter() - start:7.2f} s")
@@ -78,10 +82,10 @@ def main() -> None:
         cache = root / ".envkit" / "cache"
         _timed(
             "collect, cold (copy + sha256)", lambda: collect(request, cache, UrlFetcher(), pip_runner=_pip)
-        )  # type: ignore[arg-type]
+        )
         collected = _timed(
             "collect, cached (re-hash)", lambda: collect(request, cache, UrlFetcher(), pip_runner=_pip)
-        )  # type: ignore[arg-type]
+        )
         _timed("write the pack", lambda: write_pack(collected, root / "p.tar"))
         print(
             f"   pack: {(root / 'p.tar').stat().st_size / 1e6:.1f} MB, {len(collected.manifest.files)} files"

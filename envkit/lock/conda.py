@@ -2,10 +2,12 @@
 
 ``RattlerSolver.solve`` turns a :class:`CondaRequest` into locked packages:
 
-1. solve with the spec's virtual packages (``__cuda`` from the spec, never from the host) and
-   the previous lock as the solver's preference;
+1. solve with the spec's virtual packages (``__cuda`` from the spec, never from the host), the
+   previous lock and the CUDA variant builds (:func:`~envkit.lock.conda_variants.variant_preference`)
+   as the solver's preference;
 2. pin CUDA variants: when several builds of the chosen version exist (cpu, cuda118, cuda121…),
-   the build made for the spec's CUDA wins (the solver alone may pick any);
+   the build made for the spec's CUDA wins (the solver alone may pick any); where the preference
+   already got it (the usual case) this costs a query, else a second solve with the pins;
 3. verify sha256 and md5 of every ``file://`` package itself (py-rattler does not).
 """
 
@@ -23,11 +25,11 @@ from urllib.parse import unquote, urlsplit
 import rattler
 
 from envkit.errors import SolverFailed, Unsatisfiable, UsageError
+from envkit.lock.conda_variants import variant_pins, variant_preference
 from envkit.lock.solver import CondaPackage, CondaRequest, CondaSolution
 
-__all__ = ["RattlerSolver", "variant_score", "verify_local_package"]
+__all__ = ["RattlerSolver", "verify_local_package"]
 
-_CUDA_TAG = re.compile(r"(?:^|[_.-])cu(?:da)?_?(\d{2,3})(?=$|[_.-])")
 _MIRROR_HINT = (
     "check the channel URL; without internet, point mirrors.conda (or channels) at a reachable "
     "mirror or a local file:// channel"
@@ -57,11 +59,15 @@ class RattlerSolver:
         sources = [rattler.Channel(c) for c in request.channels]
         platforms: list[Any] = [request.platform, "noarch"]
         preferred = await self._records_for(gateway, sources, platforms, request)
+        try:
+            preferred += await variant_preference(gateway, sources, platforms, request)
+        except Exception as e:  # the channels' first read: rattler's exception types are not importable
+            raise _translate(e, request, list(request.specs)) from e
         specs = list(request.specs)
         records = await self._run(gateway, sources, platforms, specs, preferred, request)
         warnings: list[str] = []
-        pins = await _variant_pins(gateway, sources, platforms, records, request.cuda)
-        if pins:
+        pins = await variant_pins(gateway, sources, platforms, records, specs, request.cuda)
+        if pins:  # the preference was not enough (see variant_preference): solve again with the pins
             try:
                 records = await self._run(gateway, sources, platforms, specs + pins, preferred, request)
             except Unsatisfiable:
@@ -182,88 +188,6 @@ def _unsat_hint(request: CondaRequest) -> str:
 
 def _spec_name(spec: str) -> str:
     return re.split(r"[\s=<>!~\[]", spec.split("::")[-1], maxsplit=1)[0]
-
-
-async def _variant_pins(
-    gateway: rattler.Gateway,
-    sources: list[rattler.Channel],
-    platforms: list[Any],
-    records: list[Any],
-    cuda: str | None,
-) -> list[str]:
-    """``name ==version build`` pins where another build of the chosen version fits the CUDA better."""
-    if not records:
-        return []
-    chosen = {r.name.normalized: r for r in records}
-    result = await gateway.query(
-        sources, platforms, sorted(chosen), recursive=False, channel_relations="disabled"
-    )
-    pins = []
-    for name, found in _by_name(result).items():
-        record = chosen[name]
-        same = [c for c in found if str(c.version) == str(record.version)]
-        best = max(same, key=lambda c: (_score(c, cuda), -int(c.build_number), str(c.build)), default=None)
-        if best is not None and _score(best, cuda) > _score(record, cuda):
-            pins.append(f"{name} =={best.version} {best.build}")
-    return sorted(pins)
-
-
-def _by_name(result: Any) -> dict[str, list[Any]]:
-    found: dict[str, list[Any]] = {}
-    for subdir in result:
-        for record in subdir:
-            found.setdefault(record.name.normalized, []).append(record)
-    return found
-
-
-def _score(record: Any, cuda: str | None) -> int:
-    return variant_score(str(record.build), [str(d) for d in record.depends], cuda)
-
-
-def variant_score(build: str, depends: Sequence[str], cuda: str | None) -> int:
-    """How well a build fits the target CUDA: 3 exact, 2 same major, 1 any GPU build, 0 CPU, -1 wrong CUDA.
-
-    For a CPU target, CPU builds score 1 and GPU builds 0.
-    """
-    evidence: list[int] = []
-    gpu = False
-    for dep in depends:
-        name, _, version = dep.partition(" ")
-        if name == "cuda-version":
-            gpu = True
-            evidence.append(_cuda_version_fits(version.strip(), cuda))
-        elif name in {"__cuda", "cudatoolkit", "cuda-cudart", "cuda-runtime"}:
-            gpu = True
-            evidence.append(1)
-    tag = _CUDA_TAG.search(build)
-    if tag:
-        gpu = True
-        evidence.append(_tag_fits(tag.group(1), cuda))
-    if cuda is None:
-        return 0 if gpu else 1
-    if not gpu:
-        return 0
-    return -1 if -1 in evidence else max(evidence)
-
-
-def _cuda_version_fits(spec: str, cuda: str | None) -> int:
-    if cuda is None:
-        return 0
-    try:
-        return 3 if rattler.VersionSpec(spec or "*").matches(rattler.Version(cuda)) else -1
-    except Exception:  # noqa: BLE001 - unparsable constraint: no evidence either way
-        return 1
-
-
-def _tag_fits(tag: str, cuda: str | None) -> int:
-    if cuda is None:
-        return 0
-    major, minor = cuda.split(".")
-    if tag == major + minor:
-        return 3
-    if tag[: len(major)] == major and tag[len(major) :] in {"0", "x"}:
-        return 2  # conda-forge's "cuda120" builds serve every 12.x
-    return -1
 
 
 def verify_local_package(package: CondaPackage) -> None:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -30,7 +31,7 @@ from envkit.lock.lockfile import (
     requirements_lock,
 )
 from envkit.lock.lockset import MANIFEST, LockState, manifest_bytes, set_digest, verify_lock
-from envkit.lock.solver import CondaPackage, CondaSolver, PipPackage, PipResolver
+from envkit.lock.solver import CondaPackage, CondaSolution, CondaSolver, PipPackage, PipResolver
 from envkit.lock.variant import check_variants
 from envkit.spec.load import LoadedSpec
 from envkit.spec.models import Spec
@@ -133,25 +134,22 @@ def lock_environment(
         previous.content_hash.get(p) == inputs.sha256 for p in previous.platforms
     )
     updates: set[str] = {canonicalize_name(u) for u in update}
-    upgrade = tuple(sorted(updates))
+    solved = _solve(
+        inputs, [p for p in spec.platforms if p in wanted], previous, updates, conda_solver, pip_resolver
+    )
     conda: dict[str, tuple[CondaPackage, ...]] = {}
     pip: dict[str, tuple[PipPackage, ...]] = {}
     for platform in spec.platforms:
-        if platform not in wanted:
-            if same and previous is not None and platform in previous.platforms:
-                conda[platform] = previous.conda.get(platform, ())
-                pip[platform] = previous.pip.get(platform, ())
-            else:
-                warnings.append(f"{platform} is not locked: run `envkit lock {spec.name}` for every platform")
-            continue
-        old_conda = previous.conda.get(platform, ()) if previous else ()
-        old_pip = previous.pip.get(platform, ()) if previous else ()
-        request = inputs.conda_request(platform, _kept(old_conda, updates))
-        if request is not None:
-            solution = conda_solver.solve(request)
-            conda[platform] = solution.packages
-            warnings += solution.warnings
-        pip[platform] = pip_resolver.resolve(inputs.pip_request(platform, _kept(old_pip, updates), upgrade))
+        if platform in solved:
+            solution, pip[platform] = solved[platform]
+            if solution is not None:
+                conda[platform] = solution.packages
+                warnings += solution.warnings
+        elif same and previous is not None and platform in previous.platforms:
+            conda[platform] = previous.conda.get(platform, ())
+            pip[platform] = previous.pip.get(platform, ())
+        else:
+            warnings.append(f"{platform} is not locked: run `envkit lock {spec.name}` for every platform")
     contents = LockContents(
         platforms=tuple(p for p in spec.platforms if p in pip),
         channels=inputs.channels,
@@ -172,6 +170,43 @@ def lock_environment(
     return LockResult(
         image_dir, contents, tuple(changed), (*files, MANIFEST), tuple(warnings), set_digest(files), state
     )
+
+
+def _solve(
+    inputs: LockInputs,
+    platforms: list[str],
+    previous: LockContents | None,
+    updates: set[str],
+    conda_solver: CondaSolver,
+    pip_resolver: PipResolver,
+) -> dict[str, tuple[CondaSolution | None, tuple[PipPackage, ...]]]:
+    """Each platform's conda solution and pip pins; the pip part resolves beside the conda part.
+
+    It needs nothing of the conda part, and uv is a child process: it resolves in a worker thread
+    while py-rattler solves here. Results are taken in the order of a sequential lock (conda, then
+    pip, platform by platform), so the first error raised is the one a sequential lock would meet.
+    """
+    upgrade = tuple(sorted(updates))
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envkit-pip")
+    try:
+        resolving = {
+            platform: pool.submit(
+                pip_resolver.resolve,
+                inputs.pip_request(
+                    platform, _kept(previous.pip.get(platform, ()) if previous else (), updates), upgrade
+                ),
+            )
+            for platform in platforms
+        }
+        solved: dict[str, tuple[CondaSolution | None, tuple[PipPackage, ...]]] = {}
+        for platform in platforms:
+            old_conda = previous.conda.get(platform, ()) if previous else ()
+            request = inputs.conda_request(platform, _kept(old_conda, updates))
+            solution = conda_solver.solve(request) if request is not None else None
+            solved[platform] = (solution, resolving[platform].result())
+        return solved
+    finally:  # after a failure: the running resolve ends, the queued ones never start
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _source(loaded: LoadedSpec) -> str:

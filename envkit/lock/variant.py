@@ -21,12 +21,12 @@ from packaging.version import InvalidVersion, Version
 from envkit.errors import UsageError
 from envkit.lock.solver import CondaPackage, PipPackage
 
-__all__ = ["Variant", "check_variants", "conda_variant", "pip_variant"]
+__all__ = ["CONDA_FRAMEWORKS", "Variant", "check_variants", "conda_variant", "pip_variant"]
 
 Kind = Literal["cpu", "cuda"]
 
 # Framework distributions whose builds come in CPU and CUDA variants.
-_CONDA_FRAMEWORKS = {"pytorch", "libtorch", "pytorch-cpu", "pytorch-gpu", "cpuonly", "paddlepaddle",
+CONDA_FRAMEWORKS = {"pytorch", "libtorch", "pytorch-cpu", "pytorch-gpu", "cpuonly", "paddlepaddle",
                      "paddlepaddle-gpu", "paddlepaddle-cuda"}  # fmt: skip
 _PIP_FRAMEWORKS = {"torch", "paddlepaddle", "paddlepaddle-gpu"}
 _CPU_NAMES = {"pytorch-cpu", "cpuonly", "paddlepaddle"}  # names that are CPU builds by definition
@@ -49,7 +49,7 @@ class Variant:
 def conda_variant(package: CondaPackage) -> Variant | None:
     """The variant of a locked conda framework package, or None when it is not one / says nothing."""
     name = package.name
-    if name not in _CONDA_FRAMEWORKS:
+    if name not in CONDA_FRAMEWORKS:
         return None
     kind: Kind | None = None
     if name in _CPU_NAMES:

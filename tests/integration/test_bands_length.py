@@ -1,6 +1,6 @@
 """Bands that hold at any --steps, on real CPU torch: 1 vs 2 threads stays ``equivalent`` at 10 and 100
-steps (1,000 steps: ``python -m benchmarks bands``, about four minutes here), and the device is
-recorded (``--device auto`` resolves to CPU here).
+steps (1,000 steps: ``ENVKIT_BENCH_BANDS_STEPS=10,100,1000 python -m benchmarks bands``, minutes), and
+the device is recorded (``--device auto`` resolves to CPU here).
 """
 
 from __future__ import annotations

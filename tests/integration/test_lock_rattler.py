@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from envkit.cli import main
+from envkit.errors import Unsatisfiable
+from envkit.lock.conda import RattlerSolver
 from envkit.lock.lockfile import parse_conda_lock_file
-from envkit.lock.testing import make_channel, make_wheel
+from envkit.lock.solver import CondaRequest, VirtualPackage
+from envkit.lock.testing import Record, make_channel, make_wheel, realistic_records, write_channel
 
 BASE = """name: demo
 python: "{python}"
@@ -53,14 +57,52 @@ def _pins(out: Path, platform: str = "linux-64") -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize(("cuda", "build"), [("12.1", "cuda120"), ("11.8", "cuda118"), ("cpu", "cpu")])
+@pytest.mark.parametrize(
+    ("python", "cuda", "build"),
+    [
+        ("3.11", "12.1", "cuda120_py311"),
+        ("3.11", "11.8", "cuda118_py311"),
+        ("3.11", "cpu", "cpu_py311"),
+        # the channel's best-ranked CUDA build is a py311 one: a 3.10 lock must take the py310 twin
+        ("3.10", "12.1", "cuda120_py310"),
+        ("3.10", "11.8", "cuda118_py310"),
+        ("3.10", "cpu", "cpu_py310"),
+    ],
+)
 def test_cuda_variant_follows_the_spec(
-    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, cuda: str, build: str
+    tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch, python: str, cuda: str, build: str
 ) -> None:
-    out = _project(tmp_path, world, monkeypatch, cuda=cuda)
+    out = _project(tmp_path, world, monkeypatch, python=python, cuda=cuda)
     assert main(["lock", "demo"]) == 0
     for platform in ("linux-64", "linux-aarch64"):
         assert _pins(out, platform)["pytorch"].split("=")[1].startswith(build)
+
+
+@pytest.mark.parametrize(
+    ("specs", "build"),
+    [
+        (("pytorch=*=cpu*",), "cpu_py311"),  # the spec's own pin: no CUDA build is a candidate
+        (("pytorch * cpu*", "numpy <2"), "cpu_py311"),
+        (("pytorch * cuda118*",), "cuda118_py311"),  # against the CUDA constraint: unsatisfiable
+    ],
+)
+def test_variant_pins_respect_the_requests_own_specs(
+    world: dict[str, str], specs: tuple[str, ...], build: str
+) -> None:
+    request = CondaRequest(
+        specs=("python 3.11.*", *specs),
+        channels=(world["channel"],),
+        platform="linux-64",
+        virtual_packages=(VirtualPackage("__cuda", "12.1"), VirtualPackage("__glibc", "2.35")),
+        cuda="12.1",
+    )
+    if build.startswith("cuda118"):
+        with pytest.raises(Unsatisfiable):
+            RattlerSolver().solve(request)
+        return
+    solution = RattlerSolver().solve(request)
+    assert {p.name: p.build for p in solution.packages}["pytorch"].startswith(build)
+    assert solution.warnings == ()  # was "could not pin the CUDA 12.1 builds (pytorch ==… cuda120_py311h_0)"
 
 
 def test_lock_is_complete_hashed_and_byte_stable(
@@ -169,3 +211,48 @@ def test_render_uses_a_fresh_lock_and_keeps_its_environment_yml(
     assert main(["render", "demo"]) == 0
     assert "stale" in capsys.readouterr().err
     assert "conda-linux-64.lock" not in (out / "Dockerfile").read_text()
+
+
+class _Counting(RattlerSolver):
+    """The real solver, counting its py-rattler solves."""
+
+    solves = 0
+
+    async def _run(self, *args: Any, **kw: Any) -> list[Any]:
+        self.solves += 1
+        return await super()._run(*args, **kw)
+
+
+def _request(channel: str, python: str, cuda: str | None, *specs: str) -> CondaRequest:
+    virtual = (VirtualPackage("__glibc", "2.35"), *((VirtualPackage("__cuda", cuda),) if cuda else ()))
+    return CondaRequest(
+        specs=(f"python {python}.*", *specs), channels=(channel,), platform="linux-64",
+        virtual_packages=virtual, cuda=cuda,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("python", "cuda", "build"),
+    [("3.11", "12.1", "cuda120_py311"), ("3.10", "11.8", "cuda118_py310"), ("3.11", None, "cpu_py311")],
+)
+def test_the_variant_preference_makes_one_solve_enough(
+    world: dict[str, str], python: str, cuda: str | None, build: str
+) -> None:
+    solver = _Counting()
+    solution = solver.solve(_request(world["channel"], python, cuda, "pytorch", "numpy"))
+    assert {p.name: p.build for p in solution.packages}["pytorch"].startswith(build)
+    assert solver.solves == 1  # was 2 for both CUDA rows: solve, then re-solve with the CUDA build pinned
+
+
+def test_a_dependencys_variant_is_still_pinned_by_a_second_solve(tmp_path: Path) -> None:
+    """``bar`` needs ``libfoo``, whose builds come in CPU and CUDA variants: not known before the solve."""
+    extra = [Record("bar", "1.0", "h0_0", "linux-64", ("libfoo 1.0",))] + [
+        Record("libfoo", "1.0", build, "linux-64", depends)
+        for build, depends in (("cpu_h0", ()), ("cuda120_h0", ("cuda-version >=12.0,<13",)))
+    ]
+    channel = write_channel(tmp_path / "channel", [*realistic_records(("linux-64",)), *extra])
+    solver = _Counting()
+    solution = solver.solve(_request(channel, "3.11", "12.1", "bar"))
+    assert {p.name: p.build for p in solution.packages}["libfoo"] == "cuda120_h0"
+    assert solver.solves == 2
+    assert solution.warnings == ()

@@ -8,7 +8,7 @@ import pytest
 
 from envkit.catalog import load_catalog
 from envkit.lock import CondaPackage, PipPackage, current_lock, lock_environment
-from envkit.lock.conda import variant_score
+from envkit.lock.conda_variants import variant_score
 from envkit.lock.inputs import lock_inputs
 from envkit.lock.lockfile import explicit_file, parse_conda_lock_file, requirements_lock
 from envkit.lock.testing import FakeCondaSolver, FakePipResolver
