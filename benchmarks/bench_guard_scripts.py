@@ -64,10 +64,13 @@ def measure_script(name: str, tmp: Path, extra: tuple[str, ...] = ()) -> dict[st
             if guard:
                 alarms += [f"seed {seed} step {i['step']}: {i['kind']}" for i in out["incidents"]]
     base, with_guard = statistics.median(plain), statistics.median(guarded)
+    paired = sorted(g / p - 1 for g, p in zip(guarded, plain, strict=True))  # each repetition's two runs
     return {
         "plain_ms": 1000 * base,
         "guarded_ms": 1000 * with_guard,
         "overhead": with_guard / base - 1,
+        "paired": paired,
+        "spread_ms": (1000 * min(plain + guarded), 1000 * max(plain + guarded)),
         "alarms": alarms,
         "steps": STEPS * REPEATS,
         "timed_steps": (STEPS - warmup) * REPEATS,
@@ -119,6 +122,10 @@ def _script_rows(name: str, tmp: Path) -> None:
           f"per 1,000 (target ≤ 1){_listed(r['alarms'])}")  # fmt: skip
     print(f"     cpu per step: unguarded {r['plain_ms']:.2f} ms, guarded {r['guarded_ms']:.2f} ms: "
           f"overhead {100 * r['overhead']:+.1f} % (target ≤ 3 %) {verdict}")  # fmt: skip
+    low, high = r["spread_ms"]
+    print(f"     per repetition (guarded / unguarded run beside it): median "
+          f"{100 * statistics.median(r['paired']):+.1f} %, from {100 * r['paired'][0]:+.1f} % to "
+          f"{100 * r['paired'][-1]:+.1f} %; runs {low:.2f}-{high:.2f} ms per step")  # fmt: skip
     if name == "nanogpt" and os.environ.get("ENVKIT_BENCH_COMPILE"):
         warmup = min(COMPILE_WARMUP, STEPS - 1)
         c = measure_script(name, tmp, ("--compile", "--warmup", str(warmup)))
