@@ -70,9 +70,8 @@ def _rule(data: Any, where: str) -> KnownBadRule:
         raise ValueError(f"{where}.severity: not one of {', '.join(_SEVERITIES)}")
     conditions = {k.strip(): v.strip() for k, v in when.items()}
     for spec in conditions.values():
-        SpecifierSet(
-            spec
-        )  # InvalidSpecifier (a ValueError) for a condition no version can be checked against
+        # InvalidSpecifier (a ValueError) for a condition no version can be checked against
+        SpecifierSet(spec)
     return KnownBadRule(
         id=texts["id"],
         when=conditions,

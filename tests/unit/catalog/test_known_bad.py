@@ -82,3 +82,13 @@ def test_the_catalog_on_demand_loads_the_catalog_for_cuda_and_installers() -> No
     assert isinstance(lazy.cuda_release("12.1"), CudaRelease)
     assert lazy.installer("miniforge", "aarch64") == catalog.installer("miniforge", "aarch64")
     assert isinstance(lazy.installer("miniconda", "x86_64", "3.10"), InstallerFile)
+
+
+def test_the_lazy_model_names_are_the_models_modules() -> None:
+    # envkit.catalog names its pydantic models without importing them (_MODELS, for __getattr__):
+    # a model added to catalog/models.py must be listed there too, or `from envkit.catalog import X` fails
+    import envkit.catalog as catalog
+    from envkit.catalog import models
+
+    assert set(models.__all__) - {"PageRef"} == catalog._MODELS
+    assert all(getattr(catalog, name) is getattr(models, name) for name in catalog._MODELS)
