@@ -52,6 +52,34 @@ def test_ci_prints_the_failed_tests_last() -> None:
     assert run.rindex("/tmp/envkit-ci-test.log") > run.index("make bench-smoke")
 
 
+def _exit_trap_script(tmp_path: Path, body: str) -> Path:
+    # .ci/run's own on_exit function, with stop scripts that fail and a prebuild group that has ended
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    start = run.index("prebuild_pid=\non_exit() {")
+    function = run[start : run.index("\n}\n", start) + 3]
+    for name in ("registry.sh", "slurm.sh"):
+        stub = tmp_path / ".ci" / name
+        stub.parent.mkdir(exist_ok=True)
+        stub.write_text("#!/usr/bin/env bash\necho stopped " + name + "\nexit 1\n", encoding="utf-8")
+        stub.chmod(0o755)
+    ended = subprocess.Popen(["true"], start_new_session=True)
+    ended.wait()
+    script = tmp_path / "run.sh"
+    script.write_text(
+        f"set -euo pipefail\n{function}trap on_exit EXIT\nprebuild_pid={ended.pid}\n{body}\n", encoding="utf-8"
+    )
+    return script
+
+
+def test_ci_exit_trap_keeps_the_exit_status(tmp_path: Path) -> None:
+    # a green run stays green when its clean-up fails (stops 38 and 39 failed CI that way), a red one red
+    for body, expected in (("exit 0", 0), ("exit 3", 3), ("false", 1), ("echo done", 0)):
+        script = _exit_trap_script(tmp_path, body)
+        done = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+        assert done.returncode == expected, (body, done.stdout, done.stderr)
+        assert "stopped registry.sh" in done.stdout and "stopped slurm.sh" in done.stdout
+
+
 def test_a_missing_tool_is_one_line_and_a_failure(tmp_path: Path) -> None:
     # the script's own check function on a command that cannot exist: exit 1, one line naming it
     script = TOOLS.read_text(encoding="utf-8")
