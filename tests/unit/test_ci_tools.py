@@ -66,7 +66,8 @@ def _exit_trap_script(tmp_path: Path, body: str) -> Path:
     ended.wait()
     script = tmp_path / "run.sh"
     script.write_text(
-        f"set -euo pipefail\n{function}trap on_exit EXIT\nprebuild_pid={ended.pid}\n{body}\n", encoding="utf-8"
+        f"set -euo pipefail\n{function}trap on_exit EXIT\nprebuild_pid={ended.pid}\n{body}\n",
+        encoding="utf-8",
     )
     return script
 
