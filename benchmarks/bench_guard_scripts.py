@@ -14,6 +14,12 @@ way, in-process. Targets (issue 33): ≤ 1 false alarm per 1,000 clean steps; ov
 The ``torch.compile`` row (``ENVKIT_BENCH_COMPILE=1``, nanoGPT ``--compile``) times both arms from
 step ``COMPILE_WARMUP`` on (``--warmup``: inductor compiles in the first steps, which would dilute the
 ratio); the other rows keep their window from the first step (the guard's own first-step work counts).
+
+Process to process, the CPU time of the same loop varies by up to ±25 % on this shared machine (the
+runs' spread is printed), more than the 3 % to be shown. So each script is also timed **in one
+process**: its ``train()`` called unguarded and guarded alternately (≥ 5 times each, after one
+untimed warm-up run; a fresh model, optimizer and run folder each time), the same windows and
+medians: what is left is the guard's own cost, the process-level noise removed.
 """
 
 from __future__ import annotations
@@ -77,6 +83,56 @@ def measure_script(name: str, tmp: Path, extra: tuple[str, ...] = ()) -> dict[st
     }
 
 
+def _load_script(name: str) -> Any:
+    """``tests/data/guard_scripts/NAME.py`` imported, its framework set up as its ``main()`` does."""
+    sys.path.insert(0, str(SCRIPTS))  # the replay entry (``wlm:build``) imports it by name
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    if FRAMEWORK[name] == "paddle":
+        import paddle
+
+        paddle.device.set_device("cpu")
+        paddle.set_flags({"FLAGS_use_mkldnn": False})
+    else:
+        import torch
+
+        torch.set_num_threads(1)
+    return module
+
+
+def in_process(name: str, tmp: Path) -> dict[str, Any]:
+    """Both arms of ``name`` alternately in this process: CPU ms per step, medians and pairs."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    module = _load_script(name)
+    module.train(None, STEPS)  # untimed: the framework's own first-use work (kernels, allocator)
+    plain: list[float] = []
+    guarded: list[float] = []
+    for seed in range(REPEATS):
+        order = [False, True] if seed % 2 == 0 else [True, False]
+        for guard in order:
+            out = module.train(tmp / f"{name}-in-process-{seed}" if guard else None, STEPS, seed=seed)
+            (guarded if guard else plain).append(1000 * out["cpu_s"] / out.get("timed_steps", out["steps"]))
+    paired = sorted(g / p - 1 for g, p in zip(guarded, plain, strict=True))
+    base, with_guard = statistics.median(plain), statistics.median(guarded)
+    return {"plain_ms": base, "guarded_ms": with_guard, "overhead": with_guard / base - 1, "paired": paired}
+
+
+def measure_in_process(name: str, tmp: Path) -> dict[str, Any]:
+    """:func:`in_process` run in a process of its own (one framework per process)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    argv = [sys.executable, "-m", "benchmarks.bench_guard_scripts", "--in-process", name, str(tmp)]
+    proc = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{name} in one process: {proc.stderr.strip().splitlines()[-1:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
 def bench_models_alarms(framework: str) -> tuple[int, int, list[str]]:
     """False alarms of the default guard on bench_guard's models (the same batch every step)."""
     import warnings
@@ -126,6 +182,11 @@ def _script_rows(name: str, tmp: Path) -> None:
     print(f"     per repetition (guarded / unguarded run beside it): median "
           f"{100 * statistics.median(r['paired']):+.1f} %, from {100 * r['paired'][0]:+.1f} % to "
           f"{100 * r['paired'][-1]:+.1f} %; runs {low:.2f}-{high:.2f} ms per step")  # fmt: skip
+    one = measure_in_process(name, tmp)
+    verdict = "ok" if one["overhead"] <= 0.03 else "OVER THE TARGET"
+    print(f"     in one process, alternating: unguarded {one['plain_ms']:.2f} ms, guarded "
+          f"{one['guarded_ms']:.2f} ms: overhead {100 * one['overhead']:+.1f} % (target ≤ 3 %) {verdict}; "
+          f"pairs {100 * one['paired'][0]:+.1f} % to {100 * one['paired'][-1]:+.1f} %")  # fmt: skip
     if name == "nanogpt" and os.environ.get("ENVKIT_BENCH_COMPILE"):
         warmup = min(COMPILE_WARMUP, STEPS - 1)
         c = measure_script(name, tmp, ("--compile", "--warmup", str(warmup)))
@@ -158,12 +219,16 @@ def main() -> None:
     for framework in ("torch", "paddle"):
         if importlib.util.find_spec(framework) is not None:
             _bench_model_rows(framework)
-    print(f"   ({REPEATS} repetitions × {STEPS} steps per script, interleaved as processes; medians; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, a shared machine)")  # fmt: skip
+    print(
+        f"   ({REPEATS} repetitions × {STEPS} steps per script, interleaved as processes and in one; "
+        f"medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, a shared machine)"
+    )
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 2:
+    if len(sys.argv) == 4 and sys.argv[1] == "--in-process":
+        print(json.dumps(in_process(sys.argv[2], Path(sys.argv[3]))))
+    elif len(sys.argv) == 2:
         print(json.dumps(bench_models_alarms(sys.argv[1])))
     else:
         main()

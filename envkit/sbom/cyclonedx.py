@@ -224,5 +224,5 @@ def spec_sbom(spec: Spec, lock: LockState, base: ImageRef, epoch: int) -> str | 
         return None
     return lock_sbom(
         name=spec.name, lock_sha256=lock.lock_sha256, contents=lock.lock.contents, base=base, epoch=epoch,
-        cuda=spec.cuda, frameworks=dict(spec.frameworks),
+        cuda=spec.cuda, frameworks=dict(spec.frameworks.items()),  # the set ones: dict(model) keeps None
     )  # fmt: skip

@@ -135,3 +135,17 @@ def test_an_edited_truncated_or_missing_sbom(tmp_path: Path) -> None:
     path.unlink()
     assert "missing" in check_sbom(tmp_path, labels, _lock())[0]
     assert check_sbom(tmp_path, {}, _lock()) == []  # an image from before SBOMs: nothing to check
+
+
+def test_spec_sbom_names_only_the_frameworks_the_spec_sets() -> None:
+    # the shipped Paddle flagship: no envkit:framework:torch property (it was one with no value)
+    from envkit.sbom.cyclonedx import spec_sbom
+    from envkit.spec.load import load_spec
+
+    root = Path(__file__).resolve().parents[3]
+    spec = load_spec(root / "environments" / "cuda11.8-paddle2.6.yaml").spec
+    text = spec_sbom(spec, _lock(), ImageRef("envkit/debian-base:12", IMAGE), 1_700_000_000)
+    assert text is not None
+    props = json.loads(text)["metadata"]["component"]["properties"]
+    frameworks = {p["name"]: p.get("value") for p in props if p["name"].startswith("envkit:framework:")}
+    assert frameworks == {"envkit:framework:paddle": spec.frameworks.paddle}
