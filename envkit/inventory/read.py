@@ -9,13 +9,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from envkit import _toml
 from envkit._io import TooLarge, read_text_bounded
-from envkit._yaml import YamlProblem, load_bounded_fast
 from envkit.errors import EnvkitError, InventoryError
-from envkit.inventory import readers_data as rd
-from envkit.inventory import readers_locks as rl
-from envkit.inventory import readers_sbom as rs
 from envkit.inventory import readers_table as rp
 from envkit.inventory import readers_text as rt
 from envkit.inventory._collect import REQUIREMENT, Collector
@@ -67,6 +62,8 @@ def _first_data_line(text: str) -> str:
 
 def _detect_json(data: Any) -> str | None:
     if isinstance(data, Mapping):
+        from envkit.inventory import readers_sbom as rs
+
         if rs.is_cyclonedx(data):
             return "cyclonedx"
         if rs.is_spdx(data):
@@ -242,6 +239,8 @@ def _load_json(text: str, c: Collector) -> Any:
 
 
 def _load_yaml(text: str, c: Collector) -> Mapping[str, Any]:
+    from envkit._yaml import YamlProblem, load_bounded_fast
+
     try:
         data = load_bounded_fast(text, max_bytes=MAX_INVENTORY_BYTES)
     except YamlProblem as e:
@@ -252,6 +251,8 @@ def _load_yaml(text: str, c: Collector) -> Mapping[str, Any]:
 
 
 def _load_toml(text: str, c: Collector) -> Mapping[str, Any]:
+    from envkit import _toml
+
     try:
         data: dict[str, Any] = _toml.loads(text)
     except _toml.TOMLDecodeError as e:
@@ -278,6 +279,86 @@ def _json_obj(text: str, c: Collector) -> Mapping[str, Any]:
     return data
 
 
+# The reader modules of the JSON, YAML and TOML formats (and tomllib) load only when such a listing
+# is read: a pip freeze or a conda list needs only readers_text (tests/unit/audit/test_audit_startup.py).
+def _conda_json(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_data as rd
+
+    rd.read_conda_json(_json_list(t, c), c)
+
+
+def _pip_json(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_data as rd
+
+    rd.read_pip_json(_json_list(t, c), c)
+
+
+def _probe_report(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_data as rd
+
+    rd.read_probe_report(_json_obj(t, c), c)
+
+
+def _readiness(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_data as rd
+
+    rd.read_readiness(_json_obj(t, c), c)
+
+
+def _snapshot(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_data as rd
+
+    rd.read_snapshot(_json_obj(t, c), c)
+
+
+def _env_export(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_data as rd
+
+    rd.read_env_export(_load_yaml(t, c), t, c)
+
+
+def _conda_lock(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_data as rd
+
+    rd.read_conda_lock(_load_yaml(t, c), c)
+
+
+def _pixi_lock(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_locks as rl
+
+    rl.read_pixi_lock(_load_yaml(t, c), c)
+
+
+def _uv_lock(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_locks as rl
+
+    rl.read_uv_lock(_load_toml(t, c), c)
+
+
+def _pylock(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_locks as rl
+
+    rl.read_pylock(_load_toml(t, c), c)
+
+
+def _poetry_lock(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_locks as rl
+
+    rl.read_poetry_lock(_load_toml(t, c), c)
+
+
+def _cyclonedx(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_sbom as rs
+
+    rs.read_cyclonedx(_json_obj(t, c), c)
+
+
+def _spdx(t: str, c: Collector) -> None:
+    from envkit.inventory import readers_sbom as rs
+
+    rs.read_spdx(_json_obj(t, c), c)
+
+
 _READERS: dict[str, Callable[[str, Collector], None]] = {
     "conda-list": rt.read_conda_list,
     "mamba-list": rt.read_conda_list,
@@ -286,20 +367,20 @@ _READERS: dict[str, Callable[[str, Collector], None]] = {
     "pip-freeze": rt.read_requirements,
     "requirements-lock": rt.read_requirements,
     "collect-env": read_collect_env,
-    "conda-json": lambda t, c: rd.read_conda_json(_json_list(t, c), c),
-    "pip-json": lambda t, c: rd.read_pip_json(_json_list(t, c), c),
+    "conda-json": _conda_json,
+    "pip-json": _pip_json,
     "pip-list": rp.read_pip_list,
-    "probe-report": lambda t, c: rd.read_probe_report(_json_obj(t, c), c),
-    "gpu-readiness": lambda t, c: rd.read_readiness(_json_obj(t, c), c),
-    "snapshot": lambda t, c: rd.read_snapshot(_json_obj(t, c), c),
-    "env-export": lambda t, c: rd.read_env_export(_load_yaml(t, c), t, c),
-    "conda-lock": lambda t, c: rd.read_conda_lock(_load_yaml(t, c), c),
-    "pixi-lock": lambda t, c: rl.read_pixi_lock(_load_yaml(t, c), c),
-    "uv-lock": lambda t, c: rl.read_uv_lock(_load_toml(t, c), c),
-    "pylock": lambda t, c: rl.read_pylock(_load_toml(t, c), c),
-    "poetry-lock": lambda t, c: rl.read_poetry_lock(_load_toml(t, c), c),
-    "cyclonedx": lambda t, c: rs.read_cyclonedx(_json_obj(t, c), c),
-    "spdx": lambda t, c: rs.read_spdx(_json_obj(t, c), c),
+    "probe-report": _probe_report,
+    "gpu-readiness": _readiness,
+    "snapshot": _snapshot,
+    "env-export": _env_export,
+    "conda-lock": _conda_lock,
+    "pixi-lock": _pixi_lock,
+    "uv-lock": _uv_lock,
+    "pylock": _pylock,
+    "poetry-lock": _poetry_lock,
+    "cyclonedx": _cyclonedx,
+    "spdx": _spdx,
 }
 
 

@@ -78,6 +78,42 @@ def test_a_file_audit_imports_no_spec_lock_engine_or_network(
     assert "LOADED []" in out.stderr, out.stderr[-800:]
 
 
+# what a pip freeze's audit does not read with: the JSON, YAML, TOML and lock readers, tomllib
+NOT_FOR_A_FREEZE = (
+    "envkit.inventory.readers_data",
+    "envkit.inventory.readers_locks",
+    "envkit.inventory.readers_poetry",
+    "envkit.inventory.readers_sbom",
+    "envkit._toml",
+    "tomllib",
+)
+
+
+def test_a_freeze_audit_imports_only_the_text_readers(osv_db: Path, tmp_path: Path) -> None:
+    path = tmp_path / "freeze.txt"
+    path.write_text(FILES["freeze.txt"], "utf-8")
+    argv = ["audit", str(path), "--db", str(osv_db), "--format", "sarif", "-o", str(tmp_path / "out")]
+    code = _CODE.format(prefixes=NOT_FOR_A_FILE + NOT_FOR_A_FREEZE)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, env=ENV
+    )
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    assert "wrote" in out.stdout
+    assert "LOADED []" in out.stderr, out.stderr[-800:]
+
+
+def test_the_freeze_guard_sees_a_lock_reader(osv_db: Path, tmp_path: Path) -> None:
+    """An environment.yml's audit loads readers_data: the check above looks at real modules."""
+    path = tmp_path / "environment.yml"
+    path.write_text(FILES["environment.yml"], "utf-8")
+    argv = ["audit", str(path), "--db", str(osv_db), "--format", "sarif", "-o", str(tmp_path / "out")]
+    code = _CODE.format(prefixes=NOT_FOR_A_FREEZE)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120, env=ENV
+    )
+    assert "envkit.inventory.readers_data" in out.stderr, out.stderr[-800:]
+
+
 def test_the_catalog_loads_when_driver_asks_it(osv_db: Path, tmp_path: Path) -> None:
     """``--driver`` with a CUDA in the inventory asks the catalog's CUDA table: then it loads."""
     path = tmp_path / "freeze.txt"
