@@ -43,10 +43,12 @@ _RESTORE = (
     "restore the advisory database (git checkout / envkit audit --update-db); records are never skipped"
 )
 
-__all__ = ["OsvDirService", "Record", "affects", "parse_record"]
+__all__ = ["OSV_PYPI_URL", "OsvDirService", "Record", "affects", "parse_record"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 _MAX_VERSION_CHARS = 256  # as inventories (a longer one is not a version: ints past 4,300 digits fail)
+# OSV's export of every PyPI record (envkit audit --update-db downloads it; the help names it)
+OSV_PYPI_URL = "https://osv-vulnerabilities.storage.googleapis.com/PyPI/all.zip"
 MAX_RECORD_BYTES = 4 * 1024 * 1024  # the largest PyPA record is ~60 KB; OSV's largest PyPI ones ~1 MB
 _GHSA_SEVERITY: dict[str, Severity] = {
     "LOW": "low",

@@ -36,15 +36,13 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from envkit.audit.data_age import newest_date
-from envkit.audit.osv_dir import MAX_RECORD_BYTES, parse_record
+from envkit.audit.osv_dir import MAX_RECORD_BYTES, OSV_PYPI_URL, parse_record
 from envkit.errors import AuditError, EnvkitError
 
 if TYPE_CHECKING:  # urllib.request (http.client, ssl) only when an update runs, not for every audit
     from envkit.offline.fetch import Fetcher
 
 __all__ = ["OSV_PYPI_URL", "update_db", "valid_distribution_name"]
-
-OSV_PYPI_URL = "https://osv-vulnerabilities.storage.googleapis.com/PyPI/all.zip"
 
 # PEP 508 "names" (packaging.requirements' NAME), ASCII only; 200 is far above the longest name on PyPI.
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?", re.ASCII)

@@ -13,10 +13,10 @@ from envkit._atomic import write_text_atomic
 from envkit._safe import redact
 from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS
 from envkit.audit.findings import AuditReport
+from envkit.audit.osv_dir import OSV_PYPI_URL
 from envkit.audit.report import FORMATS, render
 from envkit.audit.service import SEVERITIES, VulnService
 from envkit.audit.targets import AuditRequest, audit_environment, audit_file, audit_image
-from envkit.audit.update_db import OSV_PYPI_URL, update_db
 from envkit.cli import cli
 from envkit.cli._app import (
     command,
@@ -105,6 +105,8 @@ def _run(
 
 
 def _update(directory: str) -> CommandResult:
+    from envkit.audit.update_db import update_db  # zipfile and the unpacking: only for --update-db
+
     path = default_db() if directory == _DEFAULT else Path(directory)
     meta = update_db(path, services().fetcher())  # the one Fetcher (urllib: proxies from the environment)
     data: dict[str, object] = {"directory": str(path), **meta}

@@ -25,6 +25,7 @@ NOT_FOR_A_FILE = (
     "envkit.engine",
     "envkit.offline",
     "envkit.build",
+    "envkit.audit.update_db",  # --update-db (zipfile, the unpacking)
     "envkit.catalog.models",
     "pydantic",
     "pydantic_core",
