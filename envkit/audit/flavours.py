@@ -15,8 +15,8 @@ from importlib import resources
 from typing import Literal
 
 import yaml
-from packaging.utils import canonicalize_name
 
+from envkit._pep503 import canonicalize_name
 from envkit._yaml import C_SAFE_LOADER
 from envkit.audit.service import Dep
 from envkit.errors import CatalogError

@@ -81,14 +81,14 @@ def _code_key(root: Path) -> str:
     import packaging
     import yaml
 
-    from envkit import __version__
+    from envkit import __version__, _pep503
     from envkit.audit import cvss, osv_dir, service
 
     h = hashlib.sha256()
     for part in (KIND, str(FORMAT), str(root), str(root.absolute()), __version__,
                  packaging.__version__, yaml.__version__):  # fmt: skip
         h.update(part.encode() + b"\0")
-    for module in (osv_dir, cvss, service):
+    for module in (osv_dir, cvss, service, _pep503):
         h.update(Path(str(module.__file__)).read_bytes())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envkit._io import TooLarge, load_json_bounded, read_bytes_bounded
+from envkit._pep503 import canonicalize_name
 from envkit._yaml import ALIAS_OR_DEEP, C_SAFE_LOADER, YamlProblem, load_bounded
 from envkit.audit.cvss import cvss3_score, severity_of_score
 from envkit.audit.data_age import data_date_of

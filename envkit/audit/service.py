@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from packaging.utils import canonicalize_name
+from envkit._pep503 import canonicalize_name
 
 __all__ = [
     "SEVERITIES",

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from packaging.utils import canonicalize_name
-
+from envkit._pep503 import canonicalize_name
 from envkit.audit.service import Dep, Vuln, VulnService
 
 __all__ = ["FakeVulnService"]

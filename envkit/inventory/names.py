@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 import yaml
-from packaging.utils import canonicalize_name
 
+from envkit._pep503 import canonicalize_name
 from envkit.errors import CatalogError
 
 __all__ = ["CORE_TOOLS", "NameMap", "canonical", "load_names", "project_of", "suspicious_rows"]

@@ -87,6 +87,7 @@ NOT_FOR_A_FREEZE = (
     "envkit.inventory.readers_sbom",
     "envkit._toml",
     "tomllib",
+    "packaging.tags",  # packaging.utils imports it (platform, sysconfig): envkit._pep503 instead
 )
 
 
