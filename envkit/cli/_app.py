@@ -13,7 +13,6 @@ import functools
 import os
 import re
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
@@ -240,6 +239,8 @@ def print_json(data: Any) -> None:
 
 def report_error(name: str, error: EnvkitError, *, as_json: bool, debug: bool) -> int:
     if debug:
+        import traceback  # only for --debug
+
         traceback.print_exception(error, file=sys.stderr)
     if as_json:
         print_json(error_envelope(name, error))

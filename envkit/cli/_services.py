@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from envkit import _proc
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from envkit._proc import ProcResult, Runner
     from envkit.audit.service import VulnService
     from envkit.build.builder import Builder
     from envkit.engine.protocol import ContainerEngine, ImageArchive
@@ -87,6 +86,13 @@ def _scheduler(name: str) -> Scheduler:
     return SlurmScheduler()
 
 
+def _pip_run(*args: Any, **kwargs: Any) -> ProcResult:
+    """:func:`envkit._proc.run` (subprocess loads when a build runs pip, not for every command)."""
+    from envkit import _proc
+
+    return _proc.run(*args, **kwargs)
+
+
 @dataclass
 class Services:
     """Factories of the external systems; the engine is built once per command line."""
@@ -98,7 +104,7 @@ class Services:
     vuln_factory: Callable[[Path, bool], VulnService] = _vuln_service
     fetcher_factory: Callable[[], Fetcher] = _fetcher
     scheduler_factory: Callable[[str], Scheduler] = _scheduler
-    pip_runner: _proc.Runner = _proc.run  # `pip download` for wheelhouses
+    pip_runner: Runner = _pip_run  # `pip download` for wheelhouses
     _engine: ContainerEngine | None = field(default=None, init=False, repr=False)
 
     def engine(self) -> ContainerEngine:

@@ -26,6 +26,8 @@ NOT_FOR_A_FILE = (
     "envkit.offline",
     "envkit.build",
     "envkit.audit.update_db",  # --update-db (zipfile, the unpacking)
+    "envkit._proc",  # subprocess: a build runs pip, a file audit runs nothing
+    "subprocess",
     "envkit.catalog.models",
     "pydantic",
     "pydantic_core",
