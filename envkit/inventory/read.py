@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -281,82 +282,21 @@ def _json_obj(text: str, c: Collector) -> Mapping[str, Any]:
 
 # The reader modules of the JSON, YAML and TOML formats (and tomllib) load only when such a listing
 # is read: a pip freeze or a conda list needs only readers_text (tests/unit/audit/test_audit_startup.py).
-def _conda_json(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_data as rd
+def _lazy(
+    module: str, reader: str, load: Callable[[str, Collector], Any]
+) -> Callable[[str, Collector], None]:
+    """``envkit.inventory.MODULE.READER(load(text), collector)``, the module imported at the first call."""
 
-    rd.read_conda_json(_json_list(t, c), c)
+    def read(text: str, c: Collector) -> None:
+        getattr(importlib.import_module(f"envkit.inventory.{module}"), reader)(load(text, c), c)
 
-
-def _pip_json(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_data as rd
-
-    rd.read_pip_json(_json_list(t, c), c)
-
-
-def _probe_report(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_data as rd
-
-    rd.read_probe_report(_json_obj(t, c), c)
-
-
-def _readiness(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_data as rd
-
-    rd.read_readiness(_json_obj(t, c), c)
-
-
-def _snapshot(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_data as rd
-
-    rd.read_snapshot(_json_obj(t, c), c)
+    return read
 
 
 def _env_export(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_data as rd
+    from envkit.inventory import readers_data
 
-    rd.read_env_export(_load_yaml(t, c), t, c)
-
-
-def _conda_lock(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_data as rd
-
-    rd.read_conda_lock(_load_yaml(t, c), c)
-
-
-def _pixi_lock(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_locks as rl
-
-    rl.read_pixi_lock(_load_yaml(t, c), c)
-
-
-def _uv_lock(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_locks as rl
-
-    rl.read_uv_lock(_load_toml(t, c), c)
-
-
-def _pylock(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_locks as rl
-
-    rl.read_pylock(_load_toml(t, c), c)
-
-
-def _poetry_lock(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_locks as rl
-
-    rl.read_poetry_lock(_load_toml(t, c), c)
-
-
-def _cyclonedx(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_sbom as rs
-
-    rs.read_cyclonedx(_json_obj(t, c), c)
-
-
-def _spdx(t: str, c: Collector) -> None:
-    from envkit.inventory import readers_sbom as rs
-
-    rs.read_spdx(_json_obj(t, c), c)
+    readers_data.read_env_export(_load_yaml(t, c), t, c)  # the text too: the line of each item
 
 
 _READERS: dict[str, Callable[[str, Collector], None]] = {
@@ -367,20 +307,20 @@ _READERS: dict[str, Callable[[str, Collector], None]] = {
     "pip-freeze": rt.read_requirements,
     "requirements-lock": rt.read_requirements,
     "collect-env": read_collect_env,
-    "conda-json": _conda_json,
-    "pip-json": _pip_json,
+    "conda-json": _lazy("readers_data", "read_conda_json", _json_list),
+    "pip-json": _lazy("readers_data", "read_pip_json", _json_list),
     "pip-list": rp.read_pip_list,
-    "probe-report": _probe_report,
-    "gpu-readiness": _readiness,
-    "snapshot": _snapshot,
+    "probe-report": _lazy("readers_data", "read_probe_report", _json_obj),
+    "gpu-readiness": _lazy("readers_data", "read_readiness", _json_obj),
+    "snapshot": _lazy("readers_data", "read_snapshot", _json_obj),
     "env-export": _env_export,
-    "conda-lock": _conda_lock,
-    "pixi-lock": _pixi_lock,
-    "uv-lock": _uv_lock,
-    "pylock": _pylock,
-    "poetry-lock": _poetry_lock,
-    "cyclonedx": _cyclonedx,
-    "spdx": _spdx,
+    "conda-lock": _lazy("readers_data", "read_conda_lock", _load_yaml),
+    "pixi-lock": _lazy("readers_locks", "read_pixi_lock", _load_yaml),
+    "uv-lock": _lazy("readers_locks", "read_uv_lock", _load_toml),
+    "pylock": _lazy("readers_locks", "read_pylock", _load_toml),
+    "poetry-lock": _lazy("readers_locks", "read_poetry_lock", _load_toml),
+    "cyclonedx": _lazy("readers_sbom", "read_cyclonedx", _json_obj),
+    "spdx": _lazy("readers_sbom", "read_spdx", _json_obj),
 }
 
 
