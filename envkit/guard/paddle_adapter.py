@@ -10,6 +10,7 @@ vector: axis -1, epsilon 1e-12) without its Python argument handling (~15 µs a 
 from __future__ import annotations
 
 import functools
+import math
 import os
 from contextlib import AbstractContextManager
 from typing import Any
@@ -36,6 +37,9 @@ __all__ = ["PaddleAdapter"]
 FLOATS = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 EXACT = (paddle.float32, paddle.float64)  # a Python float holds every value of these exactly
 _P_NORM = getattr(_C_ops, "p_norm", None)
+# ClipGradByGlobalNorm's kernel: Σx² of a float32/float64 tensor, ~30× faster than p_norm on the CPU
+# (1.5 ms → 0.05 ms for the 8 gradients of tests/data/guard_scripts/paddle_cnn.py, Paddle 3.3)
+_SQUARED_L2 = getattr(_C_ops, "squared_l2_norm", None)
 
 
 def _norm2(t: Any) -> Any:
@@ -94,6 +98,7 @@ class PaddleAdapter(Adapter):
         super().__init__(model, optimizer, scaler)
         self._named = [(n, p) for n, p in model.named_parameters() if not p.stop_gradient]
         self._cuda = bool(paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count())
+        self._squares: Any = None  # total_norm's Σx² per gradient (one tensor), on the device
 
     def finite_flag(self, value: Any) -> Any:
         return paddle.isfinite(value.detach()).all()
@@ -105,17 +110,31 @@ class PaddleAdapter(Adapter):
             loss.backward()
 
     def total_norm(self, grads: list[Any]) -> Any:
-        self._norms = None
+        """``sqrt(Σ squared_l2_norm(g))`` (``ClipGradByGlobalNorm``'s arithmetic) where every gradient is
+        float32 or float64 of one dtype, else ``clip_grad_norm_``'s; :meth:`clip` scales by
+        ``clip_grad_norm_``'s own total either way (a clipped run stays bitwise the unguarded loop)."""
+        self._norms = self._squares = None
         if not grads:
             return paddle.to_tensor(0.0)
-        norms = [_norm2(g.detach()) for g in grads]
-        self._norms = norms
-        return _norm2(paddle.stack(norms))
+        if _SQUARED_L2 is not None and len({g.dtype for g in grads}) == 1 and grads[0].dtype in EXACT:
+            with paddle.no_grad():  # one context, not a detach() per gradient (each op costs ~10 µs)
+                self._squares = paddle.concat([_SQUARED_L2(g) for g in grads])
+                return paddle.sqrt(self._squares.sum())
+        return self._exact_norm(grads)
+
+    def _exact_norm(self, grads: list[Any]) -> Any:
+        """``paddle.nn.utils.clip_grad_norm_``'s total: the norm of the stacked per-gradient norms."""
+        self._norms = [_norm2(g.detach()) for g in grads]
+        return _norm2(paddle.stack(self._norms))
 
     def last_param_norms(self) -> dict[str, float]:
-        if self._norms is None:
+        if self._squares is not None:
+            values = [math.sqrt(v) for v in self._squares.astype("float64").numpy().tolist()]
+        elif self._norms is not None:
+            values = self.read(self._norms)
+        else:
             return {}
-        return dict(zip(self._norm_names or [], self.read(self._norms), strict=False))
+        return dict(zip(self._norm_names or [], values, strict=False))
 
     def where_ok(self, ok: Any, value: Any) -> Any:
         return paddle.where(ok, value, paddle.zeros_like(value))
@@ -125,6 +144,8 @@ class PaddleAdapter(Adapter):
             p.clear_gradient(False)
 
     def clip(self, grads: list[Any], total: Any, max_norm: float) -> Any:
+        if self._squares is not None:  # total_norm's sum of squares: clip by clip_grad_norm_'s own total
+            total = self._exact_norm(grads)  # (a masked bad step's gradients are zeros by now: 0)
         with paddle.no_grad():  # as paddle.nn.utils.clip_grad_norm_ runs
             clip_coef = float(max_norm) / (total + 1e-6)
             clamped = clip_coef.clip_(max=1.0)

@@ -131,15 +131,25 @@ def test_recorded_generator_state_is_the_one_before_the_step(tmp_path: Path, k: 
 
 
 def test_norms_and_reads_are_paddles_own_bits(tmp_path: Path) -> None:
-    """total_norm is clip_grad_norm_'s total bit for bit; read() gives the float64 copy's values."""
+    """total_norm is ClipGradByGlobalNorm's sum of squares bit for bit (clip_grad_norm_'s total within
+    float32 rounding; clip() scales by the latter: test_healthy_guarded_run_is_bitwise_the_unguarded_loop);
+    read() gives the float64 copy's values."""
     model, opt = mlp()
     guard = Guard(model, opt, run=tmp_path / "run")
     loss = ce(model, batches(1)[0])
     loss.backward()
     a = guard.adapter
     total = a.total_norm(a.grads())
+    squares = [paddle._C_ops.squared_l2_norm(p.grad) for p in model.parameters()]
+    global_norm = paddle.sqrt(paddle.concat(squares).sum())
+    assert total.numpy().tobytes() == global_norm.numpy().tobytes()
+    per_param = a.last_param_norms()
+    assert list(per_param) == [n for n, _ in model.named_parameters()]
     ref = paddle.nn.utils.clip_grad_norm_(model.parameters(), 1e9)
-    assert total.numpy().tobytes() == ref.numpy().tobytes()
+    assert float(total) == pytest.approx(float(ref), rel=1e-5)
+    assert list(per_param.values()) == pytest.approx(
+        [float(paddle.linalg.norm(p.grad)) for p in model.parameters()], rel=1e-5
+    )
     wide = [
         loss,
         total,

@@ -152,9 +152,11 @@ def train(
     compile_model: bool = False,
     guard_options: dict[str, Any] | None = None,
     warmup: int = 0,
+    interleave: bool = False,
 ) -> dict[str, Any]:
     """Train ``steps`` iterations (guarded when ``run`` is given); a summary with the loop's CPU time
-    from iteration ``warmup`` on (the first ``warmup`` iterations run, untimed)."""
+    from iteration ``warmup`` on (the first ``warmup`` iterations run, untimed). ``interleave``: with a
+    guard, every odd iteration runs unguarded (``step_cpu_s`` beside ``step_guarded``, for the bench)."""
     if not 0 <= warmup < max(steps, 1):
         raise ValueError(f"warmup {warmup}: must be at least 0 and below the {steps} steps")
     faults = set((fault or "").split(","))
@@ -170,17 +172,21 @@ def train(
         options = {"clip": CLIP, "loss_fn": loss_fn, "entry": entry, **(guard_options or {})}
         guard = Guard(stepped, optimizer, run=run, **options)
     losses: list[float] = []
+    step_cpu: list[float] = []  # each timed step's CPU seconds, and whether the guard ran it
+    step_guarded: list[bool] = []
     start_cpu, start_wall = time.process_time(), time.perf_counter()
     for it in range(steps):
         if it == warmup:  # the timed window starts here (with 0: at the first step, as before)
             start_cpu, start_wall = time.process_time(), time.perf_counter()
+        step_start = time.process_time()
         lr = get_lr(it, steps) * (5000.0 if "lr" in faults and it == fault_step else 1.0)
         for group in optimizer.param_groups:
             group["lr"] = lr
         micro = [get_batch(data) for _ in range(ACCUM)]
         if "ignored" in faults and it == fault_step:
             micro[1][1].fill_(-1)
-        if guard is None:
+        guarded = guard is not None and not (interleave and it % 2)
+        if guard is None or not guarded:
             total = 0.0
             for x, y in micro:
                 _, loss = stepped(x, y)
@@ -197,12 +203,16 @@ def train(
                     g.backward(loss / ACCUM)
                 g.optimizer_step()
             losses.append(g.loss.item())
+        if it >= warmup:
+            step_cpu.append(time.process_time() - step_start)
+            step_guarded.append(guarded)
     cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start_wall
     if guard is not None:
         guard.close()
     incidents = [] if guard is None else [i.to_json() for i in guard.incidents]
     return {"steps": steps, "timed_steps": steps - warmup, "loss": losses[-1] if losses else None,
-            "cpu_s": cpu, "wall_s": wall, "incidents": incidents}  # fmt: skip
+            "cpu_s": cpu, "wall_s": wall, "step_cpu_s": step_cpu, "step_guarded": step_guarded,
+            "incidents": incidents}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -79,8 +79,10 @@ def train(
     fault_step: int = 40,
     seed: int = 0,
     guard_options: dict[str, Any] | None = None,
+    interleave: bool = False,
 ) -> dict[str, Any]:
-    """Train ``steps`` batches (guarded when ``run`` is given); a summary with the loop's CPU time."""
+    """Train ``steps`` batches (guarded when ``run`` is given); a summary with the loop's CPU time.
+    ``interleave``: with a guard, every odd step runs unguarded (``step_cpu_s`` beside ``step_guarded``)."""
     model, optimizer, _ = build()
     raw, labels = images(2048, seed)
     normalized = (raw - 127.5) / 127.5
@@ -92,15 +94,19 @@ def train(
         options = {"loss_fn": loss_fn, "entry": "paddle_cnn:build", **(guard_options or {})}
         guard = Guard(model, optimizer, run=run, **options)
     losses: list[float] = []
+    step_cpu: list[float] = []  # each step's CPU seconds, and whether the guard ran it
+    step_guarded: list[bool] = []
     start_cpu, start_wall = time.process_time(), time.perf_counter()
     for step in range(steps):
+        step_start = time.process_time()
         idx = order.integers(0, len(labels), BATCH)
         source = raw if fault == "raw" and step == fault_step else normalized
         xs = source[idx].copy()
         if fault == "inf" and step == fault_step:
             xs[3, 0, 14, 9] = np.inf
         x, y = paddle.to_tensor(xs), paddle.to_tensor(labels[idx])
-        if guard is None:
+        guarded = guard is not None and not (interleave and step % 2)
+        if guard is None or not guarded:
             loss = F.cross_entropy(model(x), y)
             loss.backward()
             optimizer.step()
@@ -111,12 +117,14 @@ def train(
                 g.backward(loss)
                 g.optimizer_step()
         losses.append(float(loss))
+        step_cpu.append(time.process_time() - step_start)
+        step_guarded.append(guarded)
     cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start_wall
     if guard is not None:
         guard.close()
     incidents = [] if guard is None else [i.to_json() for i in guard.incidents]
     return {"steps": steps, "loss": losses[-1] if losses else None, "cpu_s": cpu, "wall_s": wall,
-            "incidents": incidents}  # fmt: skip
+            "step_cpu_s": step_cpu, "step_guarded": step_guarded, "incidents": incidents}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
