@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,33 @@ def test_torch_cuda_13_2_image_builds_with_no_registry(tmp_path: Path) -> None:
     assert report["cudnn"] == 92600  # cuDNN 9.26 loaded by torch without a device
     # the SASS targets it was built for (measured here: sm_75, sm_80, sm_86, sm_90, sm_100, sm_120)
     assert {"sm_80", "sm_90", "sm_120"} <= set(report["archs"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("ENVKIT_BUILD_TORCH_CUDA") != "1",
+    reason="the torch CUDA 12.4 image takes ~10-35 min and ~20 GB of transient disk here, beyond CI's budget "
+    "beside the Paddle flagship: set ENVKIT_BUILD_TORCH_CUDA=1 to build it",
+)
+def test_torch_cuda_12_4_image_builds_and_check_names_the_rtx_50xx_failure(tmp_path: Path) -> None:
+    """``cuda12.4-torch2.5``: PyPI's torch 2.5.1 (its cu124 build) and the cu12 wheels it pins. That torch
+    carries SASS up to sm_90 and no PTX: ``envkit check`` says an RTX 5090 (sm_120) has no kernel image."""
+    check = (
+        "import ctypes, json, torch; ctypes.CDLL('libcudnn.so.9'); ctypes.CDLL('libcublas.so.12'); "
+        "print(json.dumps({'torch': torch.__version__, 'cuda': torch.version.cuda, "
+        "'cudnn': torch.backends.cudnn.version()}))"
+    )
+    with shipped_image(tmp_path, "cuda12.4-torch2.5") as built:
+        tag = str(built["tag"])
+        report = json.loads(_run(tag, "python", "-c", check).splitlines()[-1])
+        done = subprocess.run(
+            [sys.executable, "-m", "envkit", "check", tag, "--gpu", "RTX5090", "--gpu", "H100", "--json"],
+            capture_output=True, text=True, check=False, timeout=600,
+        )  # fmt: skip
+    assert report == {"torch": "2.5.1+cu124", "cuda": "12.4", "cudnn": 90100}  # measured here, no device
+    assert done.returncode == 1, done.stderr[-2000:]  # a target will fail
+    verdicts = {v["target"]["gpu"]: v for v in json.loads(done.stdout)["result"]["verdicts"]}
+    rtx = verdicts["RTX5090"]
+    assert rtx["status"] == "will-fail"
+    messages = [f["message"] for f in rtx["findings"]]
+    assert any("no kernel image for sm_120 in libtorch_cuda.so" in m for m in messages), messages
