@@ -40,6 +40,14 @@ print(json.dumps({"compiled_with_cuda": paddle.is_compiled_with_cuda(), "cuda": 
 """
 
 
+# the torch CUDA images: ~10-35 min and ~20-25 GB of transient disk each here, beyond CI's budget beside
+# the Paddle flagship
+TORCH_CUDA_BUILD = pytest.mark.skipif(
+    os.environ.get("ENVKIT_BUILD_TORCH_CUDA") != "1",
+    reason="set ENVKIT_BUILD_TORCH_CUDA=1 to build the torch CUDA images",
+)
+
+
 def _run(image: str, *argv: str) -> str:
     done = subprocess.run(
         ["docker", "run", "--rm", "--network", "none", image, *argv],
@@ -75,11 +83,7 @@ def test_flagship_config_carries_the_nvidia_contract_and_no_driver(cuda_paddle_i
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    os.environ.get("ENVKIT_BUILD_TORCH_CUDA") != "1",
-    reason="the torch CUDA 13.2 image takes ~30 min and ~25 GB of transient disk here, beyond CI's budget "
-    "beside the Paddle flagship: set ENVKIT_BUILD_TORCH_CUDA=1 to build it",
-)
+@TORCH_CUDA_BUILD
 def test_torch_cuda_13_2_image_builds_with_no_registry(tmp_path: Path) -> None:
     """``cuda13.2-torch2.15``: torch 2.15.0 and the CUDA 13 wheels it pins, on the Debian base."""
     check = (
@@ -96,11 +100,7 @@ def test_torch_cuda_13_2_image_builds_with_no_registry(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    os.environ.get("ENVKIT_BUILD_TORCH_CUDA") != "1",
-    reason="the torch CUDA 12.4 image takes ~10-35 min and ~20 GB of transient disk here, beyond CI's budget "
-    "beside the Paddle flagship: set ENVKIT_BUILD_TORCH_CUDA=1 to build it",
-)
+@TORCH_CUDA_BUILD
 def test_torch_cuda_12_4_image_builds_and_check_names_the_rtx_50xx_failure(tmp_path: Path) -> None:
     """``cuda12.4-torch2.5``: PyPI's torch 2.5.1 (its cu124 build) and the cu12 wheels it pins. That torch
     carries SASS up to sm_90 and no PTX: ``envkit check`` says an RTX 5090 (sm_120) has no kernel image."""
