@@ -1,4 +1,5 @@
-"""PEP 503 project names without ``packaging.utils`` (which imports ``packaging.tags``: platform, sysconfig).
+"""PEP 503 project names, envkit's one normalizer, without ``packaging.utils`` (which imports
+``packaging.tags``: platform, sysconfig).
 
 :func:`canonicalize_name` is ``packaging.utils.canonicalize_name`` (packaging 26's own code, without
 ``validate``): a file audit compares names only, and ``packaging.tags`` with what it imports costs

@@ -19,8 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from packaging.utils import canonicalize_name
-
+from envkit._pep503 import canonicalize_name
 from envkit.catalog import Catalog
 from envkit.init.adopted import Collected, CondaPin, Lost, is_defaults, shown_item, without_credentials
 from envkit.init.detect import FRAMEWORK_CONDA, FRAMEWORK_PIP

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 
 from envkit._io import TooLarge, open_regular, read_limited
+from envkit._pep503 import canonicalize_name
 from envkit.init.adopted import AdoptError, Collected, PipPin, hostile, joined_lines, refuse
 
 __all__ = [

@@ -147,6 +147,6 @@ def _snapshot(label: str, source: EnvironmentSource, *, local: dict[str, str]) -
 
 
 def _canonical(name: str) -> str:
-    from packaging.utils import canonicalize_name
+    from envkit._pep503 import canonicalize_name
 
     return canonicalize_name(name)

@@ -32,9 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envkit._pep503 import canonicalize_name
 from envkit.inventory._collect import Collector
 from envkit.inventory.platforms import marker_env, marker_holds
 

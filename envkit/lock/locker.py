@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from packaging.utils import canonicalize_name
-
 from envkit._atomic import write_bytes_atomic
 from envkit._io import TooLarge, open_regular, read_limited
+from envkit._pep503 import canonicalize_name
 from envkit.errors import LockError, UsageError
 from envkit.lock.inputs import LockInputs, lock_inputs
 from envkit.lock.lockfile import (

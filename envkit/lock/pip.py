@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from envkit import _proc
+from envkit._pep503 import canonicalize_name
 from envkit.errors import EnvkitError, SolverFailed, Unsatisfiable
 from envkit.lock.solver import PipPackage, PipRequest
 

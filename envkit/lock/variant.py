@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envkit._pep503 import canonicalize_name
 from envkit.errors import UsageError
 from envkit.lock.solver import CondaPackage, PipPackage
 

@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from envkit import _proc
 from envkit._atomic import write_text_atomic
+from envkit._pep503 import canonicalize_name
 from envkit.engine.pip_messages import PIP_NO_MATCH
 from envkit.errors import BuildFailed, Unsatisfiable
 from envkit.render.context import ContextEntry, file_sha256

@@ -22,7 +22,6 @@ import datetime as dt
 import functools
 import hashlib
 import json
-import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
 
 from envkit import __version__
+from envkit._pep503 import canonicalize_name
 from envkit.lock import LockState
 from envkit.lock.lockfile import LockContents
 from envkit.lock.solver import CondaPackage, PipPackage
@@ -70,7 +70,7 @@ class ImageRef:
 
 
 def pypi_purl(package: PipPackage) -> PackageURL:
-    return PackageURL(type="pypi", name=re.sub(r"[-_.]+", "-", package.name).lower(), version=package.version)
+    return PackageURL(type="pypi", name=canonicalize_name(package.name), version=package.version)
 
 
 def conda_purl(package: CondaPackage) -> PackageURL:

@@ -8,8 +8,8 @@ from typing import Protocol
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 
+from envkit._pep503 import canonicalize_name
 from envkit._safe import redact, url_credentials
 from envkit.catalog import FRAMEWORK_PACKAGES, Catalog, KnownBadRule
 from envkit.errors import Problem

@@ -15,10 +15,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from envkit._atomic import write_bytes_atomic
 from envkit._io import TooLarge, open_regular, read_limited
+from envkit._pep503 import canonicalize_name
 from envkit.catalog.conda_pypi import MAX_MAPPING_BYTES, SOURCE_FILE, MappingInvalid, parse_mapping
 from envkit.catalog.refresh.pages import Page, PageSource
 from envkit.errors import EnvkitError

@@ -18,10 +18,11 @@ from urllib.parse import unquote, urljoin
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from envkit._io import load_json_bounded
+from envkit._pep503 import canonicalize_name
 from envkit.errors import EnvkitError
 
 __all__ = [
