@@ -187,6 +187,18 @@ def engine_timeout(environ: Mapping[str, str] = os.environ) -> int:
     return int(raw)
 
 
+def _connect(seconds: int) -> Any:
+    """An API client at the daemon's own API version (``version="auto"`` asks it). A unix socket
+    that is not there is said before connecting: the SDK's failed connect leaves its socket open."""
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if host.startswith("unix://") and not Path(host.removeprefix("unix://")).exists():
+        raise EngineUnavailable(f"cannot reach the Docker daemon at {host}: no socket", hint=_DAEMON_HINT)
+    try:
+        return docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=seconds)
+    except _SDK_ERRORS as e:
+        raise translate_error(e) from e
+
+
 class DockerEngine:
     """:class:`~envkit.engine.protocol.ContainerEngine` on the Docker Engine API."""
 
@@ -194,11 +206,7 @@ class DockerEngine:
         """``timeout``: seconds a call may wait for the daemon's answer (``$ENVKIT_ENGINE_TIMEOUT``,
         else 60: a daemon busy saving or loading a multi-GB image can take longer)."""
         if client is None:
-            seconds = engine_timeout() if timeout is None else timeout
-            try:
-                client = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=seconds)
-            except _SDK_ERRORS as e:
-                raise translate_error(e) from e
+            client = _connect(engine_timeout() if timeout is None else timeout)
         self.api = client
 
     def build(

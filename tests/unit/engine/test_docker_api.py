@@ -61,6 +61,23 @@ def test_connection_errors_mean_no_daemon() -> None:
     assert "DOCKER_HOST" in (info.value.hint or "")
 
 
+@pytest.mark.parametrize(
+    "host", ["unix:///nonexistent/docker.sock", "unix:///tmp/no-such-envkit-engine.sock"]
+)
+@pytest.mark.filterwarnings("error::ResourceWarning")
+def test_a_missing_unix_socket_is_said_without_opening_one(
+    host: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK's failed connect leaves its socket for the garbage collector (a ResourceWarning): a
+    socket file that is not there is said before any connect, naming it."""
+    monkeypatch.setenv("DOCKER_HOST", host)
+    with pytest.raises(
+        EngineUnavailable, match=f"cannot reach the Docker daemon at {host}: no socket"
+    ) as info:
+        DockerEngine()
+    assert "DOCKER_HOST" in (info.value.hint or "")
+
+
 def _raised(error: BaseException, cause: BaseException) -> BaseException:
     """``error`` as docker raises it: ``raise error from cause`` (the chain carries the type)."""
     try:

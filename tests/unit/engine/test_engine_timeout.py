@@ -31,6 +31,7 @@ def test_a_bad_value_names_the_variable_and_the_fix(raw: str) -> None:
 
 def test_the_engine_takes_it_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TIMEOUT_ENV, "321")
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:2375")  # not a socket file: no check before connecting
     with patch.object(docker, "APIClient") as client:
         DockerEngine()
         DockerEngine(timeout=5)
