@@ -55,8 +55,10 @@ def python_rng(cache: PythonRngCache | None = None) -> list[Any]:
 class PythonRngCache:
     """Python's global generator read in full only when it changed. ``random.getstate()`` builds 625
     ints (~20-100 µs); the generator's C words (``_random.Random``: ``PyObject_HEAD; int index;
-    uint32_t state[624]``) are 2,500 bytes to compare (~1 µs). The layout is checked once against
-    ``getstate()``; where it does not match (another interpreter), every read is a full one."""
+    uint32_t state[624]``) are 2,500 bytes to compare (~1 µs), through a ctypes view of them made once
+    (``random.seed`` reseeds the same object; another ``random._inst`` gets a new view). The layout
+    is checked once against ``getstate()``; where it does not match (another interpreter), every read
+    is a full one."""
 
     OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)  # after PyObject_HEAD: refcount, type
     SIZE = 4 + 624 * 4
@@ -64,10 +66,16 @@ class PythonRngCache:
     def __init__(self) -> None:
         self.raw: bytes | None = None
         self.state: list[Any] | None = None
+        self.owner: Any = None  # the random.Random the view reads
+        self.words: Any = None  # (c_char * SIZE) at its C words
         self.usable = self._layout_matches()
 
     def _raw(self) -> bytes:
-        return ctypes.string_at(id(random._inst) + self.OFFSET, self.SIZE)
+        if random._inst is not self.owner:
+            self.owner = random._inst
+            self.words = (ctypes.c_char * self.SIZE).from_address(id(self.owner) + self.OFFSET)
+        raw: bytes = self.words.raw
+        return raw
 
     def _layout_matches(self) -> bool:
         try:
@@ -80,7 +88,7 @@ class PythonRngCache:
     def read(self) -> list[Any]:
         if not self.usable:
             return list(random.getstate())
-        raw, gauss = self._raw(), getattr(random._inst, "gauss_next", None)
+        raw, gauss = self._raw(), getattr(self.owner, "gauss_next", None)
         if self.state is None or raw != self.raw or gauss != self.state[2]:
             self.state, self.raw = list(random.getstate()), raw
         return self.state
@@ -93,7 +101,8 @@ def set_python_rng(value: Sequence[Any]) -> None:
 
 class NumpyRngCache:
     """numpy's global generator read in full only when it changed: ``get_state`` costs ~60 µs, a
-    copy of the MT19937 words and position ~1 µs. A cached Gaussian (``has_gauss``) can be used up
+    copy of the MT19937 words and position ~1 µs (through a ctypes view made once per bit generator:
+    ``np.random.seed`` reseeds the same one). A cached Gaussian (``has_gauss``) can be used up
     without a new draw, so a state holding one is always read in full."""
 
     MT_BYTES = 624 * 4 + 4  # uint32 key[624]; int pos (numpy's mt19937_state)
@@ -101,6 +110,9 @@ class NumpyRngCache:
     def __init__(self) -> None:
         self.raw: bytes | None = None
         self.state: Any = None
+        self.owner: Any = None  # the legacy global RandomState's bit generator the view reads
+        self.words: Any = None
+        self.values: tuple[Any, list[Any]] | None = None  # numpy_rng's JSON part of ``state``
 
     def read(self, np: Any) -> Any:
         raw = self._raw(np)
@@ -110,10 +122,12 @@ class NumpyRngCache:
 
     def _raw(self, np: Any) -> bytes | None:
         try:
-            import ctypes
-
-            address = np.random.mtrand._rand._bit_generator.ctypes.state_address
-            return ctypes.string_at(address, self.MT_BYTES)
+            bits = np.random.mtrand._rand._bit_generator
+            if bits is not self.owner:
+                address = bits.ctypes.state_address
+                self.owner, self.words = bits, (ctypes.c_char * self.MT_BYTES).from_address(address)
+            raw: bytes = self.words.raw
+            return raw
         except (AttributeError, TypeError, ValueError, OSError):  # another numpy: read in full
             return None
 
@@ -123,9 +137,15 @@ def numpy_rng(rng: RngState, cache: NumpyRngCache | None = None) -> None:
     np = sys.modules.get("numpy")
     if np is None:
         return
-    name, keys, pos, has_gauss, cached = np.random.get_state() if cache is None else cache.read(np)
+    state = np.random.get_state() if cache is None else cache.read(np)
+    name, keys, pos, has_gauss, cached = state
     rng.arrays["numpy.keys"] = keys
-    rng.values["numpy"] = [str(name), int(pos), int(has_gauss), float(cached)]
+    if cache is not None and cache.values is not None and cache.values[0] is state:
+        rng.values["numpy"] = cache.values[1]  # the same state as the last step's: its list again
+        return
+    rng.values["numpy"] = values = [str(name), int(pos), int(has_gauss), float(cached)]
+    if cache is not None:
+        cache.values = (state, values)
 
 
 def set_numpy_rng(rng: RngState) -> None:
@@ -274,6 +294,11 @@ class Adapter:
     def params(self) -> list[tuple[str, Any]]:
         return self._named
 
+    @functools.cached_property
+    def _names(self) -> list[str]:
+        """The trainable parameters' names (``_named`` is set once, by the framework's adapter)."""
+        return [n for n, _ in self._named]
+
     def finite_flag(self, value: Any) -> Any:
         """A 0-d boolean on the device: ``value`` (a loss) is finite. No host sync."""
         raise NotImplementedError
@@ -287,10 +312,14 @@ class Adapter:
             self.scaler.unscale_(self.optimizer)
 
     def grads(self) -> list[Any]:
-        """The gradients of the trainable parameters that have one (their names kept for the norms)."""
-        with_grad = [(n, p.grad) for n, p in self._named if p.grad is not None]
-        self._norm_names = [n for n, _ in with_grad]
-        return [g for _, g in with_grad]
+        """The gradients of the trainable parameters that have one (their names kept for the norms).
+        Each ``.grad`` is read once (in Paddle a read makes a new Python tensor, ~1 µs)."""
+        grads = [p.grad for _, p in self._named]
+        if all(g is not None for g in grads):
+            self._norm_names = self._names
+            return grads
+        self._norm_names = [n for (n, _), g in zip(self._named, grads, strict=True) if g is not None]
+        return [g for g in grads if g is not None]
 
     def total_norm(self, grads: list[Any]) -> Any:
         """The global 2-norm of ``grads`` as one device scalar, fused where the framework can."""

@@ -181,14 +181,16 @@ class Guard:
     # -- one step ------------------------------------------------------------------------------
     def _finish(self, g: GuardStep) -> bool:
         a = self.adapter
-        a.unscale()
+        if a.scaler is not None:
+            a.unscale()
         grads = a.grads()
         total = a.total_norm(grads)
         self.count += 1
         lr = a.lr()
         if self.count % self.check_every != 0:  # the finite flag is needed on the device only here
             return self._masked(g, grads, total, a.both(a.finite_flag(g.loss), a.finite_flag(total)), lr)
-        self._drain(g)
+        if self.pending:
+            self._drain(g)
         groups = a.group_norms()
         if self.world_size > 1:
             groups = a.read(groups)
@@ -203,9 +205,8 @@ class Guard:
             loss, norm, *groups = a.read([g.loss, total, *groups])
             losses = norms = None  # type: ignore[assignment]
             bad_ranks = [] if math.isfinite(loss) and math.isfinite(norm) else [0]
-        rec = StepRecord(
-            g.step, loss, norm, lr=lr, loss_scale=a.loss_scale(), rank_losses=losses, rank_norms=norms
-        )
+        scale = None if a.scaler is None else a.loss_scale()
+        rec = StepRecord(g.step, loss, norm, lr=lr, loss_scale=scale, rank_losses=losses, rank_norms=norms)
         self.updates.record(rec, a.group_lrs(), groups, self.clip)
         if bad_ranks:
             return self._bad(g, rec, grads, total, bad_ranks)

@@ -17,6 +17,7 @@ from typing import Any
 
 import paddle
 from paddle import _C_ops
+from paddle.base import core
 
 from envkit.errors import DumpError, GuardError
 from envkit.guard.adapter import (
@@ -39,7 +40,9 @@ EXACT = (paddle.float32, paddle.float64)  # a Python float holds every value of 
 _P_NORM = getattr(_C_ops, "p_norm", None)
 # ClipGradByGlobalNorm's kernel: Σx² of a float32/float64 tensor, ~30× faster than p_norm on the CPU
 # (1.5 ms → 0.05 ms for the 8 gradients of tests/data/guard_scripts/paddle_cnn.py, Paddle 3.3)
-_SQUARED_L2 = getattr(_C_ops, "squared_l2_norm", None)
+_SQUARED_L2: Any = getattr(_C_ops, "squared_l2_norm", None)
+_OPS: Any = _C_ops  # add_n, sqrt: untyped in paddle's stubs
+_CORE: Any = core  # _has_grad, _set_has_grad: paddle.no_grad()'s own switch
 
 
 def _norm2(t: Any) -> Any:
@@ -48,6 +51,13 @@ def _norm2(t: Any) -> Any:
     if _P_NORM is None or t.is_complex():
         return paddle.linalg.norm(t, 2.0)
     return _P_NORM(t, 2.0, -1, 1e-12, False, True)
+
+
+def _scalar64(value: Any) -> Any:
+    """A 0-d float64 tensor of a one-element tensor or a host float."""
+    if isinstance(value, float):
+        return paddle.to_tensor(value, "float64")
+    return value.detach().astype("float64").reshape([])
 
 
 def _is_tensor(value: Any) -> bool:
@@ -98,9 +108,26 @@ class PaddleAdapter(Adapter):
         super().__init__(model, optimizer, scaler)
         self._named = [(n, p) for n, p in model.named_parameters() if not p.stop_gradient]
         self._cuda = bool(paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count())
-        self._squares: Any = None  # total_norm's Σx² per gradient (one tensor), on the device
+        self._squares: list[Any] | None = None  # total_norm's Σx² per gradient (floats on the CPU)
+        self._host = self.device() == "cpu"
+        dtypes = {p.dtype for _, p in self._named}  # (on the host float32 and float64 may mix)
+        self._fast_norm = (
+            _SQUARED_L2 is not None and dtypes <= set(EXACT) and (self._host or len(dtypes) == 1)
+        )
+        self._cpu_generator = core.default_cpu_generator()  # one object: paddle.seed reseeds it
+        self._layers = list(model.named_sublayers(include_self=True))  # buffers() reads their own
+        self._total: Any = None  # the last total_norm (the one group's gradient norm): float or tensor
+        # the optimizer's parameter groups (dicts where it was given groups): lr factor, membership
+        groups = [g for g in getattr(optimizer, "_param_groups", None) or [] if isinstance(g, dict)]
+        self._group_factors = [float(g.get("learning_rate", 1.0)) for g in groups] or [1.0]
+        self._group_of = {id(p): i for i, g in enumerate(groups) for p in g.get("params", [])}
+        self._layout: tuple[list[str], list[list[int]] | None] | None = None
+        self._weights: list[float] | None = None  # the weight norms per group (every 10 steps)
+        self._weight_calls = 0
 
     def finite_flag(self, value: Any) -> Any:
+        if isinstance(value, float):  # total_norm's host value (a deferred read on the CPU)
+            return paddle.to_tensor(math.isfinite(value))
         return paddle.isfinite(value.detach()).all()
 
     def backward(self, loss: Any) -> None:
@@ -110,16 +137,36 @@ class PaddleAdapter(Adapter):
             loss.backward()
 
     def total_norm(self, grads: list[Any]) -> Any:
-        """``sqrt(Σ squared_l2_norm(g))`` (``ClipGradByGlobalNorm``'s arithmetic) where every gradient is
-        float32 or float64 of one dtype, else ``clip_grad_norm_``'s; :meth:`clip` scales by
-        ``clip_grad_norm_``'s own total either way (a clipped run stays bitwise the unguarded loop)."""
-        self._norms = self._squares = None
+        """``sqrt(Σ squared_l2_norm(g))`` (``ClipGradByGlobalNorm``'s kernel) where the gradients are
+        float32 or float64, else ``clip_grad_norm_``'s total; :meth:`clip` scales by
+        ``clip_grad_norm_``'s own total either way (a clipped run stays bitwise the unguarded loop).
+        The fewest ops (each costs 5–20 µs right after a step): no per-gradient detach or dtype read;
+        on the CPU each Σx² is read at once and summed on the host (a float: ~55 µs less a step than
+        ``add_n``, ``sqrt`` and a read), on a device one ``add_n`` (a one-element tensor). A kernel
+        Paddle lacks (float16 on the CPU), dtypes that differ on a device or a half-precision sum
+        turn the fast path off for the run."""
+        self._norms = self._squares = self._total = None
         if not grads:
             return paddle.to_tensor(0.0)
-        if _SQUARED_L2 is not None and len({g.dtype for g in grads}) == 1 and grads[0].dtype in EXACT:
-            with paddle.no_grad():  # one context, not a detach() per gradient (each op costs ~10 µs)
-                self._squares = paddle.concat([_SQUARED_L2(g) for g in grads])
-                return paddle.sqrt(self._squares.sum())
+        if self._fast_norm:
+            had = _CORE._has_grad()
+            _CORE._set_has_grad(False)  # paddle.no_grad()'s switch, without its decorator (~15 µs)
+            try:
+                squares = [_SQUARED_L2(g) for g in grads]
+                if self._host:  # float32/float64: a Python float holds each Σx² exactly
+                    self._squares = [float(s._getitem_from_offset()) for s in squares]
+                    self._total = math.sqrt(sum(self._squares))
+                    return self._total
+                total = _OPS.add_n(squares)
+                if total.dtype in EXACT:
+                    self._squares = squares
+                    self._total = _OPS.sqrt(total)
+                    return self._total
+            except (RuntimeError, ValueError):  # no such kernel for this dtype; dtypes that differ
+                pass
+            finally:
+                _CORE._set_has_grad(had)
+            self._fast_norm = False
         return self._exact_norm(grads)
 
     def _exact_norm(self, grads: list[Any]) -> Any:
@@ -129,7 +176,7 @@ class PaddleAdapter(Adapter):
 
     def last_param_norms(self) -> dict[str, float]:
         if self._squares is not None:
-            values = [math.sqrt(v) for v in self._squares.astype("float64").numpy().tolist()]
+            values = [math.sqrt(v) for v in self.read(self._squares)]
         elif self._norms is not None:
             values = self.read(self._norms)
         else:
@@ -137,6 +184,8 @@ class PaddleAdapter(Adapter):
         return dict(zip(self._norm_names or [], values, strict=False))
 
     def where_ok(self, ok: Any, value: Any) -> Any:
+        if isinstance(value, float):  # total_norm's host value
+            value = paddle.to_tensor(value)
         return paddle.where(ok, value, paddle.zeros_like(value))
 
     def clear_grads(self) -> None:
@@ -177,14 +226,73 @@ class PaddleAdapter(Adapter):
 
     def read(self, values: list[Any]) -> list[float]:
         """On the CPU, each float32/float64 scalar's own value (a Python float holds it exactly, as the
-        float64 copy did; ~1 µs instead of a cast and a stack); elsewhere one stacked float64 transfer."""
+        float64 copy did; ``item()``'s own first call, ~10 µs less than ``item()`` right after a step,
+        instead of a cast and a stack); elsewhere one stacked float64 transfer. A host float (the
+        weight norms of :meth:`group_norms`) is its own value."""
         if not values:
             return []
-        if all(v.dtype in EXACT and v.place.is_cpu_place() for v in values):
-            return [float(v.item()) for v in values]
-        stacked = paddle.stack([v.detach().astype("float64").reshape([]) for v in values])
+        tensors = [v for v in values if not isinstance(v, float)]
+        on_cpu = self._host or all(v.place.is_cpu_place() for v in tensors)
+        if on_cpu and all(v.dtype in EXACT for v in tensors):
+            out: list[float] = []
+            last, value = None, 0.0
+            for v in values:
+                if isinstance(v, float):
+                    out.append(v)
+                    continue
+                if v is not last:  # the one group's gradient norm is the global one: read it once
+                    last, value = v, float(v._getitem_from_offset())
+                out.append(value)
+            return out
+        stacked = paddle.stack([_scalar64(v) for v in values])
         host: Any = stacked.cpu().tolist()
         return [float(v) for v in host]
+
+    def group_lrs(self) -> list[float]:
+        """Each parameter group's learning rate: the optimizer's, times the group's ``learning_rate``
+        factor where the parameters were given as groups (Paddle's own arithmetic for a group)."""
+        base = self.lr()
+        return [] if base is None else [base * f for f in self._group_factors]
+
+    def group_norms(self) -> list[Any]:
+        """Per group, the gradient 2-norm (one group: the global norm itself; else from its gradients'
+        :meth:`total_norm` squares) then the weight 2-norm, a host float refreshed every 10 steps
+        (the weights move little per step: an update spike is checked before it is applied)."""
+        if self._squares is None or self._norm_names is None:
+            return []
+        names = self._norm_names  # grads()' list: the same object while every parameter has a gradient
+        if self._layout is None or self._layout[0] != names:
+            self._layout, self._weights = (names, self._group_positions(names)), None
+        positions = self._layout[1]
+        if positions is None:
+            return []
+        self._weight_calls += 1
+        if self._weights is None or self._weight_calls % 10 == 0:
+            named = dict(self._named)
+            self._weights = [
+                math.sqrt(sum(self.read([_SQUARED_L2(named[names[i]].detach()) for i in group])))
+                for group in positions
+            ]
+        if len(positions) == 1:
+            return [self._total, *self._weights]
+        squares = self._squares
+        if self._host:
+            return [*(math.sqrt(sum(squares[i] for i in group)) for group in positions), *self._weights]
+        return [*(_OPS.sqrt(_OPS.add_n([squares[i] for i in group])) for group in positions), *self._weights]
+
+    def _group_positions(self, names: list[str]) -> list[list[int]] | None:
+        """For each parameter group, the positions of its gradients in ``names``; None where a
+        parameter is in no group (or a group has no gradient this step)."""
+        if len(self._group_factors) == 1:
+            return [list(range(len(names)))]
+        named = dict(self._named)
+        where = [self._group_of.get(id(named[n])) for n in names]
+        positions: list[list[int]] = [[] for _ in self._group_factors]
+        for i, group in enumerate(where):
+            if group is None:
+                return None
+            positions[group].append(i)
+        return positions if all(positions) else None
 
     def lr(self) -> float | None:
         get_lr = getattr(self.optimizer, "get_lr", None)
@@ -200,14 +308,12 @@ class PaddleAdapter(Adapter):
         ints each, ~75 µs) are made only when read: a dump is written or a replay restores them."""
         rng = RngState(values={"python": python_rng(self._python_rng)})
         numpy_rng(rng, self._numpy_rng)
-        rng.lazy["paddle.cpu"] = functools.partial(_state_lists, paddle.get_rng_state(device="cpu"))
+        rng.lazy["paddle.cpu"] = functools.partial(_state_lists, [self._cpu_generator.get_state()])
         if self._cuda:
             rng.lazy["paddle.cuda"] = functools.partial(_state_lists, paddle.get_cuda_rng_state())
         return rng
 
     def set_rng_state(self, rng: RngState) -> None:
-        from paddle.base import core
-
         values = rng.json_values()
         set_python_rng(values["python"])
         set_numpy_rng(rng)
@@ -227,7 +333,14 @@ class PaddleAdapter(Adapter):
             paddle.set_cuda_rng_state(states("paddle.cuda"))
 
     def buffers(self) -> Tensors:
-        return {n: b.detach().clone() for n, b in self.model.named_buffers()}
+        """``named_buffers()``'s tensors, copied, from the layers listed once (~20 µs less a step than
+        its walk: a buffer registered later on a layer is seen, a layer added after the guard is not)."""
+        out: Tensors = {}
+        for prefix, layer in self._layers:
+            for n, b in layer._buffers.items() if layer._buffers else ():
+                if b is not None:
+                    out[f"{prefix}.{n}" if prefix else n] = b.detach().clone()
+        return out
 
     def restore_buffers(self, saved: Tensors) -> None:
         with paddle.no_grad():
@@ -406,7 +519,7 @@ class PaddleAdapter(Adapter):
         _, size = self.world()
         if size == 1:
             return [self.read(values)]
-        vec = paddle.stack([v.detach().astype("float64").reshape([]) for v in values])
+        vec = paddle.stack([_scalar64(v) for v in values])
         out: list[Any] = []
         paddle.distributed.all_gather(out, vec)
         return [[float(x) for x in t.cpu().tolist()] for t in out]

@@ -131,9 +131,9 @@ def test_recorded_generator_state_is_the_one_before_the_step(tmp_path: Path, k: 
 
 
 def test_norms_and_reads_are_paddles_own_bits(tmp_path: Path) -> None:
-    """total_norm is ClipGradByGlobalNorm's sum of squares bit for bit (clip_grad_norm_'s total within
-    float32 rounding; clip() scales by the latter: test_healthy_guarded_run_is_bitwise_the_unguarded_loop);
-    read() gives the float64 copy's values."""
+    """total_norm is ClipGradByGlobalNorm's squared_l2_norm kernel per gradient, summed on the host on
+    the CPU, bit for bit (clip_grad_norm_'s total within float32 rounding; clip() scales by the latter:
+    test_healthy_guarded_run_is_bitwise_the_unguarded_loop); read() gives the float64 copy's values."""
     model, opt = mlp()
     guard = Guard(model, opt, run=tmp_path / "run")
     loss = ce(model, batches(1)[0])
@@ -141,12 +141,13 @@ def test_norms_and_reads_are_paddles_own_bits(tmp_path: Path) -> None:
     a = guard.adapter
     total = a.total_norm(a.grads())
     squares = [paddle._C_ops.squared_l2_norm(p.grad) for p in model.parameters()]
-    global_norm = paddle.sqrt(paddle.concat(squares).sum())
-    assert total.numpy().tobytes() == global_norm.numpy().tobytes()
+    assert total == math.sqrt(sum(sq.item() for sq in squares))  # on the CPU: each Σx² read, summed
+    exact = math.sqrt(sum(float(p.grad.astype("float64").square().sum()) for p in model.parameters()))
+    assert total == pytest.approx(exact, rel=1e-6)
     per_param = a.last_param_norms()
     assert list(per_param) == [n for n, _ in model.named_parameters()]
     ref = paddle.nn.utils.clip_grad_norm_(model.parameters(), 1e9)
-    assert float(total) == pytest.approx(float(ref), rel=1e-5)
+    assert total == pytest.approx(float(ref), rel=1e-5)
     assert list(per_param.values()) == pytest.approx(
         [float(paddle.linalg.norm(p.grad)) for p in model.parameters()], rel=1e-5
     )
@@ -157,7 +158,7 @@ def test_norms_and_reads_are_paddles_own_bits(tmp_path: Path) -> None:
         paddle.to_tensor(1e-40),
         paddle.to_tensor(0.1, "float64"),
     ]
-    expected = [float(v.astype("float64")) for v in wide]
+    expected = [v if isinstance(v, float) else v.astype("float64").item() for v in wide]
     assert [v.hex() for v in a.read(wide)] == [v.hex() for v in expected]
     half = [paddle.to_tensor(0.1, "float16"), loss]  # not float32/64: the float64 copy, as before
     assert a.read(half) == [float(v.astype("float64")) for v in half]
@@ -366,3 +367,113 @@ def test_hapi_callback_skips_a_nan_batch_inside_model_fit(tmp_path: Path) -> Non
     assert all(math.isfinite(float(p.sum())) for p in net.parameters())
     assert "minimize" not in vars(model._optimizer)  # the wrappers are gone after fit
     assert main(["guard", "show", str(tmp_path / "run")]) == 1
+
+
+def test_a_learning_rate_spike_is_an_update_spike_before_it_is_applied(tmp_path: Path) -> None:
+    """Paddle records each group's lr and update ratio per step, and a 5000× lr (set_lr at step 30)
+    is the named cause, skipped before the optimizer applies it (the weights stay as they were)."""
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run", loss_fn=ce)
+    weights: list[str] = []
+    for i, batch in enumerate(batches(40)):
+        if i == 30:
+            opt.set_lr(opt.get_lr() * 5000)
+            weights = numbers(model, [])
+        with guard.step(i, batch) as g:
+            g.backward(ce(model, batch))
+            g.optimizer_step()
+        if i == 30:
+            assert numbers(model, []) == weights  # skipped: not applied
+            opt.set_lr(1e-2)
+    guard.close()
+    first = guard.records[0]
+    assert first.lrs == pytest.approx([1e-2]) and first.update_ratios and first.update_ratios[0] > 0
+    [incident] = guard.incidents
+    assert (incident.step, str(incident.kind), incident.action) == (30, "update-spike", "skipped")
+    assert "the learning rate is 50" in incident.message and "5,000× the largest before" in incident.message
+
+
+def test_parameter_groups_have_their_own_lr_and_update_ratio(tmp_path: Path) -> None:
+    paddle.seed(0)
+    model = Backbone()
+    opt = paddle.optimizer.SGD(
+        learning_rate=1e-2,
+        parameters=[
+            {"params": model.body.parameters(), "learning_rate": 0.1},  # Paddle's factor: 1e-3
+            {"params": model.head.parameters()},
+        ],
+    )
+    guard = Guard(model, opt, run=tmp_path / "run")
+    batch = (paddle.randn([8, 16]), paddle.randn([8, 1]))
+    with guard.step(0, batch) as g:
+        g.backward(model_loss(model, batch))
+        a = guard.adapter
+        grads = {n: p.grad.astype("float64") for n, p in model.named_parameters()}
+        weights = {n: p.astype("float64") for n, p in model.named_parameters()}
+        g.optimizer_step()
+    guard.close()
+
+    def norm(parts: dict[str, Any], prefix: str) -> float:
+        return math.sqrt(sum(float(t.square().sum()) for n, t in parts.items() if n.startswith(prefix)))
+
+    [rec] = guard.records
+    assert rec.lrs == pytest.approx([1e-3, 1e-2])
+    expected = [
+        lr * norm(grads, p) / norm(weights, p)
+        for lr, p in zip(rec.lrs or [], ("body.", "head."), strict=True)
+    ]
+    assert rec.update_ratios == pytest.approx(expected, rel=1e-5)
+    assert a.group_lrs() == rec.lrs
+
+
+class Buffered(nn.Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.register_buffer("seen", paddle.zeros([1]))
+        self.inner = nn.Sequential(nn.Linear(2, 2))
+        self.inner[0].register_buffer("scale", paddle.ones([2]), persistable=False)
+
+    def forward(self, x: Any) -> Any:
+        self.seen.set_value(self.seen + 1)
+        return self.inner(self.fc(x)) * self.inner[0].scale
+
+
+def test_buffers_are_named_buffers_copied_even_one_registered_later(tmp_path: Path) -> None:
+    model = Buffered()
+    opt = paddle.optimizer.SGD(parameters=model.parameters())
+    guard = Guard(model, opt, run=tmp_path / "run")
+    model.fc.register_buffer("late", paddle.full([3], 7.0))  # after the guard was made
+    saved = guard.adapter.buffers()
+    assert list(saved) == [n for n, _ in model.named_buffers()] == ["seen", "fc.late", "inner.0.scale"]
+    for n, b in model.named_buffers():
+        assert saved[n].numpy().tolist() == b.numpy().tolist() and saved[n] is not b
+    model(paddle.randn([3, 4]))
+    assert saved["seen"].item() == 0.0 and model.seen.item() == 1.0  # a copy, not the live buffer
+    guard.close()
+
+
+def test_a_kernel_paddle_lacks_turns_the_fast_norm_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """squared_l2_norm missing for a dtype (float16/bfloat16 on the CPU raise NotFound, a
+    RuntimeError): that step and the rest of the run take clip_grad_norm_'s arithmetic."""
+    from envkit.guard import paddle_adapter
+
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run")
+    a = guard.adapter
+    assert isinstance(a, paddle_adapter.PaddleAdapter) and a._fast_norm
+
+    def missing(x: Any) -> Any:
+        raise RuntimeError("(NotFound) The kernel with key (CPU, Undefined(AnyLayout), float16) ...")
+
+    monkeypatch.setattr(paddle_adapter, "_SQUARED_L2", missing)
+    for i, batch in enumerate(batches(2)):
+        with guard.step(i, batch) as g:
+            g.backward(ce(model, batch))
+            ref = float(paddle.nn.utils.clip_grad_norm_(model.parameters(), 1e9))
+            g.optimizer_step()
+        assert guard.records[-1].grad_norm == ref and not a._fast_norm
+    assert list(a.last_param_norms()) == [n for n, _ in model.named_parameters()]
+    guard.close()

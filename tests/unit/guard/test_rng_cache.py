@@ -1,13 +1,14 @@
-"""PythonRngCache: Python's generator read in full only when it changed, never a stale state."""
+"""PythonRngCache, NumpyRngCache: the generators read in full only when they changed, never stale."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from envkit.guard.adapter import PythonRngCache, python_rng
+from envkit.guard.adapter import NumpyRngCache, PythonRngCache, RngState, numpy_rng, python_rng
 
 
 def test_the_layout_is_recognised_on_cpython() -> None:
@@ -50,3 +51,31 @@ def test_an_unknown_layout_reads_in_full_every_time(monkeypatch: pytest.MonkeyPa
     first = cache.read()
     assert first == list(random.getstate()) and cache.read() is not first
     assert python_rng(cache) == python_rng() == list(random.getstate())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda np: np.random.rand(),
+        lambda np: np.random.seed(1234),  # reseeds the same bit generator: the view made once reads it
+        lambda np: np.random.set_state(np.random.RandomState(7).get_state()),
+        lambda np: np.random.standard_normal(),  # legacy gauss: a cached value beside the words
+        lambda np: np.random.shuffle([1, 2, 3]),
+    ],
+)
+def test_every_numpy_change_is_seen(change: Callable[[Any], object]) -> None:
+    np = pytest.importorskip("numpy")
+    cache = NumpyRngCache()
+    rng = RngState()
+    numpy_rng(rng, cache)
+    before = (rng.arrays["numpy.keys"].copy(), list(rng.values["numpy"]))
+    change(np)
+    after = RngState()
+    numpy_rng(after, cache)
+    _, keys, pos, has_gauss, cached = np.random.get_state()
+    assert (after.arrays["numpy.keys"] == keys).all()
+    assert after.values["numpy"] == ["MT19937", int(pos), int(has_gauss), float(cached)]
+    assert (before[0] != keys).any() or before[1] != after.values["numpy"]
+    again = RngState()
+    numpy_rng(again, cache)
+    assert again.values["numpy"] == after.values["numpy"]  # unchanged: the same state again
