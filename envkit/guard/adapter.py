@@ -279,6 +279,9 @@ class Adapter:
     # a trainer steps and zeroes the optimizer itself (Lightning: envkit.guard.lightning); the guard
     # only checks, clips and decides, and a skipped step's gradients are dropped by the caller
     trainer_steps = False
+    # the guard clips (clip=...): total_norm is then the framework's clip_grad_norm_ total itself,
+    # what clip() scales by (one norm a step where the framework's fast norm is another arithmetic)
+    clipping = False
 
     def __init__(self, model: Any, optimizer: Any, scaler: Any = None) -> None:
         self.model = model

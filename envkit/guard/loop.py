@@ -80,6 +80,7 @@ class Guard:
         sp = spikes or SpikeOptions()
         self.limits = limits
         self.adapter: Adapter = make_adapter(model, optimizer, scaler)
+        self.adapter.clipping = clip is not None
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.clip = clip
         rank, self.world_size = self.adapter.world()

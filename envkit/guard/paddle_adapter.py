@@ -138,8 +138,9 @@ class PaddleAdapter(Adapter):
 
     def total_norm(self, grads: list[Any]) -> Any:
         """``sqrt(Σ squared_l2_norm(g))`` (``ClipGradByGlobalNorm``'s kernel) where the gradients are
-        float32 or float64, else ``clip_grad_norm_``'s total; :meth:`clip` scales by
-        ``clip_grad_norm_``'s own total either way (a clipped run stays bitwise the unguarded loop).
+        float32 or float64; ``clip_grad_norm_``'s total (its own arithmetic) when the guard clips
+        (:attr:`clipping`: :meth:`clip` then scales by this very value, computed once) or for
+        another dtype (a clipped run stays bitwise the unguarded loop either way).
         The fewest ops (each costs 5–20 µs right after a step): no per-gradient detach or dtype read;
         on the CPU each Σx² is read at once and summed on the host (a float: ~55 µs less a step than
         ``add_n``, ``sqrt`` and a read), on a device one ``add_n`` (a one-element tensor). A kernel
@@ -148,7 +149,7 @@ class PaddleAdapter(Adapter):
         self._norms = self._squares = self._total = None
         if not grads:
             return paddle.to_tensor(0.0)
-        if self._fast_norm:
+        if self._fast_norm and not self.clipping:
             had = _CORE._has_grad()
             _CORE._set_has_grad(False)  # paddle.no_grad()'s switch, without its decorator (~15 µs)
             try:
@@ -167,7 +168,8 @@ class PaddleAdapter(Adapter):
             finally:
                 _CORE._set_has_grad(had)
             self._fast_norm = False
-        return self._exact_norm(grads)
+        self._total = self._exact_norm(grads)
+        return self._total
 
     def _exact_norm(self, grads: list[Any]) -> Any:
         """``paddle.nn.utils.clip_grad_norm_``'s total: the norm of the stacked per-gradient norms."""
@@ -258,7 +260,7 @@ class PaddleAdapter(Adapter):
         """Per group, the gradient 2-norm (one group: the global norm itself; else from its gradients'
         :meth:`total_norm` squares) then the weight 2-norm, a host float refreshed every 10 steps
         (the weights move little per step: an update spike is checked before it is applied)."""
-        if self._squares is None or self._norm_names is None:
+        if self._total is None or self._norm_names is None:
             return []
         names = self._norm_names  # grads()' list: the same object while every parameter has a gradient
         if self._layout is None or self._layout[0] != names:
@@ -270,13 +272,15 @@ class PaddleAdapter(Adapter):
         if self._weights is None or self._weight_calls % 10 == 0:
             named = dict(self._named)
             self._weights = [
-                math.sqrt(sum(self.read([_SQUARED_L2(named[names[i]].detach()) for i in group])))
+                math.sqrt(sum(v * v for v in self.read([_norm2(named[names[i]].detach()) for i in group])))
                 for group in positions
             ]
         if len(positions) == 1:
             return [self._total, *self._weights]
         squares = self._squares
-        if self._host:
+        if squares is None:  # clip_grad_norm_'s arithmetic: its per-gradient norms, read
+            squares = [v * v for v in self.read(self._norms or [])]
+        if isinstance(squares[0], float):
             return [*(math.sqrt(sum(squares[i] for i in group)) for group in positions), *self._weights]
         return [*(_OPS.sqrt(_OPS.add_n([squares[i] for i in group])) for group in positions), *self._weights]
 

@@ -477,3 +477,33 @@ def test_a_kernel_paddle_lacks_turns_the_fast_norm_off(
         assert guard.records[-1].grad_norm == ref and not a._fast_norm
     assert list(a.last_param_norms()) == [n for n, _ in model.named_parameters()]
     guard.close()
+
+
+def test_a_clipped_step_computes_clip_grad_norms_total_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With clip= the recorded norm is clip_grad_norm_'s own total, the one clip() scales by (not a
+    second norm of another arithmetic), and the update ratio still comes with it."""
+    from envkit.guard import paddle_adapter
+
+    calls: list[int] = []
+    exact = paddle_adapter.PaddleAdapter._exact_norm
+
+    def counted(self: Any, grads: list[Any]) -> Any:
+        calls.append(len(grads))
+        return exact(self, grads)
+
+    monkeypatch.setattr(paddle_adapter.PaddleAdapter, "_exact_norm", counted)
+    model, opt = mlp()
+    guard = Guard(model, opt, run=tmp_path / "run", clip=0.05)
+    for i, batch in enumerate(batches(3)):
+        with guard.step(i, batch) as g:
+            g.backward(ce(model, batch))
+            ref = float(paddle.nn.utils.clip_grad_norm_(model.parameters(), 1e9))
+            g.optimizer_step()
+        rec = guard.records[-1]
+        assert (
+            rec.grad_norm == ref and rec.update_ratios and rec.clipped_norm == pytest.approx(0.05, rel=1e-4)
+        )
+    guard.close()
+    assert calls == [4, 4, 4]
