@@ -42,7 +42,11 @@ _P_NORM = getattr(_C_ops, "p_norm", None)
 # (1.5 ms → 0.05 ms for the 8 gradients of tests/data/guard_scripts/paddle_cnn.py, Paddle 3.3)
 _SQUARED_L2: Any = getattr(_C_ops, "squared_l2_norm", None)
 _OPS: Any = _C_ops  # add_n, sqrt: untyped in paddle's stubs
-_CORE: Any = core  # _has_grad, _set_has_grad: paddle.no_grad()'s own switch
+_ITEM_AT = getattr(paddle.Tensor, "_getitem_from_offset", None)  # item()'s own first call (_value)
+# paddle.no_grad()'s own switch, called without its decorator machinery (~15 µs right after a step);
+# where a Paddle lacks it, the public one (set_grad_enabled sets the mode when it is made)
+_HAS_GRAD: Any = getattr(core, "_has_grad", None) or paddle.is_grad_enabled
+_SET_GRAD: Any = getattr(core, "_set_has_grad", None) or paddle.set_grad_enabled
 
 
 def _norm2(t: Any) -> Any:
@@ -51,6 +55,12 @@ def _norm2(t: Any) -> Any:
     if _P_NORM is None or t.is_complex():
         return paddle.linalg.norm(t, 2.0)
     return _P_NORM(t, 2.0, -1, 1e-12, False, True)
+
+
+def _value(t: Any) -> float:
+    """A one-element float32/float64 CPU tensor's value: ``item()``'s own first call (~10 µs less than
+    ``item()`` right after a step), or ``item()`` where a Paddle lacks it."""
+    return float(t._getitem_from_offset() if _ITEM_AT is not None else t.item())
 
 
 def _scalar64(value: Any) -> Any:
@@ -150,12 +160,12 @@ class PaddleAdapter(Adapter):
         if not grads:
             return paddle.to_tensor(0.0)
         if self._fast_norm and not self.clipping:
-            had = _CORE._has_grad()
-            _CORE._set_has_grad(False)  # paddle.no_grad()'s switch, without its decorator (~15 µs)
+            had = _HAS_GRAD()
+            _SET_GRAD(False)
             try:
                 squares = [_SQUARED_L2(g) for g in grads]
                 if self._host:  # float32/float64: a Python float holds each Σx² exactly
-                    self._squares = [float(s._getitem_from_offset()) for s in squares]
+                    self._squares = [_value(s) for s in squares]
                     self._total = math.sqrt(sum(self._squares))
                     return self._total
                 total = _OPS.add_n(squares)
@@ -166,7 +176,7 @@ class PaddleAdapter(Adapter):
             except (RuntimeError, ValueError):  # no such kernel for this dtype; dtypes that differ
                 pass
             finally:
-                _CORE._set_has_grad(had)
+                _SET_GRAD(had)
             self._fast_norm = False
         self._total = self._exact_norm(grads)
         return self._total
@@ -227,10 +237,9 @@ class PaddleAdapter(Adapter):
         self.optimizer.clear_grad()
 
     def read(self, values: list[Any]) -> list[float]:
-        """On the CPU, each float32/float64 scalar's own value (a Python float holds it exactly, as the
-        float64 copy did; ``item()``'s own first call, ~10 µs less than ``item()`` right after a step,
-        instead of a cast and a stack); elsewhere one stacked float64 transfer. A host float (the
-        weight norms of :meth:`group_norms`) is its own value."""
+        """On the CPU, each float32/float64 scalar's own value (:func:`_value`: a Python float holds it
+        exactly, as the float64 copy did; no cast and no stack); elsewhere one stacked float64
+        transfer. A host float (:meth:`total_norm`'s on the CPU, the weight norms) is its own value."""
         if not values:
             return []
         tensors = [v for v in values if not isinstance(v, float)]
@@ -243,7 +252,7 @@ class PaddleAdapter(Adapter):
                     out.append(v)
                     continue
                 if v is not last:  # the one group's gradient norm is the global one: read it once
-                    last, value = v, float(v._getitem_from_offset())
+                    last, value = v, _value(v)
                 out.append(value)
             return out
         stacked = paddle.stack([_scalar64(v) for v in values])

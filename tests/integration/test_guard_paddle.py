@@ -507,3 +507,28 @@ def test_a_clipped_step_computes_clip_grad_norms_total_once(
         )
     guard.close()
     assert calls == [4, 4, 4]
+
+
+def test_a_paddle_without_the_private_calls_takes_the_public_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_getitem_from_offset and core's grad switch are Paddle's own internals: without them, item()
+    and paddle.set_grad_enabled give the same records (and the grad mode is restored)."""
+    from envkit.guard import paddle_adapter
+
+    def run(folder: str) -> list[tuple[str, str]]:
+        model, opt = mlp()
+        guard = Guard(model, opt, run=tmp_path / folder)
+        for i, batch in enumerate(batches(3)):
+            with guard.step(i, batch) as g:
+                g.backward(ce(model, batch))
+                g.optimizer_step()
+        guard.close()
+        return [(r.loss.hex(), r.grad_norm.hex()) for r in guard.records]
+
+    expected = run("internals")
+    monkeypatch.setattr(paddle_adapter, "_ITEM_AT", None)
+    monkeypatch.setattr(paddle_adapter, "_HAS_GRAD", paddle.is_grad_enabled)
+    monkeypatch.setattr(paddle_adapter, "_SET_GRAD", paddle.set_grad_enabled)
+    assert run("public") == expected
+    assert paddle.is_grad_enabled()
