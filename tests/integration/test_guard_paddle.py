@@ -229,6 +229,17 @@ class Backbone(nn.Layer):
         return F.mse_loss(self.head(self.body(x)), y)
 
 
+def grouped(lr: float, body_factor: float) -> tuple[Any, Any]:
+    """A Backbone whose SGD has two parameter groups: the body's with a ``learning_rate`` factor."""
+    paddle.seed(0)
+    model = Backbone()
+    groups = [
+        {"params": model.body.parameters(), "learning_rate": body_factor},
+        {"params": model.head.parameters()},
+    ]
+    return model, paddle.optimizer.SGD(learning_rate=lr, parameters=groups)
+
+
 def model_loss(model: Any, batch: Any) -> Any:
     return model(batch[0], batch[1])
 
@@ -290,15 +301,7 @@ def test_planted_sequence_longer_than_the_position_table(tmp_path: Path) -> None
 
 
 def test_planted_lr_1e3_on_a_fresh_head_names_the_head(tmp_path: Path) -> None:
-    paddle.seed(0)
-    model = Backbone()
-    opt = paddle.optimizer.SGD(
-        learning_rate=1e-3,
-        parameters=[
-            {"params": model.body.parameters(), "learning_rate": 1e-3},  # a factor: 1e-6 for the body
-            {"params": model.head.parameters()},
-        ],
-    )
+    model, opt = grouped(1e-3, 1e-3)  # the body's factor: an lr of 1e-6 for it
     paddle.seed(5)
     data = [(paddle.randn([8, 16]) * 30, paddle.randn([8, 1])) for _ in range(60)]
     guard = Guard(
@@ -394,15 +397,7 @@ def test_a_learning_rate_spike_is_an_update_spike_before_it_is_applied(tmp_path:
 
 
 def test_parameter_groups_have_their_own_lr_and_update_ratio(tmp_path: Path) -> None:
-    paddle.seed(0)
-    model = Backbone()
-    opt = paddle.optimizer.SGD(
-        learning_rate=1e-2,
-        parameters=[
-            {"params": model.body.parameters(), "learning_rate": 0.1},  # Paddle's factor: 1e-3
-            {"params": model.head.parameters()},
-        ],
-    )
+    model, opt = grouped(1e-2, 0.1)  # Paddle's factor: 1e-3 for the body
     guard = Guard(model, opt, run=tmp_path / "run")
     batch = (paddle.randn([8, 16]), paddle.randn([8, 1]))
     with guard.step(0, batch) as g:
