@@ -325,7 +325,8 @@ class Adapter:
         return [g for g in grads if g is not None]
 
     def total_norm(self, grads: list[Any]) -> Any:
-        """The global 2-norm of ``grads`` as one device scalar, fused where the framework can."""
+        """The global 2-norm of ``grads``: one device scalar, fused where the framework can (a host
+        float where reading the parts at once is cheaper: Paddle on the CPU)."""
         raise NotImplementedError
 
     def last_param_norms(self) -> dict[str, float]:
@@ -370,7 +371,7 @@ class Adapter:
         raise NotImplementedError
 
     def read(self, values: list[Any]) -> list[float]:
-        """Device scalars to host floats in one transfer."""
+        """Device scalars to host floats in one transfer (a host float among them is its own value)."""
         raise NotImplementedError
 
     def lr(self) -> float | None:
