@@ -371,7 +371,7 @@ class Adapter:
         raise NotImplementedError
 
     def read(self, values: list[Any]) -> list[float]:
-        """Device scalars to host floats in one transfer (a host float among them is its own value)."""
+        """Device scalars to host floats in one transfer (Paddle's passes a host float through)."""
         raise NotImplementedError
 
     def lr(self) -> float | None:
