@@ -352,8 +352,9 @@ class Adapter:
         """Drop the model's gradients without the optimizer (a replay's twin has none)."""
         raise NotImplementedError
 
-    def clip(self, grads: list[Any], total: Any, max_norm: float) -> Any:
-        """Clip in place exactly as the framework's clip_grad_norm_ does; the norm after, on device."""
+    def clip(self, grads: list[Any], total: Any, max_norm: float, *, norm: bool = False) -> Any:
+        """Clip in place exactly as the framework's clip_grad_norm_ does; with ``norm``, the norm after
+        (on the device; a step read now has it from the norm already read: one op less)."""
         raise NotImplementedError
 
     def gate(self, grads: list[Any], ok: Any) -> None:

@@ -247,7 +247,7 @@ class Guard:
         a.gate(grads, ok)
         values = [g.loss, total]
         if self.clip is not None:
-            values.append(a.clip(grads, a.where_ok(ok, total), self.clip))
+            values.append(a.clip(grads, a.where_ok(ok, total), self.clip, norm=True))
         a.optimizer_step()
         if self.scheduler is not None:
             self.scheduler.step()

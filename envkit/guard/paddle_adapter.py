@@ -206,16 +206,20 @@ class PaddleAdapter(Adapter):
         for _, p in self._named:
             p.clear_gradient(False)
 
-    def clip(self, grads: list[Any], total: Any, max_norm: float) -> Any:
+    def clip(self, grads: list[Any], total: Any, max_norm: float, *, norm: bool = False) -> Any:
         if self._squares is not None:  # total_norm's sum of squares: clip by clip_grad_norm_'s own total
             total = self._exact_norm(grads)  # (a masked bad step's gradients are zeros by now: 0)
-        with paddle.no_grad():  # as paddle.nn.utils.clip_grad_norm_ runs
+        had = _HAS_GRAD()
+        _SET_GRAD(False)  # as paddle.nn.utils.clip_grad_norm_ runs (under no_grad)
+        try:
             clip_coef = float(max_norm) / (total + 1e-6)
             clamped = clip_coef.clip_(max=1.0)
             for _, p in self._named:
                 if p.grad is not None:
                     p.grad_.multiply_(y=clamped)
-            return total * clamped
+            return total * clamped if norm else None
+        finally:
+            _SET_GRAD(had)
 
     def gate(self, grads: list[Any], ok: Any) -> None:
         bad = paddle.logical_not(ok)

@@ -159,17 +159,17 @@ class TorchAdapter(Adapter):
         for _, p in self._named:
             p.grad = None
 
-    def clip(self, grads: list[Any], total: Any, max_norm: float) -> Any:
+    def clip(self, grads: list[Any], total: Any, max_norm: float, *, norm: bool = False) -> Any:
         """``clip_grads_with_norm_``'s arithmetic (coef = clamp(max / (norm + 1e-6), max=1), one
-        ``_foreach_mul_``); the clipped norm (``total · coef``) is returned as a device scalar."""
+        ``_foreach_mul_``); with ``norm``, the clipped norm (``total · coef``) as a device scalar."""
         coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
         if self._uniform and grads:
-            torch._foreach_mul_(grads, coef.to(grads[0].device))
+            torch._foreach_mul_(grads, coef if self._cpu else coef.to(grads[0].device))
         else:  # several devices or dtypes: one multiply per gradient
             with torch.no_grad():
                 for g in grads:
                     g.mul_(coef.to(g.device))
-        return total * coef
+        return total * coef if norm else None
 
     def gate(self, grads: list[Any], ok: Any) -> None:
         bad = torch.logical_not(ok)
@@ -198,9 +198,13 @@ class TorchAdapter(Adapter):
             return []
         if self._cpu:  # no transfer to batch: each value's own floats (float32 → float is exact)
             out: list[float] = []
+            last, floats = None, []
             for v in values:
-                v = v.detach()
-                out.extend((v if v.is_floating_point() else v.double()).reshape(-1).tolist())
+                if v is not last:  # the one group's gradient norm is the global one: read it once
+                    t = v.detach() if v.requires_grad else v
+                    host = (t if t.is_floating_point() else t.double()).tolist()
+                    last, floats = v, host if isinstance(host, list) else [host]
+                out.extend(floats)
             return out
         stacked = torch.cat([v.detach().to(torch.float64).reshape(-1) for v in values])
         return [float(v) for v in stacked.cpu().tolist()]
