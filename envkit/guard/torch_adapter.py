@@ -202,6 +202,7 @@ class TorchAdapter(Adapter):
             for v in values:
                 if v is not last:  # the one group's gradient norm is the global one: read it once
                     t = v.detach() if v.requires_grad else v
+                    t = t.reshape(-1) if t.dim() > 1 else t  # 0-d: a float, 1-d: a list
                     host = (t if t.is_floating_point() else t.double()).tolist()
                     last, floats = v, host if isinstance(host, list) else [host]
                 out.extend(floats)
