@@ -12,6 +12,7 @@ import errno
 import io
 import os
 import re
+import socket
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -188,12 +189,15 @@ def engine_timeout(environ: Mapping[str, str] = os.environ) -> int:
 
 
 def _connect(seconds: int) -> Any:
-    """An API client at the daemon's own API version (``version="auto"`` asks it). A unix socket
-    that is not there is said before connecting: the SDK's failed connect leaves its socket open."""
+    """An API client at the daemon's own API version (``version="auto"`` asks it). A unix socket is
+    tried first with a socket of our own, closed whatever happens: the SDK's failed connect (no
+    socket file, nobody listening, no permission) leaves its socket to the garbage collector."""
     host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    if host.startswith("unix://") and not Path(host.removeprefix("unix://")).exists():
-        raise EngineUnavailable(f"cannot reach the Docker daemon at {host}: no socket", hint=_DAEMON_HINT)
     try:
+        if host.startswith("unix://"):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.settimeout(seconds)
+                probe.connect(host.removeprefix("unix://"))
         return docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=seconds)
     except _SDK_ERRORS as e:
         raise translate_error(e) from e

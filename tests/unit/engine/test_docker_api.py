@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import socket
+from pathlib import Path
 from unittest.mock import MagicMock
 
 import docker
@@ -61,20 +64,30 @@ def test_connection_errors_mean_no_daemon() -> None:
     assert "DOCKER_HOST" in (info.value.hint or "")
 
 
-@pytest.mark.parametrize(
-    "host", ["unix:///nonexistent/docker.sock", "unix:///tmp/no-such-envkit-engine.sock"]
-)
+def _refusing_socket(folder: Path) -> str:
+    """A unix socket file nobody listens on (bound, then closed): a connect is refused."""
+    path = folder / "refusing.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bound:
+        bound.bind(str(path))
+    return f"unix://{path}"
+
+
+@pytest.mark.parametrize("where", ["missing", "missing folder", "refusing"])
 @pytest.mark.filterwarnings("error::ResourceWarning")
-def test_a_missing_unix_socket_is_said_without_opening_one(
-    host: str, monkeypatch: pytest.MonkeyPatch
+def test_an_unreachable_unix_socket_is_said_and_no_socket_is_left_open(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The SDK's failed connect leaves its socket for the garbage collector (a ResourceWarning): a
-    socket file that is not there is said before any connect, naming it."""
+    """The SDK's failed connect leaves its socket for the garbage collector (a ResourceWarning, an
+    error here): a socket of our own tries first and is closed, and the error names the host."""
+    host = {
+        "missing": f"unix://{tmp_path}/docker.sock",
+        "missing folder": "unix:///nonexistent/docker.sock",
+        "refusing": _refusing_socket(tmp_path),
+    }[where]
     monkeypatch.setenv("DOCKER_HOST", host)
-    with pytest.raises(
-        EngineUnavailable, match=f"cannot reach the Docker daemon at {host}: no socket"
-    ) as info:
+    with pytest.raises(EngineUnavailable, match=f"cannot reach the Docker daemon at {host}") as info:
         DockerEngine()
+    gc.collect()  # an unclosed socket would warn here
     assert "DOCKER_HOST" in (info.value.hint or "")
 
 
