@@ -30,6 +30,7 @@ from envkit.guard.adapter import (
     Trace,
     numpy_rng,
     python_rng,
+    read_each,
     set_numpy_rng,
     set_python_rng,
     walk,
@@ -63,6 +64,11 @@ def _value(t: Any) -> float:
     """A one-element float32/float64 CPU tensor's value: ``item()``'s own first call (~10 µs less than
     ``item()`` right after a step), or ``item()`` where a Paddle lacks it."""
     return float(t._getitem_from_offset() if _ITEM_AT is not None else t.item())
+
+
+def _host_floats(value: Any) -> list[float]:
+    """:meth:`PaddleAdapter.read`'s CPU read of one value: a host float is its own value."""
+    return [value if isinstance(value, float) else _value(value)]
 
 
 def _scalar64(value: Any) -> Any:
@@ -251,16 +257,7 @@ class PaddleAdapter(Adapter):
         tensors = [v for v in values if not isinstance(v, float)]
         on_cpu = self._host or all(v.place.is_cpu_place() for v in tensors)
         if on_cpu and all(v.dtype in EXACT for v in tensors):
-            out: list[float] = []
-            last, value = None, 0.0
-            for v in values:
-                if isinstance(v, float):
-                    out.append(v)
-                    continue
-                if v is not last:  # the one group's gradient norm is the global one: read it once
-                    last, value = v, _value(v)
-                out.append(value)
-            return out
+            return read_each(values, _host_floats)
         stacked = paddle.stack([_scalar64(v) for v in values])
         host: Any = stacked.cpu().tolist()
         return [float(v) for v in host]

@@ -18,6 +18,7 @@ from envkit.guard.adapter import (
     Trace,
     numpy_rng,
     python_rng,
+    read_each,
     set_numpy_rng,
     set_python_rng,
     walk,
@@ -52,6 +53,14 @@ def _grad_hook(t: Any, fn: Any) -> Any:
         return t.register_hook(lambda g: fn(g))  # returns None: the gradient is left as it is
     except RuntimeError:  # a tensor autograd does not let us hook: that module is not watched
         return None
+
+
+def _host_floats(v: Any) -> list[float]:
+    """A CPU tensor's values as floats (0-d: one; any other shape: flattened)."""
+    t = v.detach() if v.requires_grad else v
+    t = t.reshape(-1) if t.dim() > 1 else t
+    host = (t if t.is_floating_point() else t.double()).tolist()
+    return host if isinstance(host, list) else [host]
 
 
 class TorchAdapter(Adapter):
@@ -197,16 +206,7 @@ class TorchAdapter(Adapter):
         if not values:
             return []
         if self._cpu:  # no transfer to batch: each value's own floats (float32 → float is exact)
-            out: list[float] = []
-            last, floats = None, []
-            for v in values:
-                if v is not last:  # the one group's gradient norm is the global one: read it once
-                    t = v.detach() if v.requires_grad else v
-                    t = t.reshape(-1) if t.dim() > 1 else t  # 0-d: a float, 1-d: a list
-                    host = (t if t.is_floating_point() else t.double()).tolist()
-                    last, floats = v, host if isinstance(host, list) else [host]
-                out.extend(floats)
-            return out
+            return read_each(values, _host_floats)
         stacked = torch.cat([v.detach().to(torch.float64).reshape(-1) for v in values])
         return [float(v) for v in stacked.cpu().tolist()]
 
