@@ -333,9 +333,9 @@ class Adapter:
         """The per-parameter gradient norms the last :meth:`total_norm` computed (read now)."""
         return {}
 
-    def group_lrs(self) -> list[float]:
-        """The learning rate of each of the optimizer's parameter groups (host floats, no device work)."""
-        lr = self.lr()
+    def group_lrs(self, lr: float | None) -> list[float]:
+        """The learning rate of each of the optimizer's parameter groups (host floats, no device work),
+        given the step's :meth:`lr` (read once a step)."""
         return [] if lr is None else [lr]
 
     def group_norms(self) -> list[Any]:

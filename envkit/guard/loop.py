@@ -208,7 +208,7 @@ class Guard:
             bad_ranks = [] if math.isfinite(loss) and math.isfinite(norm) else [0]
         scale = None if a.scaler is None else a.loss_scale()
         rec = StepRecord(g.step, loss, norm, lr=lr, loss_scale=scale, rank_losses=losses, rank_norms=norms)
-        self.updates.record(rec, a.group_lrs(), groups, self.clip)
+        self.updates.record(rec, a.group_lrs(lr), groups, self.clip)
         if bad_ranks:
             return self._bad(g, rec, grads, total, bad_ranks)
         self.consecutive_overflows = 0

@@ -15,7 +15,7 @@ import functools
 import math
 import os
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 import paddle
 from paddle import _C_ops
@@ -30,7 +30,6 @@ from envkit.guard.adapter import (
     Trace,
     numpy_rng,
     python_rng,
-    read_each,
     set_numpy_rng,
     set_python_rng,
     walk,
@@ -64,11 +63,6 @@ def _value(t: Any) -> float:
     """A one-element float32/float64 CPU tensor's value: ``item()``'s own first call (~10 µs less than
     ``item()`` right after a step), or ``item()`` where a Paddle lacks it."""
     return float(t._getitem_from_offset() if _ITEM_AT is not None else t.item())
-
-
-def _host_floats(value: Any) -> list[float]:
-    """:meth:`PaddleAdapter.read`'s CPU read of one value: a host float is its own value."""
-    return [value if isinstance(value, float) else _value(value)]
 
 
 def _scalar64(value: Any) -> Any:
@@ -133,7 +127,8 @@ class PaddleAdapter(Adapter):
             _SQUARED_L2 is not None and dtypes <= set(EXACT) and (self._host or len(dtypes) == 1)
         )
         self._cpu_generator = core.default_cpu_generator()  # one object: paddle.seed reseeds it
-        self._layers = list(model.named_sublayers(include_self=True))  # buffers() reads their own
+        # each layer's own buffer dict (register_buffer adds to it): buffers() reads them
+        self._buffer_dicts = [(p, layer._buffers) for p, layer in model.named_sublayers(include_self=True)]
         self._total: Any = None  # the last total_norm (the one group's gradient norm): float or tensor
         # the optimizer's parameter groups (dicts where it was given groups): lr factor, membership
         groups = [g for g in getattr(optimizer, "_param_groups", None) or [] if isinstance(g, dict)]
@@ -254,19 +249,18 @@ class PaddleAdapter(Adapter):
         transfer. A host float (:meth:`total_norm`'s on the CPU, the weight norms) is its own value."""
         if not values:
             return []
-        tensors = [v for v in values if not isinstance(v, float)]
-        on_cpu = self._host or all(v.place.is_cpu_place() for v in tensors)
-        if on_cpu and all(v.dtype in EXACT for v in tensors):
-            return read_each(values, _host_floats)
+        if self._host or all(isinstance(v, float) or v.place.is_cpu_place() for v in values):
+            out = [v if isinstance(v, float) else _value(v) if v.dtype in EXACT else None for v in values]
+            if None not in out:
+                return cast(list[float], out)
         stacked = paddle.stack([_scalar64(v) for v in values])
         host: Any = stacked.cpu().tolist()
         return [float(v) for v in host]
 
-    def group_lrs(self) -> list[float]:
-        """Each parameter group's learning rate: the optimizer's, times the group's ``learning_rate``
-        factor where the parameters were given as groups (Paddle's own arithmetic for a group)."""
-        base = self.lr()
-        return [] if base is None else [base * f for f in self._group_factors]
+    def group_lrs(self, lr: float | None) -> list[float]:
+        """Each parameter group's learning rate: the optimizer's (``lr``), times the group's
+        ``learning_rate`` factor where the parameters were given as groups (Paddle's own arithmetic)."""
+        return [] if lr is None else [lr * f for f in self._group_factors]
 
     def group_norms(self) -> list[Any]:
         """Per group, the gradient 2-norm (one group: the global norm itself; else from its gradients'
@@ -352,8 +346,8 @@ class PaddleAdapter(Adapter):
         """``named_buffers()``'s tensors, copied, from the layers listed once (~20 µs less a step than
         its walk: a buffer registered later on a layer is seen, a layer added after the guard is not)."""
         out: Tensors = {}
-        for prefix, layer in self._layers:
-            for n, b in layer._buffers.items() if layer._buffers else ():
+        for prefix, own in self._buffer_dicts:
+            for n, b in own.items() if own else ():
                 if b is not None:
                     out[f"{prefix}.{n}" if prefix else n] = b.detach().clone()
         return out

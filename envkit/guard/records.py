@@ -72,7 +72,7 @@ def hex_float(value: float) -> str:
     return value.hex() if math.isfinite(value) else str(value)
 
 
-@dataclass
+@dataclass(slots=True)
 class StepRecord:
     """One step as the guard saw it. ``skipped`` holds the reason, or None when the update was applied."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -27,17 +27,23 @@ class PendingStep:
     ok: Any
 
 
-@dataclass
-class GuardStep:
-    """``with guard.step(step, batch) as g``: ``g.backward(loss)``, then ``g.optimizer_step()``."""
+# a step not entered (``with`` not used) read no generator: its dump says so (never written to)
+_NOT_READ = RngState()
 
-    guard: Guard
-    step: int
-    batch: Any
-    rng: RngState = field(default_factory=RngState)
-    buffers: Tensors = field(default_factory=dict)
-    loss: Any = None
-    done: bool = False
+
+class GuardStep:
+    """``with guard.step(step, batch) as g``: ``g.backward(loss)``, then ``g.optimizer_step()``.
+
+    The generators and buffers are read on entering (a plain class: no per-step defaults made only
+    to be replaced)."""
+
+    __slots__ = ("batch", "buffers", "done", "guard", "loss", "rng", "step")
+
+    def __init__(self, guard: Guard, step: int, batch: Any, rng: RngState = _NOT_READ) -> None:
+        self.guard, self.step, self.batch, self.rng = guard, step, batch, rng
+        self.buffers: Tensors = {}
+        self.loss: Any = None
+        self.done = False
 
     def __enter__(self) -> GuardStep:
         adapter = self.guard.adapter

@@ -125,7 +125,7 @@ class TorchAdapter(Adapter):
         )
         return dict(zip(names, self.read(list(self._norms)), strict=False))
 
-    def group_lrs(self) -> list[float]:
+    def group_lrs(self, lr: float | None) -> list[float]:
         groups = getattr(self.optimizer, "param_groups", None) or []
         return [float(g["lr"]) for g in groups if isinstance(g.get("lr"), int | float)]
 

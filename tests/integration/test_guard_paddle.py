@@ -418,7 +418,7 @@ def test_parameter_groups_have_their_own_lr_and_update_ratio(tmp_path: Path) -> 
         for lr, p in zip(rec.lrs or [], ("body.", "head."), strict=True)
     ]
     assert rec.update_ratios == pytest.approx(expected, rel=1e-5)
-    assert a.group_lrs() == rec.lrs
+    assert a.group_lrs(a.lr()) == rec.lrs
 
 
 class Buffered(nn.Layer):
