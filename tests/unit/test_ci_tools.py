@@ -7,9 +7,12 @@ name every program a test asks ``shutil.which`` for, except those that only a GP
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / ".ci" / "tools.sh"
@@ -55,7 +58,8 @@ def test_ci_prints_the_failed_tests_last() -> None:
 def _exit_trap_script(tmp_path: Path, body: str) -> Path:
     # .ci/run's own on_exit function, with stop scripts that fail and a prebuild group that has ended
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    start = run.index("prebuild_pid=\non_exit() {")
+    start = run.index("prebuild_pid=\n")
+    assert "on_exit() {" in run[start : start + 200]
     function = run[start : run.index("\n}\n", start) + 3]
     for name in ("registry.sh", "slurm.sh"):
         stub = tmp_path / ".ci" / name
@@ -79,6 +83,17 @@ def test_ci_exit_trap_keeps_the_exit_status(tmp_path: Path) -> None:
         done = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=30)
         assert done.returncode == expected, (body, done.stdout, done.stderr)
         assert "stopped registry.sh" in done.stdout and "stopped slurm.sh" in done.stdout
+
+
+def test_ci_exit_trap_stops_the_docker_engine_it_started(tmp_path: Path) -> None:
+    # an engine .ci/run started (in the background, dockerd_pid set) is stopped on exit; status kept
+    body = "setsid sleep 60 </dev/null >/dev/null 2>&1 &\ndockerd_pid=$!\necho engine $dockerd_pid\nexit 4"
+    script = _exit_trap_script(tmp_path, body)
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 4, (done.stdout, done.stderr)
+    pid = int(done.stdout.split("engine ")[1].split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # stopped (and reaped by the script's shell)
 
 
 def test_a_missing_tool_is_one_line_and_a_failure(tmp_path: Path) -> None:

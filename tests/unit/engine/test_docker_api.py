@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import socket
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from unittest.mock import MagicMock
 
@@ -72,18 +74,26 @@ def _refusing_socket(folder: Path) -> str:
     return f"unix://{path}"
 
 
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A folder with a short path: a unix socket's path holds at most 107 bytes (``sun_path``), which
+    pytest's ``tmp_path`` under a long ``--basetemp`` exceeds."""
+    with tempfile.TemporaryDirectory(prefix="ek-") as folder:
+        yield Path(folder)
+
+
 @pytest.mark.parametrize("where", ["missing", "missing folder", "refusing"])
 @pytest.mark.filterwarnings("error::ResourceWarning")
 def test_an_unreachable_unix_socket_is_said_and_no_socket_is_left_open(
-    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    where: str, short_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The SDK's failed connect leaves its socket for the garbage collector (a ResourceWarning, an
     error here): a socket of our own tries first and is closed, and the error names the host."""
-    host = {
-        "missing": f"unix://{tmp_path}/docker.sock",
-        "missing folder": "unix:///nonexistent/docker.sock",
-        "refusing": _refusing_socket(tmp_path),
-    }[where]
+    if where == "refusing":
+        host = _refusing_socket(short_dir)
+    else:
+        missing = {"missing": f"{short_dir}/docker.sock", "missing folder": "/nonexistent/docker.sock"}
+        host = f"unix://{missing[where]}"
     monkeypatch.setenv("DOCKER_HOST", host)
     with pytest.raises(EngineUnavailable, match=f"cannot reach the Docker daemon at {host}") as info:
         DockerEngine()
