@@ -309,8 +309,11 @@ class PaddleAdapter(Adapter):
         return float(get_lr()) if get_lr is not None else None
 
     def loss_scale(self) -> float | None:
+        """The GradScaler's scale: a float32 tensor of shape [1] (``float()`` of one raises in Paddle 3)."""
         scale = getattr(self.scaler, "_scale", None) if self.scaler is not None else None
-        return None if scale is None else float(scale)
+        if scale is None or isinstance(scale, int | float):
+            return None if scale is None else float(scale)
+        return float(scale.item())
 
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:

@@ -527,3 +527,93 @@ def test_a_paddle_without_the_private_calls_takes_the_public_ones(
     monkeypatch.setattr(paddle_adapter, "_SET_GRAD", paddle.set_grad_enabled)
     assert run("public") == expected
     assert paddle.is_grad_enabled()
+
+
+def cuda_scaler(monkeypatch: pytest.MonkeyPatch, init: float = 1024.0) -> Any:
+    """A real ``paddle.amp.GradScaler``, enabled as on a CUDA place (its constructor turns it off
+    on the CPU; only that check sees a GPU place): scale, unscale_, step and update are Paddle's.
+    The AMP state ``auto_cast`` leaves behind (float16: the scaler stays on) is put back after."""
+    from types import SimpleNamespace
+
+    from paddle.amp import grad_scaler
+    from paddle.amp.auto_cast import amp_global_state
+
+    state = amp_global_state()
+    monkeypatch.setattr(state, "amp_dtype", state.amp_dtype)
+    gpu = SimpleNamespace(
+        is_gpu_place=lambda: True, is_xpu_place=lambda: False, is_custom_place=lambda: False
+    )
+    with monkeypatch.context() as m:
+        m.setattr(grad_scaler, "_dygraph_tracer", lambda: SimpleNamespace(_expected_place=gpu))
+        scaler = paddle.amp.GradScaler(init_loss_scaling=init)
+    assert scaler.is_enable() and list(scaler._scale.shape) == [1]
+    return scaler
+
+
+def amp_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guarded: bool, init: float, big: int | None = None
+) -> tuple[list[str], Any]:
+    """Four steps of Paddle's AMP loop (``auto_cast`` forward, the GradScaler's scale/step/update),
+    guarded or as Paddle's docs write it; step ``big``'s inputs 10⁴× larger."""
+    model, opt = mlp()
+    scaler = cuda_scaler(monkeypatch, init)
+    guard = (
+        Guard(model, opt, run=tmp_path / ("run" if guarded else "plain"), scaler=scaler) if guarded else None
+    )
+    losses = []
+    for i, batch in enumerate(batches(4)):
+        if i == big:
+            batch = (batch[0] * 1e4, batch[1])
+        if guard is None:
+            with paddle.amp.auto_cast(dtype="float16"):
+                loss = ce(model, batch)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            opt.clear_grad()
+        else:
+            with guard.step(i, batch) as g:
+                with paddle.amp.auto_cast(dtype="float16"):
+                    loss = ce(model, batch)
+                g.backward(loss)
+                g.optimizer_step()
+        losses.append(float(loss))
+        assert scaler.is_enable()
+    if guard is not None:
+        guard.close()
+    return numbers(model, losses), guard
+
+
+def test_a_grad_scaler_run_is_guarded_and_bitwise_the_unguarded_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a GPU the GradScaler's scale is a float32 tensor of shape [1], and ``float()`` of one
+    raises in Paddle 3: the guard's read of it stopped every AMP training at its first step."""
+    plain, _ = amp_run(tmp_path, monkeypatch, False, 1024.0)
+    guarded, guard = amp_run(tmp_path, monkeypatch, True, 1024.0)
+    assert guarded == plain
+    assert [r.loss_scale for r in guard.records] == [1024.0] * 4
+    assert not guard.incidents
+
+
+def test_a_loss_scale_overflow_is_the_scalers_skip_not_an_incident(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scaled gradients that overflow float32: the GradScaler skips the step and lowers the scale, as
+    unguarded, and the guard records the overflow without an incident. Paddle 3.3.1's own
+    ``GradScaler._update`` formats ``float(self._scale)`` on an overflow, which raises under numpy
+    2.4 (a [1] tensor): then the unguarded loop stops there and the guarded one must stop the same
+    way, recorded as raised, never as a skip."""
+    try:
+        plain, _ = amp_run(tmp_path, monkeypatch, False, 2.0**127, big=1)
+    except TypeError as upstream:
+        with pytest.raises(TypeError, match=str(upstream)[:40]):
+            amp_run(tmp_path, monkeypatch, True, 2.0**127, big=1)
+        lines = (tmp_path / "run" / "steps.jsonl").read_text(encoding="utf-8").splitlines()
+        last = json.loads(lines[-1])
+        assert last["step"] == 1 and last["skipped"] is None and "TypeError" in last["raised"]
+        return
+    guarded, guard = amp_run(tmp_path, monkeypatch, True, 2.0**127, big=1)
+    assert guarded == plain
+    assert guard.records[1].overflow and guard.records[1].skipped and not guard.incidents
+    assert guard.records[2].loss_scale == guard.records[1].loss_scale / 2
