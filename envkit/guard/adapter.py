@@ -482,20 +482,6 @@ class Adapter:
         return [self.read(values)]
 
 
-def read_each(values: Sequence[Any], floats: Callable[[Any], list[float]]) -> list[float]:
-    """An adapter's host read of values it need not batch (the CPU): ``floats(v)`` of each, a value
-    that is the same object as the one before it read once (the one group's gradient norm, which
-    ``group_norms`` gives as the global norm itself, right after it)."""
-    out: list[float] = []
-    last: Any = None
-    host: list[float] = []
-    for v in values:
-        if v is not last:
-            last, host = v, floats(v)
-        out.extend(host)
-    return out
-
-
 def walk(value: Any, is_leaf: Callable[[Any], bool], path: str = "") -> Iterator[tuple[str, Any]]:
     """(path, leaf) of a nested tuple/list/dict: what forward hooks and batches hold."""
     if is_leaf(value):

@@ -311,9 +311,9 @@ class PaddleAdapter(Adapter):
     def loss_scale(self) -> float | None:
         """The GradScaler's scale: a float32 tensor of shape [1] (``float()`` of one raises in Paddle 3)."""
         scale = getattr(self.scaler, "_scale", None) if self.scaler is not None else None
-        if scale is None or isinstance(scale, int | float):
-            return None if scale is None else float(scale)
-        return float(scale.item())
+        if scale is None:
+            return None
+        return float(scale) if isinstance(scale, int | float) else float(scale.item())
 
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:

@@ -27,7 +27,7 @@ class PendingStep:
     ok: Any
 
 
-# a step not entered (``with`` not used) read no generator: its dump says so (never written to)
+# a step never entered (no ``with``) read no generator: its dump holds none (this is never written to)
 _NOT_READ = RngState()
 
 

@@ -18,7 +18,6 @@ from envkit.guard.adapter import (
     Trace,
     numpy_rng,
     python_rng,
-    read_each,
     set_numpy_rng,
     set_python_rng,
     walk,
@@ -61,6 +60,20 @@ def _host_floats(v: Any) -> list[float]:
     t = t.reshape(-1) if t.dim() > 1 else t
     host = (t if t.is_floating_point() else t.double()).tolist()
     return host if isinstance(host, list) else [host]
+
+
+def _read_each(values: list[Any]) -> list[float]:
+    """:meth:`TorchAdapter.read` on the CPU: each value's own floats (no transfer to batch), a value
+    that is the same object as the one before it read once (the one group's gradient norm, which
+    ``group_norms`` gives as the global norm itself, right after it)."""
+    out: list[float] = []
+    last: Any = None
+    host: list[float] = []
+    for v in values:
+        if v is not last:
+            last, host = v, _host_floats(v)
+        out.extend(host)
+    return out
 
 
 class TorchAdapter(Adapter):
@@ -206,7 +219,7 @@ class TorchAdapter(Adapter):
         if not values:
             return []
         if self._cpu:  # no transfer to batch: each value's own floats (float32 → float is exact)
-            return read_each(values, _host_floats)
+            return _read_each(values)
         stacked = torch.cat([v.detach().to(torch.float64).reshape(-1) for v in values])
         return [float(v) for v in stacked.cpu().tolist()]
 
