@@ -596,7 +596,7 @@ def test_a_grad_scaler_run_is_guarded_and_bitwise_the_unguarded_loop(
     assert not guard.incidents
 
 
-def test_a_loss_scale_overflow_is_the_scalers_skip_not_an_incident(
+def test_a_loss_scale_overflow_goes_as_in_paddles_own_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Scaled gradients that overflow float32: the GradScaler skips the step and lowers the scale, as
