@@ -15,7 +15,7 @@ import functools
 import math
 import os
 from contextlib import AbstractContextManager
-from typing import Any, cast
+from typing import Any
 
 import paddle
 from paddle import _C_ops
@@ -250,9 +250,19 @@ class PaddleAdapter(Adapter):
         if not values:
             return []
         if self._host or all(isinstance(v, float) or v.place.is_cpu_place() for v in values):
-            out = [v if isinstance(v, float) else _value(v) if v.dtype in EXACT else None for v in values]
-            if None not in out:
-                return cast(list[float], out)
+            out: list[float] = []
+            last, value = None, 0.0
+            for v in values:
+                if isinstance(v, float):
+                    out.append(v)
+                    continue
+                if v is not last:  # the one group's gradient norm is the global one: read it once
+                    if v.dtype not in EXACT:
+                        break  # bfloat16/float16: the stacked float64 read below
+                    last, value = v, _value(v)
+                out.append(value)
+            else:
+                return out
         stacked = paddle.stack([_scalar64(v) for v in values])
         host: Any = stacked.cpu().tolist()
         return [float(v) for v in host]
