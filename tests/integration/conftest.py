@@ -18,6 +18,7 @@ a ~700 MB install), so every test that needs real torch inside an image takes it
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -143,16 +144,38 @@ def cuda_paddle_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         yield str(built["tag"])
 
 
-def torch_wheel_dir(tmp: Path) -> Path:
-    """torch from TORCH_WHEELS plus its dependencies (from PyPI): the lock's and the build's only source."""
-    folder = tmp / "wheels"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--dest", str(folder), "--only-binary=:all:",
-         "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", "--find-links", str(TORCH_WHEELS),
-         "torch==2.13.0+cpu", "numpy>=1.26,<3", "--disable-pip-version-check", "--progress-bar", "off"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+WHEEL_FOLDERS = Path.home() / ".cache" / "envkit-tests" / "wheels"
+
+
+def downloaded_wheels(name: str, *pip_args: str) -> Path:
+    """A folder of ``pip download --only-binary=:all: PIP_ARGS``, filled once per machine.
+
+    The folder keeps one path (``~/.cache/envkit-tests/wheels/NAME-KEY``, KEY a hash of the arguments),
+    because uv caches every wheel of a ``--find-links`` folder unpacked, under that folder's path: a
+    fresh folder per test session left ~0.7 GB of torch (and ~0.7 GB of Paddle) in ``~/.cache/uv`` at
+    every lock, ~5 GB a suite, until the disk was full (stop 40's CI).
+    """
+    key = hashlib.sha256(json.dumps(pip_args).encode()).hexdigest()[:12]
+    folder = WHEEL_FOLDERS / f"{name}-{key}"
+    with machine_lock(f"wheels-{folder.name}"):
+        if not folder.is_dir():
+            work = folder.with_name(f".{folder.name}.tmp")
+            shutil.rmtree(work, ignore_errors=True)
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--dest", str(work), "--only-binary=:all:",
+                 *pip_args, "--disable-pip-version-check", "--progress-bar", "off"],
+                check=True, capture_output=True,
+            )  # fmt: skip
+            work.rename(folder)
     return folder
+
+
+def torch_wheel_dir() -> Path:
+    """torch from TORCH_WHEELS plus its dependencies (from PyPI): the lock's and the build's only source."""
+    return downloaded_wheels(
+        "torch-2.13.0-cpu", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64",
+        "--find-links", str(TORCH_WHEELS), "torch==2.13.0+cpu", "numpy>=1.26,<3",
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="session")
@@ -166,7 +189,7 @@ def demo_torch_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     engine = DockerEngine()
     debian_base(engine)
     root = tmp_path_factory.mktemp("demo-project")
-    wheels = torch_wheel_dir(root)
+    wheels = torch_wheel_dir()
     spec = demo.DEMO_SPEC.format(wheels=wheels.as_uri()).replace("name: demo-cpu\n", f"name: {DEMO_NAME}\n")
     assert f"name: {DEMO_NAME}\n" in spec  # the demo's spec, under this run's name
     (root / "environments").mkdir()

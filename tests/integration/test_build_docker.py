@@ -10,8 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from envkit.lock import current_lock
 from envkit.probe.report import load_report
 from envkit.probe.runner import ProbeOptions, run_on_host
 from envkit.spec.load import load_spec
-from tests.integration.conftest import debian_base
+from tests.integration.conftest import debian_base, downloaded_wheels
 
 pytestmark = pytest.mark.docker
 
@@ -202,17 +200,13 @@ def test_cpu_torch_image(engine: DockerEngine, demo_torch_image: dict[str, Any])
     assert run.exit_code == 0 and "/torch/lib/libgomp" in run.stdout, (run.stdout, run.stderr)
 
 
-def _paddle_wheel_dir(tmp: Path) -> Path:
+def _paddle_wheel_dir() -> Path:
     """paddlepaddle 3.3.1 (CPU, PyPI) and its dependencies: the lock's and the build's only source."""
-    folder = tmp / "paddle-wheels"
     platforms = ["manylinux_2_28_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"]
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--dest", str(folder), "--only-binary=:all:",
-         "--python-version", "3.11", *(a for p in platforms for a in ("--platform", p)),
-         "paddlepaddle==3.3.1", "numpy>=1.26,<3", "--disable-pip-version-check", "--progress-bar", "off"],
-        check=True, capture_output=True,
+    return downloaded_wheels(
+        "paddle-3.3.1-cpu", "--python-version", "3.11", *(a for p in platforms for a in ("--platform", p)),
+        "paddlepaddle==3.3.1", "numpy>=1.26,<3",
     )  # fmt: skip
-    return folder
 
 
 @pytest.mark.slow  # ~190 MB wheel: wheelhouse, install, probe (seconds added: see the issue-12 note)
@@ -227,7 +221,7 @@ def test_cpu_paddle_image_on_the_base_image(
     """
     info = engine.inspect(base_image)
     assert info is not None and "libgomp1" in info.labels.get("io.envkit.base-packages", "")
-    wheels = _paddle_wheel_dir(project)
+    wheels = _paddle_wheel_dir()
     extra = f'frameworks:\n  paddle: "3.3.1"\nmirrors:\n  pypi: {wheels.as_uri()}\n'
     _spec(project, f"itest{RUN}-paddle", base_image, ["numpy>=1.26,<3"], extra=extra)
     monkeypatch.setenv("ENVKIT_FIND_LINKS", str(wheels))

@@ -103,7 +103,7 @@ def test_conda_export_to_offline_cpu_image_probes_the_same_as_the_host(
     if not Path(INTERPRETER).is_file() or _python_version(INTERPRETER) != "3.11.2":
         pytest.skip(f"the host needs the base image's interpreter ({INTERPRETER}, 3.11.2, Debian bookworm)")
     base = debian_base(engine)
-    wheels = torch_wheel_dir(work)
+    wheels = torch_wheel_dir()
     prefix, export = _exported_host(condas[CONDA], work, wheels)
     text = export.read_text()
     assert "  - python=3.11.2=h0_envkit\n" in text and "      - torch==2.13.0+cpu\n" in text, text

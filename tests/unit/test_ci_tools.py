@@ -59,7 +59,7 @@ def _exit_trap_script(tmp_path: Path, body: str) -> Path:
     # .ci/run's own on_exit function, with stop scripts that fail and a prebuild group that has ended
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     start = run.index("prebuild_pid=\n")
-    assert "on_exit() {" in run[start : start + 200]
+    assert "on_exit() {" in run[start : start + 500]
     function = run[start : run.index("\n}\n", start) + 3]
     for name in ("registry.sh", "slurm.sh"):
         stub = tmp_path / ".ci" / name
@@ -83,6 +83,7 @@ def test_ci_exit_trap_keeps_the_exit_status(tmp_path: Path) -> None:
         done = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=30)
         assert done.returncode == expected, (body, done.stdout, done.stderr)
         assert "stopped registry.sh" in done.stdout and "stopped slurm.sh" in done.stdout
+        assert "disk at the end:" in done.stdout and "Avail" in done.stdout, done.stdout  # df's header
 
 
 def test_ci_exit_trap_stops_the_docker_engine_it_started(tmp_path: Path) -> None:
