@@ -113,6 +113,17 @@ def test_paddle_numpy2() -> None:
     assert "paddle-gpu26-numpy2" in fired
 
 
+def test_paddle3_amp_numpy24() -> None:
+    def fired(lines: str) -> set[str]:
+        return rules_fired(diff_inventories([inv(lines, "p")]).findings)
+
+    assert "paddle-gpu3-amp-numpy24" in fired("paddlepaddle-gpu==3.3.1\nnumpy==2.4.0\n")
+    assert "paddle-gpu3-amp-numpy24" not in fired("paddlepaddle-gpu==3.3.1\nnumpy==2.3.5\n")
+    assert "paddle-gpu3-amp-numpy24" not in fired(
+        "paddlepaddle==3.3.1\nnumpy==2.4.6\n"
+    )  # the CPU build: no scaler
+
+
 def test_fleet_names_majority_and_outlier() -> None:
     hosts = [inv(f"numpy==1.26.4\ntorch==2.4.1\nrich==13.{i % 2}\n", f"host-{i}") for i in range(5)]
     hosts.append(inv("numpy==1.21.6\ntorch==2.4.1\nrich==13.0\n", "host-odd"))

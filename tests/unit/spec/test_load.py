@@ -202,6 +202,20 @@ def test_known_bad_combination_possible_is_a_warning(tmp_path: Path) -> None:
     assert any("torch-numpy2" in w for w in loaded.warnings)
 
 
+PADDLE3 = 'name: demo\npython: "3.11"\ncuda: "{cuda}"\nframeworks: {{paddle: "3.3.1"}}\n'
+
+
+def test_paddle3_amp_numpy24_is_checked_for_the_gpu_build(tmp_path: Path) -> None:
+    gpu = PADDLE3.format(cuda="12.6")
+    assert any("paddle-gpu3-amp-numpy24" in w for w in load_spec(write(tmp_path, gpu)).warnings)
+    forced = problems(tmp_path, gpu + 'pip: ["numpy==2.4.6"]\n')
+    assert any("paddle-gpu3-amp-numpy24" in m for _, _, m in forced)
+    bounded = load_spec(write(tmp_path, gpu + 'conda: ["numpy<2.4"]\n'))
+    assert not any("paddle-gpu3-amp-numpy24" in w for w in bounded.warnings)
+    cpu = load_spec(write(tmp_path, PADDLE3.format(cuda="cpu")))  # paddlepaddle: no GPU scaler
+    assert not any("paddle-gpu3-amp-numpy24" in w for w in cpu.warnings)
+
+
 def test_unknown_base_image_is_a_warning_with_closest_tags(tmp_path: Path) -> None:
     text = GOOD + 'base_image: "nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu20.04"\n'
     loaded = load_spec(write(tmp_path, text))
