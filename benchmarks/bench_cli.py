@@ -135,7 +135,8 @@ def main() -> None:
             if not smoke():  # the first run builds the index: warm from here (the smoke run stays short)
                 run_cli(argv, audit_env, ok=(0, 1))
             got = _rounds({"audit": lambda: run_cli(argv, audit_env, ok=(0, 1))})
-            _show("envkit audit of 400 packages + SARIF, warm", got["audit"], floor)
+            state = "cold: the smoke run builds the index" if smoke() else "warm"
+            _show(f"envkit audit of 400 packages + SARIF, {state}", got["audit"], floor)
             record("cli_audit", got["audit"].wall, _detail(got["audit"], floor))
         else:
             print(f"   audit skipped: {db} is absent")
