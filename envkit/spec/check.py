@@ -21,18 +21,8 @@ from envkit.spec.yamlsrc import Located
 __all__ = ["check_against_catalog", "pinned_specifiers"]
 
 # Versions used to decide whether a spec's constraint admits a known-bad range.
-_PROBE_VERSIONS = (
-    "1.21.6",
-    "1.23.5",
-    "1.24.4",
-    "1.26.4",
-    "2.0.2",
-    "2.1.3",
-    "2.2.6",
-    "2.3.5",
-    "2.4.6",
-    "3.0.0",
-)
+_PROBE_VERSIONS = ("1.21.6", "1.23.5", "1.24.4", "1.26.4", "2.0.2", "2.1.3", "2.2.6", "2.3.5",
+                   "2.4.6", "3.0.0")  # fmt: skip
 _CONDA_PIN = re.compile(r"^(?:[^:]+::)?([A-Za-z0-9_.\-]+)\s*([=<>!~].*)?\Z")
 
 
@@ -124,7 +114,7 @@ def pinned_specifiers(spec: Spec) -> dict[str, SpecifierSet]:
     found: dict[str, SpecifierSet] = {}
     for framework, version in spec.frameworks.items():
         packages = FRAMEWORK_PACKAGES[framework]
-        if framework == "paddle":  # the build Paddle's install takes: paddlepaddle on CPU, else -gpu
+        if framework == "paddle":  # what the spec installs: paddlepaddle on CPU, paddlepaddle-gpu on CUDA
             packages = ("paddlepaddle",) if spec.cuda == "cpu" else ("paddlepaddle-gpu",)
         for package in packages:
             found[package] = SpecifierSet(f"=={version}")
