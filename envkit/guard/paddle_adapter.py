@@ -287,10 +287,7 @@ class PaddleAdapter(Adapter):
         self._weight_calls += 1
         if self._weights is None or self._weight_calls % 10 == 0:
             named = dict(self._named)
-            self._weights = [
-                math.sqrt(sum(v * v for v in self.read([_norm2(named[names[i]].detach()) for i in group])))
-                for group in positions
-            ]
+            self._weights = [self._weight_norm([named[names[i]] for i in group]) for group in positions]
         if len(positions) == 1:
             return [self._total, *self._weights]
         squares = self._squares
@@ -299,6 +296,21 @@ class PaddleAdapter(Adapter):
         if isinstance(squares[0], float):
             return [*(math.sqrt(sum(squares[i] for i in group)) for group in positions), *self._weights]
         return [*(_OPS.sqrt(_OPS.add_n([squares[i] for i in group])) for group in positions), *self._weights]
+
+    def _weight_norm(self, params: list[Any]) -> float:
+        """The 2-norm of ``params`` (a host float): ``squared_l2_norm`` per weight where
+        :meth:`total_norm` has its fast path (~80 µs for the 8 weights of paddle_cnn.py right after a
+        step, ``p_norm`` ~260 µs), else ``p_norm`` per weight."""
+        if self._fast_norm:
+            had = _HAS_GRAD()
+            _SET_GRAD(False)
+            try:
+                return math.sqrt(sum(self.read([_SQUARED_L2(p) for p in params])))
+            except (RuntimeError, ValueError):  # no such kernel for this dtype: p_norm below
+                pass
+            finally:
+                _SET_GRAD(had)
+        return math.sqrt(sum(v * v for v in self.read([_norm2(p.detach()) for p in params])))
 
     def _group_positions(self, names: list[str]) -> list[list[int]] | None:
         """For each parameter group, the positions of its gradients in ``names``; None where a
