@@ -52,45 +52,61 @@ def python_rng(cache: PythonRngCache | None = None) -> list[Any]:
     return list(random.getstate()) if cache is None else cache.read()
 
 
+def _mt_words(address: int) -> memoryview:
+    """A Mersenne Twister's 625 native uint32 at ``address`` (its 624 words and its position, in the
+    order its owner keeps them), as a view made once per generator."""
+    return memoryview((ctypes.c_uint32 * 625).from_address(address)).cast("B").cast("I")
+
+
+def _mt_mark(words: memoryview) -> tuple[int, ...]:
+    """What tells whether a Mersenne Twister moved: its position and five of its words.
+
+    Every draw moves the position; the words change only all at once, when the 624 are regenerated
+    (every 624 draws: the position is then back where it was) or set (``seed``, ``setstate``). So an
+    unchanged position and five unchanged words mean an unchanged generator but with a chance of
+    ~2^-160 (five 32-bit words regenerated or reseeded to their own values), or for a state set by
+    hand to differ from the one before only in the other 619 words. Reading the 2,500 bytes is ~7 µs
+    right after a step (they are out of the CPU's caches by then); these six ~2 µs."""
+    return (words[0], words[1], words[2], words[312], words[623], words[624])
+
+
 class PythonRngCache:
-    """Python's global generator read in full only when it changed. ``random.getstate()`` builds 625
-    ints (~20-100 µs); the generator's C words (``_random.Random``: ``PyObject_HEAD; int index;
-    uint32_t state[624]``) are 2,500 bytes to compare (~1 µs), through a ctypes view of them made once
+    """Python's global generator read in full only when it changed (:func:`_mt_mark`).
+    ``random.getstate()`` builds 625 ints (~20-100 µs); the generator's C words (``_random.Random``:
+    ``PyObject_HEAD; int index; uint32_t state[624]``) are read through a view of them made once
     (``random.seed`` reseeds the same object; another ``random._inst`` gets a new view). The layout
     is checked once against ``getstate()``; where it does not match (another interpreter), every read
     is a full one."""
 
     OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)  # after PyObject_HEAD: refcount, type
-    SIZE = 4 + 624 * 4
 
     def __init__(self) -> None:
-        self.raw: bytes | None = None
+        self.mark: tuple[int, ...] | None = None
         self.state: list[Any] | None = None
         self.owner: Any = None  # the random.Random the view reads
-        self.words: Any = None  # (c_char * SIZE) at its C words
+        self.words: memoryview | None = None  # its index and C words
         self.usable = self._layout_matches()
 
-    def _raw(self) -> bytes:
-        if random._inst is not self.owner:
+    def _view(self) -> memoryview:
+        if random._inst is not self.owner or self.words is None:
             self.owner = random._inst
-            self.words = (ctypes.c_char * self.SIZE).from_address(id(self.owner) + self.OFFSET)
-        raw: bytes = self.words.raw
-        return raw
+            self.words = _mt_words(id(self.owner) + self.OFFSET)
+        return self.words
 
     def _layout_matches(self) -> bool:
         try:
-            raw, (_, words, _) = self._raw(), random.getstate()
-            index = int.from_bytes(raw[:4], sys.byteorder, signed=True)
-            return len(words) == 625 and (*struct.unpack("=624I", raw[4:]), index) == tuple(words)
+            view, (_, words, _) = self._view(), random.getstate()
+            index = struct.unpack("=i", view[:1].tobytes())[0]
+            return len(words) == 625 and (*view[1:], index) == tuple(words)
         except (AttributeError, TypeError, ValueError, OSError, struct.error):
             return False
 
     def read(self) -> list[Any]:
         if not self.usable:
             return list(random.getstate())
-        raw, gauss = self._raw(), getattr(self.owner, "gauss_next", None)
-        if self.state is None or raw != self.raw or gauss != self.state[2]:
-            self.state, self.raw = list(random.getstate()), raw
+        mark, gauss = _mt_mark(self._view()), getattr(self.owner, "gauss_next", None)
+        if self.state is None or mark != self.mark or gauss != self.state[2]:
+            self.state, self.mark = list(random.getstate()), mark
         return self.state
 
 
@@ -100,34 +116,33 @@ def set_python_rng(value: Sequence[Any]) -> None:
 
 
 class NumpyRngCache:
-    """numpy's global generator read in full only when it changed: ``get_state`` costs ~60 µs, a
-    copy of the MT19937 words and position ~1 µs (through a ctypes view made once per bit generator:
-    ``np.random.seed`` reseeds the same one). A cached Gaussian (``has_gauss``) can be used up
+    """numpy's global generator read in full only when it changed (:func:`_mt_mark`): ``get_state``
+    costs ~60 µs; the MT19937 words and position are read through a view made once per bit generator
+    (``np.random.seed`` reseeds the same one). A cached Gaussian (``has_gauss``) can be used up
     without a new draw, so a state holding one is always read in full."""
 
-    MT_BYTES = 624 * 4 + 4  # uint32 key[624]; int pos (numpy's mt19937_state)
-
     def __init__(self) -> None:
-        self.raw: bytes | None = None
+        self.mark: tuple[int, ...] | None = None
         self.state: Any = None
         self.owner: Any = None  # the legacy global RandomState's bit generator the view reads
-        self.words: Any = None
+        self.words: memoryview | None = None  # uint32 key[624]; int pos (numpy's mt19937_state)
         self.values: tuple[Any, list[Any]] | None = None  # numpy_rng's JSON part of ``state``
 
     def read(self, np: Any) -> Any:
-        raw = self._raw(np)
-        if raw is None or raw != self.raw or self.state is None or self.state[3]:
-            self.state, self.raw = np.random.get_state(), raw
+        mark = self._mark(np)
+        if mark is None or mark != self.mark or self.state is None or self.state[3]:
+            self.state, self.mark = np.random.get_state(), mark
         return self.state
 
-    def _raw(self, np: Any) -> bytes | None:
+    def _mark(self, np: Any) -> tuple[int, ...] | None:
         try:
             bits = np.random.mtrand._rand._bit_generator
             if bits is not self.owner:
-                address = bits.ctypes.state_address
-                self.owner, self.words = bits, (ctypes.c_char * self.MT_BYTES).from_address(address)
-            raw: bytes = self.words.raw
-            return raw
+                self.owner, self.words = bits, _mt_words(bits.ctypes.state_address)
+                _, keys, pos, _, _ = np.random.get_state()
+                if (*self.words[:624], self.words[624]) != (*keys.tolist(), pos):
+                    self.words = None  # another layout: read in full
+            return None if self.words is None else _mt_mark(self.words)
         except (AttributeError, TypeError, ValueError, OSError):  # another numpy: read in full
             return None
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import random
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from envkit.guard import adapter
 from envkit.guard.adapter import NumpyRngCache, PythonRngCache, RngState, numpy_rng, python_rng
 
 
@@ -24,6 +26,7 @@ def test_the_layout_is_recognised_on_cpython() -> None:
         lambda: random.setstate(random.Random(7).getstate()),
         lambda: random.gauss(0.0, 1.0),  # keeps a cached Gaussian (gauss_next) beside the words
         lambda: random.shuffle([1, 2, 3]),
+        lambda: [random.getrandbits(32) for _ in range(624)],  # the words regenerated, the index back
     ],
 )
 def test_every_change_is_seen(change: Callable[[], object]) -> None:
@@ -61,10 +64,12 @@ def test_an_unknown_layout_reads_in_full_every_time(monkeypatch: pytest.MonkeyPa
         lambda np: np.random.set_state(np.random.RandomState(7).get_state()),
         lambda np: np.random.standard_normal(),  # legacy gauss: a cached value beside the words
         lambda np: np.random.shuffle([1, 2, 3]),
+        lambda np: np.random.randint(0, 2**32, 624, dtype="uint32"),  # the words regenerated, pos back
     ],
 )
 def test_every_numpy_change_is_seen(change: Callable[[Any], object]) -> None:
     np = pytest.importorskip("numpy")
+    np.random.seed(0)  # no cached Gaussian (a state holding one is read in full: it would prove nothing)
     cache = NumpyRngCache()
     rng = RngState()
     numpy_rng(rng, cache)
@@ -79,3 +84,14 @@ def test_every_numpy_change_is_seen(change: Callable[[Any], object]) -> None:
     again = RngState()
     numpy_rng(again, cache)
     assert again.values["numpy"] == after.values["numpy"]  # unchanged: the same state again
+
+
+def test_a_numpy_layout_that_does_not_match_reads_in_full_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    np = pytest.importorskip("numpy")
+    np.random.seed(0)
+    zeros = (ctypes.c_uint32 * 625)()  # not the generator's words: another numpy's struct
+    monkeypatch.setattr(adapter, "_mt_words", lambda address: memoryview(zeros).cast("B").cast("I"))
+    cache = NumpyRngCache()
+    first = cache.read(np)
+    assert cache.words is None and cache.read(np) is not first  # each read a full one
+    assert (cache.read(np)[1] == np.random.get_state()[1]).all()
