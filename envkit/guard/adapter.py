@@ -140,7 +140,7 @@ class NumpyRngCache:
             if bits is not self.owner:
                 self.owner, self.words = bits, _mt_words(bits.ctypes.state_address)
                 _, keys, pos, _, _ = np.random.get_state()
-                if (*self.words[:624], self.words[624]) != (*keys.tolist(), pos):
+                if self.words.tolist() != [*keys.tolist(), pos]:
                     self.words = None  # another layout: read in full
             return None if self.words is None else _mt_mark(self.words)
         except (AttributeError, TypeError, ValueError, OSError):  # another numpy: read in full
