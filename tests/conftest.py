@@ -60,12 +60,17 @@ def condas() -> dict[str, Any]:
 
 @functools.cache
 def docker_available() -> bool:
+    """A Docker engine answers, connected to as envkit connects (``docker.from_env``'s failed connect
+    to a missing unix socket left its socket to the garbage collector: a ResourceWarning, an error
+    here, in whichever test ran next)."""
     try:
-        import docker
+        from envkit.engine.docker_api import DockerEngine
 
-        client = docker.from_env(timeout=5)
-        client.ping()
-        client.close()
+        engine = DockerEngine(timeout=5)
+        try:
+            engine.api.ping()
+        finally:
+            engine.api.close()
     except Exception:  # noqa: BLE001 - any failure means "no engine"
         return False
     return True
