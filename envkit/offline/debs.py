@@ -28,8 +28,11 @@ from envkit.errors import BuildFailed, EnvkitError, UsageError
 from envkit.render.context import ContextEntry, file_sha256
 
 __all__ = [
+    "DEB_NAME",
+    "DEB_VERSION",
     "AptState",
     "DebPin",
+    "check_pin",
     "deb_records",
     "download_debs",
     "image_release",
@@ -37,8 +40,10 @@ __all__ = [
     "simulate_install",
 ]
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]*\Z")
-_VERSION = re.compile(r"^[A-Za-z0-9.+~:-]+\Z")
+# Debian policy 5.6.1 (a name: two or more of [a-z0-9+.-], alphanumeric first) and 5.6.12 (a version:
+# [epoch:]upstream[-revision], the upstream part starting with a digit): never a word that starts with `-`
+DEB_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]{1,199}", re.ASCII)
+DEB_VERSION = re.compile(r"(?:[0-9]{1,9}:)?[0-9][A-Za-z0-9.+~]{0,199}(?:-[A-Za-z0-9.+~]{1,99})*", re.ASCII)
 _SUITE = re.compile(r"^[a-z]+\Z")
 # `Inst NAME[:ARCH] [INSTALLED] (VERSION ARCHIVES [ARCH])`: the bracket is an installed version (an upgrade)
 _INST = re.compile(r"^Inst (\S+?)(?::\S+)? (?:\[(\S+)\] )?\((\S+) ")
@@ -118,14 +123,22 @@ class AptState:
     def candidate(self, package: str, run: _proc.Runner = _proc.run) -> str | None:
         """The version apt would install of ``package`` (None: no source has it)."""
         _check_name(package)
-        out = run(["apt-cache", *self.options(), "policy", package], check=False).stdout
+        out = run(["apt-cache", *self.options(), "policy", "--", package], check=False).stdout
         found = re.search(r"^\s*Candidate:\s*(\S+)", out, re.M)
         return None if not found or found.group(1) == "(none)" else found.group(1)
 
 
 def _check_name(name: str) -> None:
-    if not _NAME.match(name):
+    if not DEB_NAME.fullmatch(name):
         raise UsageError(f"{name!r} is not a Debian package name", hint="e.g. gdb or openssh-server")
+
+
+def check_pin(name: str, version: str) -> str:
+    """``NAME=VERSION`` for apt, once both are checked by Debian's grammar (UsageError otherwise)."""
+    _check_name(name)
+    if not DEB_VERSION.fullmatch(version):
+        raise UsageError(f"{version!r} is not a Debian version", hint="e.g. 13.1-3 or 1:9.2p1-2")
+    return f"{name}={version}"
 
 
 def image_release(engine: ContainerEngine, image: str) -> str:
@@ -161,8 +174,12 @@ def simulate_install(
 ) -> list[tuple[str, str]]:
     """The exact packages (name, version) ``image`` lacks for ``packages``; refuses any upgrade."""
     for spec in packages:
-        _check_name(spec.split("=", 1)[0])
-    argv = ["apt-get", *state.options(Path(_MOUNT)), "-s", "-q", "install", *packages]
+        name, pinned, version = spec.partition("=")
+        if pinned:
+            check_pin(name, version)
+        else:
+            _check_name(name)
+    argv = ["apt-get", *state.options(Path(_MOUNT)), "-s", "-q", "install", "--", *packages]
     result = engine.run(image, argv, mounts=[Mount(str(state.directory), _MOUNT)])
     if result.exit_code != 0:
         tail = (result.stderr or result.stdout).strip()[-600:]
@@ -187,12 +204,9 @@ def deb_records(
     """Each pin's file as the index describes it (sha256, size, file name)."""
     if not pins:
         return []
-    for name, version in pins:
-        _check_name(name)
-        if not _VERSION.match(version):
-            raise UsageError(f"{version!r} is not a Debian version", hint="e.g. 13.1-3")
+    words = [check_pin(n, v) for n, v in pins]
     out = run(
-        ["apt-cache", *state.options(), "show", *(f"{n}={v}" for n, v in pins)],
+        ["apt-cache", *state.options(), "show", "--", *words],
         hint="apt-cache show failed: refresh envkit's apt lists",
     ).stdout
     found: dict[tuple[str, str], DebPin] = {}
@@ -226,6 +240,7 @@ def download_debs(
     wanted = {p.sha256: p for p in pins}
     have = {p.sha256 for p in pins if _cached(cache / p.filename, p.sha256)}
     todo = [p for p in pins if p.sha256 not in have]
+    words = [check_pin(p.name, p.version) for p in todo]  # the lock may be anyone's: never an option
     if todo:
         work = Path(tempfile.mkdtemp(dir=cache, prefix=".download."))
         try:
@@ -235,7 +250,8 @@ def download_debs(
                 "-o",
                 f"Dir::Cache={state.directory}/cache",
                 "download",
-                *(f"{p.name}={p.version}" for p in todo),
+                "--",
+                *words,
             ]
             run(argv, cwd=str(work), timeout=1800, hint=f"is {state.mirror} reachable?")
             _take(work, wanted, cache)

