@@ -31,8 +31,15 @@ class TooLarge(Exception):
 
 
 def read_bytes_bounded(path: Path, limit: int) -> bytes:
-    """At most ``limit`` bytes of ``path``; :class:`TooLarge` when there are more (OSError as usual)."""
-    with path.open("rb") as fh:
+    """At most ``limit`` bytes of the regular file ``path`` (a link to one is followed).
+
+    :class:`TooLarge` when there are more (said from its size, before any byte is read);
+    :class:`NotRegular` for a FIFO, a device, a socket or a directory, which is never waited on
+    (opened ``O_NONBLOCK``, then checked); other OS errors as usual.
+    """
+    with open_regular(path, follow=True) as fh:
+        if os.fstat(fh.fileno()).st_size > limit:
+            raise TooLarge(path, limit)
         return read_limited(fh, limit, path)
 
 
@@ -65,13 +72,27 @@ def open_regular(path: Path, *, follow: bool = False) -> BinaryIO:
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise NotRegular(errno.ELOOP, "a symbolic link, not a file", str(path)) from e
+        if e.errno == errno.ENXIO:  # a unix socket (or a FIFO nobody writes to, on some systems)
+            mode = Path(path).stat().st_mode
+            raise NotRegular(errno.ENXIO, f"{_kind(mode)}, not a regular file", str(path)) from e
         raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise NotRegular(errno.EINVAL, "not a regular file", str(path))
+        raise NotRegular(errno.EINVAL, f"{_kind(st.st_mode)}, not a regular file", str(path))
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
+
+
+def _kind(mode: int) -> str:
+    kinds = [
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ]
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def load_json_bounded(data: bytes | str, max_depth: int) -> Any:

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 from pathlib import Path
 
+from envkit._io import open_regular
+
 __all__ = [
     "DEFAULT_MAX_AGE_DAYS",
     "age_line",
@@ -55,7 +57,7 @@ def _from_readme(root: Path) -> str | None:
         path = root / name
         if path.is_file():
             try:
-                with path.open("rb") as fh:
+                with open_regular(path, follow=True) as fh:  # a FIFO is refused, never waited on
                     text = fh.read(_README_BYTES).decode("utf-8", "replace")
             except OSError:
                 return None
@@ -75,7 +77,7 @@ def _from_records(vulns: Path) -> str | None:
             if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
                 continue
             try:
-                with path.open("rb") as fh:
+                with open_regular(path, follow=True) as fh:
                     head = fh.read(_RECORD_HEAD)
             except OSError:
                 continue

@@ -154,8 +154,13 @@ def _entry(read: Callable[[], list[Record]]) -> Entry:
 
 
 def _sha256_of(path: Path) -> str:
+    """A record's sha256, streamed; a FIFO or device is never waited on (reading it is the error)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        h = hashlib.sha256()
+        with open_regular(path, follow=True) as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
     except OSError:
         return "unreadable"
 

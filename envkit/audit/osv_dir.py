@@ -371,7 +371,7 @@ class OsvDirService(VulnService):
         found = []
         for folder in self._package_index().get(name, []):
             for path in sorted(folder.iterdir()):
-                if path.suffix in _SUFFIXES and path.is_file():
+                if path.suffix in _SUFFIXES and not path.is_dir():  # a FIFO or device: an error naming it
                     display = (
                         str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
                     )
