@@ -383,6 +383,12 @@ class Adapter:
         """Step (through the scaler when there is one); False when the scaler skipped it (overflow)."""
         raise NotImplementedError
 
+    def skip_step(self, overflow: bool) -> None:
+        """The guard skips this step itself: the optimizer does not step, and a GradScaler is left as
+        its own skip would leave it (ready for the next ``unscale_``). ``overflow`` (the gradients are
+        not finite): the scaler backs off as it does on its own overflow; otherwise its scale and
+        growth count stay as they are (a step that did not overflow never lowers the scale)."""
+
     def zero_grad(self) -> None:
         raise NotImplementedError
 

@@ -320,6 +320,7 @@ class Guard:
         rec.skipped = f"{kind}: {message}"
         incident = self._record_incident(g, rec, kind, message, "skipped", ranks)
         self._ledger_add(g, kind)
+        a.skip_step(overflow=not math.isfinite(rec.grad_norm))  # a GradScaler ends its step too
         a.zero_grad()
         self._store(rec)
         self.consecutive_skips += 1
@@ -345,6 +346,10 @@ class Guard:
         rec = StepRecord(g.step, loss, math.nan, lr=self.adapter.lr(), raised=message)
         self._record_incident(g, rec, IncidentKind.ERROR, message, "raised", [self.rank])
         self._ledger_add(g, IncidentKind.ERROR)
+        try:  # a loop that catches the error and goes on finds its GradScaler ready for the next step
+            self.adapter.skip_step(overflow=False)
+        except Exception as exc:  # noqa: BLE001 the step's own error is the one raised
+            self.log.failed(f"step {g.step}: ending the GradScaler's step", exc)
         self.adapter.zero_grad()
         self._store(rec)
         self.log.save()
