@@ -212,9 +212,11 @@ class Guard:
         if bad_ranks:
             return self._bad(g, rec, grads, total, bad_ranks)
         self.consecutive_overflows = 0
-        update = self.updates.spike(rec)
+        update = self.updates.spike(rec, self._scheduled)
         if update is not None:  # found before the update is applied: the weights are still whole
-            return self._incident(g, rec, IncidentKind.UPDATE_SPIKE, update, self.policy, [])
+            return self._incident(g, rec, IncidentKind.UPDATE_SPIKE, update.message, self.policy, [])
+        if self.updates.accepted is not None:  # an lr set by hand, kept: the run's lr from now on
+            self._record_incident(g, rec, IncidentKind.UPDATE_SPIKE, self.updates.accepted, "warned", [])
         spike = self._spike(rec)
         if spike is not None and self.spike_policy is not Policy.WARN:
             return self._incident(g, rec, spike[0], spike[1], self.spike_policy or Policy.WARN, [])
@@ -224,6 +226,10 @@ class Guard:
             self._rank_check(g, rec)
         self._apply(rec, grads, total)
         return rec.skipped is None
+
+    def _scheduled(self) -> bool:
+        """The lr is a scheduler's (given to the guard, or attached to the optimizer)."""
+        return self.scheduler is not None or self.adapter.lr_scheduled()
 
     def _apply(self, rec: StepRecord, grads: list[Any], total: Any) -> None:
         a = self.adapter

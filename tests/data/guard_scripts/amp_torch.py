@@ -11,7 +11,8 @@ The GradScaler is ``torch.amp.GradScaler("cpu")`` (enabled on the CPU since torc
 Planted faults at ``fault_step``: ``lr`` (the lr × 10,000 from then on, set by hand), ``nan`` (one
 pixel NaN), ``garbage`` (the batch's images replaced by uniform noise × 8 and its labels shuffled).
 ``schedule``: ``step`` (StepLR per epoch, γ 0.5), ``lambda`` (LambdaLR per-epoch linear warm-up from
-1/25 of the lr over 4 epochs: a 2× to 25× jump at each boundary), None.
+1/100 of the lr over 3 epochs: 34×, 2× and 1.5× jumps at the boundaries), ``hand`` (the same
+warm-up set by hand in the param groups, as ``adjust_learning_rate(optimizer, epoch)`` scripts do), None.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def scheduler(opt: Any, schedule: str | None) -> Any:
     if schedule == "step":
         return torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
     if schedule == "lambda":
-        return torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: min(1.0, (1 + 8 * epoch) / 25))
+        return torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: min(1.0, (1 + 33 * epoch) / 100))
     return None
 
 
@@ -78,6 +79,9 @@ def train(
     """Train ``steps`` batches: the losses, the scale and growth count before each step, the records."""
     model, opt, _ = build()
     sched = scheduler(opt, schedule)
+    if schedule == "hand":
+        for group in opt.param_groups:
+            group["lr"] = 0.05 / 100
     scaler = torch.amp.GradScaler("cpu", growth_interval=growth_interval)
     xs, ys = data(PER_EPOCH * BATCH, 1)
     guard = None
@@ -114,9 +118,12 @@ def train(
                     loss = F.cross_entropy(model(x), y)
                 g.backward(loss)
                 g.optimizer_step()
-        losses.append(float(loss))
+        losses.append(loss.item())
         if sched is not None and i == PER_EPOCH - 1:
             sched.step()  # once per epoch, as the MNIST example does
+        if schedule == "hand" and i == PER_EPOCH - 1:  # the same warm-up, as adjust_learning_rate()
+            for group in opt.param_groups:
+                group["lr"] = 0.05 * min(1.0, (1 + 33 * (step // PER_EPOCH + 1)) / 100)
     out: dict[str, Any] = {"losses": losses, "scales": scales, "scale": scaler.get_scale()}
     out["trackers"], out["growth_tracker"] = trackers, int(scaler._get_growth_tracker())
     if guard is not None:
