@@ -99,6 +99,7 @@ class Guard:
         self.count = 0
         self.consecutive_skips = 0
         self.consecutive_overflows = 0
+        self.overflowed: dict[str, tuple[int, float]] = {}  # overflowed batches: digest → step, scale
         self.dumps = DumpBudget(
             limits.max_dumps, limits.max_spike_dumps
         )  # per kind: warnings never starve incidents
@@ -295,11 +296,15 @@ class Guard:
             math.isfinite(rec.loss) if rec.rank_losses is None else all(map(math.isfinite, rec.rank_losses))
         )
         if a.scaler is not None and loss_ok:
+            rec.overflow = True
+            found = self._overflow_incident(g, rec)
+            if found is not None:  # a bad batch behind the overflow: an incident, the scaler's skip
+                return self._incident(g, rec, *found)
             self.consecutive_overflows += 1
             if self.consecutive_overflows <= self.limits.max_overflows:
                 a.optimizer_step()  # the scaler sees the inf, skips and backs off its scale
                 a.zero_grad()
-                rec.overflow, rec.skipped = True, "loss-scale overflow (GradScaler skipped the step)"
+                rec.skipped = "loss-scale overflow (GradScaler skipped the step)"
                 self._store(rec)
                 return False
         kind = IncidentKind.NONFINITE_GRAD if loss_ok else IncidentKind.NONFINITE_LOSS
@@ -307,6 +312,34 @@ class Guard:
         if rec.rank_losses is not None:
             message += f" on rank {', '.join(map(str, ranks))} of {self.world_size}"
         return self._incident(g, rec, kind, message, self.policy, ranks)
+
+    def _overflow_incident(
+        self, g: GuardStep, rec: StepRecord
+    ) -> tuple[IncidentKind, str, Policy, list[int]] | None:
+        """An overflow is the scaler's routine unless its (finite) loss is a spike against the losses
+        before, or the same batch overflowed before at a larger scale (the back-off did not help):
+        then it is an incident (kind, message, policy)."""
+        spike = None if self.spike_policy is None else self.spikes.loss.check(rec.loss)
+        scale = f"its gradients overflowed the loss scale {rec.loss_scale:g}" if rec.loss_scale else ""
+        if spike is not None:
+            policy = Policy.STOP if self.spike_policy is Policy.STOP else Policy.SKIP
+            text = f"loss {rec.loss:.6g} above {spike.limit:.6g} (median {spike.median:.6g}) and {scale}"
+            return IncidentKind.LOSS_SPIKE, text + ": a bad batch, not the scale", policy, [self.rank]
+        digest = batch_digest(self.adapter, g.batch)
+        if digest is None:
+            return None
+        first = self.overflowed.pop(digest, None)
+        now = rec.loss_scale or 0.0
+        self.overflowed[digest] = (rec.step, now)
+        if len(self.overflowed) > 10_000:  # the oldest goes (overflows are rare: a bound, not a cache)
+            del self.overflowed[next(iter(self.overflowed))]
+        if first is None or now >= first[1]:
+            return None
+        text = (  # the scale backed off since, and the same data overflows again
+            f"{scale} again on the batch that overflowed at step {first[0]} at scale {first[1]:g}: "
+            "the data, not the scale"
+        )
+        return IncidentKind.NONFINITE_GRAD, text, self.policy, [self.rank]
 
     def _incident(
         self,

@@ -69,3 +69,37 @@ def test_a_nan_batch_skipped_by_the_guard_backs_the_scale_off_as_the_scalers_own
     ]
     [incident] = guarded["incidents"]
     assert (incident.step, str(incident.kind), incident.action) == (10, "nonfinite-loss", "skipped")
+
+
+def test_a_garbage_batch_whose_gradients_overflow_is_an_incident(tmp_path: Path, amp: ModuleType) -> None:
+    """Noise for images, labels shuffled, at step 25 under float16: the loss (finite, 18.7 against a
+    median of 1.09) is checked before the overflow path, which used to record a routine back-off."""
+    out = amp.train(tmp_path / "run", 30, fault="garbage", fault_step=25)
+    [incident] = out["incidents"]
+    assert (incident.step, str(incident.kind), incident.action) == (25, "loss-spike", "skipped")
+    assert "overflowed the loss scale 65536: a bad batch, not the scale" in incident.message
+    assert incident.dump == "incidents/step-25" and (tmp_path / "run" / "ledger.jsonl").is_file()
+    record = out["records"][25]
+    assert record.overflow and record.skipped and out["scales"][26] == out["scales"][25] / 2  # as its own
+
+
+def test_the_garbage_batch_under_bfloat16_does_not_overflow_and_is_caught_as_in_fp32(
+    tmp_path: Path, amp: ModuleType
+) -> None:
+    out = amp.train(tmp_path / "run", 30, dtype=torch.bfloat16, fault="garbage", fault_step=25)
+    [incident] = out["incidents"]
+    assert (incident.step, str(incident.kind), incident.action) == (25, "update-spike", "skipped")
+    assert not out["records"][25].overflow and out["scales"][26] == out["scales"][25]
+
+
+def test_the_same_batch_overflowing_again_after_a_back_off_is_an_incident(
+    tmp_path: Path, amp: ModuleType
+) -> None:
+    """The same batch (× 300, labels shifted) comes each epoch (steps 5, 25, 45, 65) and overflows each
+    time though the scale backed off: from its second time an incident naming the first step (loss
+    spikes off, so only the repeat can tell)."""
+    out = amp.train(tmp_path / "run", 70, fault="loud", fault_step=25, guard_options={"spikes": None})
+    assert [r.step for r in out["records"] if r.overflow] == [5, 25, 45, 65]
+    found = [(i.step, str(i.kind), i.action) for i in out["incidents"]]
+    assert found == [(s, "nonfinite-grad", "skipped") for s in (25, 45, 65)]
+    assert "again on the batch that overflowed at step 5 at scale 65536" in out["incidents"][0].message

@@ -9,7 +9,8 @@ sizes, generated 14×14 images (a fixed random template per class, shifted, with
 The GradScaler is ``torch.amp.GradScaler("cpu")`` (enabled on the CPU since torch 2.3).
 
 Planted faults at ``fault_step``: ``lr`` (the lr × 10,000 from then on, set by hand), ``nan`` (one
-pixel NaN), ``garbage`` (the batch's images replaced by uniform noise × 8 and its labels shuffled).
+pixel NaN), ``garbage`` (the batch's images replaced by uniform noise × 8 and its labels shuffled),
+``loud`` (that batch's images × 3000 in every epoch: the same data overflows each time it comes).
 ``schedule``: ``step`` (StepLR per epoch, γ 0.5), ``lambda`` (LambdaLR per-epoch linear warm-up from
 1/100 of the lr over 3 epochs: 34×, 2× and 1.5× jumps at the boundaries), ``hand`` (the same
 warm-up set by hand in the param groups, as ``adjust_learning_rate(optimizer, epoch)`` scripts do), None.
@@ -75,6 +76,7 @@ def train(
     fault_step: int = 25,
     schedule: str | None = None,
     growth_interval: int = 2000,
+    guard_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train ``steps`` batches: the losses, the scale and growth count before each step, the records."""
     model, opt, _ = build()
@@ -88,7 +90,8 @@ def train(
     if run is not None:
         from envkit.guard import Guard
 
-        guard = Guard(model, opt, run=run, scaler=scaler, loss_fn=loss_fn, entry="amp_torch:build")
+        options = {"loss_fn": loss_fn, "entry": "amp_torch:build", **(guard_options or {})}
+        guard = Guard(model, opt, run=run, scaler=scaler, **options)
     scales: list[float] = []
     trackers: list[int] = []
     losses: list[float] = []
@@ -100,6 +103,8 @@ def train(
                 group["lr"] *= 10_000
         if fault == "nan" and step == fault_step:
             x[0, 0, 3, 3] = float("nan")
+        if fault == "loud" and i == fault_step % PER_EPOCH:  # every epoch: the same batch, × 3000
+            x, y = x * 300, (y + 1) % CLASSES
         if fault == "garbage" and step == fault_step:
             x = 8 * torch.rand(x.shape, generator=torch.Generator().manual_seed(7))
             y = y.flip(0)
