@@ -37,7 +37,7 @@ from envkit.guard.localize import (
     largest_update,
     replay_step,
 )
-from envkit.guard.options import Limits, ReadOptions, RunlogOptions, SpikeOptions
+from envkit.guard.options import Grouped, Limits, ReadOptions, RunlogOptions, SpikeOptions, fold_legacy
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
 from envkit.guard.runlog import RunLog
 from envkit.guard.spikes import SpikeDetector, Spikes
@@ -66,11 +66,19 @@ class Guard:
         scaler: Any = None,
         scheduler: Any = None,
         entry: str | None = None,
-        spikes: SpikeOptions | None = _SPIKES,
+        spikes: SpikeOptions | str | None = _SPIKES,
         reads: ReadOptions = _READS,
         limits: Limits = _LIMITS,
         log: RunlogOptions = _LOG,
+        **deprecated: Any,
     ) -> None:
+        # the keywords of rounds 1 and 2 (check_every=…, spikes="warn"): folded in, with a warning
+        grouped, message = fold_legacy(
+            deprecated, spikes, Grouped(None if isinstance(spikes, str) else spikes, reads, limits, log)
+        )
+        if message is not None:
+            warnings.warn(message, DeprecationWarning, stacklevel=2)
+        spikes, reads, limits, log = grouped.spikes, grouped.reads, grouped.limits, grouped.log
         if policy not in ("skip", "stop", "warn"):
             raise GuardError(f"policy {policy!r}: choose skip, stop or warn", hint="see docs/guard.md")
         if clip is not None and not clip > 0:
