@@ -7,6 +7,7 @@ this module imports no framework: the model's class says which one to load.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import ctypes
 import functools
@@ -58,30 +59,32 @@ def _mt_words(address: int) -> memoryview:
     return memoryview((ctypes.c_uint32 * 625).from_address(address)).cast("B").cast("I")
 
 
-def _mt_mark(words: memoryview) -> tuple[int, ...]:
-    """What tells whether a Mersenne Twister moved: its position and five of its words.
+def _mt_mark(words: memoryview) -> bytes:
+    """What tells whether a Mersenne Twister moved: all of it, its 624 words and its position (2,500
+    bytes, one copy and one ``memcmp``). Equal bytes are the same generator, so a snapshot kept for
+    them can never be stale (a state set by hand that differs in any one word is read anew)."""
+    return words.tobytes()
 
-    Every draw moves the position; the words change only all at once, when the 624 are regenerated
-    (every 624 draws: the position is then back where it was) or set (``seed``, ``setstate``). So an
-    unchanged position and five unchanged words mean an unchanged generator but with a chance of
-    ~2^-160 (five 32-bit words regenerated or reseeded to their own values), or for a state set by
-    hand to differ from the one before only in the other 619 words. Reading the 2,500 bytes is ~7 µs
-    right after a step (they are out of the CPU's caches by then); these six ~2 µs."""
-    return (words[0], words[1], words[2], words[312], words[623], words[624])
+
+def _python_bytes(words: Sequence[int]) -> bytes:
+    """``getstate()``'s 624 words and position as ``_random.Random`` holds them: the int, the words."""
+    return struct.pack("=i", words[624]) + array.array("I", words[:624]).tobytes()
 
 
 class PythonRngCache:
-    """Python's global generator read in full only when it changed (:func:`_mt_mark`).
-    ``random.getstate()`` builds 625 ints (~20-100 µs); the generator's C words (``_random.Random``:
+    """Python's global generator read with ``random.getstate()`` whenever it changed: the last state
+    is given again only when all its C words are bytewise those of the last read (:func:`_mt_mark`).
+    ``getstate()`` builds 625 ints (~20-100 µs); the generator's C words (``_random.Random``:
     ``PyObject_HEAD; int index; uint32_t state[624]``) are read through a view of them made once
-    (``random.seed`` reseeds the same object; another ``random._inst`` gets a new view). The layout
-    is checked once against ``getstate()``; where it does not match (another interpreter), every read
-    is a full one."""
+    (``random.seed`` reseeds the same object; another ``random._inst`` gets a new view, and the view
+    holds its object, so the address is never reused). The layout is checked against ``getstate()``
+    when the view is made and again at every full read; where it does not match (another
+    interpreter), every read is ``getstate()``."""
 
     OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)  # after PyObject_HEAD: refcount, type
 
     def __init__(self) -> None:
-        self.mark: tuple[int, ...] | None = None
+        self.mark: bytes | None = None
         self.state: list[Any] | None = None
         self.owner: Any = None  # the random.Random the view reads
         self.words: memoryview | None = None  # its index and C words
@@ -96,17 +99,20 @@ class PythonRngCache:
     def _layout_matches(self) -> bool:
         try:
             view, (_, words, _) = self._view(), random.getstate()
-            index = struct.unpack("=i", view[:1].tobytes())[0]
-            return len(words) == 625 and (*view[1:], index) == tuple(words)
+            return len(words) == 625 and _python_bytes(words) == view.tobytes()
         except (AttributeError, TypeError, ValueError, OSError, struct.error):
             return False
 
     def read(self) -> list[Any]:
         if not self.usable:
             return list(random.getstate())
-        mark, gauss = _mt_mark(self._view()), getattr(self.owner, "gauss_next", None)
+        view = self._view()
+        mark, gauss = _mt_mark(view), getattr(self.owner, "gauss_next", None)
         if self.state is None or mark != self.mark or gauss != self.state[2]:
             self.state, self.mark = list(random.getstate()), mark
+            if _python_bytes(self.state[1]) != mark:  # the self-check: the view is the state read
+                self.usable, self.state = False, None
+                return list(random.getstate())
         return self.state
 
 
@@ -116,35 +122,47 @@ def set_python_rng(value: Sequence[Any]) -> None:
 
 
 class NumpyRngCache:
-    """numpy's global generator read in full only when it changed (:func:`_mt_mark`): ``get_state``
-    costs ~60 µs; the MT19937 words and position are read through a view made once per bit generator
-    (``np.random.seed`` reseeds the same one). A cached Gaussian (``has_gauss``) can be used up
-    without a new draw, so a state holding one is always read in full."""
+    """numpy's global generator read with ``np.random.get_state()`` whenever it changed: the last
+    state is given again only when its MT19937 words and position are bytewise those of the last read
+    (:func:`_mt_mark`): ``get_state`` costs ~60 µs; the words are read through a view made once per
+    bit generator (``np.random.seed`` reseeds the same one; the view holds its owner), checked against
+    ``get_state()`` when made and at every full read. A cached Gaussian (``has_gauss``) can be used
+    up without a new draw, so a state holding one is always read in full."""
 
     def __init__(self) -> None:
-        self.mark: tuple[int, ...] | None = None
+        self.mark: bytes | None = None
         self.state: Any = None
         self.owner: Any = None  # the legacy global RandomState's bit generator the view reads
         self.words: memoryview | None = None  # uint32 key[624]; int pos (numpy's mt19937_state)
         self.values: tuple[Any, list[Any]] | None = None  # numpy_rng's JSON part of ``state``
+        self.off = False  # a full read disagreed with the view: get_state() always
 
     def read(self, np: Any) -> Any:
         mark = self._mark(np)
         if mark is None or mark != self.mark or self.state is None or self.state[3]:
             self.state, self.mark = np.random.get_state(), mark
+            if mark is not None and _numpy_bytes(self.state) != mark:  # the view is not the state
+                self.words, self.mark, self.off = None, None, True  # read: full reads from now on
         return self.state
 
-    def _mark(self, np: Any) -> tuple[int, ...] | None:
+    def _mark(self, np: Any) -> bytes | None:
+        if self.off:
+            return None
         try:
             bits = np.random.mtrand._rand._bit_generator
             if bits is not self.owner:
                 self.owner, self.words = bits, _mt_words(bits.ctypes.state_address)
-                _, keys, pos, _, _ = np.random.get_state()
-                if self.words.tolist() != [*keys.tolist(), pos]:
+                if _numpy_bytes(np.random.get_state()) != self.words.tobytes():
                     self.words = None  # another layout: read in full
             return None if self.words is None else _mt_mark(self.words)
         except (AttributeError, TypeError, ValueError, OSError):  # another numpy: read in full
             return None
+
+
+def _numpy_bytes(state: Any) -> bytes:
+    """``get_state()``'s MT19937 words and position as numpy's ``mt19937_state`` holds them."""
+    _, keys, pos, _, _ = state
+    return bytes(keys.astype("=u4").tobytes()) + struct.pack("=i", int(pos))
 
 
 def numpy_rng(rng: RngState, cache: NumpyRngCache | None = None) -> None:
@@ -383,6 +401,12 @@ class Adapter:
         """Step (through the scaler when there is one); False when the scaler skipped it (overflow)."""
         raise NotImplementedError
 
+    def skip_step(self, overflow: bool) -> None:
+        """The guard skips this step itself: the optimizer does not step, and a GradScaler is left as
+        its own skip would leave it (ready for the next ``unscale_``). ``overflow`` (the gradients are
+        not finite): the scaler backs off as it does on its own overflow; otherwise its scale and
+        growth count stay as they are (a step that did not overflow never lowers the scale)."""
+
     def zero_grad(self) -> None:
         raise NotImplementedError
 
@@ -395,6 +419,10 @@ class Adapter:
 
     def loss_scale(self) -> float | None:
         return None
+
+    def lr_scheduled(self) -> bool:
+        """The optimizer's lr is set by a learning-rate scheduler of the framework."""
+        return False
 
     # -- state for the flight recorder -------------------------------------------------------
     def rng_state(self) -> RngState:

@@ -37,7 +37,7 @@ from envkit.guard.localize import (
     largest_update,
     replay_step,
 )
-from envkit.guard.options import Limits, ReadOptions, RunlogOptions, SpikeOptions
+from envkit.guard.options import Grouped, Limits, ReadOptions, RunlogOptions, SpikeOptions, fold_legacy
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
 from envkit.guard.runlog import RunLog
 from envkit.guard.spikes import SpikeDetector, Spikes
@@ -66,11 +66,19 @@ class Guard:
         scaler: Any = None,
         scheduler: Any = None,
         entry: str | None = None,
-        spikes: SpikeOptions | None = _SPIKES,
+        spikes: SpikeOptions | str | None = _SPIKES,
         reads: ReadOptions = _READS,
         limits: Limits = _LIMITS,
         log: RunlogOptions = _LOG,
+        **deprecated: Any,
     ) -> None:
+        # the keywords of rounds 1 and 2 (check_every=…, spikes="warn"): folded in, with a warning
+        grouped, message = fold_legacy(
+            deprecated, spikes, Grouped(None if isinstance(spikes, str) else spikes, reads, limits, log)
+        )
+        if message is not None:
+            warnings.warn(message, DeprecationWarning, stacklevel=2)
+        spikes, reads, limits, log = grouped.spikes, grouped.reads, grouped.limits, grouped.log
         if policy not in ("skip", "stop", "warn"):
             raise GuardError(f"policy {policy!r}: choose skip, stop or warn", hint="see docs/guard.md")
         if clip is not None and not clip > 0:
@@ -99,6 +107,7 @@ class Guard:
         self.count = 0
         self.consecutive_skips = 0
         self.consecutive_overflows = 0
+        self.overflowed: dict[str, tuple[int, float]] = {}  # overflowed batches: digest → step, scale
         self.dumps = DumpBudget(
             limits.max_dumps, limits.max_spike_dumps
         )  # per kind: warnings never starve incidents
@@ -212,9 +221,11 @@ class Guard:
         if bad_ranks:
             return self._bad(g, rec, grads, total, bad_ranks)
         self.consecutive_overflows = 0
-        update = self.updates.spike(rec)
+        update = self.updates.spike(rec, self._scheduled)
         if update is not None:  # found before the update is applied: the weights are still whole
-            return self._incident(g, rec, IncidentKind.UPDATE_SPIKE, update, self.policy, [])
+            return self._incident(g, rec, IncidentKind.UPDATE_SPIKE, update.message, self.policy, [])
+        if self.updates.accepted is not None:  # an lr set by hand, kept: the run's lr from now on
+            self._record_incident(g, rec, IncidentKind.UPDATE_SPIKE, self.updates.accepted, "warned", [])
         spike = self._spike(rec)
         if spike is not None and self.spike_policy is not Policy.WARN:
             return self._incident(g, rec, spike[0], spike[1], self.spike_policy or Policy.WARN, [])
@@ -224,6 +235,10 @@ class Guard:
             self._rank_check(g, rec)
         self._apply(rec, grads, total)
         return rec.skipped is None
+
+    def _scheduled(self) -> bool:
+        """The lr is a scheduler's (given to the guard, or attached to the optimizer)."""
+        return self.scheduler is not None or self.adapter.lr_scheduled()
 
     def _apply(self, rec: StepRecord, grads: list[Any], total: Any) -> None:
         a = self.adapter
@@ -289,11 +304,15 @@ class Guard:
             math.isfinite(rec.loss) if rec.rank_losses is None else all(map(math.isfinite, rec.rank_losses))
         )
         if a.scaler is not None and loss_ok:
+            rec.overflow = True
+            found = self._overflow_incident(g, rec)
+            if found is not None:  # a bad batch behind the overflow: an incident, the scaler's skip
+                return self._incident(g, rec, *found)
             self.consecutive_overflows += 1
             if self.consecutive_overflows <= self.limits.max_overflows:
                 a.optimizer_step()  # the scaler sees the inf, skips and backs off its scale
                 a.zero_grad()
-                rec.overflow, rec.skipped = True, "loss-scale overflow (GradScaler skipped the step)"
+                rec.skipped = "loss-scale overflow (GradScaler skipped the step)"
                 self._store(rec)
                 return False
         kind = IncidentKind.NONFINITE_GRAD if loss_ok else IncidentKind.NONFINITE_LOSS
@@ -301,6 +320,34 @@ class Guard:
         if rec.rank_losses is not None:
             message += f" on rank {', '.join(map(str, ranks))} of {self.world_size}"
         return self._incident(g, rec, kind, message, self.policy, ranks)
+
+    def _overflow_incident(
+        self, g: GuardStep, rec: StepRecord
+    ) -> tuple[IncidentKind, str, Policy, list[int]] | None:
+        """An overflow is the scaler's routine unless its (finite) loss is a spike against the losses
+        before, or the same batch overflowed before at a larger scale (the back-off did not help):
+        then it is an incident (kind, message, policy)."""
+        spike = None if self.spike_policy is None else self.spikes.loss.check(rec.loss)
+        scale = f"its gradients overflowed the loss scale {rec.loss_scale:g}" if rec.loss_scale else ""
+        if spike is not None:
+            policy = Policy.STOP if self.spike_policy is Policy.STOP else Policy.SKIP
+            text = f"loss {rec.loss:.6g} above {spike.limit:.6g} (median {spike.median:.6g}) and {scale}"
+            return IncidentKind.LOSS_SPIKE, text + ": a bad batch, not the scale", policy, [self.rank]
+        digest = batch_digest(self.adapter, g.batch)
+        if digest is None:
+            return None
+        first = self.overflowed.pop(digest, None)
+        now = rec.loss_scale or 0.0
+        self.overflowed[digest] = (rec.step, now)
+        if len(self.overflowed) > 10_000:  # the oldest goes (overflows are rare: a bound, not a cache)
+            del self.overflowed[next(iter(self.overflowed))]
+        if first is None or now >= first[1]:
+            return None
+        text = (  # the scale backed off since, and the same data overflows again
+            f"{scale} again on the batch that overflowed at step {first[0]} at scale {first[1]:g}: "
+            "the data, not the scale"
+        )
+        return IncidentKind.NONFINITE_GRAD, text, self.policy, [self.rank]
 
     def _incident(
         self,
@@ -320,6 +367,7 @@ class Guard:
         rec.skipped = f"{kind}: {message}"
         incident = self._record_incident(g, rec, kind, message, "skipped", ranks)
         self._ledger_add(g, kind)
+        a.skip_step(overflow=not math.isfinite(rec.grad_norm))  # a GradScaler ends its step too
         a.zero_grad()
         self._store(rec)
         self.consecutive_skips += 1
@@ -345,6 +393,10 @@ class Guard:
         rec = StepRecord(g.step, loss, math.nan, lr=self.adapter.lr(), raised=message)
         self._record_incident(g, rec, IncidentKind.ERROR, message, "raised", [self.rank])
         self._ledger_add(g, IncidentKind.ERROR)
+        try:  # a loop that catches the error and goes on finds its GradScaler ready for the next step
+            self.adapter.skip_step(overflow=False)
+        except Exception as exc:  # noqa: BLE001 the step's own error is the one raised
+            self.log.failed(f"step {g.step}: ending the GradScaler's step", exc)
         self.adapter.zero_grad()
         self._store(rec)
         self.log.save()

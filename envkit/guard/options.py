@@ -12,11 +12,12 @@ a loop that wants more passes one value per concern::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from envkit.errors import GuardError
 
-__all__ = ["Limits", "ReadOptions", "RunlogOptions", "SpikeOptions"]
+__all__ = ["LEGACY", "Grouped", "Limits", "ReadOptions", "RunlogOptions", "SpikeOptions", "fold_legacy"]
 
 _HINT = "see docs/guard.md (options)"
 _POLICIES = ("skip", "stop", "warn")
@@ -101,3 +102,74 @@ class RunlogOptions:
     def __post_init__(self) -> None:
         if self.keep < 1 or self.flush_every < 1:
             raise GuardError("RunlogOptions: keep and flush_every must be >= 1", hint=_HINT)
+
+
+# the keywords Guard took before its options were grouped (rounds 1 and 2): group and field now
+LEGACY: dict[str, tuple[str, str]] = {
+    "check_every": ("reads", "check_every"),
+    "defer_reads": ("reads", "defer"),
+    "max_skips": ("limits", "max_skips"),
+    "max_overflows": ("limits", "max_overflows"),
+    "max_dumps": ("limits", "max_dumps"),
+    "max_spike_dumps": ("limits", "max_spike_dumps"),
+    "spike_window": ("spikes", "window"),
+    "spike_warmup": ("spikes", "warmup"),
+    "spike_threshold": ("spikes", "threshold"),
+    "spike_factor": ("spikes", "factor"),
+    "loss_spike_factor": ("spikes", "loss_factor"),
+    "update_factor": ("spikes", "update_factor"),
+    "keep": ("log", "keep"),
+    "flush_every": ("log", "flush_every"),
+    "name": ("log", "name"),
+    "seed": ("log", "seed"),
+    "autocast": ("log", "autocast"),
+    "tensorboard": ("log", "tensorboard"),
+    "ledger": ("log", "ledger"),
+}
+_CLASSES = {"spikes": "SpikeOptions", "reads": "ReadOptions", "limits": "Limits", "log": "RunlogOptions"}
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """Guard's grouped options, with any old keywords folded in."""
+
+    spikes: SpikeOptions | None
+    reads: ReadOptions
+    limits: Limits
+    log: RunlogOptions
+
+
+def fold_legacy(
+    old: dict[str, Any], spikes: SpikeOptions | str | None, given: Grouped
+) -> tuple[Grouped, str | None]:
+    """The options with the old keywords (and ``spikes="warn"``, once a policy string) folded into
+    their groups, and the deprecation message naming the new form (None when nothing old was given).
+    An unknown keyword is the ``TypeError`` Python raises for one."""
+    unknown = sorted(set(old) - set(LEGACY))
+    if unknown:
+        raise TypeError(f"Guard.__init__() got an unexpected keyword argument {unknown[0]!r}")
+    fields: dict[str, dict[str, Any]] = {group: {} for group in _CLASSES}
+    for key, value in old.items():
+        group, field = LEGACY[key]
+        fields[group][field] = value
+    if isinstance(spikes, str):
+        fields["spikes"]["policy"] = spikes
+    if not any(fields.values()):
+        return given, None
+    f = fields  # spikes=None: detection off, as it was
+    spikes_now = None if spikes is None else replace(given.spikes or SpikeOptions(), **f["spikes"])
+    reads, limits = replace(given.reads, **f["reads"]), replace(given.limits, **f["limits"])
+    folded = Grouped(spikes_now, reads, limits, replace(given.log, **f["log"]))
+    said = [f"{k}={v!r}" for k, v in old.items()] + (
+        [f"spikes={spikes!r}"] if isinstance(spikes, str) else []
+    )
+    form = ", ".join(
+        f"{group}={_CLASSES[group]}({', '.join(f'{k}={v!r}' for k, v in values.items())})"
+        for group, values in fields.items()
+        if values
+    )
+    message = (
+        f"Guard({', '.join(said)}) is deprecated: write Guard({form}) (the old keywords keep working "
+        "for at least one more release: docs/guard.md, 'Deprecated keywords')"
+    )
+    return folded, message

@@ -240,6 +240,22 @@ class PaddleAdapter(Adapter):
         self.scaler.update()
         return not bool(getattr(self.scaler, "_cache_found_inf", False))
 
+    def skip_step(self, overflow: bool) -> None:
+        if self.scaler is None:
+            return
+        if overflow:  # Paddle's own skip: its step sees the found-inf of unscale_ and does not apply
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            return
+        # the state update() clears (Paddle has no update(new_scale)): the scale and its counts stay
+        states = getattr(self.scaler, "_optimizer_states", None)
+        if not isinstance(states, dict):
+            raise GuardError(
+                "this Paddle GradScaler has no _optimizer_states: the guard cannot skip a step under it",
+                hint="use policy='warn', or report the Paddle version",
+            )
+        states.pop(id(self.optimizer), None)
+
     def zero_grad(self) -> None:
         self.optimizer.clear_grad()
 
@@ -336,6 +352,10 @@ class PaddleAdapter(Adapter):
         if scale is None:
             return None
         return float(scale) if isinstance(scale, int | float) else float(scale.item())
+
+    def lr_scheduled(self) -> bool:
+        # Paddle's optimizer holds the LRScheduler it was given as its learning rate
+        return isinstance(getattr(self.optimizer, "_learning_rate", None), paddle.optimizer.lr.LRScheduler)
 
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:

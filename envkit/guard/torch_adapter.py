@@ -211,6 +211,14 @@ class TorchAdapter(Adapter):
         after = float(self.scaler.get_scale())
         return not (self._scale_before is not None and after < self._scale_before)
 
+    def skip_step(self, overflow: bool) -> None:
+        if self.scaler is None or self.trainer_steps or not self.scaler.is_enabled():
+            return
+        if overflow:  # the found-inf unscale_ recorded: the scaler's own back-off (no step: not applied)
+            self.scaler.update()
+        else:  # update(new_scale) clears the per-optimizer state and sets the scale it already has
+            self.scaler.update(float(self.scaler.get_scale()))
+
     def zero_grad(self) -> None:
         if not self.trainer_steps:
             self.optimizer.zero_grad(set_to_none=True)
@@ -232,6 +240,10 @@ class TorchAdapter(Adapter):
 
     def loss_scale(self) -> float | None:
         return None if self.scaler is None else float(self.scaler.get_scale())
+
+    def lr_scheduled(self) -> bool:
+        # every torch LRScheduler records each group's "initial_lr" when it is made (resume needs it)
+        return any("initial_lr" in g for g in getattr(self.optimizer, "param_groups", None) or [])
 
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:

@@ -3,28 +3,49 @@
 Both are recorded for every step (the group norms come with the step's one host read). A step whose
 ratio is ``factor`` (10) times the largest any earlier healthy step had, after ``warmup`` steps,
 is an ``update-spike`` incident, found *before* the optimizer applies it (a learning rate 5000×
-too large does not wreck the weights first). A gradual rise (lr warm-up) never trips it: each step
-is compared with the largest before it. Standard library only.
+too large does not wreck the weights first). A gradual rise (a per-step warm-up) never trips it:
+each step is compared with the largest before it. A jump the lr alone made (a per-epoch warm-up,
+the ratio per unit of lr as before) is the run's schedule when a scheduler set the lr; set by
+hand, it is refused a few steps, then taken as the run's lr. Standard library only.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from envkit.guard.records import StepRecord
 
-__all__ = ["UpdateTracker"]
+__all__ = ["UpdateSpike", "UpdateTracker"]
+
+
+# an lr change the loop made by hand (no scheduler seen) is refused this many steps, then taken as the
+# run's lr while the update it makes stays below the weights' own size (``lr·|grad|/|weight|`` < 1)
+HAND_SET_STEPS = 3
+
+
+@dataclass(frozen=True)
+class UpdateSpike:
+    """An update spike: the message, and whether the lr alone made it (the gradients were as before)."""
+
+    message: str
+    lr_only: bool
 
 
 class UpdateTracker:
-    """The largest update ratio and lr per group so far, and the check against them."""
+    """The largest update ratio, lr and ratio per unit of lr (``|grad|/|weight|``) per group so far,
+    and the check against them."""
 
     def __init__(self, factor: float | None, warmup: int) -> None:
         self.factor, self.warmup = factor, warmup
         self.ratios: list[float] = []  # the largest update ratio per group so far (healthy steps)
         self.lrs: list[float] = []
+        self.per_lr: list[float] = []  # the largest update ratio / lr per group (the gradients' part)
         self.steps = 0
+        self.refused: tuple[list[float], int] = ([], 0)  # a hand-set lr refused, and for how many steps
+        self.accepted: str | None = None  # set by spike(): an lr change taken as the run's, said once
 
     def record(self, rec: StepRecord, lrs: list[float], groups: list[float], clip: float | None) -> None:
         """``rec.lrs`` and ``rec.update_ratios`` from the group norms ``[g_0…, w_0…]`` read with the step."""
@@ -37,24 +58,62 @@ class UpdateTracker:
             for lr, gn, wn in zip(lrs, groups[: len(lrs)], groups[len(lrs) :], strict=True)
         ]
 
-    def spike(self, rec: StepRecord) -> str | None:
-        """``the update was N× larger than any before …``, else None (and the step joins the history)."""
+    def spike(self, rec: StepRecord, scheduled: Callable[[], bool]) -> UpdateSpike | None:
+        """The update spike this step is, else None (and the step joins the history).
+
+        An update ``factor`` × larger than any before is judged against the lr it was made with: when
+        its ratio per unit of lr is within ``factor`` of the largest before, the lr alone made it. An
+        lr change by the optimizer's scheduler (``scheduled()``) is then the run's schedule, not an
+        anomaly; one made by hand is refused for ``HAND_SET_STEPS`` steps, then taken as the run's
+        lr (said once, in ``accepted``) unless its update is as large as the weights themselves."""
         ratios, lrs = rec.update_ratios, rec.lrs or []
+        self.accepted = None
         if ratios is None or self.factor is None:
             return None
         if len(self.ratios) != len(ratios):  # the first step, or the optimizer's groups changed
-            self.ratios, self.lrs, self.steps = [0.0] * len(ratios), [0.0] * len(ratios), 0
+            zeros = [0.0] * len(ratios)
+            self.ratios, self.lrs, self.per_lr, self.steps = list(zeros), list(zeros), list(zeros), 0
         if self.steps >= self.warmup:
-            for i, r in enumerate(ratios):
-                if math.isfinite(r) and self.ratios[i] > 0 and r > self.factor * self.ratios[i]:
-                    return self._message(i, r, lrs)
+            found = self._check(ratios, lrs, scheduled)
+            if found is not None:
+                return found
+        self._join(ratios, lrs)
+        return None
+
+    def _check(
+        self, ratios: list[float], lrs: list[float], scheduled: Callable[[], bool]
+    ) -> UpdateSpike | None:
+        assert self.factor is not None
+        for i, r in enumerate(ratios):
+            if not (math.isfinite(r) and self.ratios[i] > 0 and r > self.factor * self.ratios[i]):
+                continue
+            lr = lrs[i] if i < len(lrs) else 0.0
+            per_lr = r / lr if lr > 0 else math.inf
+            if not (self.per_lr[i] > 0 and per_lr <= self.factor * self.per_lr[i]):
+                return UpdateSpike(self._message(i, r, lrs), lr_only=False)  # the gradients made it
+            if scheduled():
+                continue  # the scheduler's lr: the run's schedule
+            before, count = self.refused
+            count = count + 1 if before == lrs else 1
+            if count <= HAND_SET_STEPS or max(ratios) >= 1.0:
+                self.refused = (list(lrs), count)
+                return UpdateSpike(self._message(i, r, lrs), lr_only=True)
+            self.accepted = (
+                f"the learning rate {lr:.6g} set without a scheduler stayed for {count} steps: "
+                f"taken as the run's lr (its update {_times(r / self.ratios[i])} the largest before)"
+            )
+        self.refused = ([], 0)
+        return None
+
+    def _join(self, ratios: list[float], lrs: list[float]) -> None:
         for i, r in enumerate(ratios):
             if math.isfinite(r):
                 self.ratios[i] = max(self.ratios[i], r)
+                if i < len(lrs) and lrs[i] > 0:
+                    self.per_lr[i] = max(self.per_lr[i], r / lrs[i])
             if i < len(lrs):
                 self.lrs[i] = max(self.lrs[i], lrs[i])
         self.steps += 1
-        return None
 
     def context(self, rec: StepRecord) -> dict[str, Any]:
         """For an incident: the step's lr and update ratio per group, beside the largest before it."""

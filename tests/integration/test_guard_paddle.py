@@ -617,3 +617,31 @@ def test_a_loss_scale_overflow_goes_as_in_paddles_own_loop(
     assert guarded == plain
     assert guard.records[1].overflow and guard.records[1].skipped and not guard.incidents
     assert guard.records[2].loss_scale == guard.records[1].loss_scale / 2
+
+
+def test_a_step_the_guard_skips_under_a_grad_scaler_leaves_it_ready_and_its_scale_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lr × 5000 at step 25 of 30 under Paddle's AMP loop: the guard skips it as an update spike
+    and ends the GradScaler's step without lowering the scale or touching its counts (the next
+    ``unscale_`` used to raise 'unscale_() has already been called on this optimizer')."""
+    model, opt = mlp()
+    scaler = cuda_scaler(monkeypatch, 1024.0)
+    guard = Guard(model, opt, run=tmp_path / "run", scaler=scaler)
+    counts = []
+    for i, batch in enumerate(batches(30)):
+        if i == 25:
+            opt.set_lr(opt.get_lr() * 5000)
+        counts.append((float(scaler._scale.item()), scaler._incr_count, scaler._decr_count))
+        with guard.step(i, batch) as g:
+            with paddle.amp.auto_cast(dtype="float16"):
+                loss = ce(model, batch)
+            g.backward(loss)
+            g.optimizer_step()
+    guard.close()
+    assert [(r.step, r.skipped is not None) for r in guard.records][24:] == [
+        (24, False),
+        *((i, True) for i in range(25, 30)),
+    ]
+    assert str(guard.incidents[0].kind) == "update-spike" and not guard.records[25].overflow
+    assert counts[25] == counts[29] == (1024.0, 25, 0)

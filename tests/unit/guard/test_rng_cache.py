@@ -95,3 +95,48 @@ def test_a_numpy_layout_that_does_not_match_reads_in_full_every_time(monkeypatch
     first = cache.read(np)
     assert cache.words is None and cache.read(np) is not first  # each read a full one
     assert (cache.read(np)[1] == np.random.get_state()[1]).all()
+
+
+@pytest.mark.parametrize("word", [3, 100, 311, 500, 622])
+def test_a_python_state_set_by_hand_differing_in_one_other_word_is_read(word: int) -> None:
+    """The position and the five words the old check compared unchanged, one other word changed:
+    the old cache gave the state before (a stale RNG in the dump, a replay that lies)."""
+    random.seed(5)
+    cache = PythonRngCache()
+    before = cache.read()
+    version, words, gauss = random.getstate()
+    changed = list(words)
+    changed[word] ^= 1
+    random.setstate((version, tuple(changed), gauss))
+    after = cache.read()
+    assert after == list(random.getstate()) and after[1][word] == changed[word] != before[1][word]
+
+
+@pytest.mark.parametrize("word", [3, 100, 311, 500, 622])
+def test_a_numpy_state_set_by_hand_differing_in_one_other_word_is_read(word: int) -> None:
+    np = pytest.importorskip("numpy")
+    np.random.seed(5)
+    cache = NumpyRngCache()
+    held = RngState()
+    numpy_rng(held, cache)
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    keys = keys.copy()
+    keys[word] ^= 1
+    np.random.set_state((name, keys, pos, has_gauss, cached))
+    now = RngState()
+    numpy_rng(now, cache)
+    assert (now.arrays["numpy.keys"] == keys).all() and now.arrays["numpy.keys"][word] != held.arrays[
+        "numpy.keys"
+    ][word]
+
+
+def test_a_python_view_that_stops_agreeing_turns_the_fast_path_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The self-check at each full read: a view that is not the state read is dropped for getstate()."""
+    cache = PythonRngCache()
+    assert cache.usable
+    cache.read()
+    zeros = (ctypes.c_uint32 * 625)()
+    cache.words = memoryview(zeros).cast("B").cast("I")  # what a moved or different struct would show
+    random.random()
+    assert cache.read() == list(random.getstate()) and not cache.usable
+    assert cache.read() == list(random.getstate())
