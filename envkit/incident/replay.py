@@ -115,8 +115,20 @@ def _report(env: Any, source: str) -> ProbeReport:
     if not isinstance(env, dict) or not isinstance(env.get("fingerprint"), dict):
         raise DumpError(f"{source}: no fingerprint", hint="the dump was edited")
     raw = env.get("info")
-    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    framework = str(env.get("framework") or "torch")
+    if raw is not None and not isinstance(raw, dict):
+        raise DumpError(f"{source}: info: expected an object", hint="the dump was edited")
+    info: dict[str, Any] = raw or {}
+    switches = info.get("switches", {})
+    if not isinstance(switches, dict):
+        raise DumpError(f"{source}: info.switches: expected an object", hint="the dump was edited")
+    threads = switches.get("num_threads")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)):
+        raise DumpError(
+            f"{source}: info.switches.num_threads: expected an integer", hint="the dump was edited"
+        )
+    framework = env.get("framework") or "torch"
+    if framework not in ("torch", "paddle"):
+        raise DumpError(f"{source}: framework: expected torch or paddle", hint="the dump was edited")
     doc = {
         "schema": SCHEMA,
         "kind": KIND,
@@ -126,7 +138,7 @@ def _report(env: Any, source: str) -> ProbeReport:
             "workloads": ["replay"],
             "mode": "guard",
             "dtype": "float32",
-            "threads": info.get("switches", {}).get("num_threads"),
+            "threads": threads,
         },
         "fingerprint": env["fingerprint"],
         "frameworks": {framework: {"status": "ok", "info": info, "workloads": {}}},
