@@ -2,10 +2,11 @@
 
 A real training process (a small MLP, AdamW, a NaN planted in the batch of step 12, policy skip,
 ``loss_fn`` for the localization, ``steps.jsonl`` flushed every 5 steps) is killed with SIGKILL right
-after step 25: no ``close()``, no ``report.json`` (the steps after the last flush are lost). ``guard show`` rebuilds the run from
-``steps.jsonl``, ``incidents.jsonl``, the dump and the ledger, says the run did not close, and exits
-1 for the incident; ``--json`` says ``closed: false``; ``--html`` draws the steps written. Before
-``envkit.incident.runread`` it said ``RUN/report.json: no such report`` (exit 2).
+after step 25: no ``close()``, no ``report.json`` (the steps after the last flush are lost).
+``guard show`` rebuilds the run from ``steps.jsonl``, ``incidents.jsonl``, the dump and the
+ledger, says the run did not close, and exits 1 for the incident; ``--json`` says ``closed:
+false``; ``--html`` draws the steps written.
+Before ``envkit.incident.runread`` it said ``RUN/report.json: no such report`` (exit 2).
 """
 
 from __future__ import annotations
