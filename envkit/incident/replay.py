@@ -23,6 +23,7 @@ import importlib
 import math
 import sys
 from collections.abc import Callable
+from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from envkit.guard.flight import load_dump
 from envkit.guard.localize import Replay, replay_step
 from envkit.guard.records import json_clean, read_float
 from envkit.guard.runlog import fingerprint
+from envkit.incident.amp import recorded_amp
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
 __all__ = [
@@ -154,25 +156,32 @@ def _same(a: float, b: float) -> bool:
 
 def replay_runs(dump: Dump, builder: Builder) -> list[Replay]:
     """The dump's step replayed twice here with the entry's model, optimizer and loss."""
-    model, optimizer, loss_fn = _built(builder)
-    adapter = make_adapter(model, optimizer)
-    loaded = load_dump(dump, adapter)
-    if loaded.optimizer is not None:
-        adapter.load_optimizer_state(*loaded.optimizer, source=str(dump.file("optimizer.safetensors")))
-    training = bool(dump.manifest.get("training", True))
-    source = str(dump.file("model.safetensors"))
-    return [
-        replay_step(
-            adapter,
-            loss_fn,
-            loaded.batch,
-            loaded.rng,
-            training=training,
-            model_state=loaded.model_state,
-            source=source,
-        )
-        for _ in range(2)
-    ]
+    amp = recorded_amp(dump)
+    with redirect_stdout(sys.stderr):  # the entry's own prints: never in `--json` output
+        model, optimizer, loss_fn = _built(builder)
+        adapter = make_adapter(model, optimizer)
+        loaded = load_dump(dump, adapter)
+        if loaded.optimizer is not None:
+            adapter.load_optimizer_state(*loaded.optimizer, source=str(dump.file("optimizer.safetensors")))
+        training = bool(dump.manifest.get("training", True))
+        source = str(dump.file("model.safetensors"))
+        autocast = amp.context(adapter.name, adapter.device())
+        runs = []
+        for _ in range(2):
+            adapter.scaler = amp.scaler(adapter.name, adapter.device())  # fresh: unscale_ once each
+            runs.append(
+                replay_step(
+                    adapter,
+                    loss_fn,
+                    loaded.batch,
+                    loaded.rng,
+                    training=training,
+                    model_state=loaded.model_state,
+                    source=source,
+                    autocast=autocast,
+                )
+            )
+        return runs
 
 
 def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
@@ -195,6 +204,7 @@ def judge(
             f"{dump.file('manifest.json')}: outcome is not two numbers", hint="the dump was edited"
         ) from e
     verdict, causes, notes = _verdict(dump, runs, loss, norm, here or _local_report, where)
+    notes = [*recorded_amp(dump).describe(), *notes]  # replay_runs replays with the recorded AMP state
     return ReplayVerdict(
         verdict=verdict,
         dump=str(dump.path),
