@@ -42,6 +42,7 @@ from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 __all__ = [
     "Builder",
     "ReplayVerdict",
+    "align_names",
     "here_info",
     "judge",
     "load_entry",
@@ -161,6 +162,7 @@ def replay_runs(dump: Dump, builder: Builder) -> list[Replay]:
         model, optimizer, loss_fn = _built(builder)
         adapter = make_adapter(model, optimizer)
         loaded = load_dump(dump, adapter)
+        loaded.model_state = align_names(loaded.model_state, list(adapter.model.state_dict()))
         if loaded.optimizer is not None:
             adapter.load_optimizer_state(*loaded.optimizer, source=str(dump.file("optimizer.safetensors")))
         training = bool(dump.manifest.get("training", True))
@@ -182,6 +184,32 @@ def replay_runs(dump: Dump, builder: Builder) -> list[Replay]:
                 )
             )
         return runs
+
+
+LEADING_WRAPPERS = ("module.", "_layers.")  # DDP / DataParallel (torch), DataParallel (Paddle)
+INNER_WRAPPERS = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")  # FSDP1, compile
+
+
+def _bare(name: str) -> str:
+    """A parameter's name without the wrappers' parts: ``module.blocks.0.w`` → ``blocks.0.w``."""
+    while name.startswith(LEADING_WRAPPERS):
+        name = name.split(".", 1)[1]
+    for part in INNER_WRAPPERS:
+        name = name.replace(part, "")
+    return name
+
+
+def align_names(saved: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """``saved`` (a dump's model state) renamed to the entry's model's ``names`` when the two differ
+    only by wrappers, either way: a DDP/FSDP dump (``module.…``) replayed with the bare model, or a
+    bare dump with a wrapped model. Anything else is returned as it is (the adapter names the misfit)."""
+    if set(saved) == set(names):
+        return saved
+    by_bare = {_bare(n): n for n in names}
+    if len(by_bare) != len(names):
+        return saved
+    renamed = {by_bare.get(_bare(k), k): v for k, v in saved.items()}
+    return renamed if set(renamed) == set(names) and len(renamed) == len(saved) else saved
 
 
 def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
