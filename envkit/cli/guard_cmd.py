@@ -46,7 +46,8 @@ def _write_page(summary: dict[str, Any], out: Path) -> Path:
     from envkit.incident.show import explain_incident
 
     run = Path(summary["run"])
-    write_text_atomic(out, render_page(summary, read_steps(run), lambda i: explain_incident(i, str(run))))
+    curves = read_steps(run)  # streamed: bounded memory, a FIFO or link refused
+    write_text_atomic(out, render_page(summary, curves, lambda i: explain_incident(i, str(run))))
     return out
 
 

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envkit._io import read_text_bounded
+from envkit._io import NotRegular, TooLarge, open_regular, read_limited
 from envkit.errors import GuardError
 from envkit.guard.adapter import Adapter, walk
+from envkit.guard.files import append_text
 
 __all__ = ["MODES", "Ledger", "LedgerEntry", "batch_digest"]
 
@@ -67,9 +68,8 @@ class Ledger:
 
     def add(self, entry: LedgerEntry) -> None:
         self.entries.append(entry)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry.__dict__, sort_keys=True) + "\n")
+        # O_NOFOLLOW, never blocking, a regular file only: as steps.jsonl (envkit.guard.files)
+        append_text(self.path, json.dumps(entry.__dict__, sort_keys=True) + "\n")
 
     def find(self, step: int, digest: Any) -> tuple[LedgerEntry, str] | None:
         """The entry for this batch and how it matched (``digest()`` is called only when the ledger
@@ -86,21 +86,34 @@ class Ledger:
 
 
 def _read(path: Path) -> list[LedgerEntry]:
+    """The entries of the regular file ``path`` (never through a link, never waiting on a FIFO)."""
     try:
-        text = read_text_bounded(path, MAX_LEDGER_BYTES)
+        with open_regular(path) as fh:
+            text = read_limited(fh, MAX_LEDGER_BYTES, path).decode("utf-8")
     except FileNotFoundError:
         return []
-    except OSError as e:
+    except NotRegular as e:
+        raise GuardError(
+            f"{path}: not read: {e.strerror} (the bad-batch ledger is a regular file the guard wrote)",
+            hint="remove it (or give Guard another run=), or RunlogOptions(ledger='off')",
+        ) from e
+    except TooLarge as e:
+        raise GuardError(
+            f"{path}: larger than {MAX_LEDGER_BYTES} bytes", hint="not a ledger the guard wrote"
+        ) from e
+    except (OSError, UnicodeDecodeError) as e:
         raise GuardError(f"{path}: cannot read the bad-batch ledger: {e}", hint="check the file") from e
     lines = text.splitlines()
     out = []
     for n, line in enumerate(lines, 1):
         try:
             row = json.loads(line)
-            entry = LedgerEntry(
-                int(row["step"]), str(row["kind"]), row.get("digest"), str(row.get("run", ""))
-            )
-        except (ValueError, KeyError, TypeError) as e:
+            entry = LedgerEntry(row["step"], row["kind"], row.get("digest"), row.get("run", ""))
+            if isinstance(entry.step, bool) or not isinstance(entry.step, int):
+                raise TypeError("step")
+            if not (isinstance(entry.kind, str) and isinstance(entry.run, str)):
+                raise TypeError("kind, run")
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             if n == len(lines):
                 break  # a run killed while it appended: the last line is torn
             raise GuardError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,8 +140,12 @@ def replay_step(
     training: bool,
     model_state: Tensors | None = None,
     source: str = "the dump",
+    autocast: Callable[[], AbstractContextManager[Any]] | None = None,
 ) -> Replay:
-    """Run one step again under hooks (no optimizer step); the gradients are left for the caller."""
+    """Run one step again under hooks (no optimizer step); the gradients are left for the caller.
+
+    ``autocast`` (a context factory) wraps ``loss_fn`` as the training step's forward ran; an
+    ``adapter`` made with a GradScaler runs backward scaled and unscales, as the step did."""
     if model_state is not None:
         adapter.load_model_state(model_state, source)
     adapter.set_training(training)
@@ -152,9 +157,11 @@ def replay_step(
     trace = Trace()
     try:
         with adapter.trace() as trace:
-            loss = loss_fn(adapter.model, batch)
+            with autocast() if autocast is not None else nullcontext():
+                loss = loss_fn(adapter.model, batch)
             loss_value = adapter.read([loss])[0]
-            loss.backward()
+            adapter.backward(loss)  # scaled when the adapter has a GradScaler
+        adapter.unscale()
         grad_norm = adapter.read([adapter.total_norm(adapter.grads())])[0]
     except Exception as exc:  # noqa: BLE001 the user's step raised: where is the localization
         error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ''}"
@@ -175,6 +182,7 @@ def replay_step(
         "error": error,
         "batch": facts,
         "hints": _hints(facts, trace, adapter, bad is not None),
+        "replayed": {"loss": json_float(loss_value), "grad_norm": json_float(grad_norm)},
     }
     return Replay(loss_value, grad_norm, localization, error)
 

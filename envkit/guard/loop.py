@@ -512,6 +512,7 @@ class Guard:
                 "entry": self.entry,
                 "rank": self.rank,
                 "world_size": self.world_size,
+                "autocast": self.log.config.get("autocast"),  # replay runs the forward under it
                 "outcome": {"loss": json_float(rec.loss), "grad_norm": json_float(rec.grad_norm)},
             },
         )

@@ -23,6 +23,7 @@ import importlib
 import math
 import sys
 from collections.abc import Callable
+from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,13 @@ from envkit.guard.flight import load_dump
 from envkit.guard.localize import Replay, replay_step
 from envkit.guard.records import json_clean, read_float
 from envkit.guard.runlog import fingerprint
+from envkit.incident.amp import recorded_amp
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
 __all__ = [
     "Builder",
     "ReplayVerdict",
+    "align_names",
     "here_info",
     "judge",
     "load_entry",
@@ -115,8 +118,20 @@ def _report(env: Any, source: str) -> ProbeReport:
     if not isinstance(env, dict) or not isinstance(env.get("fingerprint"), dict):
         raise DumpError(f"{source}: no fingerprint", hint="the dump was edited")
     raw = env.get("info")
-    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    framework = str(env.get("framework") or "torch")
+    if raw is not None and not isinstance(raw, dict):
+        raise DumpError(f"{source}: info: expected an object", hint="the dump was edited")
+    info: dict[str, Any] = raw or {}
+    switches = info.get("switches", {})
+    if not isinstance(switches, dict):
+        raise DumpError(f"{source}: info.switches: expected an object", hint="the dump was edited")
+    threads = switches.get("num_threads")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)):
+        raise DumpError(
+            f"{source}: info.switches.num_threads: expected an integer", hint="the dump was edited"
+        )
+    framework = env.get("framework") or "torch"
+    if framework not in ("torch", "paddle"):
+        raise DumpError(f"{source}: framework: expected torch or paddle", hint="the dump was edited")
     doc = {
         "schema": SCHEMA,
         "kind": KIND,
@@ -126,7 +141,7 @@ def _report(env: Any, source: str) -> ProbeReport:
             "workloads": ["replay"],
             "mode": "guard",
             "dtype": "float32",
-            "threads": info.get("switches", {}).get("num_threads"),
+            "threads": threads,
         },
         "fingerprint": env["fingerprint"],
         "frameworks": {framework: {"status": "ok", "info": info, "workloads": {}}},
@@ -142,25 +157,59 @@ def _same(a: float, b: float) -> bool:
 
 def replay_runs(dump: Dump, builder: Builder) -> list[Replay]:
     """The dump's step replayed twice here with the entry's model, optimizer and loss."""
-    model, optimizer, loss_fn = _built(builder)
-    adapter = make_adapter(model, optimizer)
-    loaded = load_dump(dump, adapter)
-    if loaded.optimizer is not None:
-        adapter.load_optimizer_state(*loaded.optimizer, source=str(dump.file("optimizer.safetensors")))
-    training = bool(dump.manifest.get("training", True))
-    source = str(dump.file("model.safetensors"))
-    return [
-        replay_step(
-            adapter,
-            loss_fn,
-            loaded.batch,
-            loaded.rng,
-            training=training,
-            model_state=loaded.model_state,
-            source=source,
-        )
-        for _ in range(2)
-    ]
+    amp = recorded_amp(dump)
+    with redirect_stdout(sys.stderr):  # the entry's own prints: never in `--json` output
+        model, optimizer, loss_fn = _built(builder)
+        adapter = make_adapter(model, optimizer)
+        loaded = load_dump(dump, adapter)
+        loaded.model_state = align_names(loaded.model_state, list(adapter.model.state_dict()))
+        if loaded.optimizer is not None:
+            adapter.load_optimizer_state(*loaded.optimizer, source=str(dump.file("optimizer.safetensors")))
+        training = bool(dump.manifest.get("training", True))
+        source = str(dump.file("model.safetensors"))
+        autocast = amp.context(adapter.name, adapter.device())
+        runs = []
+        for _ in range(2):
+            adapter.scaler = amp.scaler(adapter.name, adapter.device())  # fresh: unscale_ once each
+            runs.append(
+                replay_step(
+                    adapter,
+                    loss_fn,
+                    loaded.batch,
+                    loaded.rng,
+                    training=training,
+                    model_state=loaded.model_state,
+                    source=source,
+                    autocast=autocast,
+                )
+            )
+        return runs
+
+
+LEADING_WRAPPERS = ("module.", "_layers.")  # DDP / DataParallel (torch), DataParallel (Paddle)
+INNER_WRAPPERS = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")  # FSDP1, compile
+
+
+def _bare(name: str) -> str:
+    """A parameter's name without the wrappers' parts: ``module.blocks.0.w`` → ``blocks.0.w``."""
+    while name.startswith(LEADING_WRAPPERS):
+        name = name.split(".", 1)[1]
+    for part in INNER_WRAPPERS:
+        name = name.replace(part, "")
+    return name
+
+
+def align_names(saved: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """``saved`` (a dump's model state) renamed to the entry's model's ``names`` when the two differ
+    only by wrappers, either way: a DDP/FSDP dump (``module.…``) replayed with the bare model, or a
+    bare dump with a wrapped model. Anything else is returned as it is (the adapter names the misfit)."""
+    if set(saved) == set(names):
+        return saved
+    by_bare = {_bare(n): n for n in names}
+    if len(by_bare) != len(names):
+        return saved
+    renamed = {by_bare.get(_bare(k), k): v for k, v in saved.items()}
+    return renamed if set(renamed) == set(names) and len(renamed) == len(saved) else saved
 
 
 def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
@@ -183,6 +232,7 @@ def judge(
             f"{dump.file('manifest.json')}: outcome is not two numbers", hint="the dump was edited"
         ) from e
     verdict, causes, notes = _verdict(dump, runs, loss, norm, here or _local_report, where)
+    notes = [*recorded_amp(dump).describe(), *notes]  # replay_runs replays with the recorded AMP state
     return ReplayVerdict(
         verdict=verdict,
         dump=str(dump.path),

@@ -5,95 +5,92 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from envkit.errors import ReportError
-from envkit.guard.localize import describe_nonfinite
-from envkit.probe.report import load_report
+from envkit._safe import one_line
+from envkit.incident.runread import read_run
 
 __all__ = ["explain_incident", "load_run", "render_replay", "render_run"]
 
+NONFINITE = ("nonfinite-loss", "nonfinite-grad")
+
 
 def load_run(run: Path) -> dict[str, Any]:
-    """RUN/report.json, checked as a probe report, and the guard's part of it, summarized."""
-    path = run / "report.json" if run.is_dir() or not run.name.endswith(".json") else run
-    report = load_report(path)
-    guard = report.document.get("guard")
-    if not isinstance(guard, dict) or not isinstance(guard.get("steps"), list):
-        raise ReportError(
-            f"{path}: a probe report without a 'guard' part: not written by envkit.guard",
-            hint="give the RUN directory a Guard(run=...) wrote (probe reports: `envkit probe --compare`)",
-        )
-    for key in ("incidents", "skips"):
-        if not isinstance(guard.get(key), list) or not all(isinstance(i, dict) for i in guard[key]):
-            raise ReportError(
-                f"{path}: guard.{key}: expected a list of objects", hint="the report was edited"
-            )
-    steps = guard["steps"]
-    incidents = guard["incidents"]
-    spikes = [i for i in incidents if str(i.get("kind", "")).endswith("-spike")]
-    overflows = sum(1 for s in steps if isinstance(s, dict) and s.get("overflow"))
-    clipped = guard.get("clipped_steps") or 0
-    return {
-        "run": str(path.parent),
-        "steps": len(steps),
-        "skipped": len(guard["skips"]),
-        "skips": guard["skips"],
-        "overflows": overflows,
-        "clipped_steps": clipped,
-        "clipped_share": clipped / len(steps) if steps else 0.0,
-        "incidents": incidents,
-        "spikes": len(spikes),
-        "config": guard.get("config") or {},
-        "rank": guard.get("rank", 0),
-        "world_size": guard.get("world_size", 1),
-    }
+    """The run's summary (:func:`envkit.incident.runread.read_run`): every field checked, as JSON."""
+    return read_run(run).to_json()
 
 
-def _localization(loc: dict[str, Any] | None) -> list[str]:
-    if not loc:
-        return []
+def _t(value: Any, limit: int = 500) -> str:
+    """A value from a file, shown on one line (line breaks and controls escaped), at most ``limit``."""
+    text = one_line(value if isinstance(value, str) else str(value))
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _num(value: Any, spec: str = ".4g") -> str:
+    if isinstance(value, float) or (
+        isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1 << 53
+    ):
+        return format(value, spec)
+    return _t(value, 60)
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _batch_line(bad: dict[str, Any]) -> str:
+    index = _list(bad.get("index"))
+    return (
+        f"the batch holds {_t(bad.get('value'), 40)} in {_t(bad.get('tensor'), 200)} at "
+        f"[{_t(', '.join(map(str, index[:16])), 200)}] ({_t(bad.get('count'), 30)} of "
+        f"{_t(bad.get('size'), 30)} values non-finite): the input, not the model"
+    )
+
+
+def _localization(raw: Any) -> list[str]:
+    loc = _obj(raw)
     lines = []
-    bad = loc.get("nonfinite_batch")
-    if isinstance(bad, dict) and isinstance(bad.get("index"), list):
-        lines.append(describe_nonfinite(bad))
-    mod = loc.get("first_nonfinite_module")
+    bad = _obj(loc.get("nonfinite_batch"))
+    if isinstance(bad.get("index"), list):
+        lines.append(_batch_line(bad))
+    mod = _obj(loc.get("first_nonfinite_module"))
     if mod:
-        absmax = mod.get("inputs_absmax")
-        size = f"{absmax:.4g}" if isinstance(absmax, int | float) else absmax
         lines.append(
-            f"first non-finite output: {mod.get('module')} ({mod.get('type')}), its inputs finite "
-            f"(|x| ≤ {size}); non-finite: {mod.get('output')}"
+            f"first non-finite output: {_t(mod.get('module'))} ({_t(mod.get('type'))}), its inputs finite "
+            f"(|x| ≤ {_num(mod.get('inputs_absmax'))}); non-finite: {_t(mod.get('output'))}"
         )
         if mod.get("nonfinite_parameter"):
-            lines.append(f"  its parameter {mod['nonfinite_parameter']} is non-finite")
-    back = loc.get("first_nonfinite_backward")
-    if isinstance(back, dict) and not mod:
+            lines.append(f"  its parameter {_t(mod['nonfinite_parameter'])} is non-finite")
+    back = _obj(loc.get("first_nonfinite_backward"))
+    if back and not mod:
         lines.append(
-            f"first non-finite gradient made in backward: {back.get('module')} ({back.get('type')}): "
-            f"the gradients it received were finite, {back.get('gradient')} is not"
+            f"first non-finite gradient made in backward: {_t(back.get('module'))} ({_t(back.get('type'))}): "
+            f"the gradients it received were finite, {_t(back.get('gradient'))} is not"
         )
     if loc.get("raised_in"):
-        lines.append(f"raised in: {loc['raised_in']}: {loc.get('error')}")
+        lines.append(f"raised in: {_t(loc['raised_in'])}: {_t(loc.get('error'))}")
     if loc.get("first_nonfinite_grad"):
-        lines.append(f"first non-finite gradient (backward order): {loc['first_nonfinite_grad']}")
-    largest = loc.get("largest_grad")
+        lines.append(f"first non-finite gradient (backward order): {_t(loc['first_nonfinite_grad'])}")
+    largest = _obj(loc.get("largest_grad"))
     if largest:
-        lines.append(f"largest gradient norm: {largest.get('parameter')} ({largest.get('norm')})")
-    lines += [f"hint: {h}" for h in loc.get("hints") or []]
+        lines.append(f"largest gradient norm: {_t(largest.get('parameter'))} ({_t(largest.get('norm'), 40)})")
+    lines += [f"hint: {_t(h)}" for h in _list(loc.get("hints"))[:20]]
     return lines
 
 
 def _numbers(values: Any) -> str:
     if not isinstance(values, list):
         return "?"
-    return ", ".join(f"{v:.3g}" if isinstance(v, int | float) else str(v) for v in values)
+    return ", ".join(_num(v, ".3g") for v in values[:64])
 
 
 def _context(ctx: Any) -> list[str]:
     """The step's learning rate and update ratio per group, beside the largest before it."""
     if not isinstance(ctx, dict) or "lrs" not in ctx:
         return []
-    raw = ctx.get("largest_before")
-    before: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    before = _obj(ctx.get("largest_before"))
     line = f"lr {_numbers(ctx.get('lrs'))}"
     if before.get("lrs"):
         line += f" (largest before: {_numbers(before['lrs'])})"
@@ -104,55 +101,85 @@ def _context(ctx: Any) -> list[str]:
     return [line]
 
 
+def _not_reproduced(inc: dict[str, Any]) -> list[str]:
+    """A non-finite step whose in-loop replay (the localization) came out finite: say it did not recur."""
+    loc = inc.get("localization")
+    if inc.get("kind") not in NONFINITE or not isinstance(loc, dict) or loc.get("error"):
+        return []
+    replayed = _obj(loc.get("replayed"))
+    if replayed:
+        finite = all(isinstance(replayed.get(k), int | float) for k in ("loss", "grad_norm"))
+    else:  # a record from before "replayed": nothing non-finite was found anywhere
+        keys = (
+            "nonfinite_batch",
+            "first_nonfinite_module",
+            "first_nonfinite_backward",
+            "first_nonfinite_grad",
+        )
+        finite = "batch" in loc and not any(loc.get(k) for k in keys)
+    if not finite:
+        return []
+    return [
+        "did not reproduce: the guard's replay of this step (same weights, batch and generators, on a copy "
+        "of the model) was finite — a one-off (the device, a race, a state the replay does not hold); "
+        "replay the dump with `envkit guard replay` to check"
+    ]
+
+
 def explain_incident(inc: dict[str, Any], run: str) -> list[str]:
     """What is known of an incident beyond its message: lr and update, the dump, the localization."""
     lines = _context(inc.get("context"))
     if inc.get("dump"):
-        lines.append(f"dump: {Path(run) / inc['dump']}")
+        lines.append(f"dump: {_t(Path(run) / str(inc['dump']))}")
     loc = inc.get("localization")
     if isinstance(loc, dict) and "the batch holds" in str(inc.get("message")):
         loc = {k: v for k, v in loc.items() if k != "nonfinite_batch"}  # the message said it first
-    return lines + _localization(loc)
+    return lines + _not_reproduced(inc) + _localization(loc)
 
 
 def render_run(s: dict[str, Any]) -> str:
     share = f"{100 * s['clipped_share']:.1f} %"
     lines = [
-        f"{s['run']}: {s['steps']} steps, {s['skipped']} skipped, {s['overflows']} loss-scale overflows, "
-        f"{s['clipped_steps']} clipped ({share}), {len(s['incidents'])} incidents ({s['spikes']} spikes)"
+        f"{_t(s['run'])}: {s['steps']} steps, {s['skipped']} skipped, {s['overflows']} loss-scale overflows "
+        f"(the GradScaler's own back-offs), {s['clipped_steps']} clipped ({share}), "
+        f"{len(s['incidents'])} incidents ({s['spikes']} spikes)"
     ]
-    lines += [f"  skipped step {skip.get('step')}: {skip.get('reason')}" for skip in s["skips"]]
-    ledger = s["config"].get("ledger") if isinstance(s["config"].get("ledger"), dict) else {}
+    if not s.get("closed", True):
+        lines.append("  the run did not close")
+    lines += [f"  note: {_t(n, 2000)}" for n in s.get("notes") or []]
+    lines += [f"  skipped step {skip['step']}: {_t(skip['reason'])}" for skip in s["skips"][:200]]
+    ledger = _obj(s["config"].get("ledger"))
     lines += [
-        f"  ledger: step {hit.get('step')}: {hit.get('action')} (its batch was skipped at step "
-        f"{hit.get('listed_step')} by {hit.get('run') or 'a run'}: {hit.get('kind')}; matched by "
-        f"{hit.get('match')})"
+        f"  ledger: step {_t(hit.get('step'), 30)}: {_t(hit.get('action'))} (its batch was skipped at step "
+        f"{_t(hit.get('listed_step'), 30)} by {_t(hit.get('run') or 'a run')}: {_t(hit.get('kind'))}; "
+        f"matched by {_t(hit.get('match'))})"
         for hit in (ledger.get("batches") or [])[:50]
         if isinstance(hit, dict)
     ]
     for inc in s["incidents"]:
         ranks = f" [ranks {', '.join(map(str, inc.get('ranks') or []))}]" if s["world_size"] > 1 else ""
         lines.append(
-            f"incident at step {inc.get('step')}: {inc.get('kind')}: {inc.get('message')} "
-            f"({inc.get('action')}){ranks}"
+            f"incident at step {inc['step']}: {_t(inc['kind'])}: {_t(inc['message'])} "
+            f"({_t(inc['action'])}){ranks}"
         )
         lines += [f"  {line}" for line in explain_incident(inc, s["run"])]
     if not s["incidents"]:
         lines.append("no incidents")
     if s.get("html"):
-        lines.append(f"page: {s['html']}")
+        lines.append(f"page: {_t(s['html'])}")
     return "\n".join(lines)
 
 
 def render_replay(d: dict[str, Any]) -> str:
     rec = d["recorded"]
-    lines = [f"{d['dump']}: step {d['step']}: {d['verdict']}"]
-    lines.append(f"  recorded: loss {rec['loss']}, grad norm {rec['grad_norm']} ({rec.get('kind')})")
+    lines = [f"{_t(d['dump'])}: step {d['step']}: {d['verdict']}"]
+    loss, norm, kind = _t(rec["loss"], 40), _t(rec["grad_norm"], 40), _t(rec.get("kind"))
+    lines.append(f"  recorded: loss {loss}, grad norm {norm} ({kind})")
     for i, r in enumerate(d["replays"], 1):
-        err = f", raised {r['error']}" if r.get("error") else ""
+        err = f", raised {_t(r['error'])}" if r.get("error") else ""
         lines.append(f"  replay {i}: loss {r['loss']}, grad norm {r['grad_norm']}{err}")
     lines += [f"  {line}" for line in _localization(d.get("localization"))]
     for cause in d.get("causes") or []:
-        lines.append(f"  cause: {cause['message']}")
-    lines += [f"  note: {n}" for n in d.get("notes") or []]
+        lines.append(f"  cause: {_t(cause['message'], 1000)}")
+    lines += [f"  note: {_t(n, 1000)}" for n in d.get("notes") or []]
     return "\n".join(lines)

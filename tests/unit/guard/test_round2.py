@@ -156,7 +156,7 @@ def test_the_page_marks_incidents_and_escapes_everything(tmp_path: Path) -> None
     ]
     (tmp_path / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": 3, "lo')
     steps = read_steps(tmp_path)
-    assert [s["step"] for s in steps] == [0, 1, 2]
+    assert (steps.rows, steps.first, steps.last, steps.torn) == (3, 0, 2, 1)
     hostile = "<script>alert(1)</script>"
     page = render_page(
         _summary(tmp_path, [{"step": 1, "kind": "nonfinite-loss", "action": "skipped", "message": hostile}]),
