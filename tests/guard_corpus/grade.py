@@ -127,7 +127,11 @@ def replay_verdict(script: Script, dump: Path) -> str:
         return f"no verdict (exit {done.returncode}: {tail[:120]})"
     result = doc.get("result") if isinstance(doc, dict) else None
     verdict = result.get("verdict") if isinstance(result, dict) else None
-    return str(verdict) if verdict else f"no verdict in {out[:80]!r}"
+    if verdict:
+        return str(verdict)
+    errors = doc.get("errors") if isinstance(doc, dict) else None
+    first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else {}
+    return f"refused: {str(first.get('message', out[:80]))[:140]}"
 
 
 def _window(case: Case) -> range:
@@ -165,8 +169,12 @@ def _misses(script: Script, case: Case, found: dict[str, Any], run: Path, finish
 
 def _crash_line(stderr: str) -> str:
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
-    errors = [ln for ln in lines if re.match(r"^\w*(Error|Exception|Stopped)\b|^\w+\.\w+.*Error:", ln.strip())]
-    return (errors or lines or ["no output"])[-1].strip()[:200]
+    errors = [
+        ln
+        for ln in lines
+        if re.match(r"^[\w.]*(Error|Exception|Stopped)\b", ln.strip()) and "ChildFailedError" not in ln
+    ]
+    return (errors or lines or ["no output"])[0 if errors else -1].strip()[:200]
 
 
 def grade(script: Script, case: Case, out: Outcome) -> Graded:

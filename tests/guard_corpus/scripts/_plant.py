@@ -1,5 +1,6 @@
 # mypy: ignore-errors
-"""The corpus's fault hook: one planted fault per run, named by ``ENVKIT_GC_FAULT=KIND@STEP``.
+"""The corpus's fault hook: one planted fault per run, named by ``ENVKIT_GC_FAULT=KIND@STEP[/RANK]``
+(``/RANK``: on that rank of a process group only, torchrun's ``RANK``).
 
 Every corpus script calls these few functions at the one place a real fault of that kind enters a
 real run, and they do nothing when the variable is unset (the healthy run is the script itself):
@@ -29,9 +30,12 @@ def _parse():
     spec = os.environ.get("ENVKIT_GC_FAULT", "")
     if not spec:
         return None, -1
-    kind, _, step = spec.partition("@")
-    if kind not in KINDS or not step.isdigit():
-        raise SystemExit(f"ENVKIT_GC_FAULT={spec!r}: expected KIND@STEP, KIND one of {', '.join(KINDS)}")
+    kind, _, where = spec.partition("@")
+    step, _, rank = where.partition("/")
+    if kind not in KINDS or not step.isdigit() or not (rank == "" or rank.isdigit()):
+        raise SystemExit(f"ENVKIT_GC_FAULT={spec!r}: expected KIND@STEP[/RANK], KIND one of {', '.join(KINDS)}")
+    if rank and rank != os.environ.get("RANK", "0"):
+        return None, -1  # planted on another rank of the process group only
     return kind, int(step)
 
 
