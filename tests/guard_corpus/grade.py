@@ -9,8 +9,8 @@ false alarm (``make guard-corpus``; ``python -m tests.guard_corpus [--ci] [--jso
   whether the run went on differ from the record (the detail says which);
 - **right**: everything the record expects.
 
-Clean steps (every trained step outside a fault's window) and the incidents among them give the false
-alarms per 1,000 clean steps (``benchmarks/bench_guard_corpus.py``).
+Clean steps (a healthy run's steps; a fault run's steps before its fault) and the incidents among
+them give the false alarms per 1,000 clean steps (``benchmarks/bench_guard_corpus.py``).
 """
 
 from __future__ import annotations
@@ -188,8 +188,10 @@ def grade(script: Script, case: Case, out: Outcome) -> Graded:
         report_error = ""
     window = _window(case)
     inside = [i for i in incidents if int(i.get("step", -1)) in window]
-    outside = [i for i in incidents if int(i.get("step", -1)) not in window]
-    clean = max(trained - len(window), 0) if trained else max(case.steps - len(window), 0)
+    # a fault's aftermath (incidents after its window) is not a false alarm: only steps before it are clean
+    first = case.expect.step if case.expect else None
+    outside = [i for i in incidents if first is None or int(i.get("step", -1)) < first]
+    clean = first if first is not None else (trained or case.steps)
     finished = out.rc == 0 and trained >= case.steps
 
     def done(g: Grade, detail: str) -> Graded:
