@@ -18,7 +18,7 @@ from tests.guard_corpus.grade import GRADES, Graded, run_all
 
 
 def table(graded: list[Graded]) -> list[str]:
-    head = f"{'script':<14}{'cases':>6}" + "".join(f"{g:>13}" for g in GRADES) + f"{'clean steps':>13}{'FA/1k':>7}"
+    head = f"{'script':<22}{'cases':>6}" + "".join(f"{g:>13}" for g in GRADES) + f"{'clean steps':>13}{'FA/1k':>7}"
     lines = [head]
     scripts = sorted({g.case.script for g in graded})
     for name in [*scripts, "total"]:
@@ -28,7 +28,7 @@ def table(graded: list[Graded]) -> list[str]:
         alarms = sum(g.false_alarms for g in rows)
         rate = 1000.0 * alarms / clean if clean else 0.0
         cells = "".join(f"{counts[g]:>13}" for g in GRADES)
-        lines.append(f"{name:<14}{len(rows):>6}{cells}{clean:>13}{rate:>7.2f}")
+        lines.append(f"{name:<22}{len(rows):>6}{cells}{clean:>13}{rate:>7.2f}")
     return lines
 
 
