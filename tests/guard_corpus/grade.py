@@ -208,6 +208,8 @@ def grade(script: Script, case: Case, out: Outcome) -> Graded:
         if outside:
             return done("false alarm", f"{len(outside)} incident(s) on a healthy run: {alarms}")
         return done("right", f"{trained} steps, no incident")
+    if not inside and stopped and not any(int(i.get("step", -1)) >= case.expect.step for i in incidents):
+        return done("false alarm", f"stopped before the fault: {_crash_line(out.stderr)}")
     if not inside:
         seen = f"; incidents: {alarms}" if outside else ""
         return done("wrong", f"missed: nothing at step {case.expect.step}{seen}")
