@@ -104,3 +104,23 @@ def test_the_grader_tells_the_levels_apart(
 
 def test_the_corpus_root_is_the_committed_one() -> None:
     assert (ROOT / "init").is_dir() and (ROOT / "_record.py").is_file()
+
+
+def test_the_grader_adopts_through_the_use_case_the_cli_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader measures `envkit.adopt.adopt`, the function `envkit init --from` calls: no wiring
+    of its own (issue 45)."""
+    import envkit.cli.init_from as cli
+    import tests.corpus.grade_init as grader
+    from envkit.adopt import adopt
+
+    assert grader.adopt is adopt and cli.adopt is adopt
+    calls: list[str] = []
+
+    def spy(source: str, root: Path, options: object = None, **kw: object) -> object:
+        calls.append(source)
+        return adopt(source, root, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(grader, "adopt", spy)
+    record = next(iter(records("init")))
+    grader.grade_one(record, grader.load_catalog())
+    assert calls == [str(record.path)]
