@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit.adopt.accelerators import refuse_other_accelerators
 from envkit.catalog import Catalog, load_catalog
 from envkit.init.adopt import Adoption, plan_adoption, write_adoption
 from envkit.init.from_source import ImageReader, read_source
@@ -50,6 +51,7 @@ def adopt(
     options = options or AdoptOptions()
     catalog = catalog if catalog is not None else load_catalog()
     found, inventory = read_source(source, image_reader=options.image_reader)
+    refuse_other_accelerators(found)  # a ROCm/Ascend/XPU stack is never written as a CPU spec
     adoption = plan_adoption(
         found,
         catalog,

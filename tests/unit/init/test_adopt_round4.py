@@ -1,0 +1,160 @@
+"""Issue 45 (adopt, round 4): the classes of wrong answers, each on hostile variants written here;
+the real files of each class are corpus records (tests/corpus/init, klass 45.N) graded by
+tests/unit/test_corpus_init.py. Every adoption goes through `envkit.adopt.adopt`, the use case the
+CLI calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envkit.adopt import Adopted, AdoptOptions, adopt
+from envkit.catalog import load_catalog
+from envkit.init.adopted import AdoptError
+
+CATALOG = load_catalog()
+
+
+def adopted(tmp_path: Path, name: str, text: str, **options: str) -> Adopted:
+    source = tmp_path / "src" / name
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text(text, encoding="utf-8")
+    return adopt(str(source), tmp_path, AdoptOptions(**options), catalog=CATALOG)  # type: ignore[arg-type]
+
+
+def refused(tmp_path: Path, name: str, text: str) -> str:
+    with pytest.raises(AdoptError) as err:
+        adopted(tmp_path, name, text)
+    assert not (tmp_path / "environments").exists() or not list((tmp_path / "environments").iterdir())
+    return err.value.message
+
+
+def facts(a: Adopted) -> tuple[str | None, str, str]:
+    d = a.adoption.detected
+    return d.get("torch") or d.get("paddle"), d["cuda"], d["python"]
+
+
+# -- 2: ROCm, Ascend, XPU stacks are refused (exit 2), never written as CPU specs ---------------------
+@pytest.mark.parametrize(
+    ("name", "text", "stack"),
+    [
+        ("requirements.txt", "torch==2.4.1+rocm6.1\ntorchvision==0.19.1+rocm6.1\n", "ROCm"),
+        ("requirements.txt", "--index-url https://download.pytorch.org/whl/rocm6.2\ntorch==2.5.1\n", "ROCm"),
+        (
+            "requirements.txt",
+            "--extra-index-url https://download.pytorch.org/whl/nightly/rocm6.3\ntorch\n",
+            "ROCm",
+        ),
+        (
+            "Dockerfile",
+            "FROM rocm/pytorch:rocm6.2_ubuntu22.04_py3.10_pytorch_release_2.3.0\nRUN pip install timm\n",
+            "ROCm",
+        ),
+        (
+            "Dockerfile",
+            "FROM python:3.10\nRUN pip install torch==2.1.2+rocm5.6 -f https://repo.radeon.com/rocm/manylinux/rocm-rel-5.6/\n",
+            "ROCm",
+        ),
+        ("requirements.txt", "torch==2.1.0\ntorch-npu==2.1.0.post3\n", "Ascend"),
+        ("requirements.txt", "torch==2.1.0\ntorch_npu==2.1.0\n", "Ascend"),
+        (
+            "Dockerfile",
+            "FROM ascendai/cann:8.0.rc1-910b-ubuntu22.04-py3.9\nRUN pip install torch==2.1.0\n",
+            "Ascend",
+        ),
+        (
+            "Dockerfile",
+            "FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/ascend-pytorch:24.0.RC1-A2-2.1.0\n",
+            "Ascend",
+        ),
+        (
+            "requirements.txt",
+            "--index-url https://download.pytorch.org/whl/xpu\ntorch==2.5.1+xpu\n",
+            "Intel XPU",
+        ),
+        ("requirements.txt", "torch==2.1.0.post0\nintel-extension-for-pytorch==2.1.10+xpu\n", "Intel XPU"),
+        ("requirements.txt", "paddlepaddle-xpu==2.6.1\n", "Kunlun XPU"),
+        (
+            "environment.yml",
+            "name: r\ndependencies:\n  - python=3.10\n  - pip\n  - pip:\n    - torch==2.4.1+rocm6.1\n",
+            "ROCm",
+        ),
+    ],
+)
+def test_a_non_cuda_accelerator_stack_is_refused_with_its_evidence(
+    tmp_path: Path, name: str, text: str, stack: str
+) -> None:
+    message = refused(tmp_path, name, text)
+    assert stack in message and "CUDA and CPU" in message and "nothing was written" in message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torch==2.4.1+cpu\n",  # a CPU build is not another accelerator
+        "torch==2.4.1+cpu\nintel-extension-for-pytorch==2.4.0\n",  # IPEX for CPU
+        "FROM rockylinux:9\nRUN pip install torch==2.4.1+cpu\n",
+    ],
+)
+def test_cpu_builds_are_not_taken_for_another_accelerator(tmp_path: Path, text: str) -> None:
+    name = "Dockerfile" if text.startswith("FROM") else "requirements.txt"
+    assert facts(adopted(tmp_path, name, text))[1] == "cpu"
+
+
+# -- 6: shell semantics in RUN ----------------------------------------------------------------------
+def test_a_variable_set_earlier_in_the_same_run_is_expanded(tmp_path: Path) -> None:
+    a = adopted(tmp_path, "Dockerfile", "FROM python:3.10\nRUN CU=121 && pip install torch==2.2.0+cu${CU}\n")
+    assert facts(a) == ("2.2.0", "12.1", "3.10")
+    a = adopted(
+        tmp_path / "b", "Dockerfile", "FROM python:3.10\nRUN export V=2.1.2; pip install torch==$V+cpu\n"
+    )
+    assert facts(a) == ("2.1.2", "cpu", "3.10")
+
+
+def test_a_literal_condition_is_decided_and_the_branch_read_is_said(tmp_path: Path) -> None:
+    text = (
+        "FROM python:3.10\n"
+        "RUN if [ false == true ]; then pip install torch==2.0.0+cu117; \\\n"
+        "    else pip install torch==2.1.2+cu121; fi\n"
+    )
+    a = adopted(tmp_path, "Dockerfile", text)
+    assert facts(a) == ("2.1.2", "12.1", "3.10")
+    assert any("read the shell branch `else`" in n for n in a.adoption.notes)
+    assert "2.0.0" not in a.adoption.text.split("name:", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("arg", "expected"), [("1", ("2.1.2", "11.8")), ("0", ("2.1.2", "cpu")), ("", ("2.1.2", "cpu"))]
+)
+def test_an_arg_default_decides_the_branch(tmp_path: Path, arg: str, expected: tuple[str, str]) -> None:
+    text = (
+        f"ARG USE_GPU={arg}\nFROM python:3.11\n"
+        'RUN if [ "$USE_GPU" = "1" ]; then \\\n'
+        "      pip install torch==2.1.2+cu118 --index-url https://download.pytorch.org/whl/cu118; \\\n"
+        '    elif [ -n "$USE_GPU" ]; then pip install torch==2.1.2+cpu; \\\n'
+        "    else pip install torch==2.1.2+cpu; fi\n"
+    )
+    assert facts(adopted(tmp_path, "Dockerfile", text))[:2] == expected
+
+
+def test_nested_ifs_under_a_false_branch_are_not_read(tmp_path: Path) -> None:
+    text = (
+        "FROM python:3.10\n"
+        "RUN if [ a = b ]; then if [ x = x ]; then pip install torch==2.0.1+cu118; fi; \\\n"
+        "    else pip install torch==2.1.2+cpu; fi\n"
+    )
+    assert facts(adopted(tmp_path, "Dockerfile", text)) == ("2.1.2", "cpu", "3.10")
+
+
+def test_a_condition_that_cannot_be_decided_refuses_a_framework_and_reports_the_rest(tmp_path: Path) -> None:
+    text = "FROM python:3.10\nRUN if [ -f /opt/gpu ]; then pip install torch==2.1.2+cu121; fi\n"
+    message = refused(tmp_path, "Dockerfile", text)
+    assert "-f /opt/gpu" in message and "torch==2.1.2+cu121" in message
+    text = (
+        "FROM python:3.10\nRUN if command -v nvidia-smi; then pip install pynvml==11.5.0; fi && "
+        "pip install torch==2.1.2+cpu\n"
+    )
+    a = adopted(tmp_path / "b", "Dockerfile", text)
+    assert facts(a) == ("2.1.2", "cpu", "3.10")
+    assert any("pynvml" in x.item and "cannot decide" in x.why for x in a.adoption.lost)
