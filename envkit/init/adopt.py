@@ -42,6 +42,7 @@ from envkit.init.detect import (
     stated_cuda,
     toolkit_cuda,
 )
+from envkit.init.hints import hinted_torch
 from envkit.init.python_of import choose_python, stated_python
 from envkit.init.refusals import (
     buildable_cudas,
@@ -197,6 +198,7 @@ def plan_adoption(
 def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> dict[str, Framework]:
     """The source's framework pins, and the base image's framework when the source pins none."""
     frameworks = detect_frameworks(found)
+    hinted_torch(found, frameworks)
     if image.framework and image.framework not in frameworks:
         if image.version:
             ranged = f"=={image.version}.*" if image.version.count(".") == 1 else image.version

@@ -72,6 +72,8 @@ _TORCH_IN_TAG = re.compile(
 )
 _CUDA_IN_TAG = re.compile(r"cuda-?(\d+\.\d+)")
 _PY_IN_TAG = re.compile(r"(?:^|[-_.])py(?:thon)?-?(3\.\d+)")
+_CU_IN_TAG = re.compile(r"(?:^|[-_.])cu(\d{3})(?![\d.])")
+_PADDLE_IN_TAG = re.compile(rf"(?:^|[-_.])paddle(?:paddle)?-?(\d+\.\d+\.\d+{_PRE})(?![\d.])")
 # images whose framework is a build of their own, or whose tag names no release
 _OWN_BUILD = (
     (re.compile(r"(?:^|/)nvcr\.io/nvidia/pytorch:"), "torch", "NVIDIA's own torch build in an NGC image"),
@@ -169,17 +171,33 @@ def image_facts(image: str | None, catalog: Catalog) -> ImageFacts:
         if match:
             python = _PY_IN_TAG.search(image.rsplit(":", 1)[-1])
             return ImageFacts(framework, match[1], match[2] or "cpu", python[1] if python else None)
+    tag = image.split("@", 1)[0].rsplit("/", 1)[-1].partition(":")[2]
+    python = _PY_IN_TAG.search(tag)
+    paddle = _PADDLE_IN_TAG.search(
+        tag
+    )  # vendor images: paddlex/paddlex:paddlex3.1.2-paddlepaddle3.0.0-gpu-cuda11.8-...
+    if paddle:
+        cuda = _CUDA_IN_TAG.search(tag) or _CU_IN_TAG.search(tag)
+        return ImageFacts("paddle", paddle[1], _tag_cuda(cuda) or "cpu", python[1] if python else None)
     repo = _TORCH_REPO.search(image.split("@", 1)[0])
     if repo:
-        tag = repo["tag"]
-        version, cuda, python = _TORCH_IN_TAG.search(tag), _CUDA_IN_TAG.search(tag), _PY_IN_TAG.search(tag)
+        version, cuda = _TORCH_IN_TAG.search(tag), _CUDA_IN_TAG.search(tag) or _CU_IN_TAG.search(tag)
         if version:
             return ImageFacts(
-                "torch", version[1] or version[2], cuda[1] if cuda else "cpu", python[1] if python else None
+                "torch", version[1] or version[2], _tag_cuda(cuda) or "cpu", python[1] if python else None
             )
     cuda_tag = _CUDA_TAG.search(image)
-    python_tag = _PYTHON_TAG.search(image)
+    python_tag = (
+        _PYTHON_TAG.search(image) or python
+    )  # python:3.12-slim, ghcr.io/astral-sh/uv:python3.12-bookworm
     return ImageFacts(None, None, cuda_tag[1] if cuda_tag else None, python_tag[1] if python_tag else None)
+
+
+def _tag_cuda(match: re.Match[str] | None) -> str | None:
+    """``cuda12.1`` -> 12.1, ``cu124`` -> 12.4."""
+    if match is None:
+        return None
+    return match[1] if "." in match[1] else cuda_of_flavour(f"cu{match[1]}")
 
 
 def detect_frameworks(found: Collected) -> dict[str, Framework]:
@@ -315,6 +333,9 @@ def cuda_evidence(
     named = cuda_of_flavour(index[0]) if index else None
     if pin.installer == "pip" and named and index and flavour in (None, "gpu"):
         return named, f"the {framework} index {index[0]} ({index[1]})"
+    hinted = _hinted_cuda(found) if framework == "torch" and found is not None else None
+    if pin.installer == "pip" and flavour in (None, "gpu") and hinted:
+        return hinted
     if pin.installer == "pip" and flavour in (None, "gpu"):
         release = catalog.framework_release(framework, version)
         if release and release.pypi_cuda:
@@ -389,7 +410,19 @@ def stated_cuda(found: Collected, index: tuple[str, str] | None) -> str | None:
         local = re.search(r"\+(cu\d{3}|cpu)\b", pin.spec)
         if pin.name in FRAMEWORK_PIP and local:
             return cuda_of_flavour(local[1])
-    return cuda_of_flavour(index[0]) if index else None
+    if index:
+        return cuda_of_flavour(index[0])
+    hinted = _hinted_cuda(found)
+    return hinted[0] if hinted else None
+
+
+def _hinted_cuda(found: Collected) -> tuple[str, str] | None:
+    """(CUDA, why) of the first wheel or find-links page built for a torch on a named CUDA."""
+    for hint in found.torch_hints:
+        cuda = cuda_of_flavour(hint.flavour)
+        if cuda:
+            return cuda, f"{hint.what} ({hint.where}) is built for torch {hint.torch} on {hint.flavour}"
+    return None
 
 
 def _in(version: str, spec: SpecifierSet) -> bool:
