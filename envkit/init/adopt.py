@@ -32,6 +32,7 @@ from envkit.init.detect import (
     FRAMEWORK_PIP,
     Framework,
     ImageFacts,
+    cpu_paddle_beside_cuda_torch,
     cuda_evidence,
     detect_frameworks,
     facts_inventory,
@@ -106,10 +107,10 @@ def plan_adoption(
     """The validated spec for ``found``; :class:`AdoptError` when no spec envkit validates fits it."""
     found = replace(found, lost=list(found.lost), notes=list(found.notes))  # the caller's stays as read
     how: dict[str, str] = {}
-    notes = list(found.notes)
     base_image = _base_image(found)
     image = image_facts(base_image, catalog)
     frameworks = _frameworks(found, image, base_image)
+    notes = list(found.notes)  # with what _frameworks read (a wheel's torch, a CPU paddle kept as a package)
     index = index_flavour(found)
     wanted_cuda = cuda or stated_cuda(found, index) or (image.cuda if image.cuda != "cpu" else None)
     wanted_python = python or stated_python(found, image.python)
@@ -207,6 +208,14 @@ def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> 
             )
         elif base_image:
             refuse_image_framework(found, image, base_image)
+    paddle = cpu_paddle_beside_cuda_torch(found, frameworks, image.cuda)
+    if paddle is not None:
+        del frameworks["paddle"]
+        found.notes.append(
+            f"paddle: {shown_item(paddle.spec)} ({paddle.where}) is Paddle's CPU build beside torch on CUDA: "
+            "carried as a package, not as the spec's framework; the stack mixes CPU and GPU builds "
+            "(Paddle will not use the GPU; paddlepaddle-gpu is the CUDA build)"
+        )
     return frameworks
 
 

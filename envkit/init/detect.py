@@ -35,6 +35,7 @@ __all__ = [
     "FRAMEWORK_PIP",
     "Framework",
     "ImageFacts",
+    "cpu_paddle_beside_cuda_torch",
     "cuda_evidence",
     "cuda_of_flavour",
     "detect_frameworks",
@@ -129,13 +130,47 @@ def cuda_of_flavour(flavour: str | None) -> str | None:
     return f"{int(match[1])}.{match[2]}" if match else None
 
 
-def index_flavour(found: Collected) -> tuple[str, str] | None:
-    """The CUDA flavour a framework index names (``.../whl/cu121``), and where."""
+_INDEX_HOSTS = {"torch": "download.pytorch.org", "paddle": "paddlepaddle.org.cn"}
+
+
+def index_flavour(found: Collected, framework: str | None = None) -> tuple[str, str] | None:
+    """The CUDA flavour a framework index names (``.../whl/cu121``), and where; with ``framework``,
+    only that framework's own index (a Paddle index says nothing of torch's CUDA)."""
+    host = _INDEX_HOSTS.get(framework or "", "")
     for url, where in [*found.index_urls, *found.extra_urls]:
         match = _INDEX_FLAVOUR.search(url)
-        if match:
+        if match and host in url:
             return match[1], where
     return None
+
+
+def cpu_paddle_beside_cuda_torch(
+    found: Collected, frameworks: dict[str, Framework], image_cuda: str | None = None
+) -> Framework | None:
+    """The CPU ``paddlepaddle`` of a source whose torch is a CUDA build: a package beside the framework
+    (the stack mixes CPU and GPU builds), not the framework whose CUDA the spec chooses."""
+    paddle, torch = frameworks.get("paddle"), frameworks.get("torch")
+    if paddle is None or torch is None or paddle.installer == "image":
+        return None
+    if torch.installer == "image":
+        return paddle if image_cuda not in (None, "cpu") and _cpu_paddle(found, paddle) else None
+    if not _cpu_paddle(found, paddle):
+        return None
+    inventory = facts_inventory(found)
+    flavour = torch_flavour(inventory)
+    index = index_flavour(found, "torch")
+    if flavour == "cpu" or (index is not None and index[0] == "cpu"):
+        return None
+    cuda = flavour is not None or index is not None or torch.installer == "pip"
+    return paddle if cuda or plumbing_cuda(found)[0] else None
+
+
+def _cpu_paddle(found: Collected, paddle: Framework) -> bool:
+    """Paddle's CPU package, and no Paddle CUDA index that would make it a GPU one."""
+    if paddle_flavour(facts_inventory(found)) not in ("cpu", None) or "gpu" in paddle.spec.split("=")[0]:
+        return False
+    paddle_index = index_flavour(found, "paddle")
+    return paddle_index is None or paddle_index[0] == "cpu"
 
 
 @dataclass(frozen=True)
@@ -330,6 +365,7 @@ def cuda_evidence(
     cuda = cuda_of_flavour(flavour)
     if cuda:
         return cuda, f"{pin.spec} ({pin.where})"
+    index = index_flavour(found, framework) if found is not None else index
     named = cuda_of_flavour(index[0]) if index else None
     if pin.installer == "pip" and named and index and flavour in (None, "gpu"):
         return named, f"the {framework} index {index[0]} ({index[1]})"

@@ -256,3 +256,63 @@ def test_a_stated_python_is_carried(tmp_path: Path, name: str, text: str, python
 def test_cuda_in_a_requirements_list_is_reported_not_pinned(tmp_path: Path) -> None:
     a = adopted(tmp_path, "requirements.txt", "python==3.10.14\ncuda==12.1\ntorch==2.1.2+cu121\n")
     assert any(x.item == "cuda==12.1" and "no pip package" in x.why for x in a.adoption.lost)
+
+
+# -- 3: the CPU paddlepaddle beside a CUDA torch is a package, not the framework's CUDA choice -------
+@pytest.mark.parametrize(
+    ("name", "text", "cuda"),
+    [
+        (
+            "requirements.txt",
+            "--extra-index-url https://download.pytorch.org/whl/cu121\ntorch==2.1.2+cu121\npaddlepaddle==2.6.1\n",
+            "12.1",
+        ),
+        ("requirements.txt", "torch==2.4.1\npaddlepaddle==2.6.1\nnumpy==1.26.4\n", "12.1"),
+        (
+            "environment.yml",
+            "name: x\nchannels: [pytorch, nvidia]\ndependencies:\n  - python=3.10\n  - pytorch=2.1.2\n"
+            "  - pytorch-cuda=11.8\n  - pip\n  - pip:\n    - paddlepaddle==2.5.2\n",
+            "11.8",
+        ),
+        (
+            "Dockerfile",
+            "FROM pytorch/pytorch:2.1.2-cuda12.1-cudnn8-runtime\nRUN pip install paddlepaddle==2.6.1\n",
+            "12.1",
+        ),
+    ],
+)
+def test_a_cpu_paddle_beside_a_cuda_torch_is_a_package_with_a_finding(
+    tmp_path: Path, name: str, text: str, cuda: str
+) -> None:
+    a = adopted(tmp_path, name, text)
+    assert "paddle" not in a.adoption.detected and a.adoption.detected["cuda"] == cuda
+    assert any(p.startswith("paddlepaddle==") for p in a.adoption.pins["pip"])
+    assert any("mixes CPU and GPU builds" in n for n in a.adoption.notes)
+
+
+@pytest.mark.parametrize(
+    ("text", "paddle_cuda"),
+    [
+        ("torch==2.1.2+cpu\npaddlepaddle==2.6.1\n", "cpu"),  # both CPU: both frameworks
+        ("torch==2.1.2+cu118\npaddlepaddle-gpu==2.6.1.post118\n", "11.8"),  # both CUDA
+    ],
+)
+def test_paddle_stays_a_framework_when_the_builds_agree(tmp_path: Path, text: str, paddle_cuda: str) -> None:
+    a = adopted(tmp_path, "requirements.txt", text)
+    assert a.adoption.detected["paddle"] == "2.6.1" and a.adoption.detected["cuda"] == paddle_cuda
+
+
+# -- 4: "carried from" is true of the rendered files --------------------------------------------------
+def test_a_paddle_index_is_never_called_the_torch_index(tmp_path: Path) -> None:
+    text = (
+        "-i https://www.paddlepaddle.org.cn/packages/stable/cu118/\ntorch==2.1.2\npaddlepaddle-gpu==2.6.1\n"
+    )
+    with pytest.raises(AdoptError) as err:
+        adopted(tmp_path, "requirements.txt", text)
+    assert "torch index" not in err.value.message
+    text = (
+        "-i https://www.paddlepaddle.org.cn/packages/stable/cu118/\npaddlepaddle-gpu==2.6.1\ntimm==0.9.12\n"
+    )
+    a = adopted(tmp_path / "b", "requirements.txt", text)
+    assert a.adoption.detected["cuda"] == "11.8"
+    assert "the paddle index cu118" in a.adoption.how["cuda"]
