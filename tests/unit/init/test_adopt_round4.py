@@ -316,3 +316,23 @@ def test_a_paddle_index_is_never_called_the_torch_index(tmp_path: Path) -> None:
     a = adopted(tmp_path / "b", "requirements.txt", text)
     assert a.adoption.detected["cuda"] == "11.8"
     assert "the paddle index cu118" in a.adoption.how["cuda"]
+
+
+# -- 11: a file name with pypi- in it is no token ------------------------------------------------------
+@pytest.mark.parametrize(
+    "name",
+    ["pypi-freeze-host-a-2024-01-01.txt", "pypi-requirements-gpu-node-17.txt", "pypi-only_packages_list.txt"],
+)
+def test_a_file_name_with_pypi_in_it_is_not_redacted(tmp_path: Path, name: str) -> None:
+    from envkit._safe import redact
+
+    assert redact(name) == name
+    a = adopted(tmp_path, name, "torch==2.1.2+cpu\n")
+    assert name in a.adoption.source and "***" not in a.adoption.text
+
+
+def test_a_pypi_token_is_still_redacted() -> None:
+    from envkit._safe import redact
+
+    token = "pypi-AgEIcHlwaS5vcmcCJDU3ZDZkMjQ1LWE0YjktNDZhZS1hZmNkLTEyM2Y0NWM2ZjAwMgACKlszLCJ"
+    assert token not in redact(f"twine upload -p {token} dist/*") and "pypi-Ag" not in redact(token)
