@@ -291,11 +291,15 @@ def release_in(
     if not wanted:
         return None, f"no release in the catalog within {text or 'any version'!r} has wheels for {pinned}"
     best = max(wanted, key=lambda r: (r.verified, Version(r.version)))
+    newer = sorted((r.version for r in wanted if Version(r.version) > Version(best.version)), key=Version)
     with_pins = f" with wheels for {pinned}" if pinned else ""
-    return (
-        best.version,
-        f"the newest release the catalog has for {text or 'an unpinned framework'}{with_pins}",
-    )
+    what = f"{text or 'an unpinned framework'}{with_pins}"
+    if newer:  # never "the newest" when the catalog lists newer (unverified) releases
+        return (
+            best.version,
+            f"the newest verified release the catalog has for {what} (newer, unverified: {', '.join(newer)})",
+        )
+    return best.version, f"the newest release the catalog has for {what}"
 
 
 def _has_python(release: FrameworkRelease, python: str) -> bool:

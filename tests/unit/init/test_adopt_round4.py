@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from envkit.adopt import Adopted, AdoptOptions, adopt
 from envkit.catalog import load_catalog
@@ -336,3 +337,28 @@ def test_a_pypi_token_is_still_redacted() -> None:
 
     token = "pypi-AgEIcHlwaS5vcmcCJDU3ZDZkMjQ1LWE0YjktNDZhZS1hZmNkLTEyM2Y0NWM2ZjAwMgACKlszLCJ"
     assert token not in redact(f"twine upload -p {token} dist/*") and "pypi-Ag" not in redact(token)
+
+
+# -- 10: explanations that are true ------------------------------------------------------------------
+def test_newest_is_never_said_of_a_release_when_the_catalog_lists_newer(tmp_path: Path) -> None:
+    a = adopted(tmp_path, "requirements.txt", "torch>=2.1\n")
+    why = a.adoption.how["torch"]
+    family = CATALOG.frameworks["torch"].releases
+    newer = [r.version for r in family if r.version != a.adoption.detected["torch"] and r.python]
+    chosen = a.adoption.detected["torch"]
+    if any(Version(v) > Version(chosen) for v in newer):
+        assert "newest verified" in why and "newer, unverified" in why, why
+    else:
+        assert "newest release" in why, why
+
+
+def test_a_python_range_explanation_names_the_newer_pythons_the_frameworks_support(tmp_path: Path) -> None:
+    text = "name: x\ndependencies:\n  - python>=3.9\n  - pip\n  - pip:\n    - torch==2.5.1\n"
+    a = adopted(tmp_path, "environment.yml", text)
+    release = CATALOG.framework_release("torch", "2.5.1")
+    assert release is not None
+    why = a.adoption.how["python"]
+    chosen = a.adoption.detected["python"]
+    newer = [p for p in release.python if Version(p) > Version(chosen)]
+    assert ("the newest" not in why) if newer else ("the newest" in why), why
+    assert all(p in why for p in newer), why
