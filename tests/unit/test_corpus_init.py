@@ -126,3 +126,14 @@ def test_the_grader_adopts_through_the_use_case_the_cli_calls(monkeypatch: pytes
 
     grader.grade_one(record, load_catalog())
     assert calls == [str(record.path)]
+
+
+def test_no_adopted_spec_contradicts_its_own_provenance_header(outcomes: list[Outcome]) -> None:
+    """What the source named (the header `envkit validate` reads) agrees with the spec written."""
+    contradicted = [
+        f"{o.record.path.name}: {w}"
+        for o in outcomes
+        for w in o.validate_warnings
+        if w.startswith("the source named") and o.level in ("exact", "minor")
+    ]
+    assert not contradicted, "\n".join(contradicted)

@@ -362,3 +362,57 @@ def test_a_python_range_explanation_names_the_newer_pythons_the_frameworks_suppo
     newer = [p for p in release.python if Version(p) > Version(chosen)]
     assert ("the newest" not in why) if newer else ("the newest" in why), why
     assert all(p in why for p in newer), why
+
+
+# -- validate reads the provenance header ------------------------------------------------------------
+def _validate_warnings(path: Path) -> list[str]:
+    from envkit.spec.load import load_spec
+
+    return [w for w in load_spec(path, CATALOG).warnings if w.startswith("the source named")]
+
+
+SOURCE = "python==3.10.14\n--extra-index-url https://download.pytorch.org/whl/cu121\ntorch==2.1.2+cu121\n"
+
+
+def test_an_adopted_spec_records_what_the_source_named_and_validate_is_quiet(tmp_path: Path) -> None:
+    a = adopted(tmp_path, "requirements.txt", SOURCE)
+    text = a.path.read_text()
+    assert "#   source framework: torch 2.1.2 (" in text
+    assert "#   source cuda: 12.1 (" in text and "#   source python: 3.10 (" in text
+    assert _validate_warnings(a.path) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "warned"),
+    [
+        (('cuda: "12.1"', 'cuda: "cpu"'), "the source named CUDA 12.1"),
+        (('python: "3.10"', 'python: "3.11"'), "the source named Python 3.10"),
+        (('torch: "2.1.2"', 'torch: "2.1.1"'), "the spec has torch 2.1.1"),
+    ],
+)
+def test_validate_warns_when_the_spec_lost_what_the_source_named(
+    tmp_path: Path, edit: tuple[str, str], warned: str
+) -> None:
+    a = adopted(tmp_path, "requirements.txt", SOURCE)
+    a.path.write_text(a.path.read_text().replace(*edit))
+    assert any(warned in w for w in _validate_warnings(a.path))
+
+
+def test_validate_warns_when_the_framework_is_gone(tmp_path: Path) -> None:
+    a = adopted(tmp_path, "requirements.txt", SOURCE)
+    a.path.write_text(a.path.read_text().replace('frameworks:\n  torch: "2.1.2"\n', ""))
+    assert any("the spec has no torch" in w for w in _validate_warnings(a.path))
+
+
+def test_a_chosen_cuda_other_than_the_sources_is_kept_in_the_header(tmp_path: Path) -> None:
+    text = "torch==2.1.2+cu118\n"
+    a = adopted(tmp_path, "requirements.txt", text, cuda="12.1")
+    assert a.adoption.detected["cuda"] == "12.1"
+    assert any("the source named CUDA 11.8" in w for w in _validate_warnings(a.path))
+
+
+def test_a_spec_without_the_header_has_no_provenance_warnings(tmp_path: Path) -> None:
+    a = adopted(tmp_path, "requirements.txt", SOURCE)
+    body = "\n".join(line for line in a.path.read_text().splitlines() if not line.startswith("#"))
+    a.path.write_text(body.replace('cuda: "12.1"', 'cuda: "cpu"') + "\n")
+    assert _validate_warnings(a.path) == []
