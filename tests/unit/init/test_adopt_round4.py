@@ -416,3 +416,51 @@ def test_a_spec_without_the_header_has_no_provenance_warnings(tmp_path: Path) ->
     body = "\n".join(line for line in a.path.read_text().splitlines() if not line.startswith("#"))
     a.path.write_text(body.replace('cuda: "12.1"', 'cuda: "cpu"') + "\n")
     assert _validate_warnings(a.path) == []
+
+
+# -- 7: uv.lock registry sources on an explicit index: read as envkit diff reads them ---------------
+UV_LOCK = """version = 1
+requires-python = ">=3.12"
+
+[[package]]
+name = "numpy"
+version = "2.1.3"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "proj"
+version = "0.1.0"
+source = { virtual = "." }
+dependencies = [
+    { name = "numpy" },
+    { name = "torch" },
+]
+
+[[package]]
+name = "torch"
+version = "2.5.1+cu124"
+source = { registry = "https://download.pytorch.org/whl/cu124" }
+wheels = [
+    { url = "https://download.pytorch.org/whl/cu124/torch-2.5.1%2Bcu124-cp312-cp312-linux_x86_64.whl" },
+]
+"""
+
+
+def test_a_uv_lock_registry_on_an_explicit_index_is_an_index_not_a_direct_url(tmp_path: Path) -> None:
+    from envkit.inventory import parse_inventory
+
+    a = adopted(tmp_path, "uv.lock", UV_LOCK)
+    assert facts(a) == ("2.5.1", "12.4", "3.12")
+    assert "numpy==2.1.3" in a.adoption.pins["pip"]
+    assert not any("direct URL" in x.why for x in a.adoption.lost)
+    listed = {p.name: p.version for p in parse_inventory(UV_LOCK, path="uv.lock", label="uv").packages}
+    assert listed["torch"] == "2.5.1+cu124"  # the one reader, as envkit diff reads it
+
+
+def test_a_uv_lock_direct_url_source_is_still_reported(tmp_path: Path) -> None:
+    text = UV_LOCK.replace(
+        'source = { registry = "https://pypi.org/simple" }',
+        'source = { url = "https://example.org/numpy-2.1.3-cp312-cp312-linux_x86_64.whl" }',
+    )
+    a = adopted(tmp_path, "uv.lock", text)
+    assert any("numpy" in x.item and "direct URL" in x.why for x in a.adoption.lost)
