@@ -68,11 +68,13 @@ _QUERY = re.compile(
     r"[^&;#\s'\"]*",
     re.IGNORECASE,
 )
-# Tokens by their published shapes (GitHub, GitLab, Hugging Face, npm, PyPI, Slack, OpenAI, AWS keys)
+# Tokens by their published shapes (GitHub, GitLab, Hugging Face, npm, PyPI, Slack, OpenAI, AWS keys);
+# a PyPI token is "pypi-" and a macaroon, whose base64 starts "Ag" (version 2): a file named
+# pypi-freeze-host-a.txt is no token
 _KNOWN_TOKEN = re.compile(
     r"(?<![A-Za-z0-9])(?:(?:ghp|gho|ghu|ghs|ghr|github_pat|hf|npm)_[A-Za-z0-9_]{10,}"
     r"|(?:glpat|gldt|glptt|glrt|gloas|xox[abprs]|sk)-[A-Za-z0-9_-]{10,}"
-    r"|pypi-[A-Za-z0-9_-]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Za-z0-9])"
+    r"|pypi-Ag[A-Za-z0-9_-]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Za-z0-9])"
 )
 # A URL path segment that is a token rather than a name: 16+ letters and digits with upper and
 # lower case and a digit (Cloudsmith entitlement tokens, Gemfury's push/pull tokens); with

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from envkit.adopt import AdoptOptions, adopt
 from envkit.catalog import load_catalog
 from envkit.cli._app import project_root, services, working
 from envkit.errors import EnvkitError
-from envkit.init.adopt import Adoption, plan_adoption, write_adoption
-from envkit.init.from_source import read_source
+from envkit.init.adopt import Adoption
 from envkit.inventory.snapshot import EnvironmentSource
 from envkit.result import CommandResult
 
@@ -35,10 +35,10 @@ def adopt_command(
 ) -> CommandResult:
     root = project_root()
     catalog = load_catalog()
+    options = AdoptOptions(name, cuda, python, keep_defaults, image_reader=_image)
     with working(f"reading {source}"):
-        found, inventory = read_source(source, image_reader=_image)
-    adoption = plan_adoption(found, catalog, name=name, cuda=cuda, python=python, keep_defaults=keep_defaults)
-    path = write_adoption(root, adoption)
+        adopted = adopt(source, root, options, catalog=catalog)
+    adoption, path, inventory = adopted.adoption, adopted.path, adopted.inventory
     data: dict[str, object] = adoption.to_json()
     comparison: LockComparison | None = None
     if lock:

@@ -10,7 +10,6 @@ an existing spec is never replaced.
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -19,11 +18,10 @@ from pathlib import Path
 from packaging.version import Version
 from pydantic import ValidationError
 
-from envkit import __version__
 from envkit._atomic import write_text_atomic
 from envkit.catalog import Catalog
 from envkit.errors import SpecError
-from envkit.init.adopted import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, one_line, shown_item
+from envkit.init.adopted import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, shown_item
 from envkit.init.credentials import carry_env
 from envkit.init.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
 from envkit.init.detect import (
@@ -32,6 +30,7 @@ from envkit.init.detect import (
     FRAMEWORK_PIP,
     Framework,
     ImageFacts,
+    cpu_paddle_beside_cuda_torch,
     cuda_evidence,
     detect_frameworks,
     facts_inventory,
@@ -42,7 +41,8 @@ from envkit.init.detect import (
     stated_cuda,
     toolkit_cuda,
 )
-from envkit.init.python_of import choose_python, stated_python
+from envkit.init.hints import hinted_torch
+from envkit.init.python_of import choose_python, python_statement, stated_python
 from envkit.init.refusals import (
     buildable_cudas,
     refuse_ask_cuda,
@@ -51,9 +51,11 @@ from envkit.init.refusals import (
     refuse_old_release,
     refuse_unread_environment,
 )
+from envkit.init.spec_text import render
 from envkit.spec.load import SPEC_DIR, load_spec
 from envkit.spec.missing_image import deleted_image, removed_cudas
 from envkit.spec.models import NAME_RE, Spec
+from envkit.spec.provenance import SourceFact
 
 __all__ = ["Adoption", "plan_adoption", "write_adoption"]
 
@@ -105,10 +107,10 @@ def plan_adoption(
     """The validated spec for ``found``; :class:`AdoptError` when no spec envkit validates fits it."""
     found = replace(found, lost=list(found.lost), notes=list(found.notes))  # the caller's stays as read
     how: dict[str, str] = {}
-    notes = list(found.notes)
     base_image = _base_image(found)
     image = image_facts(base_image, catalog)
     frameworks = _frameworks(found, image, base_image)
+    notes = list(found.notes)  # with what _frameworks read (a wheel's torch, a CPU paddle kept as a package)
     index = index_flavour(found)
     wanted_cuda = cuda or stated_cuda(found, index) or (image.cuda if image.cuda != "cpu" else None)
     wanted_python = python or stated_python(found, image.python)
@@ -119,6 +121,9 @@ def plan_adoption(
     refuse_unread_environment(found, versions, image.cuda)
     image_cuda, image_python = image.cuda, image.python
     chosen_cuda = cuda or _cuda(found, frameworks, versions, catalog, image_cuda, how)
+    source = _source_facts(
+        found, frameworks, versions, cuda=None if cuda else (chosen_cuda, how), image=image
+    )
     if cuda:
         how["cuda"] = f"--cuda {cuda}"
     if base_image and image_cuda and image_cuda != chosen_cuda:
@@ -174,6 +179,8 @@ def plan_adoption(
         env,
         [*found.lost, *decided.lost],
         how,
+        source=source,
+        notes=notes,
     )
     spec, warnings = _validate(adopted_name, text, catalog, found.origin)
     detected = {"python": chosen_python, "cuda": chosen_cuda, **versions}
@@ -194,9 +201,38 @@ def plan_adoption(
     )
 
 
+def _source_facts(
+    found: Collected,
+    frameworks: dict[str, Framework],
+    versions: dict[str, str],
+    *,
+    cuda: tuple[str, dict[str, str]] | None,
+    image: ImageFacts,
+) -> list[SourceFact]:
+    """What the source named, for the spec's header (``envkit validate`` warns when the spec loses
+    it): each framework and its release, the CUDA the source's builds are on (not a default cpu),
+    the Python it states exactly."""
+    facts = [
+        SourceFact("framework", fw, frameworks[fw].where, version) for fw, version in sorted(versions.items())
+    ]
+    if cuda is not None and not cuda[1].get("cuda", "").startswith("no CUDA build pinned"):
+        facts.append(SourceFact("cuda", cuda[0], cuda[1].get("cuda", found.origin)))
+    elif cuda is None and (stated := stated_cuda(found, index_flavour(found)) or image.cuda) not in (
+        None,
+        "cpu",
+    ):
+        facts.append(SourceFact("cuda", str(stated), found.origin))
+    python, where = python_statement(found, image.python)
+    exact = re.fullmatch(r"[=\s]*(3\.\d+)(?:\.\d+|\.\*)?", python or "")
+    if exact:
+        facts.append(SourceFact("python", exact[1], where))
+    return facts
+
+
 def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> dict[str, Framework]:
     """The source's framework pins, and the base image's framework when the source pins none."""
     frameworks = detect_frameworks(found)
+    hinted_torch(found, frameworks)
     if image.framework and image.framework not in frameworks:
         if image.version:
             ranged = f"=={image.version}.*" if image.version.count(".") == 1 else image.version
@@ -205,6 +241,14 @@ def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> 
             )
         elif base_image:
             refuse_image_framework(found, image, base_image)
+    paddle = cpu_paddle_beside_cuda_torch(found, frameworks, image.cuda)
+    if paddle is not None:
+        del frameworks["paddle"]
+        found.notes.append(
+            f"paddle: {shown_item(paddle.spec)} ({paddle.where}) is Paddle's CPU build beside torch on CUDA: "
+            "carried as a package, not as the spec's framework; the stack mixes CPU and GPU builds "
+            "(Paddle will not use the GPU; paddlepaddle-gpu is the CUDA build)"
+        )
     return frameworks
 
 
@@ -432,58 +476,6 @@ def _name(name: str | None, found: Collected) -> str:
     raw = named or stem.split(".")[0] or "adopted"
     slug = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._")[:100]
     return slug if slug and NAME_RE.match(slug) else "adopted"
-
-
-def render(
-    name: str,
-    found: Collected,
-    python: str,
-    cuda: str,
-    frameworks: dict[str, str],
-    conda: list[str],
-    pip: list[str],
-    channels: list[str] | None,
-    mirror: str | None,
-    base_image: str | None,
-    platform: str | None,
-    env: dict[str, str],
-    lost: list[Lost],
-    how: dict[str, str],
-) -> str:
-    """The spec's YAML, with a header saying where each fact came from and what was not carried."""
-    q = json.dumps
-    lines = [
-        f"# Adopted by `envkit init --from {shown_item(found.origin)}` (envkit {__version__}); edit freely."
-    ]
-    lines += [f"#   {key}: {one_line(value)}" for key, value in sorted(how.items())]
-    if lost:
-        lines.append(f"# Not carried ({len(lost)}; `envkit init --from ... --json` lists them too):")
-        lines += [f"#   - {one_line(str(item))}" for item in lost[:200]]
-        if len(lost) > 200:
-            lines.append(f"#   ... and {len(lost) - 200} more")
-    description = shown_item(f"Adopted from {Path(found.origin).name or found.origin} ({found.kind})")[:300]
-    lines += [f"name: {name}", f"description: {q(description)}", f'python: "{python}"', f'cuda: "{cuda}"']
-    if frameworks:
-        lines.append("frameworks:")
-        lines += [f"  {fw}: {q(version)}" for fw, version in sorted(frameworks.items())]
-    if platform:
-        lines.append(f"platforms: [{platform}]")
-    if channels is not None:
-        lines.append("channels: [" + ", ".join(q(c) for c in channels) + "]")
-    if base_image:
-        lines.append(f"base_image: {q(base_image)}")
-    if mirror:
-        lines += ["mirrors:", f"  pypi: {q(mirror)}"]
-    if conda:
-        lines.append("conda:")
-        lines += [f"  - {q(c)}" for c in conda]
-    if pip:
-        lines.append("pip:")
-        lines += [f"  - {q(p)}" for p in pip]
-    if env:
-        lines.append("env:")
-        lines += [f"  {key}: {q(value)}" for key, value in sorted(env.items())]
-    return "\n".join(lines) + "\n"
 
 
 def _validate(name: str, text: str, catalog: Catalog, origin: str) -> tuple[Spec, tuple[str, ...]]:

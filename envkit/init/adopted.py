@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from envkit._safe import neutralise, redact, sensitive_name, url_credentials
 from envkit.errors import UsageError
+from envkit.init.wheel_names import TorchHint
 
 __all__ = [
     "MAX_SHOWN",
@@ -131,6 +132,8 @@ class Collected:
     # (where, what): the environment is installed from a file envkit did not read (uv sync, -r elsewhere)
     unread: list[tuple[str, str]] = field(default_factory=list)
     distro_python: str = ""  # where the OS's own python3 is installed (apt-get install python3 ...)
+    # torch releases named by wheels built against them or find-links pages (flash_attn-...+cu126torch2.6)
+    torch_hints: list[TorchHint] = field(default_factory=list)
 
     def lose(self, where: str, item: str, why: str) -> None:
         self.lost.append(Lost(where, shown_item(item), why))

@@ -35,6 +35,7 @@ __all__ = [
     "FRAMEWORK_PIP",
     "Framework",
     "ImageFacts",
+    "cpu_paddle_beside_cuda_torch",
     "cuda_evidence",
     "cuda_of_flavour",
     "detect_frameworks",
@@ -72,6 +73,8 @@ _TORCH_IN_TAG = re.compile(
 )
 _CUDA_IN_TAG = re.compile(r"cuda-?(\d+\.\d+)")
 _PY_IN_TAG = re.compile(r"(?:^|[-_.])py(?:thon)?-?(3\.\d+)")
+_CU_IN_TAG = re.compile(r"(?:^|[-_.])cu(\d{3})(?![\d.])")
+_PADDLE_IN_TAG = re.compile(rf"(?:^|[-_.])paddle(?:paddle)?-?(\d+\.\d+\.\d+{_PRE})(?![\d.])")
 # images whose framework is a build of their own, or whose tag names no release
 _OWN_BUILD = (
     (re.compile(r"(?:^|/)nvcr\.io/nvidia/pytorch:"), "torch", "NVIDIA's own torch build in an NGC image"),
@@ -127,13 +130,47 @@ def cuda_of_flavour(flavour: str | None) -> str | None:
     return f"{int(match[1])}.{match[2]}" if match else None
 
 
-def index_flavour(found: Collected) -> tuple[str, str] | None:
-    """The CUDA flavour a framework index names (``.../whl/cu121``), and where."""
+_INDEX_HOSTS = {"torch": "download.pytorch.org", "paddle": "paddlepaddle.org.cn"}
+
+
+def index_flavour(found: Collected, framework: str | None = None) -> tuple[str, str] | None:
+    """The CUDA flavour a framework index names (``.../whl/cu121``), and where; with ``framework``,
+    only that framework's own index (a Paddle index says nothing of torch's CUDA)."""
+    host = _INDEX_HOSTS.get(framework or "", "")
     for url, where in [*found.index_urls, *found.extra_urls]:
         match = _INDEX_FLAVOUR.search(url)
-        if match:
+        if match and host in url:
             return match[1], where
     return None
+
+
+def cpu_paddle_beside_cuda_torch(
+    found: Collected, frameworks: dict[str, Framework], image_cuda: str | None = None
+) -> Framework | None:
+    """The CPU ``paddlepaddle`` of a source whose torch is a CUDA build: a package beside the framework
+    (the stack mixes CPU and GPU builds), not the framework whose CUDA the spec chooses."""
+    paddle, torch = frameworks.get("paddle"), frameworks.get("torch")
+    if paddle is None or torch is None or paddle.installer == "image":
+        return None
+    if torch.installer == "image":
+        return paddle if image_cuda not in (None, "cpu") and _cpu_paddle(found, paddle) else None
+    if not _cpu_paddle(found, paddle):
+        return None
+    inventory = facts_inventory(found)
+    flavour = torch_flavour(inventory)
+    index = index_flavour(found, "torch")
+    if flavour == "cpu" or (index is not None and index[0] == "cpu"):
+        return None
+    cuda = flavour is not None or index is not None or torch.installer == "pip"
+    return paddle if cuda or plumbing_cuda(found)[0] else None
+
+
+def _cpu_paddle(found: Collected, paddle: Framework) -> bool:
+    """Paddle's CPU package, and no Paddle CUDA index that would make it a GPU one."""
+    if paddle_flavour(facts_inventory(found)) not in ("cpu", None) or "gpu" in paddle.spec.split("=")[0]:
+        return False
+    paddle_index = index_flavour(found, "paddle")
+    return paddle_index is None or paddle_index[0] == "cpu"
 
 
 @dataclass(frozen=True)
@@ -169,17 +206,33 @@ def image_facts(image: str | None, catalog: Catalog) -> ImageFacts:
         if match:
             python = _PY_IN_TAG.search(image.rsplit(":", 1)[-1])
             return ImageFacts(framework, match[1], match[2] or "cpu", python[1] if python else None)
+    tag = image.split("@", 1)[0].rsplit("/", 1)[-1].partition(":")[2]
+    python = _PY_IN_TAG.search(tag)
+    paddle = _PADDLE_IN_TAG.search(
+        tag
+    )  # vendor images: paddlex/paddlex:paddlex3.1.2-paddlepaddle3.0.0-gpu-cuda11.8-...
+    if paddle:
+        cuda = _CUDA_IN_TAG.search(tag) or _CU_IN_TAG.search(tag)
+        return ImageFacts("paddle", paddle[1], _tag_cuda(cuda) or "cpu", python[1] if python else None)
     repo = _TORCH_REPO.search(image.split("@", 1)[0])
     if repo:
-        tag = repo["tag"]
-        version, cuda, python = _TORCH_IN_TAG.search(tag), _CUDA_IN_TAG.search(tag), _PY_IN_TAG.search(tag)
+        version, cuda = _TORCH_IN_TAG.search(tag), _CUDA_IN_TAG.search(tag) or _CU_IN_TAG.search(tag)
         if version:
             return ImageFacts(
-                "torch", version[1] or version[2], cuda[1] if cuda else "cpu", python[1] if python else None
+                "torch", version[1] or version[2], _tag_cuda(cuda) or "cpu", python[1] if python else None
             )
     cuda_tag = _CUDA_TAG.search(image)
-    python_tag = _PYTHON_TAG.search(image)
+    python_tag = (
+        _PYTHON_TAG.search(image) or python
+    )  # python:3.12-slim, ghcr.io/astral-sh/uv:python3.12-bookworm
     return ImageFacts(None, None, cuda_tag[1] if cuda_tag else None, python_tag[1] if python_tag else None)
+
+
+def _tag_cuda(match: re.Match[str] | None) -> str | None:
+    """``cuda12.1`` -> 12.1, ``cu124`` -> 12.4."""
+    if match is None:
+        return None
+    return match[1] if "." in match[1] else cuda_of_flavour(f"cu{match[1]}")
 
 
 def detect_frameworks(found: Collected) -> dict[str, Framework]:
@@ -238,11 +291,15 @@ def release_in(
     if not wanted:
         return None, f"no release in the catalog within {text or 'any version'!r} has wheels for {pinned}"
     best = max(wanted, key=lambda r: (r.verified, Version(r.version)))
+    newer = sorted((r.version for r in wanted if Version(r.version) > Version(best.version)), key=Version)
     with_pins = f" with wheels for {pinned}" if pinned else ""
-    return (
-        best.version,
-        f"the newest release the catalog has for {text or 'an unpinned framework'}{with_pins}",
-    )
+    what = f"{text or 'an unpinned framework'}{with_pins}"
+    if newer:  # never "the newest" when the catalog lists newer (unverified) releases
+        return (
+            best.version,
+            f"the newest verified release the catalog has for {what} (newer, unverified: {', '.join(newer)})",
+        )
+    return best.version, f"the newest release the catalog has for {what}"
 
 
 def _has_python(release: FrameworkRelease, python: str) -> bool:
@@ -312,9 +369,13 @@ def cuda_evidence(
     cuda = cuda_of_flavour(flavour)
     if cuda:
         return cuda, f"{pin.spec} ({pin.where})"
+    index = index_flavour(found, framework) if found is not None else index
     named = cuda_of_flavour(index[0]) if index else None
     if pin.installer == "pip" and named and index and flavour in (None, "gpu"):
         return named, f"the {framework} index {index[0]} ({index[1]})"
+    hinted = _hinted_cuda(found) if framework == "torch" and found is not None else None
+    if pin.installer == "pip" and flavour in (None, "gpu") and hinted:
+        return hinted
     if pin.installer == "pip" and flavour in (None, "gpu"):
         release = catalog.framework_release(framework, version)
         if release and release.pypi_cuda:
@@ -389,7 +450,19 @@ def stated_cuda(found: Collected, index: tuple[str, str] | None) -> str | None:
         local = re.search(r"\+(cu\d{3}|cpu)\b", pin.spec)
         if pin.name in FRAMEWORK_PIP and local:
             return cuda_of_flavour(local[1])
-    return cuda_of_flavour(index[0]) if index else None
+    if index:
+        return cuda_of_flavour(index[0])
+    hinted = _hinted_cuda(found)
+    return hinted[0] if hinted else None
+
+
+def _hinted_cuda(found: Collected) -> tuple[str, str] | None:
+    """(CUDA, why) of the first wheel or find-links page built for a torch on a named CUDA."""
+    for hint in found.torch_hints:
+        cuda = cuda_of_flavour(hint.flavour)
+        if cuda:
+            return cuda, f"{hint.what} ({hint.where}) is built for torch {hint.torch} on {hint.flavour}"
+    return None
 
 
 def _in(version: str, spec: SpecifierSet) -> bool:

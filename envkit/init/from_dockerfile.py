@@ -29,9 +29,11 @@ from envkit.init.adopted import (
     CondaPin,
     PipPin,
     joined_lines,
+    shown_item,
 )
 from envkit.init.from_conda_env import conda_pin
 from envkit.init.from_requirements import pip_args
+from envkit.init.shell import Command, commands
 
 __all__ = ["looks_like_dockerfile", "read_dockerfile"]
 
@@ -65,7 +67,6 @@ _SHELLS = {"sh", "bash", "zsh", "dash", "python", "python3"}
 _FETCH = {"curl", "wget"}
 _TOOLING = {"pip", "setuptools", "wheel"}
 _SILENT = {"apt-get update", "apt update", "conda clean", "pip cache", "rm", "mkdir", "cd", "true", "echo"}
-_OPERATORS = {"&&", "||", ";", "|", "&"}
 MAX_EXPANDED = 64 * 1024  # characters one instruction or value may expand to (real ones: < 2 KB)
 MAX_EXPANDED_TOTAL = 8 * 1024 * 1024  # characters all expansions of one Dockerfile may produce
 
@@ -296,39 +297,59 @@ def _run(
             _command([expand(a, values, budget) for a in argv], found, where=where, context=context)
             return
     try:
-        lexer = shlex.shlex(expand(run, values, budget), posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        tokens = list(lexer)
+        parsed, branches = commands(run, values, lambda word, scope: expand(word, scope, budget))
     except ValueError:
         found.lose(where, f"RUN {run}", "unbalanced quotes: not read")
         return
-    commands: list[list[str]] = [[]]
-    separators: list[str] = []
-    for token in tokens:
-        if token in _OPERATORS:
-            commands.append([])
-            separators.append(token)
-        else:
-            commands[-1].append(token)
-    for index, argv in enumerate(commands):
-        if not argv:
+    for branch in branches:
+        found.notes.append(
+            f"{where}: read the shell branch `{shown_item(branch.read)}` (decided from the ARG/ENV "
+            "defaults and the RUN's own assignments); the other branches were not read"
+        )
+    skip = False
+    for index, cmd in enumerate(parsed):
+        if skip or not cmd.argv:
+            skip = False
             continue
-        feeds = index < len(separators) and separators[index] == "|"
+        if cmd.undecided:
+            _undecided(cmd, found, where=where)
+            continue
+        following = parsed[index + 1].argv if index + 1 < len(parsed) else []
         if (
-            feeds
-            and argv[0] in _FETCH
-            and index + 1 < len(commands)
-            and commands[index + 1][:1]
-            and (commands[index + 1][0].rsplit("/", 1)[-1] in _SHELLS)
+            cmd.separator == "|"
+            and cmd.argv[0] in _FETCH
+            and following[:1]
+            and following[0].rsplit("/", 1)[-1] in _SHELLS
         ):
             found.lose(
                 where,
-                " ".join([*argv, "|", *commands[index + 1]]),
+                " ".join([*cmd.argv, "|", *following]),
                 "downloads a script and runs it: envkit never runs remote code; not carried",
             )
-            commands[index + 1] = []
+            skip = True
             continue
-        _command(argv, found, where=where, context=context)
+        _command(cmd.argv, found, where=where, context=context)
+
+
+def _undecided(cmd: Command, found: Collected, *, where: str) -> None:
+    """A command under a shell condition envkit cannot decide: refused when it installs a framework
+    (which branch runs decides the environment), reported otherwise."""
+    scratch = Collected(found.origin, found.kind)
+    _command(cmd.argv, scratch, where=where, context=None)
+    pins: list[PipPin | CondaPin] = [*scratch.pip, *scratch.conda]
+    framework = next((p for p in pins if p.name in _FRAMEWORK_PACKAGES), None)
+    if framework is not None:
+        raise AdoptError(
+            f"{where}: {shown_item(framework.spec)} is installed only if `{shown_item(cmd.undecided)}`, "
+            "which envkit cannot decide without running the build; nothing was written",
+            hint="give the ARG the condition reads a default (or remove the branches not used), "
+            "then rerun `envkit init --from`",
+        )
+    found.lose(
+        where,
+        " ".join(cmd.argv),
+        f"runs only if `{shown_item(cmd.undecided)}`, which envkit cannot decide: not carried",
+    )
 
 
 def _command(argv: list[str], found: Collected, *, where: str, context: Path | None) -> None:

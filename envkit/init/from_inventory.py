@@ -11,6 +11,7 @@ What is not a release on an index (editable installs, local builds, VCS checkout
 from __future__ import annotations
 
 import json
+import re
 from importlib import metadata
 
 from envkit.init.adopted import Collected, CondaPin, PipPin, is_defaults
@@ -29,6 +30,11 @@ def collect_inventory(inventory: Inventory, found: Collected) -> None:
     python = inventory.meta.get("python") or inventory.meta.get("python.version")
     if python:
         found.python, found.python_where = python.split()[0], label
+    elif inventory.meta.get("requires_python") and inventory.meta.get("python_assumed"):
+        # a lock for ">=3.12": its markers were read for one Python; the spec takes that one
+        found.python = inventory.meta["python_assumed"]
+        requires = inventory.meta["requires_python"]
+        found.python_where = f"{label}: requires-python {requires}, the Python its markers were read for"
     selected = inventory.meta.get("selected")
     if selected:
         found.notes.append(f"read {selected} of {label}")
@@ -71,6 +77,10 @@ def _pip_row(package: Package, where: str, found: Collected) -> None:
             "a local build or editable install (a file on that machine): not carried",
         )
         return
+    if url and _is_index(url):  # a lock's registry source (uv.lock `registry = ...`): an index, not a file
+        if not _PYPI.match(url) and url not in {u for u, _ in found.extra_urls}:
+            found.extra_urls.append((url, where))
+        url = ""
     if url:
         what = f"{package.name}=={package.version}" if package.version else package.name
         found.lose(where, f"{what} @ {url}", "a direct URL: a spec's pins come from an index, with hashes")
@@ -80,6 +90,15 @@ def _pip_row(package: Package, where: str, found: Collected) -> None:
         return
     spec = f"{package.name}=={package.version}"
     found.pip.append(PipPin(package.name, spec, package.version, where))
+
+
+_FILE = re.compile(r"\.(?:whl|tar\.gz|tgz|tar\.bz2|zip|egg)(?:[#?].*)?\Z", re.I)
+_PYPI = re.compile(r"^https?://(?:pypi\.org|pypi\.python\.org)/simple/?\Z")
+
+
+def _is_index(url: str) -> bool:
+    """A package index (``https://download.pytorch.org/whl/cu124``), not a file to install."""
+    return "://" in url and not _FILE.search(url) and not url.startswith(("git+", "file:"))
 
 
 def _platform_of(inventory: Inventory) -> str | None:

@@ -17,7 +17,7 @@ from envkit.inventory import FORMATS, Inventory, detect_format, parse_inventory
 from envkit.inventory.read import MAX_INVENTORY_BYTES
 from envkit.inventory.snapshot import EnvironmentSource, LocalSource, take_snapshot
 
-__all__ = ["SOURCE_KINDS", "read_source"]
+__all__ = ["SOURCE_KINDS", "ImageReader", "read_source"]
 
 SOURCE_KINDS = (
     "environment.yml (conda env export, --from-history or hand-written; pip: section)",

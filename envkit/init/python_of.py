@@ -45,9 +45,14 @@ def choose_python(
         fitting = [p for p in _PYTHONS if p in allowed and spec.contains(f"{p}.0")]
         if fitting:
             chosen = _PREFERRED_PYTHON if _PREFERRED_PYTHON in fitting else max(fitting, key=Version)
-            how["python"] = (
-                f"python{shown_item(stated)} ({where}): {chosen}, the newest the frameworks support"
+            newest = max(fitting, key=Version)
+            why = (
+                f"{chosen}, the newest in that range the frameworks publish wheels for"
+                if chosen == newest
+                else f"{chosen}, envkit's default, in that range (the frameworks also publish wheels for "
+                f"{', '.join(p for p in sorted(fitting, key=Version) if Version(p) > Version(chosen))})"
             )
+            how["python"] = f"python{shown_item(stated)} ({where}): {why}"
             return chosen
         if str(spec):
             shown = ", ".join(f"{fw} {v}" for fw, v in sorted(versions.items())) or "the spec"
@@ -57,7 +62,7 @@ def choose_python(
                 hint="rerun with --python one of " + ", ".join(sorted(allowed, key=Version)),
             )
     chosen = _PREFERRED_PYTHON if _PREFERRED_PYTHON in allowed else max(allowed, key=Version)
-    how["python"] = f"not stated by the source: {chosen} (--python to choose)"
+    how["python"] = f"not stated by the source: {chosen}, envkit's default (--python to choose)"
     return chosen
 
 

@@ -17,6 +17,7 @@ from envkit.catalog import Catalog, load_catalog
 from envkit.errors import Problem, SpecError, UsageError
 from envkit.spec.check import check_against_catalog
 from envkit.spec.models import NAME_RE, Spec, StrictModel
+from envkit.spec.provenance import lost_from_source, source_facts
 from envkit.spec.resolve import ResolvedSpec, resolve_spec
 from envkit.spec.yamlsrc import MAX_SPEC_BYTES, Located, load_located
 
@@ -146,6 +147,7 @@ def load_spec(path: Path, catalog: Catalog | None = None, *, strict: bool = Fals
         )
     catalog = catalog or load_catalog()
     errors, warnings = check_against_catalog(spec, catalog, located, filename, strict=strict)
+    warnings = [*warnings, *lost_from_source(spec, source_facts(text))]  # an adopted spec's header
     problems += errors
     if problems:
         raise SpecError(problems)

@@ -1,8 +1,7 @@
 """Grade ``envkit init --from`` on the init corpus (``tests/corpus/init/<kind>/``).
 
-Each record's file is adopted the way the CLI does it (:func:`envkit.init.from_source.read_source`,
-:func:`envkit.init.adopt.plan_adoption`, :func:`envkit.init.adopt.write_adoption` into a temporary
-project), the written spec is read back exactly as ``envkit validate`` reads it
+Each record's file is adopted by the use case the CLI calls (:func:`envkit.adopt.adopt`, into a
+temporary project), the written spec is read back exactly as ``envkit validate`` reads it
 (:func:`envkit.spec.load.load_spec`: problems refuse, warnings are kept), and its facts are
 compared with the record's hand-written ``expected``:
 
@@ -41,10 +40,10 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envkit.adopt import adopt
 from envkit.catalog import Catalog, load_catalog
 from envkit.errors import EnvkitError
-from envkit.init.adopt import Adoption, plan_adoption, write_adoption
-from envkit.init.from_source import read_source
+from envkit.init.adopt import Adoption
 from envkit.render.conda_env import environment_yml, requirements_txt
 from envkit.render.pip import pip_lines
 from envkit.spec.load import load_spec
@@ -93,10 +92,9 @@ def grade_one(record: Record, catalog: Catalog) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="envkit-corpus-") as tmp:
         project = Path(tmp)
         try:
-            found, _ = read_source(str(record.path))
-            adoption = plan_adoption(found, catalog)
-            written = write_adoption(project, adoption)
-            loaded = load_spec(written, catalog)
+            adopted = adopt(str(record.path), project, catalog=catalog)
+            adoption = adopted.adoption
+            loaded = load_spec(adopted.path, catalog)
         except EnvkitError as e:
             return _refused(record, f"{e.message} (hint: {e.hint})" if e.hint else e.message)
         except Exception as e:  # noqa: BLE001 - a crash is a level of its own

@@ -104,3 +104,36 @@ def test_the_grader_tells_the_levels_apart(
 
 def test_the_corpus_root_is_the_committed_one() -> None:
     assert (ROOT / "init").is_dir() and (ROOT / "_record.py").is_file()
+
+
+def test_the_grader_adopts_through_the_use_case_the_cli_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader measures `envkit.adopt.adopt`, the function `envkit init --from` calls: no wiring
+    of its own (issue 45)."""
+    import envkit.cli.init_from as cli
+    import tests.corpus.grade_init as grader
+    from envkit.adopt import adopt
+
+    assert getattr(grader, "adopt") is adopt and getattr(cli, "adopt") is adopt  # noqa: B009
+    calls: list[str] = []
+
+    def spy(source: str, root: Path, options: object = None, **kw: object) -> object:
+        calls.append(source)
+        return adopt(source, root, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(grader, "adopt", spy)
+    record = next(iter(records("init")))
+    from envkit.catalog import load_catalog
+
+    grader.grade_one(record, load_catalog())
+    assert calls == [str(record.path)]
+
+
+def test_no_adopted_spec_contradicts_its_own_provenance_header(outcomes: list[Outcome]) -> None:
+    """What the source named (the header `envkit validate` reads) agrees with the spec written."""
+    contradicted = [
+        f"{o.record.path.name}: {w}"
+        for o in outcomes
+        for w in o.validate_warnings
+        if w.startswith("the source named") and o.level in ("exact", "minor")
+    ]
+    assert not contradicted, "\n".join(contradicted)
