@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from envkit._atomic import write_text_atomic
+from envkit._safe import one_line
 from envkit.catalog import load_catalog
 from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
@@ -146,4 +147,5 @@ def _text(result: CheckResult, show_all: bool, sbom: Path | None = None) -> str:
         )
     if sbom is not None:
         lines.append(f"SBOM with these facts: {sbom}")
-    return "\n".join(lines)
+    # every text from a file (a GPU name, a path in the image, a version) stays on its line
+    return "\n".join(one_line(line) for line in lines)

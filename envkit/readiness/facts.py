@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envkit._io import load_json_bounded
+from envkit._safe import one_line
 from envkit.errors import ProbeError
 
 __all__ = [
@@ -106,11 +107,16 @@ class ReadinessFacts:
     document: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
 
+def _bad(where: str, what: str) -> ReadinessError:
+    """The error for a field of the wrong shape; the field's path (keys from the report) on one line."""
+    return ReadinessError(
+        f"readiness report: {one_line(where)} {what}", hint="envkit and its payload disagree"
+    )
+
+
 def _obj(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise ReadinessError(
-            f"readiness report: {where} is not an object", hint="envkit and its payload disagree"
-        )
+        raise _bad(where, "is not an object")
     return value
 
 
@@ -118,18 +124,18 @@ def _str(value: Any, where: str, *, optional: bool = True) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise ReadinessError(
-            f"readiness report: {where} is not a string", hint="envkit and its payload disagree"
-        )
+        raise _bad(where, "is not a string")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _bad(where, "is not a list")
     return value
 
 
 def _strs(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise ReadinessError(
-            f"readiness report: {where} is not a list", hint="envkit and its payload disagree"
-        )
-    return tuple(str(_str(v, where, optional=False)) for v in value)
+    return tuple(str(_str(v, where, optional=False)) for v in _list(value, where))
 
 
 def _counts(value: Any, where: str) -> dict[str, int]:
@@ -137,9 +143,7 @@ def _counts(value: Any, where: str) -> dict[str, int]:
     out = {}
     for k, v in data.items():
         if not isinstance(v, int) or isinstance(v, bool):
-            raise ReadinessError(
-                f"readiness report: {where}.{k} is not a count", hint="envkit and its payload disagree"
-            )
+            raise _bad(f"{where}.{k}", "is not a count")
         out[str(k)] = v
     return out
 
@@ -157,9 +161,7 @@ def _library(path: str, value: Any) -> LibraryScan:
         ptx=_counts(d.get("ptx", {}), f"{path}.ptx"),
         problem=_str(d.get("problem"), f"{path}.problem"),
         size=size if isinstance(size, int) else None,
-        groups=tuple(
-            _group(g, f"{path}.groups") for g in d.get("groups", []) if isinstance(d.get("groups"), list)
-        ),
+        groups=tuple(_group(g, f"{path}.groups") for g in _list(d.get("groups", []), f"{path}.groups")),
     )
 
 
@@ -167,9 +169,7 @@ def _group(value: Any, where: str) -> tuple[frozenset[str], int]:
     g = _obj(value, where)
     n = g.get("fatbins")
     if not isinstance(n, int) or isinstance(n, bool):
-        raise ReadinessError(
-            f"readiness report: {where}.fatbins is not a count", hint="envkit and its payload disagree"
-        )
+        raise _bad(f"{where}.fatbins", "is not a count")
     return frozenset(_strs(g.get("archs", []), f"{where}.archs")), n
 
 
@@ -188,7 +188,7 @@ def _loaded(value: Any, where: str) -> Loaded:
 def _framework(name: str, value: Any) -> FrameworkFacts:
     d = _obj(value, f"frameworks.{name}")
     links = []
-    for i, raw in enumerate(d.get("links", [])):
+    for i, raw in enumerate(_list(d.get("links", []), f"frameworks.{name}.links")):
         lk = _obj(raw, f"frameworks.{name}.links[{i}]")
         links.append(
             Link(
@@ -199,7 +199,7 @@ def _framework(name: str, value: Any) -> FrameworkFacts:
             )
         )
     opened = []
-    for i, raw in enumerate(d.get("dynload", [])):
+    for i, raw in enumerate(_list(d.get("dynload", []), f"frameworks.{name}.dynload")):
         row = _obj(raw, f"frameworks.{name}.dynload[{i}]")
         opened.append(
             Opened(
