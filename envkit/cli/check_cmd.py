@@ -30,7 +30,9 @@ _MARK = {"error": "x", "warning": "!", "note": "-"}
     multiple=True,
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
-    help="Check a site-packages directory on this host instead of an image (repeatable).",
+    help="Check a site-packages directory on this host instead of an image (repeatable). Opening "
+    "DIR's CUDA libraries runs their constructors on this host: each opens in a child with an emptied "
+    "environment, a scratch directory and no network (unshare) where the platform allows.",
 )
 @click.option(
     "--gpu",
@@ -79,6 +81,12 @@ def check_cmd(
     the SASS/PTX architectures of every fatbin. Each target (--gpu, --driver, --host) gets a
     verdict: ready, or will-fail with the error the framework would raise there. Exit 1 when a
     target will fail.
+
+    The verdict is as honest as the image: what the payload prints there is parsed (shape-checked,
+    never run), so an image can claim code it does not carry. --site DIR opens DIR's libraries, which
+    runs their constructors on this host: each opens in a child with an emptied environment
+    (LD_LIBRARY_PATH kept), a scratch working directory and no network (`unshare -n`; `unshare -rn`
+    when not root); where unshare is refused the output says the network was not isolated.
     """
     if (image is None) == (not sites):
         raise UsageError(
@@ -136,6 +144,12 @@ def _text(result: CheckResult, show_all: bool, sbom: Path | None = None) -> str:
     for lib, code in summary["gpu_code"].items():
         ptx = ", ".join(code["ptx"]) or "no PTX"
         lines.append(f"  {lib}: {code['fatbins']} fatbins, SASS {', '.join(code['sass']) or '-'}; {ptx}")
+    box = result.facts.load_sandbox
+    if box is not None:
+        lines.append(
+            f"  libraries opened on this host: environment {box.get('environment')}, cwd "
+            f"{box.get('cwd')}, network {box.get('network')}"
+        )
     shown = [f for f in result.environment if show_all or f.code not in ("loaded", "host-library")]
     if shown:
         lines.append("  on every GPU:")

@@ -84,8 +84,13 @@ def facts_on_host(
     env: Mapping[str, str] | None = None,
     run: _proc.Runner = _proc.run,
 ) -> ReadinessFacts:
-    """Run the payload with this host's (or ``python``'s) interpreter over ``sites``."""
-    argv = [python or sys.executable, str(PAYLOAD_DIR / "ready.py"), "--spec", json.dumps(gpu.payload_spec())]
+    """Run the payload with this host's (or ``python``'s) interpreter over ``sites``.
+
+    Opening the libraries runs their constructors (the code of whoever made ``sites``): the payload
+    opens each in a child with an emptied environment, a scratch directory and no network where
+    ``unshare`` allows (``--sandbox``; ``facts.load_sandbox`` says what held)."""
+    argv = [python or sys.executable, str(PAYLOAD_DIR / "ready.py"), "--sandbox"]
+    argv += ["--spec", json.dumps(gpu.payload_spec())]
     for site in sites:
         argv += ["--site", site]
     full_env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
@@ -134,6 +139,7 @@ class CheckResult:
         return {
             "where": self.where,
             "summary": fingerprint_facts(self.facts),
+            "load_sandbox": dict(self.facts.load_sandbox) if self.facts.load_sandbox is not None else None,
             "environment": [f.to_json() for f in self.environment],
             "verdicts": [v.to_json() for v in self.verdicts],
         }

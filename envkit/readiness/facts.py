@@ -104,6 +104,8 @@ class ReadinessFacts:
     libraries: Mapping[str, LibraryScan]
     cuda_present: tuple[str, ...]
     compat_libcuda: tuple[str, ...]
+    # how the libraries were opened on the host (environment, cwd, network); None: inside an image
+    load_sandbox: Mapping[str, str] | None = None
     document: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
 
@@ -224,6 +226,15 @@ def _framework(name: str, value: Any) -> FrameworkFacts:
     )
 
 
+def _sandbox(value: Any) -> Mapping[str, str] | None:
+    if value is None:
+        return None
+    return {
+        str(k): str(_str(v, f"load_sandbox.{k}", optional=False))
+        for k, v in _obj(value, "load_sandbox").items()
+    }
+
+
 def parse_facts(text: str | bytes, where: str) -> ReadinessFacts:
     """The payload's stdout, parsed once."""
     try:
@@ -248,5 +259,6 @@ def parse_facts(text: str | bytes, where: str) -> ReadinessFacts:
         libraries={k: _library(k, v) for k, v in sorted(_obj(d.get("libraries", {}), "libraries").items())},
         cuda_present=_strs(d.get("cuda_present", []), "cuda_present"),
         compat_libcuda=_strs(d.get("compat_libcuda", []), "compat_libcuda"),
+        load_sandbox=_sandbox(d.get("load_sandbox")),
         document=d,
     )
