@@ -56,6 +56,14 @@ _MARK = {"error": "x", "warning": "!", "note": "-"}
     metavar="REPORT",
     help="A target host's report: nvidia-smi output, collect_env, a snapshot or a probe report.",
 )
+@click.option(
+    "--cache",
+    "caches",
+    multiple=True,
+    metavar="DIR",
+    help="A JIT cache to read too (~/.cache/torch_extensions): on this host with --site, inside IMAGE "
+    "otherwise. Repeatable.",
+)
 @click.option("--all", "show_all", is_flag=True, help="Show every note (loaded versions, host libraries).")
 @click.option(
     "--sbom",
@@ -70,6 +78,7 @@ def check_cmd(
     gpus: tuple[str, ...],
     drivers: tuple[str, ...],
     hosts: tuple[Path, ...],
+    caches: tuple[str, ...],
     show_all: bool,
     sbom_out: Path | None,
 ) -> CommandResult:
@@ -101,10 +110,12 @@ def check_cmd(
     targets = _targets(gpus, drivers, hosts)
     if image is not None:
         with working(f"checking {image}"):
-            facts = facts_in_image(services().engine(), image, gpu)
+            facts = facts_in_image(services().engine(), image, gpu, caches)
         where = image
     else:
-        facts = facts_on_host([str(s) for s in sites], gpu)
+        facts = facts_on_host(
+            [str(s) for s in sites], gpu, caches=[str(Path(c).expanduser()) for c in caches]
+        )
         where = ", ".join(str(s) for s in sites)
     result = check(facts, targets, catalog, gpu, where=where)
     data = result.to_json()

@@ -20,8 +20,10 @@ __all__ = [
     "Link",
     "Loaded",
     "Opened",
+    "Owner",
     "ReadinessError",
     "ReadinessFacts",
+    "Walk",
     "parse_facts",
 ]
 
@@ -96,6 +98,29 @@ class FrameworkFacts:
 
 
 @dataclass(frozen=True)
+class Owner:
+    """The distribution that installed a library (``RECORD``, ``conda-meta``) or the cache entry it is in."""
+
+    name: str
+    version: str | None
+    via: str  # "RECORD", "conda-meta", "cache DIR"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}" if self.version else self.name
+
+
+@dataclass(frozen=True)
+class Walk:
+    """What the walk over every shared object covered (None in a report without it)."""
+
+    roots: tuple[str, ...]
+    shared_objects: int
+    limit: int
+    cut: bool
+
+
+@dataclass(frozen=True)
 class ReadinessFacts:
     """The whole payload report."""
 
@@ -106,6 +131,8 @@ class ReadinessFacts:
     compat_libcuda: tuple[str, ...]
     # how the libraries were opened on the host (environment, cwd, network); None: inside an image
     load_sandbox: Mapping[str, str] | None = None
+    owners: Mapping[str, Owner] = field(default_factory=dict)  # library path -> its distribution
+    walk: Walk | None = None
     document: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
 
@@ -226,6 +253,28 @@ def _framework(name: str, value: Any) -> FrameworkFacts:
     )
 
 
+def _owner(value: Any, where: str) -> Owner:
+    o = _obj(value, where)
+    return Owner(
+        name=str(_str(o.get("name"), f"{where}.name", optional=False)),
+        version=_str(o.get("version"), f"{where}.version"),
+        via=str(_str(o.get("via"), f"{where}.via", optional=False)),
+    )
+
+
+def _walk(value: Any) -> Walk | None:
+    if value is None:
+        return None
+    w = _obj(value, "walk")
+    counts = _counts({k: w.get(k, 0) for k in ("shared_objects", "limit")}, "walk")
+    return Walk(
+        _strs(w.get("roots", []), "walk.roots"),
+        counts["shared_objects"],
+        counts["limit"],
+        w.get("cut") is True,
+    )
+
+
 def _sandbox(value: Any) -> Mapping[str, str] | None:
     if value is None:
         return None
@@ -260,5 +309,7 @@ def parse_facts(text: str | bytes, where: str) -> ReadinessFacts:
         cuda_present=_strs(d.get("cuda_present", []), "cuda_present"),
         compat_libcuda=_strs(d.get("compat_libcuda", []), "compat_libcuda"),
         load_sandbox=_sandbox(d.get("load_sandbox")),
+        owners={k: _owner(v, f"owners[{k}]") for k, v in sorted(_obj(d.get("owners", {}), "owners").items())},
+        walk=_walk(d.get("walk")),
         document=d,
     )

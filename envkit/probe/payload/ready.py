@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
 import elfscan  # noqa: E402
+import packages  # noqa: E402
 import sandbox  # noqa: E402
 
 KIND = "envkit-gpu-readiness"
@@ -335,7 +336,13 @@ def load_versions(
     return out
 
 
-def report(spec: dict[str, Any], sites: list[str], box: sandbox.Sandbox | None = None) -> dict[str, Any]:
+def report(
+    spec: dict[str, Any],
+    sites: list[str],
+    box: sandbox.Sandbox | None = None,
+    caches: list[str] | None = None,
+) -> dict[str, Any]:
+    """The facts; with ``caches`` (a list, maybe empty) every shared object of the environment too."""
     loader = Loader()
     host_libs = list(spec.get("host_libraries", []))
     frameworks = find_frameworks(sites)
@@ -355,6 +362,7 @@ def report(spec: dict[str, Any], sites: list[str], box: sandbox.Sandbox | None =
         out_fw[name] = {k: v for k, v in fw.items() if k != "roots"}
         out_fw[name].update({"roots": fw["roots"], "links": links, "dynload": dyn, "loaded": loaded})
     compat = sorted(glob.glob("/usr/local/cuda*/compat/libcuda.so*"))
+    every = packages.every_library(sites, caches, libraries) if caches is not None else None
     return {
         "kind": KIND,
         "schema": SCHEMA,
@@ -366,6 +374,8 @@ def report(spec: dict[str, Any], sites: list[str], box: sandbox.Sandbox | None =
         "compat_libcuda": compat,
         "ld_library_path": loader.ld_library_path,
         "load_sandbox": box.describe() if box is not None else None,
+        "owners": every["owners"] if every else {},
+        "walk": every["walk"] if every else None,
     }
 
 
@@ -434,6 +444,13 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="open libraries with an empty environment, a scratch directory and no network (host use)",
     )
+    p.add_argument(
+        "--cache",
+        dest="caches",
+        action="append",
+        default=[],
+        help="a JIT cache to read too (~/.cache/torch_extensions)",
+    )
     p.add_argument("--load", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.load:
@@ -441,7 +458,7 @@ def main(argv: list[str]) -> int:
         return 0
     spec = json.loads(args.spec)
     box = sandbox.Sandbox() if args.sandbox else None
-    print(json.dumps(report(spec, args.site or _sites(), box), sort_keys=True))
+    print(json.dumps(report(spec, args.site or _sites(), box, args.caches), sort_keys=True))
     return 0
 
 
