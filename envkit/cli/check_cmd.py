@@ -14,6 +14,7 @@ from envkit.cli import cli
 from envkit.cli._app import command, services, working
 from envkit.errors import ExitCode, UsageError
 from envkit.readiness.check import CheckResult, check, facts_in_image, facts_on_host, readiness_sbom
+from envkit.readiness.lockcheck import lock_verdicts, read_gpu_code
 from envkit.readiness.targets import Target, gpu_target, host_targets, parse_driver
 from envkit.result import CommandResult
 
@@ -57,6 +58,14 @@ _MARK = {"error": "x", "warning": "!", "note": "-"}
     help="A target host's report: nvidia-smi output, collect_env, a snapshot or a probe report.",
 )
 @click.option(
+    "--lock",
+    "lock_path",
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Check a lock's wheels instead: images/NAME (or its gpu-code.json, written by `envkit lock` "
+    "when the spec names `gpus:`); targets default to the spec's GPUs.",
+)
+@click.option(
     "--cache",
     "caches",
     multiple=True,
@@ -78,6 +87,7 @@ def check_cmd(
     gpus: tuple[str, ...],
     drivers: tuple[str, ...],
     hosts: tuple[Path, ...],
+    lock_path: Path | None,
     caches: tuple[str, ...],
     show_all: bool,
     sbom_out: Path | None,
@@ -97,10 +107,12 @@ def check_cmd(
     (LD_LIBRARY_PATH kept), a scratch working directory and no network (`unshare -n`; `unshare -rn`
     when not root); where unshare is refused the output says the network was not isolated.
     """
-    if (image is None) == (not sites):
+    if sum((image is not None, bool(sites), lock_path is not None)) != 1:
         raise UsageError(
-            "give an IMAGE or --site DIR (not both)", hint="envkit check envkit/cuda11.8-paddle2.6"
+            "give one of IMAGE, --site DIR or --lock PATH", hint="envkit check envkit/cuda11.8-paddle2.6"
         )
+    if lock_path is not None:
+        return _check_lock(lock_path, gpus, drivers, hosts)
     if sbom_out is not None and image is None:
         raise UsageError(
             "--sbom needs an IMAGE (the SBOM is the image's)", hint="envkit check IMAGE --sbom FILE"
@@ -124,6 +136,32 @@ def check_cmd(
         data["sbom"] = str(sbom_out)
     code = ExitCode.OK if result.ok else ExitCode.FINDINGS
     return CommandResult("check", data, lambda: _text(result, show_all, sbom_out), code)
+
+
+def _check_lock(
+    path: Path, gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path, ...]
+) -> CommandResult:
+    code = read_gpu_code(path)
+    targets = _targets(gpus, drivers, hosts) or [gpu_target(g, load_gpu_facts()) for g in code.gpus]
+    if not any(t.cc for t in targets):
+        raise UsageError(f"{path}: name a GPU to check the lock for", hint="--gpu H100")
+    verdicts = lock_verdicts(code, targets)
+    data = {
+        "where": str(path),
+        "wheels_read": len(code.wheels),
+        "wheels_not_read": [f"{n} {v}" for n, v, _ in code.not_scanned],
+        "verdicts": [v.to_json() for v in verdicts],
+    }
+
+    def text() -> str:
+        lines = [f"{path}: {len(code.wheels)} wheels read, {len(code.not_scanned)} not at hand when locked"]
+        for v in verdicts:
+            lines.append(f"{v.target.label}: {v.status.upper()}")
+            lines += [f"  {_MARK[f.severity]} {f.message}" for f in v.findings if f.severity != "note"]
+        return "\n".join(one_line(line) for line in lines)
+
+    ok = all(v.status == "ready" for v in verdicts)
+    return CommandResult("check", data, text, ExitCode.OK if ok else ExitCode.FINDINGS)
 
 
 def _targets(gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path, ...]) -> list[Target]:

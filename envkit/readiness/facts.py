@@ -25,6 +25,7 @@ __all__ = [
     "ReadinessFacts",
     "Walk",
     "parse_facts",
+    "parse_library",
 ]
 
 KIND = "envkit-gpu-readiness"
@@ -177,7 +178,8 @@ def _counts(value: Any, where: str) -> dict[str, int]:
     return out
 
 
-def _library(path: str, value: Any) -> LibraryScan:
+def parse_library(path: str, value: Any) -> LibraryScan:
+    """One library of a report (or of a lock's ``gpu-code.json``), shape-checked."""
     d = _obj(value, f"libraries[{path}]")
     size = d.get("size")
     fatbins = d.get("fatbins", 0)
@@ -305,7 +307,9 @@ def parse_facts(text: str | bytes, where: str) -> ReadinessFacts:
         frameworks={
             k: _framework(k, v) for k, v in sorted(_obj(d.get("frameworks", {}), "frameworks").items())
         },
-        libraries={k: _library(k, v) for k, v in sorted(_obj(d.get("libraries", {}), "libraries").items())},
+        libraries={
+            k: parse_library(k, v) for k, v in sorted(_obj(d.get("libraries", {}), "libraries").items())
+        },
         cuda_present=_strs(d.get("cuda_present", []), "cuda_present"),
         compat_libcuda=_strs(d.get("compat_libcuda", []), "compat_libcuda"),
         load_sandbox=_sandbox(d.get("load_sandbox")),

@@ -114,3 +114,40 @@ def test_a_jit_cache_entry_is_named_by_its_directory(
     _, result = _check(capsys, "--site", str(cu132), "--cache", str(cache), "--gpu", "V100")
     found = _packages(result["verdicts"][0])
     assert found["fused_thing"] == [("error", "package-no-kernel-image", "fused_thing.so")]
+
+
+def test_envkit_lock_reads_the_real_wheels_without_installing_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from envkit.cli._services import Services
+    from envkit.lock import PipPackage
+    from envkit.lock.testing import FakeCondaSolver, FakePipResolver
+    from tests.integration.cuda_wheels import PINNED
+
+    paths = {r: wheel(r) for r in EXTENSIONS}
+    pins = tuple(
+        PipPackage(r.split("==")[0], r.split("==")[1], f"https://files.example/{p.name}", (PINNED[r],))
+        for r, p in paths.items()
+    )
+    monkeypatch.setenv("ENVKIT_ROOT", str(tmp_path))
+    (tmp_path / "environments").mkdir()
+    spec = 'name: team\npython: "3.11"\ncuda: "13.2"\ninstaller: miniforge\npip: [x]\ngpus: [{}]\n'
+    services = Services(solver_factory=lambda: (FakeCondaSolver(), FakePipResolver(pins)))
+    dirs = sorted({str(p.parent) for p in paths.values()})
+    argv = ["lock", "team", *[a for d in dirs for a in ("--wheels", d)], "--json"]
+    (tmp_path / "environments" / "team.yaml").write_text(spec.format("H100"))
+    assert main(argv, services=services) == 0
+    capsys.readouterr()
+    (tmp_path / "environments" / "team.yaml").write_text(spec.format("V100"))
+    assert main(argv, services=services) == 1
+    (verdict,) = json.loads(capsys.readouterr().out)["result"]["gpu_code"]["verdicts"]
+    errors = sorted(
+        (f["package"], f["file"].rsplit(":", 1)[-1]) for f in verdict["findings"] if f["severity"] == "error"
+    )
+    assert errors == [
+        ("bitsandbytes 0.50.2", "bitsandbytes/libbitsandbytes_cuda132.so"),
+        ("torchaudio 2.11.0", "torchaudio/lib/libtorchaudio.abi3.so"),
+        ("torchaudio 2.11.0", "torchaudio/lib/torchaudio_prefixctc.abi3.so"),
+        ("torchvision 0.29.2", "torchvision/_C_stable.so"),
+        ("xformers 0.0.35", "xformers/_C.so"),
+    ]

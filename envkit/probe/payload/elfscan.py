@@ -258,24 +258,38 @@ class _Walk:
 
 def scan(path: str) -> dict[str, Any]:
     """One library: soname, needed, rpath/runpath, fatbins (counts per arch), problem (or None)."""
-    out: dict[str, Any] = {"soname": None, "needed": [], "rpath": [], "runpath": [], "fatbins": 0}
-    out.update({"sass": {}, "ptx": {}, "elf_entries": {}, "groups": [], "problem": None, "size": None})
-    budget = _Budget()
     try:
         with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            out["size"] = size
-            sections = _sections(fh, size)
-            out.update(_dynamic(fh, size, sections))
-            for off, sec_size in _fatbin_regions(sections, size):
-                walk = _Walk(fh, off, sec_size, budget)
-                try:
-                    walk.run()
-                finally:
-                    _merge(out, walk)
+            return scan_stream(fh, os.fstat(fh.fileno()).st_size)
+    except OSError as e:
+        out = _empty()
+        out["problem"] = f"unreadable: {type(e).__name__}: {e}"
+        return out
+
+
+def _empty() -> dict[str, Any]:
+    out: dict[str, Any] = {"soname": None, "needed": [], "rpath": [], "runpath": [], "fatbins": 0}
+    out.update({"sass": {}, "ptx": {}, "elf_entries": {}, "groups": [], "problem": None, "size": None})
+    return out
+
+
+def scan_stream(fh: BinaryIO, size: int) -> dict[str, Any]:
+    """:func:`scan` of an open, seekable binary stream of ``size`` bytes (a file, a wheel's member)."""
+    out = _empty()
+    out["size"] = size
+    budget = _Budget()
+    try:
+        sections = _sections(fh, size)
+        out.update(_dynamic(fh, size, sections))
+        for off, sec_size in _fatbin_regions(sections, size):
+            walk = _Walk(fh, off, sec_size, budget)
+            try:
+                walk.run()
+            finally:
+                _merge(out, walk)
     except ElfProblem as e:
         out["problem"] = str(e)
-    except (OSError, struct.error, ValueError, MemoryError) as e:
+    except (OSError, struct.error, ValueError, MemoryError, EOFError, RuntimeError) as e:
         out["problem"] = f"unreadable: {type(e).__name__}: {e}"
     for signature, n in sorted(budget.groups.items(), key=lambda kv: (-kv[1], kv[0])):
         out["groups"].append({"archs": list(signature), "fatbins": n})
