@@ -7,12 +7,14 @@ from pathlib import Path
 import click
 
 from envkit._atomic import write_text_atomic
+from envkit._safe import one_line
 from envkit.catalog import load_catalog
 from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
 from envkit.cli._app import command, services, working
 from envkit.errors import ExitCode, UsageError
 from envkit.readiness.check import CheckResult, check, facts_in_image, facts_on_host, readiness_sbom
+from envkit.readiness.lockcheck import lock_verdicts, read_gpu_code
 from envkit.readiness.targets import Target, gpu_target, host_targets, parse_driver
 from envkit.result import CommandResult
 
@@ -29,7 +31,9 @@ _MARK = {"error": "x", "warning": "!", "note": "-"}
     multiple=True,
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
-    help="Check a site-packages directory on this host instead of an image (repeatable).",
+    help="Check a site-packages directory on this host instead of an image (repeatable). Opening "
+    "DIR's CUDA libraries runs their constructors on this host: each opens in a child with an emptied "
+    "environment, a scratch directory and no network (unshare) where the platform allows.",
 )
 @click.option(
     "--gpu",
@@ -53,6 +57,22 @@ _MARK = {"error": "x", "warning": "!", "note": "-"}
     metavar="REPORT",
     help="A target host's report: nvidia-smi output, collect_env, a snapshot or a probe report.",
 )
+@click.option(
+    "--lock",
+    "lock_path",
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Check a lock's wheels instead: images/NAME (or its gpu-code.json, written by `envkit lock` "
+    "when the spec names `gpus:`); targets default to the spec's GPUs.",
+)
+@click.option(
+    "--cache",
+    "caches",
+    multiple=True,
+    metavar="DIR",
+    help="A JIT cache to read too (~/.cache/torch_extensions): on this host with --site, inside IMAGE "
+    "otherwise. Repeatable.",
+)
 @click.option("--all", "show_all", is_flag=True, help="Show every note (loaded versions, host libraries).")
 @click.option(
     "--sbom",
@@ -67,6 +87,8 @@ def check_cmd(
     gpus: tuple[str, ...],
     drivers: tuple[str, ...],
     hosts: tuple[Path, ...],
+    lock_path: Path | None,
+    caches: tuple[str, ...],
     show_all: bool,
     sbom_out: Path | None,
 ) -> CommandResult:
@@ -78,11 +100,19 @@ def check_cmd(
     the SASS/PTX architectures of every fatbin. Each target (--gpu, --driver, --host) gets a
     verdict: ready, or will-fail with the error the framework would raise there. Exit 1 when a
     target will fail.
+
+    The verdict is as honest as the image: what the payload prints there is parsed (shape-checked,
+    never run), so an image can claim code it does not carry. --site DIR opens DIR's libraries, which
+    runs their constructors on this host: each opens in a child with an emptied environment
+    (LD_LIBRARY_PATH kept), a scratch working directory and no network (`unshare -n`; `unshare -rn`
+    when not root); where unshare is refused the output says the network was not isolated.
     """
-    if (image is None) == (not sites):
+    if sum((image is not None, bool(sites), lock_path is not None)) != 1:
         raise UsageError(
-            "give an IMAGE or --site DIR (not both)", hint="envkit check envkit/cuda11.8-paddle2.6"
+            "give one of IMAGE, --site DIR or --lock PATH", hint="envkit check envkit/cuda11.8-paddle2.6"
         )
+    if lock_path is not None:
+        return _check_lock(lock_path, gpus, drivers, hosts)
     if sbom_out is not None and image is None:
         raise UsageError(
             "--sbom needs an IMAGE (the SBOM is the image's)", hint="envkit check IMAGE --sbom FILE"
@@ -92,10 +122,12 @@ def check_cmd(
     targets = _targets(gpus, drivers, hosts)
     if image is not None:
         with working(f"checking {image}"):
-            facts = facts_in_image(services().engine(), image, gpu)
+            facts = facts_in_image(services().engine(), image, gpu, caches)
         where = image
     else:
-        facts = facts_on_host([str(s) for s in sites], gpu)
+        facts = facts_on_host(
+            [str(s) for s in sites], gpu, caches=[str(Path(c).expanduser()) for c in caches]
+        )
         where = ", ".join(str(s) for s in sites)
     result = check(facts, targets, catalog, gpu, where=where)
     data = result.to_json()
@@ -104,6 +136,32 @@ def check_cmd(
         data["sbom"] = str(sbom_out)
     code = ExitCode.OK if result.ok else ExitCode.FINDINGS
     return CommandResult("check", data, lambda: _text(result, show_all, sbom_out), code)
+
+
+def _check_lock(
+    path: Path, gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path, ...]
+) -> CommandResult:
+    code = read_gpu_code(path)
+    targets = _targets(gpus, drivers, hosts) or [gpu_target(g, load_gpu_facts()) for g in code.gpus]
+    if not any(t.cc for t in targets):
+        raise UsageError(f"{path}: name a GPU to check the lock for", hint="--gpu H100")
+    verdicts = lock_verdicts(code, targets)
+    data = {
+        "where": str(path),
+        "wheels_read": len(code.wheels),
+        "wheels_not_read": [f"{n} {v}" for n, v, _ in code.not_scanned],
+        "verdicts": [v.to_json() for v in verdicts],
+    }
+
+    def text() -> str:
+        lines = [f"{path}: {len(code.wheels)} wheels read, {len(code.not_scanned)} not at hand when locked"]
+        for v in verdicts:
+            lines.append(f"{v.target.label}: {v.status.upper()}")
+            lines += [f"  {_MARK[f.severity]} {f.message}" for f in v.findings if f.severity != "note"]
+        return "\n".join(one_line(line) for line in lines)
+
+    ok = all(v.status == "ready" for v in verdicts)
+    return CommandResult("check", data, text, ExitCode.OK if ok else ExitCode.FINDINGS)
 
 
 def _targets(gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path, ...]) -> list[Target]:
@@ -135,6 +193,12 @@ def _text(result: CheckResult, show_all: bool, sbom: Path | None = None) -> str:
     for lib, code in summary["gpu_code"].items():
         ptx = ", ".join(code["ptx"]) or "no PTX"
         lines.append(f"  {lib}: {code['fatbins']} fatbins, SASS {', '.join(code['sass']) or '-'}; {ptx}")
+    box = result.facts.load_sandbox
+    if box is not None:
+        lines.append(
+            f"  libraries opened on this host: environment {box.get('environment')}, cwd "
+            f"{box.get('cwd')}, network {box.get('network')}"
+        )
     shown = [f for f in result.environment if show_all or f.code not in ("loaded", "host-library")]
     if shown:
         lines.append("  on every GPU:")
@@ -146,4 +210,5 @@ def _text(result: CheckResult, show_all: bool, sbom: Path | None = None) -> str:
         )
     if sbom is not None:
         lines.append(f"SBOM with these facts: {sbom}")
-    return "\n".join(lines)
+    # every text from a file (a GPU name, a path in the image, a version) stays on its line
+    return "\n".join(one_line(line) for line in lines)

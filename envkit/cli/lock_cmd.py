@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import click
 
+from envkit._atomic import write_text_atomic
+from envkit._safe import one_line
+from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, working
 from envkit.errors import ExitCode
-from envkit.lock import current_lock, lock_environment
+from envkit.lock import LockResult, current_lock, lock_environment
+from envkit.readiness.lockcheck import GPU_CODE, LockVerdict, dump, lock_gpu_code, lock_verdicts
+from envkit.readiness.targets import gpu_target
 from envkit.result import CommandResult
-from envkit.spec.load import image_dir, load_spec, resolve_spec_path
+from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
 
 
 @command(cli, "lock")
@@ -23,7 +31,18 @@ from envkit.spec.load import image_dir, load_spec, resolve_spec_path
 @click.option(
     "--check", is_flag=True, help="Only say whether the lock is fresh: exit 0 fresh, 1 stale or missing."
 )
-def lock(name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: bool) -> CommandResult:
+@click.option(
+    "--wheels",
+    "wheel_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Where locked wheels are at hand for the spec's `gpus:` check, besides the project's "
+    "wheelhouse (repeatable).",
+)
+def lock(
+    name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: bool, wheel_dirs: tuple[Path, ...]
+) -> CommandResult:
     """Solve the spec and write conda-lock.yml, conda-<platform>.lock, requirements.lock, environment.yml.
 
     The conda part is solved with py-rattler against the spec's channels (through mirrors.conda),
@@ -31,8 +50,13 @@ def lock(name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: 
     and platform, with hashes. The previous lock is the solver's preference: relocking an unchanged
     spec gives identical files, and --update PKG moves PKG (and what it must) only.
 
-    Exit codes: 0 locked or fresh, 1 stale or missing (--check), 2 unsatisfiable or bad spec,
-    3 a channel or index could not be reached.
+    With `gpus:` in the spec, the GPU code of every locked wheel at hand (the wheelhouse, --wheels
+    DIR; its sha256 one the lock pins) is read from the zip without installing, recorded in
+    images/NAME/gpu-code.json (for `envkit check --lock`), and a wheel with no code a GPU can run
+    is a finding naming the wheel and file (exit 1).
+
+    Exit codes: 0 locked or fresh, 1 stale or missing (--check) or a wheel that cannot run on a
+    spec GPU, 2 unsatisfiable or bad spec, 3 a channel or index could not be reached.
     """
     root = project_root()
     loaded = load_spec(resolve_spec_path(name, root))
@@ -71,9 +95,47 @@ def lock(name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: 
         "lock_sha256": result.lock_sha256,
     }
 
+    verdicts = _gpu_check(loaded, result, [*wheel_dirs, root / ".envkit" / "wheelhouse"], data)
+    code = ExitCode.FINDINGS if any(v.status != "ready" for v in verdicts) else ExitCode.OK
+
     def text() -> str:
         per = ", ".join(f"{p}: {counts[p]} conda + {pip_counts[p]} pip" for p in result.contents.platforms)
         state = f"{len(result.changed)} changed" if result.changed else "unchanged"
-        return f"locked {loaded.spec.name} -> {directory} ({per}; {state})"
+        lines = [f"locked {loaded.spec.name} -> {directory} ({per}; {state})"]
+        for v in verdicts:
+            lines.append(f"{v.target.label}: {v.status.upper()}")
+            lines += [f"  {_MARK[f.severity]} {f.message}" for f in v.findings if f.severity != "note"]
+        skipped = [f.message for f in (verdicts[0].findings if verdicts else ()) if f.severity == "note"]
+        if skipped:
+            lines.append(f"  - {len(skipped)} wheels not read (not at hand): see {GPU_CODE}")
+        return "\n".join(one_line(line) for line in lines)
 
-    return CommandResult("lock", data, text, warnings=(*loaded.warnings, *result.warnings))
+    return CommandResult("lock", data, text, code, warnings=(*loaded.warnings, *result.warnings))
+
+
+_MARK = {"error": "x", "warning": "!", "note": "-"}
+
+
+def _gpu_check(
+    loaded: LoadedSpec, result: LockResult, dirs: list[Path], data: dict[str, object]
+) -> tuple[LockVerdict, ...]:
+    """The spec's `gpus:` against the locked wheels at hand; gpu-code.json written beside the lock."""
+    spec = loaded.spec
+    if not spec.gpus:
+        return ()
+    facts = load_gpu_facts()
+    platform = "linux-64" if "linux-64" in result.contents.pip else next(iter(result.contents.pip), None)
+    packages = result.contents.pip.get(platform, ()) if platform else ()
+    started = time.monotonic()
+    with working(f"reading the GPU code of {len(packages)} locked wheels"):
+        code = lock_gpu_code(packages, None if spec.cuda == "cpu" else spec.cuda, spec.gpus, dirs)
+    write_text_atomic(result.directory / GPU_CODE, dump(code))
+    verdicts = lock_verdicts(code, [gpu_target(g, facts) for g in spec.gpus])
+    data["gpu_code"] = {
+        "file": str(result.directory / GPU_CODE),
+        "wheels_read": len(code.wheels),
+        "wheels_not_read": len(code.not_scanned),
+        "seconds": round(time.monotonic() - started, 2),
+        "verdicts": [v.to_json() for v in verdicts],
+    }
+    return verdicts

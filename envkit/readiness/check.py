@@ -20,6 +20,7 @@ from envkit.catalog.gpu import GpuFacts
 from envkit.errors import ProbeError, UsageError
 from envkit.probe.runner import CONTAINER_PAYLOAD, PAYLOAD_DIR
 from envkit.readiness.facts import ReadinessFacts, parse_facts
+from envkit.readiness.packages import package_findings
 from envkit.readiness.rules import (
     Finding,
     arch_findings,
@@ -57,14 +58,19 @@ def _base(path: str) -> str:
 PAYLOAD_TIMEOUT = 900
 
 
-def facts_in_image(engine: ContainerEngine, image: str, gpu: GpuFacts) -> ReadinessFacts:
-    """Run the payload inside ``image`` (no GPU, no network), the payload directory mounted read-only."""
+def facts_in_image(
+    engine: ContainerEngine, image: str, gpu: GpuFacts, caches: Sequence[str] = ()
+) -> ReadinessFacts:
+    """Run the payload inside ``image`` (no GPU, no network), the payload directory mounted read-only;
+    ``caches``: JIT cache directories inside the image to read too."""
     from envkit.engine.protocol import Mount
 
     if engine.inspect(image) is None:
         raise ProbeError(f"image {image} does not exist", hint=f"build it first: `envkit build {image}`")
     script = 'exec "$(command -v python3 || command -v python)" "$0" "$@"'
     argv = ["sh", "-c", script, f"{CONTAINER_PAYLOAD}/ready.py", "--spec", json.dumps(gpu.payload_spec())]
+    for cache in caches:
+        argv += ["--cache", cache]
     mounts = [Mount(str(PAYLOAD_DIR), CONTAINER_PAYLOAD, read_only=True)]
     result = engine.run(image, argv, mounts=mounts, env={"PYTHONDONTWRITEBYTECODE": "1"}, gpus=False)
     if result.exit_code != 0:
@@ -83,11 +89,19 @@ def facts_on_host(
     python: str | None = None,
     env: Mapping[str, str] | None = None,
     run: _proc.Runner = _proc.run,
+    caches: Sequence[str] = (),
 ) -> ReadinessFacts:
-    """Run the payload with this host's (or ``python``'s) interpreter over ``sites``."""
-    argv = [python or sys.executable, str(PAYLOAD_DIR / "ready.py"), "--spec", json.dumps(gpu.payload_spec())]
+    """Run the payload with this host's (or ``python``'s) interpreter over ``sites``.
+
+    Opening the libraries runs their constructors (the code of whoever made ``sites``): the payload
+    opens each in a child with an emptied environment, a scratch directory and no network where
+    ``unshare`` allows (``--sandbox``; ``facts.load_sandbox`` says what held)."""
+    argv = [python or sys.executable, str(PAYLOAD_DIR / "ready.py"), "--sandbox"]
+    argv += ["--spec", json.dumps(gpu.payload_spec())]
     for site in sites:
         argv += ["--site", site]
+    for cache in caches:
+        argv += ["--cache", cache]
     full_env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
     result = run(argv, env=full_env, check=False, timeout=PAYLOAD_TIMEOUT)
     if result.returncode != 0:
@@ -134,6 +148,11 @@ class CheckResult:
         return {
             "where": self.where,
             "summary": fingerprint_facts(self.facts),
+            "load_sandbox": dict(self.facts.load_sandbox) if self.facts.load_sandbox is not None else None,
+            "packages": {
+                path: {"name": o.name, "version": o.version, "via": o.via}
+                for path, o in self.facts.owners.items()
+            },
             "environment": [f.to_json() for f in self.environment],
             "verdicts": [v.to_json() for v in self.verdicts],
         }
@@ -180,6 +199,7 @@ def check(
             env
             + tuple(toolkit_findings(facts, target, catalog))
             + tuple(arch_findings(facts, target, catalog))
+            + tuple(package_findings(facts, target))
             + tuple(driver_findings(facts, target, catalog, gpu))
         )
         verdicts.append(Verdict(target, summarize(findings), findings))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envkit._io import load_json_bounded
+from envkit._safe import one_line
 from envkit.errors import ProbeError
 
 __all__ = [
@@ -19,9 +20,12 @@ __all__ = [
     "Link",
     "Loaded",
     "Opened",
+    "Owner",
     "ReadinessError",
     "ReadinessFacts",
+    "Walk",
     "parse_facts",
+    "parse_library",
 ]
 
 KIND = "envkit-gpu-readiness"
@@ -95,6 +99,29 @@ class FrameworkFacts:
 
 
 @dataclass(frozen=True)
+class Owner:
+    """The distribution that installed a library (``RECORD``, ``conda-meta``) or the cache entry it is in."""
+
+    name: str
+    version: str | None
+    via: str  # "RECORD", "conda-meta", "cache DIR"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}" if self.version else self.name
+
+
+@dataclass(frozen=True)
+class Walk:
+    """What the walk over every shared object covered (None in a report without it)."""
+
+    roots: tuple[str, ...]
+    shared_objects: int
+    limit: int
+    cut: bool
+
+
+@dataclass(frozen=True)
 class ReadinessFacts:
     """The whole payload report."""
 
@@ -103,14 +130,23 @@ class ReadinessFacts:
     libraries: Mapping[str, LibraryScan]
     cuda_present: tuple[str, ...]
     compat_libcuda: tuple[str, ...]
+    # how the libraries were opened on the host (environment, cwd, network); None: inside an image
+    load_sandbox: Mapping[str, str] | None = None
+    owners: Mapping[str, Owner] = field(default_factory=dict)  # library path -> its distribution
+    walk: Walk | None = None
     document: Mapping[str, Any] = field(repr=False, default_factory=dict)
+
+
+def _bad(where: str, what: str) -> ReadinessError:
+    """The error for a field of the wrong shape; the field's path (keys from the report) on one line."""
+    return ReadinessError(
+        f"readiness report: {one_line(where)} {what}", hint="envkit and its payload disagree"
+    )
 
 
 def _obj(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise ReadinessError(
-            f"readiness report: {where} is not an object", hint="envkit and its payload disagree"
-        )
+        raise _bad(where, "is not an object")
     return value
 
 
@@ -118,18 +154,18 @@ def _str(value: Any, where: str, *, optional: bool = True) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise ReadinessError(
-            f"readiness report: {where} is not a string", hint="envkit and its payload disagree"
-        )
+        raise _bad(where, "is not a string")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _bad(where, "is not a list")
     return value
 
 
 def _strs(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise ReadinessError(
-            f"readiness report: {where} is not a list", hint="envkit and its payload disagree"
-        )
-    return tuple(str(_str(v, where, optional=False)) for v in value)
+    return tuple(str(_str(v, where, optional=False)) for v in _list(value, where))
 
 
 def _counts(value: Any, where: str) -> dict[str, int]:
@@ -137,14 +173,13 @@ def _counts(value: Any, where: str) -> dict[str, int]:
     out = {}
     for k, v in data.items():
         if not isinstance(v, int) or isinstance(v, bool):
-            raise ReadinessError(
-                f"readiness report: {where}.{k} is not a count", hint="envkit and its payload disagree"
-            )
+            raise _bad(f"{where}.{k}", "is not a count")
         out[str(k)] = v
     return out
 
 
-def _library(path: str, value: Any) -> LibraryScan:
+def parse_library(path: str, value: Any) -> LibraryScan:
+    """One library of a report (or of a lock's ``gpu-code.json``), shape-checked."""
     d = _obj(value, f"libraries[{path}]")
     size = d.get("size")
     fatbins = d.get("fatbins", 0)
@@ -157,9 +192,7 @@ def _library(path: str, value: Any) -> LibraryScan:
         ptx=_counts(d.get("ptx", {}), f"{path}.ptx"),
         problem=_str(d.get("problem"), f"{path}.problem"),
         size=size if isinstance(size, int) else None,
-        groups=tuple(
-            _group(g, f"{path}.groups") for g in d.get("groups", []) if isinstance(d.get("groups"), list)
-        ),
+        groups=tuple(_group(g, f"{path}.groups") for g in _list(d.get("groups", []), f"{path}.groups")),
     )
 
 
@@ -167,9 +200,7 @@ def _group(value: Any, where: str) -> tuple[frozenset[str], int]:
     g = _obj(value, where)
     n = g.get("fatbins")
     if not isinstance(n, int) or isinstance(n, bool):
-        raise ReadinessError(
-            f"readiness report: {where}.fatbins is not a count", hint="envkit and its payload disagree"
-        )
+        raise _bad(f"{where}.fatbins", "is not a count")
     return frozenset(_strs(g.get("archs", []), f"{where}.archs")), n
 
 
@@ -188,7 +219,7 @@ def _loaded(value: Any, where: str) -> Loaded:
 def _framework(name: str, value: Any) -> FrameworkFacts:
     d = _obj(value, f"frameworks.{name}")
     links = []
-    for i, raw in enumerate(d.get("links", [])):
+    for i, raw in enumerate(_list(d.get("links", []), f"frameworks.{name}.links")):
         lk = _obj(raw, f"frameworks.{name}.links[{i}]")
         links.append(
             Link(
@@ -199,7 +230,7 @@ def _framework(name: str, value: Any) -> FrameworkFacts:
             )
         )
     opened = []
-    for i, raw in enumerate(d.get("dynload", [])):
+    for i, raw in enumerate(_list(d.get("dynload", []), f"frameworks.{name}.dynload")):
         row = _obj(raw, f"frameworks.{name}.dynload[{i}]")
         opened.append(
             Opened(
@@ -224,6 +255,37 @@ def _framework(name: str, value: Any) -> FrameworkFacts:
     )
 
 
+def _owner(value: Any, where: str) -> Owner:
+    o = _obj(value, where)
+    return Owner(
+        name=str(_str(o.get("name"), f"{where}.name", optional=False)),
+        version=_str(o.get("version"), f"{where}.version"),
+        via=str(_str(o.get("via"), f"{where}.via", optional=False)),
+    )
+
+
+def _walk(value: Any) -> Walk | None:
+    if value is None:
+        return None
+    w = _obj(value, "walk")
+    counts = _counts({k: w.get(k, 0) for k in ("shared_objects", "limit")}, "walk")
+    return Walk(
+        _strs(w.get("roots", []), "walk.roots"),
+        counts["shared_objects"],
+        counts["limit"],
+        w.get("cut") is True,
+    )
+
+
+def _sandbox(value: Any) -> Mapping[str, str] | None:
+    if value is None:
+        return None
+    return {
+        str(k): str(_str(v, f"load_sandbox.{k}", optional=False))
+        for k, v in _obj(value, "load_sandbox").items()
+    }
+
+
 def parse_facts(text: str | bytes, where: str) -> ReadinessFacts:
     """The payload's stdout, parsed once."""
     try:
@@ -245,8 +307,13 @@ def parse_facts(text: str | bytes, where: str) -> ReadinessFacts:
         frameworks={
             k: _framework(k, v) for k, v in sorted(_obj(d.get("frameworks", {}), "frameworks").items())
         },
-        libraries={k: _library(k, v) for k, v in sorted(_obj(d.get("libraries", {}), "libraries").items())},
+        libraries={
+            k: parse_library(k, v) for k, v in sorted(_obj(d.get("libraries", {}), "libraries").items())
+        },
         cuda_present=_strs(d.get("cuda_present", []), "cuda_present"),
         compat_libcuda=_strs(d.get("compat_libcuda", []), "compat_libcuda"),
+        load_sandbox=_sandbox(d.get("load_sandbox")),
+        owners={k: _owner(v, f"owners[{k}]") for k, v in sorted(_obj(d.get("owners", {}), "owners").items())},
+        walk=_walk(d.get("walk")),
         document=d,
     )

@@ -15,16 +15,20 @@ from typing import Literal
 from envkit.catalog import Catalog
 from envkit.catalog.gpu import GpuFacts
 from envkit.readiness.facts import FrameworkFacts, LibraryScan, ReadinessFacts
+from envkit.readiness.owners import package_of
 from envkit.readiness.targets import Target
 
 __all__ = [
     "Finding",
     "arch_findings",
+    "carried_text",
     "driver_findings",
     "driver_floors",
     "environment_findings",
     "format_version",
+    "ptx_text",
     "runtime_cuda",
+    "split_fatbins",
     "summarize",
     "toolkit_findings",
 ]
@@ -59,6 +63,7 @@ class Finding:
     message: str
     framework: str | None = None
     file: str | None = None
+    package: str | None = None  # "xformers 0.0.35": a package other than the frameworks and NVIDIA's
 
     def to_json(self) -> dict[str, str | None]:
         return {
@@ -67,6 +72,7 @@ class Finding:
             "message": self.message,
             "framework": self.framework,
             "file": self.file,
+            "package": self.package,
         }
 
 
@@ -246,7 +252,7 @@ def _runs(sass: str, cc: tuple[int, int]) -> bool:
     return (major, minor) == cc if specific else major == cc[0] and minor <= cc[1]
 
 
-def _carried(lib: LibraryScan) -> str:
+def carried_text(lib: LibraryScan) -> str:
     """'sm_61, sm_70 ... (and sm_35 in 1 fatbin)': the archs most fatbins carry, then the strays."""
     main = [a for a, n in lib.sass.items() if n * 2 >= lib.fatbins]
     stray = [a for a, n in lib.sass.items() if n * 2 < lib.fatbins]
@@ -257,7 +263,7 @@ def _carried(lib: LibraryScan) -> str:
     return text
 
 
-def _ptx_text(lib: LibraryScan) -> str:
+def ptx_text(lib: LibraryScan) -> str:
     return ("PTX " + ", ".join(sorted(lib.ptx, key=_key))) if lib.ptx else "no PTX"
 
 
@@ -268,7 +274,7 @@ def _ptx_for(archs: Iterable[str], cc: tuple[int, int]) -> list[str]:
     ]
 
 
-def _split(lib: LibraryScan, cc: tuple[int, int]) -> tuple[int, int, int, set[str]]:
+def split_fatbins(lib: LibraryScan, cc: tuple[int, int]) -> tuple[int, int, int, set[str]]:
     """Fatbins with SASS for ``cc``, with only PTX to JIT, with nothing; the PTX that would JIT."""
     sass = jit = none = 0
     ptx: set[str] = set()
@@ -321,7 +327,7 @@ def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> li
     sm = f"sm_{cc[0]}{cc[1]}"
     out: list[Finding] = []
     for lib in facts.libraries.values():
-        if lib.fatbins == 0:
+        if lib.fatbins == 0 or package_of(facts, lib) is not None:  # other packages: readiness.packages
             continue
         owner = next(
             (fw for fw in facts.frameworks.values() if lib.path.startswith(fw.directory + "/")), None
@@ -329,7 +335,7 @@ def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> li
         fw_name = owner.name if owner else None
         who = _NAMES.get(owner.name, owner.name) if owner else "it"
         base = lib.soname or _base(lib.path)
-        sass, jit, none, ptx = _split(lib, cc)
+        sass, jit, none, ptx = split_fatbins(lib, cc)
         if owner is None:  # NVIDIA's: any code for this device will do
             if sass:
                 continue
@@ -337,7 +343,7 @@ def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> li
         if none * 2 > lib.fatbins or (none and not sass and not jit):
             msg = (
                 f"no kernel image for {sm} in {base} ({none} of {lib.fatbins} fatbins): "
-                f"{who} carries {_carried(lib)} and {_ptx_text(lib)}"
+                f"{who} carries {carried_text(lib)} and {ptx_text(lib)}"
             )
             if owner is None:  # NVIDIA's libraries may load kernels another way (cuFFT 12: one sm_75 fatbin)
                 msg += " (in its .nv_fatbin; an NVIDIA library may carry kernels elsewhere)"

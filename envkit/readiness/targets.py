@@ -20,8 +20,13 @@ __all__ = ["Target", "gpu_target", "host_targets", "parse_driver"]
 MAX_HOST_REPORT = 16 * 1024 * 1024
 _DRIVER = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}\Z")
 _SMI_DRIVER = re.compile(r"Driver Version: *(\d+(?:\.\d+){1,2})")
-_SMI_GPU = re.compile(r"^\|\s+\d+\s+(NVIDIA [^|]*?|Tesla [^|]*?|GeForce [^|]*?)\s+(?:On|Off)\s+\|", re.M)
-_CSV_ROW = re.compile(r"^\s*((?:NVIDIA|Tesla|GeForce|Quadro)[^,\n]*),\s*(\d+(?:\.\d+){1,2})\s*$", re.M)
+# One table row: a name never spans lines (a name with a line break is no row, not a forged one)
+_SMI_GPU = re.compile(
+    r"^\|[ \t]+\d+[ \t]+((?:NVIDIA|Tesla|GeForce) [^|\r\n]*?)[ \t]+(?:On|Off)[ \t]+\|", re.M
+)
+_CSV_ROW = re.compile(
+    r"^[ \t]*((?:NVIDIA|Tesla|GeForce|Quadro)[^,\r\n]*),[ \t]*(\d+(?:\.\d+){1,2})[ \t]*\r?$", re.M
+)
 
 
 @dataclass(frozen=True)

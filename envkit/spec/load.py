@@ -44,7 +44,7 @@ class LoadedSpec:
         return _display(self.path)
 
 
-_LATER_FIELDS = {"cuda_runtime": "image"}  # field -> its default (as dumped to JSON)
+_LATER_FIELDS: dict[str, object] = {"cuda_runtime": "image", "gpus": []}  # field -> its default (JSON)
 
 
 def spec_hash(spec: Spec) -> str:

@@ -208,6 +208,23 @@ class Spec(StrictModel):
     audit: AuditConfig = Field(
         AuditConfig(), description="`ignore: [{id, reason}]` for `envkit audit`, shown in its output"
     )
+    gpus: tuple[str, ...] = Field(
+        (),
+        description="the GPUs the environment must run on (`H100`, `A100`, ... or `sm_90`): `envkit lock` "
+        "reads the GPU code of every locked wheel at hand and fails when one cannot run there",
+    )
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from envkit.catalog.gpu import load_gpu_facts, parse_cc
+
+        facts = load_gpu_facts()
+        for gpu in value:
+            if parse_cc(gpu) is None and facts.gpu(gpu) is None:
+                names = ", ".join(g.name for g in facts.gpus.list)
+                raise ValueError(f"{gpu!r} is no GPU of the catalog ({names}) nor a capability (sm_90)")
+        return value
 
     @field_validator("name")
     @classmethod

@@ -54,6 +54,19 @@ WHEELS = {
         "manylinux2014_x86_64",
     ),
     "nvidia-cuda-cuobjdump": ("nvidia_cuda_cuobjdump-*.whl", "3.10", "manylinux2014_x86_64"),
+    # third-party wheels with CUDA code, for `check`'s every-library walk (56 MB in all)
+    "torchvision==0.29.2": ("torchvision-0.29.2-*.whl", "3.11", "manylinux_2_28_x86_64"),
+    "torchaudio==2.11.0": ("torchaudio-2.11.0-cp311-*.whl", "3.11", "manylinux_2_28_x86_64"),
+    "xformers==0.0.35": ("xformers-0.0.35-*.whl", "3.11", "manylinux_2_28_x86_64"),
+    "bitsandbytes==0.50.2": ("bitsandbytes-0.50.2-*.whl", "3.11", "manylinux_2_24_x86_64"),
+}
+# sha256 of the files these requirements resolved to when the tests were written (Dec 2026): a
+# download that differs is refused, not tested
+PINNED = {
+    "torchvision==0.29.2": "0875f7a23bd298813240f716c56df44ce72ddb45146589442a38edd0e1f59637",
+    "torchaudio==2.11.0": "1a07ec72fd6f26a588c39b5f029e0130d16bb40bc4221635580bf8fb18fcbc80",
+    "xformers==0.0.35": "ccc73c7db9890224ab05f5fb60e2034f9e6c8672a10be0cf00e95cbbae3eda7c",
+    "bitsandbytes==0.50.2": "55348a9a4a21bfd99cf8c7b32fe67b4030ae5c2a05738e03c1747f65fa6ec283",
 }
 
 
@@ -109,6 +122,9 @@ def wheel(requirement: str) -> Path:
         pytest.skip(
             f"{requirement} is not in {CACHE} (set ENVKIT_CUDA_WHEELS, or ENVKIT_DOWNLOAD_CUDA_WHEELS=1)"
         )
+    pin = PINNED.get(requirement)
+    if pin is not None and _sha256(found[-1]) != pin:
+        pytest.fail(f"{found[-1]} is not the {requirement} wheel pinned (sha256 {pin})")
     return found[-1]
 
 

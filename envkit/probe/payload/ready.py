@@ -26,6 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 
 import elfscan  # noqa: E402
+import packages  # noqa: E402
+import sandbox  # noqa: E402
 
 KIND = "envkit-gpu-readiness"
 SCHEMA = 1
@@ -303,10 +305,13 @@ def child_load(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     return {"versions": versions, "errors": errors, "maps": maps}
 
 
-def _load_one(key: str, path: str) -> dict[str, Any]:
+def _load_one(key: str, path: str, box: sandbox.Sandbox | None) -> dict[str, Any]:
     argv = [sys.executable, os.path.abspath(__file__), "--load", json.dumps([[key, path]])]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=LOAD_TIMEOUT, check=False)
+        if box is not None:
+            proc = box.run(argv, LOAD_TIMEOUT)
+        else:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=LOAD_TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
         return {"versions": {}, "errors": {key: f"loading {path} took over {LOAD_TIMEOUT} s"}, "maps": []}
     try:
@@ -317,19 +322,27 @@ def _load_one(key: str, path: str) -> dict[str, Any]:
         return {"versions": {}, "errors": {key: f"loading {path}: {how}: {tail}"}, "maps": []}
 
 
-def load_versions(dyn: list[dict[str, Any]], extra: list[tuple[str, str]]) -> dict[str, Any]:
+def load_versions(
+    dyn: list[dict[str, Any]], extra: list[tuple[str, str]], box: sandbox.Sandbox | None = None
+) -> dict[str, Any]:
     """Each library opened in its own child process (one that aborts takes no other with it)."""
     pairs = [(row["lib"], row["to"]) for row in dyn if row["to"]] + extra
     out: dict[str, Any] = {"versions": {}, "errors": {}, "maps": {}}
     for key, path in pairs:
-        one = _load_one(key, path)
+        one = _load_one(key, path, box)
         out["versions"].update(one.get("versions", {}))
         out["errors"].update(one.get("errors", {}))
         out["maps"][key] = one.get("maps", [])
     return out
 
 
-def report(spec: dict[str, Any], sites: list[str]) -> dict[str, Any]:
+def report(
+    spec: dict[str, Any],
+    sites: list[str],
+    box: sandbox.Sandbox | None = None,
+    caches: list[str] | None = None,
+) -> dict[str, Any]:
+    """The facts; with ``caches`` (a list, maybe empty) every shared object of the environment too."""
     loader = Loader()
     host_libs = list(spec.get("host_libraries", []))
     frameworks = find_frameworks(sites)
@@ -345,10 +358,11 @@ def report(spec: dict[str, Any], sites: list[str]) -> dict[str, Any]:
             if m and m.group(1) not in have and lk["to"]:
                 extra.append((m.group(1), lk["to"]))
                 have.add(m.group(1))
-        loaded = load_versions(dyn, extra)
+        loaded = load_versions(dyn, extra, box)
         out_fw[name] = {k: v for k, v in fw.items() if k != "roots"}
         out_fw[name].update({"roots": fw["roots"], "links": links, "dynload": dyn, "loaded": loaded})
     compat = sorted(glob.glob("/usr/local/cuda*/compat/libcuda.so*"))
+    every = packages.every_library(sites, caches, libraries) if caches is not None else None
     return {
         "kind": KIND,
         "schema": SCHEMA,
@@ -359,6 +373,9 @@ def report(spec: dict[str, Any], sites: list[str]) -> dict[str, Any]:
         "cuda_present": cuda_present(sites, loader),
         "compat_libcuda": compat,
         "ld_library_path": loader.ld_library_path,
+        "load_sandbox": box.describe() if box is not None else None,
+        "owners": every["owners"] if every else {},
+        "walk": every["walk"] if every else None,
     }
 
 
@@ -422,13 +439,26 @@ def main(argv: list[str]) -> int:
     p.add_argument(
         "--site", action="append", default=[], help="site directory to look in (default: sys.path)"
     )
+    p.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="open libraries with an empty environment, a scratch directory and no network (host use)",
+    )
+    p.add_argument(
+        "--cache",
+        dest="caches",
+        action="append",
+        default=[],
+        help="a JIT cache to read too (~/.cache/torch_extensions)",
+    )
     p.add_argument("--load", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.load:
         print(json.dumps(child_load([tuple(x) for x in json.loads(args.load)])))
         return 0
     spec = json.loads(args.spec)
-    print(json.dumps(report(spec, args.site or _sites()), sort_keys=True))
+    box = sandbox.Sandbox() if args.sandbox else None
+    print(json.dumps(report(spec, args.site or _sites(), box, args.caches), sort_keys=True))
     return 0
 
 

@@ -179,3 +179,81 @@ def test_random_damage_never_raises(tmp_path_factory: pytest.TempPathFactory, ju
     out = elfscan.scan(str(path))
     assert out["problem"] is None or isinstance(out["problem"], str)
     assert sum(g["fatbins"] for g in out["groups"]) <= out["fatbins"] + 1
+
+
+# -- amplification: bounds per file, sections that share bytes (security round 4, item 9) ----------------
+def _with_repeated_section(data: bytes, copies: int, shift: int = 0) -> bytes:
+    """``data`` with its ``.nv_fatbin`` section header appended ``copies`` more times, the n-th copy
+    starting ``n * shift`` bytes later (0: all over the same region) and as long as the original."""
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    shnum = struct.unpack_from("<H", data, 0x3C)[0]
+    headers = [data[shoff + i * 64 : shoff + (i + 1) * 64] for i in range(shnum)]
+    fat = next(h for h in headers if struct.unpack_from("<I", h, 4)[0] == 1 and h is not headers[0])
+    name, sh_type, flags, addr, off, size, link, info, align, ent = struct.unpack("<IIQQQQIIQQ", fat)
+    extra = b"".join(
+        struct.pack("<IIQQQQIIQQ", name, sh_type, flags, addr, off + n * shift, size, link, info, align, ent)
+        for n in range(1, copies + 1)
+    )
+    out = bytearray(data + extra)
+    struct.pack_into("<H", out, 0x3C, shnum + copies)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    ("copies", "shift"),
+    [
+        (1599, 0),  # the finding: 1,600 section headers over one region
+        (1, 0),  # one duplicate
+        (200, 8),  # each copy 8 bytes later: every pair overlaps
+        (1, 16),  # one overlapping by all but 16 bytes
+    ],
+)
+def test_fatbin_sections_that_share_bytes_are_refused(tmp_path: Path, copies: int, shift: int) -> None:
+    lib = Library(soname="libamp.so", fatbins=[sm(80, 90, ptx=[90]) for _ in range(20)]).encode()
+    out = elfscan.scan(_write(tmp_path, _with_repeated_section(lib, copies, shift)))
+    assert out["problem"] and ".nv_fatbin sections overlap" in out["problem"]
+    assert out["fatbins"] == 0  # nothing walked, let alone 1,600 times
+
+
+def test_a_section_nested_inside_another_is_refused(tmp_path: Path) -> None:
+    lib = Library(soname="libnest.so", fatbins=[sm(80), sm(86), sm(90)]).encode()
+    data = bytearray(_with_repeated_section(lib, 1))
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    shnum = struct.unpack_from("<H", data, 0x3C)[0]
+    last = shoff + (shnum - 1) * 64
+    off, size = struct.unpack_from("<QQ", data, last + 24)
+    struct.pack_into("<QQ", data, last + 24, off + 8, size // 3)  # a slice inside the first one
+    out = elfscan.scan(_write(tmp_path, bytes(data)))
+    assert out["problem"] and "overlap" in out["problem"]
+
+
+def test_the_entry_bound_is_per_file_not_per_section(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # two sections that do not overlap, 30 entries each: a bound of 40 per file stops the walk
+    monkeypatch.setattr(elfscan, "MAX_ENTRIES", 40)
+    one = b"".join(sm(80, 86, 90) for _ in range(10))
+    lib = Library(fatbins=[one], extra_sections=[(".nv_fatbin", one)]).encode()
+    out = elfscan.scan(_write(tmp_path, lib))
+    assert (
+        out["problem"] and "more than 40 fatbin entries" in out["problem"] and "this file" in out["problem"]
+    )
+    monkeypatch.setattr(elfscan, "MAX_ENTRIES", 60)
+    out = elfscan.scan(_write(tmp_path, lib))
+    assert out["problem"] is None and out["fatbins"] == 20  # both sections read, once each
+
+
+def test_the_group_bound_is_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(elfscan, "MAX_GROUPS", 3)
+    sections = [(".nv_fatbin", sm(50 + i)) for i in range(8)]  # eight sections, eight arch sets
+    out = elfscan.scan(_write(tmp_path, Library(fatbins=[sm(90)], extra_sections=sections).encode()))
+    assert out["problem"] is None and out["fatbins"] == 9
+    assert len(out["groups"]) == 3
+
+
+def test_the_deadline_is_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter(range(0, 10_000, 7))  # every look at the clock 7 s later
+    monkeypatch.setattr(elfscan.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(elfscan, "MAX_SECONDS", 60.0)
+    one = b"".join(sm(80) for _ in range(6))
+    lib = Library(fatbins=[one], extra_sections=[(".nv_fatbin", one)]).encode()
+    out = elfscan.scan(_write(tmp_path, lib))
+    assert out["problem"] and "60 s in this file" in out["problem"]

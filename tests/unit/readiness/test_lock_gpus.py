@@ -1,0 +1,161 @@
+"""`envkit lock` with `gpus:` reads the locked wheels' GPU code without installing them, fails naming
+the wheel and file where a GPU cannot run it, and records it for `envkit check --lock`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envkit.cli import main
+from envkit.cli._services import Services
+from envkit.lock import PipPackage
+from envkit.lock.testing import FakeCondaSolver, FakePipResolver
+from tests.unit.readiness.crafted import Library, sm
+
+SPEC = 'name: team\npython: "3.11"\ncuda: "13.2"\ninstaller: miniforge\npip: [torch, ext]\ngpus: [{gpus}]\n'
+TORCH = "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+EXT = "ext-1.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+
+
+def _wheel(path: Path, members: dict[str, bytes]) -> str:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ENVKIT_ROOT", str(tmp_path))
+    (tmp_path / "environments").mkdir()
+    return tmp_path
+
+
+def _lock(
+    project: Path, gpus: str, capsys: pytest.CaptureFixture[str], *extra: str, swap: bool = False
+) -> tuple[int, Any]:
+    (project / "environments" / "team.yaml").write_text(SPEC.format(gpus=gpus))
+    wheels = project / "downloads"
+    wheels.mkdir(exist_ok=True)
+    torch_lib = Library("libtorch_cuda.so", fatbins=[sm(75, 80, 86, 90, 100, 120)] * 5).encode()
+    torch_sha = _wheel(wheels / TORCH, {"torch/lib/libtorch_cuda.so": torch_lib, "torch/__init__.py": b""})
+    ext_sha = _wheel(wheels / EXT, {"ext/_k.so": Library(fatbins=[sm(80, 90)]).encode()})
+    if swap:  # the file at hand is not the one the lock pins (same name, other bytes)
+        _wheel(wheels / EXT, {"ext/_k.so": Library(fatbins=[sm(70)]).encode()})
+    pins = (
+        PipPackage("torch", "2.15.0", f"https://files.example/{TORCH}", (torch_sha,)),
+        PipPackage("ext", "1.0", f"https://files.example/{EXT}", (ext_sha,)),
+        PipPackage("absent", "2.0", "https://files.example/absent-2.0-py3-none-any.whl", ("ab" * 32,)),
+    )
+    services = Services(solver_factory=lambda: (FakeCondaSolver(), FakePipResolver(pins)))
+    code = main(["lock", "team", "--wheels", str(wheels), "--json", *extra], services=services)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _errors(result: Any) -> list[tuple[str, str, str]]:
+    return [
+        (v["target"]["label"], f["package"], f["file"].rsplit(":", 1)[-1])
+        for v in result["gpu_code"]["verdicts"]
+        for f in v["findings"]
+        if f["severity"] == "error"
+    ]
+
+
+def test_a_volta_fails_at_lock_time_naming_wheel_and_file(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _lock(project, "V100", capsys)
+    assert code == 1
+    assert _errors(out["result"]) == [
+        ("V100 (sm_70)", "torch 2.15.0", "torch/lib/libtorch_cuda.so"),
+        ("V100 (sm_70)", "ext 1.0", "ext/_k.so"),
+    ]
+    assert (project / "images" / "team" / "requirements.lock").is_file()  # the lock itself is written
+    record = json.loads((project / "images" / "team" / "gpu-code.json").read_text())
+    assert [w["name"] for w in record["wheels"]] == ["torch", "ext"]
+    assert record["not_scanned"][0]["name"] == "absent"
+
+
+def test_an_h100_passes_and_an_rtx5090_names_only_the_extension(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _lock(project, "H100", capsys)
+    assert code == 0 and _errors(out["result"]) == []
+    code, out = _lock(project, "H100, RTX5090", capsys)
+    assert code == 1 and _errors(out["result"]) == [("RTX5090 (sm_120)", "ext 1.0", "ext/_k.so")]
+
+
+def test_check_lock_answers_for_a_lock_made_elsewhere(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _lock(project, "H100", capsys)
+    images = project / "images" / "team"
+    assert main(["check", "--lock", str(images), "--gpu", "RTX5090", "--json"]) == 1
+    (verdict,) = json.loads(capsys.readouterr().out)["result"]["verdicts"]
+    assert [f["package"] for f in verdict["findings"] if f["severity"] == "error"] == ["ext 1.0"]
+    assert main(["check", "--lock", str(images / "gpu-code.json")]) == 0  # the spec's own GPUs: H100
+    assert "H100 (sm_90): READY" in capsys.readouterr().out
+
+
+def test_a_wheel_file_whose_sha256_the_lock_does_not_pin_is_not_read(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = _lock(project, "V100", capsys, swap=True)
+    assert ("V100 (sm_70)", "ext 1.0", "ext/_k.so") not in _errors(out["result"])
+    record = json.loads((project / "images" / "team" / "gpu-code.json").read_text())
+    assert [w["name"] for w in record["wheels"]] == ["torch"]
+    assert {m["name"]: m["why"] for m in record["not_scanned"]}["ext"].endswith(
+        "is not at hand with a pinned sha256"
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda d: d["wheels"][0].update(sha256="0" * 64), "is not a wheel requirements.lock pins"),
+        (lambda d: d.update(wheels=5), "wheels is not a list"),
+        (lambda d: d["wheels"][0].update(libraries=[{"member": 1}]), "has no member name"),
+        (lambda d: d["wheels"][0]["libraries"][0].update(sass=[1]), "is not an object"),
+        (lambda d: d.update(kind="other"), "not an envkit-gpu-code"),
+        (lambda d: d["wheels"][0].update(name=None), "must be strings"),
+    ],
+)
+def test_a_hostile_gpu_code_file_is_an_error_naming_what(
+    project: Path, capsys: pytest.CaptureFixture[str], edit: Any, words: str
+) -> None:
+    _lock(project, "H100", capsys)
+    path = project / "images" / "team" / "gpu-code.json"
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    assert main(["check", "--lock", str(path), "--gpu", "H100"]) in (2, 3)
+    assert words in capsys.readouterr().err
+
+
+def test_scan_wheel_on_hostile_archives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from envkit.readiness import wheels
+
+    good = Library(fatbins=[sm(80)] * 40).encode()
+    path = tmp_path / "w-1-py3-none-any.whl"
+    _wheel(path, {"w/_k.so": good, "w/script.so": b"#!/bin/sh\n", "w/dir.so/x": b""})
+    code = wheels.scan_wheel(path, "w", "1", "x")
+    assert code.problem is None and [lib.path for lib in code.libraries] == ["w/_k.so"]
+    monkeypatch.setattr(wheels, "MAX_MEMBER", 1000)  # the member is larger: read to the bound only
+    (lib,) = wheels.scan_wheel(path, "w", "1", "x").libraries
+    assert lib.problem and "not read" in lib.problem
+    monkeypatch.setattr(wheels, "MAX_MEMBERS", 1)
+    _wheel(path, {"a.so": good, "b.so": good})
+    assert "2 shared objects" in (wheels.scan_wheel(path, "w", "1", "x").problem or "")
+    path.write_bytes(b"PK\x03\x04 not a zip at all")
+    assert "BadZipFile" in (wheels.scan_wheel(path, "w", "1", "x").problem or "")
+    _wheel(path, {"w/_k.so": good})
+    data = bytearray(path.read_bytes())
+    data[60:80] = b"\xff" * 20  # damage inside the deflated member
+    path.write_bytes(bytes(data))
+    damaged = wheels.scan_wheel(path, "w", "1", "x")
+    assert damaged.problem is not None or all(lib.problem for lib in damaged.libraries)
