@@ -17,6 +17,7 @@ import collections
 import contextlib
 import datetime as dt
 import errno
+import hashlib
 import io
 import time
 from collections.abc import Callable, Iterator
@@ -111,14 +112,28 @@ class BuildPlan:
     packed: PackedContext | None = None  # offline conda builds: the packed local channel
     sbom: str | None = None  # the lock's CycloneDX SBOM: in the context, the image and beside the lock
     only_tag: str | None = None  # BuildOptions.tag: the one tag this build sets (no :latest)
+    request: WheelhouseRequest | None = None  # the wheelhouse the context needs (filled: `wheelhouse`)
+    key: str = field(init=False, compare=False)  # the image's name: see Builder.plan
+
+    def __post_init__(self) -> None:
+        key = self.context.digest
+        if self.request is not None:  # the wheels are the request's: named before they are fetched
+            ours = ContextFiles(tuple(e for e in self.context.entries if not e.path.startswith(f"{WHEELS}/")))
+            key = hashlib.sha256(f"{ours.digest}\n{self.request.digest}\n".encode()).hexdigest()
+        object.__setattr__(self, "key", key)
 
     @property
     def digest(self) -> str:
         return self.context.digest  # computed when the context was built
 
     @property
+    def build_labels(self) -> dict[str, str]:
+        """The labels the engine sets: :attr:`labels` and the context's digest (known once filled)."""
+        return {**self.labels, CONTEXT_LABEL: self.digest}
+
+    @property
     def tag(self) -> str:
-        return self.only_tag or f"{image_repo(self.name)}:{self.digest[:12]}"
+        return self.only_tag or f"{image_repo(self.name)}:{self.key[:12]}"
 
     @property
     def latest(self) -> str:
@@ -151,6 +166,7 @@ class BuildResult:
     normalized: dict[str, object] | None = (
         None  # envkit.reproduce.normalize.NormalizeResult (reproducible layers)
     )
+    key: str = ""  # BuildPlan.key: what the tag names (the context, its wheels by their request)
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -187,6 +203,17 @@ class Builder:
     def prepare(
         self, loaded: LoadedSpec, options: BuildOptions, on_event: EventSink | None = None
     ) -> BuildPlan:
+        """The whole plan: :meth:`plan` with its wheelhouse filled (:meth:`fill`)."""
+        return self.fill(self.plan(loaded, options, on_event), on_event)
+
+    def plan(self, loaded: LoadedSpec, options: BuildOptions, on_event: EventSink | None = None) -> BuildPlan:
+        """Everything but the wheelhouse's files: enough to name the image (:attr:`BuildPlan.key`).
+
+        A wheelhouse is a function of its request (the hashed lock, the Python, the platforms, the
+        find-links): pip keeps only files whose sha256 the lock lists. So the tag is known before a
+        single wheel is fetched or hashed, and an up-to-date image in a fresh clone costs no
+        wheelhouse (a 2.4 GB one took 21 s to refill from pip's cache just to name the image).
+        """
         spec = loaded.spec
         warnings: list[str] = []
         state_dir(self.root)  # .envkit (logs, caches) never leads out of the project
@@ -204,7 +231,7 @@ class Builder:
         # the bytes the lock was verified from: never a second read of images/NAME/
         lock_files = lock.lock.install_files if lock.lock is not None else {}
         extra: list[ContextEntry] = []
-        wheelhouse = None
+        request = None
         packed = None
         if options.pack is not None and not spec.installer.uses_conda:
             raise UsageError(
@@ -215,18 +242,14 @@ class Builder:
             packed = self._packed(loaded, lock, options, on_event)
             extra = list(packed.entries)
         elif offline and lock.pip_lock:  # else there is no pip package to fetch
-            if on_event:
-                on_event(BuildEvent("filling the wheelhouse (pip download on the host)", step="wheelhouse"))
             request = WheelhouseRequest(
                 lock_files[lock.pip_lock].decode("utf-8"), spec.python, spec.platforms, options.find_links
             )
-            wheelhouse = fill_wheelhouse(request, state_dir(self.root, "wheelhouse"), runner=self.pip_runner)
-            extra = wheelhouse.entries(WHEELS)
         inputs = replace(
             DockerfileInputs.from_lock(
                 loaded.sha256,
                 lock,
-                wheelhouse=WHEELS if wheelhouse is not None or (packed and packed.has_wheels) else None,
+                wheelhouse=WHEELS if request is not None or (packed and packed.has_wheels) else None,
             ),
             conda_pack=INSTALLER if packed is not None else None,
             offline=offline,
@@ -239,7 +262,6 @@ class Builder:
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)
         build_labels = {  # the Dockerfile's LABELs carry spec/lock hashes, CUDA and frameworks
             NAME_LABEL: spec.name,
-            CONTEXT_LABEL: context.digest,
             SPEC_LABEL: loaded.sha256,
             "io.envkit.version": __version__,
             "io.envkit.offline": str(offline).lower(),
@@ -254,12 +276,24 @@ class Builder:
             build_labels,
             offline,
             lock,
-            wheelhouse,
+            None,
             tuple(warnings),
             was is not None,
             packed,
             sbom,
+            request=request,
         )
+
+    def fill(self, plan: BuildPlan, on_event: EventSink | None = None) -> BuildPlan:
+        """``plan`` with its wheelhouse filled (``pip download`` on the host, or the cache) and the
+        wheels in its context; a plan without a wheelhouse request as it is."""
+        if plan.request is None or plan.wheelhouse is not None:
+            return plan
+        if on_event:
+            on_event(BuildEvent("filling the wheelhouse (pip download on the host)", step="wheelhouse"))
+        wheelhouse = fill_wheelhouse(plan.request, state_dir(self.root, "wheelhouse"), runner=self.pip_runner)
+        context = ContextFiles.build({}, [*plan.context.entries, *wheelhouse.entries(WHEELS)])
+        return replace(plan, context=context, wheelhouse=wheelhouse)
 
     def _sbom(self, loaded: LoadedSpec, lock: LockState, inputs: DockerfileInputs) -> str | None:
         """The lock's CycloneDX SBOM (:mod:`envkit.sbom.cyclonedx`), naming the base image by its ID."""
@@ -296,7 +330,7 @@ class Builder:
     ) -> BuildResult:
         start = time.monotonic()
         started = dt.datetime.now(dt.timezone.utc)
-        prepared = self.prepare(loaded, options, on_event)
+        prepared = self.plan(loaded, options, on_event)
         if options.tag is not None:
             prepared = replace(prepared, only_tag=options.tag)
         existing = self.engine.inspect(prepared.tag)
@@ -304,7 +338,9 @@ class Builder:
             if prepared.latest not in existing.tags and prepared.only_tag is None:
                 self.engine.tag(prepared.tag, prepared.latest)
             return self._result(prepared, existing, "up-to-date", None, start)
-        log_path = self.log_dir / f"{prepared.name}-{prepared.digest[:12]}.log"
+        self._check_bases(loaded)
+        prepared = self.fill(prepared, on_event)
+        log_path = self.log_dir / f"{prepared.name}-{prepared.key[:12]}.log"
         # a fresh file renamed into place, kept when the build fails: never written through a planted link
         with atomic_writer(log_path, within=self.root, keep_on_error=True) as raw:
             log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
@@ -335,6 +371,18 @@ class Builder:
         )  # fmt: skip
         result = self._result(prepared, info, "built", log_path, start)
         return replace(result, pruned_bytes=pruned, normalized=normalized, provenance=str(provenance))
+
+    def _check_bases(self, loaded: LoadedSpec) -> None:
+        """Before any wheel is fetched: a base that only a command of envkit makes (it is in no
+        registry, so the engine's pull fails late with "pull access denied") is named with it."""
+        base = loaded.resolved.base_row
+        if base is None or base.made_by is None or self.engine.inspect(base.ref) is not None:
+            return
+        raise BuildFailed(
+            f"base image {base.ref} is not in the engine; it is made locally (no registry has it)",
+            hint=f"make it once with `{base.made_by}` (debootstraps a minimal Debian with python3; needs "
+            "root and debootstrap, a few minutes), or `docker load` it from a machine that has it",
+        )
 
     def _normalize(
         self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO
@@ -380,7 +428,7 @@ class Builder:
                 events = self.engine.build(
                     tar,
                     prepared.tag,
-                    labels=prepared.labels,
+                    labels=prepared.build_labels,
                     nocache=options.nocache,
                     network=not prepared.offline,
                 )
@@ -421,7 +469,7 @@ class Builder:
             status=status,
             tag=prepared.tag,
             latest=prepared.latest,
-            context_sha256=prepared.digest,
+            context_sha256=info.labels.get(CONTEXT_LABEL, prepared.digest),
             image_id=info.id,
             size=info.size,
             user=info.user,
@@ -434,4 +482,5 @@ class Builder:
             warnings=prepared.warnings,
             pack=prepared.packed.source if prepared.packed else None,
             pack_files=prepared.packed.files if prepared.packed else 0,
+            key=prepared.key,
         )

@@ -114,8 +114,9 @@ def build(
     --frozen refuses instead. If the channels cannot be reached, the build exits 3:
     set mirrors in the spec, or commit a lock and build with --frozen.
 
-    Tags: envkit/NAME:<hash12> (digest of the build context) and envkit/NAME:latest.
-    When that image exists the build is skipped ("up to date"). The full log is
+    Tags: envkit/NAME:<hash12> (digest of the build context, its wheels named by the
+    hashed lock they come from) and envkit/NAME:latest. When that image exists the
+    build is skipped ("up to date") before any wheel is fetched. The full log is
     written to .envkit/logs/NAME-<hash12>.log; a failed or interrupted build prints
     the last lines, leaves no tag and exits 3.
 
