@@ -37,9 +37,11 @@ def test_offline_build_tags_labels_and_log(
     assert build.labels["io.envkit.name"] == "tiny"
     assert build.labels["io.envkit.context-sha256"] == result.context_sha256
     files = _tar_names(build.context)
-    assert "wheels/six-1.16.0-py3-none-any.whl" in files
+    assert "wheels/python/six-1.16.0-py3-none-any.whl" in files  # its layer's wheels only
     dockerfile = files["Dockerfile"].decode()
-    assert "--no-index --find-links /tmp/envkit/wheels" in dockerfile
+    assert "COPY wheels/python/ /tmp/envkit/python/\n" in dockerfile
+    assert "--no-index --find-links /tmp/envkit/python -r /tmp/envkit/layers/python.lock" in dockerfile
+    assert "six==1.16.0 \\\n    --hash=sha256:" in files["layers/python.lock"].decode()
     assert "--require-hashes" in dockerfile
     assert "six==1.16.0 \\\n    --hash=sha256:" in files["requirements.lock"].decode()
     assert "wheelhouse.lock" not in files
@@ -124,7 +126,7 @@ def test_online_build_installs_the_lock(builder: Builder, engine: FakeEngine, lo
     result = builder.build(loaded)
     files = _tar_names(engine.builds[0].context)
     assert "wheelhouse.lock" not in files and "wheels/" not in "".join(files)
-    assert "--require-hashes -r /tmp/envkit/requirements.lock" in files["Dockerfile"].decode()
+    assert "--require-hashes -r /tmp/envkit/layers/python.lock" in files["Dockerfile"].decode()
     assert engine.builds[0].network is True
     assert result.offline is False and result.wheels == 0
 
