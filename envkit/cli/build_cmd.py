@@ -241,7 +241,14 @@ def images(names: tuple[str, ...]) -> CommandResult:
             state = f"stale: {r.reason}" if r.stale else "current"
             kind = r.variant if r.runtime_id is None else f"{r.variant} FROM {r.runtime_id[7:19]}"
             size = f"{r.size / 1e6:>7.0f} MB"
-            out.append(f"{r.name:<24} {kind:<20} {tags:<24} {r.context_sha256[:12]:<12} {size}  {state}")
+            shared = (
+                f"  {r.shared_layers}/{r.layers} layers shared with {', '.join(r.shared_with)}"
+                if r.shared_with
+                else ""
+            )
+            out.append(
+                f"{r.name:<24} {kind:<20} {tags:<24} {r.context_sha256[:12]:<12} {size}  {state}{shared}"
+            )
         return "\n".join(out)
 
     return CommandResult("images", {"images": [r.to_json() for r in rows]}, text)
