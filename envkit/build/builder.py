@@ -17,6 +17,7 @@ import collections
 import contextlib
 import datetime as dt
 import errno
+import hashlib
 import io
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +40,7 @@ from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelh
 from envkit.render import render_image
 from envkit.render.context import ContextEntry, ContextFiles, spooled_context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
+from envkit.render.layers import LayerGroup, group_lock, layer_lock_name
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, sbom_sha256, spec_sbom
 from envkit.spec.load import LoadedSpec, image_dir
 
@@ -111,14 +113,29 @@ class BuildPlan:
     packed: PackedContext | None = None  # offline conda builds: the packed local channel
     sbom: str | None = None  # the lock's CycloneDX SBOM: in the context, the image and beside the lock
     only_tag: str | None = None  # BuildOptions.tag: the one tag this build sets (no :latest)
+    request: WheelhouseRequest | None = None  # the wheelhouse the context needs (filled: `wheelhouse`)
+    layers: tuple[LayerGroup, ...] = ()  # the image's package layers: wheels/<group>/ each
+    key: str = field(init=False, compare=False)  # the image's name: see Builder.plan
+
+    def __post_init__(self) -> None:
+        key = self.context.digest
+        if self.request is not None:  # the wheels are the request's: named before they are fetched
+            ours = ContextFiles(tuple(e for e in self.context.entries if not e.path.startswith(f"{WHEELS}/")))
+            key = hashlib.sha256(f"{ours.digest}\n{self.request.digest}\n".encode()).hexdigest()
+        object.__setattr__(self, "key", key)
 
     @property
     def digest(self) -> str:
         return self.context.digest  # computed when the context was built
 
     @property
+    def build_labels(self) -> dict[str, str]:
+        """The labels the engine sets: :attr:`labels` and the context's digest (known once filled)."""
+        return {**self.labels, CONTEXT_LABEL: self.digest}
+
+    @property
     def tag(self) -> str:
-        return self.only_tag or f"{image_repo(self.name)}:{self.digest[:12]}"
+        return self.only_tag or f"{image_repo(self.name)}:{self.key[:12]}"
 
     @property
     def latest(self) -> str:
@@ -151,6 +168,7 @@ class BuildResult:
     normalized: dict[str, object] | None = (
         None  # envkit.reproduce.normalize.NormalizeResult (reproducible layers)
     )
+    key: str = ""  # BuildPlan.key: what the tag names (the context, its wheels by their request)
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -187,6 +205,17 @@ class Builder:
     def prepare(
         self, loaded: LoadedSpec, options: BuildOptions, on_event: EventSink | None = None
     ) -> BuildPlan:
+        """The whole plan: :meth:`plan` with its wheelhouse filled (:meth:`fill`)."""
+        return self.fill(self.plan(loaded, options, on_event), on_event)
+
+    def plan(self, loaded: LoadedSpec, options: BuildOptions, on_event: EventSink | None = None) -> BuildPlan:
+        """Everything but the wheelhouse's files: enough to name the image (:attr:`BuildPlan.key`).
+
+        A wheelhouse is a function of its request (the hashed lock, the Python, the platforms, the
+        find-links): pip keeps only files whose sha256 the lock lists. So the tag is known before a
+        single wheel is fetched or hashed, and an up-to-date image in a fresh clone costs no
+        wheelhouse (a 2.4 GB one took 21 s to refill from pip's cache just to name the image).
+        """
         spec = loaded.spec
         warnings: list[str] = []
         state_dir(self.root)  # .envkit (logs, caches) never leads out of the project
@@ -204,7 +233,7 @@ class Builder:
         # the bytes the lock was verified from: never a second read of images/NAME/
         lock_files = lock.lock.install_files if lock.lock is not None else {}
         extra: list[ContextEntry] = []
-        wheelhouse = None
+        request = None
         packed = None
         if options.pack is not None and not spec.installer.uses_conda:
             raise UsageError(
@@ -215,18 +244,15 @@ class Builder:
             packed = self._packed(loaded, lock, options, on_event)
             extra = list(packed.entries)
         elif offline and lock.pip_lock:  # else there is no pip package to fetch
-            if on_event:
-                on_event(BuildEvent("filling the wheelhouse (pip download on the host)", step="wheelhouse"))
             request = WheelhouseRequest(
                 lock_files[lock.pip_lock].decode("utf-8"), spec.python, spec.platforms, options.find_links
             )
-            wheelhouse = fill_wheelhouse(request, state_dir(self.root, "wheelhouse"), runner=self.pip_runner)
-            extra = wheelhouse.entries(WHEELS)
         inputs = replace(
             DockerfileInputs.from_lock(
                 loaded.sha256,
                 lock,
-                wheelhouse=WHEELS if wheelhouse is not None or (packed and packed.has_wheels) else None,
+                wheelhouse=WHEELS if request is not None or (packed and packed.has_wheels) else None,
+                resolved=loaded.resolved,
             ),
             conda_pack=INSTALLER if packed is not None else None,
             offline=offline,
@@ -235,11 +261,16 @@ class Builder:
         if sbom is not None:
             inputs = replace(inputs, sbom=SBOM_NAME)
             lock_files = {**lock_files, SBOM_NAME: sbom.encode("utf-8")}
+        if lock.pip_lock and inputs.layers:
+            pinned = lock_files[lock.pip_lock].decode("utf-8")
+            header = f"# generated by envkit from {lock.pip_lock}: one layer's packages\n"
+            lock_files.update(
+                {layer_lock_name(g.name): group_lock(pinned, g, header).encode() for g in inputs.layers}
+            )
         rendered = render_image(loaded, inputs)
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)
         build_labels = {  # the Dockerfile's LABELs carry spec/lock hashes, CUDA and frameworks
             NAME_LABEL: spec.name,
-            CONTEXT_LABEL: context.digest,
             SPEC_LABEL: loaded.sha256,
             "io.envkit.version": __version__,
             "io.envkit.offline": str(offline).lower(),
@@ -254,12 +285,30 @@ class Builder:
             build_labels,
             offline,
             lock,
-            wheelhouse,
+            None,
             tuple(warnings),
             was is not None,
             packed,
             sbom,
+            request=request,
+            layers=inputs.layers,
         )
+
+    def fill(self, plan: BuildPlan, on_event: EventSink | None = None) -> BuildPlan:
+        """``plan`` with its wheelhouse filled (``pip download`` on the host, or the cache) and the
+        wheels in its context; a plan without a wheelhouse request as it is."""
+        if plan.request is None or plan.wheelhouse is not None:
+            return plan
+        if on_event:
+            on_event(BuildEvent("filling the wheelhouse (pip download on the host)", step="wheelhouse"))
+        wheelhouse = fill_wheelhouse(plan.request, state_dir(self.root, "wheelhouse"), runner=self.pip_runner)
+        group = {name: g.name for g in plan.layers for name in g.packages}
+        wheels = [
+            replace(e, path=f"{WHEELS}/{group[w.name]}/{w.filename}") if w.name in group else e
+            for w, e in zip(wheelhouse.wheels, wheelhouse.entries(WHEELS), strict=True)
+        ]
+        context = ContextFiles.build({}, [*plan.context.entries, *wheels])
+        return replace(plan, context=context, wheelhouse=wheelhouse)
 
     def _sbom(self, loaded: LoadedSpec, lock: LockState, inputs: DockerfileInputs) -> str | None:
         """The lock's CycloneDX SBOM (:mod:`envkit.sbom.cyclonedx`), naming the base image by its ID."""
@@ -296,7 +345,7 @@ class Builder:
     ) -> BuildResult:
         start = time.monotonic()
         started = dt.datetime.now(dt.timezone.utc)
-        prepared = self.prepare(loaded, options, on_event)
+        prepared = self.plan(loaded, options, on_event)
         if options.tag is not None:
             prepared = replace(prepared, only_tag=options.tag)
         existing = self.engine.inspect(prepared.tag)
@@ -304,7 +353,9 @@ class Builder:
             if prepared.latest not in existing.tags and prepared.only_tag is None:
                 self.engine.tag(prepared.tag, prepared.latest)
             return self._result(prepared, existing, "up-to-date", None, start)
-        log_path = self.log_dir / f"{prepared.name}-{prepared.digest[:12]}.log"
+        self._check_bases(loaded)
+        prepared = self.fill(prepared, on_event)
+        log_path = self.log_dir / f"{prepared.name}-{prepared.key[:12]}.log"
         # a fresh file renamed into place, kept when the build fails: never written through a planted link
         with atomic_writer(log_path, within=self.root, keep_on_error=True) as raw:
             log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
@@ -335,6 +386,18 @@ class Builder:
         )  # fmt: skip
         result = self._result(prepared, info, "built", log_path, start)
         return replace(result, pruned_bytes=pruned, normalized=normalized, provenance=str(provenance))
+
+    def _check_bases(self, loaded: LoadedSpec) -> None:
+        """Before any wheel is fetched: a base that only a command of envkit makes (it is in no
+        registry, so the engine's pull fails late with "pull access denied") is named with it."""
+        base = loaded.resolved.base_row
+        if base is None or base.made_by is None or self.engine.inspect(base.ref) is not None:
+            return
+        raise BuildFailed(
+            f"base image {base.ref} is not in the engine; it is made locally (no registry has it)",
+            hint=f"make it once with `{base.made_by}` (debootstraps a minimal Debian with python3; needs "
+            "root and debootstrap, a few minutes), or `docker load` it from a machine that has it",
+        )
 
     def _normalize(
         self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO
@@ -380,7 +443,7 @@ class Builder:
                 events = self.engine.build(
                     tar,
                     prepared.tag,
-                    labels=prepared.labels,
+                    labels=prepared.build_labels,
                     nocache=options.nocache,
                     network=not prepared.offline,
                 )
@@ -421,7 +484,7 @@ class Builder:
             status=status,
             tag=prepared.tag,
             latest=prepared.latest,
-            context_sha256=prepared.digest,
+            context_sha256=info.labels.get(CONTEXT_LABEL, prepared.digest),
             image_id=info.id,
             size=info.size,
             user=info.user,
@@ -434,4 +497,5 @@ class Builder:
             warnings=prepared.warnings,
             pack=prepared.packed.source if prepared.packed else None,
             pack_files=prepared.packed.files if prepared.packed else 0,
+            key=prepared.key,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envkit._safe import one_line
@@ -35,6 +35,11 @@ class ImageRow:
     reason: str
     variant: str = "runtime"  # or "debug": built FROM the runtime image ``runtime_id``
     runtime_id: str | None = None
+    layers: int = 0  # its layers (diff_ids), the base's included
+    # layers this image shares with another envkit image of another environment (a CUDA variant of
+    # the spec: the layers above the CUDA ones are the same content, stored and pulled once)
+    shared_layers: int = 0
+    shared_with: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -44,7 +49,8 @@ def list_images(engine: ContainerEngine, root: Path, catalog: Catalog) -> list[I
     """Every envkit image, sorted by environment then tag; stale against the current spec and lock."""
     current: dict[str, tuple[str | None, str | None, str]] = {}
     rows = []
-    for info in engine.images(NAME_LABEL):
+    infos = engine.images(NAME_LABEL)
+    for info in infos:
         name = info.labels[NAME_LABEL]
         if name not in current:
             current[name] = _current(root, name, catalog)
@@ -78,8 +84,30 @@ def list_images(engine: ContainerEngine, root: Path, catalog: Catalog) -> list[I
                 runtime_id=info.labels.get(RUNTIME_LABEL),
             )
         )
+    rows = _with_sharing(rows, {info.id: info.diff_ids for info in infos})
     # side by side: each environment's runtime image(s), then the debug image(s) built FROM them
     return sorted(rows, key=lambda r: (r.name, r.variant != "runtime", r.variant, not r.latest, r.tags))
+
+
+def _with_sharing(rows: list[ImageRow], diff_ids: dict[str, tuple[str, ...]]) -> list[ImageRow]:
+    """Each row with the layers it shares with the images of other environments (by diff_id)."""
+    owners: dict[str, set[str]] = {}
+    for row in rows:
+        for layer in diff_ids.get(row.id, ()):
+            owners.setdefault(layer, set()).add(row.name)
+    found = []
+    for row in rows:
+        layers = diff_ids.get(row.id, ())
+        others = [owners[layer] - {row.name} for layer in layers]
+        found.append(
+            replace(
+                row,
+                layers=len(layers),
+                shared_layers=sum(1 for o in others if o),
+                shared_with=tuple(sorted(set().union(*others))) if others else (),
+            )
+        )
+    return found
 
 
 def _current(root: Path, name: str, catalog: Catalog) -> tuple[str | None, str | None, str]:

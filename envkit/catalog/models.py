@@ -112,6 +112,7 @@ class BaseImage(Sourced):
     python: str | None = None
     framework: str | None = None
     framework_version: str | None = None
+    made_by: str | None = None  # a command that makes it locally (never pulled): `envkit base-image`
 
 
 class InstallerFile(Sourced):

@@ -114,8 +114,9 @@ def build(
     --frozen refuses instead. If the channels cannot be reached, the build exits 3:
     set mirrors in the spec, or commit a lock and build with --frozen.
 
-    Tags: envkit/NAME:<hash12> (digest of the build context) and envkit/NAME:latest.
-    When that image exists the build is skipped ("up to date"). The full log is
+    Tags: envkit/NAME:<hash12> (digest of the build context, its wheels named by the
+    hashed lock they come from) and envkit/NAME:latest. When that image exists the
+    build is skipped ("up to date") before any wheel is fetched. The full log is
     written to .envkit/logs/NAME-<hash12>.log; a failed or interrupted build prints
     the last lines, leaves no tag and exits 3.
 
@@ -240,7 +241,14 @@ def images(names: tuple[str, ...]) -> CommandResult:
             state = f"stale: {r.reason}" if r.stale else "current"
             kind = r.variant if r.runtime_id is None else f"{r.variant} FROM {r.runtime_id[7:19]}"
             size = f"{r.size / 1e6:>7.0f} MB"
-            out.append(f"{r.name:<24} {kind:<20} {tags:<24} {r.context_sha256[:12]:<12} {size}  {state}")
+            shared = (
+                f"  {r.shared_layers}/{r.layers} layers shared with {', '.join(r.shared_with)}"
+                if r.shared_with
+                else ""
+            )
+            out.append(
+                f"{r.name:<24} {kind:<20} {tags:<24} {r.context_sha256[:12]:<12} {size}  {state}{shared}"
+            )
         return "\n".join(out)
 
     return CommandResult("images", {"images": [r.to_json() for r in rows]}, text)

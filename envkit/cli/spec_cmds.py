@@ -76,7 +76,7 @@ def render(name: str, output: Path | None) -> CommandResult:
         warnings.append(
             f"lock is stale ({lock.reason}); rendered without it: `envkit lock {loaded.spec.name}`"
         )
-    rendered = render_image(loaded, DockerfileInputs.from_lock(loaded.sha256, lock))
+    rendered = render_image(loaded, DockerfileInputs.from_lock(loaded.sha256, lock, resolved=loaded.resolved))
     changed = write_image(rendered, directory)
     base = loaded.resolved.runtime
     data = {

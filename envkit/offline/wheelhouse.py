@@ -51,11 +51,16 @@ class WheelhouseRequest:
     find_links: tuple[str, ...] = ()  # local wheel directories tried besides the index
 
     @property
-    def key(self) -> str:
+    def digest(self) -> str:
+        """sha256 of the request: with a hashed lock, what decides the wheelhouse's files."""
         data = json.dumps(
             [self.requirements, self.python, sorted(self.platforms), list(self.find_links)], sort_keys=True
         )
-        return hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
+        return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+    @property
+    def key(self) -> str:
+        return self.digest[:16]
 
     @property
     def hashed(self) -> bool:

@@ -15,6 +15,7 @@ from envkit.catalog import InstallerFile
 from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL
 from envkit.errors import UsageError
 from envkit.lock.epoch import EPOCH_LABEL, source_date_epoch
+from envkit.render.layers import LayerGroup, layer_groups, layer_lock_name
 from envkit.spec.images import RuntimeBase
 from envkit.spec.models import ARCHES, CudaRuntime, Installer, Spec
 from envkit.spec.resolve import ResolvedSpec
@@ -58,18 +59,32 @@ class DockerfileInputs:
     conda_pack: str | None = None  # e.g. "installer": offline conda install from the packed local channel
     offline: bool = False  # the build has no network: OS libraries are checked, not installed
     sbom: str | None = None  # e.g. "sbom.cdx.json": the lock's SBOM, copied into the image (envkit.sbom)
+    # venv: one image layer per package group (envkit.render.layers), each from its own lock file
+    # (layers/<group>.lock) and, offline, its own wheels (<wheelhouse>/<group>/)
+    layers: tuple[LayerGroup, ...] = ()
 
     @classmethod
-    def from_lock(cls, spec_sha256: str, lock: LockState, wheelhouse: str | None = None) -> DockerfileInputs:
-        """Install from ``lock`` when it is fresh; the unlocked defaults otherwise."""
-        if not lock.fresh:
+    def from_lock(
+        cls,
+        spec_sha256: str,
+        lock: LockState,
+        wheelhouse: str | None = None,
+        resolved: ResolvedSpec | None = None,
+    ) -> DockerfileInputs:
+        """Install from ``lock`` when it is fresh; the unlocked defaults otherwise. With ``resolved``
+        a venv's pip packages install in layers by group."""
+        if not lock.fresh or lock.lock is None:
             return cls(spec_sha256=spec_sha256, wheelhouse=wheelhouse)
+        groups: tuple[LayerGroup, ...] = ()
+        if resolved is not None and resolved.spec.installer is Installer.VENV and lock.pip_lock:
+            groups = layer_groups(resolved, lock.lock.contents.pip)
         return cls(
             spec_sha256=spec_sha256,
             conda_locks=lock.conda_locks,
             pip_lock=lock.pip_lock,
             lock_sha256=lock.lock_sha256,
             wheelhouse=wheelhouse,
+            layers=groups,
         )
 
     @property
@@ -125,8 +140,9 @@ def dockerfile(resolved: ResolvedSpec, inputs: DockerfileInputs, header: str) ->
         parts.append(_venv_steps(spec, inputs))
     else:
         parts.append(_conda_steps(resolved, inputs))
-    if base.pypi_cuda:
+    if base.pypi_cuda and not inputs.layers:
         parts.append(cuda_link_step(resolved))
+    parts.extend(layer_stage(resolved, inputs, g) for g in inputs.layers if g.name != "venv")
     parts.append(_runtime_stage(resolved, inputs, base, os_library_step(resolved, inputs)))
     return "".join(parts)
 
@@ -260,6 +276,12 @@ def _venv_steps(spec: Spec, inputs: DockerfileInputs) -> str:
     text = "ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1\n"
     if spec.mirrors.pypi:
         text += f"ENV PIP_INDEX_URL={docker_word(spec.mirrors.pypi)}\n"
+    if inputs.layers:
+        seeds = [g for g in inputs.layers if g.name == "venv"]
+        text += f"RUN python3 -m venv --system-site-packages {ENV_PREFIX}\n"
+        if seeds:  # pinned pip/setuptools/wheel replace the seeded ones here, in the venv's own layer
+            text += _group_files(inputs, seeds[0]) + _group_install(inputs, seeds[0]) + "\n"
+        return text + f"RUN cd / && {_FILES} > {_VENV_FILES}\n"
     if inputs.wheelhouse:
         text += f"COPY {inputs.wheelhouse}/ {_CONTEXT}/{inputs.wheelhouse}/\n"
     text += f"RUN python3 -m venv --system-site-packages {ENV_PREFIX}\n"
@@ -270,6 +292,44 @@ def _venv_steps(spec: Spec, inputs: DockerfileInputs) -> str:
         f"RUN {ENV_PREFIX}/bin/python -m pip install --no-cache-dir{_wheel_source(inputs)} "
         f"-r {_CONTEXT}/requirements.txt\n"
     )
+
+
+_SHELL = 'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
+_STAGE = "/stage"  # a layer stage's files, relative to ENV_PREFIX: what the runtime stage copies
+_VENV_FILES = "/tmp/envkit-venv.files"  # the bare venv's files: a layer stage keeps only newer ones
+_FILES = f"find {ENV_PREFIX[1:]} -mindepth 1 \\( -type f -o -type l \\) | LC_ALL=C sort"
+# move each new path (read from stdin, relative to /) to _STAGE: a rename in the same RUN, so the
+# stage's layer holds the group once, never also under ENV_PREFIX
+_MOVE = (
+    f"{ENV_PREFIX}/bin/python -c 'import os, sys; "
+    f'[os.renames(p, "{_STAGE}/" + p[{len(ENV_PREFIX)}:]) for p in sys.stdin.read().splitlines()]\''
+)
+
+
+def _group_files(inputs: DockerfileInputs, group: LayerGroup) -> str:
+    """COPY ``group``'s lock file and, offline, its wheels: nothing of another group."""
+    lock = layer_lock_name(group.name)
+    text = f"COPY {inputs.wheelhouse}/{group.name}/ {_CONTEXT}/{group.name}/\n" if inputs.wheelhouse else ""
+    return text + f"COPY {lock} {_CONTEXT}/{lock}\n"
+
+
+def _group_install(inputs: DockerfileInputs, group: LayerGroup) -> str:
+    source = f" --no-index --find-links {_CONTEXT}/{group.name}" if inputs.wheelhouse else ""
+    return (
+        f"RUN {ENV_PREFIX}/bin/python -m pip install --no-cache-dir --no-deps --require-hashes{source} "
+        f"-r {_CONTEXT}/{layer_lock_name(group.name)}"
+    )
+
+
+def layer_stage(resolved: ResolvedSpec, inputs: DockerfileInputs, group: LayerGroup) -> str:
+    """The builder stage of one layer: the venv, ``group``'s lock file and wheels only, installed,
+    and the files pip added moved to ``/stage`` (NVIDIA's wheels: with the CUDA links)."""
+    text = f"\nFROM builder AS layer-{group.name}\n{_SHELL}{_epoch_arg(inputs)}{_group_files(inputs, group)}"
+    install = _group_install(inputs, group) + " \\\n"
+    if group.name == "cuda" and resolved.runtime.pypi_cuda:
+        install += " && { " + cuda_link_step(resolved).removeprefix("RUN ").rstrip("\n") + "; } \\\n"
+    move = f" && cd / && {_FILES} | LC_ALL=C comm -13 {_VENV_FILES} - | {_MOVE}\n"
+    return text + install + move
 
 
 def os_library_step(resolved: ResolvedSpec, inputs: DockerfileInputs) -> str:
@@ -317,7 +377,10 @@ def _runtime_stage(
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
         f"{os_step}"
         f"COPY --from=builder {ENV_PREFIX} {ENV_PREFIX}\n"
-        f"{_ldconfig_step() if base.pypi_cuda else ''}"
+        + "".join(
+            f"COPY --from=layer-{g.name} {_STAGE}/ {ENV_PREFIX}/\n" for g in inputs.layers if g.name != "venv"
+        )
+        + f"{_ldconfig_step() if base.pypi_cuda else ''}"
         f"{_sbom_step(inputs)}"
         f"ENV {env_lines}\n"
         f"USER {USER_UID}:{USER_UID}\n"

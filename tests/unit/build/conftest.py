@@ -64,7 +64,9 @@ class PinResolver(FakePipResolver):
                 raise Unsatisfiable(f"no version of {requirement}", hint="relax it")
             digest = hashlib.sha256(requirement.encode()).hexdigest()
             found.append(
-                PipPackage(name, version, f"https://example.invalid/{name}-{version}.whl", (digest,))
+                PipPackage(
+                    name, version, f"https://example.invalid/{name}-{version}-py3-none-any.whl", (digest,)
+                )
             )
         return tuple(found)
 

@@ -30,21 +30,23 @@ def test_offline_build_tags_labels_and_log(
     events: list[BuildEvent] = []
     result = builder.build(loaded, OFFLINE, events.append)
     assert result.status == "built"
-    assert result.tag == f"envkit/tiny:{result.context_sha256[:12]}"
+    assert result.tag == f"envkit/tiny:{result.key[:12]}"
     assert engine.inspect("envkit/tiny:latest") is not None
     (build,) = engine.builds
     assert build.network is False  # offline: the build steps get no network
     assert build.labels["io.envkit.name"] == "tiny"
     assert build.labels["io.envkit.context-sha256"] == result.context_sha256
     files = _tar_names(build.context)
-    assert "wheels/six-1.16.0-py3-none-any.whl" in files
+    assert "wheels/python/six-1.16.0-py3-none-any.whl" in files  # its layer's wheels only
     dockerfile = files["Dockerfile"].decode()
-    assert "--no-index --find-links /tmp/envkit/wheels" in dockerfile
+    assert "COPY wheels/python/ /tmp/envkit/python/\n" in dockerfile
+    assert "--no-index --find-links /tmp/envkit/python -r /tmp/envkit/layers/python.lock" in dockerfile
+    assert "six==1.16.0 \\\n    --hash=sha256:" in files["layers/python.lock"].decode()
     assert "--require-hashes" in dockerfile
     assert "six==1.16.0 \\\n    --hash=sha256:" in files["requirements.lock"].decode()
     assert "wheelhouse.lock" not in files
     assert result.lock == "locked" and (root / "images" / "tiny" / "conda-lock.yml").is_file()
-    assert result.log_path == str(root / ".envkit" / "logs" / f"tiny-{result.context_sha256[:12]}.log")
+    assert result.log_path == str(root / ".envkit" / "logs" / f"tiny-{result.key[:12]}.log")
     assert "Step 2/2" in Path(result.log_path).read_text()
     assert [e.step for e in events[:2]] == ["lock", "wheelhouse"]
 
@@ -124,7 +126,7 @@ def test_online_build_installs_the_lock(builder: Builder, engine: FakeEngine, lo
     result = builder.build(loaded)
     files = _tar_names(engine.builds[0].context)
     assert "wheelhouse.lock" not in files and "wheels/" not in "".join(files)
-    assert "--require-hashes -r /tmp/envkit/requirements.lock" in files["Dockerfile"].decode()
+    assert "--require-hashes -r /tmp/envkit/layers/python.lock" in files["Dockerfile"].decode()
     assert engine.builds[0].network is True
     assert result.offline is False and result.wheels == 0
 
@@ -218,3 +220,56 @@ def test_frozen_builds_after_edits_no_solver_sees(
     assert edited.sha256 != loaded.sha256 and lock_state(root, edited).fresh
     result = builder.build(edited, BuildOptions(frozen=True))
     assert result.lock == "fresh" and result.status == "built" and len(resolver.requests) == 1
+
+
+def test_up_to_date_in_a_fresh_clone_fetches_no_wheel(
+    builder: Builder, engine: FakeEngine, loaded: LoadedSpec, pip: FakePip, root: Path
+) -> None:
+    """Issue 47: a fresh clone has no .envkit/wheelhouse; naming the image must not refill it (the
+    flagship's 2.4 GB took 21 s from pip's cache for a no-op build)."""
+    import shutil
+
+    first = builder.build(loaded, OFFLINE)
+    shutil.rmtree(root / ".envkit")
+    calls = len(pip.calls)
+    again = builder.build(loaded, OFFLINE)
+    assert again.status == "up-to-date" and again.tag == first.tag
+    assert len(pip.calls) == calls  # no pip download
+    assert not (root / ".envkit" / "wheelhouse").exists()
+    assert len(engine.builds) == 1
+
+
+def test_another_wheelhouse_request_is_another_image(
+    builder: Builder, loaded: LoadedSpec, tmp_path: Path
+) -> None:
+    first = builder.build(loaded, OFFLINE)
+    links = tmp_path / "links"
+    links.mkdir()
+    second = builder.build(loaded, BuildOptions(offline=True, find_links=(str(links),)))
+    assert second.status == "built" and second.tag != first.tag
+    assert second.context_sha256 == first.context_sha256  # the same wheels: the request differs
+
+
+def test_missing_base_made_by_envkit_names_the_command(
+    root: Path, engine: FakeEngine, pip: FakePip, resolver: PinResolver, spec_writer: Callable[..., Path]
+) -> None:
+    """Issue 47: the registry-free base is in no registry; the engine's "pull access denied" hint
+    ("docker pull it") never named `envkit base-image`, the command that makes it."""
+    from tests.unit.build.conftest import SPEC
+
+    path = root / "environments" / "tiny.yaml"
+    path.write_text(
+        SPEC.replace("python:3.11-slim-bookworm", "envkit/debian-python:bookworm").format(
+            pins="  - six==1.16.0"
+        )
+    )
+    loaded = load_spec(path)
+    builder = Builder(engine, root, locker=fake_locker(resolver), pip_runner=pip)
+    with pytest.raises(BuildFailed) as caught:
+        builder.build(loaded, OFFLINE)
+    assert "envkit/debian-python:bookworm is not in the engine" in caught.value.message
+    assert "`envkit base-image`" in (caught.value.hint or "")
+    assert caught.value.exit_code == ExitCode.FAILURE
+    assert pip.calls == [] and engine.builds == []  # said before any wheel or build
+    engine.add_image("envkit/debian-python:bookworm")
+    assert builder.build(loaded, OFFLINE).status == "built"

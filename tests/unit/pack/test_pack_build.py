@@ -24,6 +24,13 @@ from envkit.spec.load import LoadedSpec, load_spec
 from tests.unit.pack.conftest import INSTALLER, InstallerPip, write_conda_spec
 
 
+def _with_base() -> FakeEngine:
+    """An engine holding the spec's base (made by `envkit base-image`: a build without it stops)."""
+    engine = FakeEngine()
+    engine.add_image("envkit/debian-python:bookworm")
+    return engine
+
+
 def _files(context: bytes) -> dict[str, bytes]:
     with tarfile.open(fileobj=io.BytesIO(context)) as tar:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
@@ -40,7 +47,7 @@ def _labels(dockerfile: str) -> str:
 def test_offline_conda_build_context_labels_and_rebuild(
     root: Path, loaded: LoadedSpec, catalog: Catalog, locker: EnvLocker, pip: InstallerPip
 ) -> None:
-    engine = FakeEngine()
+    engine = _with_base()
     builder = _builder(engine, root, locker, pip)
     events: list[object] = []
     result = builder.build(loaded, BuildOptions(offline=True), events.append)
@@ -56,7 +63,7 @@ def test_offline_conda_build_context_labels_and_rebuild(
     known = json.loads(files["installer/packages.json"])
     assert {v["path"] for v in known.values()} == {n for n in files if n.startswith("channel/")}
     # label for label the same as the online build of the same lock
-    online = Builder(FakeEngine(), root, locker=locker, pip_runner=pip).prepare(loaded, BuildOptions())
+    online = Builder(_with_base(), root, locker=locker, pip_runner=pip).prepare(loaded, BuildOptions())
     online_data = {e.path: e.data for e in online.context.entries}["Dockerfile"]
     assert online_data is not None
     online_dockerfile = online_data.decode()
@@ -77,7 +84,7 @@ def test_build_from_a_pack_and_refuse_a_changed_one(
     packed = pack_environment(root, loaded, locker=locker, fetcher=UrlFetcher(),
                               options=PackOptions(output=root / "p.tar"), pip_runner=pip)  # fmt: skip
     shutil.rmtree(channel)  # the air-gapped side has no channel: only the pack
-    engine = FakeEngine()
+    engine = _with_base()
     builder = _builder(engine, root, locker, pip)
     result = builder.build(loaded, BuildOptions(pack=root / "p.tar", frozen=True))
     assert (

@@ -49,7 +49,7 @@ def test_committed_images_are_fresh(path: Path) -> None:
     """images/<env>/ is generated and committed: it must be what `envkit render` writes now."""
     loaded = load_spec(path)
     folder = REPO / "images" / loaded.spec.name
-    inputs = DockerfileInputs.from_lock(loaded.sha256, current_lock(loaded, folder))
+    inputs = DockerfileInputs.from_lock(loaded.sha256, current_lock(loaded, folder), resolved=loaded.resolved)
     rendered = render_image(loaded, inputs)
     stale = [n for n, data in rendered.files.items() if (folder / n).read_bytes() != data]
     assert not stale, f"images/{loaded.spec.name}: {stale} differ: run `envkit render {loaded.spec.name}`"
