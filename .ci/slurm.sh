@@ -10,6 +10,8 @@
 # not, `start 1` gives one node and the tests run several tasks on it.
 # State, logs and pid files live in $ENVKIT_SLURM_DIR (default /tmp/envkit-slurm); the config is
 # written to /etc/slurm/slurm.conf, where sbatch, squeue, sacct and scancel look for it.
+# HealthCheckProgram is $DIR/healthcheck.sh, every 5 s: it runs $DIR/healthcheck.d/<node> when a test
+# put one there (`envkit health --slurm --drain` in tests/integration/test_fleet_health.py), else nothing.
 set -euo pipefail
 
 DIR=${ENVKIT_SLURM_DIR:-/tmp/envkit-slurm}
@@ -60,11 +62,27 @@ write_conf() {
     echo "KillWait=5"
     echo "SchedulerType=sched/backfill"
     echo "SlurmctldPort=${ENVKIT_SLURMCTLD_PORT:-16817}"
+    echo "HealthCheckProgram=$DIR/healthcheck.sh"
+    echo "HealthCheckInterval=5"
+    echo "HealthCheckNodeState=ANY"
     for i in $(seq 1 "$nodes"); do
       echo "NodeName=node$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$((PORT0 + i - 1)) CPUs=$cpus RealMemory=$mem State=UNKNOWN"
     done
     echo "PartitionName=debug Nodes=node[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
   } >"$CONF"
+}
+
+write_healthcheck() {
+  # slurmd runs it as root for each of its nodes, with SLURMD_NODENAME set (checked: Slurm 22.05)
+  mkdir -p "$DIR/healthcheck.d"
+  cat >"$DIR/healthcheck.sh" <<'SH'
+#!/bin/sh
+dir=$(dirname "$0")
+node=${SLURMD_NODENAME:-}
+[ -n "$node" ] && [ -x "$dir/healthcheck.d/$node" ] && exec "$dir/healthcheck.d/$node" "$node"
+exit 0
+SH
+  chmod 0755 "$DIR/healthcheck.sh"
 }
 
 start_munge() {
@@ -94,6 +112,7 @@ start() {
   fi
   mkdir -p "$DIR"
   write_conf "$nodes"
+  write_healthcheck
   start_munge
   # -i: ignore saved state (a fresh cluster every time)
   slurmctld -i

@@ -60,6 +60,8 @@ GOALS = (
     Goal("cli_diff", "envkit diff of 10,000 pip freezes x 400 packages (the process)", 10.0, "s"),
     Goal("cli_audit", "envkit audit of 400 packages + SARIF, warm (the process)", 0.3, "s"),
     Goal("probe_ratio", "probe vs a hand-written script (CPU time)", 1.05, "x"),
+    Goal("history", "envkit fleet history, 1,000 devices x 100 runs + timeline (the process)", 5.0, "s"),
+    Goal("health", "envkit health, one node's verdict (the process; a node-check hook)", 1.0, "s"),
     Goal("readiness", "envkit check of the torch CUDA image (3 targets), median", 30.0, "s"),
 )
 _BY_KEY = {g.key: g for g in GOALS}

@@ -46,9 +46,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "check": ("check_cmd", "Check, with no GPU, that IMAGE's framework will run on a GPU and driver."),
     "diff": ("diff_cmd", "Compare environments and flag drift with known-incompatibility rules."),
+    "fleet": (
+        "fleet_history_cmd",
+        "The fleet's numerical history: which device is mercurial, which drifts for a known reason.",
+    ),
     "guard": (
         "guard_cmd",
         "Show what envkit.guard recorded in a training run; replay an incident's step from its dump.",
+    ),
+    "health": (
+        "health_cmd",
+        "This node's latest verdict from the fleet's history, as a Slurm, Kubernetes or JSON node check.",
     ),
     "images": (
         "build_cmd",

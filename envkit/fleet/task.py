@@ -18,6 +18,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from envkit._atomic import write_text_atomic
@@ -104,6 +105,13 @@ def run_recorded(
     return 0
 
 
+def _task_options(opts: ProbeOptions, run: str, task: str, rerun: int) -> ProbeOptions:
+    """The probe's options for one rerun of this task: the run, task and rerun in its environment
+    (a planted fault, ``ENVKIT_TEST_PERTURB``, decides per run by them; see docs/fleet.md)."""
+    tags = {"ENVKIT_FLEET_RUN": run, "ENVKIT_FLEET_TASK": task, "ENVKIT_FLEET_REPEAT": str(rerun)}
+    return replace(opts, env={**opts.env, **tags})
+
+
 def run_task(
     run_dir: Path,
     environ: Mapping[str, str],
@@ -120,7 +128,8 @@ def run_task(
             def probe(o: ProbeOptions, label: str) -> ProbeReport:
                 return run_on_host(o, label=label)
 
-        reports = [probe(opts, manifest.run) for _ in range(manifest.layout.repeat)]
+        reports = [probe(_task_options(opts, manifest.run, name, i), manifest.run)
+                   for i in range(manifest.layout.repeat)]  # fmt: skip
         fleet = FleetInfo(manifest.run, name, node, environ.get("SLURM_JOB_ID"), repeat_summary(reports))
         report = reports[0].with_fleet(fleet)
         path = run_dir / f"{name}.json"

@@ -166,6 +166,7 @@ class Gpu:
 
     name: str
     capability: str  # "9.0"
+    uuid: str | None = None  # the device's own id (torch's ``get_device_properties(i).uuid``), when known
 
 
 @dataclass(frozen=True)
@@ -461,7 +462,8 @@ def _info(r: _Reader, value: Any, where: str) -> tuple[dict[str, object], tuple[
         name, capability = (
             r.text(g.get(k), f"{where}.gpus[{i}].{k}", limit=1000) or "" for k in ("name", "capability")
         )
-        found.append(Gpu(name, capability))
+        uuid = r.text(g.get("uuid"), f"{where}.gpus[{i}].uuid", limit=200) if g.get("uuid") else None
+        found.append(Gpu(name, capability, uuid or None))
     switches = r.obj(data["switches"], f"{where}.switches") if "switches" in data else {}
     return data, tuple(found), switches
 

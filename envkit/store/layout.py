@@ -7,6 +7,8 @@
     STORE/RUN/<task>.json         one probe report per task (<task> = node, or node-<k> with k tasks/node)
     STORE/RUN/.tasks/<task>.json  the task's own state: running (pid, start) then ok / failed (error)
     STORE/RUN/.sched/             the scheduler's files (batch script, its output)
+    STORE/RUN/.history/           the run's numbers in brief, per task (cached once the run has ended)
+    STORE/.health/verdicts.json   each node's latest verdict from the fleet's history (``envkit health``)
     STORE/images/<id>.tar         an image, saved once, when it reaches the nodes without a registry
 
 ``--store DIR`` or ``$ENVKIT_STORE`` choose the store; by default it is the project's
@@ -28,6 +30,9 @@ from envkit.errors import ReportError, UsageError
 
 __all__ = [
     "DEFAULT_LABEL",
+    "HEALTH",
+    "HEALTH_FILE",
+    "HISTORY",
     "MANIFEST",
     "SCHED",
     "TASKS",
@@ -45,6 +50,9 @@ DEFAULT_LABEL = "latest"
 MANIFEST = "run.json"
 TASKS = ".tasks"
 SCHED = ".sched"
+HISTORY = ".history"
+HEALTH = ".health"
+HEALTH_FILE = "verdicts.json"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import perturb
 import portable
 
 POISON_LR = 1e30
@@ -35,6 +36,7 @@ class Config:
     poison_step: int
     nan_check: bool
     threads: int
+    flip_step: int = 0  # a planted fault (perturb.py, tests only): this step's loss loses its lowest bit
 
 
 class AdapterBase:
@@ -114,6 +116,8 @@ def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, Any]:
         try:
             loss = adapter.forward_loss(workload, params, cfg, step, poison)
             loss_value = adapter.item(loss)
+            if step == cfg.flip_step:
+                loss_value = perturb.flip_low_bit(loss_value, cfg.dtype)
             adapter.backward(loss)
         except Exception as exc:
             if not cfg.nan_check:

@@ -121,6 +121,18 @@ def conda_meta() -> list[str] | None:
     return records
 
 
+def machine_id() -> str | None:
+    """The host's id (systemd's machine-id): a CPU device's identity in a fleet's history."""
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            text = Path(path).read_text(errors="replace").strip()
+        except OSError:
+            continue
+        if text:
+            return text[:64]
+    return None
+
+
 def in_container() -> bool:
     if Path("/.dockerenv").exists() or Path("/run/.containerenv").exists():
         return True
@@ -154,6 +166,7 @@ def collect(readiness: dict[str, Any] | None = None) -> dict[str, Any]:
         }
     return {
         "host": os.environ.get("ENVKIT_HOST") or socket.gethostname(),
+        "machine_id": machine_id(),
         "time": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
         "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
         "platform": {

@@ -21,6 +21,7 @@ sys.dont_write_bytecode = True  # the payload directory may be read-only
 
 import common  # noqa: E402
 import fingerprint  # noqa: E402
+import perturb  # noqa: E402
 
 # The same values as envkit.probe.report.SCHEMA / KIND and envkit.probe.runner (a test checks).
 SCHEMA = 1
@@ -128,6 +129,17 @@ def main(argv: list[str] | None = None) -> int:
         nan_check=args.nan_check,
         threads=args.threads,
     )
+    try:
+        plant = perturb.planted(dict(os.environ), cfg.steps)
+    except ValueError as e:
+        print(f"envkit probe payload: {e}", file=sys.stderr)
+        return 2
+    if plant is not None:  # tests only: say so on stderr and in the report
+        print(
+            f"envkit probe payload: {perturb.ENV} is set (a planted fault): {plant.to_json()}",
+            file=sys.stderr,
+        )
+        cfg = dataclasses.replace(cfg, threads=plant.threads or cfg.threads, flip_step=plant.step or 0)
     # Frameworks print from C (Paddle's NaN checker, oneDNN verbose) to fd 1: point fd 1 at stderr while
     # they run, so that stdout carries the report only.
     sys.stdout.flush()
@@ -156,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             "nan_check": cfg.nan_check,
             "threads": cfg.threads or None,
             "workloads": args.workloads,
+            **({"planted": plant.to_json()} if plant is not None else {}),
         },
         "fingerprint": fingerprint.collect(args.readiness),
         "frameworks": frameworks,

@@ -68,7 +68,10 @@ def info() -> dict[str, Any]:
     if torch.cuda.is_available():
         for i in range(torch.cuda.device_count()):
             major, minor = torch.cuda.get_device_capability(i)
-            data["gpus"].append({"name": torch.cuda.get_device_name(i), "capability": f"sm_{major}{minor}"})
+            gpu = {"name": torch.cuda.get_device_name(i), "capability": f"sm_{major}{minor}"}
+            with contextlib.suppress(Exception):  # the device's own id: a fleet's history is kept per GPU
+                gpu["uuid"] = str(torch.cuda.get_device_properties(i).uuid)
+            data["gpus"].append(gpu)
         with contextlib.suppress(Exception):
             nccl = torch.cuda.nccl.version()
             data["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl)
