@@ -55,5 +55,6 @@ def main() -> None:
         page = (Path(tmp) / "page.html").stat().st_size
     print(
         f"guard show --html: {megabytes} MB of steps ({count} steps): {seconds:.2f} s, "
-        f"peak {usage.ru_maxrss / 1024:.1f} MiB resident, page {page / 1024:.0f} KiB (exit {child.returncode})"
+        f"peak {usage.ru_maxrss / 1024:.1f} MiB resident, page {page / 1024:.0f} KiB "
+        f"(exit {child.returncode})"
     )
