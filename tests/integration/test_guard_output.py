@@ -111,3 +111,32 @@ def test_a_fault_that_the_localization_reproduced_is_not_called_one_off(
     }  # fmt: skip
     assert main(["guard", "show", str(write(tmp_path, report(incidents=[incident])))]) == 1
     assert "did not reproduce" not in capsys.readouterr().out
+
+
+def test_no_parameter_is_named_once_the_input_was_blamed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loc = {
+        "nonfinite_batch": {"tensor": "batch[0]", "index": [1, 3], "value": "nan", "count": 1, "size": 32},
+        "first_nonfinite_grad": "fc2.weight",
+        "largest_grad": {"parameter": "fc1.weight", "norm": 3.5},
+        "hints": [],
+    }
+    for message in ("the loss is nan", "the batch holds nan in batch[0] at [1, 3] (1 of 32 values ...)"):
+        incident = {
+            "step": 1,
+            "kind": "nonfinite-loss",
+            "message": message,
+            "action": "skipped",
+            "localization": loc,
+        }
+        main(
+            [
+                "guard",
+                "show",
+                str(write(tmp_path / message[:8].replace(" ", "_"), report(incidents=[incident]))),
+            ]
+        )
+        out = capsys.readouterr().out
+        assert "fc2.weight" not in out and "fc1.weight" not in out
+        assert out.count("the batch holds nan in batch[0] at [1, 3]") == 1

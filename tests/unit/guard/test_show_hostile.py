@@ -72,7 +72,7 @@ def report(**guard: Any) -> dict[str, Any]:
 
 def write(tmp_path: Path, doc: Any, steps: str | None = None) -> Path:
     run = tmp_path / "run"
-    run.mkdir(exist_ok=True)
+    run.mkdir(parents=True, exist_ok=True)
     (run / "report.json").write_text(json.dumps(doc))
     if steps is not None:
         (run / "steps.jsonl").write_text(steps)
