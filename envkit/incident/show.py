@@ -143,9 +143,10 @@ def explain_incident(inc: dict[str, Any], run: str) -> list[str]:
 
 def render_run(s: dict[str, Any]) -> str:
     share = f"{100 * s['clipped_share']:.1f} %"
+    routine = " (the GradScaler's own back-offs)" if s["overflows"] else ""
     lines = [
-        f"{_t(s['run'])}: {s['steps']} steps, {s['skipped']} skipped, {s['overflows']} loss-scale overflows "
-        f"(the GradScaler's own back-offs), {s['clipped_steps']} clipped ({share}), "
+        f"{_t(s['run'])}: {s['steps']} steps, {s['skipped']} skipped, {s['overflows']} loss-scale overflows"
+        f"{routine}, {s['clipped_steps']} clipped ({share}), "
         f"{len(s['incidents'])} incidents ({s['spikes']} spikes)"
     ]
     if not s.get("closed", True):
