@@ -91,7 +91,11 @@ def recorded_amp(dump: Dump) -> Amp:
         scale = float(raw)
     declared = dump.manifest.get("autocast")
     if declared is None:
-        return Amp(scale, None)
+        undeclared = (
+            "the run used a GradScaler and declared no autocast: replayed in the model's own dtype; if "
+            "its forward ran under autocast, declare it (RunlogOptions(autocast='bf16' or 'fp16'))"
+        )
+        return Amp(scale, None, undeclared if scale is not None else None)
     if not isinstance(declared, str):
         raise DumpError(
             f"{dump.file('manifest.json')}: autocast: expected a string", hint="the dump was edited"

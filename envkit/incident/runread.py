@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envkit._io import open_regular
 from envkit.errors import ReportError
 from envkit.incident.rows import (
     Lines,
@@ -118,7 +119,16 @@ def read_run(run: Path) -> RunView:
         )
     report = _from_report(path) if os.path.lexists(path) else None
     if report is not None and report.closed:
-        return report
+        if _lines_in(folder / "steps.jsonl") <= report.steps:
+            return report
+        # close() rewrites steps.jsonl with the report's steps: more lines were appended after it
+        live = _from_live(folder)
+        assert live is not None
+        return _with_notes(
+            live,
+            "steps.jsonl holds more steps than the closed report.json: a later run "
+            "in this folder (resumed) appended them and did not close; read from the files",
+        )
     live = _from_live(folder)
     if live is None and report is None:
         raise ReportError(
@@ -234,6 +244,18 @@ def _from_live(folder: Path) -> RunView | None:
         world_size=max(ranks, default=0) + 1,
         notes=tuple(notes),
     )
+
+
+def _lines_in(path: Path) -> int:
+    """How many lines ``path`` holds (0 when missing or not a regular file: the reading says why)."""
+    try:
+        with open_regular(path) as fh:
+            count = done = 0
+            while (chunk := fh.read(1 << 20)) and done < MAX_LIVE_BYTES:
+                count, done = count + chunk.count(b"\n"), done + len(chunk)
+            return count
+    except OSError:
+        return 0
 
 
 def _live_steps(path: Path, seen: Lines) -> tuple[int, list[Skip], int, int] | None:

@@ -49,19 +49,22 @@ def _batch_line(bad: dict[str, Any]) -> str:
     )
 
 
-def _localization(raw: Any) -> list[str]:
+def _localization(raw: Any, input_blamed: bool = False) -> list[str]:
+    """The localization's lines; when the input holds NaN/Inf (said here or in the message), no
+    parameter is named: their non-finite gradients follow from the input (issue 44 item 7)."""
     loc = _obj(raw)
     lines = []
     bad = _obj(loc.get("nonfinite_batch"))
     if isinstance(bad.get("index"), list):
         lines.append(_batch_line(bad))
+        input_blamed = True
     mod = _obj(loc.get("first_nonfinite_module"))
     if mod:
         lines.append(
             f"first non-finite output: {_t(mod.get('module'))} ({_t(mod.get('type'))}), its inputs finite "
             f"(|x| ≤ {_num(mod.get('inputs_absmax'))}); non-finite: {_t(mod.get('output'))}"
         )
-        if mod.get("nonfinite_parameter"):
+        if mod.get("nonfinite_parameter") and not input_blamed:
             lines.append(f"  its parameter {_t(mod['nonfinite_parameter'])} is non-finite")
     back = _obj(loc.get("first_nonfinite_backward"))
     if back and not mod:
@@ -71,10 +74,10 @@ def _localization(raw: Any) -> list[str]:
         )
     if loc.get("raised_in"):
         lines.append(f"raised in: {_t(loc['raised_in'])}: {_t(loc.get('error'))}")
-    if loc.get("first_nonfinite_grad"):
+    if loc.get("first_nonfinite_grad") and not input_blamed:
         lines.append(f"first non-finite gradient (backward order): {_t(loc['first_nonfinite_grad'])}")
     largest = _obj(loc.get("largest_grad"))
-    if largest:
+    if largest and not input_blamed:
         lines.append(f"largest gradient norm: {_t(largest.get('parameter'))} ({_t(largest.get('norm'), 40)})")
     lines += [f"hint: {_t(h)}" for h in _list(loc.get("hints"))[:20]]
     return lines
@@ -132,16 +135,18 @@ def explain_incident(inc: dict[str, Any], run: str) -> list[str]:
     if inc.get("dump"):
         lines.append(f"dump: {_t(Path(run) / str(inc['dump']))}")
     loc = inc.get("localization")
-    if isinstance(loc, dict) and "the batch holds" in str(inc.get("message")):
+    said = "the batch holds" in str(inc.get("message"))
+    if isinstance(loc, dict) and said:
         loc = {k: v for k, v in loc.items() if k != "nonfinite_batch"}  # the message said it first
-    return lines + _not_reproduced(inc) + _localization(loc)
+    return lines + _not_reproduced(inc) + _localization(loc, input_blamed=said)
 
 
 def render_run(s: dict[str, Any]) -> str:
     share = f"{100 * s['clipped_share']:.1f} %"
+    routine = " (the GradScaler's own back-offs)" if s["overflows"] else ""
     lines = [
-        f"{_t(s['run'])}: {s['steps']} steps, {s['skipped']} skipped, {s['overflows']} loss-scale overflows "
-        f"(the GradScaler's own back-offs), {s['clipped_steps']} clipped ({share}), "
+        f"{_t(s['run'])}: {s['steps']} steps, {s['skipped']} skipped, {s['overflows']} loss-scale overflows"
+        f"{routine}, {s['clipped_steps']} clipped ({share}), "
         f"{len(s['incidents'])} incidents ({s['spikes']} spikes)"
     ]
     if not s.get("closed", True):

@@ -98,7 +98,7 @@ def test_a_report_written_at_a_stop_with_more_steps_after(tmp_path: Path) -> Non
 
 
 def test_a_closed_report_is_read_as_it_is(tmp_path: Path) -> None:
-    run = live(tmp_path, lines([_step(i) for i in range(9)]))
+    run = live(tmp_path, lines([_step(i) for i in range(3)]))  # close() wrote the report's steps
     (run / "report.json").write_text(json.dumps(report()))
     view = read_run(run)
     assert view.closed and view.steps == 3 and view.notes == ()
@@ -157,3 +157,14 @@ def test_a_wrong_field_in_a_live_file_names_file_line_and_field(
 ) -> None:
     with pytest.raises(ReportError, match=field):
         read_run(live(tmp_path, steps, incidents))
+
+
+def test_a_resumed_run_that_did_not_close_after_a_closed_one(tmp_path: Path) -> None:
+    """close() rewrites steps.jsonl with the report's steps; a resumed run appends after them."""
+    run = live(tmp_path, lines([_step(i) for i in range(3)]))
+    (run / "report.json").write_text(json.dumps(report()))  # closed, 3 steps
+    assert read_run(run).closed
+    with (run / "steps.jsonl").open("a") as fh:
+        fh.write(lines([_step(i) for i in range(3, 8)]))
+    view = read_run(run)
+    assert not view.closed and view.steps == 8 and "a later run" in view.notes[0]

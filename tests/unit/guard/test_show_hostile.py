@@ -72,7 +72,7 @@ def report(**guard: Any) -> dict[str, Any]:
 
 def write(tmp_path: Path, doc: Any, steps: str | None = None) -> Path:
     run = tmp_path / "run"
-    run.mkdir(exist_ok=True)
+    run.mkdir(parents=True, exist_ok=True)
     (run / "report.json").write_text(json.dumps(doc))
     if steps is not None:
         (run / "steps.jsonl").write_text(steps)
@@ -210,7 +210,7 @@ def test_html_refuses_a_step_beyond_a_float(tmp_path: Path, capsys: pytest.Captu
 
 def test_html_draws_huge_but_finite_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [{**_step(i), "loss": v, "grad_norm": v} for i, v in enumerate([1.7e308, -1.7e308, 5e-324, 0.0])]
-    run = write(tmp_path, report(), steps="".join(json.dumps(r) + "\n" for r in rows))
+    run = write(tmp_path, report(steps=rows), steps="".join(json.dumps(r) + "\n" for r in rows))
     code, _, err = show([str(run), "--html", str(tmp_path / "p.html")], capsys)
     assert code == 1 and "Traceback" not in err, err
     assert "nan," not in (tmp_path / "p.html").read_text()
