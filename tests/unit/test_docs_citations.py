@@ -37,7 +37,8 @@ class Citation:
 
 def citations(page: Path) -> list[Citation]:
     original = page.read_text("utf-8")
-    text, last, wraps = "", 0, []  # wraps: (offset in the joined text, line breaks removed before it)
+    text, last = "", 0
+    wraps: list[tuple[int, int]] = []  # (offset in the joined text, line breaks removed before it)
     for wrap in WRAPPED.finditer(original):
         text += original[last : wrap.start()]
         last = wrap.end()
