@@ -134,3 +134,34 @@ def test_each_line_of_a_text_result_prints_on_one_line(line: str, printed: str) 
     result = CommandResult("x", None, lambda: ["first", line, "last"])
     assert result.render_text() == f"first\n{printed}\nlast"
     assert CommandResult("x", None, "kept\nas is").render_text() == "kept\nas is"  # a str is the renderer's
+
+
+def test_a_store_task_error_never_forges_a_fleet_line() -> None:
+    """probe --slurm / --scheduler local: a task's error and node come from files in the shared store."""
+    from envkit.cli.fleet_cmd import fleet_text
+    from envkit.fleet.fanout import FleetRun, TaskOutcome
+    from envkit.fleet.scheduler import JobState
+
+    tasks = (
+        TaskOutcome("node-1", "node-1", "failed", error="boom\n  node-2    ok        node-2.json"),
+        TaskOutcome("node-2\n3 of 3 tasks wrote a report", "node-2", "failed", error="x"),
+        TaskOutcome("node-3", "node-3", "ok", report="node-3.json"),
+    )
+    run = FleetRun("r1", Path("/store/r1"), "local", "1", JobState.COMPLETED, tasks)
+    lines = CommandResult("probe", None, lambda: fleet_text(run)).render_text().splitlines()
+    assert len(lines) == 5 and lines[-1] == "1 of 3 tasks wrote a report", lines
+
+
+def test_a_finding_from_an_sbom_never_forges_a_verify_line() -> None:
+    """envkit verify: its findings quote the image's SBOM and provenance (someone else's files)."""
+    from envkit.cli.verify_cmd import _text
+    from envkit.verify.image import VerifyResult
+
+    image = "sha256:" + "a" * 64
+    finding = "sbom.cdx.json: component 'x\nenvkit/tiny:latest: reproduced (image y)' is not in the lock"
+    result = VerifyResult(
+        "tiny", "envkit/tiny:latest", image, image, None, None, None, None, findings=(finding,)
+    )  # fmt: skip
+    lines = CommandResult("verify", None, lambda: _text(result)).render_text().splitlines()
+    assert len(lines) == 2 and sum("reproduced" in line for line in lines) == 2
+    assert lines[1].startswith("  finding: sbom.cdx.json: component 'x\\nenvkit/tiny:latest")
