@@ -35,7 +35,7 @@ _SEPARATOR = re.compile(r"^[\s\-=─━_]+\Z")
 _EXPORT = re.compile(r"^([^\s=]+)=([^\s=]+)(?:=([^\s=]+))?\Z")
 _PLAIN_PIN = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._+-]*)===?([A-Za-z0-9_][A-Za-z0-9._+!*-]*)\Z")
 # `# packages in environment at /opt/conda:` (the prefix may be cut off, or the line cut before it)
-_CONDA_HEADER = re.compile(r"^# packages in environment at(?:\s+(?P<prefix>.*?))?\s*:?\s*\Z")
+_CONDA_HEADER = re.compile(r"^# packages in environment at(?:[ \t]+(?P<prefix>.*?))?[ \t]*:?\Z")
 _EDITABLE_NOTE = re.compile(r"^#\s*Editable install.*\(([A-Za-z0-9._-]+)==([^)\s]+)\)")
 
 
