@@ -14,6 +14,8 @@ and exits with the error's :attr:`exit_code`::
     ├── EngineError                  exit 3  container engine problems
     │   ├── EngineUnavailable        exit 3
     │   ├── ContainerCommandMissing  exit 3  a container's command does not exist in its image
+    │   ├── ContainerTimedOut        exit 3  a container's command ran past the run's time limit
+    │   ├── ContainerOutputTooLarge  exit 3  a container's command printed more than a run reads
     │   └── BuildFailed              exit 3  (carries the log tail)
     ├── ProbeError                   exit 3
     │   └── ReportError              exit 2  unreadable or incomparable report
@@ -41,6 +43,8 @@ __all__ = [
     "BuildFailed",
     "CatalogError",
     "ContainerCommandMissing",
+    "ContainerOutputTooLarge",
+    "ContainerTimedOut",
     "DumpError",
     "EngineError",
     "EngineUnavailable",
@@ -176,6 +180,14 @@ class EngineUnavailable(EngineError):
 
 class ContainerCommandMissing(EngineError):
     """The engine is fine; the image has no such executable (runc's ``exec: "X": ... not found``)."""
+
+
+class ContainerTimedOut(EngineError):
+    """A container's command ran past the run's time limit; the container was stopped and removed."""
+
+
+class ContainerOutputTooLarge(EngineError):
+    """A container's command printed more than envkit reads of a run; the container was removed."""
 
 
 class BuildFailed(EngineError):

@@ -11,32 +11,40 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envkit import __version__
+from envkit._safe import one_line
 from envkit.errors import EnvkitError, ExitCode
 
-__all__ = ["SCHEMA_VERSION", "CommandResult", "envelope", "error_envelope"]
+__all__ = ["SCHEMA_VERSION", "CommandResult", "Lines", "envelope", "error_envelope"]
 
 SCHEMA_VERSION = 1
 
 JSONValue = Any
+
+Lines = list[str]
+"""A text as its lines: each is printed on one line (a line break or control character in a field
+taken from a file is shown escaped, ``\\n``), so no report, inventory or lock can print a line of
+its own (a forged ``verdict: identical`` under the real one)."""
 
 
 @dataclass(frozen=True)
 class CommandResult:
     """What a command produced.
 
-    ``data`` is the JSON-able result; ``text`` renders it for people;
-    ``exit_code`` is OK or FINDINGS; ``warnings`` go to stderr in text mode
+    ``data`` is the JSON-able result; ``text`` renders it for people, as one string or as
+    :class:`Lines`; ``exit_code`` is OK or FINDINGS; ``warnings`` go to stderr in text mode
     and into ``errors`` (with level ``warning``) in JSON mode.
     """
 
     command: str
     data: JSONValue
-    text: Callable[[], str] | str
+    text: Callable[[], str | Lines] | str | Lines
     exit_code: ExitCode = ExitCode.OK
     warnings: Sequence[str] = field(default_factory=tuple)
 
     def render_text(self) -> str:
-        return self.text() if callable(self.text) else self.text
+        """The text; :class:`Lines` each printed on one line, whatever a field in them holds."""
+        text = self.text() if callable(self.text) else self.text
+        return text if isinstance(text, str) else "\n".join(one_line(line) for line in text)
 
 
 def envelope(result: CommandResult) -> dict[str, JSONValue]:

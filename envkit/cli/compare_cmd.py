@@ -13,7 +13,7 @@ from envkit.comparison.nway import member_list
 from envkit.comparison.pairwise import PairComparison, fmt_rel
 from envkit.errors import ExitCode
 from envkit.probe.model import Verdict
-from envkit.result import CommandResult
+from envkit.result import CommandResult, Lines
 
 __all__ = ["compare_refs", "nway_text", "pair_text"]
 
@@ -35,7 +35,7 @@ def compare_refs(
     return CommandResult("probe", nway.to_json(), lambda: nway_text(nway), exit_code=code)
 
 
-def pair_text(result: PairComparison) -> str:
+def pair_text(result: PairComparison) -> Lines:
     lines = [f"verdict: {result.verdict}  ({result.names[0]} vs {result.names[1]})"]
     steps = result.numbering
     for c in result.comparisons:
@@ -56,10 +56,10 @@ def pair_text(result: PairComparison) -> str:
         lines += [f"  {i}. {c.message}" for i, c in enumerate(result.causes[:12], 1)]
         if len(result.causes) > 12:
             lines.append(f"  … {len(result.causes) - 12} more (--json)")
-    return "\n".join(lines)
+    return lines
 
 
-def nway_text(done: ManyResult) -> str:
+def nway_text(done: ManyResult) -> Lines:
     r = done.result
     head = f"{len(r.names)} reports, {len(r.groups)} bitwise group(s)"
     head += (
@@ -91,4 +91,4 @@ def nway_text(done: ManyResult) -> str:
         lines += [f"  {name}: {why}" for name, why in r.failed]
     verdict = "all agree within equivalent" if r.ok else "not all agree"
     lines.append(f"verdict: {verdict}" + (f"; html: {done.html}" if done.html else ""))
-    return "\n".join(lines)
+    return lines

@@ -16,7 +16,7 @@ from envkit.errors import ExitCode, UsageError
 from envkit.inventory import FORMATS, Inventory, read_inventory
 from envkit.inventory.selector import Selected, split_selector
 from envkit.inventory.snapshot import EnvironmentSource, LocalSource, take_snapshot, write_snapshot
-from envkit.result import CommandResult
+from envkit.result import CommandResult, Lines
 
 _STORE_HELP = "Snapshot store (default $ENVKIT_STORE or .envkit/snapshots)."
 
@@ -58,10 +58,10 @@ def _describe(inv: Inventory) -> str:
     return f"{inv.label}: {what}, {len(inv.packages)} packages ({inv.path})"
 
 
-def _text(report: DriftReport, min_severity: str) -> str:
+def _text(report: DriftReport, min_severity: str) -> Lines:
     lines = [_describe(i) for i in report.inventories]
     if not report.findings:
-        return "\n".join([*lines, "no differences"])
+        return [*lines, "no differences"]
     floor = severity_rank(min_severity)
     shown = [f for f in report.findings if severity_rank(f.severity) >= floor]
     width = max((len(f.package) for f in shown), default=0)
@@ -77,7 +77,7 @@ def _text(report: DriftReport, min_severity: str) -> str:
             f"; {hidden} {below} finding{'s' if hidden != 1 else ''} hidden (--min-severity info shows all)"
         )
     lines.append(summary)
-    return "\n".join(lines)
+    return lines
 
 
 @command(cli, "diff")

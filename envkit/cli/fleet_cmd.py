@@ -16,7 +16,7 @@ from envkit.cli._app import err_console, project_root, services, shown
 from envkit.cli.probe_args import FleetArgs, K8sArgs
 from envkit.errors import ExitCode
 from envkit.probe.runner import ProbeOptions
-from envkit.result import CommandResult
+from envkit.result import CommandResult, Lines
 
 if TYPE_CHECKING:  # the fleet machinery loads when a fleet run starts, not with `envkit probe`
     from envkit.fleet.fanout import FleetRun, Progress
@@ -165,7 +165,7 @@ def emit_k8s(k8s: K8sArgs, store: Path, probe: ProbeOptions) -> CommandResult:
     return CommandResult("probe", data, text)
 
 
-def fleet_text(run: FleetRun) -> str:
+def fleet_text(run: FleetRun) -> Lines:
     lines = [f"run {run.run_id} ({run.scheduler} job {run.job_id}, {run.job_state.value}): {run.run_dir}"]
     width = max((len(t.task) for t in run.tasks), default=4) + 2
     for t in run.tasks:
@@ -175,4 +175,4 @@ def fleet_text(run: FleetRun) -> str:
     lines.append(f"{ok} of {len(run.tasks)} tasks wrote a report")
     if ok >= 2:
         lines.append(f"compare them: envkit probe --compare {run.run_dir}")
-    return "\n".join(lines)
+    return lines

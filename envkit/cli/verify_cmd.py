@@ -14,7 +14,7 @@ from envkit.cli._app import command, project_root, services, working
 from envkit.cli.build_cmd import find_links_from_env
 from envkit.errors import EngineError, ExitCode, UsageError
 from envkit.reproduce.layers import LayerEntry
-from envkit.result import CommandResult
+from envkit.result import CommandResult, Lines
 from envkit.spec.load import SPEC_DIR, load_spec
 from envkit.spec.models import NAME_RE
 from envkit.verify.image import VerifyResult, verify_image
@@ -97,12 +97,10 @@ def _project_spec(name: str, image: str, root: Path) -> Path:
     return path
 
 
-def _text(result: VerifyResult) -> str:
+def _text(result: VerifyResult) -> Lines:
     notes = [f"  finding: {f}" for f in result.findings]
     if result.equal:
-        return "\n".join(
-            [f"{result.image}: reproduced (image {result.image_id} = rebuild from the lock)", *notes]
-        )
+        return [f"{result.image}: reproduced (image {result.image_id} = rebuild from the lock)", *notes]
     lines = [*notes, f"{result.image}: NOT reproduced: image {result.image_id}, rebuild {result.rebuilt_id} "
              f"(tagged {result.rebuilt_tag})"]  # fmt: skip
     if result.image_lock_sha256 != result.lock_sha256:
@@ -130,7 +128,7 @@ def _text(result: VerifyResult) -> str:
             "diffoscope is not installed: no byte-level report of the differing files "
             "(install it: apt-get install diffoscope-minimal, or pip install diffoscope)"
         )
-    return "\n".join(lines)
+    return lines
 
 
 def _field(entry: LayerEntry | None, name: str) -> str:

@@ -13,6 +13,7 @@ import io
 import os
 import re
 import socket
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,13 +33,20 @@ from envkit.engine.protocol import (
     Mount,
     RunResult,
 )
-from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable, UsageError
+from envkit.engine.run_bounds import (
+    MAX_RUN_OUTPUT_BYTES,
+    env_seconds,
+    output_too_large,
+    read_output,
+    run_timeout,
+    timed_out,
+)
+from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable
 
 __all__ = ["DockerEngine", "build_failure", "engine_timeout", "translate_error"]
 
 TIMEOUT_ENV = "ENVKIT_ENGINE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 60  # docker's own client default
-_MAX_TIMEOUT_S = 24 * 3600
 
 BUILD_TIMEOUT_S = 3 * 3600  # a quiet `pip install torch` step can take minutes between lines
 _STEP = re.compile(r"^Step (\d+/\d+) : (.*)\Z")
@@ -176,16 +184,7 @@ def build_failure(error: str, tail: Sequence[str]) -> BuildFailed:
 
 def engine_timeout(environ: Mapping[str, str] = os.environ) -> int:
     """The client timeout in seconds: ``$ENVKIT_ENGINE_TIMEOUT`` (1 to 86400), else 60."""
-    raw = environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_S
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= _MAX_TIMEOUT_S:
-        shown = raw if len(raw) <= 40 and raw.isprintable() else repr(raw[:40])
-        raise UsageError(
-            f"${TIMEOUT_ENV} is {shown!s}: not a number of seconds",
-            hint=f"a whole number from 1 to {_MAX_TIMEOUT_S} (default {DEFAULT_TIMEOUT_S}), or unset it",
-        )
-    return int(raw)
+    return env_seconds(environ, TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
 
 
 def _connect(seconds: int) -> Any:
@@ -206,12 +205,16 @@ def _connect(seconds: int) -> Any:
 class DockerEngine:
     """:class:`~envkit.engine.protocol.ContainerEngine` on the Docker Engine API."""
 
-    def __init__(self, client: Any | None = None, *, timeout: int | None = None) -> None:
+    def __init__(
+        self, client: Any | None = None, *, timeout: int | None = None, max_output: int = MAX_RUN_OUTPUT_BYTES
+    ) -> None:
         """``timeout``: seconds a call may wait for the daemon's answer (``$ENVKIT_ENGINE_TIMEOUT``,
-        else 60: a daemon busy saving or loading a multi-GB image can take longer)."""
+        else 60: a daemon busy saving or loading a multi-GB image can take longer); ``max_output``:
+        bytes of each stream of a run read at most (:mod:`envkit.engine.run_bounds`)."""
         if client is None:
             client = _connect(engine_timeout() if timeout is None else timeout)
         self.api = client
+        self.max_output = max_output
 
     def build(
         self,
@@ -317,9 +320,11 @@ class DockerEngine:
         env: Mapping[str, str] | None = None,
         gpus: bool = False,
         network: bool = False,
+        timeout_s: float | None = None,
     ) -> RunResult:
         binds = {m.source: {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in mounts}
         requests_ = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None
+        seconds = run_timeout() if timeout_s is None else timeout_s
         container: dict[str, Any] | None = None
         try:
             host_config = self.api.create_host_config(
@@ -329,9 +334,8 @@ class DockerEngine:
                 image, command=list(argv), environment=dict(env or {}), host_config=host_config
             )
             self.api.start(container)
-            status = self.api.wait(container, timeout=BUILD_TIMEOUT_S)
-            stdout = self.api.logs(container, stdout=True, stderr=False).decode("utf-8", "replace")
-            stderr = self.api.logs(container, stdout=False, stderr=True).decode("utf-8", "replace")
+            status = self._wait(container, seconds, image, argv)
+            stdout, stderr = (self._output(container, name, image, argv) for name in ("stdout", "stderr"))
         except docker.errors.ImageNotFound as e:
             raise EngineError(
                 f"no such image: {image}", hint=f"build it first: envkit build NAME ({e})"
@@ -340,10 +344,36 @@ class DockerEngine:
             raise translate_error(e, what=f"running {image}") from e
         finally:
             if container is not None:
-                # A leftover container is not worth masking the real result.
+                # A leftover container is not worth masking the real result (force: a running one is killed).
                 with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
                     self.api.remove_container(container, force=True)
         return RunResult(int(status.get("StatusCode", -1)), stdout, stderr)
+
+    def _wait(self, container: dict[str, Any], seconds: float, image: str, argv: Sequence[str]) -> Any:
+        """The container's exit status; :class:`ContainerTimedOut` when it runs past ``seconds``."""
+        started = time.monotonic()
+        try:
+            return self.api.wait(container, timeout=seconds)
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as e:
+            if time.monotonic() - started < seconds * 0.9:  # the daemon went away: not our limit
+                raise
+            raise timed_out(image, argv, seconds) from e
+
+    def _output(self, container: dict[str, Any], name: str, image: str, argv: Sequence[str]) -> str:
+        """One stream of the finished container, at most ``max_output`` bytes read."""
+        stream = self.api.logs(
+            container, stdout=name == "stdout", stderr=name == "stderr", stream=True, follow=False
+        )
+        try:
+            data = read_output(stream, self.max_output)
+        finally:
+            stream.close()  # the SDK's: shuts the socket down (the rest is never read) ...
+            response = getattr(stream, "_response", None)
+            if response is not None:  # ... but leaves the response's file, and so the socket, open
+                response.close()
+        if data is None:
+            raise output_too_large(image, argv, name, self.max_output)
+        return data.decode("utf-8", "replace")
 
 
 def image_info(data: Mapping[str, Any]) -> ImageInfo:

@@ -132,8 +132,15 @@ class ContainerEngine(Protocol):
         env: Mapping[str, str] | None = None,
         gpus: bool = False,
         network: bool = False,
+        timeout_s: float | None = None,
     ) -> RunResult:
-        """Run ``argv`` in a fresh container (removed afterwards) and capture its output."""
+        """Run ``argv`` in a fresh container (removed afterwards) and capture its output.
+
+        Bounded (:mod:`envkit.engine.run_bounds`): past ``timeout_s`` seconds (None: the engine's
+        default, a few minutes) :class:`~envkit.errors.ContainerTimedOut`; more output than the
+        engine reads, :class:`~envkit.errors.ContainerOutputTooLarge`. Either way the container is
+        stopped and removed.
+        """
         ...
 
 

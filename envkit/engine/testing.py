@@ -54,6 +54,7 @@ class FakeRun:
     env: Mapping[str, str] | None
     gpus: bool
     network: bool
+    timeout_s: float | None = None
 
 
 @dataclass
@@ -182,9 +183,10 @@ class FakeEngine:
         env: Mapping[str, str] | None = None,
         gpus: bool = False,
         network: bool = False,
+        timeout_s: float | None = None,
     ) -> RunResult:
         self._check()
-        record = FakeRun(image, tuple(argv), tuple(mounts), env, gpus, network)
+        record = FakeRun(image, tuple(argv), tuple(mounts), env, gpus, network, timeout_s)
         self.runs.append(record)
         if self.handler is not None:
             return self.handler(record)

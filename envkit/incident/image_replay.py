@@ -35,6 +35,7 @@ CONTAINER_SRC = "/opt/envkit-src"
 CONTAINER_DUMP = "/opt/envkit-dump"
 CONTAINER_CODE = "/opt/envkit-code"
 MAX_DEPTH = 32
+REPLAY_TIMEOUT_S = 1800  # the probe's limit: a replay runs a training step again
 SCRIPT = (
     'cd "$1" && shift && exec "$(command -v python3 || command -v python)" -m envkit.incident.image_side "$@"'
 )
@@ -101,7 +102,10 @@ def stage_dump(dump: Dump, target: Path, *, mode: int | None = None) -> Path:
 def _run(engine: ContainerEngine, image: str, staged: Path, entry: str, code: Path) -> RunResult:
     argv = ["sh", "-c", SCRIPT, "envkit-replay", CONTAINER_CODE, CONTAINER_DUMP, entry]
     env = {"PYTHONPATH": CONTAINER_SRC, "PYTHONDONTWRITEBYTECODE": "1"}
-    return engine.run(image, argv, mounts=mounts_for(staged, code), env=env, network=False)
+    # a replay runs the training step again: the probe's time limit, not a report's few minutes
+    return engine.run(
+        image, argv, mounts=mounts_for(staged, code), env=env, network=False, timeout_s=REPLAY_TIMEOUT_S
+    )
 
 
 def _judged(dump: Dump, image: str, image_id: str, result: RunResult) -> ReplayVerdict:

@@ -148,13 +148,28 @@ def read_readiness(data: Mapping[str, Any], c: Collector) -> None:
     shown = []
     for lib, entry in sorted(code.items()) if isinstance(code, Mapping) else ():
         if isinstance(entry, Mapping):
-            sass = ",".join(str(a) for a in entry.get("sass", []))
-            ptx = ",".join(str(a) for a in entry.get("ptx", [])) or "no PTX"
+            where = f"result.summary.gpu_code.{str(lib)[:80]!r}"
+            sass = ",".join(_architectures(c, entry.get("sass", []), f"{where}.sass"))
+            ptx = ",".join(_architectures(c, entry.get("ptx", []), f"{where}.ptx")) or "no PTX"
             shown.append(f"{lib}: {sass} | {ptx}")
     c.meta["loaded"] = "; ".join(loaded) or "none"
     c.meta["gpu_code"] = "; ".join(shown) or "none"
     if isinstance(result, Mapping) and isinstance(result.get("where"), str):
         c.meta["host"] = result["where"]
+
+
+def _architectures(c: Collector, value: object, where: str) -> list[str]:
+    """A ``sass`` or ``ptx`` list of ``envkit check --json``: architectures (``sm_90``, ``90``) only."""
+    if not isinstance(value, list) or not all(
+        isinstance(a, str | int) and not isinstance(a, bool) for a in value
+    ):
+        found = type(value).__name__ if not isinstance(value, list) else "a list holding other values"
+        raise c.error(
+            None,
+            f"{where}: expected a list of GPU architectures (sm_90, ...), found {found}",
+            hint="rerun `envkit check --json` (the file was edited or is not envkit's)",
+        )
+    return [str(a) for a in value]
 
 
 def read_snapshot(data: Mapping[str, Any], c: Collector) -> None:

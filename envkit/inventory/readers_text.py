@@ -34,6 +34,8 @@ _TABLE_HEADER = re.compile(r"^#?\s*Name\s+Version\s+Build(\s+Channel)?\s*\Z")
 _SEPARATOR = re.compile(r"^[\s\-=─━_]+\Z")
 _EXPORT = re.compile(r"^([^\s=]+)=([^\s=]+)(?:=([^\s=]+))?\Z")
 _PLAIN_PIN = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._+-]*)===?([A-Za-z0-9_][A-Za-z0-9._+!*-]*)\Z")
+# `# packages in environment at /opt/conda:` (the prefix may be cut off, or the line cut before it)
+_CONDA_HEADER = re.compile(r"^# packages in environment at(?:[ \t]+(?P<prefix>.*?))?[ \t]*:?\Z")
 _EDITABLE_NOTE = re.compile(r"^#\s*Editable install.*\(([A-Za-z0-9._-]+)==([^)\s]+)\)")
 
 
@@ -49,8 +51,9 @@ def read_conda_list(text: str, c: Collector) -> None:
         if not stripped or _SEPARATOR.match(stripped) or _TABLE_HEADER.match(stripped):
             continue
         if stripped.startswith("#"):
-            if stripped.startswith("# packages in environment at"):
-                c.meta["prefix"] = stripped.split(" at ", 1)[1].rstrip(":")
+            header = _CONDA_HEADER.match(stripped)
+            if header and header["prefix"]:  # a header cut short names no prefix: nothing to keep
+                c.meta["prefix"] = header["prefix"]
             continue
         if stripped.startswith("List of packages in environment:"):
             c.format = "mamba-list"

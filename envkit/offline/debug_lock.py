@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from packaging.version import VERSION_PATTERN
 
+from envkit._pep503 import canonicalize_name
 from envkit.errors import LockError
 from envkit.lock.lockfile import parse_requirements_lock, requirements_lock
 from envkit.lock.solver import PipPackage
@@ -128,7 +129,7 @@ def parse_debug_lock(data: object) -> DebugLock:
     debs = _items(debian["packages"], "debian.packages", _deb_pin)
     wheels = _items(pip["packages"], "pip.packages", _wheel)
     _unique([d.name for d in debs], "debian.packages", "Debian package")
-    _unique([w.name.lower().replace("_", "-").replace(".", "-") for w in wheels], "pip.packages", "wheel")
+    _unique([canonicalize_name(w.name) for w in wheels], "pip.packages", "wheel")
     return DebugLock(
         _text(top["request"], "request", _REQUEST, "a sha256 (64 hex digits)"),
         _text(top["runtime_id"], "runtime_id", _IMAGE_ID, "an image ID"),

@@ -31,6 +31,9 @@ PAYLOAD_DIR = Path(__file__).resolve().parent / "payload"
 CONTAINER_PAYLOAD = "/opt/envkit-probe"
 FRAMEWORKS = ("torch", "paddle")
 WORKLOADS = ("rnn", "bert")
+PROBE_TIMEOUT_S = (
+    1800  # a probe trains N steps: longer than a report's few minutes, on the host and in an image
+)
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,7 @@ def run_on_host(
     env = {**os.environ, **thread_env(opts), **opts.env, "PYTHONDONTWRITEBYTECODE": "1"}
 
     def execute(args: list[str]) -> tuple[int, str, str]:
-        result = run([exe, str(PAYLOAD_DIR / "run.py"), *args], env=env, check=False, timeout=1800)
+        result = run([exe, str(PAYLOAD_DIR / "run.py"), *args], env=env, check=False, timeout=PROBE_TIMEOUT_S)
         return result.returncode, result.stdout, result.stderr
 
     readiness = host_has_gpu() if opts.readiness is None else opts.readiness
@@ -206,7 +209,7 @@ def run_in_image(
 
     def execute(args: list[str]) -> tuple[int, str, str]:
         argv = ["sh", "-c", script, f"{CONTAINER_PAYLOAD}/run.py", *args]
-        result = engine.run(image, argv, mounts=mounts, env=env, gpus=use_gpus)
+        result = engine.run(image, argv, mounts=mounts, env=env, gpus=use_gpus, timeout_s=PROBE_TIMEOUT_S)
         return result.exit_code, result.stdout, result.stderr
 
     hint = "does the image have python3? run `envkit probe --image ... --debug`"

@@ -54,7 +54,7 @@ def test_without_diffoscope_the_files_are_named_and_the_text_says_how_to_install
     found = result.to_json()
     assert found["diffoscope_missing"] is True and found["diffoscope"] == []
     assert [(f["path"], f["change"]) for f in found["diff"]["files"]] == [("id.txt", "changed")]
-    lines = _text(result).splitlines()
+    lines = _text(result)
     assert lines[0].startswith("envkit/tiny:latest: NOT reproduced: image sha256:"), lines
     assert any(line.startswith("  file id.txt: changed (sha256 ") for line in lines), lines
     assert lines[-1] == MISSING, lines
@@ -69,7 +69,7 @@ def test_with_diffoscope_its_report_is_shown_and_nothing_says_missing(
     result = _verify(tmp_path, monkeypatch, os.environ["PATH"])
     assert result.diffoscope_missing is False
     assert [d.path for d in result.diffoscope] == ["id.txt"]
-    text = _text(result)
+    text = "\n".join(_text(result))
     report = text.split("\ndiffoscope id.txt:\n", 1)[1].splitlines()
     image, rebuilt = result.image_id, result.rebuilt_id
     assert f"  -{image}" in report and f"  +{rebuilt}" in report, report

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from unittest.mock import MagicMock
 
@@ -16,6 +16,20 @@ import requests.exceptions
 
 from envkit.engine.docker_api import DockerEngine, build_failure, translate_error
 from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable
+
+
+class Stream:
+    """What ``APIClient.logs(stream=True)`` returns: an iterator of chunks with ``close()``."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.chunks = iter(chunks)
+        self.closed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.chunks
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def _engine(**returns: object) -> tuple[DockerEngine, MagicMock]:
@@ -142,7 +156,7 @@ def test_inspect_missing_is_none_and_info_is_plain() -> None:
 
 def test_run_removes_the_container_and_has_no_network_by_default() -> None:
     engine, api = _engine(create_container={"Id": "c1"}, wait={"StatusCode": 3}, create_host_config={})
-    api.logs.side_effect = [b"out", b"err"]
+    api.logs.side_effect = [Stream([b"o", b"ut"]), Stream([b"err"])]
     result = engine.run("img", ["python", "-V"])
     assert (result.exit_code, result.stdout, result.stderr) == (3, "out", "err")
     assert api.create_host_config.call_args.kwargs["network_mode"] == "none"

@@ -176,3 +176,14 @@ def test_audit_db_with_a_fifo_record_exits_3_naming_it(
     (run,) = result
     assert run.code == 3, run.out
     assert "PYSEC-2.json" in run.out and "FIFO" in run.out
+
+
+def test_a_host_report_that_is_a_fifo_is_a_usage_error(fifo: Path) -> None:
+    """``envkit check --host FILE`` reads the report through the helper too."""
+    from envkit.catalog.gpu import load_gpu_facts
+    from envkit.errors import UsageError
+    from envkit.readiness.targets import host_targets
+
+    facts = load_gpu_facts()
+    error = returns_or_raises(lambda: host_targets(fifo, facts), fifo)
+    assert isinstance(error, UsageError) and "a FIFO, not a regular file" in error.message
