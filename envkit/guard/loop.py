@@ -27,8 +27,9 @@ from typing import Any
 from envkit._safe import one_line
 from envkit.errors import GuardError, GuardStopped
 from envkit.guard.adapter import Adapter, make_adapter
-from envkit.guard.checks import DumpBudget, rank_outliers
+from envkit.guard.checks import WARNINGS, DumpBudget, dead_run, lr_trend, rank_outliers
 from envkit.guard.flight import write_dump
+from envkit.guard.inputs import input_outlier
 from envkit.guard.ledger import Ledger, LedgerEntry, batch_digest
 from envkit.guard.localize import (
     NoOptimizer,
@@ -107,6 +108,9 @@ class Guard:
         self.count = 0
         self.consecutive_skips = 0
         self.consecutive_overflows = 0
+        self.blow_up: tuple[int, int] | None = None  # the first and latest bad step (not a warning)
+        self.said_dead = False
+        self.previous: tuple[int, Any] = (-1, None)  # the last step's batch: an incident compares with it
         self.overflowed: dict[str, tuple[int, float]] = {}  # overflowed batches: digest → step, scale
         self.dumps = DumpBudget(
             limits.max_dumps, limits.max_spike_dumps
@@ -332,7 +336,12 @@ class Guard:
         if spike is not None:
             policy = Policy.STOP if self.spike_policy is Policy.STOP else Policy.SKIP
             text = f"loss {rec.loss:.6g} above {spike.limit:.6g} (median {spike.median:.6g}) and {scale}"
-            return IncidentKind.LOSS_SPIKE, text + ": a bad batch, not the scale", policy, [self.rank]
+            return (
+                IncidentKind.LOSS_SPIKE,
+                text + ": a bad batch or a blow-up, not the scale",
+                policy,
+                [self.rank],
+            )
         digest = batch_digest(self.adapter, g.batch)
         if digest is None:
             return None
@@ -378,7 +387,7 @@ class Guard:
             report = self.log.save()
             where = f"; replay: envkit guard replay {self.log.root / incident.dump}" if incident.dump else ""
             raise GuardStopped(
-                f"step {rec.step}: {kind}: {message} ({why}); report {report}{where}",
+                f"step {rec.step}: {kind}: {incident.message} ({why}); report {report}{where}",
                 hint=f"envkit guard show {self.log.root}",
             )
         return False
@@ -420,6 +429,17 @@ class Guard:
                 out["nonfinite_batch"] = batch_nonfinite(self.adapter, g.batch)
             except Exception as exc:  # noqa: BLE001 a batch the check cannot read: the incident stands
                 out["nonfinite_batch_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        trend = lr_trend(self.log.records, rec) if kind is not IncidentKind.RANK_MISMATCH else None
+        if trend is not None:
+            out["lr_trend"] = trend
+        if kind is not IncidentKind.RANK_MISMATCH and not out.get("nonfinite_batch"):
+            step, before = self.previous
+            try:  # a finite batch out of scale: the input, said before any parameter
+                found = input_outlier(self.adapter, g.batch, before if step < g.step else None)
+            except Exception as exc:  # noqa: BLE001 a batch the check cannot read: the incident stands
+                found = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            if found is not None:
+                out["input_outlier"] = found
         return out
 
     def _rank_check(self, g: GuardStep, rec: StepRecord) -> None:
@@ -440,6 +460,14 @@ class Guard:
         self.log.add(rec, first=len(self.log.records) == 0)
         if rec.skipped is not None:
             self._said_skipped(rec)
+        if self.blow_up is not None and len(self.log.records) % 25 == 0:
+            text = dead_run(self.log.records, *self.blow_up)
+            if text is not None:  # once a run: said, then not looked for again
+                self.blow_up, self.said_dead = None, True
+                incident = Incident(rec.step, IncidentKind.DEAD_RUN, text, "warned")
+                self.log.incidents.append(incident)
+                self.log.incident(incident)
+                warnings.warn(f"envkit.guard: step {rec.step}: {text}", stacklevel=5)
 
     def _said_skipped(self, rec: StepRecord) -> None:
         """Each skip on the ``envkit.guard`` logger; the first non-overflow one on stderr too."""
@@ -462,10 +490,17 @@ class Guard:
         exact: bool = True,
     ) -> Incident:
         incident = Incident(rec.step, kind, message, action, ranks=ranks)
+        if (kind not in WARNINGS or action != "warned") and not self.said_dead:
+            # a dead run is looked for after the latest bad step, against the steps before the first
+            self.blow_up = (rec.step if self.blow_up is None else self.blow_up[0], rec.step)
         try:
             incident.context = self._context(g, rec, kind)
             if incident.context.get("nonfinite_batch"):  # said first: the input, not the model
                 incident.message = f"{describe_nonfinite(incident.context['nonfinite_batch'])}; {message}"
+            elif "text" in incident.context.get("input_outlier", {}):
+                incident.message = f"{incident.context['input_outlier']['text']}; {message}"
+            if "lr_trend" in incident.context and "the learning rate is" not in message:
+                incident.message += f"; {incident.context['lr_trend']}"
             self._describe(g, rec, kind, exact, incident)
         except Exception as exc:  # noqa: BLE001 the guard's own recording never stops the training
             incident.recording_error = self.log.failed(f"step {rec.step}: the incident", exc)
