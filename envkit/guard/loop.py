@@ -27,12 +27,11 @@ from typing import Any
 from envkit._safe import one_line
 from envkit.errors import GuardError, GuardStopped
 from envkit.guard.adapter import Adapter, make_adapter
-from envkit.guard.checks import DumpBudget, rank_outliers
+from envkit.guard.checks import WARNINGS, DumpBudget, rank_outliers
 from envkit.guard.flight import write_dump
 from envkit.guard.ledger import Ledger, LedgerEntry, batch_digest
 from envkit.guard.localize import (
     NoOptimizer,
-    batch_nonfinite,
     describe_nonfinite,
     largest_update,
     replay_step,
@@ -43,6 +42,7 @@ from envkit.guard.runlog import RunLog
 from envkit.guard.spikes import SpikeDetector, Spikes
 from envkit.guard.step import GuardStep, PendingStep
 from envkit.guard.updates import UpdateTracker
+from envkit.guard.watch import DeadRunWatch, OverflowMemory, causes, overflow_cause
 
 __all__ = ["Guard", "GuardStep"]
 
@@ -107,7 +107,9 @@ class Guard:
         self.count = 0
         self.consecutive_skips = 0
         self.consecutive_overflows = 0
-        self.overflowed: dict[str, tuple[int, float]] = {}  # overflowed batches: digest → step, scale
+        self.dead = DeadRunWatch()
+        self.previous: tuple[int, Any] = (-1, None)  # the last step's batch: an incident compares with it
+        self.overflowed = OverflowMemory()  # the batches whose gradients overflowed
         self.dumps = DumpBudget(
             limits.max_dumps, limits.max_spike_dumps
         )  # per kind: warnings never starve incidents
@@ -325,29 +327,16 @@ class Guard:
         self, g: GuardStep, rec: StepRecord
     ) -> tuple[IncidentKind, str, Policy, list[int]] | None:
         """An overflow is the scaler's routine unless its (finite) loss is a spike against the losses
-        before, or the same batch overflowed before at a larger scale (the back-off did not help):
-        then it is an incident (kind, message, policy)."""
+        before, or the same batch overflowed before at a larger scale: then an incident."""
         spike = None if self.spike_policy is None else self.spikes.loss.check(rec.loss)
-        scale = f"its gradients overflowed the loss scale {rec.loss_scale:g}" if rec.loss_scale else ""
-        if spike is not None:
+        found = overflow_cause(rec, spike, lambda: batch_digest(self.adapter, g.batch), self.overflowed)
+        if found is None:
+            return None
+        kind, text = found
+        policy = self.policy  # a loss spike: the scaler skips it anyway, unless spikes stop the run
+        if kind is IncidentKind.LOSS_SPIKE:
             policy = Policy.STOP if self.spike_policy is Policy.STOP else Policy.SKIP
-            text = f"loss {rec.loss:.6g} above {spike.limit:.6g} (median {spike.median:.6g}) and {scale}"
-            return IncidentKind.LOSS_SPIKE, text + ": a bad batch, not the scale", policy, [self.rank]
-        digest = batch_digest(self.adapter, g.batch)
-        if digest is None:
-            return None
-        first = self.overflowed.pop(digest, None)
-        now = rec.loss_scale or 0.0
-        self.overflowed[digest] = (rec.step, now)
-        if len(self.overflowed) > 10_000:  # the oldest goes (overflows are rare: a bound, not a cache)
-            del self.overflowed[next(iter(self.overflowed))]
-        if first is None or now >= first[1]:
-            return None
-        text = (  # the scale backed off since, and the same data overflows again
-            f"{scale} again on the batch that overflowed at step {first[0]} at scale {first[1]:g}: "
-            "the data, not the scale"
-        )
-        return IncidentKind.NONFINITE_GRAD, text, self.policy, [self.rank]
+        return kind, text, policy, [self.rank]
 
     def _incident(
         self,
@@ -378,7 +367,7 @@ class Guard:
             report = self.log.save()
             where = f"; replay: envkit guard replay {self.log.root / incident.dump}" if incident.dump else ""
             raise GuardStopped(
-                f"step {rec.step}: {kind}: {message} ({why}); report {report}{where}",
+                f"step {rec.step}: {kind}: {incident.message} ({why}); report {report}{where}",
                 hint=f"envkit guard show {self.log.root}",
             )
         return False
@@ -414,13 +403,12 @@ class Guard:
 
     def _context(self, g: GuardStep, rec: StepRecord, kind: IncidentKind) -> dict[str, Any]:
         """The incident's step: lr and update ratio per group beside the largest before; a bad batch."""
-        out = self.updates.context(rec)
-        if kind in (IncidentKind.NONFINITE_LOSS, IncidentKind.NONFINITE_GRAD, IncidentKind.ERROR):
-            try:
-                out["nonfinite_batch"] = batch_nonfinite(self.adapter, g.batch)
-            except Exception as exc:  # noqa: BLE001 a batch the check cannot read: the incident stands
-                out["nonfinite_batch_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
-        return out
+        step, before = self.previous
+        previous = before if step < g.step else None
+        return {
+            **self.updates.context(rec),
+            **causes(self.adapter, self.log.records, rec, kind, g.batch, previous),
+        }
 
     def _rank_check(self, g: GuardStep, rec: StepRecord) -> None:
         """Replicas whose all-reduced gradient norm differs from the majority's: a warning naming them."""
@@ -440,6 +428,12 @@ class Guard:
         self.log.add(rec, first=len(self.log.records) == 0)
         if rec.skipped is not None:
             self._said_skipped(rec)
+        text = self.dead.check(self.log.records)
+        if text is not None:  # once a run: said, then not looked for again
+            incident = Incident(rec.step, IncidentKind.DEAD_RUN, text, "warned")
+            self.log.incidents.append(incident)
+            self.log.incident(incident)
+            warnings.warn(f"envkit.guard: step {rec.step}: {text}", stacklevel=5)
 
     def _said_skipped(self, rec: StepRecord) -> None:
         """Each skip on the ``envkit.guard`` logger; the first non-overflow one on stderr too."""
@@ -462,10 +456,16 @@ class Guard:
         exact: bool = True,
     ) -> Incident:
         incident = Incident(rec.step, kind, message, action, ranks=ranks)
+        if kind not in WARNINGS or action != "warned":
+            self.dead.bad_step(rec.step)  # a dead run is looked for after the latest bad step
         try:
             incident.context = self._context(g, rec, kind)
             if incident.context.get("nonfinite_batch"):  # said first: the input, not the model
                 incident.message = f"{describe_nonfinite(incident.context['nonfinite_batch'])}; {message}"
+            elif "text" in incident.context.get("input_outlier", {}):
+                incident.message = f"{incident.context['input_outlier']['text']}; {message}"
+            if "lr_trend" in incident.context and "the learning rate is" not in message:
+                incident.message += f"; {incident.context['lr_trend']}"
             self._describe(g, rec, kind, exact, incident)
         except Exception as exc:  # noqa: BLE001 the guard's own recording never stops the training
             incident.recording_error = self.log.failed(f"step {rec.step}: the incident", exc)
@@ -489,6 +489,12 @@ class Guard:
                 incident.recording_error = self.log.failed(f"step {rec.step}: the dump", exc)
             if self.loss_fn is not None and self.world_size == 1:
                 incident.localization = self._localize(g)
+                if incident.localization.get("loss_made_it") and not incident.context.get("nonfinite_batch"):
+                    grads = "finite" if math.isfinite(rec.grad_norm) else "not finite"
+                    incident.message += (
+                        f"; the model's outputs were finite (the step replayed): the loss function made it "
+                        f"(0·log 0, log 0, a division by 0?); the gradients were {grads}"
+                    )
         update = largest_update(grad_norms, a.weight_norms(), a.param_lrs())
         if update is not None:
             incident.localization = {**(incident.localization or {}), "largest_update": update}
@@ -528,7 +534,10 @@ class Guard:
             twin_adapter = make_adapter(twin, NoOptimizer())
             twin_adapter.restore_buffers(g.buffers)
             result = replay_step(twin_adapter, self.loss_fn, g.batch, g.rng, training=a.training())
-            return result.localization
+            loc = result.localization
+            if not (math.isfinite(result.loss) or result.error or loc["first_nonfinite_module"]):
+                loc["loss_made_it"] = True  # every module's output finite, the loss not: the loss function
+            return loc
         except Exception as exc:  # noqa: BLE001 localization is best effort: the incident and its dump stand
             return {"error": f"localization failed: {type(exc).__name__}: {str(exc)[:300]}"}
         finally:

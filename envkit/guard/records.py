@@ -40,6 +40,7 @@ class IncidentKind(str, Enum):
     GRAD_SPIKE = "grad-spike"
     UPDATE_SPIKE = "update-spike"  # the update (lr · gradient) far larger than any before it
     RANK_MISMATCH = "rank-mismatch"  # replicas disagree on the all-reduced gradient norm
+    DEAD_RUN = "dead-run"  # after a blow-up, the loss has stopped moving (one warning a run)
 
     def __str__(self) -> str:
         return self.value

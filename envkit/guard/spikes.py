@@ -6,7 +6,9 @@ data), and also ``factor × median`` (gradient norms of healthy runs are heavy-t
 regression scripts' clean runs a norm reached 8.3 σ above the median, yet never 2.5× it; the
 guard's defaults, 4× for the gradient norm and 1.5× for the loss, come from those runs, see
 ``docs/guard.md``), and also ``floor ×`` the largest value of the warm-up (a loss memorized down
-to ~0 has a median and MAD so small that dropout noise clears both). NaN/Inf are never added, so
+to ~0 has a median and MAD so small that dropout noise clears both), and also ``factor ×`` the
+median of the last 10 values (a trend that rises over the window is no spike: word_language_model
+at its default sizes grows its gradient norm 10× in its first 100 steps). NaN/Inf are never added, so
 one NaN cannot distort the statistics of the next steps (the OLMo-core gap in
 ``../shared/research/guard-anchors.md``). Standard library only.
 """
@@ -24,6 +26,7 @@ from envkit.guard.records import IncidentKind
 __all__ = ["SpikeDetector", "Spikes"]
 
 MAD_TO_SIGMA = 1.4826
+RECENT = 10  # a spike is also factor × the median of the last RECENT values (Lightning's window: 10)
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,10 @@ class SpikeDetector:
         median = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2 if n else 0.0
         # the limit is at least max(median, factor × median, floor × scale): below that, no MAD needed
         least = max(median, self.factor * median, self.floor * self.scale)
+        if n >= self.warmup and value > least:
+            # and factor × the last RECENT values' median: a rising trend (a norm that grows for a
+            # hundred steps as the model leaves its plateau) is no spike; a jump above it is
+            least = max(least, self.factor * statistics.median(list(self.window)[-RECENT:]))
         if n >= self.warmup and value > least:
             mad = statistics.median(abs(v - median) for v in self.window)
             # an all-equal window has MAD 0: fall back to a relative margin so that noise is no spike

@@ -69,7 +69,10 @@ class GuardStep:
         if self.loss is None:
             raise GuardError("g.optimizer_step() before g.backward(loss)", hint="call g.backward(loss) first")
         self.done = True
-        return self.guard._finish(self)
+        try:
+            return self.guard._finish(self)
+        finally:
+            self.guard.previous = (self.step, self.batch)
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -13,6 +13,8 @@ from types import ModuleType
 
 import pytest
 
+from envkit.guard import Limits
+
 torch = pytest.importorskip("torch")
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
@@ -77,7 +79,7 @@ def test_a_garbage_batch_whose_gradients_overflow_is_an_incident(tmp_path: Path,
     out = amp.train(tmp_path / "run", 30, fault="garbage", fault_step=25)
     [incident] = out["incidents"]
     assert (incident.step, str(incident.kind), incident.action) == (25, "loss-spike", "skipped")
-    assert "overflowed the loss scale 65536: a bad batch, not the scale" in incident.message
+    assert "overflowed the loss scale 65536: a bad batch or a blow-up, not the scale" in incident.message
     assert incident.dump == "incidents/step-25" and (tmp_path / "run" / "ledger.jsonl").is_file()
     record = out["records"][25]
     assert record.overflow and record.skipped and out["scales"][26] == out["scales"][25] / 2  # as its own
@@ -103,3 +105,46 @@ def test_the_same_batch_overflowing_again_after_a_back_off_is_an_incident(
     found = [(i.step, str(i.kind), i.action) for i in out["incidents"]]
     assert found == [(s, "nonfinite-grad", "skipped") for s in (25, 45, 65)]
     assert "again on the batch that overflowed at step 5 at scale 65536" in out["incidents"][0].message
+
+
+def test_one_raw_16_bit_image_in_a_normalized_batch_is_blamed_on_the_input(
+    tmp_path: Path, amp: ModuleType
+) -> None:
+    """Values up to 2e5 in one image of 32 (float16 autocast: the forward overflows, the loss is NaN):
+    the incident says the input, which sample and by how much, before anything about the model."""
+    out = amp.train(tmp_path / "run", 30, fault="huge", fault_step=25)
+    [incident] = out["incidents"]
+    assert (incident.step, str(incident.kind)) == (25, "nonfinite-loss")
+    assert incident.message.startswith("the input: sample 3 of batch[0] reaches |x| = 1.99")
+    assert incident.context["input_outlier"]["sample"] == 3
+
+
+def test_an_lr_ramping_1000x_over_tens_of_steps_is_named_as_the_cause(
+    tmp_path: Path, amp: ModuleType
+) -> None:
+    """The lr × 1.2 a step from step 25 (a schedule formula bug): no step is 10× the largest before,
+    so no update spike; when the run blows up, the trend is said with the incident."""
+    out = amp.train(
+        tmp_path / "run", 60, fault="ramp", fault_step=25, guard_options={"limits": Limits(max_skips=100)}
+    )
+    named = [i for i in out["incidents"] if "the learning rate rose" in i.message]
+    assert named and named[0].step <= 50 and "a schedule bug?" in named[0].message
+    assert named[0].context["lr_trend"].startswith("the learning rate rose")
+    assert not any("the learning rate rose" in i.message for i in out["incidents"] if i.step < 37)
+
+
+def test_a_run_left_at_chance_loss_after_a_blow_up_gets_one_dead_run_warning(
+    tmp_path: Path, amp: ModuleType
+) -> None:
+    """One step at lr × 300 (step 25): the weights blow up and the loss settles at ~2.3 (chance, 10
+    classes) for the rest of the run: one warning, after 100 steps at it; nothing else said."""
+    out = amp.train(tmp_path / "run", 200, fault="kick", fault_step=25)
+    dead = [i for i in out["incidents"] if str(i.kind) == "dead-run"]
+    assert len(dead) == 1 and dead[0].action == "warned" and 125 <= dead[0].step <= 175
+    assert dead[0].message.startswith("the run looks dead: since the blow-up at step 26")
+    assert 2.2 < out["losses"][-1] < 2.45
+
+
+def test_a_healthy_run_after_one_skipped_nan_batch_is_not_dead(tmp_path: Path, amp: ModuleType) -> None:
+    out = amp.train(tmp_path / "run", 200, fault="nan", fault_step=10)
+    assert [str(i.kind) for i in out["incidents"]] == ["nonfinite-loss"]

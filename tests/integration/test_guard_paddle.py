@@ -645,3 +645,45 @@ def test_a_step_the_guard_skips_under_a_grad_scaler_leaves_it_ready_and_its_scal
     ]
     assert str(guard.incidents[0].kind) == "update-spike" and not guard.records[25].overflow
     assert counts[25] == counts[29] == (1024.0, 25, 0)
+
+
+def test_a_nan_batch_the_guard_skips_under_a_grad_scaler_goes_as_paddles_own_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NaN batch at step 2: its gradients overflow, the guard records a nonfinite-loss incident and
+    ends the step as the GradScaler's own skip (its step and update: the scale backs off). Paddle
+    3.3.1's ``_update`` raises a TypeError there under numpy 2.4 (a [1] tensor to float): then the
+    unguarded loop raises it too, and the guarded one the same."""
+    nan = batches(6, nan_at=2)
+
+    def run(guarded: bool) -> tuple[list[float], Any]:
+        model, opt = mlp()
+        scaler = cuda_scaler(monkeypatch, 1024.0)
+        guard = Guard(model, opt, run=tmp_path / f"run-{guarded}", scaler=scaler) if guarded else None
+        scales = []
+        for i, batch in enumerate(nan):
+            scales.append(float(scaler._scale.item()))
+            if guard is None:
+                with paddle.amp.auto_cast(dtype="float16"):
+                    loss = ce(model, batch)
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+                opt.clear_grad()
+                continue
+            with guard.step(i, batch) as g:
+                with paddle.amp.auto_cast(dtype="float16"):
+                    loss = ce(model, batch)
+                g.backward(loss)
+                g.optimizer_step()
+        return scales, guard
+
+    try:
+        plain, _ = run(False)
+    except TypeError as upstream:
+        with pytest.raises(TypeError, match=str(upstream)[:40]):
+            run(True)
+        return
+    scales, guard = run(True)
+    assert scales == plain and scales[3] == scales[2] / 2
+    assert [(i.step, str(i.kind), i.action) for i in guard.incidents] == [(2, "nonfinite-loss", "skipped")]

@@ -10,7 +10,10 @@ The GradScaler is ``torch.amp.GradScaler("cpu")`` (enabled on the CPU since torc
 
 Planted faults at ``fault_step``: ``lr`` (the lr × 10,000 from then on, set by hand), ``nan`` (one
 pixel NaN), ``garbage`` (the batch's images replaced by uniform noise × 8 and its labels shuffled),
-``loud`` (that batch's images × 3000 in every epoch: the same data overflows each time it comes).
+``loud`` (that batch's images × 300, labels shifted, in every epoch: the same data overflows each
+time it comes), ``huge`` (one image of the batch a raw 16-bit one: values up to 2e5), ``ramp`` (the
+lr × 1.2 a step for 38 steps: × 1,000, each step within the update check's reach), ``kick`` (one
+step at lr × 1,000, then the lr as it was).
 ``schedule``: ``step`` (StepLR per epoch, γ 0.5), ``lambda`` (LambdaLR per-epoch linear warm-up from
 1/100 of the lr over 3 epochs: 34×, 2× and 1.5× jumps at the boundaries), ``hand`` (the same
 warm-up set by hand in the param groups, as ``adjust_learning_rate(optimizer, epoch)`` scripts do), None.
@@ -101,10 +104,18 @@ def train(
         if fault == "lr" and step == fault_step:
             for group in opt.param_groups:
                 group["lr"] *= 10_000
+        if fault == "kick" and step in (fault_step, fault_step + 1):  # one step at × 1,000, then back
+            for group in opt.param_groups:
+                group["lr"] *= 300 if step == fault_step else 1 / 300
+        if fault == "ramp" and fault_step <= step < fault_step + 38:  # a schedule formula bug: 1.2^38 ≈ 1000
+            for group in opt.param_groups:
+                group["lr"] *= 1.2
         if fault == "nan" and step == fault_step:
             x[0, 0, 3, 3] = float("nan")
-        if fault == "loud" and i == fault_step % PER_EPOCH:  # every epoch: the same batch, × 3000
+        if fault == "loud" and i == fault_step % PER_EPOCH:  # every epoch: the same batch, × 300
             x, y = x * 300, (y + 1) % CLASSES
+        if fault == "huge" and step == fault_step:  # one raw 16-bit image in the normalized batch
+            x[3] = torch.randint(0, 200_000, x[3].shape, generator=torch.Generator().manual_seed(7)).float()
         if fault == "garbage" and step == fault_step:
             x = 8 * torch.rand(x.shape, generator=torch.Generator().manual_seed(7))
             y = y.flip(0)

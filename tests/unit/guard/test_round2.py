@@ -16,7 +16,7 @@ from envkit.errors import GuardError
 from envkit.guard.checks import DumpBudget, rank_outliers
 from envkit.guard.ledger import Ledger, LedgerEntry
 from envkit.guard.records import IncidentKind, StepRecord
-from envkit.guard.spikes import MAD_TO_SIGMA, SpikeDetector
+from envkit.guard.spikes import MAD_TO_SIGMA, RECENT, SpikeDetector
 from envkit.guard.updates import UpdateTracker
 from envkit.incident.page import read_steps, render_page
 
@@ -28,7 +28,8 @@ def reference(window: list[float], value: float, warmup: int, threshold: float, 
     med = statistics.median(window)
     mad = statistics.median(abs(v - med) for v in window)
     spread = MAD_TO_SIGMA * mad if mad > 0 else abs(med) * 1e-3 + 1e-12
-    return value > max(med + threshold * spread, factor * med)
+    recent = factor * statistics.median(window[-RECENT:])  # and the last RECENT values' median
+    return value > max(med + threshold * spread, factor * med, recent)
 
 
 @pytest.mark.parametrize("factor", [1.0, 1.5, 4.0])
