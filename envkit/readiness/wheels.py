@@ -35,7 +35,7 @@ __all__ = ["FRAMEWORK_DISTS", "WheelCode", "scan_wheel", "wheel_findings"]
 MAX_MEMBER = 4 << 30  # bytes of one shared object in a wheel (paddle's libphi.so: 1.96 GB)
 MAX_MEMBERS = 5000  # shared objects per wheel
 FRAMEWORK_DISTS = frozenset({"torch", "paddlepaddle-gpu", "paddlepaddle"})
-_SO = re.compile(r"\.so(\.[0-9][0-9A-Za-z.]*)?$")
+_SO = re.compile(r"\.so(\.[0-9][0-9A-Za-z.]*)?\Z")
 _VARIANT = re.compile(r"cuda(\d{2,3})")
 
 

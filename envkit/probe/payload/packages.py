@@ -23,7 +23,7 @@ import elfscan
 
 MAX_FILES = 20000  # shared objects scanned per check (a CUDA torch + extensions: ~400)
 MAX_META = 16 << 20  # bytes of one RECORD or conda-meta file
-_SO = re.compile(r"\.so(\.[0-9][0-9A-Za-z.]*)?$")
+_SO = re.compile(r"\.so(\.[0-9][0-9A-Za-z.]*)?\Z")
 
 
 def _read(path: str) -> str:
