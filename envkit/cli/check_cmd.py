@@ -12,15 +12,14 @@ from envkit.catalog import load_catalog
 from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
 from envkit.cli._app import command, services, working
+from envkit.cli.check_text import check_text, verdict_lines
 from envkit.errors import ExitCode, UsageError
-from envkit.readiness.check import CheckResult, check, facts_in_image, facts_on_host, readiness_sbom
+from envkit.readiness.check import check, facts_in_image, facts_on_host, readiness_sbom
 from envkit.readiness.lockcheck import lock_verdicts, read_gpu_code
 from envkit.readiness.targets import Target, gpu_target, host_targets, parse_driver
 from envkit.result import CommandResult
 
 __all__ = ["check_cmd"]
-
-_MARK = {"error": "x", "warning": "!", "note": "-"}
 
 
 @command(cli, "check")
@@ -135,7 +134,7 @@ def check_cmd(
         write_text_atomic(sbom_out, readiness_sbom(services().engine(), image, facts, catalog))
         data["sbom"] = str(sbom_out)
     code = ExitCode.OK if result.ok else ExitCode.FINDINGS
-    return CommandResult("check", data, lambda: _text(result, show_all, sbom_out), code)
+    return CommandResult("check", data, lambda: check_text(result, show_all, sbom_out), code)
 
 
 def _check_lock(
@@ -155,9 +154,7 @@ def _check_lock(
 
     def text() -> str:
         lines = [f"{path}: {len(code.wheels)} wheels read, {len(code.not_scanned)} not at hand when locked"]
-        for v in verdicts:
-            lines.append(f"{v.target.label}: {v.status.upper()}")
-            lines += [f"  {_MARK[f.severity]} {f.message}" for f in v.findings if f.severity != "note"]
+        lines += verdict_lines(verdicts)
         return "\n".join(one_line(line) for line in lines)
 
     ok = all(v.status == "ready" for v in verdicts)
@@ -178,37 +175,3 @@ def _targets(gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path,
     for host in hosts:
         out.extend(host_targets(host, facts))
     return out
-
-
-def _text(result: CheckResult, show_all: bool, sbom: Path | None = None) -> str:
-    lines = [f"{result.where}:"]
-    summary = result.to_json()["summary"]
-    for name, fw in summary["frameworks"].items():
-        loaded = ", ".join(f"{k} {v}" for k, v in fw["loaded"].items()) or "nothing loaded"
-        lines.append(
-            f"  {name} {fw['version']}: built for CUDA {fw['cuda_build'] or '- (CPU-only)'}"
-            + (f", cuDNN {fw['cudnn_build']}" if fw["cudnn_build"] else "")
-            + f"; loaded: {loaded}"
-        )
-    for lib, code in summary["gpu_code"].items():
-        ptx = ", ".join(code["ptx"]) or "no PTX"
-        lines.append(f"  {lib}: {code['fatbins']} fatbins, SASS {', '.join(code['sass']) or '-'}; {ptx}")
-    box = result.facts.load_sandbox
-    if box is not None:
-        lines.append(
-            f"  libraries opened on this host: environment {box.get('environment')}, cwd "
-            f"{box.get('cwd')}, network {box.get('network')}"
-        )
-    shown = [f for f in result.environment if show_all or f.code not in ("loaded", "host-library")]
-    if shown:
-        lines.append("  on every GPU:")
-        lines.extend(f"    {_MARK[f.severity]} {f.message}" for f in shown)
-    for verdict in result.verdicts:
-        lines.append(f"{verdict.target.label}: {verdict.status.upper()}")
-        lines.extend(
-            f"  {_MARK[f.severity]} {f.message}" for f in verdict.findings if f not in result.environment
-        )
-    if sbom is not None:
-        lines.append(f"SBOM with these facts: {sbom}")
-    # every text from a file (a GPU name, a path in the image, a version) stays on its line
-    return "\n".join(one_line(line) for line in lines)

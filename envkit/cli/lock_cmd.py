@@ -12,6 +12,7 @@ from envkit._safe import one_line
 from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, working
+from envkit.cli.check_text import verdict_lines
 from envkit.errors import ExitCode
 from envkit.lock import LockResult, current_lock, lock_environment
 from envkit.readiness.lockcheck import GPU_CODE, LockVerdict, dump, lock_gpu_code, lock_verdicts
@@ -102,18 +103,13 @@ def lock(
         per = ", ".join(f"{p}: {counts[p]} conda + {pip_counts[p]} pip" for p in result.contents.platforms)
         state = f"{len(result.changed)} changed" if result.changed else "unchanged"
         lines = [f"locked {loaded.spec.name} -> {directory} ({per}; {state})"]
-        for v in verdicts:
-            lines.append(f"{v.target.label}: {v.status.upper()}")
-            lines += [f"  {_MARK[f.severity]} {f.message}" for f in v.findings if f.severity != "note"]
+        lines += verdict_lines(verdicts)
         skipped = [f.message for f in (verdicts[0].findings if verdicts else ()) if f.severity == "note"]
         if skipped:
             lines.append(f"  - {len(skipped)} wheels not read (not at hand): see {GPU_CODE}")
         return "\n".join(one_line(line) for line in lines)
 
     return CommandResult("lock", data, text, code, warnings=(*loaded.warnings, *result.warnings))
-
-
-_MARK = {"error": "x", "warning": "!", "note": "-"}
 
 
 def _gpu_check(
