@@ -14,7 +14,7 @@ from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, working
 from envkit.cli.check_text import verdict_lines
 from envkit.errors import ExitCode
-from envkit.lock import LockResult, current_lock, lock_environment
+from envkit.lock import CondaPackage, LockResult, PipPackage, current_lock, lock_environment
 from envkit.readiness.lockcheck import GPU_CODE, LockVerdict, dump, lock_gpu_code, lock_verdicts
 from envkit.readiness.targets import gpu_target
 from envkit.result import CommandResult
@@ -33,16 +33,20 @@ from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
     "--check", is_flag=True, help="Only say whether the lock is fresh: exit 0 fresh, 1 stale or missing."
 )
 @click.option(
-    "--wheels",
-    "wheel_dirs",
+    "--archives",
+    "archive_dirs",
     multiple=True,
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
-    help="Where locked wheels are at hand for the spec's `gpus:` check, besides the project's "
-    "wheelhouse (repeatable).",
+    help="Where locked wheels and conda packages are at hand for the spec's `gpus:` check, besides "
+    "the project's wheelhouse and ~/.conda/pkgs (repeatable).",
 )
 def lock(
-    name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: bool, wheel_dirs: tuple[Path, ...]
+    name: str,
+    platforms: tuple[str, ...],
+    update: tuple[str, ...],
+    check: bool,
+    archive_dirs: tuple[Path, ...],
 ) -> CommandResult:
     """Solve the spec and write conda-lock.yml, conda-<platform>.lock, requirements.lock, environment.yml.
 
@@ -51,8 +55,9 @@ def lock(
     and platform, with hashes. The previous lock is the solver's preference: relocking an unchanged
     spec gives identical files, and --update PKG moves PKG (and what it must) only.
 
-    With `gpus:` in the spec, the GPU code of every locked wheel at hand (the wheelhouse, --wheels
-    DIR; its sha256 one the lock pins) is read from the zip without installing, recorded in
+    With `gpus:` in the spec, the GPU code of every locked wheel and conda package at hand (the
+    wheelhouse, ~/.conda/pkgs, --archives DIR; its sha256 one the lock pins) is read from the
+    archive without installing, recorded in
     images/NAME/gpu-code.json (for `envkit check --lock`), and a wheel with no code a GPU can run
     is a finding naming the wheel and file (exit 1).
 
@@ -96,7 +101,8 @@ def lock(
         "lock_sha256": result.lock_sha256,
     }
 
-    verdicts = _gpu_check(loaded, result, [*wheel_dirs, root / ".envkit" / "wheelhouse"], data)
+    dirs = [*archive_dirs, root / ".envkit" / "wheelhouse", Path.home() / ".conda" / "pkgs"]
+    verdicts = _gpu_check(loaded, result, dirs, data)
     code = ExitCode.FINDINGS if any(v.status != "ready" for v in verdicts) else ExitCode.OK
 
     def text() -> str:
@@ -120,10 +126,13 @@ def _gpu_check(
     if not spec.gpus:
         return ()
     facts = load_gpu_facts()
-    platform = "linux-64" if "linux-64" in result.contents.pip else next(iter(result.contents.pip), None)
-    packages = result.contents.pip.get(platform, ()) if platform else ()
+    platforms = result.contents.platforms
+    platform = "linux-64" if "linux-64" in platforms else next(iter(platforms), None)
+    packages: list[CondaPackage | PipPackage] = []
+    if platform is not None:
+        packages = [*result.contents.conda.get(platform, ()), *result.contents.pip.get(platform, ())]
     started = time.monotonic()
-    with working(f"reading the GPU code of {len(packages)} locked wheels"):
+    with working(f"reading the GPU code of {len(packages)} locked packages"):
         code = lock_gpu_code(packages, None if spec.cuda == "cpu" else spec.cuda, spec.gpus, dirs)
     write_text_atomic(result.directory / GPU_CODE, dump(code))
     verdicts = lock_verdicts(code, [gpu_target(g, facts) for g in spec.gpus])

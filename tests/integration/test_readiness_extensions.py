@@ -134,7 +134,7 @@ def test_envkit_lock_reads_the_real_wheels_without_installing_them(
     spec = 'name: team\npython: "3.11"\ncuda: "13.2"\ninstaller: miniforge\npip: [x]\ngpus: [{}]\n'
     services = Services(solver_factory=lambda: (FakeCondaSolver(), FakePipResolver(pins)))
     dirs = sorted({str(p.parent) for p in paths.values()})
-    argv = ["lock", "team", *[a for d in dirs for a in ("--wheels", d)], "--json"]
+    argv = ["lock", "team", *[a for d in dirs for a in ("--archives", d)], "--json"]
     (tmp_path / "environments" / "team.yaml").write_text(spec.format("H100"))
     assert main(argv, services=services) == 0
     capsys.readouterr()
