@@ -20,7 +20,7 @@ from envkit.catalog.gpu import GpuFacts
 from envkit.errors import ProbeError, UsageError
 from envkit.probe.runner import CONTAINER_PAYLOAD, PAYLOAD_DIR
 from envkit.readiness.facts import ReadinessFacts, parse_facts
-from envkit.readiness.packages import package_findings
+from envkit.readiness.packages import package_findings, walk_findings
 from envkit.readiness.requirements import requirement_findings
 from envkit.readiness.rules import (
     Finding,
@@ -194,7 +194,7 @@ def check(
     facts: ReadinessFacts, targets: Sequence[Target], catalog: Catalog, gpu: GpuFacts, *, where: str
 ) -> CheckResult:
     """A verdict per target (one for the environment alone when no target is given)."""
-    env = tuple(environment_findings(facts, gpu))
+    env = tuple(environment_findings(facts, gpu)) + tuple(walk_findings(facts))
     verdicts = []
     for target in targets or [Target("the environment (no GPU or driver named)")]:
         findings = (
