@@ -37,15 +37,22 @@ def _target() -> tuple[list[str], str] | None:
 def _walk_cost(site: str) -> None:
     """What reading every shared object of the environment adds to the payload (issue 46.1): the
     payload's report without and with the walk, in this process, warm page cache."""
-    sys.path.insert(0, str(ROOT / "envkit" / "probe" / "payload"))
-    import ready  # the payload module (standard library only)
+    import importlib.util
 
     from envkit.catalog.gpu import load_gpu_facts
+
+    payload = ROOT / "envkit" / "probe" / "payload"
+    sys.path.insert(0, str(payload))  # its modules import each other by name
+    found = importlib.util.spec_from_file_location("envkit_payload_ready", payload / "ready.py")
+    assert found is not None and found.loader is not None
+    ready = importlib.util.module_from_spec(found)
+    found.loader.exec_module(ready)
 
     spec = load_gpu_facts().payload_spec()
     ready.report(spec, [site], None, None)  # warm the page cache
     took = []
-    for caches in (None, []):
+    options: tuple[list[str] | None, ...] = (None, [])
+    for caches in options:
         start = time.perf_counter()
         doc = ready.report(spec, [site], None, caches)
         took.append(time.perf_counter() - start)
