@@ -144,7 +144,7 @@ def _check_lock(
     targets = _targets(gpus, drivers, hosts) or [gpu_target(g, load_gpu_facts()) for g in code.gpus]
     if not any(t.cc for t in targets):
         raise UsageError(f"{path}: name a GPU to check the lock for", hint="--gpu H100")
-    verdicts = lock_verdicts(code, targets)
+    verdicts = lock_verdicts(code, targets, load_catalog(), load_gpu_facts())
     data = {
         "where": str(path),
         "wheels_read": len(code.wheels),

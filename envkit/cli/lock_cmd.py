@@ -9,6 +9,7 @@ import click
 
 from envkit._atomic import write_text_atomic
 from envkit._safe import one_line
+from envkit.catalog import load_catalog
 from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, working
@@ -16,7 +17,7 @@ from envkit.cli.check_text import verdict_lines
 from envkit.errors import ExitCode
 from envkit.lock import CondaPackage, LockResult, PipPackage, current_lock, lock_environment
 from envkit.readiness.lockcheck import GPU_CODE, LockVerdict, dump, lock_gpu_code, lock_verdicts
-from envkit.readiness.targets import gpu_target
+from envkit.readiness.targets import Target, gpu_target
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
 
@@ -123,7 +124,7 @@ def _gpu_check(
 ) -> tuple[LockVerdict, ...]:
     """The spec's `gpus:` against the locked wheels at hand; gpu-code.json written beside the lock."""
     spec = loaded.spec
-    if not spec.gpus:
+    if not spec.gpus and not spec.drivers:
         return ()
     facts = load_gpu_facts()
     platforms = result.contents.platforms
@@ -135,7 +136,10 @@ def _gpu_check(
     with working(f"reading the GPU code of {len(packages)} locked packages"):
         code = lock_gpu_code(packages, None if spec.cuda == "cpu" else spec.cuda, spec.gpus, dirs)
     write_text_atomic(result.directory / GPU_CODE, dump(code))
-    verdicts = lock_verdicts(code, [gpu_target(g, facts) for g in spec.gpus])
+    drivers: list[str | None] = list(spec.drivers) or [None]
+    targets = [gpu_target(g, facts, d) for g in spec.gpus for d in drivers]
+    targets += [Target(f"driver {d}", driver=d) for d in spec.drivers if not spec.gpus]
+    verdicts = lock_verdicts(code, targets, load_catalog(), facts)
     data["gpu_code"] = {
         "file": str(result.directory / GPU_CODE),
         "wheels_read": len(code.wheels),

@@ -21,10 +21,12 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from envkit._io import TooLarge, load_json_bounded, read_text_bounded
+from envkit.catalog import Catalog
+from envkit.catalog.gpu import GpuFacts
 from envkit.errors import UsageError
 from envkit.lock.solver import CondaPackage, PipPackage
-from envkit.readiness.facts import ReadinessError, parse_library
-from envkit.readiness.rules import Finding, summarize
+from envkit.readiness.facts import FrameworkFacts, Loaded, ReadinessError, ReadinessFacts, parse_library
+from envkit.readiness.rules import Finding, driver_findings, summarize
 from envkit.readiness.targets import Target
 from envkit.readiness.wheels import WheelCode, scan_conda, scan_wheel, wheel_findings
 
@@ -131,10 +133,22 @@ def lock_gpu_code(
     return LockGpuCode(cuda, tuple(gpus), tuple(wheels), tuple(missing))
 
 
-def lock_verdicts(code: LockGpuCode, targets: Sequence[Target]) -> tuple[LockVerdict, ...]:
+def _as_facts(code: LockGpuCode) -> ReadinessFacts:
+    """The lock as the driver rules see an environment: a framework running on the spec's CUDA."""
+    loaded = Loaded({}, {}, {})
+    fw = FrameworkFacts("the lock", None, None, code.cuda, None, "", (), (), (), loaded)
+    return ReadinessFacts(None, {"the lock": fw} if code.cuda else {}, {}, (), ())
+
+
+def lock_verdicts(
+    code: LockGpuCode, targets: Sequence[Target], catalog: Catalog, gpu: GpuFacts
+) -> tuple[LockVerdict, ...]:
+    """Each target's verdict: the wheels' GPU code, and its driver by `envkit check`'s own rules."""
+    facts = _as_facts(code)
     out = []
     for target in targets:
         findings = list(wheel_findings(code.wheels, target, code.cuda))
+        findings += driver_findings(facts, target, catalog, gpu)
         for name, version, why in code.not_scanned:
             findings.append(Finding("note", "wheel-not-scanned", f"{name} {version}: not read ({why})"))
         out.append(LockVerdict(target, summarize(findings), tuple(findings)))

@@ -246,3 +246,23 @@ def test_hostile_conda_archives_are_problems_not_tracebacks(
     with zipfile.ZipFile(empty, "w") as z:
         z.writestr("metadata.json", b"{}")
     assert "no pkg-" in (wheels.scan_conda(empty, "y", "1", "s").problem or "")
+
+
+def test_spec_drivers_apply_checks_driver_rules_at_lock_time(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _lock(project, "H100]\ndrivers: [535.104.05, 595.45.04", capsys)
+    verdicts = out["result"]["gpu_code"]["verdicts"]
+    assert [(v["target"]["label"], v["status"]) for v in verdicts] == [
+        ("H100 (sm_90)", "will-fail"),
+        ("H100 (sm_90)", "ready"),
+    ]
+    (old,) = [f for f in verdicts[0]["findings"] if f["severity"] == "error"]
+    assert old["code"] == "driver-too-old" and "below the 580.65.06 floor" in old["message"]
+    assert code == 1
+    images = project / "images" / "team"
+    assert main(["check", "--lock", str(images), "--gpu", "H100", "--driver", "580.65.06"]) == 0
+    capsys.readouterr()
+    (project / "environments" / "team.yaml").write_text(SPEC.format(gpus="H100]\ndrivers: [latest"))
+    assert main(["lock", "team"]) == 2
+    assert "is not a driver version" in capsys.readouterr().err
