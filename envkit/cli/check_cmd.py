@@ -96,9 +96,11 @@ def check_cmd(
     Inside the image (the payload mounted read-only, no GPU, no network) envkit walks every
     shared library torch/paddle links (DT_NEEDED, with the image's own loader paths) and opens at
     run time, loads the CUDA libraries in child processes for the versions they report, and reads
-    the SASS/PTX architectures of every fatbin. Each target (--gpu, --driver, --host) gets a
-    verdict: ready, or will-fail with the error the framework would raise there. Exit 1 when a
-    target will fail.
+    the SASS/PTX architectures of every fatbin of every shared object in the environment (and
+    --cache DIR), each named by the package that installed it. Each target (--gpu, --driver,
+    --host) gets a verdict: ready, or will-fail with the error the framework or package would
+    raise there; several targets print as one table. --lock checks a lock's wheels instead (from
+    its gpu-code.json). Exit 1 when a target will fail.
 
     The verdict is as honest as the image: what the payload prints there is parsed (shape-checked,
     never run), so an image can claim code it does not carry. --site DIR opens DIR's libraries, which
