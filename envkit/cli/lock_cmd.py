@@ -91,9 +91,23 @@ def lock(
         )
     counts = {p: len(result.contents.conda.get(p, ())) for p in result.contents.platforms}
     pip_counts = {p: len(result.contents.pip.get(p, ())) for p in result.contents.platforms}
-    data: dict[str, object] = {
+    data = _data(loaded, result, counts, pip_counts)
+    dirs = [*archive_dirs, root / ".envkit" / "wheelhouse", Path.home() / ".conda" / "pkgs"]
+    verdicts = _gpu_check(loaded, result, dirs, data)
+    code = ExitCode.FINDINGS if any(v.status != "ready" for v in verdicts) else ExitCode.OK
+
+    def text() -> str:
+        return _text(loaded, result, counts, pip_counts, verdicts)
+
+    return CommandResult("lock", data, text, code, warnings=(*loaded.warnings, *result.warnings))
+
+
+def _data(
+    loaded: LoadedSpec, result: LockResult, counts: dict[str, int], pip_counts: dict[str, int]
+) -> dict[str, object]:
+    return {
         "name": loaded.spec.name,
-        "directory": str(directory),
+        "directory": str(result.directory),
         "platforms": list(result.contents.platforms),
         "conda_packages": counts,
         "pip_packages": pip_counts,
@@ -102,21 +116,22 @@ def lock(
         "lock_sha256": result.lock_sha256,
     }
 
-    dirs = [*archive_dirs, root / ".envkit" / "wheelhouse", Path.home() / ".conda" / "pkgs"]
-    verdicts = _gpu_check(loaded, result, dirs, data)
-    code = ExitCode.FINDINGS if any(v.status != "ready" for v in verdicts) else ExitCode.OK
 
-    def text() -> str:
-        per = ", ".join(f"{p}: {counts[p]} conda + {pip_counts[p]} pip" for p in result.contents.platforms)
-        state = f"{len(result.changed)} changed" if result.changed else "unchanged"
-        lines = [f"locked {loaded.spec.name} -> {directory} ({per}; {state})"]
-        lines += verdict_lines(verdicts)
-        skipped = [f.message for f in (verdicts[0].findings if verdicts else ()) if f.severity == "note"]
-        if skipped:
-            lines.append(f"  - {len(skipped)} wheels not read (not at hand): see {GPU_CODE}")
-        return "\n".join(one_line(line) for line in lines)
-
-    return CommandResult("lock", data, text, code, warnings=(*loaded.warnings, *result.warnings))
+def _text(
+    loaded: LoadedSpec,
+    result: LockResult,
+    counts: dict[str, int],
+    pip_counts: dict[str, int],
+    verdicts: tuple[LockVerdict, ...],
+) -> str:
+    per = ", ".join(f"{p}: {counts[p]} conda + {pip_counts[p]} pip" for p in result.contents.platforms)
+    state = f"{len(result.changed)} changed" if result.changed else "unchanged"
+    lines = [f"locked {loaded.spec.name} -> {result.directory} ({per}; {state})"]
+    lines += verdict_lines(verdicts)
+    skipped = [f.message for f in (verdicts[0].findings if verdicts else ()) if f.severity == "note"]
+    if skipped:
+        lines.append(f"  - {len(skipped)} packages not read (not at hand): see {GPU_CODE}")
+    return "\n".join(one_line(line) for line in lines)
 
 
 def _gpu_check(

@@ -317,6 +317,10 @@ def toolkit_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) ->
     return out
 
 
+def _framework_of(facts: ReadinessFacts, lib: LibraryScan) -> FrameworkFacts | None:
+    return next((fw for fw in facts.frameworks.values() if lib.path.startswith(fw.directory + "/")), None)
+
+
 def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[Finding]:
     """Per library with GPU code: SASS for the target, or PTX to JIT from, and can the driver JIT it.
 
@@ -333,9 +337,7 @@ def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> li
     for lib in facts.libraries.values():
         if lib.fatbins == 0 or package_of(facts, lib) is not None:  # other packages: readiness.packages
             continue
-        owner = next(
-            (fw for fw in facts.frameworks.values() if lib.path.startswith(fw.directory + "/")), None
-        )
+        owner = _framework_of(facts, lib)
         fw_name = owner.name if owner else None
         who = _NAMES.get(owner.name, owner.name) if owner else "it"
         base = lib.soname or _base(lib.path)
