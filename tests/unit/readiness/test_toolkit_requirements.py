@@ -164,3 +164,49 @@ def test_a_hostile_requirement_is_a_warning_on_one_line(tmp_path: Any) -> None:
     (verdict,) = check(facts, [Target("H100", gpu="H100", cc=(9, 0))], CATALOG, GPU, where="img").verdicts
     (warning,) = [f.message for f in verdict.findings if f.code == "toolkit-requirement-invalid"]
     assert "\n" not in warning and "NVIDIA_REQUIRE_X=arch~7\\nH100" in warning
+
+
+def _committed() -> list[tuple[str, str, dict[str, str]]]:
+    """(image, its CUDA, its NVIDIA_REQUIRE_* values) of every committed CUDA image's Dockerfile."""
+    import re
+    from pathlib import Path
+
+    from envkit.spec.load import load_spec
+
+    root = Path(__file__).resolve().parents[3]
+    out = []
+    for dockerfile in sorted((root / "images").glob("*/Dockerfile")):
+        spec_path = root / "environments" / f"{dockerfile.parent.name}.yaml"
+        if not spec_path.is_file():
+            continue
+        loaded = load_spec(spec_path)
+        found = dict(re.findall(r'(NVIDIA_REQUIRE_[A-Z]+)="([^"]*)"', dockerfile.read_text()))
+        if found:
+            out.append((dockerfile.parent.name, loaded.spec.cuda, found))
+    return out
+
+
+COMMITTED = _committed()
+
+
+@pytest.mark.parametrize(("image", "cuda", "require"), COMMITTED, ids=[c[0] for c in COMMITTED])
+def test_committed_images_carry_the_arch_requirement_check_agrees_with(
+    image: str, cuda: str, require: dict[str, str]
+) -> None:
+    assert ARCH_ENV in require, f"images/{image}/Dockerfile carries no {ARCH_ENV}"
+    for gpu in GPU.gpus.list:
+        target = Target(gpu.name, gpu=gpu.name, cc=gpu.capability, data_center=gpu.data_center)
+        admitted = satisfies(require[ARCH_ENV], arch=gpu.cc)
+        assert admitted == (not _errors(cuda, target, "toolkit-drops-gpu")), (image, gpu.name)
+
+
+def test_the_flagship_cuda_requirement_agrees_with_check_on_every_catalog_driver() -> None:
+    ((_, cuda, require),) = [c for c in COMMITTED if c[0] == "cuda11.8-paddle2.6"]
+    for driver in DRIVERS:
+        admitted = satisfies(
+            require["NVIDIA_REQUIRE_CUDA"], driver=driver, cuda=driver_cuda(driver, CATALOG.cuda)
+        )
+        refused = _errors(
+            cuda, Target(f"driver {driver}", driver=driver, data_center=False), "driver-too-old"
+        )
+        assert admitted == (not refused), driver
