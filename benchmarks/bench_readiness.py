@@ -34,6 +34,35 @@ def _target() -> tuple[list[str], str] | None:
     return None
 
 
+def _walk_cost(site: str) -> None:
+    """What reading every shared object of the environment adds to the payload (issue 46.1): the
+    payload's report without and with the walk, in this process, warm page cache."""
+    import importlib.util
+
+    from envkit.catalog.gpu import load_gpu_facts
+
+    payload = ROOT / "envkit" / "probe" / "payload"
+    sys.path.insert(0, str(payload))  # its modules import each other by name
+    found = importlib.util.spec_from_file_location("envkit_payload_ready", payload / "ready.py")
+    assert found is not None and found.loader is not None
+    ready = importlib.util.module_from_spec(found)
+    found.loader.exec_module(ready)
+
+    spec = load_gpu_facts().payload_spec()
+    ready.report(spec, [site], None, None)  # warm the page cache
+    took = []
+    options: tuple[list[str] | None, ...] = (None, [])
+    for caches in options:
+        start = time.perf_counter()
+        doc = ready.report(spec, [site], None, caches)
+        took.append(time.perf_counter() - start)
+    walked = doc["walk"]["shared_objects"]
+    print(
+        f"   every-library walk: payload {took[0]:.1f} s without, {took[1]:.1f} s with "
+        f"({walked} shared objects read; +{took[1] - took[0]:.1f} s)"
+    )
+
+
 def main() -> None:
     found = _target()
     if found is None:
@@ -61,3 +90,5 @@ def main() -> None:
     wall = statistics.median(walls)
     print(f"   {what}: wall {', '.join(f'{w:.1f}' for w in walls)} s; CPU {statistics.median(cpus):.1f} s")
     record("readiness", wall, f"{what}; CPU {statistics.median(cpus):.1f} s")
+    if argv[0] == "--site":
+        _walk_cost(argv[1])

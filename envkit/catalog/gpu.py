@@ -80,11 +80,18 @@ class FrameworkDynload(_Sourced):
     by_cuda: dict[str, tuple[DynloadLib, ...]]
 
 
+class ContainerToolkit(_Sourced):
+    """The properties the NVIDIA Container Toolkit's ``NVIDIA_REQUIRE_*`` expressions can test."""
+
+    properties: tuple[str, ...]
+
+
 class GpuFacts(StrictModel):
     """Everything in ``gpu.yaml``."""
 
     gpus: GpuList
     rules: tuple[GpuRule, ...]
+    container_toolkit: ContainerToolkit
     host_libraries: HostLibraries
     dynload: dict[str, FrameworkDynload]
 

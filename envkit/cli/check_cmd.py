@@ -12,15 +12,14 @@ from envkit.catalog import load_catalog
 from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
 from envkit.cli._app import command, services, working
+from envkit.cli.check_text import check_text, verdict_lines
 from envkit.errors import ExitCode, UsageError
-from envkit.readiness.check import CheckResult, check, facts_in_image, facts_on_host, readiness_sbom
+from envkit.readiness.check import check, facts_in_image, facts_on_host, readiness_sbom
 from envkit.readiness.lockcheck import lock_verdicts, read_gpu_code
 from envkit.readiness.targets import Target, gpu_target, host_targets, parse_driver
 from envkit.result import CommandResult
 
 __all__ = ["check_cmd"]
-
-_MARK = {"error": "x", "warning": "!", "note": "-"}
 
 
 @command(cli, "check")
@@ -97,9 +96,11 @@ def check_cmd(
     Inside the image (the payload mounted read-only, no GPU, no network) envkit walks every
     shared library torch/paddle links (DT_NEEDED, with the image's own loader paths) and opens at
     run time, loads the CUDA libraries in child processes for the versions they report, and reads
-    the SASS/PTX architectures of every fatbin. Each target (--gpu, --driver, --host) gets a
-    verdict: ready, or will-fail with the error the framework would raise there. Exit 1 when a
-    target will fail.
+    the SASS/PTX architectures of every fatbin of every shared object in the environment (and
+    --cache DIR), each named by the package that installed it. Each target (--gpu, --driver,
+    --host) gets a verdict: ready, or will-fail with the error the framework or package would
+    raise there; several targets print as one table. --lock checks a lock's wheels instead (from
+    its gpu-code.json). Exit 1 when a target will fail.
 
     The verdict is as honest as the image: what the payload prints there is parsed (shape-checked,
     never run), so an image can claim code it does not carry. --site DIR opens DIR's libraries, which
@@ -135,7 +136,7 @@ def check_cmd(
         write_text_atomic(sbom_out, readiness_sbom(services().engine(), image, facts, catalog))
         data["sbom"] = str(sbom_out)
     code = ExitCode.OK if result.ok else ExitCode.FINDINGS
-    return CommandResult("check", data, lambda: _text(result, show_all, sbom_out), code)
+    return CommandResult("check", data, lambda: check_text(result, show_all, sbom_out), code)
 
 
 def _check_lock(
@@ -145,7 +146,7 @@ def _check_lock(
     targets = _targets(gpus, drivers, hosts) or [gpu_target(g, load_gpu_facts()) for g in code.gpus]
     if not any(t.cc for t in targets):
         raise UsageError(f"{path}: name a GPU to check the lock for", hint="--gpu H100")
-    verdicts = lock_verdicts(code, targets)
+    verdicts = lock_verdicts(code, targets, load_catalog(), load_gpu_facts())
     data = {
         "where": str(path),
         "wheels_read": len(code.wheels),
@@ -155,9 +156,7 @@ def _check_lock(
 
     def text() -> str:
         lines = [f"{path}: {len(code.wheels)} wheels read, {len(code.not_scanned)} not at hand when locked"]
-        for v in verdicts:
-            lines.append(f"{v.target.label}: {v.status.upper()}")
-            lines += [f"  {_MARK[f.severity]} {f.message}" for f in v.findings if f.severity != "note"]
+        lines += verdict_lines(verdicts)
         return "\n".join(one_line(line) for line in lines)
 
     ok = all(v.status == "ready" for v in verdicts)
@@ -178,37 +177,3 @@ def _targets(gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path,
     for host in hosts:
         out.extend(host_targets(host, facts))
     return out
-
-
-def _text(result: CheckResult, show_all: bool, sbom: Path | None = None) -> str:
-    lines = [f"{result.where}:"]
-    summary = result.to_json()["summary"]
-    for name, fw in summary["frameworks"].items():
-        loaded = ", ".join(f"{k} {v}" for k, v in fw["loaded"].items()) or "nothing loaded"
-        lines.append(
-            f"  {name} {fw['version']}: built for CUDA {fw['cuda_build'] or '- (CPU-only)'}"
-            + (f", cuDNN {fw['cudnn_build']}" if fw["cudnn_build"] else "")
-            + f"; loaded: {loaded}"
-        )
-    for lib, code in summary["gpu_code"].items():
-        ptx = ", ".join(code["ptx"]) or "no PTX"
-        lines.append(f"  {lib}: {code['fatbins']} fatbins, SASS {', '.join(code['sass']) or '-'}; {ptx}")
-    box = result.facts.load_sandbox
-    if box is not None:
-        lines.append(
-            f"  libraries opened on this host: environment {box.get('environment')}, cwd "
-            f"{box.get('cwd')}, network {box.get('network')}"
-        )
-    shown = [f for f in result.environment if show_all or f.code not in ("loaded", "host-library")]
-    if shown:
-        lines.append("  on every GPU:")
-        lines.extend(f"    {_MARK[f.severity]} {f.message}" for f in shown)
-    for verdict in result.verdicts:
-        lines.append(f"{verdict.target.label}: {verdict.status.upper()}")
-        lines.extend(
-            f"  {_MARK[f.severity]} {f.message}" for f in verdict.findings if f not in result.environment
-        )
-    if sbom is not None:
-        lines.append(f"SBOM with these facts: {sbom}")
-    # every text from a file (a GPU name, a path in the image, a version) stays on its line
-    return "\n".join(one_line(line) for line in lines)

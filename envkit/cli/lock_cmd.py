@@ -9,13 +9,15 @@ import click
 
 from envkit._atomic import write_text_atomic
 from envkit._safe import one_line
+from envkit.catalog import load_catalog
 from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, working
+from envkit.cli.check_text import verdict_lines
 from envkit.errors import ExitCode
-from envkit.lock import LockResult, current_lock, lock_environment
+from envkit.lock import CondaPackage, LockResult, PipPackage, current_lock, lock_environment
 from envkit.readiness.lockcheck import GPU_CODE, LockVerdict, dump, lock_gpu_code, lock_verdicts
-from envkit.readiness.targets import gpu_target
+from envkit.readiness.targets import Target, gpu_target
 from envkit.result import CommandResult
 from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
 
@@ -32,16 +34,20 @@ from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
     "--check", is_flag=True, help="Only say whether the lock is fresh: exit 0 fresh, 1 stale or missing."
 )
 @click.option(
-    "--wheels",
-    "wheel_dirs",
+    "--archives",
+    "archive_dirs",
     multiple=True,
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
-    help="Where locked wheels are at hand for the spec's `gpus:` check, besides the project's "
-    "wheelhouse (repeatable).",
+    help="Where locked wheels and conda packages are at hand for the spec's `gpus:` check, besides "
+    "the project's wheelhouse and ~/.conda/pkgs (repeatable).",
 )
 def lock(
-    name: str, platforms: tuple[str, ...], update: tuple[str, ...], check: bool, wheel_dirs: tuple[Path, ...]
+    name: str,
+    platforms: tuple[str, ...],
+    update: tuple[str, ...],
+    check: bool,
+    archive_dirs: tuple[Path, ...],
 ) -> CommandResult:
     """Solve the spec and write conda-lock.yml, conda-<platform>.lock, requirements.lock, environment.yml.
 
@@ -50,8 +56,9 @@ def lock(
     and platform, with hashes. The previous lock is the solver's preference: relocking an unchanged
     spec gives identical files, and --update PKG moves PKG (and what it must) only.
 
-    With `gpus:` in the spec, the GPU code of every locked wheel at hand (the wheelhouse, --wheels
-    DIR; its sha256 one the lock pins) is read from the zip without installing, recorded in
+    With `gpus:` in the spec, the GPU code of every locked wheel and conda package at hand (the
+    wheelhouse, ~/.conda/pkgs, --archives DIR; its sha256 one the lock pins) is read from the
+    archive without installing, recorded in
     images/NAME/gpu-code.json (for `envkit check --lock`), and a wheel with no code a GPU can run
     is a finding naming the wheel and file (exit 1).
 
@@ -84,9 +91,23 @@ def lock(
         )
     counts = {p: len(result.contents.conda.get(p, ())) for p in result.contents.platforms}
     pip_counts = {p: len(result.contents.pip.get(p, ())) for p in result.contents.platforms}
-    data: dict[str, object] = {
+    data = _data(loaded, result, counts, pip_counts)
+    dirs = [*archive_dirs, root / ".envkit" / "wheelhouse", Path.home() / ".conda" / "pkgs"]
+    verdicts = _gpu_check(loaded, result, dirs, data)
+    code = ExitCode.FINDINGS if any(v.status != "ready" for v in verdicts) else ExitCode.OK
+
+    def text() -> str:
+        return _text(loaded, result, counts, pip_counts, verdicts)
+
+    return CommandResult("lock", data, text, code, warnings=(*loaded.warnings, *result.warnings))
+
+
+def _data(
+    loaded: LoadedSpec, result: LockResult, counts: dict[str, int], pip_counts: dict[str, int]
+) -> dict[str, object]:
+    return {
         "name": loaded.spec.name,
-        "directory": str(directory),
+        "directory": str(result.directory),
         "platforms": list(result.contents.platforms),
         "conda_packages": counts,
         "pip_packages": pip_counts,
@@ -95,25 +116,22 @@ def lock(
         "lock_sha256": result.lock_sha256,
     }
 
-    verdicts = _gpu_check(loaded, result, [*wheel_dirs, root / ".envkit" / "wheelhouse"], data)
-    code = ExitCode.FINDINGS if any(v.status != "ready" for v in verdicts) else ExitCode.OK
 
-    def text() -> str:
-        per = ", ".join(f"{p}: {counts[p]} conda + {pip_counts[p]} pip" for p in result.contents.platforms)
-        state = f"{len(result.changed)} changed" if result.changed else "unchanged"
-        lines = [f"locked {loaded.spec.name} -> {directory} ({per}; {state})"]
-        for v in verdicts:
-            lines.append(f"{v.target.label}: {v.status.upper()}")
-            lines += [f"  {_MARK[f.severity]} {f.message}" for f in v.findings if f.severity != "note"]
-        skipped = [f.message for f in (verdicts[0].findings if verdicts else ()) if f.severity == "note"]
-        if skipped:
-            lines.append(f"  - {len(skipped)} wheels not read (not at hand): see {GPU_CODE}")
-        return "\n".join(one_line(line) for line in lines)
-
-    return CommandResult("lock", data, text, code, warnings=(*loaded.warnings, *result.warnings))
-
-
-_MARK = {"error": "x", "warning": "!", "note": "-"}
+def _text(
+    loaded: LoadedSpec,
+    result: LockResult,
+    counts: dict[str, int],
+    pip_counts: dict[str, int],
+    verdicts: tuple[LockVerdict, ...],
+) -> str:
+    per = ", ".join(f"{p}: {counts[p]} conda + {pip_counts[p]} pip" for p in result.contents.platforms)
+    state = f"{len(result.changed)} changed" if result.changed else "unchanged"
+    lines = [f"locked {loaded.spec.name} -> {result.directory} ({per}; {state})"]
+    lines += verdict_lines(verdicts)
+    skipped = [f.message for f in (verdicts[0].findings if verdicts else ()) if f.severity == "note"]
+    if skipped:
+        lines.append(f"  - {len(skipped)} packages not read (not at hand): see {GPU_CODE}")
+    return "\n".join(one_line(line) for line in lines)
 
 
 def _gpu_check(
@@ -121,16 +139,22 @@ def _gpu_check(
 ) -> tuple[LockVerdict, ...]:
     """The spec's `gpus:` against the locked wheels at hand; gpu-code.json written beside the lock."""
     spec = loaded.spec
-    if not spec.gpus:
+    if not spec.gpus and not spec.drivers:
         return ()
     facts = load_gpu_facts()
-    platform = "linux-64" if "linux-64" in result.contents.pip else next(iter(result.contents.pip), None)
-    packages = result.contents.pip.get(platform, ()) if platform else ()
+    platforms = result.contents.platforms
+    platform = "linux-64" if "linux-64" in platforms else next(iter(platforms), None)
+    packages: list[CondaPackage | PipPackage] = []
+    if platform is not None:
+        packages = [*result.contents.conda.get(platform, ()), *result.contents.pip.get(platform, ())]
     started = time.monotonic()
-    with working(f"reading the GPU code of {len(packages)} locked wheels"):
+    with working(f"reading the GPU code of {len(packages)} locked packages"):
         code = lock_gpu_code(packages, None if spec.cuda == "cpu" else spec.cuda, spec.gpus, dirs)
     write_text_atomic(result.directory / GPU_CODE, dump(code))
-    verdicts = lock_verdicts(code, [gpu_target(g, facts) for g in spec.gpus])
+    drivers: list[str | None] = list(spec.drivers) or [None]
+    targets = [gpu_target(g, facts, d) for g in spec.gpus for d in drivers]
+    targets += [Target(f"driver {d}", driver=d) for d in spec.drivers if not spec.gpus]
+    verdicts = lock_verdicts(code, targets, load_catalog(), facts)
     data["gpu_code"] = {
         "file": str(result.directory / GPU_CODE),
         "wheels_read": len(code.wheels),

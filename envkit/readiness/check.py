@@ -20,7 +20,8 @@ from envkit.catalog.gpu import GpuFacts
 from envkit.errors import ProbeError, UsageError
 from envkit.probe.runner import CONTAINER_PAYLOAD, PAYLOAD_DIR
 from envkit.readiness.facts import ReadinessFacts, parse_facts
-from envkit.readiness.packages import package_findings
+from envkit.readiness.packages import package_findings, walk_findings
+from envkit.readiness.requirements import requirement_findings
 from envkit.readiness.rules import (
     Finding,
     arch_findings,
@@ -149,6 +150,7 @@ class CheckResult:
             "where": self.where,
             "summary": fingerprint_facts(self.facts),
             "load_sandbox": dict(self.facts.load_sandbox) if self.facts.load_sandbox is not None else None,
+            "nvidia_require": dict(self.facts.nvidia_require),
             "packages": {
                 path: {"name": o.name, "version": o.version, "via": o.via}
                 for path, o in self.facts.owners.items()
@@ -192,7 +194,7 @@ def check(
     facts: ReadinessFacts, targets: Sequence[Target], catalog: Catalog, gpu: GpuFacts, *, where: str
 ) -> CheckResult:
     """A verdict per target (one for the environment alone when no target is given)."""
-    env = tuple(environment_findings(facts, gpu))
+    env = tuple(environment_findings(facts, gpu)) + tuple(walk_findings(facts))
     verdicts = []
     for target in targets or [Target("the environment (no GPU or driver named)")]:
         findings = (
@@ -200,6 +202,7 @@ def check(
             + tuple(toolkit_findings(facts, target, catalog))
             + tuple(arch_findings(facts, target, catalog))
             + tuple(package_findings(facts, target))
+            + tuple(requirement_findings(facts, target, catalog))
             + tuple(driver_findings(facts, target, catalog, gpu))
         )
         verdicts.append(Verdict(target, summarize(findings), findings))

@@ -134,6 +134,7 @@ class ReadinessFacts:
     load_sandbox: Mapping[str, str] | None = None
     owners: Mapping[str, Owner] = field(default_factory=dict)  # library path -> its distribution
     walk: Walk | None = None
+    nvidia_require: Mapping[str, str] = field(default_factory=dict)  # the image's NVIDIA_REQUIRE_*
     document: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
 
@@ -315,5 +316,9 @@ def parse_facts(text: str | bytes, where: str) -> ReadinessFacts:
         load_sandbox=_sandbox(d.get("load_sandbox")),
         owners={k: _owner(v, f"owners[{k}]") for k, v in sorted(_obj(d.get("owners", {}), "owners").items())},
         walk=_walk(d.get("walk")),
+        nvidia_require={
+            str(k): str(_str(v, f"nvidia_require.{k}", optional=False))
+            for k, v in _obj(d.get("nvidia_require", {}), "nvidia_require").items()
+        },
         document=d,
     )

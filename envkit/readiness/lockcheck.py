@@ -1,12 +1,13 @@
 """Will a lock run on the team's GPUs? Decided at ``envkit lock`` time, before any build.
 
-``envkit lock`` of a spec with ``gpus:`` finds each locked wheel at hand (the project's wheelhouse,
-``--wheels DIR``; a file counts only when its sha256 is one the lock pins), reads its GPU code
-without installing (:mod:`envkit.readiness.wheels`) and writes ``images/NAME/gpu-code.json``: per
-wheel, per shared object, the fatbins' SASS/PTX and arch groups. ``envkit check --lock PATH`` reads
-that file back (bounded, shape-checked, each wheel's sha256 checked against ``requirements.lock``
-beside it) and gives the same verdicts, for a lock someone else made. Its claims are as honest as
-whoever wrote the file: they are parsed, never run.
+``envkit lock`` of a spec with ``gpus:`` finds each locked wheel and conda package at hand (the
+project's wheelhouse, ``~/.conda/pkgs``, ``--archives DIR``; a file counts only when its sha256 is
+one the lock pins), reads its GPU code without installing (:mod:`envkit.readiness.wheels`) and
+writes ``images/NAME/gpu-code.json``: per package, per shared object, the fatbins' SASS/PTX and
+arch groups. ``envkit check --lock PATH`` reads that file back (bounded, shape-checked, each
+package's sha256 checked against ``requirements.lock`` / ``conda-lock.yml`` beside it) and gives
+the same verdicts, for a lock someone else made. Its claims are as honest as whoever wrote the
+file: they are parsed, never run.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from envkit._io import TooLarge, load_json_bounded, read_text_bounded
+from envkit.catalog import Catalog
+from envkit.catalog.gpu import GpuFacts
 from envkit.errors import UsageError
-from envkit.lock.solver import PipPackage
-from envkit.readiness.facts import ReadinessError, parse_library
-from envkit.readiness.rules import Finding, summarize
+from envkit.lock.solver import CondaPackage, PipPackage
+from envkit.readiness.facts import FrameworkFacts, Loaded, ReadinessError, ReadinessFacts, parse_library
+from envkit.readiness.rules import Finding, driver_findings, summarize
 from envkit.readiness.targets import Target
-from envkit.readiness.wheels import WheelCode, scan_wheel, wheel_findings
+from envkit.readiness.wheels import WheelCode, scan_conda, scan_wheel, wheel_findings
 
 __all__ = [
     "GPU_CODE",
@@ -79,7 +82,10 @@ class LockVerdict:
         }
 
 
-def _filename(pkg: PipPackage) -> str:
+ARCHIVES = ("*.whl", "*.conda", "*.tar.bz2")
+
+
+def _filename(pkg: PipPackage | CondaPackage) -> str:
     return unquote(urlsplit(pkg.url).path.rsplit("/", 1)[-1])
 
 
@@ -92,39 +98,57 @@ def _sha256(path: Path) -> str:
 
 
 def _at_hand(dirs: Sequence[Path]) -> dict[str, list[Path]]:
-    """Wheel files by name in ``dirs`` and their sub-folders one level down (a wheelhouse's entries)."""
+    """Package archives by name in ``dirs`` and one level down (a wheelhouse's entries, a conda
+    package cache)."""
     found: dict[str, list[Path]] = {}
     for d in dirs:
-        for path in [*sorted(d.glob("*.whl")), *sorted(d.glob("*/*.whl"))]:
+        for path in [
+            p for pattern in ARCHIVES for p in [*sorted(d.glob(pattern)), *sorted(d.glob(f"*/{pattern}"))]
+        ]:
             if path.is_file() and not path.is_symlink():
                 found.setdefault(path.name, []).append(path)
     return found
 
 
 def lock_gpu_code(
-    packages: Sequence[PipPackage], cuda: str | None, gpus: Sequence[str], dirs: Sequence[Path]
+    packages: Sequence[PipPackage | CondaPackage], cuda: str | None, gpus: Sequence[str], dirs: Sequence[Path]
 ) -> LockGpuCode:
-    """Read every locked wheel at hand (its sha256 one the lock pins) without installing it."""
+    """Read every locked wheel and conda package at hand (its sha256 one the lock pins), uninstalled."""
     at_hand = _at_hand(dirs)
     wheels: list[WheelCode] = []
     missing: list[tuple[str, str, str]] = []
     for pkg in packages:
         name = _filename(pkg)
-        if not name.endswith(".whl"):
-            missing.append((pkg.name, pkg.version, f"{name or pkg.url} is not a wheel"))
+        if not name.endswith((".whl", ".conda", ".tar.bz2")):
+            missing.append((pkg.name, pkg.version, f"{name or pkg.url} is not a wheel or conda package"))
             continue
-        pinned = [(p, digest) for p in at_hand.get(name, []) if (digest := _sha256(p)) in pkg.hashes]
+        pins = pkg.hashes if isinstance(pkg, PipPackage) else (pkg.sha256,)
+        pinned = [(p, digest) for p in at_hand.get(name, []) if (digest := _sha256(p)) in pins]
         if not pinned:
             missing.append((pkg.name, pkg.version, f"{name} is not at hand with a pinned sha256"))
             continue
-        wheels.append(scan_wheel(pinned[0][0], pkg.name, pkg.version, pinned[0][1]))
+        path, digest = pinned[0]
+        scan = scan_wheel if name.endswith(".whl") else scan_conda
+        wheels.append(scan(path, pkg.name, pkg.version, digest))
     return LockGpuCode(cuda, tuple(gpus), tuple(wheels), tuple(missing))
 
 
-def lock_verdicts(code: LockGpuCode, targets: Sequence[Target]) -> tuple[LockVerdict, ...]:
+def _as_facts(code: LockGpuCode) -> ReadinessFacts:
+    """The lock as the driver rules see an environment: a framework running on the spec's CUDA."""
+    loaded = Loaded({}, {}, {})
+    fw = FrameworkFacts("the lock", None, None, code.cuda, None, "", (), (), (), loaded)
+    return ReadinessFacts(None, {"the lock": fw} if code.cuda else {}, {}, (), ())
+
+
+def lock_verdicts(
+    code: LockGpuCode, targets: Sequence[Target], catalog: Catalog, gpu: GpuFacts
+) -> tuple[LockVerdict, ...]:
+    """Each target's verdict: the wheels' GPU code, and its driver by `envkit check`'s own rules."""
+    facts = _as_facts(code)
     out = []
     for target in targets:
         findings = list(wheel_findings(code.wheels, target, code.cuda))
+        findings += driver_findings(facts, target, catalog, gpu)
         for name, version, why in code.not_scanned:
             findings.append(Finding("note", "wheel-not-scanned", f"{name} {version}: not read ({why})"))
         out.append(LockVerdict(target, summarize(findings), tuple(findings)))
@@ -187,19 +211,23 @@ def _wheel(file: Path, i: int, value: Any) -> WheelCode:
 
 
 def _pinned(directory: Path, wheels: Sequence[WheelCode]) -> None:
-    """Each wheel's sha256 is one ``requirements.lock`` beside the file pins (when it is there)."""
-    lock = directory / "requirements.lock"
-    if not lock.is_file():
-        return
-    try:
-        text = read_text_bounded(lock, 64 << 20)
-    except (OSError, TooLarge) as e:
-        raise UsageError(f"cannot read {lock}: {e}", hint="restore it: `envkit lock NAME`") from e
+    """Each package's sha256 is one the lock beside the file pins (``requirements.lock`` for wheels,
+    ``conda-lock.yml`` for conda packages; checked when the file is there)."""
+    texts = {}
+    for name in ("requirements.lock", "conda-lock.yml"):
+        lock = directory / name
+        if lock.is_file():
+            try:
+                texts[name] = read_text_bounded(lock, 64 << 20)
+            except (OSError, TooLarge) as e:
+                raise UsageError(f"cannot read {lock}: {e}", hint="restore it: `envkit lock NAME`") from e
     for wheel in wheels:
-        if f"--hash=sha256:{wheel.sha256}" not in text:
+        name = "requirements.lock" if wheel.filename.endswith(".whl") else "conda-lock.yml"
+        text = texts.get(name)
+        if text is not None and wheel.sha256 not in text:
             raise _bad(
                 directory / GPU_CODE,
-                f"{wheel.filename} (sha256 {wheel.sha256[:12]}...) is not a wheel {lock.name} pins",
+                f"{wheel.filename} (sha256 {wheel.sha256[:12]}...) is not a package {name} pins",
             )
 
 

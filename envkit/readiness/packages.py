@@ -18,7 +18,7 @@ from envkit.readiness.owners import package_of
 from envkit.readiness.rules import Finding, carried_text, ptx_text, runtime_cuda, split_fatbins
 from envkit.readiness.targets import Target
 
-__all__ = ["package_findings", "variant_skipped"]
+__all__ = ["package_findings", "variant_skipped", "walk_findings"]
 
 _VARIANT = re.compile(r"cuda(\d{2,3})")
 
@@ -104,3 +104,18 @@ def package_findings(facts: ReadinessFacts, target: Target) -> list[Finding]:
         if found is not None:
             out.append(found)
     return out
+
+
+def walk_findings(facts: ReadinessFacts) -> list[Finding]:
+    """A walk over the environment's shared objects that stopped early (a bound) is said, once."""
+    walk = facts.walk
+    if walk is None or not walk.cut:
+        return []
+    return [
+        Finding(
+            "warning",
+            "walk-cut",
+            f"read {walk.shared_objects} shared objects of the environment and stopped (at most "
+            f"{walk.limit} files, 300 s): the packages beyond were not checked",
+        )
+    ]

@@ -14,6 +14,7 @@ from typing import Literal
 
 from envkit.catalog import Catalog
 from envkit.catalog.gpu import GpuFacts
+from envkit.catalog.require import ARCH_ENV, satisfies, toolkit_arch_requirement
 from envkit.readiness.facts import FrameworkFacts, LibraryScan, ReadinessFacts
 from envkit.readiness.owners import package_of
 from envkit.readiness.targets import Target
@@ -290,27 +291,34 @@ def split_fatbins(lib: LibraryScan, cc: tuple[int, int]) -> tuple[int, int, int,
 
 
 def toolkit_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[Finding]:
-    """A GPU older than every target of the framework's CUDA release (CUDA 13 starts at sm_75)."""
+    """A GPU older than every target of the framework's CUDA release (CUDA 13 starts at sm_75): the
+    image's ``NVIDIA_REQUIRE_ARCH`` (:func:`envkit.catalog.require.toolkit_arch_requirement`, the
+    expression ``envkit render`` writes) evaluated as the NVIDIA Container Toolkit does at start."""
     if target.cc is None:
         return []
     out = []
     for fw in facts.frameworks.values():
         cuda = runtime_cuda(fw)
         release = catalog.cuda_release(".".join(cuda.split(".")[:2])) if cuda else None
-        archs = [p for a in release.archs if (p := _arch(a)) is not None] if release else []
-        if archs and target.cc < min((p[1], p[2]) for p in archs):
+        requirement = toolkit_arch_requirement(release)
+        arch = f"{target.cc[0]}.{target.cc[1]}"
+        if release is not None and requirement and not satisfies(requirement, arch=arch):
             sm = f"sm_{target.cc[0]}{target.cc[1]}"
-            listed = ", ".join(release.archs) if release else ""
             out.append(
                 Finding(
                     "error",
                     "toolkit-drops-gpu",
-                    f"CUDA {release.version if release else cuda} does not support {sm} (its targets: "
-                    f"{listed}): {_NAMES.get(fw.name, fw.name)} {fw.version} cannot use this GPU",
+                    f"CUDA {release.version} does not support {sm} (its targets: "
+                    f"{', '.join(release.archs)}): {_NAMES.get(fw.name, fw.name)} {fw.version} cannot use "
+                    f"this GPU (its image's {ARCH_ENV}={requirement} refuses it at start)",
                     fw.name,
                 )
             )
     return out
+
+
+def _framework_of(facts: ReadinessFacts, lib: LibraryScan) -> FrameworkFacts | None:
+    return next((fw for fw in facts.frameworks.values() if lib.path.startswith(fw.directory + "/")), None)
 
 
 def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[Finding]:
@@ -329,9 +337,7 @@ def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> li
     for lib in facts.libraries.values():
         if lib.fatbins == 0 or package_of(facts, lib) is not None:  # other packages: readiness.packages
             continue
-        owner = next(
-            (fw for fw in facts.frameworks.values() if lib.path.startswith(fw.directory + "/")), None
-        )
+        owner = _framework_of(facts, lib)
         fw_name = owner.name if owner else None
         who = _NAMES.get(owner.name, owner.name) if owner else "it"
         base = lib.soname or _base(lib.path)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import tarfile
 import tempfile
 import zipfile
 import zlib
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import IO, Any
 
 from envkit.probe.runner import PAYLOAD_DIR
 from envkit.readiness.facts import LibraryScan, Owner
@@ -30,12 +31,13 @@ from envkit.readiness.owners import is_nvidia
 from envkit.readiness.rules import Finding, carried_text, ptx_text, split_fatbins
 from envkit.readiness.targets import Target
 
-__all__ = ["FRAMEWORK_DISTS", "WheelCode", "scan_wheel", "wheel_findings"]
+__all__ = ["FRAMEWORK_DISTS", "WheelCode", "scan_conda", "scan_wheel", "wheel_findings"]
 
 MAX_MEMBER = 4 << 30  # bytes of one shared object in a wheel (paddle's libphi.so: 1.96 GB)
 MAX_MEMBERS = 5000  # shared objects per wheel
-FRAMEWORK_DISTS = frozenset({"torch", "paddlepaddle-gpu", "paddlepaddle"})
-_SO = re.compile(r"\.so(\.[0-9][0-9A-Za-z.]*)?$")
+MAX_TAR_BYTES = 16 << 30  # bytes of all members of a conda package's tar streamed through
+FRAMEWORK_DISTS = frozenset({"torch", "pytorch", "paddlepaddle-gpu", "paddlepaddle"})  # PyPI and conda names
+_SO = re.compile(r"\.so(\.[0-9][0-9A-Za-z.]*)?\Z")
 _VARIANT = re.compile(r"cuda(\d{2,3})")
 
 
@@ -54,7 +56,8 @@ _ELFSCAN = _elfscan()
 
 @dataclass(frozen=True)
 class WheelCode:
-    """One wheel's GPU code: each shared object with fatbins (or a problem), by member name."""
+    """One wheel's (or conda package's) GPU code: each shared object with fatbins (or a problem), by
+    member name."""
 
     name: str
     version: str
@@ -124,20 +127,76 @@ def _scan_member(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict[str, Any] | 
     reader seeks back (section table at the end, strings, then the fatbins), and a backward seek in
     a deflated member decompresses it again from the start (4x slower on bitsandbytes' wheel)."""
     with z.open(info) as member:
-        head = member.read(4)
-        if head != b"\x7fELF":
-            return None
-        with tempfile.TemporaryFile(prefix="envkit-member-") as tmp:
-            tmp.write(head)
-            copied = len(head)
-            while chunk := member.read(1 << 20):
-                copied += len(chunk)
-                if copied > MAX_MEMBER:
-                    return {"fatbins": 0, "problem": f"more than {MAX_MEMBER} bytes: not read"}
-                tmp.write(chunk)
-            tmp.seek(0)
-            raw: dict[str, Any] = _ELFSCAN.scan_stream(tmp, copied)
-            return raw
+        return _scan_stream(member)
+
+
+def _scan_stream(member: IO[bytes]) -> dict[str, Any] | None:
+    """:func:`_scan_member` of any readable stream (a zip member, a tar member)."""
+    head = member.read(4)
+    if head != b"\x7fELF":
+        return None
+    with tempfile.TemporaryFile(prefix="envkit-member-") as tmp:
+        tmp.write(head)
+        copied = len(head)
+        while chunk := member.read(1 << 20):
+            copied += len(chunk)
+            if copied > MAX_MEMBER:
+                return {"fatbins": 0, "problem": f"more than {MAX_MEMBER} bytes: not read"}
+            tmp.write(chunk)
+        tmp.seek(0)
+        raw: dict[str, Any] = _ELFSCAN.scan_stream(tmp, copied)
+        return raw
+
+
+def scan_conda(path: Path, name: str, version: str, sha256: str) -> WheelCode:
+    """A conda package's shared objects (``.tar.bz2``, or ``.conda``: a zip whose ``pkg-*.tar.zst``
+    needs the ``zstandard`` module), streamed member by member, never unpacked to disk whole."""
+    try:
+        if path.name.endswith(".tar.bz2"):
+            with tarfile.open(path, mode="r|bz2") as tar:
+                return WheelCode(name, version, path.name, sha256, _tar_libraries(tar))
+        with zipfile.ZipFile(path) as z:
+            inner = [
+                i for i in z.infolist() if i.filename.startswith("pkg-") and i.filename.endswith(".tar.zst")
+            ]
+            if len(inner) != 1:
+                return WheelCode(
+                    name, version, path.name, sha256, (), "no pkg-*.tar.zst in the .conda archive"
+                )
+            try:
+                import zstandard
+            except ImportError:
+                return WheelCode(
+                    name, version, path.name, sha256, (), "reading .conda needs the zstandard module"
+                )
+            with (
+                z.open(inner[0]) as raw,
+                zstandard.ZstdDecompressor().stream_reader(raw) as zst,
+                tarfile.open(fileobj=zst, mode="r|") as tar,
+            ):
+                return WheelCode(name, version, path.name, sha256, _tar_libraries(tar))
+    except (tarfile.TarError, zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as e:
+        return WheelCode(name, version, path.name, sha256, (), f"{type(e).__name__}: {e}")
+
+
+def _tar_libraries(tar: tarfile.TarFile) -> tuple[LibraryScan, ...]:
+    libraries: list[LibraryScan] = []
+    total = count = 0
+    for member in tar:
+        total += max(member.size, 0)
+        if total > MAX_TAR_BYTES:
+            raise ValueError(f"more than {MAX_TAR_BYTES} bytes of members: not read further")
+        if not member.isfile() or not _SO.search(member.name):
+            continue
+        count += 1
+        if count > MAX_MEMBERS or member.size > MAX_MEMBER:
+            libraries.append(_library(member.name, {"problem": f"{member.size} bytes or too many: not read"}))
+            continue
+        stream = tar.extractfile(member)
+        raw = _scan_stream(stream) if stream is not None else None
+        if raw is not None and (raw["fatbins"] or raw["problem"]):
+            libraries.append(_library(member.name, raw))
+    return tuple(libraries)
 
 
 def _variant_skipped(lib: LibraryScan, wheel: WheelCode, cuda: str | None) -> bool:

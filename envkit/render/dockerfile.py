@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envkit.catalog import InstallerFile
+from envkit.catalog.require import nvidia_arch_env
 from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL
 from envkit.errors import UsageError
 from envkit.lock.epoch import EPOCH_LABEL, source_date_epoch
@@ -464,6 +465,7 @@ def _env_words(resolved: ResolvedSpec) -> dict[str, str]:
     elif spec.is_gpu:
         # the NVIDIA container runtime refuses to start the image on a driver older than this CUDA
         words["NVIDIA_REQUIRE_CUDA"] = docker_word(f"cuda>={spec.cuda}")
+    words.update(nvidia_arch_env(spec.is_gpu, resolved.cuda_release, docker_word))  # NVIDIA_REQUIRE_ARCH
     for key, value in sorted(spec.env.items()):
         if key == "PATH":
             # empty entries would put the working directory on PATH: drop them

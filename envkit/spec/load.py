@@ -44,7 +44,11 @@ class LoadedSpec:
         return _display(self.path)
 
 
-_LATER_FIELDS: dict[str, object] = {"cuda_runtime": "image", "gpus": []}  # field -> its default (JSON)
+_LATER_FIELDS: dict[str, object] = {
+    "cuda_runtime": "image",
+    "gpus": [],
+    "drivers": [],
+}  # field -> its default (JSON)
 
 
 def spec_hash(spec: Spec) -> str:

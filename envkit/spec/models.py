@@ -214,6 +214,20 @@ class Spec(StrictModel):
         "reads the GPU code of every locked wheel at hand and fails when one cannot run there",
     )
 
+    drivers: tuple[str, ...] = Field(
+        (),
+        description="the host drivers it must run on (`535.104.05`): with `gpus:`, each GPU on each driver; "
+        "`envkit lock` applies `envkit check`'s driver rules to the spec's CUDA",
+    )
+
+    @field_validator("drivers")
+    @classmethod
+    def _drivers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for driver in value:
+            if not re.match(r"^\d{2,4}(\.\d{1,3}){1,2}\Z", driver):
+                raise ValueError(f"{driver!r} is not a driver version (e.g. 535.104.05)")
+        return value
+
     @field_validator("gpus")
     @classmethod
     def _gpus(cls, value: tuple[str, ...]) -> tuple[str, ...]:

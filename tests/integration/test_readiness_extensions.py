@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,26 @@ pytestmark = pytest.mark.slow
 EXTENSIONS = ("torchvision==0.29.2", "torchaudio==2.11.0", "xformers==0.0.35", "bitsandbytes==0.50.2")
 
 
+CUDART = "int cudaRuntimeGetVersion(int *v) { *v = %d; return 0; }\n"
+
+
+def _loadable_cudart(site: Path, cuda: str) -> None:
+    """A real (tiny) libcudart in place of the crafted one, so the environment loads cleanly and a
+    target can be READY: it answers cudaRuntimeGetVersion as the runtime of ``cuda`` would."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler for a loadable libcudart stub")
+    major, minor = (int(p) for p in cuda.split("."))
+    src = site.parent / "cudart.c"
+    src.write_text(CUDART % (major * 1000 + minor * 10))
+    lib = site / "nvidia" / "cu13" / "lib" / "libcudart.so.13"
+    lib.unlink()
+    cmd = ["cc", "-shared", "-fPIC", f"-Wl,-soname,{lib.name}", "-o", str(lib), str(src)]
+    subprocess.run(cmd, check=True, capture_output=True)
+
+
 def _site(root: Path, cuda: str) -> Path:
     site = make_site(root)
+    _loadable_cudart(site, cuda)
     tag = cuda.replace(".", "")
     (site / "torch" / "version.py").write_text(f"__version__ = '2.15.0+cu{tag}'\ncuda = '{cuda}'\n")
     for requirement in EXTENSIONS:
@@ -80,17 +99,19 @@ def test_a_volta_on_cu13_wheels_names_every_extension_without_sm_70(
 def test_an_rtx5090_on_cu13_wheels_jit_compiles_xformers_and_runs_the_rest(
     cu132: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, result = _check(capsys, "--site", str(cu132), "--gpu", "RTX5090", "--gpu", "H100")
+    code, result = _check(capsys, "--site", str(cu132), "--gpu", "RTX5090", "--gpu", "H100")
     rtx, h100 = result["verdicts"]
     assert _packages(rtx) == {"xformers 0.0.35": [("warning", "package-ptx-jit", "_C.so")]}
     assert _packages(h100) == {}  # xformers' sm_90a runs on 9.0 exactly; the rest carry sm_90
+    assert (code, rtx["status"], h100["status"]) == (0, "ready", "ready")  # a warning is no failure
 
 
 def test_an_rtx5090_on_a_cu126_torch_fails_in_bitsandbytes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     site = _site(tmp_path, "12.6")
-    _, result = _check(capsys, "--site", str(site), "--gpu", "RTX5090")
+    code, result = _check(capsys, "--site", str(site), "--gpu", "RTX5090", "--gpu", "H100")
+    assert (code, [v["status"] for v in result["verdicts"]]) == (1, ["will-fail", "ready"])
     found = _packages(result["verdicts"][0])
     assert found["bitsandbytes 0.50.2"] == [
         ("error", "package-no-kernel-image", "libbitsandbytes_cuda126.so")
@@ -134,7 +155,7 @@ def test_envkit_lock_reads_the_real_wheels_without_installing_them(
     spec = 'name: team\npython: "3.11"\ncuda: "13.2"\ninstaller: miniforge\npip: [x]\ngpus: [{}]\n'
     services = Services(solver_factory=lambda: (FakeCondaSolver(), FakePipResolver(pins)))
     dirs = sorted({str(p.parent) for p in paths.values()})
-    argv = ["lock", "team", *[a for d in dirs for a in ("--wheels", d)], "--json"]
+    argv = ["lock", "team", *[a for d in dirs for a in ("--archives", d)], "--json"]
     (tmp_path / "environments" / "team.yaml").write_text(spec.format("H100"))
     assert main(argv, services=services) == 0
     capsys.readouterr()

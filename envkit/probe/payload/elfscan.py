@@ -18,6 +18,7 @@ Fatbin layout (little-endian), as written by NVIDIA's fatbinary tool and read ba
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import time
 from typing import Any, BinaryIO
@@ -259,8 +260,18 @@ class _Walk:
 def scan(path: str) -> dict[str, Any]:
     """One library: soname, needed, rpath/runpath, fatbins (counts per arch), problem (or None)."""
     try:
-        with open(path, "rb") as fh:
-            return scan_stream(fh, os.fstat(fh.fileno()).st_size)
+        # O_NONBLOCK: a FIFO planted where a library was found (or swapped in since) never blocks the
+        # open; anything but a regular file is refused once open
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ElfProblem("not a regular file")
+            return scan_stream(fh, info.st_size)
+    except ElfProblem as e:
+        out = _empty()
+        out["problem"] = str(e)
+        return out
     except OSError as e:
         out = _empty()
         out["problem"] = f"unreadable: {type(e).__name__}: {e}"

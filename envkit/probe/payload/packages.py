@@ -17,13 +17,15 @@ import io
 import json
 import os
 import re
+import time
 from typing import Any
 
 import elfscan
 
 MAX_FILES = 20000  # shared objects scanned per check (a CUDA torch + extensions: ~400)
 MAX_META = 16 << 20  # bytes of one RECORD or conda-meta file
-_SO = re.compile(r"\.so(\.[0-9][0-9A-Za-z.]*)?$")
+MAX_WALK_SECONDS = 300.0  # the whole walk (each file is bounded by elfscan's own per-file budget)
+_SO = re.compile(r"\.so(\.[0-9][0-9A-Za-z.]*)?\Z")
 
 
 def _read(path: str) -> str:
@@ -82,7 +84,7 @@ def owners(sites: list[str]) -> dict[str, dict[str, Any]]:
         for meta in sorted(glob.glob(os.path.join(glob.escape(prefix), "conda-meta", "*.json"))):
             try:
                 doc = json.loads(_read(meta) or "{}")
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
                 continue
             if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
                 continue
@@ -101,9 +103,10 @@ def _is_elf(path: str) -> bool:
         return False
 
 
-def shared_objects(roots: list[str], limit: int = MAX_FILES) -> tuple[list[str], bool]:
+def shared_objects(roots: list[str], limit: int | None = None) -> tuple[list[str], bool]:
     """ELF files named ``*.so`` / ``*.so.N`` under ``roots`` (one path per real file), and whether
-    ``limit`` cut the walk short."""
+    ``limit`` (default ``MAX_FILES``) cut the walk short."""
+    limit = MAX_FILES if limit is None else limit
     seen: set[str] = set()
     found: list[str] = []
     for root in roots:
@@ -156,7 +159,11 @@ def every_library(
     roots = env_roots(sites, caches)
     files, cut = shared_objects(roots)
     known = {_real(p): p for p in libraries}
+    deadline = time.monotonic() + MAX_WALK_SECONDS
     for path in files:
+        if time.monotonic() > deadline:
+            cut = True  # reported: the walk read part of the environment only
+            break
         if _real(path) in known:
             continue
         info = elfscan.scan(path)

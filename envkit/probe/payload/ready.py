@@ -375,8 +375,16 @@ def report(
         "ld_library_path": loader.ld_library_path,
         "load_sandbox": box.describe() if box is not None else None,
         "owners": every["owners"] if every else {},
+        # the NVIDIA Container Toolkit's constraints this image carries (inside an image only)
+        "nvidia_require": _requirements() if box is None else {},
         "walk": every["walk"] if every else None,
     }
+
+
+def _requirements() -> dict[str, str]:
+    """``NVIDIA_REQUIRE_*`` of this process's environment (the image's ENV), 64 at most."""
+    found = {k: v[:4096] for k, v in os.environ.items() if k.startswith("NVIDIA_REQUIRE_")}
+    return dict(sorted(found.items())[:64])
 
 
 def _version_text(lib: str, value: Any) -> Any:

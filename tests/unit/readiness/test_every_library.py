@@ -124,3 +124,53 @@ def test_hostile_metadata_is_ignored_not_a_traceback(tmp_path: Path) -> None:
     (bad / "RECORD").mkdir()  # a directory where a file should be
     # the file is still judged, as a package of no distribution (its directory's name)
     assert _verdict(site, "H100") == [("error", "package-no-kernel-image", "h")]
+
+
+def _payload(name: str) -> Any:
+    import importlib.util
+    import sys
+
+    from envkit.probe.runner import PAYLOAD_DIR
+
+    sys.path.insert(0, str(PAYLOAD_DIR))  # the payload's modules import each other by name
+    try:
+        spec = importlib.util.spec_from_file_location(f"envkit_payload_{name}", PAYLOAD_DIR / f"{name}.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(PAYLOAD_DIR))
+
+
+def test_a_walk_that_hits_its_bound_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    packages = _payload("packages")
+    site = make_site(tmp_path)
+    for i in range(3):
+        _install(site, f"p{i}", "1", {f"p{i}/_k.so": Library(fatbins=[sm(80)]).encode()})
+    monkeypatch.setattr(packages, "MAX_FILES", 2)
+    walk = packages.every_library([str(site)], [], {})["walk"]
+    assert walk["cut"] is True and walk["shared_objects"] == 2
+    monkeypatch.setattr(packages, "MAX_FILES", 20000)
+    monkeypatch.setattr(packages, "MAX_WALK_SECONDS", -1.0)  # the deadline passed before the first file
+    libraries: dict[str, Any] = {}
+    assert packages.every_library([str(site)], [], libraries)["walk"]["cut"] is True and not libraries
+    doc = {
+        "kind": "envkit-gpu-readiness",
+        "schema": 1,
+        "walk": {"roots": [], "shared_objects": 2, "limit": 2, "cut": True},
+    }
+    from envkit.readiness.facts import parse_facts
+
+    result = check(parse_facts(json.dumps(doc), "t"), [], load_catalog(), load_gpu_facts(), where="t")
+    assert [f.code for f in result.environment if f.code == "walk-cut"] == ["walk-cut"]
+
+
+def test_a_fifo_named_like_a_library_never_blocks(tmp_path: Path) -> None:
+    elfscan = _payload("elfscan")
+    fifo = tmp_path / "libfifo.so"
+    os.mkfifo(fifo)
+    assert elfscan.scan(str(fifo))["problem"] == "not a regular file"
+    site = make_site(tmp_path / "env")
+    os.mkfifo(site / "torch" / "lib" / "libplanted.so")
+    assert _verdict(site, "H100") == []  # walked past, no hang, nothing to judge

@@ -53,7 +53,7 @@ def _lock(
         PipPackage("absent", "2.0", "https://files.example/absent-2.0-py3-none-any.whl", ("ab" * 32,)),
     )
     services = Services(solver_factory=lambda: (FakeCondaSolver(), FakePipResolver(pins)))
-    code = main(["lock", "team", "--wheels", str(wheels), "--json", *extra], services=services)
+    code = main(["lock", "team", "--archives", str(wheels), "--json", *extra], services=services)
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -117,7 +117,7 @@ def test_a_wheel_file_whose_sha256_the_lock_does_not_pin_is_not_read(
 @pytest.mark.parametrize(
     ("edit", "words"),
     [
-        (lambda d: d["wheels"][0].update(sha256="0" * 64), "is not a wheel requirements.lock pins"),
+        (lambda d: d["wheels"][0].update(sha256="0" * 64), "is not a package requirements.lock pins"),
         (lambda d: d.update(wheels=5), "wheels is not a list"),
         (lambda d: d["wheels"][0].update(libraries=[{"member": 1}]), "has no member name"),
         (lambda d: d["wheels"][0]["libraries"][0].update(sass=[1]), "is not an object"),
@@ -159,3 +159,110 @@ def test_scan_wheel_on_hostile_archives(tmp_path: Path, monkeypatch: pytest.Monk
     path.write_bytes(bytes(data))
     damaged = wheels.scan_wheel(path, "w", "1", "x")
     assert damaged.problem is not None or all(lib.problem for lib in damaged.libraries)
+
+
+def _tar_bz2(path: Path, members: dict[str, bytes], links: dict[str, str] | None = None) -> str:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:bz2") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _dot_conda(path: Path, members: dict[str, bytes]) -> str:
+    import io
+    import tarfile
+
+    import zstandard
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("metadata.json", b'{"conda_pkg_format_version": 2}')
+        z.writestr(f"pkg-{path.name[:-6]}.tar.zst", zstandard.ZstdCompressor().compress(raw.getvalue()))
+        z.writestr(f"info-{path.name[:-6]}.tar.zst", zstandard.ZstdCompressor().compress(b""))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_conda_packages_at_hand_are_read_too(
+    project: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from envkit.lock import CondaPackage
+
+    archives = tmp_path / "pkgs"
+    archives.mkdir()
+    lib = Library("libk.so", fatbins=[sm(80, 86)] * 3).encode()
+    bz2 = "kernels-1.0-h0.tar.bz2"
+    conda = "fused-2.0-h0.conda"
+    bz2_sha = _tar_bz2(archives / bz2, {"lib/libk.so": lib}, {"lib/libk.so.1": "libk.so"})
+    conda_sha = _dot_conda(archives / conda, {"lib/libfused.so": lib, "info/index.json": b"{}"})
+    spec = 'name: team\npython: "3.11"\ncuda: "12.6"\ninstaller: miniforge\n'
+    spec += "conda: [kernels, fused]\ngpus: [H100]\n"
+    (project / "environments" / "team.yaml").write_text(spec)
+    pins = {
+        "linux-64": tuple(
+            CondaPackage(
+                n, v, "h0", f"https://conda.example/linux-64/{f}", "0" * 32, sha, "linux-64", "linux-64"
+            )
+            for n, v, f, sha in (("kernels", "1.0", bz2, bz2_sha), ("fused", "2.0", conda, conda_sha))
+        )
+    }
+    services = Services(solver_factory=lambda: (FakeCondaSolver(pins), FakePipResolver()))
+    code = main(["lock", "team", "--archives", str(archives), "--json"], services=services)
+    out = json.loads(capsys.readouterr().out)["result"]
+    assert code == 1
+    assert sorted(_errors(out)) == [
+        ("H100 (sm_90)", "fused 2.0", "lib/libfused.so"),
+        ("H100 (sm_90)", "kernels 1.0", "lib/libk.so"),  # once: the link to it is not a second file
+    ]
+    assert main(["check", "--lock", str(project / "images" / "team"), "--gpu", "A100"]) == 0
+
+
+def test_hostile_conda_archives_are_problems_not_tracebacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envkit.readiness import wheels
+
+    lib = Library(fatbins=[sm(80)] * 30).encode()
+    bad = tmp_path / "x-1-h0.tar.bz2"
+    bad.write_bytes(b"BZh9 not really")
+    assert wheels.scan_conda(bad, "x", "1", "s").problem
+    _tar_bz2(bad, {"lib/a.so": lib, "lib/b.so": lib})
+    monkeypatch.setattr(wheels, "MAX_TAR_BYTES", len(lib) + 10)
+    assert "not read further" in (wheels.scan_conda(bad, "x", "1", "s").problem or "")
+    empty = tmp_path / "y-1-h0.conda"
+    with zipfile.ZipFile(empty, "w") as z:
+        z.writestr("metadata.json", b"{}")
+    assert "no pkg-" in (wheels.scan_conda(empty, "y", "1", "s").problem or "")
+
+
+def test_spec_drivers_apply_checks_driver_rules_at_lock_time(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _lock(project, "H100]\ndrivers: [535.104.05, 595.45.04", capsys)
+    verdicts = out["result"]["gpu_code"]["verdicts"]
+    assert [(v["target"]["label"], v["status"]) for v in verdicts] == [
+        ("H100 (sm_90)", "will-fail"),
+        ("H100 (sm_90)", "ready"),
+    ]
+    (old,) = [f for f in verdicts[0]["findings"] if f["severity"] == "error"]
+    assert old["code"] == "driver-too-old" and "below the 580.65.06 floor" in old["message"]
+    assert code == 1
+    images = project / "images" / "team"
+    assert main(["check", "--lock", str(images), "--gpu", "H100", "--driver", "580.65.06"]) == 0
+    capsys.readouterr()
+    (project / "environments" / "team.yaml").write_text(SPEC.format(gpus="H100]\ndrivers: [latest"))
+    assert main(["lock", "team"]) == 2
+    assert "is not a driver version" in capsys.readouterr().err

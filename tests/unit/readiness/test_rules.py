@@ -380,7 +380,8 @@ def test_a_gpu_older_than_the_toolkits_targets_is_named_once() -> None:
     result = run(torch_doc(), gpu("V100"))
     assert errors(result)[0] == (
         "CUDA 13.2 does not support sm_70 (its targets: sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_103, "
-        "sm_110, sm_120, sm_121): torch 2.15.0 cannot use this GPU"
+        "sm_110, sm_120, sm_121): torch 2.15.0 cannot use this GPU (its image's "
+        "NVIDIA_REQUIRE_ARCH=arch>=7.5 refuses it at start)"
     )
 
 
