@@ -24,6 +24,7 @@ check ip ".ci/run: iproute2" command -v ip
 check debootstrap ".ci/run: debootstrap" command -v debootstrap
 check diffoscope ".ci/run: diffoscope-minimal" diffoscope --version
 check git ".ci/run: git" command -v git
+check cc ".ci/run: gcc (the readiness tests build real libraries)" command -v cc
 check make ".ci/run: make" command -v make
 check python3 "the machine" command -v python3
 check python3.11 "the machine: Debian's /usr/bin/python3.11 (3.11.2, the base image's interpreter)" /usr/bin/python3.11 --version

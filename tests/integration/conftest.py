@@ -45,7 +45,12 @@ REPO = Path(__file__).resolve().parents[2]
 FLAGSHIP = "cuda11.8-paddle2.6"
 # the modules on the flagship CUDA image and the real CUDA wheels: .ci/run makes both in the background
 # (tests/integration/prebuild.py) while the rest of the suite runs, so these run last
-PREBUILT_MODULES = ("test_cuda_images.py", "test_readiness_images.py", "test_readiness_real_wheels.py")
+PREBUILT_MODULES = (
+    "test_cuda_images.py",
+    "test_readiness_extensions.py",
+    "test_readiness_images.py",
+    "test_readiness_real_wheels.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
