@@ -5,8 +5,10 @@ runtime stage's ``FROM``) are kept byte for byte (their diff_ids are the base's)
 after them is rewritten by :func:`envkit.reproduce.layers.normalize_layer`, and the config is
 rebuilt without the build's noise:
 
-- ``created`` and each own history entry's ``created``: ``SOURCE_DATE_EPOCH`` (the image label
-  ``io.envkit.source-date-epoch``, which the Dockerfile took from the lock digest);
+- ``created`` and each own history entry's ``created``: the image's date (the image label
+  ``io.envkit.source-date-epoch``, which the Dockerfile took from the lock digest); every file
+  time of an own layer is clamped to :data:`~envkit.lock.epoch.LAYER_EPOCH`, one date for every
+  lock, so a layer's digest follows its content alone;
 - ``container``, ``container_config``, ``docker_version`` (the builder's container id and its
   config, the engine's version): dropped; ``config.Image`` (the id of the intermediate parent
   image, itself dated) and ``config.Hostname``: emptied;
@@ -34,7 +36,7 @@ from typing import IO, Any
 
 from envkit.engine.protocol import ImageArchive
 from envkit.errors import EngineError
-from envkit.lock.epoch import EPOCH_LABEL, epoch_rfc3339
+from envkit.lock.epoch import EPOCH_LABEL, LAYER_EPOCH, epoch_rfc3339
 from envkit.reproduce.layers import BLOCK, RECORD, LayerPlan
 
 __all__ = ["NormalizeResult", "normalize_image", "normalized_config", "read_saved"]
@@ -154,7 +156,7 @@ def normalize_image(
             own: list[str] = []
             rewritten = 0
             for path in layers[k:]:
-                own.append(_normalize_member(saved, path, epoch, writer))
+                own.append(_normalize_member(saved, path, LAYER_EPOCH, writer))
                 rewritten += saved.getmember(path).size
             diff_ids = [*base_facts.diff_ids, *own]
             config_bytes = normalized_config(
