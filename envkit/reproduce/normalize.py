@@ -58,6 +58,7 @@ class NormalizeResult:
     bytes_rewritten: int
     seconds: float
     stages: dict[str, float]  # save, rewrite, load, remove: where the seconds went
+    layer_sizes: tuple[int, ...] = ()  # the normalized size of each own layer (diff_ids[-own_layers:])
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -154,9 +155,12 @@ def normalize_image(
                                   f"{len(facts.diff_ids)}", hint="retry the build")  # fmt: skip
             writer = _ArchiveWriter(out)
             own: list[str] = []
+            sizes: list[int] = []
             rewritten = 0
             for path in layers[k:]:
-                own.append(_normalize_member(saved, path, LAYER_EPOCH, writer))
+                diff_id, size = _normalize_member(saved, path, LAYER_EPOCH, writer)
+                own.append(diff_id)
+                sizes.append(size)
                 rewritten += saved.getmember(path).size
             diff_ids = [*base_facts.diff_ids, *own]
             config_bytes = normalized_config(
@@ -184,10 +188,15 @@ def normalize_image(
             stages["remove"] = time.monotonic() - start - sum(stages.values())
     seconds = round(time.monotonic() - start, 3)
     spent = {k: round(v, 3) for k, v in stages.items()}
-    return NormalizeResult(new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten, seconds, spent)
+    return NormalizeResult(
+        new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten, seconds, spent, tuple(sizes)
+    )
 
 
-def _normalize_member(saved: tarfile.TarFile, path: str, epoch: int, writer: _ArchiveWriter) -> str:
+def _normalize_member(
+    saved: tarfile.TarFile, path: str, epoch: int, writer: _ArchiveWriter
+) -> tuple[str, int]:
+    """The layer at ``path`` normalized into ``writer``: its diff_id and size."""
     handle = saved.extractfile(saved.getmember(path))
     if handle is None:
         raise EngineError(f"docker save: {path} is not a file", hint="retry the build")
@@ -200,7 +209,7 @@ def _normalize_member(saved: tarfile.TarFile, path: str, epoch: int, writer: _Ar
         writer.end(size)
     hexid = result.diff_id.split(":", 1)[1]
     writer.patch_name(offset, hexid + "/layer.tar", size)
-    return result.diff_id
+    return result.diff_id, size
 
 
 class _ArchiveWriter:
