@@ -47,7 +47,15 @@ from envkit.spec.load import LoadedSpec, image_dir
 if TYPE_CHECKING:
     from envkit.engine.protocol import ImageArchive
 
-__all__ = ["BuildOptions", "BuildPlan", "BuildResult", "Builder", "context_file", "image_repo"]
+__all__ = [
+    "BuildOptions",
+    "BuildPlan",
+    "BuildResult",
+    "Builder",
+    "context_file",
+    "disk_needed",
+    "image_repo",
+]
 
 WHEELS = "wheels"
 NAME_LABEL = "io.envkit.name"
@@ -55,6 +63,14 @@ CONTEXT_LABEL = "io.envkit.context-sha256"
 TAIL_LINES = 25
 
 EventSink = Callable[[BuildEvent], None]
+
+
+def disk_needed(wheels: int, installed: int) -> int:
+    """The engine's disk a build of ``wheels`` bytes of wheels installing to ``installed`` bytes needs at
+    its peak: the context and each layer stage's copy of its wheels (2 x wheels), the layer stages'
+    and the runtime image's copies of the environment, then, normalizing (the stages removed), the
+    built image, its saved archive and the load archive (3 x installed)."""
+    return 2 * wheels + 3 * installed
 
 
 def image_repo(name: str) -> str:
@@ -355,6 +371,7 @@ class Builder:
             return self._result(prepared, existing, "up-to-date", None, start)
         self._check_bases(loaded)
         prepared = self.fill(prepared, on_event)
+        self._check_disk(prepared)
         log_path = self.log_dir / f"{prepared.name}-{prepared.key[:12]}.log"
         # a fresh file renamed into place, kept when the build fails: never written through a planted link
         with atomic_writer(log_path, within=self.root, keep_on_error=True) as raw:
@@ -397,6 +414,27 @@ class Builder:
             f"base image {base.ref} is not in the engine; it is made locally (no registry has it)",
             hint=f"make it once with `{base.made_by}` (debootstraps a minimal Debian with python3; needs "
             "root and debootstrap, a few minutes), or `docker load` it from a machine that has it",
+        )
+
+    def _check_disk(self, plan: BuildPlan) -> None:
+        """Before the engine starts: a build whose environment will not fit on the engine's disk says
+        so, with the figures, instead of "no space left on device" half-way (issue 47: the flagship's
+        first try failed so with 29 GB free)."""
+        if plan.wheelhouse is None:
+            return  # online: the sizes are the index's, not known here
+        free = self.engine.free_bytes()
+        if free is None:
+            return
+        wheels, installed = plan.wheelhouse.size, plan.wheelhouse.installed_size()
+        needed = disk_needed(wheels, installed)
+        if free >= needed:
+            return
+        raise BuildFailed(
+            f"building {plan.tag} needs about {needed / 1e9:.1f} GB free on the engine's disk and "
+            f"{free / 1e9:.1f} GB are free: {wheels / 1e9:.2f} GB of wheels install to "
+            f"{installed / 1e9:.2f} GB",
+            hint="free disk space: `envkit images` lists old envkit images to remove, `docker image prune` "
+            "removes dangling ones; or build where the engine has more room",
         )
 
     def _normalize(

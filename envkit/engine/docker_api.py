@@ -12,6 +12,7 @@ import errno
 import io
 import os
 import re
+import shutil
 import socket
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -294,6 +295,21 @@ class DockerEngine:
         except _SDK_ERRORS as e:
             raise translate_error(e, what=f"removing the builder images of {name}") from e
         return int((pruned or {}).get("SpaceReclaimed") or 0)
+
+    def free_bytes(self) -> int | None:
+        """The free space of ``DockerRootDir`` when the engine is on this machine (a unix socket and
+        the directory exists here); None otherwise."""
+        host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        if not host.startswith("unix://"):
+            return None
+        try:
+            root = str((self.api.info() or {}).get("DockerRootDir") or "")
+        except _SDK_ERRORS as e:
+            raise translate_error(e) from e
+        try:
+            return shutil.disk_usage(root).free if root and Path(root).is_dir() else None
+        except OSError:
+            return None
 
     def import_image(self, rootfs_tar: Path, tag: str, *, changes: Sequence[str] = ()) -> ImageInfo:
         repository, _, name = tag.rpartition(":")

@@ -119,6 +119,11 @@ class ContainerEngine(Protocol):
         """
         ...
 
+    def free_bytes(self) -> int | None:
+        """Free space of the file system that holds the engine's images (None: not known here, e.g. a
+        remote engine)."""
+        ...
+
     def import_image(self, rootfs_tar: Path, tag: str, *, changes: Sequence[str] = ()) -> ImageInfo:
         """``docker import``: make an image from a root filesystem tarball (no registry needed)."""
         ...

@@ -82,6 +82,7 @@ class FakeEngine:
     imports: list[tuple[bytes, str, tuple[str, ...]]] = field(default_factory=list)
     dangling: dict[str, ImageInfo] = field(default_factory=dict)  # id -> untagged image (builder stages)
     pruned: list[str] = field(default_factory=list)  # names given to prune_builder_images
+    free: int | None = None  # free_bytes(): the engine's disk (None: unknown)
     keep_contexts: bool = True  # False: a build records only its context's sha256 and size (big contexts)
 
     def add_image(
@@ -166,6 +167,10 @@ class FakeEngine:
         for info in gone:
             del self.dangling[info.id]
         return sum(i.size for i in gone)
+
+    def free_bytes(self) -> int | None:
+        self._check()
+        return self.free
 
     def import_image(self, rootfs_tar: Path, tag: str, *, changes: Sequence[str] = ()) -> ImageInfo:
         self._check()

@@ -273,3 +273,31 @@ def test_missing_base_made_by_envkit_names_the_command(
     assert pip.calls == [] and engine.builds == []  # said before any wheel or build
     engine.add_image("envkit/debian-python:bookworm")
     assert builder.build(loaded, OFFLINE).status == "built"
+
+
+def test_a_build_that_will_not_fit_says_so_before_the_engine_starts(
+    builder: Builder, engine: FakeEngine, loaded: LoadedSpec
+) -> None:
+    """Issue 47: the flagship's first build failed half-way with "no space left on device"."""
+    engine.free = 10  # bytes: less than the fake wheels need
+    with pytest.raises(BuildFailed) as caught:
+        builder.build(loaded, OFFLINE)
+    assert "needs about" in caught.value.message and "GB are free" in caught.value.message
+    assert "envkit images" in (caught.value.hint or "")
+    assert engine.builds == []
+    engine.free = 10**12
+    assert builder.build(loaded, OFFLINE).status == "built"
+
+
+def test_the_disk_a_build_needs_counts_the_installed_environment(tmp_path: Path) -> None:
+    import zipfile
+
+    from envkit.build.builder import disk_needed
+    from envkit.offline.wheelhouse import Wheel, Wheelhouse
+
+    path = tmp_path / "big-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("big/data.bin", b"\0" * 1_000_000)  # compresses to ~1 kB
+    house = Wheelhouse(tmp_path, (Wheel(path.name, "big", "1.0", "0" * 64, path.stat().st_size),))
+    assert house.size < 10_000 and house.installed_size() == 1_000_000
+    assert disk_needed(house.size, house.installed_size()) == 2 * house.size + 3_000_000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import shutil
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -243,3 +244,14 @@ def test_an_api_error_mentioning_a_missing_file_is_not_a_missing_daemon() -> Non
     error = _api_error(500, "open /var/lib/docker/overlay2/abc/merged: no such file or directory")
     translated = translate_error(error, what="building x")
     assert not isinstance(translated, EngineUnavailable) and "the engine failed (500)" in translated.message
+
+
+def test_free_bytes_of_a_local_engine_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    engine, api = _engine()
+    api.info.return_value = {"DockerRootDir": str(tmp_path)}
+    assert engine.free_bytes() == shutil.disk_usage(tmp_path).free
+    api.info.return_value = {"DockerRootDir": str(tmp_path / "elsewhere")}  # not on this machine
+    assert engine.free_bytes() is None
+    monkeypatch.setenv("DOCKER_HOST", "tcp://10.0.0.1:2376")
+    assert engine.free_bytes() is None
