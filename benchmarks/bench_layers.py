@@ -17,7 +17,11 @@ takes 10+ minutes on 2 shared cores; docs/performance.md has them.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -132,11 +136,19 @@ def main() -> None:
         )
         clone = Path(tmp) / "clone"
         shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".envkit"))
-        cloned = services.builder(clone)
-        noop, took = _timed(
-            lambda: cloned.build(load_spec(clone / "environments" / "bench-layers.yaml"), options)
+        start = time.perf_counter()  # the whole command, as CI runs it in a fresh checkout
+        done = subprocess.run(
+            [sys.executable, "-m", "envkit", "build", "bench-layers", "--json"],
+            env={**os.environ, "ENVKIT_ROOT": str(clone)},
+            capture_output=True,
+            text=True,
+            check=False,
         )
-        print(f"   no-op build in a fresh clone: {noop.status} in {took:.2f} s (goal <= 3 s)")
+        took = time.perf_counter() - start
+        status = json.loads(done.stdout)["result"]["status"] if done.returncode == 0 else done.stderr[-300:]
+        print(
+            f"   no-op `envkit build` in a fresh clone (the process): {status} in {took:.2f} s (goal <= 3 s)"
+        )
     for tag in made:
         info = engine.inspect(tag)
         if info is not None and tag.startswith("envkit/bench-layers"):

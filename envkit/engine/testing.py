@@ -9,12 +9,13 @@ spaces, or by a callable), else ``default_run``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envkit.engine.protocol import (
     BUILDER_OF_LABEL,
+    LAYER_LABEL,
     STAGE_LABEL,
     BuildContext,
     BuildEvent,
@@ -157,12 +158,13 @@ class FakeEngine:
         self.removed.append(image)
         self.images_by_tag.pop(image, None)
 
-    def prune_builder_images(self, name: str) -> int:
+    def prune_builder_images(self, name: str, keep: Collection[str] = ()) -> int:
         self._check()
         self.pruned.append(name)
         gone = [
             i for i in self.dangling.values()
             if i.labels.get(STAGE_LABEL) == "builder" and i.labels.get(BUILDER_OF_LABEL) == name
+            and i.labels.get(LAYER_LABEL) not in keep
         ]  # fmt: skip
         for info in gone:
             del self.dangling[info.id]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envkit.catalog import InstallerFile
-from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL
+from envkit.engine.protocol import BUILDER_OF_LABEL, LAYER_LABEL, STAGE_LABEL
 from envkit.errors import UsageError
 from envkit.lock.epoch import EPOCH_LABEL, LAYER_EPOCH, source_date_epoch
 from envkit.render.layers import LayerGroup, layer_groups, layer_lock_name
@@ -77,7 +77,8 @@ class DockerfileInputs:
             return cls(spec_sha256=spec_sha256, wheelhouse=wheelhouse)
         groups: tuple[LayerGroup, ...] = ()
         if resolved is not None and resolved.spec.installer is Installer.VENV and lock.pip_lock:
-            groups = layer_groups(resolved, lock.lock.contents.pip)
+            pinned = lock.lock.files[lock.pip_lock].decode("utf-8")
+            groups = layer_groups(resolved, lock.lock.contents.pip, pinned)
         return cls(
             spec_sha256=spec_sha256,
             conda_locks=lock.conda_locks,
@@ -326,7 +327,10 @@ def _group_install(inputs: DockerfileInputs, group: LayerGroup) -> str:
 def layer_stage(resolved: ResolvedSpec, inputs: DockerfileInputs, group: LayerGroup) -> str:
     """The builder stage of one layer: the venv, ``group``'s lock file and wheels only, installed,
     and the files pip added moved to ``/stage`` (NVIDIA's wheels: with the CUDA links)."""
-    text = f"\nFROM builder AS layer-{group.name}\n{_SHELL}{_epoch_arg()}{_group_files(inputs, group)}"
+    text = (
+        f"\nFROM builder AS layer-{group.name}\n"
+        f"LABEL {LAYER_LABEL}={docker_word(group.label)}\n{_SHELL}{_epoch_arg()}{_group_files(inputs, group)}"
+    )
     install = _group_install(inputs, group) + " \\\n"
     if group.name == "cuda" and resolved.runtime.pypi_cuda:
         install += " && { " + cuda_link_step(resolved).removeprefix("RUN ").rstrip("\n") + "; } \\\n"

@@ -301,3 +301,20 @@ def test_the_disk_a_build_needs_counts_the_installed_environment(tmp_path: Path)
     house = Wheelhouse(tmp_path, (Wheel(path.name, "big", "1.0", "0" * 64, path.stat().st_size),))
     assert house.size < 10_000 and house.installed_size() == 1_000_000
     assert disk_needed(house.size, house.installed_size()) == 2 * house.size + 3_000_000
+
+
+def test_the_layer_stages_of_this_build_stay_as_the_next_builds_cache(
+    builder: Builder, engine: FakeEngine, loaded: LoadedSpec
+) -> None:
+    """Issue 47: a changed pin rebuilds its group's stage only; the other groups' stages (the
+    Docker cache of their pip installs) must survive the builder-stage pruning."""
+    from envkit.engine.protocol import BUILDER_OF_LABEL, LAYER_LABEL, STAGE_LABEL
+
+    (group,) = builder.plan(loaded, OFFLINE).layers
+    for image_id, layer in (("sha256:current", group.label), ("sha256:stale", "python-000000000000")):
+        labels = {STAGE_LABEL: "builder", BUILDER_OF_LABEL: "tiny", LAYER_LABEL: layer}
+        engine.dangling[image_id] = ImageInfo(image_id, (), labels, "root", 10)
+    builder.build(loaded, OFFLINE)
+    assert set(engine.dangling) == {"sha256:current"}
+    builder.build(loaded, BuildOptions(offline=True, nocache=True))  # its stages are new: none kept
+    assert engine.dangling == {}

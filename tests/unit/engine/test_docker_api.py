@@ -255,3 +255,16 @@ def test_free_bytes_of_a_local_engine_root(tmp_path: Path, monkeypatch: pytest.M
     assert engine.free_bytes() is None
     monkeypatch.setenv("DOCKER_HOST", "tcp://10.0.0.1:2376")
     assert engine.free_bytes() is None
+
+
+def test_prune_keeps_the_layer_stages_named() -> None:
+    engine, api = _engine()
+    api.images.return_value = [
+        {"Id": "sha256:a", "Size": 5, "Labels": {"io.envkit.layer": "cuda-aaaaaaaaaaaa"}},
+        {"Id": "sha256:b", "Size": 7, "Labels": {"io.envkit.layer": "python-bbbbbbbbbbbb"}},
+        {"Id": "sha256:c", "Size": 11, "Labels": {}},
+    ]
+    assert engine.prune_builder_images("x", keep={"cuda-aaaaaaaaaaaa"}) == 18
+    assert [c.args[0] for c in api.remove_image.call_args_list] == ["sha256:b", "sha256:c"]
+    filters = api.images.call_args.kwargs["filters"]
+    assert filters["dangling"] is True and "io.envkit.builder-of=x" in filters["label"]
