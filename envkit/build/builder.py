@@ -41,7 +41,7 @@ from envkit.render import render_image
 from envkit.render.context import ContextEntry, ContextFiles, spooled_context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.render.layers import LayerGroup, layer_lock_name
-from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, sbom_sha256, spec_sbom
+from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, check_sbom, sbom_sha256, spec_sbom
 from envkit.spec.load import LoadedSpec, image_dir
 
 if TYPE_CHECKING:
@@ -325,8 +325,12 @@ class Builder:
         """The lock's CycloneDX SBOM (:mod:`envkit.sbom.cyclonedx`), naming the base image by its ID."""
         base = loaded.resolved.runtime_ref
         found = self.engine.inspect(base)
-        return spec_sbom(
-            loaded.spec, lock, ImageRef(base, found.id if found else None), inputs.source_date_epoch
+        return spec_sbom(  # validated only when an image is built from it (check_sbom in build)
+            loaded.spec,
+            lock,
+            ImageRef(base, found.id if found else None),
+            inputs.source_date_epoch,
+            validate=False,
         )
 
     def _packed(
@@ -365,6 +369,8 @@ class Builder:
                 self.engine.tag(prepared.tag, prepared.latest)
             return self._result(prepared, existing, "up-to-date", None, start)
         self._check_bases(loaded)
+        if prepared.sbom is not None:
+            check_sbom(prepared.name, prepared.sbom)
         prepared = self.fill(prepared, on_event)
         self._check_disk(prepared)
         log_path = self.log_dir / f"{prepared.name}-{prepared.key[:12]}.log"

@@ -318,3 +318,28 @@ def test_the_layer_stages_of_this_build_stay_as_the_next_builds_cache(
     assert set(engine.dangling) == {"sha256:current"}
     builder.build(loaded, BuildOptions(offline=True, nocache=True))  # its stages are new: none kept
     assert engine.dangling == {}
+
+
+def test_naming_an_image_does_not_import_the_sbom_validator() -> None:
+    """Issue 47: the no-op build of a fresh clone spent ~4 s importing jsonschema and rfc3987-syntax's
+    grammar (on a busy machine) for a check only a real build needs (profiled: -X importtime)."""
+    import subprocess
+    import sys
+
+    code = "import sys, envkit.build.builder, envkit.sbom.cyclonedx; print('jsonschema' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_the_sbom_is_still_checked_before_a_build(
+    builder: Builder, engine: FakeEngine, loaded: LoadedSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import envkit.build.builder as module
+
+    def invalid(name: str, text: str) -> None:
+        raise ValueError(f"the SBOM of {name} does not validate against CycloneDX 1.6: bad")
+
+    monkeypatch.setattr(module, "check_sbom", invalid)
+    with pytest.raises(ValueError, match="does not validate"):
+        builder.build(loaded, OFFLINE)
+    assert engine.builds == []
