@@ -40,7 +40,7 @@ from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelh
 from envkit.render import render_image
 from envkit.render.context import ContextEntry, ContextFiles, spooled_context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
-from envkit.render.layers import LayerGroup, layer_lock_name
+from envkit.render.layers import LayerGroup
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, check_sbom, sbom_sha256, spec_sbom
 from envkit.spec.load import LoadedSpec, image_dir
 
@@ -277,7 +277,6 @@ class Builder:
         if sbom is not None:
             inputs = replace(inputs, sbom=SBOM_NAME)
             lock_files = {**lock_files, SBOM_NAME: sbom.encode("utf-8")}
-        lock_files.update({layer_lock_name(g.name): g.lock.encode() for g in inputs.layers})
         rendered = render_image(loaded, inputs)
         context = ContextFiles.build({**rendered.files, **lock_files}, extra)
         build_labels = {  # the Dockerfile's LABELs carry spec/lock hashes, CUDA and frameworks
