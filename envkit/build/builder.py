@@ -67,10 +67,14 @@ EventSink = Callable[[BuildEvent], None]
 
 def disk_needed(wheels: int, installed: int) -> int:
     """The engine's disk a build of ``wheels`` bytes of wheels installing to ``installed`` bytes needs at
-    its peak: the context and each layer stage's copy of its wheels (2 x wheels), the layer stages'
-    and the runtime image's copies of the environment, then, normalizing (the stages removed), the
-    built image, its saved archive and the load archive (3 x installed)."""
-    return 2 * wheels + 3 * installed
+    its peak (the host's spooled context counted too: ``.envkit`` is on that disk here).
+
+    Building: the spooled context, the engine's copy of it and the layer stages' copies of their
+    wheels (3 x wheels), the layer stages' installs and the runtime image's copies (2 x installed).
+    Normalizing: the layer stages (kept as the next build's cache: wheels + installed), the built
+    image, its saved archive and the load archive (3 x installed). The larger of the two.
+    """
+    return max(3 * wheels + 2 * installed, wheels + 4 * installed)
 
 
 def image_repo(name: str) -> str:
