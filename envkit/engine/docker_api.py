@@ -12,9 +12,10 @@ import errno
 import io
 import os
 import re
+import shutil
 import socket
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import requests.exceptions
 from envkit.engine.pip_messages import PIP_NO_MATCH
 from envkit.engine.protocol import (
     BUILDER_OF_LABEL,
+    LAYER_LABEL,
     STAGE_LABEL,
     BuildContext,
     BuildEvent,
@@ -290,13 +292,37 @@ class DockerEngine:
         except _SDK_ERRORS as e:
             raise translate_error(e, what=f"removing {image}") from e
 
-    def prune_builder_images(self, name: str) -> int:
+    def prune_builder_images(self, name: str, keep: Collection[str] = ()) -> int:
         filters = {"dangling": True, "label": [f"{STAGE_LABEL}=builder", f"{BUILDER_OF_LABEL}={name}"]}
         try:
-            pruned = self.api.prune_images(filters=filters)
+            if not keep:
+                pruned = self.api.prune_images(filters=filters)
+                return int((pruned or {}).get("SpaceReclaimed") or 0)
+            freed = 0
+            for image in self.api.images(filters=filters) or ():
+                if ((image.get("Labels") or {}).get(LAYER_LABEL)) in keep:
+                    continue  # a layer stage of this build: the next build's cache
+                with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                    self.api.remove_image(image["Id"], noprune=False)  # in use or gone: left
+                    freed += int(image.get("Size") or 0)
         except _SDK_ERRORS as e:
             raise translate_error(e, what=f"removing the builder images of {name}") from e
-        return int((pruned or {}).get("SpaceReclaimed") or 0)
+        return freed
+
+    def free_bytes(self) -> int | None:
+        """The free space of ``DockerRootDir`` when the engine is on this machine (a unix socket and
+        the directory exists here); None otherwise."""
+        host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        if not host.startswith("unix://"):
+            return None
+        try:
+            root = str((self.api.info() or {}).get("DockerRootDir") or "")
+        except _SDK_ERRORS as e:
+            raise translate_error(e) from e
+        try:
+            return shutil.disk_usage(root).free if root and Path(root).is_dir() else None
+        except OSError:
+            return None
 
     def import_image(self, rootfs_tar: Path, tag: str, *, changes: Sequence[str] = ()) -> ImageInfo:
         repository, _, name = tag.rpartition(":")

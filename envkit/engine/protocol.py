@@ -6,7 +6,7 @@ Adapters (``docker_api.py``) translate SDK errors into :mod:`envkit.errors`;
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol, TypeAlias
@@ -28,6 +28,7 @@ __all__ = [
 # io.envkit.name, which marks images).
 STAGE_LABEL = "io.envkit.stage"
 BUILDER_OF_LABEL = "io.envkit.builder-of"
+LAYER_LABEL = "io.envkit.layer"  # a layer stage's group and lock digest: kept as the build cache
 
 # A build context tar: its bytes, or a binary file read from its current position to its end (the
 # adapter streams it: `envkit build` writes the context to a temporary file, never to memory).
@@ -111,12 +112,18 @@ class ContainerEngine(Protocol):
         """Remove an image or tag; a missing one is not an error."""
         ...
 
-    def prune_builder_images(self, name: str) -> int:
+    def prune_builder_images(self, name: str, keep: Collection[str] = ()) -> int:
         """Remove the untagged builder-stage images of environment ``name``; return bytes freed.
 
         Those images carry ``io.envkit.stage=builder`` and ``io.envkit.builder-of=NAME``
-        (see :mod:`envkit.render.dockerfile`); tagged images are never touched.
+        (see :mod:`envkit.render.dockerfile`); tagged images are never touched, nor layer stages
+        whose ``io.envkit.layer`` label is in ``keep`` (the next build's cache).
         """
+        ...
+
+    def free_bytes(self) -> int | None:
+        """Free space of the file system that holds the engine's images (None: not known here, e.g. a
+        remote engine)."""
         ...
 
     def import_image(self, rootfs_tar: Path, tag: str, *, changes: Sequence[str] = ()) -> ImageInfo:

@@ -9,12 +9,13 @@ spaces, or by a callable), else ``default_run``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envkit.engine.protocol import (
     BUILDER_OF_LABEL,
+    LAYER_LABEL,
     STAGE_LABEL,
     BuildContext,
     BuildEvent,
@@ -83,6 +84,7 @@ class FakeEngine:
     imports: list[tuple[bytes, str, tuple[str, ...]]] = field(default_factory=list)
     dangling: dict[str, ImageInfo] = field(default_factory=dict)  # id -> untagged image (builder stages)
     pruned: list[str] = field(default_factory=list)  # names given to prune_builder_images
+    free: int | None = None  # free_bytes(): the engine's disk (None: unknown)
     keep_contexts: bool = True  # False: a build records only its context's sha256 and size (big contexts)
 
     def add_image(
@@ -157,16 +159,21 @@ class FakeEngine:
         self.removed.append(image)
         self.images_by_tag.pop(image, None)
 
-    def prune_builder_images(self, name: str) -> int:
+    def prune_builder_images(self, name: str, keep: Collection[str] = ()) -> int:
         self._check()
         self.pruned.append(name)
         gone = [
             i for i in self.dangling.values()
             if i.labels.get(STAGE_LABEL) == "builder" and i.labels.get(BUILDER_OF_LABEL) == name
+            and i.labels.get(LAYER_LABEL) not in keep
         ]  # fmt: skip
         for info in gone:
             del self.dangling[info.id]
         return sum(i.size for i in gone)
+
+    def free_bytes(self) -> int | None:
+        self._check()
+        return self.free
 
     def import_image(self, rootfs_tar: Path, tag: str, *, changes: Sequence[str] = ()) -> ImageInfo:
         self._check()

@@ -4,8 +4,13 @@ The Reproducible Builds convention (https://reproducible-builds.org/specs/source
 one timestamp every tool of the build uses instead of "now". envkit's lock has no date of its
 own (``envkit lock`` writes no timestamps, so relocking gives identical bytes), so the date is
 *derived* from the lock's digest: the same lock always gives the same second, another lock
-another one. It lies between 2020-01-01 and 2025-01-01, before any build, so clamping file
-times to it never moves a time forward into the future.
+another one. It lies between 2020-01-01 and 2025-01-01, before any build. It dates the image
+(its config's ``created`` and history).
+
+The files of the image's layers carry :data:`LAYER_EPOCH` instead, one date for every lock: the
+tools of the build see it as ``SOURCE_DATE_EPOCH`` and normalizing clamps every file time to it.
+A layer's bytes then follow its content alone (issue 47: the same packages give the same layer
+digest, whichever lock they came from); with the lock's date they changed with every pin.
 """
 
 from __future__ import annotations
@@ -13,11 +18,19 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-__all__ = ["EPOCH_LABEL", "EPOCH_START", "EPOCH_WINDOW_S", "epoch_rfc3339", "source_date_epoch"]
+__all__ = [
+    "EPOCH_LABEL",
+    "EPOCH_START",
+    "EPOCH_WINDOW_S",
+    "LAYER_EPOCH",
+    "epoch_rfc3339",
+    "source_date_epoch",
+]
 
 EPOCH_LABEL = "io.envkit.source-date-epoch"
 EPOCH_START = 1_577_836_800  # 2020-01-01T00:00:00Z
 EPOCH_WINDOW_S = 5 * 365 * 86_400  # up to 2024-12-30
+LAYER_EPOCH = EPOCH_START  # every layer file's time: at or before every image's date
 _HEX = re.compile(r"^[0-9a-f]{16,}\Z")
 
 

@@ -14,6 +14,7 @@ import json
 import shutil
 import sys
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,11 +87,29 @@ class Wheelhouse:
     wheels: tuple[Wheel, ...]
     cached: bool = False
 
+    @property
+    def size(self) -> int:
+        """The wheels' bytes (what the build context carries)."""
+        return sum(w.size for w in self.wheels)
+
+    def installed_size(self) -> int:
+        """The bytes the wheels unpack to (their zip members' sizes, read from each central directory):
+        what the installed environment holds, before pip's .pyc files."""
+        return sum(_unpacked(self.directory / w.filename, w.size) for w in self.wheels)
+
     def entries(self, prefix: str = "wheels") -> list[ContextEntry]:
         return [
             ContextEntry(f"{prefix}/{w.filename}", w.sha256, w.size, source=self.directory / w.filename)
             for w in self.wheels
         ]
+
+
+def _unpacked(path: Path, size: int) -> int:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    except (OSError, zipfile.BadZipFile):
+        return size  # not a zip (pip would refuse it): counted as it is
 
 
 def fill_wheelhouse(

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from envkit.catalog import InstallerFile
 from envkit.catalog.require import nvidia_arch_env
-from envkit.engine.protocol import BUILDER_OF_LABEL, STAGE_LABEL
+from envkit.engine.protocol import BUILDER_OF_LABEL, LAYER_LABEL, STAGE_LABEL
 from envkit.errors import UsageError
-from envkit.lock.epoch import EPOCH_LABEL, source_date_epoch
+from envkit.lock.epoch import EPOCH_LABEL, LAYER_EPOCH, source_date_epoch
 from envkit.render.layers import LayerGroup, layer_groups, layer_lock_name
 from envkit.spec.images import RuntimeBase
 from envkit.spec.models import ARCHES, CudaRuntime, Installer, Spec
@@ -78,7 +78,8 @@ class DockerfileInputs:
             return cls(spec_sha256=spec_sha256, wheelhouse=wheelhouse)
         groups: tuple[LayerGroup, ...] = ()
         if resolved is not None and resolved.spec.installer is Installer.VENV and lock.pip_lock:
-            groups = layer_groups(resolved, lock.lock.contents.pip)
+            pinned = lock.lock.files[lock.pip_lock].decode("utf-8")
+            groups = layer_groups(resolved, lock.lock.contents.pip, pinned)
         return cls(
             spec_sha256=spec_sha256,
             conda_locks=lock.conda_locks,
@@ -94,10 +95,12 @@ class DockerfileInputs:
         return source_date_epoch(self.lock_sha256 or self.spec_sha256)
 
 
-def _epoch_arg(inputs: DockerfileInputs) -> str:
+def _epoch_arg() -> str:
     """``ARG SOURCE_DATE_EPOCH``: every RUN of the stage sees it (pip and compileall write checked-hash
-    .pyc files, useradd dates /etc/shadow by it); unlike ENV it is not left in the image's config."""
-    return f"ARG SOURCE_DATE_EPOCH={inputs.source_date_epoch}\n"
+    .pyc files, useradd dates /etc/shadow by it); unlike ENV it is not left in the image's config.
+    :data:`LAYER_EPOCH`, not the lock's date (the image's label): a layer's bytes follow its content
+    alone, never the rest of the lock."""
+    return f"ARG SOURCE_DATE_EPOCH={LAYER_EPOCH}\n"
 
 
 def labels(spec: Spec, inputs: DockerfileInputs) -> dict[str, str]:
@@ -135,7 +138,7 @@ def dockerfile(resolved: ResolvedSpec, inputs: DockerfileInputs, header: str) ->
         f"FROM {builder} AS builder\n",
         f'LABEL {STAGE_LABEL}="builder" {BUILDER_OF_LABEL}={docker_word(spec.name)}\n',
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n',
-        _epoch_arg(inputs),
+        _epoch_arg(),
     ]
     if spec.installer is Installer.VENV:
         parts.append(_venv_steps(spec, inputs))
@@ -325,7 +328,10 @@ def _group_install(inputs: DockerfileInputs, group: LayerGroup) -> str:
 def layer_stage(resolved: ResolvedSpec, inputs: DockerfileInputs, group: LayerGroup) -> str:
     """The builder stage of one layer: the venv, ``group``'s lock file and wheels only, installed,
     and the files pip added moved to ``/stage`` (NVIDIA's wheels: with the CUDA links)."""
-    text = f"\nFROM builder AS layer-{group.name}\n{_SHELL}{_epoch_arg(inputs)}{_group_files(inputs, group)}"
+    text = (
+        f"\nFROM builder AS layer-{group.name}\n"
+        f"LABEL {LAYER_LABEL}={docker_word(group.label)}\n{_SHELL}{_epoch_arg()}{_group_files(inputs, group)}"
+    )
     install = _group_install(inputs, group) + " \\\n"
     if group.name == "cuda" and resolved.runtime.pypi_cuda:
         install += " && { " + cuda_link_step(resolved).removeprefix("RUN ").rstrip("\n") + "; } \\\n"
@@ -373,7 +379,7 @@ def _runtime_stage(
         f"FROM {base.ref} AS runtime\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
         f"LABEL {label_lines}\n"
-        f"{_epoch_arg(inputs)}"
+        f"{_epoch_arg()}"
         f"RUN groupadd --gid {USER_UID} {USER_NAME} \\\n"
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
         f"{os_step}"

@@ -5,8 +5,10 @@ runtime stage's ``FROM``) are kept byte for byte (their diff_ids are the base's)
 after them is rewritten by :func:`envkit.reproduce.layers.normalize_layer`, and the config is
 rebuilt without the build's noise:
 
-- ``created`` and each own history entry's ``created``: ``SOURCE_DATE_EPOCH`` (the image label
-  ``io.envkit.source-date-epoch``, which the Dockerfile took from the lock digest);
+- ``created`` and each own history entry's ``created``: the image's date (the image label
+  ``io.envkit.source-date-epoch``, which the Dockerfile took from the lock digest); every file
+  time of an own layer is clamped to :data:`~envkit.lock.epoch.LAYER_EPOCH`, one date for every
+  lock, so a layer's digest follows its content alone;
 - ``container``, ``container_config``, ``docker_version`` (the builder's container id and its
   config, the engine's version): dropped; ``config.Image`` (the id of the intermediate parent
   image, itself dated) and ``config.Hostname``: emptied;
@@ -34,7 +36,7 @@ from typing import IO, Any
 
 from envkit.engine.protocol import ImageArchive
 from envkit.errors import EngineError
-from envkit.lock.epoch import EPOCH_LABEL, epoch_rfc3339
+from envkit.lock.epoch import EPOCH_LABEL, LAYER_EPOCH, epoch_rfc3339
 from envkit.reproduce.layers import BLOCK, RECORD, LayerPlan
 
 __all__ = ["NormalizeResult", "normalize_image", "normalized_config", "read_saved"]
@@ -56,6 +58,7 @@ class NormalizeResult:
     bytes_rewritten: int
     seconds: float
     stages: dict[str, float]  # save, rewrite, load, remove: where the seconds went
+    layer_sizes: tuple[int, ...] = ()  # the normalized size of each own layer (diff_ids[-own_layers:])
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -152,9 +155,12 @@ def normalize_image(
                                   f"{len(facts.diff_ids)}", hint="retry the build")  # fmt: skip
             writer = _ArchiveWriter(out)
             own: list[str] = []
+            sizes: list[int] = []
             rewritten = 0
             for path in layers[k:]:
-                own.append(_normalize_member(saved, path, epoch, writer))
+                diff_id, size = _normalize_member(saved, path, LAYER_EPOCH, writer)
+                own.append(diff_id)
+                sizes.append(size)
                 rewritten += saved.getmember(path).size
             diff_ids = [*base_facts.diff_ids, *own]
             config_bytes = normalized_config(
@@ -182,10 +188,15 @@ def normalize_image(
             stages["remove"] = time.monotonic() - start - sum(stages.values())
     seconds = round(time.monotonic() - start, 3)
     spent = {k: round(v, 3) for k, v in stages.items()}
-    return NormalizeResult(new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten, seconds, spent)
+    return NormalizeResult(
+        new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten, seconds, spent, tuple(sizes)
+    )
 
 
-def _normalize_member(saved: tarfile.TarFile, path: str, epoch: int, writer: _ArchiveWriter) -> str:
+def _normalize_member(
+    saved: tarfile.TarFile, path: str, epoch: int, writer: _ArchiveWriter
+) -> tuple[str, int]:
+    """The layer at ``path`` normalized into ``writer``: its diff_id and size."""
     handle = saved.extractfile(saved.getmember(path))
     if handle is None:
         raise EngineError(f"docker save: {path} is not a file", hint="retry the build")
@@ -198,7 +209,7 @@ def _normalize_member(saved: tarfile.TarFile, path: str, epoch: int, writer: _Ar
         writer.end(size)
     hexid = result.diff_id.split(":", 1)[1]
     writer.patch_name(offset, hexid + "/layer.tar", size)
-    return result.diff_id
+    return result.diff_id, size
 
 
 class _ArchiveWriter:

@@ -33,7 +33,6 @@ from cyclonedx.model.component import Component, ComponentType
 from cyclonedx.model.license import LicenseExpression
 from cyclonedx.output.json import JsonV1Dot6
 from cyclonedx.schema import SchemaVersion
-from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
 
 from envkit import __version__
@@ -48,6 +47,7 @@ __all__ = [
     "SBOM_NAME",
     "SBOM_PATH",
     "ImageRef",
+    "check_sbom",
     "conda_purl",
     "lock_sbom",
     "pypi_purl",
@@ -146,8 +146,10 @@ def lock_sbom(
     cuda: str,
     frameworks: Mapping[str, str],
     licenses: Mapping[str, str] | None = None,
+    validate: bool = True,
 ) -> str:
-    """The SBOM of image ``envkit/NAME`` built from this lock (JSON text, validated)."""
+    """The SBOM of image ``envkit/NAME`` built from this lock (JSON text, validated unless
+    ``validate`` is false: :func:`check_sbom` later)."""
     known = licenses or {}
     bom = Bom(serial_number=uuid.uuid5(_NAMESPACE, lock_sha256))
     bom.metadata.timestamp = dt.datetime.fromtimestamp(epoch, tz=dt.timezone.utc)
@@ -177,10 +179,18 @@ def lock_sbom(
         bom.components.add(component)
     bom.register_dependency(bom.metadata.component, list(bom.components))
     text = JsonV1Dot6(bom).output_as_string(indent=2, sort_keys=True) + "\n"
-    problem = next(_schema_validator().iter_errors(json.loads(text)), None)
-    if problem is not None:
-        raise ValueError(f"the SBOM of {name} does not validate against CycloneDX 1.6: {problem.message}")
+    if validate:
+        check_sbom(name, text)
     return text
+
+
+def check_sbom(name: str, text: str) -> None:
+    """Raise ValueError when the SBOM ``text`` of ``name`` is not valid CycloneDX 1.6. The validator
+    (jsonschema, and rfc3987-syntax's grammar: ~1 s to import, 4 s on a busy machine) is imported
+    here, not with the module: naming an up-to-date image needs the SBOM's bytes, not this check."""
+    problem = schema_problem(json.loads(text))
+    if problem is not None:
+        raise ValueError(f"the SBOM of {name} does not validate against CycloneDX 1.6: {problem}")
 
 
 @functools.cache
@@ -193,6 +203,8 @@ def _schema_validator() -> Any:
     still checked. ``_validator`` is the library's prepared Draft 7 validator (schema + registry);
     the pin (11.12.0) keeps it stable.
     """
+    from cyclonedx.validation.json import JsonStrictValidator
+
     strict = JsonStrictValidator(SchemaVersion.V1_6)._validator
     checker = copy.deepcopy(strict.format_checker)
     for slow in ("iri", "iri-reference"):
@@ -218,11 +230,14 @@ def sbom_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def spec_sbom(spec: Spec, lock: LockState, base: ImageRef, epoch: int) -> str | None:
+def spec_sbom(
+    spec: Spec, lock: LockState, base: ImageRef, epoch: int, *, validate: bool = True
+) -> str | None:
     """The SBOM of the image ``spec`` builds from a fresh ``lock`` (None: no lock to describe)."""
     if lock.lock is None or not lock.lock_sha256:
         return None
     return lock_sbom(
         name=spec.name, lock_sha256=lock.lock_sha256, contents=lock.lock.contents, base=base, epoch=epoch,
         cuda=spec.cuda, frameworks=dict(spec.frameworks.items()),  # the set ones: dict(model) keeps None
+        validate=validate,
     )  # fmt: skip

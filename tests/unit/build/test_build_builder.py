@@ -273,3 +273,74 @@ def test_missing_base_made_by_envkit_names_the_command(
     assert pip.calls == [] and engine.builds == []  # said before any wheel or build
     engine.add_image("envkit/debian-python:bookworm")
     assert builder.build(loaded, OFFLINE).status == "built"
+
+
+def test_a_build_that_will_not_fit_says_so_before_the_engine_starts(
+    builder: Builder, engine: FakeEngine, loaded: LoadedSpec
+) -> None:
+    """Issue 47: the flagship's first build failed half-way with "no space left on device"."""
+    engine.free = 10  # bytes: less than the fake wheels need
+    with pytest.raises(BuildFailed) as caught:
+        builder.build(loaded, OFFLINE)
+    assert "needs about" in caught.value.message and "GB are free" in caught.value.message
+    assert "envkit images" in (caught.value.hint or "")
+    assert engine.builds == []
+    engine.free = 10**12
+    assert builder.build(loaded, OFFLINE).status == "built"
+
+
+def test_the_disk_a_build_needs_counts_the_installed_environment(tmp_path: Path) -> None:
+    import zipfile
+
+    from envkit.build.builder import disk_needed
+    from envkit.offline.wheelhouse import Wheel, Wheelhouse
+
+    path = tmp_path / "big-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("big/data.bin", b"\0" * 1_000_000)  # compresses to ~1 kB
+    house = Wheelhouse(tmp_path, (Wheel(path.name, "big", "1.0", "0" * 64, path.stat().st_size),))
+    assert house.size < 10_000 and house.installed_size() == 1_000_000
+    assert disk_needed(house.size, house.installed_size()) == house.size + 4_000_000
+    assert disk_needed(10, 1) == 32  # a context bigger than what it installs to
+
+
+def test_the_layer_stages_of_this_build_stay_as_the_next_builds_cache(
+    builder: Builder, engine: FakeEngine, loaded: LoadedSpec
+) -> None:
+    """Issue 47: a changed pin rebuilds its group's stage only; the other groups' stages (the
+    Docker cache of their pip installs) must survive the builder-stage pruning."""
+    from envkit.engine.protocol import BUILDER_OF_LABEL, LAYER_LABEL, STAGE_LABEL
+
+    (group,) = builder.plan(loaded, OFFLINE).layers
+    for image_id, layer in (("sha256:current", group.label), ("sha256:stale", "python-000000000000")):
+        labels = {STAGE_LABEL: "builder", BUILDER_OF_LABEL: "tiny", LAYER_LABEL: layer}
+        engine.dangling[image_id] = ImageInfo(image_id, (), labels, "root", 10)
+    builder.build(loaded, OFFLINE)
+    assert set(engine.dangling) == {"sha256:current"}
+    builder.build(loaded, BuildOptions(offline=True, nocache=True))  # its stages are new: none kept
+    assert engine.dangling == {}
+
+
+def test_naming_an_image_does_not_import_the_sbom_validator() -> None:
+    """Issue 47: the no-op build of a fresh clone spent ~4 s importing jsonschema and rfc3987-syntax's
+    grammar (on a busy machine) for a check only a real build needs (profiled: -X importtime)."""
+    import subprocess
+    import sys
+
+    code = "import sys, envkit.build.builder, envkit.sbom.cyclonedx; print('jsonschema' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_the_sbom_is_still_checked_before_a_build(
+    builder: Builder, engine: FakeEngine, loaded: LoadedSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import envkit.build.builder as module
+
+    def invalid(name: str, text: str) -> None:
+        raise ValueError(f"the SBOM of {name} does not validate against CycloneDX 1.6: bad")
+
+    monkeypatch.setattr(module, "check_sbom", invalid)
+    with pytest.raises(ValueError, match="does not validate"):
+        builder.build(loaded, OFFLINE)
+    assert engine.builds == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import shutil
 import socket
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -257,3 +258,27 @@ def test_an_api_error_mentioning_a_missing_file_is_not_a_missing_daemon() -> Non
     error = _api_error(500, "open /var/lib/docker/overlay2/abc/merged: no such file or directory")
     translated = translate_error(error, what="building x")
     assert not isinstance(translated, EngineUnavailable) and "the engine failed (500)" in translated.message
+
+
+def test_free_bytes_of_a_local_engine_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    engine, api = _engine()
+    api.info.return_value = {"DockerRootDir": str(tmp_path)}
+    assert engine.free_bytes() == shutil.disk_usage(tmp_path).free
+    api.info.return_value = {"DockerRootDir": str(tmp_path / "elsewhere")}  # not on this machine
+    assert engine.free_bytes() is None
+    monkeypatch.setenv("DOCKER_HOST", "tcp://10.0.0.1:2376")
+    assert engine.free_bytes() is None
+
+
+def test_prune_keeps_the_layer_stages_named() -> None:
+    engine, api = _engine()
+    api.images.return_value = [
+        {"Id": "sha256:a", "Size": 5, "Labels": {"io.envkit.layer": "cuda-aaaaaaaaaaaa"}},
+        {"Id": "sha256:b", "Size": 7, "Labels": {"io.envkit.layer": "python-bbbbbbbbbbbb"}},
+        {"Id": "sha256:c", "Size": 11, "Labels": {}},
+    ]
+    assert engine.prune_builder_images("x", keep={"cuda-aaaaaaaaaaaa"}) == 18
+    assert [c.args[0] for c in api.remove_image.call_args_list] == ["sha256:b", "sha256:c"]
+    filters = api.images.call_args.kwargs["filters"]
+    assert filters["dangling"] is True and "io.envkit.builder-of=x" in filters["label"]

@@ -14,7 +14,7 @@ from envkit.engine.protocol import ImageInfo
 from envkit.errors import EngineError
 from envkit.lock.epoch import EPOCH_LABEL
 from envkit.reproduce.image_diff import compare_saved, saved_image
-from envkit.reproduce.normalize import normalize_image, normalized_config
+from envkit.reproduce.normalize import NormalizeResult, normalize_image, normalized_config
 
 EPOCH = 1_700_000_000
 
@@ -112,12 +112,27 @@ def _with_base(data: bytes, base_path: str) -> bytes:
     return buf.getvalue()
 
 
-def _build(now: int, content: bytes = b"print(1)\n") -> tuple[FakeArchive, str]:
-    labels = {EPOCH_LABEL: str(EPOCH)}
+def _build(now: int, content: bytes = b"print(1)\n", epoch: int = EPOCH) -> tuple[FakeArchive, str]:
+    archive, result = _normalized(now, content, epoch)
+    return archive, result.image_id
+
+
+def _normalized(now: int, content: bytes, epoch: int) -> tuple[FakeArchive, NormalizeResult]:
+    labels = {EPOCH_LABEL: str(epoch)}
     own = _layer({"opt/env/bin/tool": content, "etc/passwd": b"envkit:x:10001\n"}, now)
     saved, diff_ids = _saved([BASE, own], f"2026-12-01T08:{now % 60:02d}:00.1234Z", labels)
     archive = FakeArchive(saved, diff_ids, labels)
-    return archive, normalize_image(archive, "envkit/x:1", "base", tag="envkit/x:1").image_id
+    return archive, normalize_image(archive, "envkit/x:1", "base", tag="envkit/x:1")
+
+
+def test_a_layer_digest_follows_its_content_not_the_lock_date() -> None:
+    """Issue 47: two locks (two image dates) with the same packages in a layer give that layer one
+    digest; the image's date (config) still differs. Clamped to the lock's date, every layer of the
+    image changed with any pin."""
+    one = _normalized(1_800_000_000, b"print(1)\n", EPOCH)[1]
+    two = _normalized(1_800_000_000, b"print(1)\n", EPOCH + 86_400)[1]
+    assert one.diff_ids == two.diff_ids
+    assert one.image_id != two.image_id  # created: the lock's date
 
 
 def test_two_builds_at_different_times_give_one_image_id() -> None:
