@@ -427,6 +427,13 @@ def plumbing_cuda(found: Collected) -> tuple[str | None, str]:
             return None, f"{pins[name].spec} ({pins[name].where}) is a CUDA build that names no CUDA version"
     if mutex is not None and "cuda" in mutex.spec:
         return None, f"{mutex.spec} ({mutex.where}) asks for a CUDA build but names no CUDA version"
+    if found.cuda_requirement is not None and "pytorch" in pins:
+        version, where = found.cuda_requirement
+        return None, (
+            f"{pins['pytorch'].spec} ({pins['pytorch'].where}) with the system requirement cuda {version} "
+            f"({where}) is a CUDA build; the requirement names the driver (CUDA {version} or newer), "
+            "not the CUDA of the build"
+        )
     channels = {c.lower().rstrip("/").rsplit("/", 1)[-1] for c in found.channels}
     torch = pins.get("pytorch")
     if torch is not None and ({"pytorch", "nvidia"} & channels or (torch.channel or "").lower() == "pytorch"):

@@ -15,7 +15,7 @@ import yaml
 from tests.corpus._record import LEVELS, ROOT, records
 from tests.corpus.grade_init import CLAIMS, Outcome, grade_outcomes, summary
 
-KINDS = {"environment.yml", "requirements", "dockerfile", "conda-export", "conda-explicit"}
+KINDS = {"environment.yml", "requirements", "dockerfile", "conda-export", "conda-explicit", "pixi.toml"}
 
 
 @pytest.fixture(scope="module")

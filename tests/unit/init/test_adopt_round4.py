@@ -464,3 +464,78 @@ def test_a_uv_lock_direct_url_source_is_still_reported(tmp_path: Path) -> None:
     )
     a = adopted(tmp_path, "uv.lock", text)
     assert any("numpy" in x.item and "direct URL" in x.why for x in a.adoption.lost)
+
+
+# -- 8: pixi.toml ------------------------------------------------------------------------------------
+PIXI = """[project]
+name = "train"
+channels = ["conda-forge", "pytorch"]
+platforms = ["linux-64", "osx-arm64"]
+
+[dependencies]
+python = "3.11.*"
+numpy = ">=1.26,<2"
+
+[pypi-dependencies]
+timm = "==0.9.16"
+mylib = { git = "https://github.com/example/mylib.git" }
+
+[feature.cuda.dependencies]
+pytorch = { version = "2.3.1", channel = "pytorch" }
+pytorch-cuda = "12.1.*"
+
+[feature.cpu.dependencies]
+pytorch = { version = "2.3.1", channel = "pytorch" }
+cpuonly = "*"
+
+[environments]
+default = ["cuda"]
+cpu = ["cpu"]
+"""
+
+
+def test_a_pixi_manifest_is_read_default_environment_and_features(tmp_path: Path) -> None:
+    a = adopted(tmp_path, "pixi.toml", PIXI)
+    assert facts(a) == ("2.3.1", "12.1", "3.11")
+    assert "timm==0.9.16" in a.adoption.pins["pip"]
+    assert any("mylib" in x.item and "VCS" in x.why for x in a.adoption.lost)
+    assert any("read environment default" in n and "not read: cpu" in n for n in a.adoption.notes)
+
+
+def test_a_pixi_environment_is_chosen_with_environment(tmp_path: Path) -> None:
+    a = adopted(tmp_path, "pixi.toml", PIXI, environment="cpu")
+    assert facts(a) == ("2.3.1", "cpu", "3.11")
+    with pytest.raises(AdoptError, match="no environment 'gpu'"):
+        adopted(tmp_path / "b", "pixi.toml", PIXI, environment="gpu")
+
+
+@pytest.mark.parametrize("requirement", ['cuda = "12"', 'cuda = "12.0"', 'cuda = { version = "12.4" }'])
+def test_a_cuda_system_requirement_asks_for_the_builds_cuda(tmp_path: Path, requirement: str) -> None:
+    text = (
+        '[workspace]\nname = "x"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n\n'
+        f'[system-requirements]\n{requirement}\n\n[dependencies]\npytorch = ">=2.4,<3"\npython = "3.12.*"\n'
+    )
+    with pytest.raises(AdoptError) as err:
+        adopted(tmp_path, "pixi.toml", text)
+    assert "system requirement cuda" in err.value.message and "--cuda" in (err.value.hint or "")
+    a = adopted(tmp_path / "b", "pixi.toml", text, cuda="12.6")
+    assert facts(a) == (a.adoption.detected["torch"], "12.6", "3.12")
+
+
+def test_pyproject_tool_pixi_and_pypi_torch_on_its_index(tmp_path: Path) -> None:
+    text = (
+        '[project]\nname = "p"\nrequires-python = ">=3.10"\n\n[tool.pixi.workspace]\n'
+        'channels = ["conda-forge"]\nplatforms = ["linux-64"]\n\n'
+        '[tool.pixi.dependencies]\npython = "3.10.*"\n\n'
+        "[tool.pixi.pypi-dependencies]\n"
+        'torch = { version = "==2.5.1", index = "https://download.pytorch.org/whl/cu121" }\n'
+    )
+    a = adopted(tmp_path, "pyproject.toml", text)
+    assert facts(a) == ("2.5.1", "12.1", "3.10")
+
+
+def test_a_pixi_manifest_whose_default_environment_has_no_framework_asks_which(tmp_path: Path) -> None:
+    text = PIXI.replace('default = ["cuda"]\n', 'gpu = ["cuda"]\n')
+    with pytest.raises(AdoptError, match="default environment has no framework") as err:
+        adopted(tmp_path, "pixi.toml", text)
+    assert "--environment gpu" in (err.value.hint or "")
