@@ -133,7 +133,7 @@ def plan_adoption(
             f"a CUDA {image_cuda} image under a CUDA {chosen_cuda} spec: "
             "not carried (envkit uses the catalog's image for the spec's CUDA)",
         )
-        base_image, image_python = None, None
+        base_image = None  # its Python is still the one the source installed into: kept
     chosen_python = python or choose_python(found, versions, catalog, image_python, how)
     if python:
         how["python"] = f"--python {python}"

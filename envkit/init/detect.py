@@ -23,6 +23,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envkit.catalog import Catalog, FrameworkRelease
+from envkit.catalog.ngc import ngc_pytorch
 from envkit.drift.facts import FACTS
 from envkit.errors import InventoryError
 from envkit.init.adopted import Collected
@@ -197,6 +198,9 @@ def image_facts(image: str | None, catalog: Catalog) -> ImageFacts:
         return ImageFacts(
             framework, known.framework_version, known.cuda or ("cpu" if framework else None), known.python
         )
+    ngc = ngc_pytorch(image)
+    if ngc is not None:  # NVIDIA's own torch build: its facts from the catalog's NGC table
+        return ImageFacts("torch", None, ".".join(ngc.cuda.split(".")[:2]), ngc.python, ngc.describe())
     for pattern, framework, why in _OWN_BUILD:
         if pattern.search(image):
             cuda = _CUDA_IN_TAG.search(image)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 
 from envkit.catalog import Catalog
+from envkit.catalog.ngc import ngc_pytorch
 from envkit.init.adopted import AdoptError, Collected, shown_item
 from envkit.init.detect import ImageFacts
 
@@ -89,6 +90,17 @@ def refuse_image_framework(found: Collected, image: ImageFacts, base_image: str)
         if image.framework == "torch"
         else "paddlepaddle/paddle:3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5"
     )
+    ngc = ngc_pytorch(base_image)
+    if ngc is not None:
+        line = (
+            f"pip install torch=={ngc.release_line}.*" if ngc.release_line else "pip install torch==VERSION"
+        )
+        raise AdoptError(
+            f"{found.origin}: the base image {base_image} brings {ngc.describe()}: no published torch "
+            "wheel is NVIDIA's build, so a spec would be another environment; nothing was written",
+            hint=f"to adopt the nearest published release, pin it in the Dockerfile ({line}) and rerun "
+            f"with --python {ngc.python}; or use an image whose tag names the release, e.g. {example}",
+        )
     raise AdoptError(
         f"{found.origin}: the base image {base_image} brings {image.framework} ({image.unknown}): "
         f"envkit cannot tell which {image.framework} release it is, and no published wheel matches "

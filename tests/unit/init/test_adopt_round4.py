@@ -539,3 +539,26 @@ def test_a_pixi_manifest_whose_default_environment_has_no_framework_asks_which(t
     with pytest.raises(AdoptError, match="default environment has no framework") as err:
         adopted(tmp_path, "pixi.toml", text)
     assert "--environment gpu" in (err.value.hint or "")
+
+
+# -- 1: NGC images: the catalog's table (envkit/catalog/data/ngc_pytorch.yaml) ----------------------
+def test_an_ngc_image_is_refused_with_what_the_table_says_it_holds(tmp_path: Path) -> None:
+    message = refused(tmp_path, "Dockerfile", "FROM nvcr.io/nvidia/pytorch:24.01-py3\nRUN pip install timm\n")
+    assert "torch 2.2.0a0+81ea7a4" in message and "CUDA 12.3" in message and "Python 3.10" in message
+    assert "unverified" in message  # 24.01's row is not from its release notes
+
+
+def test_every_ngc_row_names_its_source_and_verified_rows_cite_the_release_notes() -> None:
+    from envkit.catalog.ngc import _table
+
+    rows = _table()
+    assert rows and all(r.source for r in rows.values())
+    for row in rows.values():
+        assert not row.verified or "pytorch-release-notes" in row.source, row
+
+
+def test_a_pip_torch_on_an_ngc_image_keeps_the_images_python(tmp_path: Path) -> None:
+    text = "FROM nvcr.io/nvidia/pytorch:24.01-py3\nRUN pip install torch==2.2.2\n"
+    a = adopted(tmp_path, "Dockerfile", text)
+    assert facts(a) == ("2.2.2", "12.1", "3.10")
+    assert _validate_warnings(a.path) == []
