@@ -201,6 +201,23 @@ def plan_adoption(
     )
 
 
+def _unpinned_on_image(found: Collected, frameworks: dict[str, Framework], image: ImageFacts) -> None:
+    """``pip install paddlepaddle`` (no version) on an image that has that paddle: pip keeps the
+    image's (already satisfied), so the image's release is the one the source runs."""
+    pin = frameworks.get(image.framework or "")
+    if pin is None or pin.constraint or not image.version or pin.installer != "pip":
+        return
+    gpu_package = pin.spec.split("[")[0].strip().endswith("-gpu")
+    if image.framework == "paddle" and gpu_package != (image.cuda not in (None, "cpu")):
+        return  # paddlepaddle on a GPU image (or -gpu on a CPU one) is another package beside it
+    ranged = f"=={image.version}.*" if image.version.count(".") == 1 else image.version
+    frameworks[pin.framework] = Framework(pin.framework, ranged, "image", pin.where, pin.spec)
+    found.notes.append(
+        f"{pin.framework}: {shown_item(pin.spec)} ({pin.where}) names no version, and the base image "
+        f"{found.base_image} has {pin.framework} {image.version}: pip keeps it (already satisfied)"
+    )
+
+
 def _source_facts(
     found: Collected,
     frameworks: dict[str, Framework],
@@ -233,6 +250,7 @@ def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> 
     """The source's framework pins, and the base image's framework when the source pins none."""
     frameworks = detect_frameworks(found)
     hinted_torch(found, frameworks)
+    _unpinned_on_image(found, frameworks, image)
     if image.framework and image.framework not in frameworks:
         if image.version:
             ranged = f"=={image.version}.*" if image.version.count(".") == 1 else image.version

@@ -289,7 +289,7 @@ def add_requirement(text: str, where: str, found: Collected) -> None:
     wheel_python = _WHEEL_PYTHON.search(text)
     if wheel_python and found.python is None:
         found.python, found.python_where = f"3.{wheel_python[1]}", f"{where} (a cp3{wheel_python[1]} wheel)"
-    if text.rstrip("/") in {".", ".."} or re.fullmatch(r"\.{1,2}/[\w./-]*", text):
+    if text.rstrip("/") in {".", ".."} or re.fullmatch(r"\.{1,2}(?:/[\w./-]*)?(?:\[[\w,\s-]*\])?", text):
         found.unread.append((where, text))
         found.lose(
             where, text, "a local project: its dependencies are in its pyproject.toml/setup.py, not read"

@@ -562,3 +562,68 @@ def test_a_pip_torch_on_an_ngc_image_keeps_the_images_python(tmp_path: Path) -> 
     a = adopted(tmp_path, "Dockerfile", text)
     assert facts(a) == ("2.2.2", "12.1", "3.10")
     assert _validate_warnings(a.path) == []
+
+
+# -- found on the new real Dockerfiles (tests/corpus/init/dockerfile, klass 45.x) --------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "FROM paddlepaddle/paddle:2.6.1\nRUN python3 -m pip install paddlepaddle -i https://mirror.baidu.com/pypi/simple\n",
+            ("2.6.1", "cpu"),
+        ),
+        (
+            "FROM paddlepaddle/paddle:2.6.1-gpu-cuda11.7-cudnn8.4-trt8.4\nRUN pip install paddlepaddle-gpu\n",
+            ("2.6.1", "11.7"),
+        ),
+        (
+            "FROM pytorch/pytorch:2.1.2-cuda12.1-cudnn8-runtime\nRUN pip install torch timm==0.9.12\n",
+            ("2.1.2", "12.1"),
+        ),
+    ],
+)
+def test_an_unpinned_install_of_the_images_framework_keeps_the_images_release(
+    tmp_path: Path, text: str, expected: tuple[str, str]
+) -> None:
+    a = adopted(tmp_path, "Dockerfile", text)
+    assert facts(a)[:2] == expected
+    assert any("pip keeps it" in n for n in a.adoption.notes)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a local project installed beside a torch index: torch is in the project's dependencies
+        "FROM python:3.12-bookworm\nCOPY . /app\nWORKDIR /app\n"
+        'RUN pip install --extra-index-url https://download.pytorch.org/whl/cpu ".[api]"\n',
+        # a script installs torch from ARGs
+        "FROM ubuntu:22.04\nARG torch\nCOPY install-torch.py /tmp/\n"
+        "RUN python3 /tmp/install-torch.py --torch=${torch}\n",
+        "FROM ubuntu:22.04\nCOPY install_paddle.sh /\nRUN bash /install_paddle.sh\n",
+    ],
+)
+def test_a_framework_installed_by_what_envkit_does_not_read_is_refused(tmp_path: Path, text: str) -> None:
+    assert "names no framework" in refused(tmp_path, "Dockerfile", text)
+
+
+def test_a_python_verification_command_is_not_a_framework_install(tmp_path: Path) -> None:
+    text = (
+        "FROM python:3.11\n"
+        'RUN pip install torch==2.1.2+cpu && python -c "import torch; print(torch.__version__)"\n'
+    )
+    assert facts(adopted(tmp_path, "Dockerfile", text)) == ("2.1.2", "cpu", "3.11")
+
+
+def test_from_an_arg_without_default_is_reported(tmp_path: Path) -> None:
+    text = "ARG BASE\nFROM ${BASE}\nRUN pip3 install torch==2.1.2 --index-url https://download.pytorch.org/whl/cu118\n"
+    a = adopted(tmp_path, "Dockerfile", text)
+    assert facts(a)[:2] == ("2.1.2", "11.8")
+    assert any(x.item == "FROM ${BASE}" for x in a.adoption.lost)
+
+
+def test_ubuntu_24_10_brings_python_3_12(tmp_path: Path) -> None:
+    text = (
+        "FROM ubuntu:24.10\nRUN apt install -y python3 python3-pip\n"
+        "RUN pip install --break-system-packages torch==2.5.1+cpu\n"
+    )
+    assert facts(adopted(tmp_path, "Dockerfile", text)) == ("2.5.1", "cpu", "3.12")
