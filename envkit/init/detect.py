@@ -248,6 +248,14 @@ def detect_frameworks(found: Collected) -> dict[str, Framework]:
             partial = rest.startswith("=") and not rest.startswith("==") and not pin.build
             # conda's `pytorch=2.0` is 2.0.* (the newest 2.0.x), not a release "2.0"
             constraint = rest if partial and pin.version.count(".") < 2 else (pin.version or rest)
+            ranged = not constraint or (constraint[:1] in "<>~!" and " " not in constraint)
+            if (
+                pin.name == "pytorch"
+                and ranged
+                and not pin.version
+                and _from_pytorch_channel(found, pin.channel)
+            ):
+                constraint = f"{constraint},{_PYTORCH_CHANNEL_LAST}" if constraint else _PYTORCH_CHANNEL_LAST
             chosen[FRAMEWORK_CONDA[pin.name]] = Framework(
                 FRAMEWORK_CONDA[pin.name], constraint, "conda", pin.where, pin.spec
             )
@@ -258,6 +266,19 @@ def detect_frameworks(found: Collected) -> dict[str, Framework]:
                 FRAMEWORK_PIP[p.name], constraint, "pip", p.where, p.spec
             )
     return chosen
+
+
+# The pytorch conda channel's last release is 2.5.x: "2.5 will be the last release of PyTorch that will be
+# published to the pytorch channel" (https://github.com/pytorch/pytorch/issues/138506); pytorch-cuda is
+# that channel's package. An unpinned or ranged conda pytorch from it is one of those releases.
+_PYTORCH_CHANNEL_LAST = "<2.6"
+
+
+def _from_pytorch_channel(found: Collected, channel: str | None) -> bool:
+    names = [c.lower().rstrip("/").rsplit("/", 1)[-1] for c in found.channels]
+    if channel is not None:
+        return channel.lower().rstrip("/").rsplit("/", 1)[-1] == "pytorch"
+    return any(p.name == "pytorch-cuda" for p in found.conda) or names[:1] == ["pytorch"]
 
 
 def release_in(

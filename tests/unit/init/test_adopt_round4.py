@@ -627,3 +627,19 @@ def test_ubuntu_24_10_brings_python_3_12(tmp_path: Path) -> None:
         "RUN pip install --break-system-packages torch==2.5.1+cpu\n"
     )
     assert facts(adopted(tmp_path, "Dockerfile", text)) == ("2.5.1", "cpu", "3.12")
+
+
+@pytest.mark.parametrize(
+    ("deps", "channels"),
+    [
+        ("  - pytorch\n  - pytorch-cuda=11.8\n", "[pytorch, nvidia]"),
+        ("  - pytorch>=1.13\n  - pytorch-cuda=11.8\n", "[pytorch, nvidia, conda-forge]"),
+        ("  - pytorch::pytorch>=2.0\n  - cudatoolkit=11.8\n", "[conda-forge]"),
+    ],
+)
+def test_a_conda_pytorch_from_the_pytorch_channel_is_at_most_its_last_release(
+    tmp_path: Path, deps: str, channels: str
+) -> None:
+    text = f"name: x\nchannels: {channels}\ndependencies:\n  - python=3.10\n{deps}"
+    a = adopted(tmp_path, "environment.yml", text)
+    assert Version(a.adoption.detected["torch"]) < Version("2.6"), a.adoption.how["torch"]
