@@ -42,7 +42,10 @@ _PACKAGES = {
 }
 _INDEXES = (
     ("ROCm", re.compile(r"/whl/(?:nightly/|test/)?rocm\d|repo\.radeon\.com", re.I)),
-    ("Intel XPU", re.compile(r"/whl/(?:nightly/|test/)?xpu\b|pytorch-extension\.intel\.com", re.I)),
+    (
+        "Intel XPU",
+        re.compile(r"/whl/(?:nightly/|test/)?xpu\b|pytorch-extension\.intel\.com/\S*\bxpu\b", re.I),
+    ),
 )
 _IMAGES = (
     ("ROCm", re.compile(r"(?:^|/)rocm/|rocm\d|[-:_]rocm\b|[-_.]dcu\b", re.I)),

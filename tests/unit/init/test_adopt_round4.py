@@ -643,3 +643,13 @@ def test_a_conda_pytorch_from_the_pytorch_channel_is_at_most_its_last_release(
     text = f"name: x\nchannels: {channels}\ndependencies:\n  - python=3.10\n{deps}"
     a = adopted(tmp_path, "environment.yml", text)
     assert Version(a.adoption.detected["torch"]) < Version("2.6"), a.adoption.how["torch"]
+
+
+def test_intels_cpu_extension_index_is_not_an_xpu_stack(tmp_path: Path) -> None:
+    text = (
+        "torch==2.8.0+cpu\nintel_extension_for_pytorch==2.8.0\n"
+        "--extra-index-url https://pytorch-extension.intel.com/release-whl/stable/cpu/us/\n"
+    )
+    assert facts(adopted(tmp_path, "requirements.txt", text))[:2] == ("2.8.0", "cpu")
+    xpu = text.replace("2.8.0\n--", "2.8.10+xpu\n--").replace("/cpu/us/", "/xpu/us/")
+    assert "Intel XPU" in refused(tmp_path / "b", "requirements.txt", xpu)
