@@ -14,6 +14,7 @@ from pathlib import Path
 
 from envkit._io import read_text_bounded
 from envkit.adopt.accelerators import refuse_other_accelerators
+from envkit.adopt.nightly import refuse_nightly
 from envkit.adopt.sources import is_pixi_manifest, read_pixi_manifest
 from envkit.catalog import Catalog, load_catalog
 from envkit.init.adopt import Adoption, plan_adoption, write_adoption
@@ -54,6 +55,7 @@ def read_evidence(source: str, options: AdoptOptions | None = None) -> tuple[Col
     options = options or AdoptOptions()
     found, inventory = _read(source, options)
     refuse_other_accelerators(found)  # a ROCm/Ascend/XPU stack is never written as a CPU spec
+    refuse_nightly(found)  # nor a nightly build as the newest release
     return found, inventory
 
 

@@ -653,3 +653,31 @@ def test_intels_cpu_extension_index_is_not_an_xpu_stack(tmp_path: Path) -> None:
     assert facts(adopted(tmp_path, "requirements.txt", text))[:2] == ("2.8.0", "cpu")
     xpu = text.replace("2.8.0\n--", "2.8.10+xpu\n--").replace("/cpu/us/", "/xpu/us/")
     assert "Intel XPU" in refused(tmp_path / "b", "requirements.txt", xpu)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("requirements.txt", "--pre\n--index-url https://download.pytorch.org/whl/nightly/cu121\ntorch\n"),
+        ("requirements.txt", "torch==2.5.0.dev20240912\n"),
+        (
+            "environment.yml",
+            "name: x\nchannels: [pytorch-nightly, nvidia]\n"
+            "dependencies:\n  - pytorch\n  - pytorch-cuda=12.1\n",
+        ),
+        (
+            "Dockerfile",
+            "FROM python:3.10\n"
+            "RUN pip install --pre paddlepaddle-gpu -i https://www.paddlepaddle.org.cn/packages/nightly/cu123/\n",
+        ),
+    ],
+)
+def test_a_nightly_framework_build_is_refused_never_read_as_the_newest_release(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    assert "nightly build" in refused(tmp_path, name, text)
+
+
+def test_a_nightly_index_beside_a_released_framework_pin_is_not_a_nightly_framework(tmp_path: Path) -> None:
+    text = "torch==2.1.2+cpu\n-f https://download.pytorch.org/whl/nightly/torchrec_nightly/index.html\ntorchrec\n"
+    assert facts(adopted(tmp_path, "requirements.txt", text))[:2] == ("2.1.2", "cpu")
