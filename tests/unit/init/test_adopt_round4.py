@@ -681,3 +681,21 @@ def test_a_nightly_framework_build_is_refused_never_read_as_the_newest_release(
 def test_a_nightly_index_beside_a_released_framework_pin_is_not_a_nightly_framework(tmp_path: Path) -> None:
     text = "torch==2.1.2+cpu\n-f https://download.pytorch.org/whl/nightly/torchrec_nightly/index.html\ntorchrec\n"
     assert facts(adopted(tmp_path, "requirements.txt", text))[:2] == ("2.1.2", "cpu")
+
+
+@pytest.mark.parametrize(
+    ("comment", "python"),
+    [
+        ("# Python version: 3.11.7 (please specify this in your README or virtual environment)\n", "3.11"),
+        ("# requirements file\n# python 3.10\n", "3.10"),
+        ("# python>=3.8 required\n", None),  # a floor, not the Python the author ran
+    ],
+)
+def test_a_python_stated_in_a_requirements_comment_is_carried(
+    tmp_path: Path, comment: str, python: str | None
+) -> None:
+    a = adopted(tmp_path, "requirements.txt", comment + "torch==2.1.2+cpu\n")
+    if python:
+        assert facts(a)[2] == python and "a comment stating it" in a.adoption.how["python"]
+    else:
+        assert "not stated" in a.adoption.how["python"]
