@@ -362,9 +362,9 @@ def _command(argv: list[str], found: Collected, *, where: str, context: Path | N
         return
     program = argv[0]
     python = _PYTHON.match(program)
-    if python and argv[1:3] == ["-m", "pip"]:
+    if (python or _VAR.fullmatch(program)) and argv[1:3] == ["-m", "pip"]:  # ${PY} -m pip: the base image's
         argv = ["pip", *argv[3:]]
-        if python[1]:
+        if python and python[1]:
             _python_hint(found, f"3.{python[1]}", where)
     pip = _PIP.match(argv[0].rsplit("/", 1)[-1] if "/" in argv[0] else argv[0])
     if argv[0] == "uv" and argv[1:2] == ["pip"]:

@@ -699,3 +699,11 @@ def test_a_python_stated_in_a_requirements_comment_is_carried(
         assert facts(a)[2] == python and "a comment stating it" in a.adoption.how["python"]
     else:
         assert "not stated" in a.adoption.how["python"]
+
+
+def test_a_python_named_by_a_base_image_variable_runs_pip(tmp_path: Path) -> None:
+    text = (
+        "FROM hub.example.org/runner/gpu:python3.11_cuda11.8_opencv\n"
+        "RUN ${DL_PYTHON_EXECUTABLE} -m pip install --no-cache-dir --user 'torch==2.4.1' 'torchvision'\n"
+    )
+    assert facts(adopted(tmp_path, "Dockerfile", text)) == ("2.4.1", "12.1", "3.11")
