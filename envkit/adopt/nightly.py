@@ -14,7 +14,7 @@ _FRAMEWORKS = {"torch", "pytorch", "pytorch-gpu", "paddlepaddle", "paddlepaddle-
 _NIGHTLY_INDEX = re.compile(
     r"download\.pytorch\.org/whl/nightly|paddlepaddle\.org\.cn/packages/nightly", re.I
 )
-_DEV = re.compile(r"\.dev\d{6,}|^0\.0\.0(?:\.post\d+)?$")
+_DEV = re.compile(r"^\d+(?:\.\d+)*\.dev\d{6,}(?:\+[\w.]+)?\Z|^0\.0\.0(?:\.post\d+)?\Z")
 
 
 def nightly_evidence(found: Collected) -> list[str]:
@@ -23,8 +23,8 @@ def nightly_evidence(found: Collected) -> list[str]:
     pins = [p for p in every if p.name in _FRAMEWORKS]
     if not pins:
         return []
-    said = [f"{shown_item(p.spec)} ({p.where})" for p in pins if _DEV.search(p.version)]
-    if any(not p.version or _DEV.search(p.version) for p in pins):  # a released pin is not a nightly's
+    said = [f"{shown_item(p.spec)} ({p.where})" for p in pins if _DEV.match(p.version)]
+    if any(not p.version or _DEV.match(p.version) for p in pins):  # a released pin is not a nightly's
         urls = [*found.index_urls, *found.extra_urls]
         said += [f"{shown_item(u)} ({w})" for u, w in urls if _NIGHTLY_INDEX.search(u)]
     if any(c.lower().rstrip("/").endswith("pytorch-nightly") for c in found.channels) and any(
