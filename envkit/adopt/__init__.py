@@ -12,13 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit._io import read_text_bounded
 from envkit.adopt.accelerators import refuse_other_accelerators
+from envkit.adopt.nightly import refuse_nightly
+from envkit.adopt.sources import is_pixi_manifest, read_pixi_manifest
 from envkit.catalog import Catalog, load_catalog
 from envkit.init.adopt import Adoption, plan_adoption, write_adoption
+from envkit.init.adopted import AdoptError, Collected
+from envkit.init.from_requirements import MAX_TEXT_BYTES
 from envkit.init.from_source import ImageReader, read_source
 from envkit.inventory.models import Inventory
 
-__all__ = ["AdoptOptions", "Adopted", "adopt"]
+__all__ = ["AdoptOptions", "Adopted", "adopt", "read_evidence"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,7 @@ class AdoptOptions:
     python: str | None = None
     keep_defaults: bool = False
     image_reader: ImageReader | None = None
+    environment: str | None = None  # which environment of a multi-environment source (pixi)
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,30 @@ class Adopted:
     inventory: Inventory | None
 
 
+def read_evidence(source: str, options: AdoptOptions | None = None) -> tuple[Collected, Inventory | None]:
+    """What the source says (a pixi manifest read here, every other kind by :func:`read_source`),
+    and its inventory when ``envkit diff`` reads it; a ROCm/Ascend/XPU stack refused (exit 2)."""
+    options = options or AdoptOptions()
+    found, inventory = _read(source, options)
+    refuse_other_accelerators(found)  # a ROCm/Ascend/XPU stack is never written as a CPU spec
+    refuse_nightly(found)  # nor a nightly build as the newest release
+    return found, inventory
+
+
+def _read(source: str, options: AdoptOptions) -> tuple[Collected, Inventory | None]:
+    path = Path(source)
+    if path.name in ("pixi.toml", "pyproject.toml") and path.is_file():
+        text = read_text_bounded(path, MAX_TEXT_BYTES)
+        if is_pixi_manifest(path.name, text):
+            return read_pixi_manifest(text, source, environment=options.environment), None
+    if options.environment:
+        raise AdoptError(
+            f"--environment {options.environment}: {source} has no environments (a pixi manifest has)",
+            hint="drop --environment",
+        )
+    return read_source(source, image_reader=options.image_reader)
+
+
 def adopt(
     source: str, root: Path, options: AdoptOptions | None = None, *, catalog: Catalog | None = None
 ) -> Adopted:
@@ -50,8 +80,7 @@ def adopt(
     (exit 2) when no spec follows from it faithfully. Nothing is written on a refusal."""
     options = options or AdoptOptions()
     catalog = catalog if catalog is not None else load_catalog()
-    found, inventory = read_source(source, image_reader=options.image_reader)
-    refuse_other_accelerators(found)  # a ROCm/Ascend/XPU stack is never written as a CPU spec
+    found, inventory = read_evidence(source, options)
     adoption = plan_adoption(
         found,
         catalog,

@@ -39,10 +39,14 @@ _PACKAGES = {
     "pytorch-triton-xpu": "Intel XPU",
     "paddlepaddle-xpu": "Kunlun XPU",
     "paddle-custom-xpu": "Kunlun XPU",
+    "mindspore": "Ascend",  # Huawei's framework for Ascend (its CPU/GPU wheels envkit does not build)
 }
 _INDEXES = (
     ("ROCm", re.compile(r"/whl/(?:nightly/|test/)?rocm\d|repo\.radeon\.com", re.I)),
-    ("Intel XPU", re.compile(r"/whl/(?:nightly/|test/)?xpu\b|pytorch-extension\.intel\.com", re.I)),
+    (
+        "Intel XPU",
+        re.compile(r"/whl/(?:nightly/|test/)?xpu\b|pytorch-extension\.intel\.com/\S*\bxpu\b", re.I),
+    ),
 )
 _IMAGES = (
     ("ROCm", re.compile(r"(?:^|/)rocm/|rocm\d|[-:_]rocm\b|[-_.]dcu\b", re.I)),
@@ -69,7 +73,17 @@ def other_accelerators(found: Collected) -> list[Accelerator]:
     stack = next((s for s, pattern in _IMAGES if pattern.search(image)), None)
     if stack:
         evidence.append(Accelerator(stack, f"FROM {shown_item(image)}", found.origin))
+    for lost in found.lost:  # a build stage's base, an ENV, a script: what the final stage is built from
+        stack = next((s for s, pattern in _IMAGES if pattern.search(lost.item)), None)
+        stack = stack if lost.item.startswith("FROM ") else None
+        stack = stack or ("Ascend" if _ASCEND_FILES.search(lost.item) else None)
+        if stack:
+            evidence.append(Accelerator(stack, lost.item, lost.where))
     return evidence
+
+
+# CANN's install tree and installers (/usr/local/Ascend, Ascend-cann-toolkit_*.run, cann.sh)
+_ASCEND_FILES = re.compile(r"/usr/local/Ascend\b|Ascend-cann-|\bcann\.sh\b|\bmindspore\b", re.I)
 
 
 def refuse_other_accelerators(found: Collected) -> None:

@@ -49,6 +49,11 @@ from envkit.result import CommandResult
     is_flag=True,
     help="With --from: keep Anaconda's defaults channel (licence terms apply).",
 )
+@click.option(
+    "--environment",
+    metavar="NAME",
+    help="With --from pixi.toml: the environment to adopt [default: default].",
+)
 def init(
     framework: str | None,
     cuda: str | None,
@@ -60,6 +65,7 @@ def init(
     from_source: str | None,
     lock_now: bool,
     keep_defaults: bool,
+    environment: str | None,
 ) -> CommandResult:
     """Give this repository envkit: a starter spec, `make env-*` targets and a CI recipe.
 
@@ -94,11 +100,18 @@ def init(
         from envkit.cli.init_from import adopt_command
 
         return adopt_command(
-            from_source, name=name, cuda=cuda, python=python, lock=lock_now, keep_defaults=keep_defaults
+            from_source,
+            name=name,
+            cuda=cuda,
+            python=python,
+            lock=lock_now,
+            keep_defaults=keep_defaults,
+            environment=environment,
         )
-    if lock_now or keep_defaults:
+    if lock_now or keep_defaults or environment:
         raise UsageError(
-            "--lock and --keep-defaults apply with --from only", hint="envkit init --from SOURCE --lock"
+            "--lock, --keep-defaults and --environment apply with --from only",
+            hint="envkit init --from SOURCE --lock",
         )
     result = init_repo(
         project_root(),

@@ -32,10 +32,11 @@ def adopt_command(
     python: str | None,
     lock: bool,
     keep_defaults: bool,
+    environment: str | None = None,
 ) -> CommandResult:
     root = project_root()
     catalog = load_catalog()
-    options = AdoptOptions(name, cuda, python, keep_defaults, image_reader=_image)
+    options = AdoptOptions(name, cuda, python, keep_defaults, image_reader=_image, environment=environment)
     with working(f"reading {source}"):
         adopted = adopt(source, root, options, catalog=catalog)
     adoption, path, inventory = adopted.adoption, adopted.path, adopted.inventory

@@ -156,6 +156,9 @@ def diff_packages(inventories: Sequence[Inventory], policy: DiffPolicy) -> list[
     Package per row, see ``Inventory.primary``): each project is judged on its distinct packages,
     and the label-by-label comparison (:func:`_compare_project`) runs only where there is a finding.
     """
+    # a report that lists no package (a collect_env whose sections say "Could not collect", a paste of
+    # its header): its packages are unknown, not absent, so it takes no part in the package comparison
+    inventories = [inv for inv in inventories if inv.packages or inv.meta.get("packages") != "not collected"]
     if len(inventories) < 2:
         return []
     labels = [inv.label for inv in inventories]

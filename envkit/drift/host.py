@@ -99,7 +99,20 @@ def _gpu_shown(inv: Inventory, gpu: str) -> str:
     return f"{models[0]} ×{count}" if count and len(set(models)) == 1 else gpu
 
 
-def _one_sided(fact: str, known: dict[str, str], missing: list[str]) -> Finding:
+def _uncollected(fact: str, known: dict[str, str], uncollected: list[str]) -> Finding:
+    """A fact some inputs record and others could not collect: ``580.159.04 (a) vs not collected (b)``,
+    never dropped (it may be the difference that matters; the other side cannot say)."""
+    label = HOST_FACTS[fact][0]
+    value = next(iter(known.values()))
+    names = ", ".join(list(known)[:10])
+    message = f"{label}: {value} ({names}) vs not collected ({', '.join(uncollected[:10])})"
+    values: dict[str, str | None] = {**known, **dict.fromkeys(uncollected)}
+    return Finding(fact, "host", "info", None, values, message)
+
+
+def _one_sided(
+    fact: str, known: dict[str, str], missing: list[str], uncollected: Sequence[str] = ()
+) -> Finding:
     """A GPU fact some hosts have and others (that record their host) lack: ``NVIDIA H200 ×1 vs no GPU``."""
     label = HOST_FACTS[fact][0]
     none, severity = _ONE_SIDED[fact]
@@ -112,7 +125,9 @@ def _one_sided(fact: str, known: dict[str, str], missing: list[str]) -> Finding:
             groups.setdefault(value, []).append(name)
         shown = "; ".join(f"{v} on {len(n)} ({', '.join(n[:5])})" for v, n in sorted(groups.items()))
         message = f"{label}: {shown}; {none} on {len(missing)} ({', '.join(missing[:10])})"
-    values: dict[str, str | None] = {**known, **dict.fromkeys(missing)}
+    if uncollected:
+        message += f"; not collected ({', '.join(uncollected[:10])})"
+    values: dict[str, str | None] = {**known, **dict.fromkeys(missing), **dict.fromkeys(uncollected)}
     return Finding(fact, "host", severity, None, values, message)
 
 
@@ -158,11 +173,15 @@ def host_findings(inventories: Sequence[Inventory]) -> list[Finding]:
         missing = [
             name for name, facts in tables if facts and fact not in facts and fact not in unknown[name]
         ]
+        uncollected = [name for name, facts in tables if fact not in facts and fact in unknown[name]]
         if fact in _ONE_SIDED and known and missing:
             if fact == "gpu":
                 by_label = {inv.label: inv for inv in inventories}
                 known = {name: _gpu_shown(by_label[name], value) for name, value in known.items()}
-            findings.append(_one_sided(fact, known, missing))
+            findings.append(_one_sided(fact, known, missing, uncollected))
+            continue
+        if known and uncollected and len(set(known.values())) < 2:
+            findings.append(_uncollected(fact, known, uncollected))  # known here, unknown there: shown
             continue
         if len(known) < 2 or len(set(known.values())) < 2:
             continue

@@ -41,8 +41,8 @@ from envkit.init.detect import (
     stated_cuda,
     toolkit_cuda,
 )
-from envkit.init.hints import hinted_torch
-from envkit.init.python_of import choose_python, python_statement, stated_python
+from envkit.init.hints import hinted_torch, source_facts, unpinned_on_image
+from envkit.init.python_of import choose_python, stated_python
 from envkit.init.refusals import (
     buildable_cudas,
     refuse_ask_cuda,
@@ -55,7 +55,6 @@ from envkit.init.spec_text import render
 from envkit.spec.load import SPEC_DIR, load_spec
 from envkit.spec.missing_image import deleted_image, removed_cudas
 from envkit.spec.models import NAME_RE, Spec
-from envkit.spec.provenance import SourceFact
 
 __all__ = ["Adoption", "plan_adoption", "write_adoption"]
 
@@ -121,9 +120,7 @@ def plan_adoption(
     refuse_unread_environment(found, versions, image.cuda)
     image_cuda, image_python = image.cuda, image.python
     chosen_cuda = cuda or _cuda(found, frameworks, versions, catalog, image_cuda, how)
-    source = _source_facts(
-        found, frameworks, versions, cuda=None if cuda else (chosen_cuda, how), image=image
-    )
+    source = source_facts(found, frameworks, versions, cuda=None if cuda else (chosen_cuda, how), image=image)
     if cuda:
         how["cuda"] = f"--cuda {cuda}"
     if base_image and image_cuda and image_cuda != chosen_cuda:
@@ -133,7 +130,7 @@ def plan_adoption(
             f"a CUDA {image_cuda} image under a CUDA {chosen_cuda} spec: "
             "not carried (envkit uses the catalog's image for the spec's CUDA)",
         )
-        base_image, image_python = None, None
+        base_image = None  # its Python is still the one the source installed into: kept
     chosen_python = python or choose_python(found, versions, catalog, image_python, how)
     if python:
         how["python"] = f"--python {python}"
@@ -201,38 +198,11 @@ def plan_adoption(
     )
 
 
-def _source_facts(
-    found: Collected,
-    frameworks: dict[str, Framework],
-    versions: dict[str, str],
-    *,
-    cuda: tuple[str, dict[str, str]] | None,
-    image: ImageFacts,
-) -> list[SourceFact]:
-    """What the source named, for the spec's header (``envkit validate`` warns when the spec loses
-    it): each framework and its release, the CUDA the source's builds are on (not a default cpu),
-    the Python it states exactly."""
-    facts = [
-        SourceFact("framework", fw, frameworks[fw].where, version) for fw, version in sorted(versions.items())
-    ]
-    if cuda is not None and not cuda[1].get("cuda", "").startswith("no CUDA build pinned"):
-        facts.append(SourceFact("cuda", cuda[0], cuda[1].get("cuda", found.origin)))
-    elif cuda is None and (stated := stated_cuda(found, index_flavour(found)) or image.cuda) not in (
-        None,
-        "cpu",
-    ):
-        facts.append(SourceFact("cuda", str(stated), found.origin))
-    python, where = python_statement(found, image.python)
-    exact = re.fullmatch(r"[=\s]*(3\.\d+)(?:\.\d+|\.\*)?", python or "")
-    if exact:
-        facts.append(SourceFact("python", exact[1], where))
-    return facts
-
-
 def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> dict[str, Framework]:
     """The source's framework pins, and the base image's framework when the source pins none."""
     frameworks = detect_frameworks(found)
     hinted_torch(found, frameworks)
+    unpinned_on_image(found, frameworks, image)
     if image.framework and image.framework not in frameworks:
         if image.version:
             ranged = f"=={image.version}.*" if image.version.count(".") == 1 else image.version

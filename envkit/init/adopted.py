@@ -134,6 +134,8 @@ class Collected:
     distro_python: str = ""  # where the OS's own python3 is installed (apt-get install python3 ...)
     # torch releases named by wheels built against them or find-links pages (flash_attn-...+cu126torch2.6)
     torch_hints: list[TorchHint] = field(default_factory=list)
+    # the CUDA driver the machine must have (pixi's system-requirements cuda): no build's CUDA
+    cuda_requirement: tuple[str, str] | None = None  # (version, where)
 
     def lose(self, where: str, item: str, why: str) -> None:
         self.lost.append(Lost(where, shown_item(item), why))

@@ -23,6 +23,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envkit.catalog import Catalog, FrameworkRelease
+from envkit.catalog.ngc import ngc_pytorch
 from envkit.drift.facts import FACTS
 from envkit.errors import InventoryError
 from envkit.init.adopted import Collected
@@ -197,6 +198,9 @@ def image_facts(image: str | None, catalog: Catalog) -> ImageFacts:
         return ImageFacts(
             framework, known.framework_version, known.cuda or ("cpu" if framework else None), known.python
         )
+    ngc = ngc_pytorch(image)
+    if ngc is not None:  # NVIDIA's own torch build: its facts from the catalog's NGC table
+        return ImageFacts("torch", None, ".".join(ngc.cuda.split(".")[:2]), ngc.python, ngc.describe())
     for pattern, framework, why in _OWN_BUILD:
         if pattern.search(image):
             cuda = _CUDA_IN_TAG.search(image)
@@ -244,6 +248,14 @@ def detect_frameworks(found: Collected) -> dict[str, Framework]:
             partial = rest.startswith("=") and not rest.startswith("==") and not pin.build
             # conda's `pytorch=2.0` is 2.0.* (the newest 2.0.x), not a release "2.0"
             constraint = rest if partial and pin.version.count(".") < 2 else (pin.version or rest)
+            ranged = not constraint or (constraint[:1] in "<>~!" and " " not in constraint)
+            if (
+                pin.name == "pytorch"
+                and ranged
+                and not pin.version
+                and _from_pytorch_channel(found, pin.channel)
+            ):
+                constraint = f"{constraint},{_PYTORCH_CHANNEL_LAST}" if constraint else _PYTORCH_CHANNEL_LAST
             chosen[FRAMEWORK_CONDA[pin.name]] = Framework(
                 FRAMEWORK_CONDA[pin.name], constraint, "conda", pin.where, pin.spec
             )
@@ -254,6 +266,19 @@ def detect_frameworks(found: Collected) -> dict[str, Framework]:
                 FRAMEWORK_PIP[p.name], constraint, "pip", p.where, p.spec
             )
     return chosen
+
+
+# The pytorch conda channel's last release is 2.5.x: "2.5 will be the last release of PyTorch that will be
+# published to the pytorch channel" (https://github.com/pytorch/pytorch/issues/138506); pytorch-cuda is
+# that channel's package. An unpinned or ranged conda pytorch from it is one of those releases.
+_PYTORCH_CHANNEL_LAST = "<2.6"
+
+
+def _from_pytorch_channel(found: Collected, channel: str | None) -> bool:
+    names = [c.lower().rstrip("/").rsplit("/", 1)[-1] for c in found.channels]
+    if channel is not None:
+        return channel.lower().rstrip("/").rsplit("/", 1)[-1] == "pytorch"
+    return any(p.name == "pytorch-cuda" for p in found.conda) or names[:1] == ["pytorch"]
 
 
 def release_in(
@@ -427,6 +452,13 @@ def plumbing_cuda(found: Collected) -> tuple[str | None, str]:
             return None, f"{pins[name].spec} ({pins[name].where}) is a CUDA build that names no CUDA version"
     if mutex is not None and "cuda" in mutex.spec:
         return None, f"{mutex.spec} ({mutex.where}) asks for a CUDA build but names no CUDA version"
+    if found.cuda_requirement is not None and "pytorch" in pins:
+        version, where = found.cuda_requirement
+        return None, (
+            f"{pins['pytorch'].spec} ({pins['pytorch'].where}) with the system requirement cuda {version} "
+            f"({where}) is a CUDA build; the requirement names the driver (CUDA {version} or newer), "
+            "not the CUDA of the build"
+        )
     channels = {c.lower().rstrip("/").rsplit("/", 1)[-1] for c in found.channels}
     torch = pins.get("pytorch")
     if torch is not None and ({"pytorch", "nvidia"} & channels or (torch.channel or "").lower() == "pytorch"):

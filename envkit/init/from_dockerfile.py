@@ -220,6 +220,9 @@ def _stages(
         elif keyword == "FROM":
             parts = [p for p in rest.split() if not p.startswith("--platform")]
             image = expand(parts[0], values, budget) if parts else ""
+            image = image or (
+                parts[0] if parts else ""
+            )  # FROM ${BASE} of an ARG without a default: kept, reported
             alias = parts[2] if len(parts) >= 3 and parts[1].upper() == "AS" else None
             stages.append(_Stage(image, alias, number))
         elif not stages:
@@ -359,9 +362,9 @@ def _command(argv: list[str], found: Collected, *, where: str, context: Path | N
         return
     program = argv[0]
     python = _PYTHON.match(program)
-    if python and argv[1:3] == ["-m", "pip"]:
+    if (python or _VAR.fullmatch(program)) and argv[1:3] == ["-m", "pip"]:  # ${PY} -m pip: the base image's
         argv = ["pip", *argv[3:]]
-        if python[1]:
+        if python and python[1]:
             _python_hint(found, f"3.{python[1]}", where)
     pip = _PIP.match(argv[0].rsplit("/", 1)[-1] if "/" in argv[0] else argv[0])
     if argv[0] == "uv" and argv[1:2] == ["pip"]:
@@ -406,7 +409,7 @@ def _other(argv: list[str], python: re.Match[str] | None, found: Collected, *, w
     if argv[0] == "update-alternatives" and "--install" in argv and chosen:
         _python_hint(found, f"3.{chosen[1]}", where)
         return
-    if " ".join(argv[:2]) in _ENV_FROM_FILE:
+    if " ".join(argv[:2]) in _ENV_FROM_FILE or _FRAMEWORK_SCRIPT.search(command):
         found.unread.append((where, command))
         found.lose(where, command, "installs the environment from a file envkit did not read: not carried")
         return
@@ -416,6 +419,11 @@ def _other(argv: list[str], python: re.Match[str] | None, found: Collected, *, w
     found.lose(where, command, why)
 
 
+# a script run to install a framework: python3 /tmp/install-torch.py --torch=..., bash install_paddle.sh
+_FRAMEWORK_SCRIPT = re.compile(
+    r"^(?:\S*/)?(?:python3?(?:\.\d+)?|bash|sh)\s+\S*(?:torch|paddle)\S*\.(?:py|sh)\b|--(?:torch|paddle)=",
+    re.I,
+)
 _ENV_FROM_FILE = {"uv sync", "poetry install", "pipenv install", "pipenv sync", "pdm install", "pdm sync"}
 _CONDA_INSTALLER = re.compile(r"(?:Mini|Ana)conda3?|Miniforge3?|Mambaforge|micromamba", re.I)
 _HAS_CONDA = re.compile(r"(?:^|/)(?:pytorch/pytorch|continuumio/|condaforge/|mambaorg/)")

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 
 from envkit.catalog import Catalog
+from envkit.catalog.ngc import ngc_pytorch
 from envkit.init.adopted import AdoptError, Collected, shown_item
 from envkit.init.detect import ImageFacts
 
@@ -89,6 +90,17 @@ def refuse_image_framework(found: Collected, image: ImageFacts, base_image: str)
         if image.framework == "torch"
         else "paddlepaddle/paddle:3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5"
     )
+    ngc = ngc_pytorch(base_image)
+    if ngc is not None:
+        line = (
+            f"pip install torch=={ngc.release_line}.*" if ngc.release_line else "pip install torch==VERSION"
+        )
+        raise AdoptError(
+            f"{found.origin}: the base image {base_image} brings {ngc.describe()}: no published torch "
+            "wheel is NVIDIA's build, so a spec would be another environment; nothing was written",
+            hint=f"to adopt the nearest published release, pin it in the Dockerfile ({line}) and rerun "
+            f"with --python {ngc.python}; or use an image whose tag names the release, e.g. {example}",
+        )
     raise AdoptError(
         f"{found.origin}: the base image {base_image} brings {image.framework} ({image.unknown}): "
         f"envkit cannot tell which {image.framework} release it is, and no published wheel matches "
@@ -98,15 +110,27 @@ def refuse_image_framework(found: Collected, image: ImageFacts, base_image: str)
     )
 
 
+_FRAMEWORK_WORD = re.compile(r"download\.pytorch\.org|paddlepaddle\.org\.cn|torch|paddle", re.I)
+
+
 def refuse_unread_environment(found: Collected, versions: Mapping[str, str], image_cuda: str | None) -> None:
     """No framework read, on a CUDA base image, while the environment is installed from a file
     envkit did not read (``uv sync``, ``conda env create -f``, ``pip install -r`` of a file not
     beside it): the framework is most likely there. Adopt that file instead."""
-    if versions or not found.unread or image_cuda in (None, "cpu"):
+    if versions or not found.unread:
         return
-    where, what = found.unread[0]
+    named = _FRAMEWORK_WORD.search(" ".join(u for u, _ in found.index_urls + found.extra_urls))
+    scripted = next(((w, x) for w, x in found.unread if _FRAMEWORK_WORD.search(x)), None)
+    if image_cuda in (None, "cpu") and not named and scripted is None:
+        return
+    where, what = scripted or found.unread[0]
+    why = (
+        f"the environment of this CUDA {image_cuda} image is installed from"
+        if image_cuda not in (None, "cpu")
+        else "a framework is installed (a framework's index is named, or a script installs it) from"
+    )
     raise AdoptError(
-        f"{where}: {shown_item(what)}: the environment of this CUDA {image_cuda} image is installed from "
+        f"{where}: {shown_item(what)}: {why} "
         "a file envkit did not read, and the Dockerfile itself names no framework; nothing was written "
         "(a spec without the framework would build a different environment)",
         hint="run envkit init --from on that file (requirements.txt, environment.yml, uv.lock, "

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 __all__ = ["Branch", "Command", "commands"]
 
 OPERATORS = {"&&", "||", ";", "|", "&"}
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.DOTALL)
+# one line: a value holding a newline is not read as an assignment
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z")
 _KEYWORDS = {"if", "then", "elif", "else", "fi"}
 
 Expand = Callable[[str, Mapping[str, str]], str]

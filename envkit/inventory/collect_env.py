@@ -70,6 +70,7 @@ class _Header:
 def read_collect_env(text: str, c: Collector) -> None:
     """Header facts (one ``meta`` key each) and the package rows of every section."""
     h = _Header()
+    seen: set[str] = set()
     for number, raw in enumerate(text.splitlines(), start=1):
         stripped = raw.strip()
         section = SECTION.match(stripped)
@@ -81,6 +82,7 @@ def read_collect_env(text: str, c: Collector) -> None:
         key, value = key.strip(), value.strip()  # the sectioned layout pads keys: "OS      : Ubuntu"
         if sep and key in _KEYS:
             h.last_key = _KEYS[key]
+            seen.add(h.last_key)
             _key_line(h, h.last_key, value, number, c)
             continue
         so = _CUDNN_FILE.search(stripped)
@@ -90,6 +92,10 @@ def read_collect_env(text: str, c: Collector) -> None:
             h.gpus.append(stripped.split(":", 1)[1].strip())
         elif h.last_key == "cpu" and key.strip() == "Model name" and _known(value):
             c.meta["cpu"] = value
+    if (
+        "gpu" not in seen
+    ):  # cut before its GPU lines (a paste ending at "Python version"): unknown, not absent
+        h.not_collected |= _GPU_FACTS - seen
     h.not_collected -= {"gpu"} if h.gpus else set()
     h.not_collected -= {"cudnn"} if h.cudnn_files else set()
     _finish(c, h.cudnn_files, h.gpus)
@@ -97,6 +103,8 @@ def read_collect_env(text: str, c: Collector) -> None:
     if unknown:
         c.meta["not_collected"] = ",".join(unknown)
     _platform_from_os(c)
+    if not c.packages:  # header facts only (sections "Could not collect", a paste of the header): unknown
+        c.meta["packages"] = "not collected"
 
 
 def _key_line(h: _Header, key: str, value: str, number: int, c: Collector) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from envkit.adopt import read_evidence
 from envkit.catalog import load_catalog
 from envkit.errors import SpecError
 from envkit.init.adopt import Adoption, plan_adoption, write_adoption
@@ -321,8 +322,8 @@ def test_a_cpu_image_installing_from_an_unread_file_is_adopted_without_a_framewo
 def test_following_each_cuda_hint_of_the_corpus_gives_a_spec_validate_accepts(tmp_path: Path) -> None:
     followed = 0
     for record in records("init"):
-        found, _ = read_source(str(record.path))
         try:
+            found, _ = read_evidence(str(record.path))
             plan_adoption(found, CATALOG)
             continue
         except AdoptError as e:

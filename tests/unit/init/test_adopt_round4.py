@@ -464,3 +464,246 @@ def test_a_uv_lock_direct_url_source_is_still_reported(tmp_path: Path) -> None:
     )
     a = adopted(tmp_path, "uv.lock", text)
     assert any("numpy" in x.item and "direct URL" in x.why for x in a.adoption.lost)
+
+
+# -- 8: pixi.toml ------------------------------------------------------------------------------------
+PIXI = """[project]
+name = "train"
+channels = ["conda-forge", "pytorch"]
+platforms = ["linux-64", "osx-arm64"]
+
+[dependencies]
+python = "3.11.*"
+numpy = ">=1.26,<2"
+
+[pypi-dependencies]
+timm = "==0.9.16"
+mylib = { git = "https://github.com/example/mylib.git" }
+
+[feature.cuda.dependencies]
+pytorch = { version = "2.3.1", channel = "pytorch" }
+pytorch-cuda = "12.1.*"
+
+[feature.cpu.dependencies]
+pytorch = { version = "2.3.1", channel = "pytorch" }
+cpuonly = "*"
+
+[environments]
+default = ["cuda"]
+cpu = ["cpu"]
+"""
+
+
+def test_a_pixi_manifest_is_read_default_environment_and_features(tmp_path: Path) -> None:
+    a = adopted(tmp_path, "pixi.toml", PIXI)
+    assert facts(a) == ("2.3.1", "12.1", "3.11")
+    assert "timm==0.9.16" in a.adoption.pins["pip"]
+    assert any("mylib" in x.item and "VCS" in x.why for x in a.adoption.lost)
+    assert any("read environment default" in n and "not read: cpu" in n for n in a.adoption.notes)
+
+
+def test_a_pixi_environment_is_chosen_with_environment(tmp_path: Path) -> None:
+    a = adopted(tmp_path, "pixi.toml", PIXI, environment="cpu")
+    assert facts(a) == ("2.3.1", "cpu", "3.11")
+    with pytest.raises(AdoptError, match="no environment 'gpu'"):
+        adopted(tmp_path / "b", "pixi.toml", PIXI, environment="gpu")
+
+
+@pytest.mark.parametrize("requirement", ['cuda = "12"', 'cuda = "12.0"', 'cuda = { version = "12.4" }'])
+def test_a_cuda_system_requirement_asks_for_the_builds_cuda(tmp_path: Path, requirement: str) -> None:
+    text = (
+        '[workspace]\nname = "x"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n\n'
+        f'[system-requirements]\n{requirement}\n\n[dependencies]\npytorch = ">=2.4,<3"\npython = "3.12.*"\n'
+    )
+    with pytest.raises(AdoptError) as err:
+        adopted(tmp_path, "pixi.toml", text)
+    assert "system requirement cuda" in err.value.message and "--cuda" in (err.value.hint or "")
+    a = adopted(tmp_path / "b", "pixi.toml", text, cuda="12.6")
+    assert facts(a) == (a.adoption.detected["torch"], "12.6", "3.12")
+
+
+def test_pyproject_tool_pixi_and_pypi_torch_on_its_index(tmp_path: Path) -> None:
+    text = (
+        '[project]\nname = "p"\nrequires-python = ">=3.10"\n\n[tool.pixi.workspace]\n'
+        'channels = ["conda-forge"]\nplatforms = ["linux-64"]\n\n'
+        '[tool.pixi.dependencies]\npython = "3.10.*"\n\n'
+        "[tool.pixi.pypi-dependencies]\n"
+        'torch = { version = "==2.5.1", index = "https://download.pytorch.org/whl/cu121" }\n'
+    )
+    a = adopted(tmp_path, "pyproject.toml", text)
+    assert facts(a) == ("2.5.1", "12.1", "3.10")
+
+
+def test_a_pixi_manifest_whose_default_environment_has_no_framework_asks_which(tmp_path: Path) -> None:
+    text = PIXI.replace('default = ["cuda"]\n', 'gpu = ["cuda"]\n')
+    with pytest.raises(AdoptError, match="default environment has no framework") as err:
+        adopted(tmp_path, "pixi.toml", text)
+    assert "--environment gpu" in (err.value.hint or "")
+
+
+# -- 1: NGC images: the catalog's table (envkit/catalog/data/ngc_pytorch.yaml) ----------------------
+def test_an_ngc_image_is_refused_with_what_the_table_says_it_holds(tmp_path: Path) -> None:
+    message = refused(tmp_path, "Dockerfile", "FROM nvcr.io/nvidia/pytorch:24.01-py3\nRUN pip install timm\n")
+    assert "torch 2.2.0a0+81ea7a4" in message and "CUDA 12.3" in message and "Python 3.10" in message
+    assert "unverified" in message  # 24.01's row is not from its release notes
+
+
+def test_every_ngc_row_names_its_source_and_verified_rows_cite_the_release_notes() -> None:
+    from envkit.catalog.ngc import _table
+
+    rows = _table()
+    assert rows and all(r.source for r in rows.values())
+    for row in rows.values():
+        assert not row.verified or "pytorch-release-notes" in row.source, row
+
+
+def test_a_pip_torch_on_an_ngc_image_keeps_the_images_python(tmp_path: Path) -> None:
+    text = "FROM nvcr.io/nvidia/pytorch:24.01-py3\nRUN pip install torch==2.2.2\n"
+    a = adopted(tmp_path, "Dockerfile", text)
+    assert facts(a) == ("2.2.2", "12.1", "3.10")
+    assert _validate_warnings(a.path) == []
+
+
+# -- found on the new real Dockerfiles (tests/corpus/init/dockerfile, klass 45.x) --------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "FROM paddlepaddle/paddle:2.6.1\nRUN python3 -m pip install paddlepaddle -i https://mirror.baidu.com/pypi/simple\n",
+            ("2.6.1", "cpu"),
+        ),
+        (
+            "FROM paddlepaddle/paddle:2.6.1-gpu-cuda11.7-cudnn8.4-trt8.4\nRUN pip install paddlepaddle-gpu\n",
+            ("2.6.1", "11.7"),
+        ),
+        (
+            "FROM pytorch/pytorch:2.1.2-cuda12.1-cudnn8-runtime\nRUN pip install torch timm==0.9.12\n",
+            ("2.1.2", "12.1"),
+        ),
+    ],
+)
+def test_an_unpinned_install_of_the_images_framework_keeps_the_images_release(
+    tmp_path: Path, text: str, expected: tuple[str, str]
+) -> None:
+    a = adopted(tmp_path, "Dockerfile", text)
+    assert facts(a)[:2] == expected
+    assert any("pip keeps it" in n for n in a.adoption.notes)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a local project installed beside a torch index: torch is in the project's dependencies
+        "FROM python:3.12-bookworm\nCOPY . /app\nWORKDIR /app\n"
+        'RUN pip install --extra-index-url https://download.pytorch.org/whl/cpu ".[api]"\n',
+        # a script installs torch from ARGs
+        "FROM ubuntu:22.04\nARG torch\nCOPY install-torch.py /tmp/\n"
+        "RUN python3 /tmp/install-torch.py --torch=${torch}\n",
+        "FROM ubuntu:22.04\nCOPY install_paddle.sh /\nRUN bash /install_paddle.sh\n",
+    ],
+)
+def test_a_framework_installed_by_what_envkit_does_not_read_is_refused(tmp_path: Path, text: str) -> None:
+    assert "names no framework" in refused(tmp_path, "Dockerfile", text)
+
+
+def test_a_python_verification_command_is_not_a_framework_install(tmp_path: Path) -> None:
+    text = (
+        "FROM python:3.11\n"
+        'RUN pip install torch==2.1.2+cpu && python -c "import torch; print(torch.__version__)"\n'
+    )
+    assert facts(adopted(tmp_path, "Dockerfile", text)) == ("2.1.2", "cpu", "3.11")
+
+
+def test_from_an_arg_without_default_is_reported(tmp_path: Path) -> None:
+    text = "ARG BASE\nFROM ${BASE}\nRUN pip3 install torch==2.1.2 --index-url https://download.pytorch.org/whl/cu118\n"
+    a = adopted(tmp_path, "Dockerfile", text)
+    assert facts(a)[:2] == ("2.1.2", "11.8")
+    assert any(x.item == "FROM ${BASE}" for x in a.adoption.lost)
+
+
+def test_ubuntu_24_10_brings_python_3_12(tmp_path: Path) -> None:
+    text = (
+        "FROM ubuntu:24.10\nRUN apt install -y python3 python3-pip\n"
+        "RUN pip install --break-system-packages torch==2.5.1+cpu\n"
+    )
+    assert facts(adopted(tmp_path, "Dockerfile", text)) == ("2.5.1", "cpu", "3.12")
+
+
+@pytest.mark.parametrize(
+    ("deps", "channels"),
+    [
+        ("  - pytorch\n  - pytorch-cuda=11.8\n", "[pytorch, nvidia]"),
+        ("  - pytorch>=1.13\n  - pytorch-cuda=11.8\n", "[pytorch, nvidia, conda-forge]"),
+        ("  - pytorch::pytorch>=2.0\n  - cudatoolkit=11.8\n", "[conda-forge]"),
+    ],
+)
+def test_a_conda_pytorch_from_the_pytorch_channel_is_at_most_its_last_release(
+    tmp_path: Path, deps: str, channels: str
+) -> None:
+    text = f"name: x\nchannels: {channels}\ndependencies:\n  - python=3.10\n{deps}"
+    a = adopted(tmp_path, "environment.yml", text)
+    assert Version(a.adoption.detected["torch"]) < Version("2.6"), a.adoption.how["torch"]
+
+
+def test_intels_cpu_extension_index_is_not_an_xpu_stack(tmp_path: Path) -> None:
+    text = (
+        "torch==2.8.0+cpu\nintel_extension_for_pytorch==2.8.0\n"
+        "--extra-index-url https://pytorch-extension.intel.com/release-whl/stable/cpu/us/\n"
+    )
+    assert facts(adopted(tmp_path, "requirements.txt", text))[:2] == ("2.8.0", "cpu")
+    xpu = text.replace("2.8.0\n--", "2.8.10+xpu\n--").replace("/cpu/us/", "/xpu/us/")
+    assert "Intel XPU" in refused(tmp_path / "b", "requirements.txt", xpu)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("requirements.txt", "--pre\n--index-url https://download.pytorch.org/whl/nightly/cu121\ntorch\n"),
+        ("requirements.txt", "torch==2.5.0.dev20240912\n"),
+        (
+            "environment.yml",
+            "name: x\nchannels: [pytorch-nightly, nvidia]\n"
+            "dependencies:\n  - pytorch\n  - pytorch-cuda=12.1\n",
+        ),
+        (
+            "Dockerfile",
+            "FROM python:3.10\n"
+            "RUN pip install --pre paddlepaddle-gpu -i https://www.paddlepaddle.org.cn/packages/nightly/cu123/\n",
+        ),
+    ],
+)
+def test_a_nightly_framework_build_is_refused_never_read_as_the_newest_release(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    assert "nightly build" in refused(tmp_path, name, text)
+
+
+def test_a_nightly_index_beside_a_released_framework_pin_is_not_a_nightly_framework(tmp_path: Path) -> None:
+    text = "torch==2.1.2+cpu\n-f https://download.pytorch.org/whl/nightly/torchrec_nightly/index.html\ntorchrec\n"
+    assert facts(adopted(tmp_path, "requirements.txt", text))[:2] == ("2.1.2", "cpu")
+
+
+@pytest.mark.parametrize(
+    ("comment", "python"),
+    [
+        ("# Python version: 3.11.7 (please specify this in your README or virtual environment)\n", "3.11"),
+        ("# requirements file\n# python 3.10\n", "3.10"),
+        ("# python>=3.8 required\n", None),  # a floor, not the Python the author ran
+    ],
+)
+def test_a_python_stated_in_a_requirements_comment_is_carried(
+    tmp_path: Path, comment: str, python: str | None
+) -> None:
+    a = adopted(tmp_path, "requirements.txt", comment + "torch==2.1.2+cpu\n")
+    if python:
+        assert facts(a)[2] == python and "a comment stating it" in a.adoption.how["python"]
+    else:
+        assert "not stated" in a.adoption.how["python"]
+
+
+def test_a_python_named_by_a_base_image_variable_runs_pip(tmp_path: Path) -> None:
+    text = (
+        "FROM hub.example.org/runner/gpu:python3.11_cuda11.8_opencv\n"
+        "RUN ${DL_PYTHON_EXECUTABLE} -m pip install --no-cache-dir --user 'torch==2.4.1' 'torchvision'\n"
+    )
+    assert facts(adopted(tmp_path, "Dockerfile", text)) == ("2.4.1", "12.1", "3.11")
