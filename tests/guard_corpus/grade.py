@@ -105,7 +105,11 @@ def _trained(stdout: str) -> int:
 
 
 def _text(incident: dict[str, Any]) -> str:
-    parts = [incident.get("message", ""), json.dumps(incident.get("localization")), json.dumps(incident.get("context"))]
+    parts = [
+        incident.get("message", ""),
+        json.dumps(incident.get("localization")),
+        json.dumps(incident.get("context")),
+    ]
     return "\n".join(str(p) for p in parts)
 
 

@@ -1,4 +1,5 @@
 # mypy: ignore-errors
+# ruff: noqa: E501  (vendored: the original's lines and idioms)
 # BSD 3-Clause License
 #
 # Copyright (c) 2017, Pytorch contributors
@@ -184,7 +185,9 @@ def main():
                     g.optimizer_step()
             step += 1
             if i % 10 == 0:
-                print(f"[{epoch}/{opt.niter}][{i}/{len(dataloader)}] Loss_D: {errD.item():.4f} Loss_G: {errG.item():.4f}")
+                print(
+                    f"[{epoch}/{opt.niter}][{i}/{len(dataloader)}] Loss_D: {errD.item():.4f} Loss_G: {errG.item():.4f}"
+                )
     for guard in (guardD, guardG):
         if guard is not None:
             guard.close()

@@ -1,4 +1,5 @@
 # mypy: ignore-errors
+# ruff: noqa: E501  (vendored: the original's lines and idioms)
 # BSD 3-Clause License
 #
 # Copyright (c) 2017, Pytorch contributors
@@ -83,7 +84,10 @@ class RNNModel(nn.Module):
 
     def init_hidden(self, bsz):
         weight = next(self.parameters())
-        return (weight.new_zeros(self.nlayers, bsz, self.nhid), weight.new_zeros(self.nlayers, bsz, self.nhid))
+        return (
+            weight.new_zeros(self.nlayers, bsz, self.nhid),
+            weight.new_zeros(self.nlayers, bsz, self.nhid),
+        )
 
 
 criterion = nn.NLLLoss()
@@ -130,7 +134,15 @@ def main():
     if _plant.RUN:
         from envkit.guard import Guard
 
-        guard = Guard(model, optimizer, run=_plant.RUN, policy="skip", clip=args.clip, loss_fn=loss_fn, entry="word_language_model:build")
+        guard = Guard(
+            model,
+            optimizer,
+            run=_plant.RUN,
+            policy="skip",
+            clip=args.clip,
+            loss_fn=loss_fn,
+            entry="word_language_model:build",
+        )
     state = {"step": 0}
 
     def train():
@@ -174,7 +186,9 @@ def main():
     for epoch in range(1, args.epochs + 1):
         train()
         val_loss = evaluate(val_data)
-        print(f"| end of epoch {epoch:3d} | valid loss {val_loss:5.2f} | valid ppl {math.exp(min(val_loss, 50)):8.2f}")
+        print(
+            f"| end of epoch {epoch:3d} | valid loss {val_loss:5.2f} | valid ppl {math.exp(min(val_loss, 50)):8.2f}"
+        )
         if not best_val_loss or val_loss < best_val_loss:
             best_val_loss = val_loss
         else:
