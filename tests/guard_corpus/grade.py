@@ -2,7 +2,8 @@
 false alarm (``make guard-corpus``; ``python -m tests.guard_corpus [--ci] [--json] [NAME ...]``).
 
 - **crash**: the process died of anything but the guard's own ``GuardStopped`` (the guard raised into
-  the training it guards, or left no ``report.json``);
+  the training it guards, or left no ``report.json``), unless the record expects the step to raise
+  (``continues: false``) and the guard recorded it as raised there (the script's own error, re-raised);
 - **wrong**: a planted fault with no incident at its step (missed);
 - **false alarm**: an incident at a step where nothing was planted, or a healthy run stopped;
 - **partly**: the fault found at its step, but the kind, action, place, cause, replay verdict or
@@ -118,6 +119,7 @@ def replay_verdict(script: Script, dump: Path) -> str:
     argv = [sys.executable, "-m", "envkit", "guard", "replay", str(dump), "--entry", script.entry, "--json"]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), str(SCRIPTS), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("OMP_NUM_THREADS", "1")  # the run's thread count (the scripts run on one thread)
     try:
         done = subprocess.run(argv, cwd=SCRIPTS, env=env, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
@@ -202,7 +204,9 @@ def grade(script: Script, case: Case, out: Outcome) -> Graded:
         return Graded(case, g, detail, trained, clean, len(outside), out.seconds)
 
     alarms = ", ".join(f"{i.get('kind')}@{i.get('step')}" for i in outside[:6])
-    if out.rc != 0 and not stopped:
+    raised_in_window = any(i.get("action") == "raised" for i in inside)
+    expected_raise = case.expect is not None and not case.expect.continues and raised_in_window
+    if out.rc != 0 and not stopped and not expected_raise:  # the script's own error, recorded: not a crash
         return done("crash", f"exit {out.rc}: {_crash_line(out.stderr)}")
     if report_error and out.rc == 0:
         return done("crash", report_error)

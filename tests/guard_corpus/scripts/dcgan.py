@@ -24,8 +24,8 @@ through D; ``nz`` 100, ``batchSize`` 64, ``niter`` 25, ``manualSeed``.
 Changed for the corpus: ``ngf``/``ndf`` 8 (not 64); a generated dataset of 1,280 64×64 RGB images in
 [-1, 1] (20 steps an epoch, 500 in all) instead of LSUN/CIFAR; no images or checkpoints saved; two
 guards, one per network and optimizer, as docs/guard.md shows (D's run is ``RUN``, G's
-``RUN/generator``; D's step holds both of its backwards); ``_plant`` hooks (the batch of real images,
-D's lr).
+``RUN/generator``; D's step holds both of its backwards, and G's fakes are made just before it so that
+the step's batch, real and fake images, replays it); ``_plant`` hooks (the real images, D's lr).
 """
 
 import argparse
@@ -101,9 +101,11 @@ criterion = nn.BCELoss()
 
 
 def loss_fn(netD, batch):
-    """D's loss on its real images (the replay entry's loss; the fake half needs G)."""
-    real, label = batch
-    return criterion(netD(real), label)
+    """D's step loss: real images labelled 1 plus G's (detached) fakes labelled 0, both in the batch."""
+    real, fake = batch
+    ones = torch.full((real.size(0),), 1.0, dtype=real.dtype)
+    zeros = torch.full((fake.size(0),), 0.0, dtype=fake.dtype)
+    return criterion(netD(real), ones) + criterion(netD(fake), zeros)
 
 
 def build():
@@ -157,11 +159,11 @@ def main():
                 errD_fake.backward()
                 optimizerD.step()
             else:
-                with guardD.step(step, (real_cpu, label.clone())) as g:
+                fake = netG(noise)  # before D's step (G's forward does not depend on D): the step's batch
+                with guardD.step(step, (real_cpu, fake.detach())) as g:
                     output = netD(real_cpu)
                     errD_real = criterion(output, label)
                     g.backward(errD_real)
-                    fake = netG(noise)
                     label.fill_(fake_label)
                     output = netD(fake.detach())
                     errD_fake = criterion(output, label)
