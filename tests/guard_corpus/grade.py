@@ -174,7 +174,7 @@ def _misses(script: Script, case: Case, found: dict[str, Any], run: Path, finish
 
 
 def _crash_line(stderr: str) -> str:
-    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    lines = [re.sub(r"^\[rank\d+\]:\s*", "", ln) for ln in stderr.strip().splitlines() if ln.strip()]
     errors = [
         ln
         for ln in lines
