@@ -187,17 +187,18 @@ def grade(script: Script, case: Case, out: Outcome) -> Graded:
     trained = _trained(out.stdout)
     stopped = "GuardStopped" in out.stderr
     try:
-        incidents = list(load_run(out.run)["incidents"])
+        summary = load_run(out.run)
     except Exception as e:  # noqa: BLE001 - a missing or broken report is graded, not raised
-        incidents, report_error = [], f"no report: {e}"
+        incidents, recorded, report_error = [], 0, f"no report: {e}"
     else:
-        report_error = ""
+        incidents, recorded, report_error = list(summary["incidents"]), int(summary["steps"]), ""
+    trained = trained or recorded  # a stopped run prints no summary: the steps its report holds
     window = _window(case)
     inside = [i for i in incidents if int(i.get("step", -1)) in window]
     # a fault's aftermath (incidents after its window) is not a false alarm: only steps before it are clean
     first = case.expect.step if case.expect else None
     outside = [i for i in incidents if first is None or int(i.get("step", -1)) < first]
-    clean = first if first is not None else (trained or case.steps)
+    clean = min(first, trained) if first is not None else trained
     finished = out.rc == 0 and trained >= case.steps
 
     def done(g: Grade, detail: str) -> Graded:
