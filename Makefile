@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: dev test test-unit test-integration lint reformat golden demo bench bench-smoke fidelity gpu-check check-readme clean
+.PHONY: dev test test-unit test-integration lint reformat golden demo bench bench-smoke fidelity guard-corpus gpu-check check-readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ bench-smoke: $(STAMP)
 # Real-world fidelity (issue 34): exact/minor/wrong/refused per class and kind; also part of bench.
 fidelity: $(STAMP)
 	$(BIN)/python -m benchmarks fidelity
+
+# The guard corpus (issue 44): real training scripts, guarded, with planted faults; right/partly/wrong/
+# crash/false alarm per case against its record (tests/guard_corpus/README.md). `--json`: ARGS=--json.
+guard-corpus: $(STAMP)
+	$(BIN)/python -m tests.guard_corpus $(ARGS)
 
 # No venv: a GPU machine may have no network; the check needs only python3 with CUDA torch.
 gpu-check:

@@ -13,12 +13,16 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tests.guard_corpus._record import load
+from tests.guard_corpus._record import ci_cases, load
 from tests.guard_corpus.grade import GRADES, Graded, run_all
 
 
 def table(graded: list[Graded]) -> list[str]:
-    head = f"{'script':<22}{'cases':>6}" + "".join(f"{g:>13}" for g in GRADES) + f"{'clean steps':>13}{'FA/1k':>7}"
+    head = (
+        f"{'script':<22}{'cases':>6}"
+        + "".join(f"{g:>13}" for g in GRADES)
+        + f"{'clean steps':>13}{'FA/1k':>7}"
+    )
     lines = [head]
     scripts = sorted({g.case.script for g in graded})
     for name in [*scripts, "total"]:
@@ -41,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     scripts = [s for s in load(ci_subset=args.ci) if not args.names or s.name in args.names]
     if args.ci:
-        scripts = [dataclass_with_cases(s) for s in scripts]
+        scripts = [ci_cases(s) for s in scripts]
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     graded = run_all(scripts, work=args.keep, echo=not args.json)
@@ -50,12 +54,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("\n".join(table(graded)))
     return 0 if all(g.grade == "right" for g in graded) else 1
-
-
-def dataclass_with_cases(script):  # type: ignore[no-untyped-def]
-    import dataclasses
-
-    return dataclasses.replace(script, cases=tuple(c for c in script.cases if c.ci))
 
 
 if __name__ == "__main__":

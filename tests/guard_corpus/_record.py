@@ -130,3 +130,8 @@ def load(root: Path = SCRIPTS, *, ci_subset: bool = False) -> list[Script]:
             )
         )
     return found
+
+
+def ci_cases(script: Script) -> Script:
+    """The script with only its CI subset's cases (``ci: true``, and the healthy run)."""
+    return dataclasses.replace(script, cases=tuple(c for c in script.cases if c.ci))

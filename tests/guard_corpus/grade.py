@@ -2,7 +2,8 @@
 false alarm (``make guard-corpus``; ``python -m tests.guard_corpus [--ci] [--json] [NAME ...]``).
 
 - **crash**: the process died of anything but the guard's own ``GuardStopped`` (the guard raised into
-  the training it guards, or left no ``report.json``);
+  the training it guards, or left no ``report.json``), unless the record expects the step to raise
+  (``continues: false``) and the guard recorded it as raised there (the script's own error, re-raised);
 - **wrong**: a planted fault with no incident at its step (missed);
 - **false alarm**: an incident at a step where nothing was planted, or a healthy run stopped;
 - **partly**: the fault found at its step, but the kind, action, place, cause, replay verdict or
@@ -105,7 +106,11 @@ def _trained(stdout: str) -> int:
 
 
 def _text(incident: dict[str, Any]) -> str:
-    parts = [incident.get("message", ""), json.dumps(incident.get("localization")), json.dumps(incident.get("context"))]
+    parts = [
+        incident.get("message", ""),
+        json.dumps(incident.get("localization")),
+        json.dumps(incident.get("context")),
+    ]
     return "\n".join(str(p) for p in parts)
 
 
@@ -114,6 +119,7 @@ def replay_verdict(script: Script, dump: Path) -> str:
     argv = [sys.executable, "-m", "envkit", "guard", "replay", str(dump), "--entry", script.entry, "--json"]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), str(SCRIPTS), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("OMP_NUM_THREADS", "1")  # the run's thread count (the scripts run on one thread)
     try:
         done = subprocess.run(argv, cwd=SCRIPTS, env=env, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
@@ -168,7 +174,7 @@ def _misses(script: Script, case: Case, found: dict[str, Any], run: Path, finish
 
 
 def _crash_line(stderr: str) -> str:
-    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    lines = [re.sub(r"^\[rank\d+\]:\s*", "", ln) for ln in stderr.strip().splitlines() if ln.strip()]
     errors = [
         ln
         for ln in lines
@@ -181,24 +187,27 @@ def grade(script: Script, case: Case, out: Outcome) -> Graded:
     trained = _trained(out.stdout)
     stopped = "GuardStopped" in out.stderr
     try:
-        incidents = list(load_run(out.run)["incidents"])
+        summary = load_run(out.run)
     except Exception as e:  # noqa: BLE001 - a missing or broken report is graded, not raised
-        incidents, report_error = [], f"no report: {e}"
+        incidents, recorded, report_error = [], 0, f"no report: {e}"
     else:
-        report_error = ""
+        incidents, recorded, report_error = list(summary["incidents"]), int(summary["steps"]), ""
+    trained = trained or recorded  # a stopped run prints no summary: the steps its report holds
     window = _window(case)
     inside = [i for i in incidents if int(i.get("step", -1)) in window]
     # a fault's aftermath (incidents after its window) is not a false alarm: only steps before it are clean
     first = case.expect.step if case.expect else None
     outside = [i for i in incidents if first is None or int(i.get("step", -1)) < first]
-    clean = first if first is not None else (trained or case.steps)
+    clean = min(first, trained) if first is not None else trained
     finished = out.rc == 0 and trained >= case.steps
 
     def done(g: Grade, detail: str) -> Graded:
         return Graded(case, g, detail, trained, clean, len(outside), out.seconds)
 
     alarms = ", ".join(f"{i.get('kind')}@{i.get('step')}" for i in outside[:6])
-    if out.rc != 0 and not stopped:
+    raised_in_window = any(i.get("action") == "raised" for i in inside)
+    expected_raise = case.expect is not None and not case.expect.continues and raised_in_window
+    if out.rc != 0 and not stopped and not expected_raise:  # the script's own error, recorded: not a crash
         return done("crash", f"exit {out.rc}: {_crash_line(out.stderr)}")
     if report_error and out.rc == 0:
         return done("crash", report_error)

@@ -1,7 +1,8 @@
 # mypy: ignore-errors
 """Data generated here for the corpus scripts (nothing downloaded): learnable, seeded, numpy only.
 
-``images(n, shape, classes, seed)``: each class a fixed random pattern (the same for every seed), each sample its class's pattern
+``images(n, shape, classes, seed)``: each class a fixed random pattern (the same for every seed),
+each sample its class's pattern
 plus noise, in [0, 1] (what ``ToTensor`` gives), float32 ``[n, *shape]`` and int64 labels.
 ``tokens(n, vocab, seed)``: a sparse Markov chain over ``1..vocab-1`` (each token has 6 likely
 successors, 10 % jumps): text with structure a language model can learn. ``regression(n, dim, seed)``:

@@ -33,7 +33,9 @@ def _parse():
     kind, _, where = spec.partition("@")
     step, _, rank = where.partition("/")
     if kind not in KINDS or not step.isdigit() or not (rank == "" or rank.isdigit()):
-        raise SystemExit(f"ENVKIT_GC_FAULT={spec!r}: expected KIND@STEP[/RANK], KIND one of {', '.join(KINDS)}")
+        raise SystemExit(
+            f"ENVKIT_GC_FAULT={spec!r}: expected KIND@STEP[/RANK], KIND one of {', '.join(KINDS)}"
+        )
     if rank and rank != os.environ.get("RANK", "0"):
         return None, -1  # planted on another rank of the process group only
     return kind, int(step)
@@ -44,7 +46,7 @@ RUN = os.environ.get("ENVKIT_GC_RUN") or None
 
 
 def active(kind, step):
-    return KIND == kind and step == STEP
+    return kind == KIND and step == STEP
 
 
 def batch(step, x):

@@ -80,7 +80,9 @@ class Trainer:
         if _plant.RUN:
             from envkit.guard import Guard
 
-            self.guard = Guard(self.model, optimizer, run=_plant.RUN, policy="skip", entry="ddp_torchrun:build")
+            self.guard = Guard(
+                self.model, optimizer, run=_plant.RUN, policy="skip", entry="ddp_torchrun:build"
+            )
 
     def _run_batch(self, source, targets):
         source = _plant.batch(self.step, source)

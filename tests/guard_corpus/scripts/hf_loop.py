@@ -43,7 +43,9 @@ class TinyBertForSequenceClassification(nn.Module):
         self.position_embeddings = nn.Embedding(SEQ, HIDDEN)
         self.token_type_embeddings = nn.Embedding(2, HIDDEN)
         self.LayerNorm = nn.LayerNorm(HIDDEN)
-        layer = nn.TransformerEncoderLayer(HIDDEN, 2, 4 * HIDDEN, dropout=0.1, activation="gelu", batch_first=True)
+        layer = nn.TransformerEncoderLayer(
+            HIDDEN, 2, 4 * HIDDEN, dropout=0.1, activation="gelu", batch_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
         self.pooler = nn.Linear(HIDDEN, HIDDEN)
         self.classifier = nn.Linear(HIDDEN, num_labels)
@@ -51,7 +53,9 @@ class TinyBertForSequenceClassification(nn.Module):
     def forward(self, input_ids, attention_mask, token_type_ids, labels=None):
         pos = torch.arange(input_ids.size(1))
         h = self.LayerNorm(
-            self.word_embeddings(input_ids) + self.position_embeddings(pos) + self.token_type_embeddings(token_type_ids)
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(pos)
+            + self.token_type_embeddings(token_type_ids)
         )
         h = self.encoder(h, src_key_padding_mask=attention_mask == 0)
         logits = self.classifier(torch.tanh(self.pooler(h[:, 0])))
@@ -65,7 +69,10 @@ def get_scheduler(name, optimizer, num_warmup_steps, num_training_steps):
     def lr_lambda(current_step):
         if current_step < num_warmup_steps:
             return float(current_step) / float(max(1, num_warmup_steps))
-        return max(0.0, float(num_training_steps - current_step) / float(max(1, num_training_steps - num_warmup_steps)))
+        return max(
+            0.0,
+            float(num_training_steps - current_step) / float(max(1, num_training_steps - num_warmup_steps)),
+        )
 
     return LambdaLR(optimizer, lr_lambda)
 
@@ -111,7 +118,9 @@ def main():
     train_dataloader = DataLoader(dataset(1360, 0), shuffle=True, batch_size=8)
     num_epochs = args.num_epochs
     num_training_steps = num_epochs * len(train_dataloader)
-    lr_scheduler = get_scheduler("linear", optimizer=optimizer, num_warmup_steps=0, num_training_steps=num_training_steps)
+    lr_scheduler = get_scheduler(
+        "linear", optimizer=optimizer, num_warmup_steps=0, num_training_steps=num_training_steps
+    )
     device = torch.device("cpu")
     model.to(device)
     guard = None
@@ -119,7 +128,14 @@ def main():
         from envkit.guard import Guard
 
         guard = Guard(
-            model, optimizer, run=_plant.RUN, policy="skip", clip=1.0, scheduler=lr_scheduler, loss_fn=loss_fn, entry="hf_loop:build"
+            model,
+            optimizer,
+            run=_plant.RUN,
+            policy="skip",
+            clip=1.0,
+            scheduler=lr_scheduler,
+            loss_fn=loss_fn,
+            entry="hf_loop:build",
         )
     model.train()
     step = 0

@@ -49,7 +49,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(planes)
         self.downsample = None
         if stride != 1 or inplanes != planes:
-            self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
+            self.downsample = nn.Sequential(
+                nn.Conv2d(inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes)
+            )
 
     def forward(self, x):
         identity = x if self.downsample is None else self.downsample(x)
@@ -170,7 +172,13 @@ def main():
         from envkit.guard import Guard
 
         guard = Guard(
-            model, optimizer, run=_plant.RUN, policy="skip", scheduler=scheduler, loss_fn=loss_fn, entry="imagenet_onecycle:build"
+            model,
+            optimizer,
+            run=_plant.RUN,
+            policy="skip",
+            scheduler=scheduler,
+            loss_fn=loss_fn,
+            entry="imagenet_onecycle:build",
         )
     step = 0
     for epoch in range(args.epochs):

@@ -1,4 +1,5 @@
 # mypy: ignore-errors
+# ruff: noqa: E501  (vendored: the original's lines and idioms)
 # BSD 3-Clause License
 #
 # Copyright (c) 2017, Pytorch contributors
@@ -64,7 +65,10 @@ class MultiheadAttentionLayer(nn.Module):
         self.resid_drop = nn.Dropout(config.resid_pdrop)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd)
         self.register_buffer(
-            "mask", torch.tril(torch.ones(config.block_size, config.block_size)).view(1, 1, config.block_size, config.block_size)
+            "mask",
+            torch.tril(torch.ones(config.block_size, config.block_size)).view(
+                1, 1, config.block_size, config.block_size
+            ),
         )
         self.attn = torch.nn.MultiheadAttention(
             embed_dim=config.n_embd, num_heads=config.n_head, dropout=config.attn_pdrop, batch_first=True
@@ -189,7 +193,11 @@ class Trainer:
         self.device_type = "cpu"
         self.max_epochs = max_epochs
         self.train_loader = DataLoader(
-            train_dataset, batch_size=16, shuffle=False, num_workers=1, sampler=DistributedSampler(train_dataset)
+            train_dataset,
+            batch_size=16,
+            shuffle=False,
+            num_workers=1,
+            sampler=DistributedSampler(train_dataset),
         )
         self.optimizer = optimizer
         self.scaler = torch.amp.GradScaler(self.device_type)
@@ -200,7 +208,13 @@ class Trainer:
             from envkit.guard import Guard
 
             self.guard = Guard(
-                self.model, optimizer, run=_plant.RUN, policy="skip", clip=1.0, scaler=self.scaler, entry="mingpt_ddp:build"
+                self.model,
+                optimizer,
+                run=_plant.RUN,
+                policy="skip",
+                clip=1.0,
+                scaler=self.scaler,
+                entry="mingpt_ddp:build",
             )
 
     def _run_batch(self, source, targets) -> float:

@@ -1,4 +1,5 @@
 # mypy: ignore-errors
+# ruff: noqa: C408, RUF059  (vendored: the original's lines and idioms)
 # MIT License
 #
 # Copyright (c) 2022 Andrej Karpathy
@@ -182,7 +183,15 @@ def main():
     if _plant.RUN:
         from envkit.guard import Guard
 
-        guard = Guard(model, optimizer, run=_plant.RUN, policy="skip", clip=grad_clip, scaler=scaler, entry="nanogpt:build")
+        guard = Guard(
+            model,
+            optimizer,
+            run=_plant.RUN,
+            policy="skip",
+            clip=grad_clip,
+            scaler=scaler,
+            entry="nanogpt:build",
+        )
     rng = np.random.default_rng(1337)
     X, Y = get_batch(rng)
     iter_num = 0

@@ -1,4 +1,5 @@
 # mypy: ignore-errors
+# ruff: noqa: E501  (vendored: the original's lines and idioms)
 # Copyright (c) 2016 PaddlePaddle Authors. All Rights Reserved.
 #
 # Licensed under the Apache License, Version 2.0 (the "License"); you may not use this file except in
@@ -78,14 +79,24 @@ def main():
     paddle.device.set_device("cpu")
     numpy.random.seed(0)
     dataset = RandomDataset(args.nums_batch * batch_size)
-    loader = paddle.io.DataLoader(dataset, batch_size=batch_size, shuffle=False, drop_last=True, num_workers=0)
+    loader = paddle.io.DataLoader(
+        dataset, batch_size=batch_size, shuffle=False, drop_last=True, num_workers=0
+    )
     model, optimizer, _ = build()
     scaler = paddle.amp.GradScaler(init_loss_scaling=1024)
     guard = None
     if _plant.RUN:
         from envkit.guard import Guard
 
-        guard = Guard(model, optimizer, run=_plant.RUN, policy="skip", scaler=scaler, loss_fn=loss_fn, entry="paddle_amp:build")
+        guard = Guard(
+            model,
+            optimizer,
+            run=_plant.RUN,
+            policy="skip",
+            scaler=scaler,
+            loss_fn=loss_fn,
+            entry="paddle_amp:build",
+        )
     step = 0
     for epoch in range(epochs):
         for _i, (data, label) in enumerate(loader):

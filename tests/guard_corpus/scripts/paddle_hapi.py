@@ -50,8 +50,9 @@ def network():
 
 
 def loss_fn(net, batch):
-    x, y = batch
-    return paddle.nn.CrossEntropyLoss()(net(x), y)
+    """The loss as hapi computes it: its batch is ``([inputs], [labels])``."""
+    inputs, labels = batch
+    return paddle.nn.CrossEntropyLoss()(net(*inputs), *labels)
 
 
 def build():

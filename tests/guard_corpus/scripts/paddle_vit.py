@@ -1,4 +1,5 @@
 # mypy: ignore-errors
+# ruff: noqa: RUF005  (vendored: the original's lines and idioms)
 # Copyright (c) 2016 PaddlePaddle Authors. All Rights Reserved.
 #
 # Licensed under the Apache License, Version 2.0 (the "License"); you may not use this file except in
@@ -94,7 +95,9 @@ class TransformerEncoder(nn.Layer):
 
 
 class ViT(nn.Layer):
-    def __init__(self, in_c=3, num_classes=10, img_size=16, patch=4, num_layers=2, hidden=32, mlp_hidden=32 * 4, head=4):
+    def __init__(
+        self, in_c=3, num_classes=10, img_size=16, patch=4, num_layers=2, hidden=32, mlp_hidden=32 * 4, head=4
+    ):
         super().__init__()
         self.patch = patch
         self.patch_size = img_size // self.patch
@@ -103,14 +106,18 @@ class ViT(nn.Layer):
         num_tokens = (self.patch**2) + 1
         self.emb = nn.Linear(f, hidden)
         self.cls_token = paddle.create_parameter(
-            shape=[1, 1, hidden], dtype="float32", default_initializer=nn.initializer.Assign(paddle.randn([1, 1, hidden]))
+            shape=[1, 1, hidden],
+            dtype="float32",
+            default_initializer=nn.initializer.Assign(paddle.randn([1, 1, hidden])),
         )
         self.pos_embedding = paddle.create_parameter(
             shape=[1, num_tokens, hidden],
             dtype="float32",
             default_initializer=nn.initializer.Assign(paddle.randn([1, num_tokens, hidden])),
         )
-        self.encoder = nn.Sequential(*[TransformerEncoder(hidden, mlp_hidden=mlp_hidden, head=head) for _ in range(num_layers)])
+        self.encoder = nn.Sequential(
+            *[TransformerEncoder(hidden, mlp_hidden=mlp_hidden, head=head) for _ in range(num_layers)]
+        )
         self.fc = nn.Sequential(nn.LayerNorm(hidden), nn.Linear(hidden, num_classes))
 
     def forward(self, x):
@@ -161,7 +168,11 @@ def loss_fn(model, batch):
 def build():
     paddle.seed(1024)
     model = ViT()
-    return model, paddle.optimizer.Adam(learning_rate=LR, parameters=model.parameters(), weight_decay=5e-5), loss_fn
+    return (
+        model,
+        paddle.optimizer.Adam(learning_rate=LR, parameters=model.parameters(), weight_decay=5e-5),
+        loss_fn,
+    )
 
 
 def main():
@@ -176,7 +187,9 @@ def main():
     optim = paddle.optimizer.Adam(learning_rate=scheduler, parameters=model.parameters(), weight_decay=5e-5)
     x_all, y_all = _data.images(800, (3, 16, 16), NUM_CLASSES, seed=0)
     dataset = paddle.io.TensorDataset([paddle.to_tensor(x_all), paddle.to_tensor(y_all)])
-    train_loader = paddle.io.DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True, num_workers=0, drop_last=False)
+    train_loader = paddle.io.DataLoader(
+        dataset, batch_size=BATCH_SIZE, shuffle=True, num_workers=0, drop_last=False
+    )
     guard = None
     if _plant.RUN:
         from envkit.guard import Guard
