@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"```console\n\$ (envkit [^\n]*--help)\n(.*?)```", re.S)
-LINK = re.compile(r"\]\(((?:docs/)?[A-Za-z0-9_.-]+\.md)\)")
+LINK = re.compile(
+    r"\]\(((?:\.\./)*(?:[A-Za-z0-9_-]+/)*[A-Za-z0-9_.-]+\.md)(?:#[\w-]*)?\)"
+)  # relative, any #anchor
 PAGES = (
     "render",
     "lock",
@@ -32,11 +34,12 @@ PAGES = (
     "catalog",
     "spec",
     "design",
+    "cli",  # docs/reference/cli.md, generated from every --help
 )
 
 
 def documents() -> list[Path]:
-    return [README, *sorted(DOCS.glob("*.md"))]
+    return [README, *sorted(DOCS.rglob("*.md"))]
 
 
 def quoted_help() -> list[tuple[str, str]]:
