@@ -209,7 +209,7 @@ def run_in_image(
         result = engine.run(image, argv, mounts=mounts, env=env, gpus=use_gpus)
         return result.exit_code, result.stdout, result.stderr
 
-    hint = "does the image have python3? run `envkit probe --image ... --debug`"
+    hint = "does the image have python3? run `envkit --debug probe --image ...`"
     cuda = info.labels.get("io.envkit.cuda")
     readiness = bool(cuda and cuda != "cpu") if opts.readiness is None else opts.readiness
     report = _run_each(opts, execute, f"in {image}", hint=hint, readiness=readiness)
