@@ -98,3 +98,20 @@ def test_a_flag_the_command_lacks_is_found(text: str, flag: str) -> None:
 )
 def test_the_flags_commands_have_pass(text: str) -> None:
     assert unknown_flags(text) == []
+
+
+# `--debug` is the group's option, `envkit --debug CMD ...`: "rerun with --debug" reads as
+# `envkit CMD ... --debug`, which click refuses. Still written so in files outside this change:
+BARE_DEBUG_LEFT = {"envkit/readiness/check.py", "envkit/readiness/facts.py", "envkit/engine/docker_api.py"}
+
+
+def test_hints_say_where_debug_goes() -> None:
+    bare = re.compile(r"\b(?:re)?run with --debug\b")
+    found = {
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "envkit").rglob("*.py"))
+        if bare.search(p.read_text("utf-8"))
+    }
+    assert found <= BARE_DEBUG_LEFT, (
+        f"say `envkit --debug CMD ...` instead: {sorted(found - BARE_DEBUG_LEFT)}"
+    )
