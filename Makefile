@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: dev test test-unit test-integration lint reformat golden demo bench bench-smoke fidelity guard-corpus gpu-check check-readme clean
+.PHONY: dev test test-unit test-integration lint reformat golden cli-reference demo bench bench-smoke fidelity guard-corpus gpu-check check-readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ reformat: $(STAMP)
 
 golden: $(STAMP)
 	ENVKIT_UPDATE_GOLDEN=1 $(BIN)/python -m pytest tests/unit/render -q
+
+# docs/reference/cli.md and envkit/_help.py from every command's --help (a unit test compares them)
+cli-reference: $(STAMP)
+	$(BIN)/python -m envkit.cli.help_text
+	$(BIN)/python -m envkit.cli.reference
 
 demo: $(STAMP)
 	$(BIN)/python -m envkit.demo

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from envkit.errors import UsageError
+
 __all__ = [
     "ALIAS_OR_DEEP",
     "C_SAFE_LOADER",
@@ -41,12 +43,12 @@ ALIAS_OR_DEEP = re.compile(f"{_ALIAS}|{DEEP.pattern}", re.MULTILINE)
 C_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class YamlProblem(Exception):
-    """A YAML document envkit refuses; ``line`` is 1-based when known."""
+class YamlProblem(UsageError):
+    """A YAML document envkit refuses; ``line`` is 1-based when known. Its readers catch it and name
+    the file; one that escaped would still be a usage error (exit 2), never a traceback."""
 
     def __init__(self, message: str, line: int | None) -> None:
         super().__init__(message)
-        self.message = message
         self.line = line
 
 

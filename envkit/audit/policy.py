@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 import yaml
 from packaging.version import InvalidVersion, Version
 
+from envkit._lines import logical_lines
 from envkit.audit.findings import Finding
 from envkit.audit.service import Severity
 from envkit.errors import CatalogError, LockError
@@ -157,8 +158,7 @@ def _unhashed(path: Path, name: str) -> list[Finding]:
         urls = [ln for ln in text.splitlines() if "://" in ln and not ln.startswith("#")]
         missing = [u.rsplit("/", 1)[-1] for u in urls if "#" not in u]
     else:
-        joined = text.replace("\\\n", " ")
-        pins = [ln for ln in joined.splitlines() if "==" in ln and not ln.lstrip().startswith("#")]
+        pins = [ln for _, ln in logical_lines(text) if "==" in ln and not ln.startswith("#")]
         missing = [ln.split("==")[0].strip() for ln in pins if "--hash=" not in ln]
     if not missing:
         return []

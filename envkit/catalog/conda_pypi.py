@@ -40,7 +40,7 @@ _CONDA_NAME = re.compile(r"[a-z0-9_][a-z0-9._+-]{0,199}")  # conda package names
 _PYPI_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?")  # PEP 508
 
 
-class MappingInvalid(ValueError):
+class MappingInvalid(CatalogError, ValueError):
     """A mapping copy that is not ``{conda name: PyPI name | null}``; the message says where."""
 
 

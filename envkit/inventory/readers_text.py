@@ -8,6 +8,7 @@ import functools
 import re
 from collections.abc import Iterator
 
+from envkit._lines import logical_lines
 from envkit.inventory._collect import (
     EGG,
     REQUIREMENT,
@@ -132,31 +133,11 @@ def read_conda_explicit(text: str, c: Collector) -> None:
         c.add(name, version, "conda", line=number, build=build, channel=channel_from_url(url), url=stripped)
 
 
-def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
-    """Join backslash continuations (requirements locks put --hash options on their own lines)."""
-    pending: list[str] = []
-    start = 0
-    for number, line in _lines(text):
-        if not pending:
-            if not line.endswith("\\"):
-                yield number, line.strip()
-                continue
-            start = number
-        if line.endswith("\\"):
-            pending.append(line[:-1])
-            continue
-        pending.append(line)
-        yield start, " ".join(p.strip() for p in pending)
-        pending = []
-    if pending:
-        yield start, " ".join(p.strip() for p in pending)
-
-
 def read_requirements(text: str, c: Collector) -> None:
     """``pip freeze`` and requirements locks: ``==`` pins, ``name @ url``, ``-e`` lines, hashes."""
     editable: tuple[str, str] | None = None
     # Without a backslash there is no continuation line to join: the lines as they are (fast path).
-    lines = _logical_lines(text) if "\\" in text else enumerate(text.splitlines(), start=1)
+    lines = logical_lines(text) if "\\" in text else enumerate(text.splitlines(), start=1)
     for number, line in lines:
         package = _plain_pin(line, number)
         if package is not None:  # the common `name==version` line

@@ -102,7 +102,9 @@ def _translate(stderr: str, request: PipRequest) -> EnvkitError:
             f"uv could not reach the package index: {text}",
             hint="set mirrors.pypi in the spec to a reachable PyPI mirror, or a file:// directory of wheels",
         )
-    return SolverFailed(f"uv pip compile failed: {text}", hint="run with --debug and check the requirements")
+    return SolverFailed(
+        f"uv pip compile failed: {text}", hint="rerun as `envkit --debug lock ...` and check the requirements"
+    )
 
 
 def read_pylock(text: str) -> tuple[PipPackage, ...]:
@@ -112,7 +114,7 @@ def read_pylock(text: str) -> tuple[PipPackage, ...]:
     except (ValueError, RecursionError) as e:  # TOMLDecodeError, 4,300-digit integers, deep nesting
         raise SolverFailed(
             f"uv returned an unreadable pylock.toml: {type(e).__name__}: {str(e)[:160]}",
-            hint="run with --debug; check the uv version envkit uses",
+            hint="rerun as `envkit --debug lock ...`; check the uv version envkit uses",
         ) from e
     packages = []
     for entry in data.get("packages", []):

@@ -185,8 +185,8 @@ def simulate_install(
         tail = (result.stderr or result.stdout).strip()[-600:]
         raise BuildFailed(
             f"apt cannot install {' '.join(packages)} in {image}: {tail}",
-            hint="is the image's Debian release the one envkit's apt lists are for? (`envkit build --debug "
-            "--refresh-debs` updates them)",
+            hint="is the image's Debian release the one envkit's apt lists are for? "
+            f"(delete {state.directory}: the next `envkit build NAME --debug-image` fetches them again)",
         )
     new, upgrades = parse_simulation(result.stdout)
     if upgrades:

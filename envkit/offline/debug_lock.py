@@ -108,7 +108,8 @@ class DebugLock:
         if options or set(pins) != {(w.name, w.version) for w in self.wheels}:
             raise LockError(
                 "the debug wheels do not make a plain requirements file (NAME==VERSION and hashes)",
-                hint="delete images/NAME/debug.lock.json: the next `envkit build --debug` resolves it again",
+                hint="delete images/NAME/debug.lock.json: "
+                "the next `envkit build NAME --debug-image` resolves it again",
             )
         return text
 

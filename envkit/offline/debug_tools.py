@@ -128,7 +128,7 @@ def read_debug_lock(path: Path) -> DebugLock | None:
     except ValueError as e:
         raise LockError(
             f"{path} is not a readable debug lock: {e}",
-            hint=f"delete {path.name}: the next `envkit build --debug` resolves it again",
+            hint=f"delete {path.name}: the next `envkit build NAME --debug-image` resolves it again",
         ) from e
 
 

@@ -116,7 +116,7 @@ def parse_output(stdout: str, stderr: str, where: str) -> ProbeReport:
     except ValueError as e:
         raise ProbeError(
             f"the probe payload in {where} printed no report:\n{_tail(stderr)}",
-            hint="rerun with --debug; is Python >= 3.8 on that side?",
+            hint="rerun as `envkit --debug probe ...`; is Python >= 3.8 on that side?",
         ) from e
     try:
         return report_from_json(data, f"payload output ({where})")
@@ -173,7 +173,9 @@ def run_on_host(
         return result.returncode, result.stdout, result.stderr
 
     readiness = host_has_gpu() if opts.readiness is None else opts.readiness
-    report = _run_each(opts, execute, "on the host", hint="rerun with --debug", readiness=readiness)
+    report = _run_each(
+        opts, execute, "on the host", hint="rerun as `envkit --debug probe ...`", readiness=readiness
+    )
     return finish(report, label)
 
 
@@ -212,7 +214,7 @@ def run_in_image(
         result = engine.run(image, argv, mounts=mounts, env=env, gpus=use_gpus, timeout_s=PROBE_TIMEOUT_S)
         return result.exit_code, result.stdout, result.stderr
 
-    hint = "does the image have python3? run `envkit probe --image ... --debug`"
+    hint = "does the image have python3? run `envkit --debug probe --image ...`"
     cuda = info.labels.get("io.envkit.cuda")
     readiness = bool(cuda and cuda != "cpu") if opts.readiness is None else opts.readiness
     report = _run_each(opts, execute, f"in {image}", hint=hint, readiness=readiness)

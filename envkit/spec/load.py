@@ -14,17 +14,18 @@ from pydantic import ValidationError
 
 from envkit._io import TooLarge, read_text_bounded
 from envkit.catalog import Catalog, load_catalog
-from envkit.errors import Problem, SpecError, UsageError
+from envkit.errors import Problem, SpecError
+from envkit.project import SPEC_DIR, display_path, find_specs, image_dir, resolve_spec_path
 from envkit.spec.check import check_against_catalog
-from envkit.spec.models import NAME_RE, Spec, StrictModel
+from envkit.spec.models import Spec, StrictModel
 from envkit.spec.provenance import lost_from_source, source_facts
 from envkit.spec.resolve import ResolvedSpec, resolve_spec
 from envkit.spec.yamlsrc import MAX_SPEC_BYTES, Located, load_located
 
-__all__ = ["LoadedSpec", "find_specs", "image_dir", "load_spec", "resolve_spec_path", "spec_hash"]
+# SPEC_DIR, find_specs, image_dir and resolve_spec_path live in envkit.project (the layout); named here
+# too until their importers move.
+__all__ = ["SPEC_DIR", "LoadedSpec", "find_specs", "image_dir", "load_spec", "resolve_spec_path", "spec_hash"]
 
-SPEC_DIR = "environments"
-IMAGES_DIR = "images"
 _VERSION_KEYS = {("python",), ("cuda",), ("frameworks", "torch"), ("frameworks", "paddle")}
 
 
@@ -41,7 +42,7 @@ class LoadedSpec:
 
     @property
     def display_path(self) -> str:
-        return _display(self.path)
+        return display_path(self.path)
 
 
 _LATER_FIELDS: dict[str, object] = {
@@ -65,54 +66,12 @@ def spec_hash(spec: Spec) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def resolve_spec_path(name_or_path: str, root: Path) -> Path:
-    """``NAME`` -> ``root/environments/NAME.yaml``; a path is taken as it is."""
-    candidate = Path(name_or_path)
-    if candidate.suffix in (".yaml", ".yml") or "/" in name_or_path:
-        if not candidate.is_file():
-            raise UsageError(f"{name_or_path}: no such spec file", hint="check the path")
-        return candidate
-    if not NAME_RE.match(name_or_path):
-        raise UsageError(
-            f"{name_or_path!r} is not an environment name", hint="names match [a-z0-9][a-z0-9._-]*"
-        )
-    path = root / SPEC_DIR / f"{name_or_path}.yaml"
-    if not path.is_file():
-        known = [p.stem for p in find_specs(root)]
-        close = difflib.get_close_matches(name_or_path, known, n=3)
-        hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known) or 'none'}"
-        raise UsageError(f"{_display(path)}: no such environment", hint=hint)
-    return path
-
-
-def image_dir(root: Path, name: str) -> Path:
-    """Where ``envkit render`` / ``envkit lock`` write an environment's files: ``images/NAME``.
-
-    A ``images`` or ``images/NAME`` that is a link leading out of the project (a cloned repository
-    can carry one) is refused: envkit writes nothing outside the project.
-    """
-    path = root / IMAGES_DIR / name
-    if path.is_symlink() or path.parent.is_symlink():
-        target, top = path.resolve(), root.resolve()
-        if not target.is_relative_to(top):
-            raise UsageError(
-                f"{path} leads to {target}, outside the project: envkit does not write there",
-                hint=f"remove the link (or make it point inside {top}) and rerun",
-            )
-    return path
-
-
-def find_specs(root: Path) -> list[Path]:
-    folder = root / SPEC_DIR
-    return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
-
-
 def load_spec(path: Path, catalog: Catalog | None = None, *, strict: bool = False) -> LoadedSpec:
     """Parse and validate one spec file; raise :class:`SpecError` with all problems.
 
     ``strict``: what the catalog cannot check (an unknown framework release) is an error, not a warning.
     """
-    filename = _display(path)
+    filename = display_path(path)
     try:
         text = read_text_bounded(path, MAX_SPEC_BYTES)
     except TooLarge as e:
@@ -226,10 +185,3 @@ def _nearest_key(loc: tuple[Any, ...]) -> str:
     if close:
         return f"did you mean {' or '.join(close)}? valid keys: {', '.join(valid)}"
     return f"valid keys: {', '.join(valid)}"
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, Field, field_validator
 
 from envkit._safe import printable_line
 from envkit._strict import StrictModel
+from envkit.project import NAME_RE
 
 __all__ = [
     "ARCHES",
@@ -32,7 +33,6 @@ __all__ = [
     "StrictModel",
 ]
 
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*\Z")
 _PYTHON_RE = re.compile(r"^3\.[0-9]{1,2}\Z")
 _CUDA_RE = re.compile(r"^(cpu|[0-9]{1,2}\.[0-9])\Z")
 _VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,3}([a-z]+[0-9]*)?\Z")

@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"```console\n\$ (envkit [^\n]*--help)\n(.*?)```", re.S)
-LINK = re.compile(r"\]\(((?:docs/)?[A-Za-z0-9_.-]+\.md)\)")
+LINK = re.compile(
+    r"\]\(((?:\.\./)*(?:[A-Za-z0-9_-]+/)*[A-Za-z0-9_.-]+\.md)(?:#[\w-]*)?\)"
+)  # relative, any #anchor
 PAGES = (
     "render",
     "lock",
@@ -32,11 +34,12 @@ PAGES = (
     "catalog",
     "spec",
     "design",
+    "cli",  # docs/reference/cli.md, generated from every --help
 )
 
 
 def documents() -> list[Path]:
-    return [README, *sorted(DOCS.glob("*.md"))]
+    return [README, *sorted(DOCS.rglob("*.md"))]
 
 
 def quoted_help() -> list[tuple[str, str]]:
@@ -90,3 +93,16 @@ def test_the_spec_example_is_the_shipped_flagship(path: Path) -> None:
     block = text.split(start, 1)[1].split("\n", 1)[1].split("```", 1)[0]
     shipped = (ROOT / "environments" / "cuda11.8-paddle2.6.yaml").read_text("utf-8")
     assert yaml.safe_load(block) == yaml.safe_load(shipped)
+
+
+def test_the_readme_says_what_make_dev_installs() -> None:
+    """`make dev`'s install line, quoted; without a CPU index, torch is PyPI's CUDA build with NVIDIA
+    wheels (the README said "CPU torch" over a 7 GB CUDA install)."""
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    (install,) = re.findall(r"^\t\$\(BIN\)/python -m pip install -q (-e '\.\[[^\]]*\]')$", makefile, re.M)
+    text = README.read_text("utf-8")
+    section = text.split("## Two commands", 1)[1].split("### Installing envkit elsewhere", 1)[0]
+    assert f"pip install {install}" in section
+    if "torch" in install and "--index-url" not in makefile:
+        assert "CPU torch and CPU paddle" not in section
+        assert "CUDA" in section and "NVIDIA" in section and " GB" in section

@@ -1,0 +1,61 @@
+"""The engine protocols' operations as their docstrings and docs/design.md name them: the count and the names
+(``ContainerEngine`` said "seven operations" with eight, for three reviews)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from envkit.engine.protocol import ContainerEngine, ImageArchive
+from envkit.engine.transport import ImageTransport
+
+DESIGN = Path(__file__).resolve().parents[3] / "docs" / "design.md"
+NUMBERS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+)
+PROTOCOLS = [ContainerEngine, ImageArchive, ImageTransport]
+
+
+def operations(protocol: type) -> set[str]:
+    return {
+        name
+        for name, value in vars(protocol).items()
+        if inspect.isfunction(value) and not name.startswith("_")
+    }
+
+
+def _listed(text: str) -> set[str]:
+    return {word.strip() for word in text.replace("\n", " ").split(",")}
+
+
+def test_the_engine_docstring_counts_and_names_its_operations() -> None:
+    doc = inspect.getdoc(ContainerEngine) or ""
+    found = re.search(r"(\w+) operations \(([^)]*)\)", doc)
+    assert found, f"ContainerEngine's docstring names no count of operations: {doc!r}"
+    assert found[1] == NUMBERS[len(operations(ContainerEngine))]
+    assert _listed(found[2]) == operations(ContainerEngine)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.__name__)
+def test_design_md_lists_each_protocols_operations(protocol: type) -> None:
+    text = DESIGN.read_text("utf-8")
+    found = re.search(rf"`{protocol.__name__}`(?:, (\w+) operations)?: ([a-z_, ]+)", text)
+    assert found, f"docs/design.md lists no operations of {protocol.__name__}"
+    assert _listed(found[2]) == operations(protocol), f"docs/design.md's {protocol.__name__} row is stale"
+    if found[1]:
+        assert found[1] == NUMBERS[len(operations(protocol))]
