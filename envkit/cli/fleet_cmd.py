@@ -31,10 +31,19 @@ _FLEET_OPTIONS = [
     ),
     click.option(
         "--scheduler",
-        type=click.Choice(["slurm", "local"]),
+        type=click.Choice(["slurm", "ray", "local"]),
         help="The fan-out's scheduler (--slurm is --scheduler slurm); local: tasks as processes here.",
     ),
-    click.option("--nodes", type=click.IntRange(1), default=1, show_default=True, help="Fleet: node count."),
+    click.option(
+        "--ray",
+        is_flag=False,
+        flag_value="auto",
+        default=None,
+        metavar="[ADDRESS]",
+        help="Fan out on a Ray cluster (ADDRESS, or $RAY_ADDRESS / the local one): a task per alive node, "
+        "or per GPU with --gpus-per-node; pinned by node id. Needs envkit-dl[ray].",
+    ),
+    click.option("--nodes", type=click.IntRange(1), help="Fleet: node count (default 1; on Ray every node)."),
     click.option("--nodelist", metavar="N1,N2", help="Fleet: these nodes (overrides --nodes)."),
     click.option(
         "--tasks-per-node",
@@ -85,9 +94,7 @@ _FLEET_OPTIONS = [
     click.option(
         "--gpus-per-node",
         type=click.IntRange(0),
-        default=1,
-        show_default=True,
-        help="With --k8s: nvidia.com/gpu requested per Job.",
+        help="With --k8s: nvidia.com/gpu requested per Job (default 1). With --ray: one task per GPU.",
     ),
     click.option(
         "--wait-timeout",
@@ -124,8 +131,9 @@ def run_fleet(
         container=fleet.container,
         repeat=fleet.repeat,
         timeout_s=fleet.wait_timeout,
+        gpus_per_task=fleet.gpus_per_task,
     )
-    scheduler = services().scheduler(fleet.scheduler)
+    scheduler = services().scheduler(fleet.scheduler, fleet.address)
 
     def submitted(run_id: str, run_dir: Path, job_id: str) -> None:
         err_console.print(f"run {run_id}: {scheduler.name} job {job_id}; reports in {run_dir}", markup=False)
