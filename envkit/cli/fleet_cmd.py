@@ -6,7 +6,9 @@ local`` a :class:`LocalScheduler` (tasks as processes on this machine, to try a 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from contextlib import ExitStack, redirect_stdout
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -20,6 +22,7 @@ from envkit.result import CommandResult
 
 if TYPE_CHECKING:  # the fleet machinery loads when a fleet run starts, not with `envkit probe`
     from envkit.fleet.fanout import FleetRun, Progress
+    from envkit.fleet.ray_scheduler import RayScheduler
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -146,9 +149,22 @@ def run_fleet(
             err_console.print(shown(line), markup=False, highlight=False)
         last.append(line)
 
-    run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
+    with ExitStack() as stack:
+        ray = _ray_scheduler() if fleet.scheduler == "ray" else None
+        if ray is not None and isinstance(scheduler, ray):
+            # Ray's driver prints its raylets' errors (a node that died) to stdout, from a thread of its
+            # own: stdout stays envkit's result (--json), and the driver is shut down before it is printed
+            stack.enter_context(redirect_stdout(sys.stderr))
+            stack.callback(scheduler.close)
+        run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
     code = ExitCode.OK if run.ok else ExitCode.FINDINGS
     return CommandResult("probe", run.to_json(), lambda: fleet_text(run), exit_code=code)
+
+
+def _ray_scheduler() -> type[RayScheduler]:
+    from envkit.fleet.ray_scheduler import RayScheduler
+
+    return RayScheduler
 
 
 def emit_k8s(k8s: K8sArgs, store: Path, probe: ProbeOptions) -> CommandResult:

@@ -166,6 +166,11 @@ class RayScheduler:
         reason = f"{len(job.errors)} Ray task(s) lost" if job.errors else None
         return JobStatus(job_id, state, job.nodes, reason, worst, task_errors=dict(job.errors))
 
+    def close(self) -> None:
+        """Disconnect this driver from the cluster (its background threads stop)."""
+        if self._ray.is_initialized():
+            self._ray.shutdown()
+
     def cancel(self, job_id: str) -> None:
         job = self._jobs.get(job_id)
         if job is None:
