@@ -88,10 +88,8 @@ def test_history_names_the_mercurial_node_and_health_drains_it(
                 f"hist-{i:02d}", *PROBE, "--json"]  # fmt: skip
         assert main(argv) == 0, capsys.readouterr()
         capsys.readouterr()
-    print(
-        f"{RUNS} slurm runs in {time.monotonic() - started:.0f} s; node2 planted in {planted}",
-        file=sys.stderr,
-    )
+    with capsys.disabled():
+        print(f"{RUNS} slurm runs in {time.monotonic() - started:.0f} s; node2 planted in {planted}")
 
     assert main(["fleet", "history", str(store), "--json", "--html", str(tmp_path / "h.html")]) == 1
     result = json.loads(capsys.readouterr().out)["result"]
