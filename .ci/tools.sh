@@ -21,6 +21,8 @@ check() {
 check docker ".ci/run: docker.io" docker info
 check dockerd ".ci/run: docker.io" command -v dockerd
 check ip ".ci/run: iproute2" command -v ip
+check unshare "the machine: util-linux (a loopback-only network namespace for the Ray test)" unshare -n true
+check ray "make dev: envkit-dl[test] (ray)" "$venv/python" -c "import ray"
 check debootstrap ".ci/run: debootstrap" command -v debootstrap
 check diffoscope ".ci/run: diffoscope-minimal" diffoscope --version
 check git ".ci/run: git" command -v git

@@ -1,7 +1,7 @@
 """``envkit fleet history`` over 1,000 devices × 100 runs, as a process (the issue's bound: seconds).
 
 The store holds 100 ended runs of 1,000 tasks each, every run already summarized (what a run's
-first history query, or its end, leaves in ``STORE/RUN/.history/numbers.json``): one device is
+first history query after it ended leaves in ``STORE/RUN/.history/numbers.json``): one device is
 mercurial (other bits on 30 % of its runs), 5 run with another thread count (explained drift),
 the rest agree. Timed: the whole command with ``--json`` and the timeline page, reading every
 summary, judging every device and writing each node's verdict for ``envkit health``. Then

@@ -76,7 +76,11 @@ def _fetcher() -> Fetcher:
     return UrlFetcher()
 
 
-def _scheduler(name: str) -> Scheduler:
+def _scheduler(name: str, address: str | None = None) -> Scheduler:
+    if name == "ray":
+        from envkit.fleet.ray_scheduler import RayScheduler
+
+        return RayScheduler(address)
     if name == "local":
         from envkit.fleet.local import LocalScheduler
 
@@ -103,7 +107,7 @@ class Services:
     solver_factory: Callable[[], tuple[CondaSolver, PipResolver]] = _solvers
     vuln_factory: Callable[[Path, bool], VulnService] = _vuln_service
     fetcher_factory: Callable[[], Fetcher] = _fetcher
-    scheduler_factory: Callable[[str], Scheduler] = _scheduler
+    scheduler_factory: Callable[[str, str | None], Scheduler] = _scheduler
     pip_runner: Runner = _pip_run  # `pip download` for wheelhouses
     _engine: ContainerEngine | None = field(default=None, init=False, repr=False)
 
@@ -146,5 +150,5 @@ class Services:
     def fetcher(self) -> Fetcher:
         return self.fetcher_factory()
 
-    def scheduler(self, name: str) -> Scheduler:
-        return self.scheduler_factory(name)
+    def scheduler(self, name: str, address: str | None = None) -> Scheduler:
+        return self.scheduler_factory(name, address)

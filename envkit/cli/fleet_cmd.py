@@ -6,7 +6,9 @@ local`` a :class:`LocalScheduler` (tasks as processes on this machine, to try a 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from contextlib import ExitStack, redirect_stdout
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -20,6 +22,7 @@ from envkit.result import CommandResult, Lines
 
 if TYPE_CHECKING:  # the fleet machinery loads when a fleet run starts, not with `envkit probe`
     from envkit.fleet.fanout import FleetRun, Progress
+    from envkit.fleet.ray_scheduler import RayScheduler
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -31,10 +34,19 @@ _FLEET_OPTIONS = [
     ),
     click.option(
         "--scheduler",
-        type=click.Choice(["slurm", "local"]),
+        type=click.Choice(["slurm", "ray", "local"]),
         help="The fan-out's scheduler (--slurm is --scheduler slurm); local: tasks as processes here.",
     ),
-    click.option("--nodes", type=click.IntRange(1), default=1, show_default=True, help="Fleet: node count."),
+    click.option(
+        "--ray",
+        is_flag=False,
+        flag_value="auto",
+        default=None,
+        metavar="[ADDRESS]",
+        help="Fan out on a Ray cluster (ADDRESS, or $RAY_ADDRESS / the local one): a task per alive node, "
+        "or per GPU with --gpus-per-node; pinned by node id. Needs envkit-dl[ray].",
+    ),
+    click.option("--nodes", type=click.IntRange(1), help="Fleet: node count (default 1; on Ray every node)."),
     click.option("--nodelist", metavar="N1,N2", help="Fleet: these nodes (overrides --nodes)."),
     click.option(
         "--tasks-per-node",
@@ -85,9 +97,7 @@ _FLEET_OPTIONS = [
     click.option(
         "--gpus-per-node",
         type=click.IntRange(0),
-        default=1,
-        show_default=True,
-        help="With --k8s: nvidia.com/gpu requested per Job.",
+        help="With --k8s: nvidia.com/gpu requested per Job (default 1). With --ray: one task per GPU.",
     ),
     click.option(
         "--wait-timeout",
@@ -124,8 +134,9 @@ def run_fleet(
         container=fleet.container,
         repeat=fleet.repeat,
         timeout_s=fleet.wait_timeout,
+        gpus_per_task=fleet.gpus_per_task,
     )
-    scheduler = services().scheduler(fleet.scheduler)
+    scheduler = services().scheduler(fleet.scheduler, fleet.address)
 
     def submitted(run_id: str, run_dir: Path, job_id: str) -> None:
         err_console.print(f"run {run_id}: {scheduler.name} job {job_id}; reports in {run_dir}", markup=False)
@@ -138,9 +149,22 @@ def run_fleet(
             err_console.print(shown(line), markup=False, highlight=False)
         last.append(line)
 
-    run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
+    with ExitStack() as stack:
+        ray = _ray_scheduler() if fleet.scheduler == "ray" else None
+        if ray is not None and isinstance(scheduler, ray):
+            # Ray's driver prints its raylets' errors (a node that died) to stdout, from a thread of its
+            # own: stdout stays envkit's result (--json), and the driver is shut down before it is printed
+            stack.enter_context(redirect_stdout(sys.stderr))
+            stack.callback(scheduler.close)
+        run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
     code = ExitCode.OK if run.ok else ExitCode.FINDINGS
     return CommandResult("probe", run.to_json(), lambda: fleet_text(run), exit_code=code)
+
+
+def _ray_scheduler() -> type[RayScheduler]:
+    from envkit.fleet.ray_scheduler import RayScheduler
+
+    return RayScheduler
 
 
 def emit_k8s(k8s: K8sArgs, store: Path, probe: ProbeOptions) -> CommandResult:

@@ -40,6 +40,8 @@ class FleetArgs:
     container: str
     repeat: int
     wait_timeout: float | None
+    address: str | None = None  # --ray ADDRESS (auto: $RAY_ADDRESS or the local cluster)
+    gpus_per_task: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ class ProbeArgs:
     drift_edge: float
     slurm: bool
     scheduler: str | None
-    nodes: int
+    ray: str | None
+    nodes: int | None
     nodelist: str | None
     tasks_per_node: int
     partition: str | None
@@ -99,7 +102,7 @@ class ProbeArgs:
     emit: Path | None
     namespace: str
     store_claim: str | None
-    gpus_per_node: int
+    gpus_per_node: int | None
     wait_timeout: float | None
 
     def probe_options(self) -> ProbeOptions:
@@ -130,13 +133,17 @@ class ProbeArgs:
         return tuple(n.strip() for n in (self.nodelist or "").split(",") if n.strip())
 
     def fleet(self) -> FleetArgs:
+        """The fan-out's options; on Ray every alive node unless --nodes/--nodelist, one task per GPU
+        with --gpus-per-node G (each with its own GPU)."""
         nodelist = self.node_names()
+        ray = self.ray is not None or self.scheduler == "ray"
+        per_gpu = ray and bool(self.gpus_per_node)
         return FleetArgs(
-            scheduler=self.scheduler or "slurm",
+            scheduler="ray" if ray else self.scheduler or "slurm",
             run_id=self.run_id,
-            nodes=len(nodelist) or self.nodes,
+            nodes=len(nodelist) or self.nodes or (0 if ray else 1),
             nodelist=nodelist,
-            tasks_per_node=self.tasks_per_node,
+            tasks_per_node=self.gpus_per_node or 1 if per_gpu else self.tasks_per_node,
             partition=self.partition,
             account=self.account,
             time_limit=self.time_limit,
@@ -144,6 +151,8 @@ class ProbeArgs:
             container=self.container,
             repeat=self.repeat,
             wait_timeout=self.wait_timeout,
+            address=None if self.ray in (None, "auto") else self.ray,
+            gpus_per_task=1 if per_gpu else 0,
         )
 
     def k8s_args(self) -> K8sArgs:
@@ -155,14 +164,14 @@ class ProbeArgs:
             run_id=self.run_id,
             namespace=self.namespace,
             store_claim=self.store_claim,
-            gpus_per_node=self.gpus_per_node,
+            gpus_per_node=1 if self.gpus_per_node is None else self.gpus_per_node,
         )
 
 
 def mode_of(args: ProbeArgs) -> Mode:
     if args.k8s:
         return "k8s"
-    if args.slurm or args.scheduler:
+    if args.slurm or args.scheduler or args.ray is not None:
         return "fleet"
     return "compare" if args.compare else "run"
 

@@ -45,6 +45,7 @@ class FleetOptions:
     image: dict[str, str] | None = None  # {"ref": REPO@sha256:…} or {"id": sha256:…, "tar": PATH}
     container: str = "docker"  # docker (the node's engine) or pyxis (srun --container-image)
     repeat: int = 1
+    gpus_per_task: int = 0
     python: str = field(default_factory=lambda: sys.executable)
     poll_s: float = 2.0
     timeout_s: float | None = None
@@ -133,6 +134,7 @@ def _request(opts: FleetOptions, run_id: str, run_dir: Path, probe: ProbeOptions
         container_image=image,
         container_mounts=mounts,
         env=env,
+        gpus_per_task=opts.gpus_per_task,
     )
 
 
@@ -162,13 +164,19 @@ def outcomes(
     for name in [*names, *(n for n in records if n not in names)]:
         rec = records.get(name)
         node = rec.node if rec else name.rsplit("-", 1)[0] if tasks_per_node > 1 else name
-        if rec is None:
+        if rec is None and name in status.task_errors:
+            out.append(
+                TaskOutcome(name, node, "failed", error=f"lost before it started: {status.task_errors[name]}")
+            )
+        elif rec is None:
             why = f"job {status.state.value}" + (f": {status.reason}" if status.reason else "")
             out.append(TaskOutcome(name, node, "never-ran" if finished else "pending", error=why))
         elif rec.state == "ok" and rec.report and (run_dir / rec.report).is_file():
             out.append(TaskOutcome(name, node, "ok", report=rec.report))
         elif rec.state == "failed":
             out.append(TaskOutcome(name, node, "failed", error=rec.error))
+        elif name in status.task_errors:  # the engine lost it (its node died): the engine's reason
+            out.append(TaskOutcome(name, node, "failed", error=f"lost: {status.task_errors[name]}"))
         elif finished:
             error = f"the task ended without a result (killed? job {status.state.value})"
             out.append(TaskOutcome(name, node, "failed", error=error))

@@ -89,7 +89,7 @@ def _verdicts(path: Path) -> dict[str, Any] | str:
 
 
 def read_health(store: Path, node: str, *, max_age: float | None = None, now: float | None = None) -> Health:
-    """The node's verdict as written by ``envkit fleet history`` (or a fleet run's end)."""
+    """The node's verdict as ``envkit fleet history`` last wrote it."""
     path = store / HEALTH / HEALTH_FILE
     nodes = _verdicts(path)
     if isinstance(nodes, str):

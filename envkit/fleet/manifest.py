@@ -250,7 +250,7 @@ def parse_layout(manifest: RunManifest, run_dir: Path) -> RunLayout:
         run=run,
         tasks_per_node=_int(data, "tasks_per_node", 1, 1024, source, 1),
         repeat=_int(data, "repeat", 1, 100, source, 1),
-        nodes=_int(requested, "nodes", 1, 100_000, source, 1),
+        nodes=_int(requested, "nodes", 0, 100_000, source, 1),  # 0: every node the engine has (Ray)
         nodelist=tuple(nodelist),
     )
 

@@ -1,8 +1,10 @@
 """The scheduler interface: submit one job of per-node tasks, follow it, cancel it. Plain values only.
 
 Adapters: :class:`envkit.fleet.slurm.SlurmScheduler` (``sbatch``/``squeue``/``sacct``/``scancel``
-through :mod:`envkit._proc`) and :class:`envkit.fleet.local.LocalScheduler` (one subprocess per
-"node", for tests of the layers above and for trying a fleet run on one machine).
+through :mod:`envkit._proc`), :class:`envkit.fleet.ray_scheduler.RayScheduler` (one Ray task per node
+or GPU, pinned by node id) and :class:`envkit.fleet.local.LocalScheduler` (one subprocess per
+"node", for tests of the layers above and for trying a fleet run on one machine). Kubernetes Jobs
+are written by :mod:`envkit.fleet.k8s` into the same run layout (run by ``kubectl``, not followed).
 
 A job runs ``argv`` once per task (``tasks_per_node`` tasks on each of the job's nodes). Each task
 learns where it runs from its environment (``SLURMD_NODENAME`` / ``SLURM_LOCALID`` under Slurm,
@@ -56,6 +58,7 @@ class JobRequest:
     container_image: str | None = None  # run each task in this image (pyxis `srun --container-image`)
     container_mounts: tuple[str, ...] = ()  # SRC:DST[:ro] for the container
     env: Mapping[str, str] = field(default_factory=dict)
+    gpus_per_task: int = 0  # GPUs each task gets (Ray: num_gpus, its own CUDA_VISIBLE_DEVICES)
 
     @property
     def node_count(self) -> int:
@@ -71,6 +74,7 @@ class JobStatus:
     nodes: tuple[str, ...] = ()  # the nodes allocated (empty while pending)
     reason: str | None = None  # why pending or why it ended (the scheduler's words)
     exit_code: int | None = None
+    task_errors: Mapping[str, str] = field(default_factory=dict)  # task -> why the engine lost it (Ray)
 
 
 class Scheduler(Protocol):

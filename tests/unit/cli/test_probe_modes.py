@@ -83,3 +83,29 @@ def test_python_that_is_not_an_executable_is_a_usage_error(
         (error,) = json.loads(capsys.readouterr().out)["errors"]
         assert error["message"] == f"--python {given}: not an executable file" and error["hint"]
     assert not store.exists()  # nothing ran, nothing was written
+
+
+def test_ray_fans_out_over_every_node_or_per_gpu() -> None:
+    assert mode_of(_args(ray="auto")) == "fleet"
+    fleet = _args(ray="auto").fleet()
+    assert (fleet.scheduler, fleet.nodes, fleet.tasks_per_node, fleet.gpus_per_task, fleet.address) == (
+        "ray",
+        0,
+        1,
+        0,
+        None,
+    )
+    fleet = _args(ray="127.0.0.1:6379", gpus_per_node=2, nodes=3).fleet()
+    assert (fleet.nodes, fleet.tasks_per_node, fleet.gpus_per_task, fleet.address) == (
+        3,
+        2,
+        1,
+        "127.0.0.1:6379",
+    )
+    slurm = _args(slurm=True, gpus_per_node=2).fleet()  # --gpus-per-node is Ray's and Kubernetes' only
+    assert (slurm.scheduler, slurm.nodes, slurm.tasks_per_node, slurm.gpus_per_task) == ("slurm", 1, 1, 0)
+
+
+def test_ray_with_compare_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["probe", "--ray", "--compare", "a", "b", "--json"]) == ExitCode.USAGE
+    assert "--compare does not fan out" in json.loads(capsys.readouterr().out)["errors"][0]["message"]

@@ -144,3 +144,28 @@ def test_ctrl_c_cancels_the_job(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         fan_out(scheduler, FleetOptions(store=tmp_path), ProbeOptions())
     assert scheduler.cancelled == ["1"]
+
+
+def test_tasks_the_engine_lost_are_failed_with_its_reason(tmp_path: Path) -> None:
+    """Ray: a node died under two tasks (one had started, one had not); the others' states stand."""
+    run_dir = tmp_path / "r"
+    (run_dir / ".tasks").mkdir(parents=True)
+    for task, state in [("a-0", "ok"), ("b-0", "running")]:
+        record = {
+            "task": task,
+            "node": task[0],
+            "state": state,
+            "report": f"{task}.json" if state == "ok" else None,
+        }
+        runs.write_json(run_dir / ".tasks" / f"{task}.json", {k: v for k, v in record.items() if v})
+    (run_dir / "a-0.json").write_text("{}")
+    lost = {"b-0": "NodeDiedError: the node died", "b-1": "NodeDiedError: the node died"}
+    for finished in (False, True):
+        status = JobStatus(
+            "1", JobState.FAILED if finished else JobState.RUNNING, ("a", "b"), task_errors=lost
+        )
+        got = {t.task: (t.state, t.error) for t in outcomes(run_dir, status, ("a", "b"), 2, finished)}
+        assert got["a-0"] == ("ok", None)
+        assert got["b-0"] == ("failed", "lost: NodeDiedError: the node died")
+        assert got["b-1"] == ("failed", "lost before it started: NodeDiedError: the node died")
+        assert got["a-1"][0] == ("never-ran" if finished else "pending")
