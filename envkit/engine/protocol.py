@@ -80,8 +80,8 @@ class RunResult:
 
 
 class ContainerEngine(Protocol):
-    """What envkit needs from Docker (or podman): eight operations (build, inspect, images, tag, remove,
-    prune_builder_images, import_image, run)."""
+    """What envkit needs from Docker (or podman): nine operations (build, inspect, images, tag, remove,
+    prune_builder_images, free_bytes, import_image, run)."""
 
     def build(
         self,
