@@ -124,6 +124,22 @@ def _raised_in(trace: Trace, error: str | None) -> str | None:
     return "(loss_fn, outside the model's modules)" if error else None
 
 
+MAX_LAYOUT = 5000  # leaf modules recorded in a dump's manifest (a larger model records none)
+
+
+def module_layout(adapter: Adapter) -> list[str] | None:
+    """The model's leaf modules as ``name:Class`` (``fc1:Linear``, ``1:ReLU``), what a replay's entry
+    must build (the state dict does not say ``ReLU`` from ``Tanh``); None past ``MAX_LAYOUT``."""
+    leaves = []
+    for name, module in _named_modules(adapter):
+        children = module.children() if hasattr(module, "children") else iter(())
+        if next(iter(children), None) is None:
+            leaves.append(f"{name}:{type(module).__name__}")
+            if len(leaves) > MAX_LAYOUT:
+                return None
+    return leaves
+
+
 def _named_modules(adapter: Adapter) -> list[tuple[str, Any]]:
     model = adapter.model
     if hasattr(model, "named_modules"):

@@ -34,6 +34,7 @@ from envkit.guard.localize import (
     NoOptimizer,
     describe_nonfinite,
     largest_update,
+    module_layout,
     replay_step,
 )
 from envkit.guard.options import Grouped, Limits, ReadOptions, RunlogOptions, SpikeOptions, fold_legacy
@@ -519,6 +520,7 @@ class Guard:
                 "rank": self.rank,
                 "world_size": self.world_size,
                 "autocast": self.log.config.get("autocast"),  # replay runs the forward under it
+                "modules": module_layout(self.adapter),  # a replay's entry must build these
                 "outcome": {"loss": json_float(rec.loss), "grad_norm": json_float(rec.grad_norm)},
             },
         )
