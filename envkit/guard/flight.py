@@ -177,7 +177,10 @@ def load_dump(dump: Dump, adapter: Adapter) -> LoadedDump:
             f"{dump.file('manifest.json')}: a {dump.framework} dump, and this model is {adapter.name}",
             hint=f"replay it with the {dump.framework} model it was written from",
         )
-    batch_tensors = _tensors(adapter, dump, "batch.safetensors")
+    # each batch tensor in its own allocation: safetensors hands back views into one buffer at 8-byte
+    # offsets, and a CPU kernel on unaligned memory takes another vector path, 1 ulp off the step's
+    # own numbers (every finite fp32 replay on a CPU was "transient: suspect the device")
+    batch_tensors = {k: v.clone() for k, v in _tensors(adapter, dump, "batch.safetensors").items()}
     batch = _decode(
         adapter, dump.json_parts["batch.json"], batch_tensors, str(dump.file("batch.json")), [MAX_NODES]
     )

@@ -10,13 +10,14 @@ and hints for the usual causes (unnormalized 0–255 inputs, indices past an emb
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkit.guard.adapter import Adapter, RngState, Tensors, Trace, walk
+from envkit.guard.adapter import Adapter, RngState, Tensors, Trace, make_adapter, walk
 from envkit.guard.records import json_float
 
 __all__ = ["NoOptimizer", "Replay", "batch_facts", "batch_nonfinite", "largest_update", "replay_step"]
@@ -124,6 +125,22 @@ def _raised_in(trace: Trace, error: str | None) -> str | None:
     return "(loss_fn, outside the model's modules)" if error else None
 
 
+MAX_LAYOUT = 5000  # leaf modules recorded in a dump's manifest (a larger model records none)
+
+
+def module_layout(adapter: Adapter) -> list[str] | None:
+    """The model's leaf modules as ``name:Class`` (``fc1:Linear``, ``1:ReLU``), what a replay's entry
+    must build (the state dict does not say ``ReLU`` from ``Tanh``); None past ``MAX_LAYOUT``."""
+    leaves = []
+    for name, module in _named_modules(adapter):
+        children = module.children() if hasattr(module, "children") else iter(())
+        if next(iter(children), None) is None:
+            leaves.append(f"{name}:{type(module).__name__}")
+            if len(leaves) > MAX_LAYOUT:
+                return None
+    return leaves
+
+
 def _named_modules(adapter: Adapter) -> list[tuple[str, Any]]:
     model = adapter.model
     if hasattr(model, "named_modules"):
@@ -185,6 +202,28 @@ def replay_step(
         "replayed": {"loss": json_float(loss_value), "grad_norm": json_float(grad_norm)},
     }
     return Replay(loss_value, grad_norm, localization, error)
+
+
+def localize_on_twin(
+    adapter: Adapter, loss_fn: LossFn, batch: Any, rng: RngState, buffers: Any
+) -> dict[str, Any]:
+    """Replay a step on a copy of ``adapter``'s model, its ``buffers`` as the step began (the live model,
+    its gradients and generators untouched): the localization, ``loss_made_it`` when every module's
+    output was finite and the loss was not (the loss function), or why it failed."""
+    now = adapter.rng_state()
+    try:
+        twin = copy.deepcopy(adapter.model)  # the module itself (a torch.compile wrapper unwrapped)
+        twin_adapter = make_adapter(twin, NoOptimizer())
+        twin_adapter.restore_buffers(buffers)
+        result = replay_step(twin_adapter, loss_fn, batch, rng, training=adapter.training())
+        loc = result.localization
+        if not (math.isfinite(result.loss) or result.error or loc["first_nonfinite_module"]):
+            loc["loss_made_it"] = True  # every module's output finite, the loss not: the loss function
+        return loc
+    except Exception as exc:  # noqa: BLE001 localization is best effort: the incident and its dump stand
+        return {"error": f"localization failed: {type(exc).__name__}: {str(exc)[:300]}"}
+    finally:
+        adapter.set_rng_state(now)
 
 
 class NoOptimizer:

@@ -13,7 +13,6 @@ own arithmetic, the random generators are only read (never reseeded).
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import os
@@ -25,24 +24,23 @@ from pathlib import Path
 from typing import Any
 
 from envkit._safe import one_line
-from envkit.errors import GuardError, GuardStopped
+from envkit.errors import GuardStopped
 from envkit.guard.adapter import Adapter, make_adapter
 from envkit.guard.checks import WARNINGS, DumpBudget, rank_outliers
 from envkit.guard.flight import write_dump
 from envkit.guard.ledger import Ledger, LedgerEntry, batch_digest
 from envkit.guard.localize import (
-    NoOptimizer,
     describe_nonfinite,
     largest_update,
-    replay_step,
+    localize_on_twin,
+    module_layout,
 )
 from envkit.guard.options import Grouped, Limits, ReadOptions, RunlogOptions, SpikeOptions, fold_legacy
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
-from envkit.guard.runlog import RunLog
-from envkit.guard.spikes import SpikeDetector, Spikes
 from envkit.guard.step import GuardStep, PendingStep
 from envkit.guard.updates import UpdateTracker
 from envkit.guard.watch import DeadRunWatch, OverflowMemory, causes, overflow_cause
+from envkit.guard.wiring import checked_policy, make_runlog, make_spikes, read_every, run_config
 
 __all__ = ["Guard", "GuardStep"]
 
@@ -79,11 +77,7 @@ class Guard:
         if message is not None:
             warnings.warn(message, DeprecationWarning, stacklevel=2)
         spikes, reads, limits, log = grouped.spikes, grouped.reads, grouped.limits, grouped.log
-        if policy not in ("skip", "stop", "warn"):
-            raise GuardError(f"policy {policy!r}: choose skip, stop or warn", hint="see docs/guard.md")
-        if clip is not None and not clip > 0:
-            raise GuardError("clip must be > 0 (or None)", hint="see docs/guard.md")
-        self.policy = Policy(policy)
+        self.policy = checked_policy(policy, clip)
         self.spike_policy = None if spikes is None else Policy(spikes.policy)
         sp = spikes or SpikeOptions()
         self.limits = limits
@@ -91,17 +85,11 @@ class Guard:
         self.adapter.clipping = clip is not None
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.clip = clip
-        rank, self.world_size = self.adapter.world()
-        self.rank = rank
-        # a CPU "device" answers at once: deferring reads there only adds the device-side masking
-        defer = self.adapter.device() != "cpu" if reads.defer is None else reads.defer
-        one = scaler is not None or self.world_size > 1 or not defer
-        self.check_every = 1 if one else reads.check_every
+        self.rank, self.world_size = self.adapter.world()
+        self.check_every = read_every(self.adapter, reads, scaler, self.world_size)
         self.loss_fn, self.entry = loss_fn, entry
-        self.spikes = Spikes(
-            SpikeDetector(sp.window, sp.warmup, sp.threshold, sp.loss_factor, sp.floor),
-            SpikeDetector(sp.window, sp.warmup, sp.threshold, sp.factor, sp.floor),
-        )
+        self.spikes = make_spikes(sp)
+        self.updates = UpdateTracker(sp.update_factor, sp.warmup)
         self.recent: deque[StepRecord] = deque(maxlen=log.keep)
         self.pending: list[PendingStep] = []
         self.count = 0
@@ -110,34 +98,16 @@ class Guard:
         self.dead = DeadRunWatch()
         self.previous: tuple[int, Any] = (-1, None)  # the last step's batch: an incident compares with it
         self.overflowed = OverflowMemory()  # the batches whose gradients overflowed
-        self.dumps = DumpBudget(
-            limits.max_dumps, limits.max_spike_dumps
-        )  # per kind: warnings never starve incidents
-        self.updates = UpdateTracker(sp.update_factor, sp.warmup)
+        # per kind: warnings never starve incidents
+        self.dumps = DumpBudget(limits.max_dumps, limits.max_spike_dumps)
         self.said_skip = False  # the first skip goes to stderr too
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
-        self.log = RunLog(
-            Path(run),
-            self.adapter,
-            name=log.name,
-            seed=log.seed,
-            rank=rank,
-            world=self.world_size,
-            tensorboard=log.tensorboard,
-        )
-        self.log.flush_every = log.flush_every
+        self.log = make_runlog(run, self.adapter, log, self.rank, self.world_size)
         self.ledger = Ledger(self.log.root / "ledger.jsonl", log.ledger)  # the batches incidents skipped
         self.ledger_hits: list[dict[str, Any]] = []
-        self.log.config = {
-            "policy": str(self.policy),
-            "clip": clip,
-            "check_every": self.check_every,
-            "check_every_requested": reads.check_every,
-            "scaler": scaler is not None,
-            "spikes": None if self.spike_policy is None else str(self.spike_policy),
-            "entry": entry,
-            "autocast": log.autocast,  # what the loop runs under (say it: comparisons rank it as a cause)
-        }
+        self.log.config = run_config(
+            self.policy, self.spike_policy, clip, self.check_every, reads, scaler, entry, log
+        )
 
     # -- the public API ------------------------------------------------------------------------
     def step(self, step: int, batch: Any) -> GuardStep:
@@ -488,7 +458,9 @@ class Guard:
             except Exception as exc:  # noqa: BLE001 no dump (said why); the incident and training go on
                 incident.recording_error = self.log.failed(f"step {rec.step}: the dump", exc)
             if self.loss_fn is not None and self.world_size == 1:
-                incident.localization = self._localize(g)
+                incident.localization = localize_on_twin(
+                    self.adapter, self.loss_fn, g.batch, g.rng, g.buffers
+                )
                 if incident.localization.get("loss_made_it") and not incident.context.get("nonfinite_batch"):
                     grads = "finite" if math.isfinite(rec.grad_norm) else "not finite"
                     incident.message += (
@@ -519,29 +491,11 @@ class Guard:
                 "rank": self.rank,
                 "world_size": self.world_size,
                 "autocast": self.log.config.get("autocast"),  # replay runs the forward under it
+                "modules": module_layout(self.adapter),  # a replay's entry must build these
                 "outcome": {"loss": json_float(rec.loss), "grad_norm": json_float(rec.grad_norm)},
             },
         )
         return relative
-
-    def _localize(self, g: GuardStep) -> dict[str, Any]:
-        """Replay the step on a copy of the model (the live one, its gradients and generators untouched)."""
-        a = self.adapter
-        assert self.loss_fn is not None
-        now = a.rng_state()
-        try:
-            twin = copy.deepcopy(a.model)  # the module itself (a torch.compile wrapper unwrapped)
-            twin_adapter = make_adapter(twin, NoOptimizer())
-            twin_adapter.restore_buffers(g.buffers)
-            result = replay_step(twin_adapter, self.loss_fn, g.batch, g.rng, training=a.training())
-            loc = result.localization
-            if not (math.isfinite(result.loss) or result.error or loc["first_nonfinite_module"]):
-                loc["loss_made_it"] = True  # every module's output finite, the loss not: the loss function
-            return loc
-        except Exception as exc:  # noqa: BLE001 localization is best effort: the incident and its dump stand
-            return {"error": f"localization failed: {type(exc).__name__}: {str(exc)[:300]}"}
-        finally:
-            a.set_rng_state(now)
 
 
 def _message(kind: IncidentKind, rec: StepRecord) -> str:

@@ -33,7 +33,7 @@ from envkit.errors import DumpError, UsageError
 from envkit.guard.adapter import make_adapter
 from envkit.guard.dump import Dump, read_dump
 from envkit.guard.flight import load_dump
-from envkit.guard.localize import Replay, replay_step
+from envkit.guard.localize import Replay, module_layout, replay_step
 from envkit.guard.records import json_clean, read_float
 from envkit.guard.runlog import fingerprint
 from envkit.incident.amp import recorded_amp
@@ -106,7 +106,13 @@ def suggest_entry(path: Path) -> UsageError:
 
 
 def _built(builder: Builder) -> tuple[Any, Any, Any]:
-    made = builder()
+    try:
+        made = builder()
+    except Exception as e:  # the user's entry: its error is a usage problem, said in one line
+        raise UsageError(
+            f"--entry: the entry raised {_one(e)} while building (model, optimizer, loss_fn)",
+            hint="run the replay from the training code's directory, with the inputs the entry reads",
+        ) from e
     if isinstance(made, dict):
         made = (made.get("model"), made.get("optimizer"), made.get("loss_fn"))
     if not (isinstance(made, tuple) and len(made) == 3 and callable(made[2])):
@@ -161,6 +167,7 @@ def replay_runs(dump: Dump, builder: Builder) -> list[Replay]:
     with redirect_stdout(sys.stderr):  # the entry's own prints: never in `--json` output
         model, optimizer, loss_fn = _built(builder)
         adapter = make_adapter(model, optimizer)
+        _check_layout(dump, module_layout(adapter))
         loaded = load_dump(dump, adapter)
         loaded.model_state = align_names(loaded.model_state, list(adapter.model.state_dict()))
         if loaded.optimizer is not None:
@@ -212,6 +219,41 @@ def align_names(saved: dict[str, Any], names: list[str]) -> dict[str, Any]:
     return renamed if set(renamed) == set(names) and len(renamed) == len(saved) else saved
 
 
+def _one(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0][:300]}" if text else type(e).__name__
+
+
+def _check_layout(dump: Dump, mine: list[str] | None) -> None:
+    """The entry's model must have the dump's leaf modules (names as :func:`align_names` matches them,
+    wrappers aside): a ``Tanh`` where the run had ``ReLU`` gives other numbers with the same weights."""
+    recorded = dump.manifest.get("modules")
+    if not isinstance(recorded, list) or mine is None:
+        return  # a dump from before envkit recorded it, or a model too large to list
+    theirs = [_bare(str(x)) for x in recorded]
+    ours = [_bare(x) for x in mine]
+    if sorted(theirs) == sorted(ours):
+        return
+    only_dump = sorted(set(theirs) - set(ours))
+    only_entry = sorted(set(ours) - set(theirs))
+    said = "; ".join(
+        part
+        for part in (
+            f"the dump has {', '.join(only_dump[:3])}" if only_dump else "",
+            f"the entry's model has {', '.join(only_entry[:3])}" if only_entry else "",
+        )
+        if part
+    )
+    recorded_entry = dump.manifest.get("entry")
+    hint = "give the --entry that builds the model the run trained (same code, same configuration)"
+    if isinstance(recorded_entry, str) and recorded_entry:
+        hint += f"; the run recorded --entry {recorded_entry[:200]}"
+    raise UsageError(
+        f"{dump.file('manifest.json')}: the entry's model is not the dump's: its modules differ ({said})",
+        hint=hint,
+    )
+
+
 def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
     dump = read_dump(path)
     return judge(dump, replay_runs(dump, builder))
@@ -250,6 +292,14 @@ def _verdict(
 ) -> tuple[str, list[dict[str, Any]], list[str]]:
     notes: list[str] = []
     first, second = runs
+    raised = first.error or second.error
+    if raised is not None and dump.manifest.get("kind_of_incident") != "error":
+        where_raised = first.localization.get("raised_in") or "the step"
+        raise UsageError(
+            f"{dump.file('manifest.json')}: the entry's step raised {where} ({raised}, in {where_raised}); "
+            "the recorded step did not: the entry does not run the step the run ran",
+            hint="give the --entry whose loss_fn(model, batch) the run used (envkit guard show RUN names it)",
+        )
     if not (_same(first.loss, second.loss) and _same(first.grad_norm, second.grad_norm)):
         return (
             "nondeterministic",

@@ -16,7 +16,7 @@ from envkit.errors import GuardError
 from envkit.guard.checks import DumpBudget, rank_outliers
 from envkit.guard.ledger import Ledger, LedgerEntry
 from envkit.guard.records import IncidentKind, StepRecord
-from envkit.guard.spikes import MAD_TO_SIGMA, RECENT, SpikeDetector
+from envkit.guard.spikes import MAD_TO_SIGMA, RECENT, RECUR, RECUR_MARGIN, SpikeDetector
 from envkit.guard.updates import UpdateTracker
 from envkit.incident.page import read_steps, render_page
 
@@ -26,10 +26,13 @@ def reference(window: list[float], value: float, warmup: int, threshold: float, 
     if len(window) < warmup:
         return False
     med = statistics.median(window)
-    mad = statistics.median(abs(v - med) for v in window)
+    half = sorted(window[-(len(window) // 2) :])  # the spread above the median of the recent half
+    level = statistics.median(half)
+    mad = statistics.median(v - level for v in half[len(half) // 2 :])
     spread = MAD_TO_SIGMA * mad if mad > 0 else abs(med) * 1e-3 + 1e-12
     recent = factor * statistics.median(window[-RECENT:])  # and the last RECENT values' median
-    return value > max(med + threshold * spread, factor * med, recent)
+    recurs = sum(v * RECUR_MARGIN >= value for v in window) >= RECUR  # the run's own pattern
+    return value > max(med + threshold * spread, factor * med, recent) and not recurs
 
 
 @pytest.mark.parametrize("factor", [1.0, 1.5, 4.0])
