@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envkit.catalog import Catalog, FrameworkRelease
-from envkit.catalog.ngc import ngc_pytorch
+from envkit.catalog import FrameworkRelease
+from envkit.catalog.ngc import NgcImage
 from envkit.drift.facts import FACTS
 from envkit.errors import InventoryError
 from envkit.init.adopted import Collected
+from envkit.init.releases import Releases
 from envkit.inventory._collect import Collector
 from envkit.inventory.models import Inventory
 
@@ -184,23 +185,22 @@ class ImageFacts:
     cuda: str | None = None
     python: str | None = None
     unknown: str | None = None
+    ngc: NgcImage | None = None  # the NGC table's row of the image
 
 
-def image_facts(image: str | None, catalog: Catalog) -> ImageFacts:
-    """The facts a base image carries: the catalog's entry, else its tag."""
+def image_facts(image: str | None, releases: Releases) -> ImageFacts:
+    """The facts a base image carries: the catalog's entry (read into ``releases``), else its tag."""
     if not image:
         return ImageFacts()
-    known = catalog.base_image(
-        image.split("/", 1)[1] if image.startswith("registry.baidubce.com/") else image
-    )
+    known = releases.base_image
     if known is not None:
         framework = {"pytorch": "torch", "paddle": "paddle"}.get(known.kind)
         return ImageFacts(
             framework, known.framework_version, known.cuda or ("cpu" if framework else None), known.python
         )
-    ngc = ngc_pytorch(image)
+    ngc = releases.ngc
     if ngc is not None:  # NVIDIA's own torch build: its facts from the catalog's NGC table
-        return ImageFacts("torch", None, ".".join(ngc.cuda.split(".")[:2]), ngc.python, ngc.describe())
+        return ImageFacts("torch", None, ".".join(ngc.cuda.split(".")[:2]), ngc.python, ngc.describe(), ngc)
     for pattern, framework, why in _OWN_BUILD:
         if pattern.search(image):
             cuda = _CUDA_IN_TAG.search(image)
@@ -384,7 +384,7 @@ def cuda_evidence(
     pin: Framework,
     inventory: Inventory,
     index: tuple[str, str] | None,
-    catalog: Catalog,
+    releases: Releases,
     found: Collected | None = None,
 ) -> tuple[str, str] | None:
     """(CUDA, why) the framework's pin says, or None when it says nothing."""
@@ -402,7 +402,7 @@ def cuda_evidence(
     if pin.installer == "pip" and flavour in (None, "gpu") and hinted:
         return hinted
     if pin.installer == "pip" and flavour in (None, "gpu"):
-        release = catalog.framework_release(framework, version)
+        release = releases.release(framework, version)
         if release and release.pypi_cuda:
             return (
                 release.pypi_cuda,

@@ -10,8 +10,8 @@ import re
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envkit.catalog import Catalog
 from envkit.init.adopted import AdoptError, Collected, shown_item
+from envkit.init.releases import Releases
 
 __all__ = ["choose_python", "python_statement", "stated_python"]
 
@@ -23,13 +23,13 @@ _PYTHONS = tuple(f"3.{m}" for m in range(6, 15))
 def choose_python(
     found: Collected,
     versions: dict[str, str],
-    catalog: Catalog,
+    releases: Releases,
     image_python: str | None,
     how: dict[str, str],
 ) -> str:
     allowed = set(_PYTHONS)
     for framework, version in versions.items():
-        release = catalog.framework_release(framework, version)
+        release = releases.release(framework, version)
         if release is not None:
             allowed &= set(release.python)
     stated, where = python_statement(found, image_python)

@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from envkit.catalog import Catalog
-from envkit.catalog.ngc import ngc_pytorch
 from envkit.init.adopted import AdoptError, Collected, shown_item
 from envkit.init.detect import ImageFacts
+from envkit.init.releases import Releases
 
 __all__ = [
     "buildable_cudas",
@@ -42,13 +41,13 @@ _OWNER = {
 
 
 def buildable_cudas(
-    catalog: Catalog, versions: Mapping[str, str], base_image: str | None = None
+    releases: Releases, versions: Mapping[str, str], base_image: str | None = None
 ) -> list[str]:
     """The CUDA flavours (``cpu`` first) every framework release of the spec has a wheel for and
     envkit has an image for: what a hint may offer. No frameworks: the CUDAs with a runtime image."""
-    choices = ["cpu", *(c for c in catalog.cuda_versions() if base_image or catalog.runtime_image(c))]
+    choices = ["cpu", *(c for c in releases.cuda_versions if base_image or releases.has_runtime_image(c))]
     for framework, version in versions.items():
-        release = catalog.framework_release(framework, version)
+        release = releases.release(framework, version)
         if release is not None:
             choices = [c for c in choices if release.wheel_for(c) is not None]
     return choices
@@ -90,7 +89,7 @@ def refuse_image_framework(found: Collected, image: ImageFacts, base_image: str)
         if image.framework == "torch"
         else "paddlepaddle/paddle:3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5"
     )
-    ngc = ngc_pytorch(base_image)
+    ngc = image.ngc
     if ngc is not None:
         line = (
             f"pip install torch=={ngc.release_line}.*" if ngc.release_line else "pip install torch==VERSION"

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from envkit.adopt import AdoptOptions, plan
 from envkit.catalog import load_catalog
-from envkit.init.adopt import Adoption, plan_adoption
+from envkit.init.adopt import Adoption
 from envkit.init.from_source import read_source
 
 PADDLE_CU126 = "https://www.paddlepaddle.org.cn/packages/stable/cu126/"
@@ -19,7 +20,7 @@ def adopt(
     path = tmp_path / name
     path.write_text(text)
     found, _ = read_source(str(path))
-    return plan_adoption(found, load_catalog(), cuda=cuda, python=python)
+    return plan(found, load_catalog(), AdoptOptions(cuda=cuda, python=python))
 
 
 @pytest.mark.parametrize(
