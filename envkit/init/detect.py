@@ -96,7 +96,9 @@ _OWN_BUILD = (
         "paddlepaddle/paddle without a release tag",
     ),
 )
-_CUDA_TAG = re.compile(r"(?:^|/)cuda:(\d+\.\d+)")
+# a `cuda` repository's tag: its CUDA is the first X.Y whose minor is not zero-padded (CUDA writes
+# 12.4, never 12.04; `22.04` in a mirror's `cuda:22.04_12.2` is Ubuntu's release, not CUDA's)
+_CUDA_TAG = re.compile(r"(?:^|/)cuda:(?:[^@]*?[^\d.])?(\d+\.(?:0|[1-9]\d?))(?![\d])")
 _PYTHON_TAG = re.compile(r"(?:^|/)python:(3\.\d+)")
 
 

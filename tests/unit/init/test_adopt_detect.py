@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from envkit.adopt import AdoptOptions, plan
+from envkit.adopt.releases import read_releases
 from envkit.catalog import load_catalog
 from envkit.init.adopt import Adoption
+from envkit.init.detect import image_facts
 from envkit.init.from_source import read_source
 
 PADDLE_CU126 = "https://www.paddlepaddle.org.cn/packages/stable/cu126/"
@@ -100,3 +102,20 @@ def test_dockerfile_reads_requirements_from_its_build_context(tmp_path: Path) ->
     a = adopt(tmp_path, "Dockerfile", text)
     assert a.pins["pip"] == ("six==1.16.0", "scipy>=1.10")
     assert any(x.item == "-r /etc/passwd" and "absolute path" in x.why for x in a.lost)
+
+
+@pytest.mark.parametrize(
+    ("image", "cuda"),
+    [
+        ("nvidia/cuda:12.2.2-cudnn8-devel-ubuntu22.04", "12.2"),
+        ("nvcr.io/nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04", "11.8"),
+        ("nvidia/cuda:10.0-cudnn7-devel", "10.0"),
+        # a mirror's `cuda` repository (tests/corpus/init/dockerfile/dockercuda-private-cuda122-unpinned
+        # .Dockerfile): 22.04 is Ubuntu's release, and CUDA never writes a zero-padded minor
+        ("registry.cn-shanghai.aliyuncs.com/cxp_rep1/cuda:22.04_12.2", "12.2"),
+        ("registry.example/team/cuda:ubuntu20.04-11.3", "11.3"),
+        ("nvidia/cuda:latest", None),
+    ],
+)
+def test_the_cuda_of_a_cuda_images_tag_is_never_the_ubuntu_release(image: str, cuda: str | None) -> None:
+    assert image_facts(image, read_releases(load_catalog(), image)).cuda == cuda
