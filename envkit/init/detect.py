@@ -430,6 +430,8 @@ ASK = "ask"
 """The CUDA the source asks for without naming it: envkit refuses with the choices, never assumes cpu."""
 _PLUMBING = ("pytorch-cuda", "cudatoolkit", "cuda-version", "cuda-runtime", "cuda-toolkit", "cuda-cudart")
 _SINGLE_CUDA = re.compile(r"^(?:==?)?\s*(\d+)\.(\d+)(?:\.\d+)*(?:\.\*|\*)?(?:[= \t].*)?\Z")
+# the soumith/pytorch channels' feature packages of 2017-2018 (cuda80, cuda90, cuda92, cuda100): a CUDA
+_LEGACY_CUDA = re.compile(r"cuda([7-9]|10)(\d)")
 
 
 def plumbing_cuda(found: Collected) -> tuple[str | None, str]:
@@ -449,6 +451,13 @@ def plumbing_cuda(found: Collected) -> tuple[str | None, str]:
         if single:
             return f"{int(single[1])}.{single[2]}", f"{pin.spec} ({pin.where})"
         return None, f"{pin.spec} ({pin.where}) asks for a CUDA build but names no single CUDA version"
+    for pin in found.conda:
+        legacy = _LEGACY_CUDA.fullmatch(pin.name)
+        if legacy:
+            return (
+                f"{int(legacy[1])}.{legacy[2]}",
+                f"{pin.spec} ({pin.where}), the channel's CUDA feature package",
+            )
     for name in ("pytorch-gpu",):
         if name in pins:
             return None, f"{pins[name].spec} ({pins[name].where}) is a CUDA build that names no CUDA version"

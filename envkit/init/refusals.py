@@ -119,21 +119,29 @@ def refuse_unread_environment(found: Collected, versions: Mapping[str, str], ima
     if versions or not found.unread:
         return
     named = _FRAMEWORK_WORD.search(" ".join(u for u, _ in found.index_urls + found.extra_urls))
+    channel = next((c for c in found.channels if _FRAMEWORK_WORD.search(c)), None)  # conda's `pytorch`
+    built_on = next(
+        (pin.spec for pins in (found.pip, found.conda) for pin in pins if _FRAMEWORK_WORD.search(pin.name)),
+        None,
+    )  # torch-geometric, torchvision, paddleocr: a package that needs the framework
     scripted = next(((w, x) for w, x in found.unread if _FRAMEWORK_WORD.search(x)), None)
-    if image_cuda in (None, "cpu") and not named and scripted is None:
+    if image_cuda in (None, "cpu") and not named and scripted is None and not (channel and built_on):
         return
     where, what = scripted or found.unread[0]
     why = (
         f"the environment of this CUDA {image_cuda} image is installed from"
         if image_cuda not in (None, "cpu")
+        else f"a framework is installed (the {channel} channel is named, and {shown_item(built_on)} "
+        "is built on it) from"
+        if channel and built_on and not named and scripted is None
         else "a framework is installed (a framework's index is named, or a script installs it) from"
     )
     raise AdoptError(
         f"{where}: {shown_item(what)}: {why} "
-        "a file envkit did not read, and the Dockerfile itself names no framework; nothing was written "
+        "a file envkit did not read, and the source itself names no framework; nothing was written "
         "(a spec without the framework would build a different environment)",
         hint="run envkit init --from on that file (requirements.txt, environment.yml, uv.lock, "
-        "poetry.lock), or pin the framework in the Dockerfile",
+        "poetry.lock), or pin the framework in the source",
     )
 
 

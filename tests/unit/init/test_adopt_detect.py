@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from envkit.adopt import AdoptOptions, plan
 from envkit.adopt.releases import read_releases
 from envkit.catalog import load_catalog
 from envkit.init.adopt import Adoption
+from envkit.init.adopted import AdoptError
 from envkit.init.detect import image_facts
 from envkit.init.from_source import read_source
 
@@ -119,3 +121,37 @@ def test_dockerfile_reads_requirements_from_its_build_context(tmp_path: Path) ->
 )
 def test_the_cuda_of_a_cuda_images_tag_is_never_the_ubuntu_release(image: str, cuda: str | None) -> None:
     assert image_facts(image, read_releases(load_catalog(), image)).cuda == cuda
+
+
+CORPUS_ENV = Path(__file__).resolve().parents[2] / "corpus" / "init" / "environment-yml"
+
+
+@pytest.mark.parametrize(
+    ("feature", "cuda"), [("cuda80", "8.0"), ("cuda92", "9.2"), ("cuda100", "10.0"), ("cuda75", "7.5")]
+)
+def test_a_legacy_cuda_feature_package_is_the_stacks_cuda(tmp_path: Path, feature: str, cuda: str) -> None:
+    """The soumith/pytorch channels' `cudaNN` packages (tests/corpus/init/environment-yml/
+    gpytorch-environment_cuda.yml) name the CUDA: no torch spec on cpu is written (was torch 2.8.0, cpu)."""
+    text = f"name: g\nchannels:\n  - soumith\ndependencies:\n  - pytorch>=0.2.0\n  - {feature}\n"
+    with pytest.raises(AdoptError, match=f"wheels for CUDA {re.escape(cuda)}"):
+        adopt(tmp_path, "environment.yml", text)
+    pinned = f"name: g\nchannels:\n  - pytorch\ndependencies:\n  - pytorch=0.4.1\n  - {feature}\n"
+    (tmp_path / "p").mkdir()
+    with pytest.raises(AdoptError):  # a release older than the catalog's: never a cpu spec
+        adopt(tmp_path / "p", "environment.yml", pinned)
+
+
+def test_an_unread_file_beside_a_package_built_on_the_framework_is_refused(tmp_path: Path) -> None:
+    """tests/corpus/init/environment-yml/pathml-environment_cuda.yml: the pytorch channel, torch-geometric
+    pinned, torch in an unread `-r requirements_cuda.txt`: was "no framework, cpu" with exit 0."""
+    found, _ = read_source(str(CORPUS_ENV / "pathml-environment_cuda.yml"))
+    with pytest.raises(AdoptError, match=r"torch-geometric==2\.3\.1 is built on it"):
+        plan(found, load_catalog())
+    body = "dependencies:\n  - python=3.10\n  - pip:\n    - -r more.txt\n    - torchvision\n"
+    text = "channels:\n  - pytorch\n" + body
+    with pytest.raises(AdoptError, match=r"more\.txt"):
+        adopt(tmp_path, "environment.yml", text)
+    # without the framework's channel a package named like it is not enough: adopted without one
+    plain = "channels:\n  - conda-forge\n" + body
+    (tmp_path / "x").mkdir()
+    assert "torch" not in adopt(tmp_path / "x", "environment.yml", plain).detected
