@@ -250,6 +250,8 @@ def detect_frameworks(found: Collected) -> dict[str, Framework]:
             partial = rest.startswith("=") and not rest.startswith("==") and not pin.build
             # conda's `pytorch=2.0` is 2.0.* (the newest 2.0.x), not a release "2.0"
             constraint = rest if partial and pin.version.count(".") < 2 else (pin.version or rest)
+            if pin.build and not pin.version:  # `pytorch=*=*cuda*`, `pytorch[build=*cuda*]`: any release
+                constraint = ""
             ranged = not constraint or (constraint[:1] in "<>~!" and " " not in constraint)
             if (
                 pin.name == "pytorch"

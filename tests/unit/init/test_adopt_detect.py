@@ -155,3 +155,14 @@ def test_an_unread_file_beside_a_package_built_on_the_framework_is_refused(tmp_p
     plain = "channels:\n  - conda-forge\n" + body
     (tmp_path / "x").mkdir()
     assert "torch" not in adopt(tmp_path / "x", "environment.yml", plain).detected
+
+
+@pytest.mark.parametrize("spec", ["pytorch=*=*cuda*", "pytorch * *cuda*", "pytorch==*=*cuda*"])
+def test_any_version_of_a_conda_build_is_any_release(tmp_path: Path, spec: str) -> None:
+    """`pytorch=*=*cuda*` (tests/corpus/init/environment-yml/cellstream-environment_cuda.yml) is any
+    release of a CUDA build: it was refused as an unreadable constraint '=*=*cuda*'."""
+    text = f'channels:\n  - pytorch\n  - nvidia\ndependencies:\n  - python=3.10\n  - "{spec}"\n'
+    a = adopt(tmp_path, "environment.yml", text + "  - pytorch-cuda=11.8\n")
+    assert (a.detected["torch"], a.detected["cuda"], a.detected["python"]) == ("2.5.1", "11.8", "3.10")
+    found, _ = read_source(str(CORPUS_ENV / "cellstream-environment_cuda.yml"))
+    assert plan(found, load_catalog()).detected["torch"] == "2.5.1"
