@@ -47,6 +47,7 @@ from envkit.init.python_of import choose_python, stated_python
 from envkit.init.refusals import (
     buildable_cudas,
     refuse_ask_cuda,
+    refuse_empty,
     refuse_image_framework,
     refuse_lost_frameworks,
     refuse_old_release,
@@ -113,6 +114,7 @@ def plan_adoption(
     :func:`envkit.adopt.releases.read_releases`) and validated by ``check`` (:func:`spec_check`);
     :class:`AdoptError` when no spec envkit validates fits it."""
     found = replace(found, lost=list(found.lost), notes=list(found.notes))  # the caller's stays as read
+    refuse_empty(found)
     how: dict[str, str] = {}
     base_image = _base_image(found)
     image = image_facts(base_image, releases)

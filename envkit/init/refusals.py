@@ -19,6 +19,7 @@ from envkit.init.releases import Releases
 __all__ = [
     "buildable_cudas",
     "refuse_ask_cuda",
+    "refuse_empty",
     "refuse_image_framework",
     "refuse_lost_frameworks",
     "refuse_old_release",
@@ -142,6 +143,19 @@ def refuse_unread_environment(found: Collected, versions: Mapping[str, str], ima
         "(a spec without the framework would build a different environment)",
         hint="run envkit init --from on that file (requirements.txt, environment.yml, uv.lock, "
         "poetry.lock), or pin the framework in the source",
+    )
+
+
+def refuse_empty(found: Collected) -> None:
+    """A source that installs nothing (a requirements file of comments, an index line alone): no spec
+    follows from it, and an empty CPU spec would say the team's environment is empty."""
+    content = (found.conda, found.pip, found.base_image, found.unread, found.lost, found.torch_hints)
+    if any(content) or found.python or found.cuda_requirement:
+        return
+    raise AdoptError(
+        f"{found.origin}: the source installs nothing (no requirement, package or base image; comments "
+        "are not read); nothing was written",
+        hint="adopt the file that installs the environment, or write the spec with `envkit init --framework`",
     )
 
 

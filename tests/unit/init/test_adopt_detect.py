@@ -166,3 +166,27 @@ def test_any_version_of_a_conda_build_is_any_release(tmp_path: Path, spec: str) 
     assert (a.detected["torch"], a.detected["cuda"], a.detected["python"]) == ("2.5.1", "11.8", "3.10")
     found, _ = read_source(str(CORPUS_ENV / "cellstream-environment_cuda.yml"))
     assert plan(found, load_catalog()).detected["torch"] == "2.5.1"
+
+
+CORPUS_REQ = CORPUS_ENV.parent / "requirements"
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("requirements-cuda.txt", (CORPUS_REQ / "lstm-pm25-requirements-cuda.txt").read_text("utf-8")),
+        ("requirements-cuda.txt", (CORPUS_REQ / "video-generation-requirements-cuda.txt").read_text("utf-8")),
+        ("requirements.txt", "--index-url https://download.pytorch.org/whl/cu126\n"),
+        ("requirements.txt", "\n\n# torch==2.5.1\n"),
+        ("environment.yml", "name: empty\nchannels:\n  - conda-forge\ndependencies: []\n"),
+    ],
+)
+def test_a_source_that_installs_nothing_is_refused(tmp_path: Path, name: str, text: str) -> None:
+    """Two real requirements-cuda.txt of comments only were adopted as an empty cpu spec, exit 0."""
+    with pytest.raises(AdoptError, match="installs nothing"):
+        adopt(tmp_path, name, text)
+
+
+def test_a_source_that_states_only_python_is_still_adopted(tmp_path: Path) -> None:
+    a = adopt(tmp_path, "environment.yml", "name: p\ndependencies:\n  - python=3.12\n")
+    assert (a.detected["python"], a.detected["cuda"]) == ("3.12", "cpu")
