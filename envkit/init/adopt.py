@@ -51,6 +51,7 @@ from envkit.init.refusals import (
     refuse_image_framework,
     refuse_lost_frameworks,
     refuse_old_release,
+    refuse_torch_brought_in,
     refuse_unread_environment,
 )
 from envkit.init.releases import Releases
@@ -127,6 +128,7 @@ def plan_adoption(
         frameworks, releases, how, found, cuda=wanted_cuda, python=wanted_python, chosen=bool(cuda or python)
     )
     refuse_lost_frameworks(found, versions)
+    refuse_torch_brought_in(found, versions)
     refuse_unread_environment(found, versions, image.cuda)
     image_cuda, image_python = image.cuda, image.python
     chosen_cuda = cuda or _cuda(found, frameworks, versions, releases, image_cuda, how)

@@ -23,6 +23,7 @@ __all__ = [
     "refuse_image_framework",
     "refuse_lost_frameworks",
     "refuse_old_release",
+    "refuse_torch_brought_in",
     "refuse_unread_environment",
 ]
 
@@ -70,6 +71,26 @@ def refuse_lost_frameworks(found: Collected, versions: Mapping[str, str]) -> Non
             f"(e.g. {'torch==2.5.1' if framework == 'torch' else 'paddlepaddle-gpu==2.6.2'}), "
             "or remove the line to adopt the environment without it",
         )
+
+
+# packages each of whose releases requires one exact torch release, a CUDA build from PyPI
+_BRINGS_TORCH = frozenset({"vllm", "sglang", "xformers"})
+
+
+def refuse_torch_brought_in(found: Collected, versions: Mapping[str, str]) -> None:
+    """No framework pinned, but a package that pins its own torch (vllm, sglang, xformers): the spec
+    would say "no framework, cpu" of a CUDA torch stack. A refusal naming the package."""
+    if versions:
+        return
+    pin = next((p for p in found.pip if p.name in _BRINGS_TORCH), None)
+    if pin is None:
+        return
+    raise AdoptError(
+        f"{pin.where}: {shown_item(pin.spec)}: {pin.name} requires one exact torch release (a CUDA build) "
+        "that the source does not name; a spec without it would say 'no framework, cpu'; nothing was written",
+        hint=f"pin the torch release your {pin.name} requires (`pip show {pin.name}` lists it) in the source "
+        "or adopt the environment's `pip freeze`",
+    )
 
 
 def refuse_old_release(framework: str, version: str, oldest: str, where: str, python: str) -> AdoptError:

@@ -190,3 +190,22 @@ def test_a_source_that_installs_nothing_is_refused(tmp_path: Path, name: str, te
 def test_a_source_that_states_only_python_is_still_adopted(tmp_path: Path) -> None:
     a = adopt(tmp_path, "environment.yml", "name: p\ndependencies:\n  - python=3.12\n")
     assert (a.detected["python"], a.detected["cuda"]) == ("3.12", "cpu")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        (CORPUS_REQ / "ai-chamber-vllm-requirements-cuda.txt").read_text("utf-8"),
+        "xformers==0.0.28.post3\nnumpy\n",
+        "fastapi\nsglang[all]==0.4.1\n",
+    ],
+)
+def test_a_package_that_pins_its_own_torch_is_not_adopted_as_cpu(tmp_path: Path, text: str) -> None:
+    """AMRPH/ai-chamber's requirements-cuda.txt (vllm==0.29.0 alone) was "no framework, cpu", exit 0."""
+    with pytest.raises(AdoptError, match="requires one exact torch release"):
+        adopt(tmp_path, "requirements.txt", text)
+
+
+def test_a_package_that_pins_torch_beside_a_torch_pin_is_adopted(tmp_path: Path) -> None:
+    a = adopt(tmp_path, "requirements.txt", "torch==2.5.1\nxformers==0.0.28.post3\n")
+    assert a.detected["torch"] == "2.5.1"
