@@ -209,3 +209,36 @@ def test_a_package_that_pins_its_own_torch_is_not_adopted_as_cpu(tmp_path: Path,
 def test_a_package_that_pins_torch_beside_a_torch_pin_is_adopted(tmp_path: Path) -> None:
     a = adopt(tmp_path, "requirements.txt", "torch==2.5.1\nxformers==0.0.28.post3\n")
     assert a.detected["torch"] == "2.5.1"
+
+
+CORPUS_DOCKER = CORPUS_ENV.parent / "dockerfile"
+_BUILD = (
+    "FROM nvidia/cuda:12.8.0-cudnn-devel-ubuntu22.04 AS build\n"
+    "RUN apt-get update && apt-get install -y python3 python3-pip python3-venv\n"
+    "RUN python3 -m venv {venv}\nENV PATH={venv}/bin:$PATH\n"
+    "RUN pip install torch==2.7.0 --index-url https://download.pytorch.org/whl/cu128\n"
+    "FROM nvidia/cuda:12.8.0-cudnn-runtime-ubuntu22.04\nRUN apt-get update && apt-get install -y python3\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("venv", "copy"),
+    [
+        ("/opt/venv", "COPY --from=build /opt/venv /opt/venv"),
+        ("/opt/venv", "COPY --chown=1000:1000 --from=build /opt/venv/ /opt/venv"),
+        ("/srv/py", "COPY --from=build /srv/py /srv/py"),  # on the build stage's PATH
+    ],
+)
+def test_a_venv_copied_from_a_build_stage_is_the_final_images(tmp_path: Path, venv: str, copy: str) -> None:
+    """BenediktBeigang/Master-Thesis-spt's Dockerfile.cuda installs torch 2.7.0 (cu128) into /opt/venv in
+    its build stage and copies the venv into the runtime stage: it was refused as losing torch."""
+    a = adopt(tmp_path, "Dockerfile", _BUILD.format(venv=venv) + copy + "\n")
+    assert (a.detected["torch"], a.detected["cuda"]) == ("2.7.0", "12.8")
+    found, _ = read_source(str(CORPUS_DOCKER / "master-thesis-spt-arg-torch270-cu128.Dockerfile"))
+    assert plan(found, load_catalog()).detected["torch"] == "2.7.0"
+
+
+def test_application_files_copied_from_a_build_stage_do_not_carry_its_framework(tmp_path: Path) -> None:
+    text = _BUILD.format(venv="/opt/venv") + "COPY --from=build /app/dist /app\n"
+    with pytest.raises(AdoptError, match="copied in with COPY --from"):
+        adopt(tmp_path, "Dockerfile", text)
