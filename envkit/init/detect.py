@@ -27,6 +27,7 @@ from envkit.catalog.ngc import NgcImage
 from envkit.drift.facts import FACTS
 from envkit.errors import InventoryError
 from envkit.init.adopted import Collected
+from envkit.init.python_of import minor_in
 from envkit.init.releases import Releases
 from envkit.inventory._collect import Collector
 from envkit.inventory.models import Inventory
@@ -339,7 +340,7 @@ def _has_python(release: FrameworkRelease, python: str) -> bool:
         spec = SpecifierSet(python.replace(" ", ""))
     except InvalidSpecifier:
         return True
-    return any(spec.contains(f"{p}.0") for p in release.python)
+    return any(minor_in(spec, p) for p in release.python)
 
 
 def older_than_catalog(releases: tuple[FrameworkRelease, ...], version: str) -> str | None:

@@ -242,3 +242,20 @@ def test_application_files_copied_from_a_build_stage_do_not_carry_its_framework(
     text = _BUILD.format(venv="/opt/venv") + "COPY --from=build /app/dist /app\n"
     with pytest.raises(AdoptError, match="copied in with COPY --from"):
         adopt(tmp_path, "Dockerfile", text)
+
+
+@pytest.mark.parametrize(
+    ("stated", "python"),
+    [(">=3.14.6,<3.15", "3.14"), (">=3.10.4,<3.11", "3.10"), ("~=3.11.2", "3.11"), (">3.12.0,<3.13", "3.12")],
+)
+def test_a_python_range_with_a_patch_bound_keeps_its_minor(tmp_path: Path, stated: str, python: str) -> None:
+    """001Aashish/ml-learning-project's pixi.toml (python >=3.14.6,<3.15) was refused: 'no Python in
+    that range', as only x.y.0 was tried."""
+    a = adopt(tmp_path, "environment.yml", f'name: p\ndependencies:\n  - "python{stated}"\n  - numpy\n')
+    assert a.detected["python"] == python
+
+
+def test_a_ranged_torch_is_resolved_within_a_python_range_with_a_patch_bound(tmp_path: Path) -> None:
+    text = 'name: p\ndependencies:\n  - "python>=3.10.4,<3.11"\n  - pytorch>=2.4,<2.6\n  - cpuonly\n'
+    a = adopt(tmp_path, "environment.yml", text)
+    assert (a.detected["python"], a.detected["torch"]) == ("3.10", "2.5.1")
