@@ -96,6 +96,13 @@ _OWN_BUILD = (
         "paddle",
         "paddlepaddle/paddle without a release tag",
     ),
+    (  # Paddle's application images (paddleocr-vl, paddlenlp, ...): they bring paddle, the tag no release
+        re.compile(
+            r"(?:^|/)paddlepaddle/(?!paddle(?:[:@]|\Z))[\w.-]+(?::(?![^@]*paddle(?:paddle)?-?\d)[^@]*)?(?:@|\Z)"
+        ),
+        "paddle",
+        "a Paddle application image whose tag names no paddle release",
+    ),
 )
 # a `cuda` repository's tag: its CUDA is the first X.Y whose minor is not zero-padded (CUDA writes
 # 12.4, never 12.04; `22.04` in a mirror's `cuda:22.04_12.2` is Ubuntu's release, not CUDA's)

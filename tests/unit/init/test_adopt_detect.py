@@ -259,3 +259,24 @@ def test_a_ranged_torch_is_resolved_within_a_python_range_with_a_patch_bound(tmp
     text = 'name: p\ndependencies:\n  - "python>=3.10.4,<3.11"\n  - pytorch>=2.4,<2.6\n  - cpuonly\n'
     a = adopt(tmp_path, "environment.yml", text)
     assert (a.detected["python"], a.detected["torch"]) == ("3.10", "2.5.1")
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "ccr-2vdh3abv-pub.cnc.bj.baidubce.com/paddlepaddle/paddleocr-vl:latest-gpu-sm120-offline",
+        "paddlepaddle/paddleocr-vl:latest",
+        "registry.example/paddlepaddle/paddlenlp",
+    ],
+)
+def test_a_paddle_application_image_without_a_release_is_refused(tmp_path: Path, image: str) -> None:
+    """CreativeAcademyIndonesia/padddle-vl-ocr's Dockerfile (FROM .../paddlepaddle/paddleocr-vl:latest-gpu)
+    was adopted as 'no framework, cpu' with exit 0."""
+    text = f"FROM {image}\nRUN pip install --no-cache-dir fastapi uvicorn\n"
+    with pytest.raises(AdoptError, match="Paddle application image"):
+        adopt(tmp_path, "Dockerfile", text)
+
+
+def test_a_paddle_image_whose_tag_names_the_release_is_still_read(tmp_path: Path) -> None:
+    text = "FROM paddlepaddle/paddle:2.6.1-gpu-cuda12.0-cudnn8.9-trt8.6\nRUN pip install fastapi\n"
+    assert adopt(tmp_path, "Dockerfile", text).detected["paddle"] == "2.6.1"
