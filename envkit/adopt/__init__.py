@@ -15,15 +15,16 @@ from pathlib import Path
 from envkit._io import read_text_bounded
 from envkit.adopt.accelerators import refuse_other_accelerators
 from envkit.adopt.nightly import refuse_nightly
+from envkit.adopt.releases import read_releases
 from envkit.adopt.sources import is_pixi_manifest, read_pixi_manifest
 from envkit.catalog import Catalog, load_catalog
-from envkit.init.adopt import Adoption, plan_adoption, write_adoption
+from envkit.init.adopt import Adoption, plan_adoption, spec_check, write_adoption
 from envkit.init.adopted import AdoptError, Collected
 from envkit.init.from_requirements import MAX_TEXT_BYTES
 from envkit.init.from_source import ImageReader, read_source
 from envkit.inventory.models import Inventory
 
-__all__ = ["AdoptOptions", "Adopted", "adopt", "read_evidence"]
+__all__ = ["AdoptOptions", "Adopted", "adopt", "plan", "read_evidence"]
 
 
 @dataclass(frozen=True)
@@ -81,12 +82,20 @@ def adopt(
     options = options or AdoptOptions()
     catalog = catalog if catalog is not None else load_catalog()
     found, inventory = read_evidence(source, options)
-    adoption = plan_adoption(
+    adoption = plan(found, catalog, options)
+    return Adopted(adoption, write_adoption(root, adoption), inventory)
+
+
+def plan(found: Collected, catalog: Catalog, options: AdoptOptions | None = None) -> Adoption:
+    """The adoption of what a source said: the catalog asked once (:func:`read_releases`), the plan
+    made with those answers, the spec validated as ``envkit validate`` does."""
+    options = options or AdoptOptions()
+    return plan_adoption(
         found,
-        catalog,
+        read_releases(catalog, found.base_image),
+        spec_check(catalog),
         name=options.name,
         cuda=options.cuda,
         python=options.python,
         keep_defaults=options.keep_defaults,
     )
-    return Adopted(adoption, write_adoption(root, adoption), inventory)

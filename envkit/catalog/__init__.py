@@ -52,7 +52,9 @@ __all__ = [
     "OsLibraries",
     "OsLibrary",
     "Wheel",
+    "impossible_in",
     "load_catalog",
+    "requested_wheel_in",
 ]
 
 _MODELS = frozenset(
@@ -136,50 +138,18 @@ class Catalog:
         return [r.version for r in family.releases] if family else []
 
     def impossible(self, framework: str, version: str, cuda: str, python: str) -> str | None:
-        """Why no wheel of a release the catalog does not know can exist for this CUDA and Python, or
-        None. A release older than the catalog's oldest cannot support a newer Python or CUDA than
-        that oldest release does (support is added in new releases, never backported)."""
+        """Why no wheel of a release the catalog does not know can exist (see :func:`impossible_in`)."""
         family = self.frameworks.get(framework)
-        if family is None or not family.releases or self.framework_release(framework, version):
-            return None
-        try:
-            oldest = min(family.releases, key=lambda r: Version(r.version))
-            if Version(version) >= Version(oldest.version):
-                return None
-            newest_python = max(oldest.python, key=Version)
-            if Version(python) > Version(newest_python):
-                return (
-                    f"{framework} {version} is older than {framework} {oldest.version}, "
-                    f"whose newest Python is "
-                    f"{newest_python}: no {framework} {version} wheel for Python {python} exists"
-                )
-            cudas = [w.cuda for w in oldest.wheels if w.cuda != "cpu"]
-            if cuda != "cpu" and cudas and Version(cuda) > max(Version(c) for c in cudas):
-                return (
-                    f"{framework} {version} is older than {framework} {oldest.version}, whose newest CUDA is "
-                    f"{max(cudas, key=Version)}: no {framework} {version} wheel for CUDA {cuda} exists"
-                )
-        except InvalidVersion:
-            return None
-        return None
+        return impossible_in(framework, family.releases if family else (), version, cuda, python)
 
     def wheel(self, framework: str, version: str, cuda: str) -> Wheel | None:
         release = self.framework_release(framework, version)
         return release.wheel_for(cuda) if release else None
 
     def requested_wheel(self, framework: str, version: str, cuda: str) -> Wheel | None:
-        """The catalog's wheel; for a release it does not know, the wheel its newest release with
-        this CUDA flavour names, with the version replaced (the lock then says whether it exists)."""
+        """The catalog's wheel, or a template of it (see :func:`requested_wheel_in`)."""
         family = self.frameworks.get(framework)
-        release = self.framework_release(framework, version)
-        if release is not None or family is None:
-            return release.wheel_for(cuda) if release else None
-        for known in reversed(family.releases):
-            template = known.wheel_for(cuda)
-            if template is not None and template.pip_version.startswith(known.version):
-                pip_version = version + template.pip_version.removeprefix(known.version)
-                return template.model_copy(update={"pip_version": pip_version, "index_only": False})
-        return None
+        return requested_wheel_in(family.releases, version, cuda) if family else None
 
     # -- base images --------------------------------------------------------
     def base_image(self, ref: str) -> BaseImage | None:
@@ -231,6 +201,52 @@ class Catalog:
     def known_bad_hits(self, versions: dict[str, str]) -> list[KnownBadRule]:
         """Rules whose every condition matches ``versions`` (normalized name -> version)."""
         return known_bad_hits(self.known_bad, versions)
+
+
+def impossible_in(
+    framework: str, releases: tuple[FrameworkRelease, ...], version: str, cuda: str, python: str
+) -> str | None:
+    """Why no wheel of a release that ``releases`` (one framework's, as the catalog lists them) do
+    not hold can exist for this CUDA and Python, or None. A release older than the oldest cannot
+    support a newer Python or CUDA than that oldest release does (support is added in new releases,
+    never backported)."""
+    if not releases or any(r.version == version for r in releases):
+        return None
+    try:
+        oldest = min(releases, key=lambda r: Version(r.version))
+        if Version(version) >= Version(oldest.version):
+            return None
+        newest_python = max(oldest.python, key=Version)
+        if Version(python) > Version(newest_python):
+            return (
+                f"{framework} {version} is older than {framework} {oldest.version}, "
+                f"whose newest Python is "
+                f"{newest_python}: no {framework} {version} wheel for Python {python} exists"
+            )
+        cudas = [w.cuda for w in oldest.wheels if w.cuda != "cpu"]
+        if cuda != "cpu" and cudas and Version(cuda) > max(Version(c) for c in cudas):
+            return (
+                f"{framework} {version} is older than {framework} {oldest.version}, whose newest CUDA is "
+                f"{max(cudas, key=Version)}: no {framework} {version} wheel for CUDA {cuda} exists"
+            )
+    except InvalidVersion:
+        return None
+    return None
+
+
+def requested_wheel_in(releases: tuple[FrameworkRelease, ...], version: str, cuda: str) -> Wheel | None:
+    """The wheel of ``version`` for ``cuda`` among one framework's ``releases``; for a release they
+    do not hold, the wheel the newest release with this CUDA flavour names, with the version
+    replaced (the lock then says whether it exists)."""
+    release = next((r for r in releases if r.version == version), None)
+    if release is not None:
+        return release.wheel_for(cuda)
+    for known in reversed(releases):
+        template = known.wheel_for(cuda)
+        if template is not None and template.pip_version.startswith(known.version):
+            pip_version = version + template.pip_version.removeprefix(known.version)
+            return template.model_copy(update={"pip_version": pip_version, "index_only": False})
+    return None
 
 
 def _version_key(text: str) -> tuple[int, ...]:

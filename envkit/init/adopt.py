@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -46,17 +47,23 @@ from envkit.init.python_of import choose_python, stated_python
 from envkit.init.refusals import (
     buildable_cudas,
     refuse_ask_cuda,
+    refuse_empty,
     refuse_image_framework,
     refuse_lost_frameworks,
     refuse_old_release,
+    refuse_torch_brought_in,
     refuse_unread_environment,
 )
+from envkit.init.releases import Releases
 from envkit.init.spec_text import render
 from envkit.spec.load import SPEC_DIR, load_spec
 from envkit.spec.missing_image import deleted_image, removed_cudas
 from envkit.spec.models import NAME_RE, Spec
 
-__all__ = ["Adoption", "plan_adoption", "write_adoption"]
+__all__ = ["Adoption", "SpecCheck", "plan_adoption", "spec_check", "write_adoption"]
+
+SpecCheck = Callable[[str, str, str], "tuple[Spec, tuple[str, ...]]"]
+"""``envkit validate`` of a spec text: (name, text, source) -> (the spec, its warnings)."""
 
 
 @dataclass(frozen=True)
@@ -96,30 +103,35 @@ class Adoption:
 
 def plan_adoption(
     found: Collected,
-    catalog: Catalog,
+    releases: Releases,
+    check: SpecCheck,
     *,
     name: str | None = None,
     cuda: str | None = None,
     python: str | None = None,
     keep_defaults: bool = False,
 ) -> Adoption:
-    """The validated spec for ``found``; :class:`AdoptError` when no spec envkit validates fits it."""
+    """The validated spec for ``found``, planned with what the catalog said (``releases``, read once by
+    :func:`envkit.adopt.releases.read_releases`) and validated by ``check`` (:func:`spec_check`);
+    :class:`AdoptError` when no spec envkit validates fits it."""
     found = replace(found, lost=list(found.lost), notes=list(found.notes))  # the caller's stays as read
+    refuse_empty(found)
     how: dict[str, str] = {}
     base_image = _base_image(found)
-    image = image_facts(base_image, catalog)
+    image = image_facts(base_image, releases)
     frameworks = _frameworks(found, image, base_image)
     notes = list(found.notes)  # with what _frameworks read (a wheel's torch, a CPU paddle kept as a package)
     index = index_flavour(found)
     wanted_cuda = cuda or stated_cuda(found, index) or (image.cuda if image.cuda != "cpu" else None)
     wanted_python = python or stated_python(found, image.python)
     versions = _framework_versions(
-        frameworks, catalog, how, found, cuda=wanted_cuda, python=wanted_python, chosen=bool(cuda or python)
+        frameworks, releases, how, found, cuda=wanted_cuda, python=wanted_python, chosen=bool(cuda or python)
     )
     refuse_lost_frameworks(found, versions)
+    refuse_torch_brought_in(found, versions)
     refuse_unread_environment(found, versions, image.cuda)
     image_cuda, image_python = image.cuda, image.python
-    chosen_cuda = cuda or _cuda(found, frameworks, versions, catalog, image_cuda, how)
+    chosen_cuda = cuda or _cuda(found, frameworks, versions, releases, image_cuda, how)
     source = source_facts(found, frameworks, versions, cuda=None if cuda else (chosen_cuda, how), image=image)
     if cuda:
         how["cuda"] = f"--cuda {cuda}"
@@ -131,10 +143,10 @@ def plan_adoption(
             "not carried (envkit uses the catalog's image for the spec's CUDA)",
         )
         base_image = None  # its Python is still the one the source installed into: kept
-    chosen_python = python or choose_python(found, versions, catalog, image_python, how)
+    chosen_python = python or choose_python(found, versions, releases, image_python, how)
     if python:
         how["python"] = f"--python {python}"
-    _check_buildable(versions, chosen_cuda, chosen_python, catalog, base_image, how)
+    _check_buildable(versions, chosen_cuda, chosen_python, releases, base_image, how)
     foreign = bool(found.platform) and not (found.platform or "").startswith("linux-")
     decided = Decided()
     channels = decide_channels(found, decided, keep_defaults=keep_defaults)
@@ -148,9 +160,9 @@ def plan_adoption(
         cuda=chosen_cuda,
     )
     pip = decide_pip(found, decided, frameworks=set(versions))
-    mirror = decide_mirror(found, decided, catalog, frameworks=versions, cuda=chosen_cuda)
+    mirror = decide_mirror(found, decided, releases, frameworks=versions, cuda=chosen_cuda)
     for framework, version in versions.items():
-        wheel = catalog.requested_wheel(framework, version, chosen_cuda)
+        wheel = releases.requested_wheel(framework, version, chosen_cuda)
         if wheel is not None and frameworks[framework].spec != wheel.requirement:
             notes.append(
                 f"{framework}: {shown_item(frameworks[framework].spec)} ({frameworks[framework].where}) "
@@ -179,7 +191,7 @@ def plan_adoption(
         source=source,
         notes=notes,
     )
-    spec, warnings = _validate(adopted_name, text, catalog, found.origin)
+    spec, warnings = check(adopted_name, text, found.origin)
     detected = {"python": chosen_python, "cuda": chosen_cuda, **versions}
     if base_image:
         detected["base_image"] = base_image
@@ -273,7 +285,7 @@ def _base_image(found: Collected) -> str | None:
 
 def _framework_versions(
     frameworks: dict[str, Framework],
-    catalog: Catalog,
+    known: Releases,
     how: dict[str, str],
     found: Collected,
     *,
@@ -285,13 +297,12 @@ def _framework_versions(
     and Python the source pins (a range is never resolved before the pinned CUDA is consulted)."""
     versions: dict[str, str] = {}
     for framework, pin in sorted(frameworks.items()):
-        family = catalog.frameworks.get(framework)
-        releases = family.releases if family else ()
+        releases = known.releases(framework)
         version, why = release_in(releases, pin.constraint, cuda=cuda, python=python)
         if version is None and "has wheels for" in why:
             newest, _ = release_in(releases, pin.constraint)
-            choices = buildable_cudas(catalog, {framework: newest}) if newest else []
-            release = catalog.framework_release(framework, newest) if newest else None
+            choices = buildable_cudas(known, {framework: newest}) if newest else []
+            release = known.release(framework, newest) if newest else None
             raise AdoptError(
                 f"{pin.where}: {shown_item(pin.spec)}: {why}; nothing was written",
                 hint=f"pin a {framework} release that has them, or rerun with --cuda one of "
@@ -305,13 +316,9 @@ def _framework_versions(
                 hint=f"pin a {framework} release the catalog knows "
                 f"({', '.join(r.version for r in releases[-3:])}, ...), or `envkit catalog refresh`",
             )
-        oldest = (
-            older_than_catalog(releases, version)
-            if catalog.framework_release(framework, version) is None
-            else None
-        )
+        oldest = older_than_catalog(releases, version) if known.release(framework, version) is None else None
         if oldest and not chosen:  # with --cuda/--python the user chose; validate checks the bounds
-            first = catalog.framework_release(framework, oldest)
+            first = known.release(framework, oldest)
             bound = max(first.python, key=Version) if first else "3.8"
             stated = python if python and re.fullmatch(r"3\.\d+", python) else None
             fits = stated is not None and Version(stated) <= Version(bound)
@@ -327,7 +334,7 @@ def _cuda(
     found: Collected,
     frameworks: dict[str, Framework],
     versions: dict[str, str],
-    catalog: Catalog,
+    known: Releases,
     image_cuda: str | None,
     how: dict[str, str],
 ) -> str:
@@ -335,7 +342,7 @@ def _cuda(
     index = index_flavour(found)
     candidates: list[tuple[str, str]] = []
     for framework, version in sorted(versions.items(), reverse=True):  # torch's first, then paddle's
-        evidence = cuda_evidence(framework, version, frameworks[framework], inventory, index, catalog, found)
+        evidence = cuda_evidence(framework, version, frameworks[framework], inventory, index, known, found)
         if evidence is not None:
             candidates.append(evidence)
     if image_cuda:
@@ -352,7 +359,7 @@ def _cuda(
         named = next(((c, w) for c, w in candidates[1:] if c != ASK), None)
         if named is None:
             framework, version = sorted(versions.items(), reverse=True)[0]
-            raise refuse_ask_cuda(framework, version, where, buildable_cudas(catalog, versions))
+            raise refuse_ask_cuda(framework, version, where, buildable_cudas(known, versions))
         cuda, where = named
         candidates = [c for c in candidates if c[0] != ASK]
     for other, other_where in candidates[1:]:
@@ -370,18 +377,18 @@ def _check_buildable(
     versions: dict[str, str],
     cuda: str,
     python: str,
-    catalog: Catalog,
+    known: Releases,
     base_image: str | None,
     how: dict[str, str],
 ) -> None:
     """The detected CUDA and Python must be ones envkit can build: a clear refusal otherwise."""
     for framework, version in versions.items():
-        release = catalog.framework_release(framework, version)
+        release = known.release(framework, version)
         if release is None:
             continue
         # a kept base image has the spec's CUDA (one of another CUDA is dropped): it builds that one only
-        buildable = buildable_cudas(catalog, {framework: version})
-        if base_image and release.wheel_for(cuda) and catalog.cuda_release(cuda) and cuda not in buildable:
+        buildable = buildable_cudas(known, {framework: version})
+        if base_image and release.wheel_for(cuda) and known.knows_cuda(cuda) and cuda not in buildable:
             buildable.append(cuda)
         if release.wheel_for(cuda) is None or cuda not in buildable:
             raise AdoptError(
@@ -400,27 +407,27 @@ def _check_buildable(
                 hint=f"rerun with --python one of {', '.join(release.python)}",
             )
     for framework, version in versions.items():
-        impossible = catalog.impossible(framework, version, cuda, python)
+        impossible = known.impossible(framework, version, cuda, python)
         if impossible:
             raise AdoptError(
                 f"{impossible}; nothing was written", hint="rerun with another --cuda or --python"
             )
-    if cuda != "cpu" and catalog.cuda_release(cuda) is None:
+    if cuda != "cpu" and not known.knows_cuda(cuda):
         raise AdoptError(
             f"the source is on CUDA {cuda} ({how.get('cuda', '?')}), which envkit's catalog does not know; "
             "nothing was written",
-            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(catalog, versions))}",
+            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(known, versions))}",
         )
     if base_image and deleted_image(base_image):
         raise AdoptError(
             f"the source's base image {base_image} is a CUDA {cuda} image, and NVIDIA deleted it "
             "from Docker Hub and NGC (sources in envkit/catalog/data/removed_images.yaml); "
             "nothing was written",
-            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(catalog, versions))} "
+            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(known, versions))} "
             "(the image is then "
             "reported, not kept), or use a copy of it in your own registry",
         )
-    if cuda != "cpu" and not base_image and catalog.runtime_image(cuda) is None:
+    if cuda != "cpu" and not base_image and not known.has_runtime_image(cuda):
         why = (
             "whose nvidia/cuda images NVIDIA deleted from Docker Hub and NGC (sources in "
             "envkit/catalog/data/removed_images.yaml)"
@@ -429,7 +436,7 @@ def _check_buildable(
         )
         raise AdoptError(
             f"the source is on CUDA {cuda} ({how.get('cuda', '?')}), {why}; nothing was written",
-            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(catalog, versions))}, or name a base "
+            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(known, versions))}, or name a base "
             "image in the source",
         )
 
@@ -446,6 +453,12 @@ def _name(name: str | None, found: Collected) -> str:
     raw = named or stem.split(".")[0] or "adopted"
     slug = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._")[:100]
     return slug if slug and NAME_RE.match(slug) else "adopted"
+
+
+def spec_check(catalog: Catalog) -> SpecCheck:
+    """``envkit validate`` with ``catalog`` (its own entry, as for any spec): what :func:`plan_adoption`
+    runs on the text before anything is written."""
+    return lambda name, text, origin: _validate(name, text, catalog, origin)
 
 
 def _validate(name: str, text: str, catalog: Catalog, origin: str) -> tuple[Spec, tuple[str, ...]]:

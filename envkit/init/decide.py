@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass, field
 
 from envkit._pep503 import canonicalize_name
-from envkit.catalog import Catalog
 from envkit.init.adopted import Collected, CondaPin, Lost, is_defaults, shown_item, without_credentials
 from envkit.init.detect import FRAMEWORK_CONDA, FRAMEWORK_PIP
+from envkit.init.releases import Releases
 from envkit.spec.models import Spec
 
 __all__ = ["Decided", "decide_channels", "decide_conda", "decide_mirror", "decide_pip"]
@@ -284,21 +284,15 @@ def decide_pip(found: Collected, decided: Decided, *, frameworks: set[str]) -> l
 
 
 def decide_mirror(
-    found: Collected, decided: Decided, catalog: Catalog, *, frameworks: dict[str, str], cuda: str
+    found: Collected, decided: Decided, releases: Releases, *, frameworks: dict[str, str], cuda: str
 ) -> str | None:
     """``mirrors.pypi``: the first ``--index-url`` that is not a framework's own index. A framework's
     index is "carried by frameworks:" only where the spec has that framework on that index's flavour."""
-    framework_indexes = {
-        w.index.rstrip("/")
-        for fam in catalog.frameworks.values()
-        for r in fam.releases
-        for w in r.wheels
-        if w.index
-    }
+    framework_indexes = releases.framework_indexes
     mirror: str | None = None
     for url, where in found.index_urls:
         if url.rstrip("/") in framework_indexes or _FRAMEWORK_INDEX.search(url):
-            _framework_index(url, where, "--index-url", decided, catalog, frameworks=frameworks, cuda=cuda)
+            _framework_index(url, where, "--index-url", decided, releases, frameworks=frameworks, cuda=cuda)
             continue
         clean, removed = without_credentials(url)
         if clean is None:
@@ -324,7 +318,7 @@ def decide_mirror(
                 where,
                 "--extra-index-url/--find-links",
                 decided,
-                catalog,
+                releases,
                 frameworks=frameworks,
                 cuda=cuda,
             )
@@ -348,7 +342,7 @@ def _framework_index(
     where: str,
     option: str,
     decided: Decided,
-    catalog: Catalog,
+    releases: Releases,
     *,
     frameworks: dict[str, str],
     cuda: str,
@@ -372,7 +366,7 @@ def _framework_index(
             f"catalog's index for {wanted}; not carried",
         )
     else:
-        wheel = catalog.requested_wheel(owner, frameworks[owner], cuda)
+        wheel = releases.requested_wheel(owner, frameworks[owner], cuda)
         source = f"from {wheel.index}" if wheel is not None and wheel.index else "from PyPI"
         installs = wheel.requirement if wheel is not None else f"{owner} {frameworks[owner]}"
         decided.notes.append(

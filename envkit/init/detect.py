@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envkit.catalog import Catalog, FrameworkRelease
-from envkit.catalog.ngc import ngc_pytorch
+from envkit.catalog import FrameworkRelease
+from envkit.catalog.ngc import NgcImage
 from envkit.drift.facts import FACTS
 from envkit.errors import InventoryError
 from envkit.init.adopted import Collected
+from envkit.init.python_of import minor_in
+from envkit.init.releases import Releases
 from envkit.inventory._collect import Collector
 from envkit.inventory.models import Inventory
 
@@ -94,8 +96,17 @@ _OWN_BUILD = (
         "paddle",
         "paddlepaddle/paddle without a release tag",
     ),
+    (  # Paddle's application images (paddleocr-vl, paddlenlp, ...): they bring paddle, the tag no release
+        re.compile(
+            r"(?:^|/)paddlepaddle/(?!paddle(?:[:@]|\Z))[\w.-]+(?::(?![^@]*paddle(?:paddle)?-?\d)[^@]*)?(?:@|\Z)"
+        ),
+        "paddle",
+        "a Paddle application image whose tag names no paddle release",
+    ),
 )
-_CUDA_TAG = re.compile(r"(?:^|/)cuda:(\d+\.\d+)")
+# a `cuda` repository's tag: its CUDA is the first X.Y whose minor is not zero-padded (CUDA writes
+# 12.4, never 12.04; `22.04` in a mirror's `cuda:22.04_12.2` is Ubuntu's release, not CUDA's)
+_CUDA_TAG = re.compile(r"(?:^|/)cuda:(?:[^@]*?[^\d.])?(\d+\.(?:0|[1-9]\d?))(?![\d])")
 _PYTHON_TAG = re.compile(r"(?:^|/)python:(3\.\d+)")
 
 
@@ -184,23 +195,22 @@ class ImageFacts:
     cuda: str | None = None
     python: str | None = None
     unknown: str | None = None
+    ngc: NgcImage | None = None  # the NGC table's row of the image
 
 
-def image_facts(image: str | None, catalog: Catalog) -> ImageFacts:
-    """The facts a base image carries: the catalog's entry, else its tag."""
+def image_facts(image: str | None, releases: Releases) -> ImageFacts:
+    """The facts a base image carries: the catalog's entry (read into ``releases``), else its tag."""
     if not image:
         return ImageFacts()
-    known = catalog.base_image(
-        image.split("/", 1)[1] if image.startswith("registry.baidubce.com/") else image
-    )
+    known = releases.base_image
     if known is not None:
         framework = {"pytorch": "torch", "paddle": "paddle"}.get(known.kind)
         return ImageFacts(
             framework, known.framework_version, known.cuda or ("cpu" if framework else None), known.python
         )
-    ngc = ngc_pytorch(image)
+    ngc = releases.ngc
     if ngc is not None:  # NVIDIA's own torch build: its facts from the catalog's NGC table
-        return ImageFacts("torch", None, ".".join(ngc.cuda.split(".")[:2]), ngc.python, ngc.describe())
+        return ImageFacts("torch", None, ".".join(ngc.cuda.split(".")[:2]), ngc.python, ngc.describe(), ngc)
     for pattern, framework, why in _OWN_BUILD:
         if pattern.search(image):
             cuda = _CUDA_IN_TAG.search(image)
@@ -248,6 +258,8 @@ def detect_frameworks(found: Collected) -> dict[str, Framework]:
             partial = rest.startswith("=") and not rest.startswith("==") and not pin.build
             # conda's `pytorch=2.0` is 2.0.* (the newest 2.0.x), not a release "2.0"
             constraint = rest if partial and pin.version.count(".") < 2 else (pin.version or rest)
+            if pin.build and not pin.version:  # `pytorch=*=*cuda*`, `pytorch[build=*cuda*]`: any release
+                constraint = ""
             ranged = not constraint or (constraint[:1] in "<>~!" and " " not in constraint)
             if (
                 pin.name == "pytorch"
@@ -335,7 +347,7 @@ def _has_python(release: FrameworkRelease, python: str) -> bool:
         spec = SpecifierSet(python.replace(" ", ""))
     except InvalidSpecifier:
         return True
-    return any(spec.contains(f"{p}.0") for p in release.python)
+    return any(minor_in(spec, p) for p in release.python)
 
 
 def older_than_catalog(releases: tuple[FrameworkRelease, ...], version: str) -> str | None:
@@ -384,7 +396,7 @@ def cuda_evidence(
     pin: Framework,
     inventory: Inventory,
     index: tuple[str, str] | None,
-    catalog: Catalog,
+    releases: Releases,
     found: Collected | None = None,
 ) -> tuple[str, str] | None:
     """(CUDA, why) the framework's pin says, or None when it says nothing."""
@@ -402,7 +414,7 @@ def cuda_evidence(
     if pin.installer == "pip" and flavour in (None, "gpu") and hinted:
         return hinted
     if pin.installer == "pip" and flavour in (None, "gpu"):
-        release = catalog.framework_release(framework, version)
+        release = releases.release(framework, version)
         if release and release.pypi_cuda:
             return (
                 release.pypi_cuda,
@@ -428,6 +440,8 @@ ASK = "ask"
 """The CUDA the source asks for without naming it: envkit refuses with the choices, never assumes cpu."""
 _PLUMBING = ("pytorch-cuda", "cudatoolkit", "cuda-version", "cuda-runtime", "cuda-toolkit", "cuda-cudart")
 _SINGLE_CUDA = re.compile(r"^(?:==?)?\s*(\d+)\.(\d+)(?:\.\d+)*(?:\.\*|\*)?(?:[= \t].*)?\Z")
+# the soumith/pytorch channels' feature packages of 2017-2018 (cuda80, cuda90, cuda92, cuda100): a CUDA
+_LEGACY_CUDA = re.compile(r"cuda([7-9]|10)(\d)")
 
 
 def plumbing_cuda(found: Collected) -> tuple[str | None, str]:
@@ -447,6 +461,13 @@ def plumbing_cuda(found: Collected) -> tuple[str | None, str]:
         if single:
             return f"{int(single[1])}.{single[2]}", f"{pin.spec} ({pin.where})"
         return None, f"{pin.spec} ({pin.where}) asks for a CUDA build but names no single CUDA version"
+    for pin in found.conda:
+        legacy = _LEGACY_CUDA.fullmatch(pin.name)
+        if legacy:
+            return (
+                f"{int(legacy[1])}.{legacy[2]}",
+                f"{pin.spec} ({pin.where}), the channel's CUDA feature package",
+            )
     for name in ("pytorch-gpu",):
         if name in pins:
             return None, f"{pins[name].spec} ({pins[name].where}) is a CUDA build that names no CUDA version"

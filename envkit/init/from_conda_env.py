@@ -33,6 +33,8 @@ _SINGLE_COLON = re.compile(
 )
 _KEY_VALUE = re.compile(r"([a-z_]+)\s*=\s*['\"]?([^,'\"\]]+)['\"]?")
 _EXACT = re.compile(r"^(?:==?)?\s*(?P<version>[0-9][A-Za-z0-9_.+!]*)(?:[=\s]+(?P<build>[A-Za-z0-9_.+*]+))?\Z")
+# `pytorch=*=*cuda*`, `pytorch * *cuda*`: any version, of that build
+_ANY_VERSION = re.compile(r"^(?:==?)?\s*\*(?:[=\s]+(?P<build>[A-Za-z0-9_.+*]+))?\Z")
 
 
 def read_conda_env(text: str, found: Collected, *, label: str, base: Path | None) -> None:
@@ -101,6 +103,9 @@ def conda_pin(text: str, where: str, found: Collected, channel: str | None = Non
     rest = rest[: keys.start()].strip() if keys else rest
     exact = _EXACT.match(rest) if rest else None
     version, build = "", fields.get("build", "")
+    any_version = _ANY_VERSION.match(rest) if rest else None
+    if any_version:
+        build = any_version["build"] or build
     if exact:
         version = exact["version"]
         build = exact["build"] or build

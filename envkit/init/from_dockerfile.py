@@ -155,8 +155,17 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
         return
     chain = _chain(stages)
     found.base_image = chain[0].image
+    copied_envs = {stage.name: copy for stage in stages if (copy := _copied_environment(stage, chain))}
     for stage in stages:
-        if stage not in chain:
+        if stage not in chain and stage.name in copied_envs:
+            found.notes.append(
+                f"{label}:{copied_envs[stage.name]}: the Python environment built in stage {stage.name} "
+                "is copied into the final image: its installs are read as the final image's"
+            )
+            _read_stage(
+                stage, found, label=label, values={**args, **stage.env}, context=context, budget=budget
+            )
+        elif stage not in chain:
             found.lose(
                 f"{label}:{stage.line}",
                 f"FROM {stage.image} AS {stage.name}",
@@ -175,6 +184,43 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
 
 
 _FRAMEWORK_PACKAGES = {"torch", "pytorch", "pytorch-gpu", "paddlepaddle", "paddlepaddle-gpu"}
+_COPY_FROM = re.compile(r"^COPY\s+(?:--\S+\s+)*?--from=(?P<stage>\S+)\s+(?:--\S+\s+)*(?P<src>/\S+)\s+\S+\s*$")
+_ENV_DIR = re.compile(r"/(?:\.?venv|env|conda|miniconda3|site-packages)(?:/|$)")
+
+
+def _copied_environment(stage: _Stage, chain: list[_Stage]) -> int | None:
+    """The line of a ``COPY --from=STAGE /opt/venv ...`` in the final image's stages that copies the
+    Python environment STAGE installed into (a folder whose ``bin`` is on that stage's PATH, or a
+    venv/conda/site-packages folder), or None: then only the application's files come from it."""
+    if stage.name is None:
+        return None
+    on_path = {
+        part.removesuffix("/bin").rstrip("/")
+        for part in stage.env.get("PATH", "").split(":")
+        if part.endswith("/bin")
+    }
+    for chained in chain:
+        for number, other, _ in chained.others:
+            match = _COPY_FROM.match(other)
+            if match and match["stage"] == stage.name:
+                src = match["src"].rstrip("/")
+                if src in on_path or _ENV_DIR.search(src + "/"):
+                    return number
+    return None
+
+
+def _read_stage(
+    stage: _Stage,
+    found: Collected,
+    *,
+    label: str,
+    values: dict[str, str],
+    context: Path | None,
+    budget: Budget,
+) -> None:
+    for number, run in stage.runs:
+        budget.where = f"{label}:{number}"
+        _run(run, found, where=budget.where, values=values, context=context, budget=budget)
 
 
 def _frameworks_of_stage(

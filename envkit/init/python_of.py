@@ -10,8 +10,8 @@ import re
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envkit.catalog import Catalog
 from envkit.init.adopted import AdoptError, Collected, shown_item
+from envkit.init.releases import Releases
 
 __all__ = ["choose_python", "python_statement", "stated_python"]
 
@@ -20,16 +20,22 @@ _BUILD_PYTHON = re.compile(r"(?:^|_)py3\.?(\d{1,2})(?:_|h|\Z)")  # py36_0, py3.9
 _PYTHONS = tuple(f"3.{m}" for m in range(6, 15))
 
 
+def minor_in(spec: SpecifierSet, minor: str) -> bool:
+    """Some release of the ``minor`` series (``3.14``) is in ``spec``: ``>=3.14.6,<3.15`` has 3.14,
+    though not 3.14.0."""
+    return any(spec.contains(f"{minor}.{patch}") for patch in range(40))
+
+
 def choose_python(
     found: Collected,
     versions: dict[str, str],
-    catalog: Catalog,
+    releases: Releases,
     image_python: str | None,
     how: dict[str, str],
 ) -> str:
     allowed = set(_PYTHONS)
     for framework, version in versions.items():
-        release = catalog.framework_release(framework, version)
+        release = releases.release(framework, version)
         if release is not None:
             allowed &= set(release.python)
     stated, where = python_statement(found, image_python)
@@ -42,7 +48,7 @@ def choose_python(
             spec = SpecifierSet(stated.replace(" ", ""))
         except InvalidSpecifier:
             spec = SpecifierSet()
-        fitting = [p for p in _PYTHONS if p in allowed and spec.contains(f"{p}.0")]
+        fitting = [p for p in _PYTHONS if p in allowed and minor_in(spec, p)]
         if fitting:
             chosen = _PREFERRED_PYTHON if _PREFERRED_PYTHON in fitting else max(fitting, key=Version)
             newest = max(fitting, key=Version)

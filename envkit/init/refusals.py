@@ -12,17 +12,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from envkit.catalog import Catalog
-from envkit.catalog.ngc import ngc_pytorch
 from envkit.init.adopted import AdoptError, Collected, shown_item
 from envkit.init.detect import ImageFacts
+from envkit.init.releases import Releases
 
 __all__ = [
     "buildable_cudas",
     "refuse_ask_cuda",
+    "refuse_empty",
     "refuse_image_framework",
     "refuse_lost_frameworks",
     "refuse_old_release",
+    "refuse_torch_brought_in",
     "refuse_unread_environment",
 ]
 
@@ -42,13 +43,13 @@ _OWNER = {
 
 
 def buildable_cudas(
-    catalog: Catalog, versions: Mapping[str, str], base_image: str | None = None
+    releases: Releases, versions: Mapping[str, str], base_image: str | None = None
 ) -> list[str]:
     """The CUDA flavours (``cpu`` first) every framework release of the spec has a wheel for and
     envkit has an image for: what a hint may offer. No frameworks: the CUDAs with a runtime image."""
-    choices = ["cpu", *(c for c in catalog.cuda_versions() if base_image or catalog.runtime_image(c))]
+    choices = ["cpu", *(c for c in releases.cuda_versions if base_image or releases.has_runtime_image(c))]
     for framework, version in versions.items():
-        release = catalog.framework_release(framework, version)
+        release = releases.release(framework, version)
         if release is not None:
             choices = [c for c in choices if release.wheel_for(c) is not None]
     return choices
@@ -72,6 +73,26 @@ def refuse_lost_frameworks(found: Collected, versions: Mapping[str, str]) -> Non
         )
 
 
+# packages each of whose releases requires one exact torch release, a CUDA build from PyPI
+_BRINGS_TORCH = frozenset({"vllm", "sglang", "xformers"})
+
+
+def refuse_torch_brought_in(found: Collected, versions: Mapping[str, str]) -> None:
+    """No framework pinned, but a package that pins its own torch (vllm, sglang, xformers): the spec
+    would say "no framework, cpu" of a CUDA torch stack. A refusal naming the package."""
+    if versions:
+        return
+    pin = next((p for p in found.pip if p.name in _BRINGS_TORCH), None)
+    if pin is None:
+        return
+    raise AdoptError(
+        f"{pin.where}: {shown_item(pin.spec)}: {pin.name} requires one exact torch release (a CUDA build) "
+        "that the source does not name; a spec without it would say 'no framework, cpu'; nothing was written",
+        hint=f"pin the torch release your {pin.name} requires (`pip show {pin.name}` lists it) in the source "
+        "or adopt the environment's `pip freeze`",
+    )
+
+
 def refuse_old_release(framework: str, version: str, oldest: str, where: str, python: str) -> AdoptError:
     return AdoptError(
         f"{where}: {framework} {version} is older than every {framework} release the catalog knows "
@@ -90,7 +111,7 @@ def refuse_image_framework(found: Collected, image: ImageFacts, base_image: str)
         if image.framework == "torch"
         else "paddlepaddle/paddle:3.0.0-gpu-cuda12.6-cudnn9.5-trt10.5"
     )
-    ngc = ngc_pytorch(base_image)
+    ngc = image.ngc
     if ngc is not None:
         line = (
             f"pip install torch=={ngc.release_line}.*" if ngc.release_line else "pip install torch==VERSION"
@@ -120,21 +141,42 @@ def refuse_unread_environment(found: Collected, versions: Mapping[str, str], ima
     if versions or not found.unread:
         return
     named = _FRAMEWORK_WORD.search(" ".join(u for u, _ in found.index_urls + found.extra_urls))
+    channel = next((c for c in found.channels if _FRAMEWORK_WORD.search(c)), None)  # conda's `pytorch`
+    built_on = next(
+        (pin.spec for pins in (found.pip, found.conda) for pin in pins if _FRAMEWORK_WORD.search(pin.name)),
+        None,
+    )  # torch-geometric, torchvision, paddleocr: a package that needs the framework
     scripted = next(((w, x) for w, x in found.unread if _FRAMEWORK_WORD.search(x)), None)
-    if image_cuda in (None, "cpu") and not named and scripted is None:
+    if image_cuda in (None, "cpu") and not named and scripted is None and not (channel and built_on):
         return
     where, what = scripted or found.unread[0]
     why = (
         f"the environment of this CUDA {image_cuda} image is installed from"
         if image_cuda not in (None, "cpu")
+        else f"a framework is installed (the {channel} channel is named, and {shown_item(built_on)} "
+        "is built on it) from"
+        if channel and built_on and not named and scripted is None
         else "a framework is installed (a framework's index is named, or a script installs it) from"
     )
     raise AdoptError(
         f"{where}: {shown_item(what)}: {why} "
-        "a file envkit did not read, and the Dockerfile itself names no framework; nothing was written "
+        "a file envkit did not read, and the source itself names no framework; nothing was written "
         "(a spec without the framework would build a different environment)",
         hint="run envkit init --from on that file (requirements.txt, environment.yml, uv.lock, "
-        "poetry.lock), or pin the framework in the Dockerfile",
+        "poetry.lock), or pin the framework in the source",
+    )
+
+
+def refuse_empty(found: Collected) -> None:
+    """A source that installs nothing (a requirements file of comments, an index line alone): no spec
+    follows from it, and an empty CPU spec would say the team's environment is empty."""
+    content = (found.conda, found.pip, found.base_image, found.unread, found.lost, found.torch_hints)
+    if any(content) or found.python or found.cuda_requirement:
+        return
+    raise AdoptError(
+        f"{found.origin}: the source installs nothing (no requirement, package or base image; comments "
+        "are not read); nothing was written",
+        hint="adopt the file that installs the environment, or write the spec with `envkit init --framework`",
     )
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from envkit.adopt import read_evidence
+from envkit.adopt import AdoptOptions, plan, read_evidence
 from envkit.catalog import load_catalog
 from envkit.errors import SpecError
-from envkit.init.adopt import Adoption, plan_adoption, write_adoption
+from envkit.init.adopt import Adoption, write_adoption
 from envkit.init.adopted import AdoptError
 from envkit.init.from_source import read_source
 from envkit.spec.load import load_spec
@@ -25,7 +25,7 @@ def adopt(tmp_path: Path, name: str, text: str, **options: str) -> Adoption:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     found, _ = read_source(str(path))
-    return plan_adoption(found, CATALOG, **options)  # type: ignore[arg-type]
+    return plan(found, CATALOG, AdoptOptions(**options))  # type: ignore[arg-type]
 
 
 def refused(tmp_path: Path, name: str, text: str, **options: str) -> AdoptError:
@@ -324,7 +324,7 @@ def test_following_each_cuda_hint_of_the_corpus_gives_a_spec_validate_accepts(tm
     for record in records("init"):
         try:
             found, _ = read_evidence(str(record.path))
-            plan_adoption(found, CATALOG)
+            plan(found, CATALOG)
             continue
         except AdoptError as e:
             hint = e.hint or ""
@@ -333,7 +333,7 @@ def test_following_each_cuda_hint_of_the_corpus_gives_a_spec_validate_accepts(tm
         python = pythons[1] if pythons else None
         for cuda in (c.strip() for c in (choices[1].split(",") if choices else ())):
             try:
-                a = plan_adoption(found, CATALOG, cuda=cuda, python=python, name=f"h{followed}")
+                a = plan(found, CATALOG, AdoptOptions(cuda=cuda, python=python, name=f"h{followed}"))
             except AdoptError as e:  # another reason may remain (Python): never the CUDA offered
                 assert f"CUDA {cuda}" not in e.message, (record.path.name, cuda, e.message)
                 continue

@@ -1,0 +1,77 @@
+"""The walk of ``envkit init --from`` enters the catalog once (issue 45).
+
+Planning asks the catalog in one call, :func:`envkit.adopt.releases.read_releases`, and passes its
+typed answers (:class:`envkit.init.releases.Releases`) down; the written spec is then validated as
+``envkit validate`` does (:func:`envkit.spec.load.load_spec`, its own entry, as for any spec). A
+catalog that records who reads it shows both; before this, planning read it 26 times from 4
+modules (adopt, decide, python_of, refusals) for one environment.yml, beside validate's 20.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from envkit.adopt import adopt
+from envkit.catalog import Catalog, load_catalog
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "init"
+SOURCES = [
+    CORPUS / "environment-yml" / "bark-environment-cuda.yml",
+    CORPUS / "requirements" / "graphmolai-requirements-cuda.txt",
+    CORPUS / "dockerfile" / "alufia-pytorch260-devel.Dockerfile",  # FROM pytorch/pytorch: a base-image row
+]
+ENTRIES = {"read_releases", "load_spec"}  # the planner's one entry, and validate's
+
+
+class _Recording:
+    """The shipped catalog, recording for every attribute read the outermost entry it came through."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self.entries: Counter[str] = Counter()  # entry function -> attribute reads under it
+        self.outside: list[str] = []  # reads under no entry: module.function of the reader
+
+    def __getattr__(self, name: str) -> Any:
+        frame: FrameType | None = sys._getframe(1)
+        reader = f"{Path(frame.f_code.co_filename).stem}.{frame.f_code.co_name}" if frame else "?"
+        entry = None
+        while frame is not None:
+            if frame.f_code.co_name in ENTRIES and "envkit" in frame.f_code.co_filename:
+                entry = frame.f_code.co_name
+            frame = frame.f_back
+        if entry is None:
+            self.outside.append(f"{reader}: {name}")
+        else:
+            self.entries[entry] += 1
+        return getattr(self._catalog, name)
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_the_walk_of_init_from_enters_the_catalog_once(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: Counter[str] = Counter()
+    from envkit.adopt.releases import read_releases as real_read
+    from envkit.spec.load import load_spec as real_load
+
+    def read_releases(*args: Any, **kwargs: Any) -> Any:
+        calls["read_releases"] += 1
+        return real_read(*args, **kwargs)
+
+    def load_spec(*args: Any, **kwargs: Any) -> Any:
+        calls["load_spec"] += 1
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr("envkit.adopt.read_releases", read_releases)  # where the use case calls them
+    monkeypatch.setattr("envkit.init.adopt.load_spec", load_spec)
+    catalog = _Recording(load_catalog())
+    adopt(str(source), tmp_path, catalog=catalog)  # type: ignore[arg-type]
+    assert catalog.outside == []  # nothing of the walk reads the catalog outside the two entries
+    assert calls == {"read_releases": 1, "load_spec": 1}
+    assert catalog.entries["read_releases"] <= 6  # the tables, read once each (not per lookup)
