@@ -167,9 +167,11 @@ def replay_runs(dump: Dump, builder: Builder) -> list[Replay]:
     with redirect_stdout(sys.stderr):  # the entry's own prints: never in `--json` output
         model, optimizer, loss_fn = _built(builder)
         adapter = make_adapter(model, optimizer)
-        _check_layout(dump, module_layout(adapter))
         loaded = load_dump(dump, adapter)
-        loaded.model_state = align_names(loaded.model_state, list(adapter.model.state_dict()))
+        names = list(adapter.model.state_dict())
+        loaded.model_state = align_names(loaded.model_state, names)
+        if set(loaded.model_state) == set(names):  # else loading names the keys that differ
+            _check_layout(dump, module_layout(adapter))
         if loaded.optimizer is not None:
             adapter.load_optimizer_state(*loaded.optimizer, source=str(dump.file("optimizer.safetensors")))
         training = bool(dump.manifest.get("training", True))
@@ -224,14 +226,21 @@ def _one(e: BaseException) -> str:
     return f"{type(e).__name__}: {text.splitlines()[0][:300]}" if text else type(e).__name__
 
 
+def _bare_leaf(leaf: str) -> str:
+    """``module.fc:Linear`` → ``fc:Linear``; ``module:Linear`` (a wrapped model that is one layer) →
+    ``:Linear``, as the bare model names its root."""
+    name, _, cls = leaf.rpartition(":")
+    return f"{_bare(name + '.').removesuffix('.')}:{cls}"
+
+
 def _check_layout(dump: Dump, mine: list[str] | None) -> None:
     """The entry's model must have the dump's leaf modules (names as :func:`align_names` matches them,
     wrappers aside): a ``Tanh`` where the run had ``ReLU`` gives other numbers with the same weights."""
     recorded = dump.manifest.get("modules")
     if not isinstance(recorded, list) or mine is None:
         return  # a dump from before envkit recorded it, or a model too large to list
-    theirs = [_bare(str(x)) for x in recorded]
-    ours = [_bare(x) for x in mine]
+    theirs = [_bare_leaf(str(x)) for x in recorded]
+    ours = [_bare_leaf(x) for x in mine]
     if sorted(theirs) == sorted(ours):
         return
     only_dump = sorted(set(theirs) - set(ours))

@@ -101,3 +101,20 @@ def test_the_runs_own_entry_replays_the_step_bitwise(dump: Path) -> None:
     verdict = replay_dump(dump, build)
     assert verdict.verdict == "reproducible", verdict.replays
     assert all(r["error"] is None for r in verdict.replays)
+
+
+@pytest.mark.parametrize(
+    ("recorded", "mine"),
+    [
+        (["module:Linear"], [":Linear"]),  # a DDP-wrapped one-layer model, replayed bare
+        ([":Linear"], ["module:Linear"]),  # and the other way
+        (["module.0:Linear", "module.1:ReLU"], ["0:Linear", "1:ReLU"]),
+        (["_orig_mod.0:Linear"], ["0:Linear"]),  # torch.compile
+    ],
+)
+def test_the_layout_check_looks_through_the_wrappers(recorded: list[str], mine: list[str]) -> None:
+    from types import SimpleNamespace
+
+    from envkit.incident.replay import _check_layout
+
+    _check_layout(SimpleNamespace(manifest={"modules": recorded}), mine)  # type: ignore[arg-type]
