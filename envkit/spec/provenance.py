@@ -27,7 +27,7 @@ __all__ = ["HEADER", "SourceFact", "lost_from_source", "source_facts", "source_l
 HEADER = "# The source named (envkit validate warns when this spec no longer has it):"
 _LINE = re.compile(
     r"^#\s+source (?P<fact>framework|cuda|python): (?P<value>\S+)(?: (?P<version>[^\s(]\S*))?"
-    r" \((?P<where>.*)\)\s*\Z"
+    r" \((?P<where>.*)\)[ \t]*\Z"
 )
 
 
