@@ -43,9 +43,6 @@ LINE_PARSERS = {
     "envkit.init.from_conda_env._SPEC",
     "envkit.init.from_dockerfile._INSTRUCTION",  # DOTALL: a joined multi-line instruction
     "envkit.init.from_requirements._URL_LINE",  # a classifier (prefix OR suffix), not a validator
-    # a shell word of a RUN (shlex, posix): A="x<newline>" assigns a value that ends in a newline, as the
-    # shell does (DOTALL); the value is word-split where it is used and the name allows no newline
-    "envkit.init.shell._ASSIGNMENT",
 }
 
 
