@@ -34,7 +34,7 @@ _SINGLE_COLON = re.compile(
 _KEY_VALUE = re.compile(r"([a-z_]+)\s*=\s*['\"]?([^,'\"\]]+)['\"]?")
 _EXACT = re.compile(r"^(?:==?)?\s*(?P<version>[0-9][A-Za-z0-9_.+!]*)(?:[=\s]+(?P<build>[A-Za-z0-9_.+*]+))?\Z")
 # `pytorch=*=*cuda*`, `pytorch * *cuda*`: any version, of that build
-_ANY_VERSION = re.compile(r"^(?:==?)?\s*\*(?:[=\s]+(?P<build>[A-Za-z0-9_.+*]+))?\Z")
+_ANY_VERSION = re.compile(r"^(?:==?)?[ \t]*\*(?:[= \t]+(?P<build>[A-Za-z0-9_.+*]+))?\Z")
 
 
 def read_conda_env(text: str, found: Collected, *, label: str, base: Path | None) -> None:
