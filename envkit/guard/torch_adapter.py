@@ -241,10 +241,6 @@ class TorchAdapter(Adapter):
     def loss_scale(self) -> float | None:
         return None if self.scaler is None else float(self.scaler.get_scale())
 
-    def lr_scheduled(self) -> bool:
-        # every torch LRScheduler records each group's "initial_lr" when it is made (resume needs it)
-        return any("initial_lr" in g for g in getattr(self.optimizer, "param_groups", None) or [])
-
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:
         rng = RngState(values={"python": python_rng(self._python_rng)})
