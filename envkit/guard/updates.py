@@ -86,7 +86,11 @@ class UpdateTracker:
         if len(self.ratios) != len(ratios):  # the first step, or the optimizer's groups changed
             zeros = [0.0] * len(ratios)
             self.ratios, self.lrs, self.per_lr, self.steps = list(zeros), list(zeros), list(zeros), 0
-        top = self._runaway(lrs, peak) if lrs and max(lrs) > max(self.lrs, default=0.0) else None
+        highest = max(self.lrs, default=0.0)
+        top = self._runaway(lrs, peak) if lrs and max(lrs) > highest else None
+        if top is not None and self.steps >= self.warmup and max(lrs) > self.factor * highest > 0:
+            self.accepted = None  # a jump to a runaway lr, whoever set it: refused
+            return UpdateSpike(_jump(max(lrs), highest, top) + _who(setter), lr_only=True)
         if self.steps >= self.warmup:
             found = self._check(ratios, lrs, setter, top)
             if found is not None:
@@ -136,8 +140,7 @@ class UpdateTracker:
             if count <= HAND_SET_STEPS or max(ratios) >= 1.0 or runaway is not None:
                 self.refused = (list(lrs), count)
                 self.accepted = None
-                differs = getattr(setter, "__self__", None)
-                return UpdateSpike(self._message(i, r, lrs) + _said(differs), lr_only=True)
+                return UpdateSpike(self._message(i, r, lrs) + _who(setter), lr_only=True)
             self.accepted = (
                 f"the learning rate {lr:.6g} set without a scheduler stayed for {count} steps: "
                 f"taken as the run's lr (its update {_times(r / self.ratios[i])} the largest before)"
@@ -185,10 +188,24 @@ class UpdateTracker:
 _ABOVE = "; its scheduler computed it, above {:.6g}, the largest the optimizer and schedule declare"
 
 
-def _said(watch: Any) -> str:
-    """What the lr watch found (an lr other code set over its scheduler's), else ''."""
-    differs = getattr(watch, "differs", None)
-    return f"; the learning rate is {differs}: set by other code than the scheduler" if differs else ""
+def _jump(lr: float, highest: float, peak: float) -> str:
+    return (
+        f"the learning rate is {lr:.6g}, {_times(lr / highest)} the largest before ({highest:.6g}) "
+        f"and {_times(lr / peak)} the largest the optimizer and its schedule declare ({peak:.6g}): "
+        "a scheduler or lr bug?"
+    )
+
+
+def _who(setter: Callable[[], LrSetter]) -> str:
+    """Who set the lr, said: its scheduler, or other code than it (with what the scheduler computed,
+    where ``setter`` is an :class:`~envkit.guard.schedules.LrWatch`'s), else '' (no scheduler seen)."""
+    who = setter()
+    if who is LrSetter.SCHEDULER:
+        return "; its scheduler computed it"
+    if who is LrSetter.NONE:
+        return ""
+    differs = getattr(getattr(setter, "__self__", None), "differs", None)
+    return f"; set by other code than the scheduler (the learning rate {differs or 'differs'})"
 
 
 def _times(x: float) -> str:
