@@ -90,7 +90,7 @@ class UpdateTracker:
         top = self._runaway(lrs, peak) if lrs and max(lrs) > highest else None
         if top is not None and self.steps >= self.warmup and max(lrs) > self.factor * highest > 0:
             self.accepted = None  # a jump to a runaway lr, whoever set it: refused
-            return UpdateSpike(_jump(max(lrs), highest, top) + _who(setter), lr_only=True)
+            return UpdateSpike(self._jump(ratios, lrs, highest, top) + _who(setter), lr_only=True)
         if self.steps >= self.warmup:
             found = self._check(ratios, lrs, setter, top)
             if found is not None:
@@ -113,6 +113,19 @@ class UpdateTracker:
                 f"schedule declare ({p:.6g}): a schedule formula bug?"
             )
         return p
+
+    def _jump(self, ratios: list[float], lrs: list[float], highest: float, peak: float) -> str:
+        """A jump to a runaway lr, said with the update it makes where that is a spike too."""
+        assert self.factor is not None
+        lr = max(lrs)
+        declared = f"{_times(lr / peak)} the largest the optimizer and its schedule declare ({peak:.6g})"
+        for i, r in enumerate(ratios):
+            if math.isfinite(r) and self.ratios[i] > 0 and r > self.factor * self.ratios[i]:
+                return f"{self._message(i, r, lrs)}; {declared}"
+        return (
+            f"the learning rate is {lr:.6g}, {_times(lr / highest)} the largest before ({highest:.6g}) "
+            f"and {declared}: a scheduler or lr bug?"
+        )
 
     def _check(
         self,
@@ -186,14 +199,6 @@ class UpdateTracker:
 
 
 _ABOVE = "; its scheduler computed it, above {:.6g}, the largest the optimizer and schedule declare"
-
-
-def _jump(lr: float, highest: float, peak: float) -> str:
-    return (
-        f"the learning rate is {lr:.6g}, {_times(lr / highest)} the largest before ({highest:.6g}) "
-        f"and {_times(lr / peak)} the largest the optimizer and its schedule declare ({peak:.6g}): "
-        "a scheduler or lr bug?"
-    )
 
 
 def _who(setter: Callable[[], LrSetter]) -> str:
