@@ -420,10 +420,6 @@ class Adapter:
     def loss_scale(self) -> float | None:
         return None
 
-    def lr_scheduled(self) -> bool:
-        """The optimizer's lr is set by a learning-rate scheduler of the framework."""
-        return False
-
     # -- state for the flight recorder -------------------------------------------------------
     def rng_state(self) -> RngState:
         raise NotImplementedError

@@ -37,6 +37,7 @@ from envkit.guard.localize import (
 )
 from envkit.guard.options import Grouped, Limits, ReadOptions, RunlogOptions, SpikeOptions, fold_legacy
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
+from envkit.guard.schedules import LrWatch
 from envkit.guard.step import GuardStep, PendingStep
 from envkit.guard.updates import UpdateTracker
 from envkit.guard.watch import DeadRunWatch, OverflowMemory, causes, overflow_cause
@@ -100,6 +101,7 @@ class Guard:
         self.overflowed = OverflowMemory()  # the batches whose gradients overflowed
         # per kind: warnings never starve incidents
         self.dumps = DumpBudget(limits.max_dumps, limits.max_spike_dumps)
+        self.lr_watch = LrWatch(optimizer, scheduler)
         self.said_skip = False  # the first skip goes to stderr too
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
         self.log = make_runlog(run, self.adapter, log, self.rank, self.world_size)
@@ -193,10 +195,11 @@ class Guard:
         if bad_ranks:
             return self._bad(g, rec, grads, total, bad_ranks)
         self.consecutive_overflows = 0
-        update = self.updates.spike(rec, self._scheduled)
+        self.lr_watch.step()
+        update = self.updates.spike(rec, self.lr_watch.setter, self.lr_watch.peak)
         if update is not None:  # found before the update is applied: the weights are still whole
             return self._incident(g, rec, IncidentKind.UPDATE_SPIKE, update.message, self.policy, [])
-        if self.updates.accepted is not None:  # an lr set by hand, kept: the run's lr from now on
+        if self.updates.accepted is not None:  # an lr set by hand kept, or a runaway lr: warned
             self._record_incident(g, rec, IncidentKind.UPDATE_SPIKE, self.updates.accepted, "warned", [])
         spike = self._spike(rec)
         if spike is not None and self.spike_policy is not Policy.WARN:
@@ -207,10 +210,6 @@ class Guard:
             self._rank_check(g, rec)
         self._apply(rec, grads, total)
         return rec.skipped is None
-
-    def _scheduled(self) -> bool:
-        """The lr is a scheduler's (given to the guard, or attached to the optimizer)."""
-        return self.scheduler is not None or self.adapter.lr_scheduled()
 
     def _apply(self, rec: StepRecord, grads: list[Any], total: Any) -> None:
         a = self.adapter

@@ -353,10 +353,6 @@ class PaddleAdapter(Adapter):
             return None
         return float(scale) if isinstance(scale, int | float) else float(scale.item())
 
-    def lr_scheduled(self) -> bool:
-        # Paddle's optimizer holds the LRScheduler it was given as its learning rate
-        return isinstance(getattr(self.optimizer, "_learning_rate", None), paddle.optimizer.lr.LRScheduler)
-
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:
         """Paddle's generators as snapshots (``get_rng_state`` copies them, ~3 µs); their lists (6,363

@@ -25,8 +25,6 @@ from envkit.guard.adapter import (
 
 __all__ = ["TorchAdapter"]
 
-SCHEDULE_RANGE = 25.0  # a torch scheduler's lr stays within this factor of its initial_lr
-
 
 def _is_tensor(value: Any) -> bool:
     return isinstance(value, torch.Tensor)
@@ -242,15 +240,6 @@ class TorchAdapter(Adapter):
 
     def loss_scale(self) -> float | None:
         return None if self.scaler is None else float(self.scaler.get_scale())
-
-    def lr_scheduled(self) -> bool:
-        # every torch LRScheduler records each group's "initial_lr" when it is made (resume needs it);
-        # its lrs stay within SCHEDULE_RANGE of it (OneCycleLR's default rise, the largest of torch's
-        # schedulers): an lr far above it was set by hand past the scheduler (lr x10,000 for a step)
-        groups = getattr(self.optimizer, "param_groups", None) or []
-        return any("initial_lr" in g for g in groups) and all(
-            float(g["lr"]) <= SCHEDULE_RANGE * float(g.get("initial_lr", g["lr"])) for g in groups
-        )
 
     # -- state ------------------------------------------------------------------------------
     def rng_state(self) -> RngState:

@@ -5,8 +5,12 @@ ratio is ``factor`` (10) times the largest any earlier healthy step had, after `
 is an ``update-spike`` incident, found *before* the optimizer applies it (a learning rate 5000×
 too large does not wreck the weights first). A gradual rise (a per-step warm-up) never trips it:
 each step is compared with the largest before it. A jump the lr alone made (a per-epoch warm-up,
-the ratio per unit of lr as before) is the run's schedule when a scheduler set the lr; set by
-hand, it is refused a few steps, then taken as the run's lr. Standard library only.
+the ratio per unit of lr as before) is the run's schedule when the scheduler computed that lr
+(``envkit.guard.schedules``: the scheduler's own record of its lr, not a guess); an lr other code set
+(by hand, or over a scheduler's) is refused a few steps, then taken as the run's lr. Whoever set it,
+an lr ``factor`` × above the peak the optimizer and its schedule declare is a runaway (a schedule
+formula bug ramping 1 → 1000): a jump to it is refused, a ramp to it warned at each ``factor``.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envkit.guard.records import StepRecord
+from envkit.guard.schedules import LrSetter
 
 __all__ = ["UpdateSpike", "UpdateTracker"]
 
@@ -45,7 +50,8 @@ class UpdateTracker:
         self.per_lr: list[float] = []  # the largest update ratio / lr per group (the gradients' part)
         self.steps = 0
         self.refused: tuple[list[float], int] = ([], 0)  # a hand-set lr refused, and for how many steps
-        self.accepted: str | None = None  # set by spike(): an lr change taken as the run's, said once
+        self.accepted: str | None = None  # set by spike(): a warning to record (an lr taken, a runaway)
+        self.runaway = 0  # the last power of ``factor`` over the declared peak the lr was warned at
 
     def record(self, rec: StepRecord, lrs: list[float], groups: list[float], clip: float | None) -> None:
         """``rec.lrs`` and ``rec.update_ratios`` from the group norms ``[g_0…, w_0…]`` read with the step."""
@@ -58,14 +64,21 @@ class UpdateTracker:
             for lr, gn, wn in zip(lrs, groups[: len(lrs)], groups[len(lrs) :], strict=True)
         ]
 
-    def spike(self, rec: StepRecord, scheduled: Callable[[], bool]) -> UpdateSpike | None:
+    def spike(
+        self,
+        rec: StepRecord,
+        setter: Callable[[], LrSetter],
+        peak: Callable[[], float | None] = lambda: None,
+    ) -> UpdateSpike | None:
         """The update spike this step is, else None (and the step joins the history).
 
         An update ``factor`` × larger than any before is judged against the lr it was made with: when
         its ratio per unit of lr is within ``factor`` of the largest before, the lr alone made it. An
-        lr change by the optimizer's scheduler (``scheduled()``) is then the run's schedule, not an
-        anomaly; one made by hand is refused for ``HAND_SET_STEPS`` steps, then taken as the run's
-        lr (said once, in ``accepted``) unless its update is as large as the weights themselves."""
+        lr the optimizer's scheduler computed (``setter()``) is then the run's schedule, not an
+        anomaly, unless it is ``factor`` × the declared ``peak()``; one other code set is refused for
+        ``HAND_SET_STEPS`` steps, then taken as the run's lr (said once, in ``accepted``) unless its
+        update is as large as the weights themselves. A new highest lr ``factor``^k × the peak is
+        said in ``accepted`` (once per k): a ramp no single step of which is a spike."""
         ratios, lrs = rec.update_ratios, rec.lrs or []
         self.accepted = None
         if ratios is None or self.factor is None:
@@ -73,15 +86,53 @@ class UpdateTracker:
         if len(self.ratios) != len(ratios):  # the first step, or the optimizer's groups changed
             zeros = [0.0] * len(ratios)
             self.ratios, self.lrs, self.per_lr, self.steps = list(zeros), list(zeros), list(zeros), 0
+        highest = max(self.lrs, default=0.0)
+        top = self._runaway(lrs, peak) if lrs and max(lrs) > highest else None
+        if top is not None and self.steps >= self.warmup and max(lrs) > self.factor * highest > 0:
+            self.accepted = None  # a jump to a runaway lr, whoever set it: refused
+            return UpdateSpike(self._jump(ratios, lrs, highest, top) + _who(setter), lr_only=True)
         if self.steps >= self.warmup:
-            found = self._check(ratios, lrs, scheduled)
+            found = self._check(ratios, lrs, setter, top)
             if found is not None:
                 return found
         self._join(ratios, lrs)
         return None
 
+    def _runaway(self, lrs: list[float], peak: Callable[[], float | None]) -> float | None:
+        """The declared peak when the lr is ``factor`` × above it (and ``accepted`` said at each new
+        power of ``factor``), else None."""
+        assert self.factor is not None
+        p, lr = peak(), max(lrs)
+        if p is None or not p > 0 or not lr > self.factor * p or self.factor <= 1:
+            return None
+        level = int(math.log(lr / p) / math.log(self.factor))
+        if level > self.runaway:
+            self.runaway = level
+            self.accepted = (
+                f"the learning rate is {lr:.6g}, {_times(lr / p)} the largest the optimizer and its "
+                f"schedule declare ({p:.6g}): a schedule formula bug?"
+            )
+        return p
+
+    def _jump(self, ratios: list[float], lrs: list[float], highest: float, peak: float) -> str:
+        """A jump to a runaway lr, said with the update it makes where that is a spike too."""
+        assert self.factor is not None
+        lr = max(lrs)
+        declared = f"{_times(lr / peak)} the largest the optimizer and its schedule declare ({peak:.6g})"
+        for i, r in enumerate(ratios):
+            if math.isfinite(r) and self.ratios[i] > 0 and r > self.factor * self.ratios[i]:
+                return f"{self._message(i, r, lrs)}; {declared}"
+        return (
+            f"the learning rate is {lr:.6g}, {_times(lr / highest)} the largest before ({highest:.6g}) "
+            f"and {declared}: a scheduler or lr bug?"
+        )
+
     def _check(
-        self, ratios: list[float], lrs: list[float], scheduled: Callable[[], bool]
+        self,
+        ratios: list[float],
+        lrs: list[float],
+        setter: Callable[[], LrSetter],
+        runaway: float | None,
     ) -> UpdateSpike | None:
         assert self.factor is not None
         for i, r in enumerate(ratios):
@@ -91,13 +142,18 @@ class UpdateTracker:
             per_lr = r / lr if lr > 0 else math.inf
             if not (self.per_lr[i] > 0 and per_lr <= self.factor * self.per_lr[i]):
                 return UpdateSpike(self._message(i, r, lrs), lr_only=False)  # the gradients made it
-            if scheduled():
+            who = setter()
+            if who is LrSetter.SCHEDULER and runaway is None:
                 continue  # the scheduler's lr: the run's schedule
+            if who is LrSetter.SCHEDULER:  # the scheduler computed a runaway: refused every step
+                self.accepted = None
+                return UpdateSpike(self._message(i, r, lrs) + _ABOVE.format(runaway), lr_only=True)
             before, count = self.refused
             count = count + 1 if before == lrs else 1
-            if count <= HAND_SET_STEPS or max(ratios) >= 1.0:
+            if count <= HAND_SET_STEPS or max(ratios) >= 1.0 or runaway is not None:
                 self.refused = (list(lrs), count)
-                return UpdateSpike(self._message(i, r, lrs), lr_only=True)
+                self.accepted = None
+                return UpdateSpike(self._message(i, r, lrs) + _who(setter), lr_only=True)
             self.accepted = (
                 f"the learning rate {lr:.6g} set without a scheduler stayed for {count} steps: "
                 f"taken as the run's lr (its update {_times(r / self.ratios[i])} the largest before)"
@@ -140,6 +196,21 @@ class UpdateTracker:
                 f"({top:.6g}): a scheduler or lr bug?"
             )
         return text
+
+
+_ABOVE = "; its scheduler computed it, above {:.6g}, the largest the optimizer and schedule declare"
+
+
+def _who(setter: Callable[[], LrSetter]) -> str:
+    """Who set the lr, said: its scheduler, or other code than it (with what the scheduler computed,
+    where ``setter`` is an :class:`~envkit.guard.schedules.LrWatch`'s), else '' (no scheduler seen)."""
+    who = setter()
+    if who is LrSetter.SCHEDULER:
+        return "; its scheduler computed it"
+    if who is LrSetter.NONE:
+        return ""
+    differs = getattr(getattr(setter, "__self__", None), "differs", None)
+    return f"; set by other code than the scheduler (the learning rate {differs or 'differs'})"
 
 
 def _times(x: float) -> str:

@@ -137,11 +137,15 @@ def test_a_run_left_at_chance_loss_after_a_blow_up_gets_one_dead_run_warning(
     tmp_path: Path, amp: ModuleType
 ) -> None:
     """One step at lr × 300 (step 25): the weights blow up and the loss settles at ~2.3 (chance, 10
-    classes) for the rest of the run: one warning, after 100 steps at it; nothing else said."""
-    out = amp.train(tmp_path / "run", 200, fault="kick", fault_step=25)
+    classes) for the rest of the run: one warning, after 100 steps at it."""
+    # policy warn: the guard refuses the kick itself under skip (a jump to 300× the declared lr)
+    out = amp.train(tmp_path / "run", 200, fault="kick", fault_step=25, guard_options={"policy": "warn"})
     dead = [i for i in out["incidents"] if str(i.kind) == "dead-run"]
     assert len(dead) == 1 and dead[0].action == "warned" and 125 <= dead[0].step <= 175
-    assert dead[0].message.startswith("the run looks dead: since the blow-up at step 26")
+    # the kick itself (lr 15, 300× the optimizer's 0.05) is named at its step, so the blow-up dates from it
+    [kick] = [i for i in out["incidents"] if i.step == 25]
+    assert kick.action == "warned" and "the learning rate is 15, 300× the largest before" in kick.message
+    assert dead[0].message.startswith("the run looks dead: since the blow-up at step 25")
     assert 2.2 < out["losses"][-1] < 2.45
 
 

@@ -14,6 +14,8 @@ from types import ModuleType
 
 import pytest
 
+from envkit.guard import Limits
+
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "data" / "guard_scripts"
@@ -75,3 +77,29 @@ def test_an_lr_set_by_hand_per_epoch_is_refused_three_steps_then_the_runs(
     ]
     assert "set without a scheduler stayed for 4 steps: taken as the run's lr" in out["incidents"][3].message
     assert len(out["records"]) == 120 and [r.step for r in out["records"] if r.skipped] == [20, 21, 22]
+
+
+@pytest.mark.parametrize("schedule", ["lambda", "step"])
+def test_an_lr_set_over_an_attached_scheduler_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, schedule: str
+) -> None:
+    """The scheduler (not given to the guard) is attached to the optimizer; the loop multiplies the lr
+    by 10,000 for one step after it: not the lr the scheduler computed, so refused (the guard once took
+    any optimizer with a scheduler attached as scheduled and let it through)."""
+    amp = script("amp_torch", monkeypatch)
+    out = amp.train(tmp_path / "run", 80, schedule=schedule, fault="spike", fault_step=50)
+    [found] = [i for i in out["incidents"] if i.step == 50]
+    assert (str(found.kind), found.action) == ("update-spike", "skipped")
+    assert "set by other code than the scheduler" in found.message
+    assert not any(r.skipped for r in out["records"] if r.step != 50)
+
+
+def test_a_runaway_the_scheduler_computes_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LambdaLR formula bug: the scheduler itself ramps the lr 1 → 1000× over 30 steps (1.26× a
+    step: no single step is a spike). Its lr is the schedule, yet 10× the optimizer's declared lr is
+    said at once, as a runaway, within 11 steps of the ramp's start."""
+    amp = script("amp_torch", monkeypatch)
+    out = amp.train(tmp_path / "run", 70, schedule="runaway", guard_options={"limits": Limits(max_skips=100)})
+    named = [i for i in out["incidents"] if "the largest the optimizer and its schedule declare" in i.message]
+    assert named and 30 < named[0].step <= 41 and str(named[0].kind) == "update-spike"
+    assert "the learning rate is" in named[0].message

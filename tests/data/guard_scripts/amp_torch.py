@@ -13,10 +13,12 @@ pixel NaN), ``garbage`` (the batch's images replaced by uniform noise × 8 and i
 ``loud`` (that batch's images × 300, labels shifted, in every epoch: the same data overflows each
 time it comes), ``huge`` (one image of the batch a raw 16-bit one: values up to 2e5), ``ramp`` (the
 lr × 1.2 a step for 38 steps: × 1,000, each step within the update check's reach), ``kick`` (one
-step at lr × 1,000, then the lr as it was).
+step at lr × 300, then the lr as it was), ``spike`` (one step at lr × 10,000 set over the scheduler's,
+then put back: the guard corpus's ``lr-spike``).
 ``schedule``: ``step`` (StepLR per epoch, γ 0.5), ``lambda`` (LambdaLR per-epoch linear warm-up from
 1/100 of the lr over 3 epochs: 34×, 2× and 1.5× jumps at the boundaries), ``hand`` (the same
-warm-up set by hand in the param groups, as ``adjust_learning_rate(optimizer, epoch)`` scripts do), None.
+warm-up set by hand in the param groups, as ``adjust_learning_rate(optimizer, epoch)`` scripts do),
+``runaway`` (a LambdaLR stepped per step whose formula ramps the lr 1 → 1000× over steps 30–60), None.
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ def scheduler(opt: Any, schedule: str | None) -> Any:
         return torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
     if schedule == "lambda":
         return torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: min(1.0, (1 + 33 * epoch) / 100))
+    if (
+        schedule == "runaway"
+    ):  # a formula bug in the scheduler itself, stepped per step: 1 → 1000× from step 30
+        return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1000.0 ** (min(30, max(0, s - 30)) / 30))
     return None
 
 
@@ -104,6 +110,9 @@ def train(
         if fault == "lr" and step == fault_step:
             for group in opt.param_groups:
                 group["lr"] *= 10_000
+        if fault == "spike" and step in (fault_step, fault_step + 1):  # the corpus's lr-spike: × 10,000, back
+            for group in opt.param_groups:
+                group["lr"] *= 10_000 if step == fault_step else 1 / 10_000
         if fault == "kick" and step in (fault_step, fault_step + 1):  # one step at × 1,000, then back
             for group in opt.param_groups:
                 group["lr"] *= 300 if step == fault_step else 1 / 300
@@ -135,7 +144,7 @@ def train(
                 g.backward(loss)
                 g.optimizer_step()
         losses.append(loss.item())
-        if sched is not None and i == PER_EPOCH - 1:
+        if sched is not None and (i == PER_EPOCH - 1 or schedule == "runaway"):
             sched.step()  # once per epoch, as the MNIST example does
         if schedule == "hand" and i == PER_EPOCH - 1:  # the same warm-up, as adjust_learning_rate()
             for group in opt.param_groups:

@@ -16,6 +16,7 @@ from envkit.errors import GuardError
 from envkit.guard.checks import DumpBudget, rank_outliers
 from envkit.guard.ledger import Ledger, LedgerEntry
 from envkit.guard.records import IncidentKind, StepRecord
+from envkit.guard.schedules import LrSetter
 from envkit.guard.spikes import MAD_TO_SIGMA, RECENT, RECUR, RECUR_MARGIN, SpikeDetector
 from envkit.guard.updates import UpdateTracker
 from envkit.incident.page import read_steps, render_page
@@ -98,11 +99,13 @@ def test_an_lr_warmup_never_trips_and_a_5000x_lr_does() -> None:
     t = UpdateTracker(10.0, warmup=5)
     for i in range(30):  # lr from 1e-5 to 1e-3 in 30 steps: each at most 1.2× the largest before
         lr = 1e-5 * (100 ** (i / 29))
-        assert t.spike(_rec(i, lr, lr * 0.3), lambda: False) is None
-    found = t.spike(_rec(30, 5.0, 5.0 * 0.3), lambda: False)
+        assert t.spike(_rec(i, lr, lr * 0.3), lambda: LrSetter.NONE) is None
+    found = t.spike(_rec(30, 5.0, 5.0 * 0.3), lambda: LrSetter.NONE)
     assert found is not None and found.message.startswith("the update was 5,000× larger than any before")
     assert "the learning rate is 5, 5,000× the largest before (0.001)" in found.message
-    assert t.spike(_rec(31, 1e-3, 3e-4), lambda: False) is None  # the skipped step did not join the history
+    assert (
+        t.spike(_rec(31, 1e-3, 3e-4), lambda: LrSetter.NONE) is None
+    )  # the skipped step did not join the history
     assert t.context(_rec(31, 1e-3, 3e-4))["largest_before"]["lrs"] == [pytest.approx(1e-3)]
 
 
