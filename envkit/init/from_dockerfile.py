@@ -184,7 +184,9 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
 
 
 _FRAMEWORK_PACKAGES = {"torch", "pytorch", "pytorch-gpu", "paddlepaddle", "paddlepaddle-gpu"}
-_COPY_FROM = re.compile(r"^COPY\s+(?:--\S+\s+)*?--from=(?P<stage>\S+)\s+(?:--\S+\s+)*(?P<src>/\S+)\s+\S+[ \t]*\Z")
+_COPY_FROM = re.compile(
+    r"^COPY\s+(?:--\S+\s+)*?--from=(?P<stage>\S+)\s+(?:--\S+\s+)*(?P<src>/\S+)\s+\S+[ \t]*\Z"
+)
 _ENV_DIR = re.compile(r"/(?:\.?venv|env|conda|miniconda3|site-packages)(?:/|$)")
 
 
