@@ -541,8 +541,9 @@ class PaddleAdapter(Adapter):
                     {"name": paddle.device.cuda.get_device_name(i), "capability": f"sm_{major}{minor}"}
                 )
         switches = {k: v for k, v in os.environ.items() if k.startswith("FLAGS_")}
-        if os.environ.get("OMP_NUM_THREADS"):
-            switches["num_threads"] = os.environ["OMP_NUM_THREADS"]
+        omp = os.environ.get("OMP_NUM_THREADS", "")
+        if omp.isdecimal():  # an integer, as torch's get_num_threads(): replay reads it as one
+            switches["num_threads"] = int(omp)
         return {
             "version": getattr(paddle, "__version__", None),
             "git_version": getattr(paddle.version, "commit", None),

@@ -131,6 +131,8 @@ def _report(env: Any, source: str) -> ProbeReport:
     if not isinstance(switches, dict):
         raise DumpError(f"{source}: info.switches: expected an object", hint="the dump was edited")
     threads = switches.get("num_threads")
+    if isinstance(threads, str) and threads.isdecimal() and len(threads) < 6:
+        threads = int(threads)  # Paddle's dumps before this release wrote OMP_NUM_THREADS as it was set
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)):
         raise DumpError(
             f"{source}: info.switches.num_threads: expected an integer", hint="the dump was edited"

@@ -259,7 +259,9 @@ def test_a_steps_line_longer_than_a_record_is_refused(
     [
         ({"info": {"switches": "num_threads=2"}}, "info.switches"),
         ({"info": ["torch"]}, "info"),
-        ({"info": {"switches": {"num_threads": "2"}}}, "num_threads"),
+        ({"info": {"switches": {"num_threads": "two"}}}, "num_threads"),
+        ({"info": {"switches": {"num_threads": "2\nverdict"}}}, "num_threads"),
+        ({"info": {"switches": {"num_threads": "9" * 4000}}}, "num_threads"),
         ({"info": {"switches": {"num_threads": True}}}, "num_threads"),
         ({"framework": "jax"}, "framework"),
         ({"fingerprint": "host-a"}, "fingerprint"),
@@ -272,6 +274,19 @@ def test_replay_reads_a_hostile_env_json_without_a_traceback(env: dict[str, Any]
     base: dict[str, Any] = {"fingerprint": {"host": "h"}, "framework": "torch", "info": {"switches": {}}}
     with pytest.raises(EnvkitError, match=field.replace(".", r"\.")):
         side_report({**base, **env}, "DUMP/env.json")
+
+
+def test_replay_reads_the_thread_count_paddle_dumps_wrote_as_text() -> None:
+    # Paddle's adapter wrote OMP_NUM_THREADS as set ("1") until this release: such a dump is the
+    # run's own (the guard corpus's paddle_vit/loss-nan replay was refused on it), not an edited one
+    from envkit.incident.replay import side_report
+
+    env: dict[str, Any] = {
+        "fingerprint": {"host": "h"},
+        "framework": "paddle",
+        "info": {"switches": {"num_threads": "1"}},
+    }
+    assert side_report(env, "DUMP/env.json").config.get("threads") == 1
 
 
 def test_replay_text_is_one_line_per_field() -> None:
