@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from envkit._lines import logical_lines
 from envkit._safe import neutralise, redact, sensitive_name, url_credentials
 from envkit.errors import UsageError
 from envkit.init.wheel_names import TorchHint
@@ -144,22 +145,7 @@ class Collected:
 def joined_lines(text: str) -> Iterator[tuple[int, str]]:
     """Logical lines of a requirements file or a Dockerfile: backslash continuations joined, blank
     and comment lines dropped (also between continuation lines, as Docker does): (first line, text)."""
-    pending: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.rstrip()
-        if line.lstrip().startswith("#") or (not pending and not line.strip()):
-            continue
-        if not pending:
-            start = number
-        if line.endswith("\\"):
-            pending.append(line[:-1])
-            continue
-        pending.append(line)
-        yield start, " ".join(p.strip() for p in pending)
-        pending = []
-    if pending:
-        yield start, " ".join(p.strip() for p in pending)
+    return logical_lines(text, drop_comments=True)
 
 
 def one_line(text: str) -> str:
