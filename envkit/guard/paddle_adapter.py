@@ -540,7 +540,7 @@ class PaddleAdapter(Adapter):
                 gpus.append(
                     {"name": paddle.device.cuda.get_device_name(i), "capability": f"sm_{major}{minor}"}
                 )
-        switches = {k: v for k, v in os.environ.items() if k.startswith("FLAGS_")}
+        switches: dict[str, str | int] = {k: v for k, v in os.environ.items() if k.startswith("FLAGS_")}
         omp = os.environ.get("OMP_NUM_THREADS", "")
         if omp.isdecimal():  # an integer, as torch's get_num_threads(): replay reads it as one
             switches["num_threads"] = int(omp)
