@@ -20,7 +20,7 @@ from packaging.version import Version
 from pydantic import ValidationError
 
 from envkit._atomic import write_text_atomic
-from envkit.catalog import Catalog
+from envkit.catalog import Catalog, FrameworkRelease
 from envkit.errors import SpecError
 from envkit.init.adopted import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, shown_item
 from envkit.init.credentials import carry_env
@@ -51,6 +51,7 @@ from envkit.init.refusals import (
     refuse_image_framework,
     refuse_lost_frameworks,
     refuse_old_release,
+    refuse_project_venv_over_image,
     refuse_torch_brought_in,
     refuse_unread_environment,
 )
@@ -119,6 +120,7 @@ def plan_adoption(
     how: dict[str, str] = {}
     base_image = _base_image(found)
     image = image_facts(base_image, releases)
+    refuse_project_venv_over_image(found, image.framework, image.framework in detect_frameworks(found))
     frameworks = _frameworks(found, image, base_image)
     notes = list(found.notes)  # with what _frameworks read (a wheel's torch, a CPU paddle kept as a package)
     index = index_flavour(found)
@@ -298,7 +300,9 @@ def _framework_versions(
     versions: dict[str, str] = {}
     for framework, pin in sorted(frameworks.items()):
         releases = known.releases(framework)
-        version, why = release_in(releases, pin.constraint, cuda=cuda, python=python)
+        constraint, pypi_only = _pypi_bound(pin, releases, found)
+        version, why = release_in(releases, constraint, cuda=cuda, python=python)
+        why = f"{why}; {pypi_only}" if pypi_only and why != "pinned" else why
         if version is None and "has wheels for" in why:
             newest, _ = release_in(releases, pin.constraint)
             choices = buildable_cudas(known, {framework: newest}) if newest else []
@@ -328,6 +332,26 @@ def _framework_versions(
         versions[framework] = version
         how[framework] = f"{shown_item(pin.spec)} ({pin.where})" + ("" if why == "pinned" else f": {why}")
     return versions
+
+
+def _pypi_bound(pin: Framework, releases: tuple[FrameworkRelease, ...], found: Collected) -> tuple[str, str]:
+    """An unpinned (or ranged) ``paddlepaddle-gpu`` from PyPI (no Paddle index or find-links page
+    named) is a release PyPI has a GPU wheel of: the catalog's ``pypi_cuda`` (none from 3.0 on, whose
+    GPU wheels are on paddlepaddle.org.cn only). The constraint to resolve, and why it was bounded."""
+    constraint = pin.constraint
+    named = any("paddlepaddle.org.cn" in url for url, _ in [*found.index_urls, *found.extra_urls])
+    gpu = pin.installer == "pip" and pin.spec.lower().replace("_", "-").startswith("paddlepaddle-gpu")
+    if not gpu or named or (constraint and constraint[:1] not in "<>~!"):
+        return constraint, ""
+    on_pypi = [r.version for r in releases if r.pypi_cuda]
+    newest = max(on_pypi, key=Version) if on_pypi else None
+    if newest is None:
+        return constraint, ""
+    bound = f"<={newest}"
+    return (f"{constraint},{bound}" if constraint else bound), (
+        f"PyPI's paddlepaddle-gpu wheels end at {newest} (later GPU releases are on paddlepaddle.org.cn "
+        "only, and the source names no Paddle index)"
+    )
 
 
 def _cuda(

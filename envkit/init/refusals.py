@@ -23,6 +23,7 @@ __all__ = [
     "refuse_image_framework",
     "refuse_lost_frameworks",
     "refuse_old_release",
+    "refuse_project_venv_over_image",
     "refuse_torch_brought_in",
     "refuse_unread_environment",
 ]
@@ -164,6 +165,24 @@ def refuse_unread_environment(found: Collected, versions: Mapping[str, str], ima
         "(a spec without the framework would build a different environment)",
         hint="run envkit init --from on that file (requirements.txt, environment.yml, uv.lock, "
         "poetry.lock), or pin the framework in the source",
+    )
+
+
+def refuse_project_venv_over_image(found: Collected, image_framework: str | None, pinned: bool) -> None:
+    """``uv sync`` on an image that brings the framework: uv installs the project's locked environment
+    into a venv of its own (``.venv``), so what runs is that lock's, not the image's framework, and
+    the lock is a file envkit did not read here."""
+    if image_framework is None or pinned:
+        return
+    synced = next(((w, x) for w, x in found.unread if x.startswith("uv sync")), None)
+    if synced is None:
+        return
+    where, what = synced
+    raise AdoptError(
+        f"{where}: {shown_item(what)} installs the project's locked environment into its own venv: the "
+        f"{image_framework} of the base image {found.base_image} is not the one that runs, and the lock is "
+        "a file envkit did not read; nothing was written",
+        hint="run envkit init --from on the project's uv.lock (or pyproject.toml)",
     )
 
 
