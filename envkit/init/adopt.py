@@ -119,7 +119,9 @@ def plan_adoption(
     refuse_empty(found)
     how: dict[str, str] = {}
     base_image = _base_image(found)
-    image = image_facts(base_image, releases)
+    # a reference no spec can pin (`nvcr.io/nvidia/pytorch:` of an ARG without a default) still says
+    # which framework image it is: read, so the framework is refused rather than lost
+    image = image_facts(base_image or found.base_image, releases)
     refuse_project_venv_over_image(found, image.framework, image.framework in detect_frameworks(found))
     frameworks = _frameworks(found, image, base_image)
     notes = list(found.notes)  # with what _frameworks read (a wheel's torch, a CPU paddle kept as a package)
@@ -215,6 +217,10 @@ def plan_adoption(
 def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> dict[str, Framework]:
     """The source's framework pins, and the base image's framework when the source pins none."""
     frameworks = detect_frameworks(found)
+    if image.framework == "torch" and image.version and "torch" not in frameworks:
+        # the image's torch is what the source runs: a PyG page for another torch is reported, not read
+        ranged = f"=={image.version}.*" if image.version.count(".") == 1 else image.version
+        frameworks["torch"] = Framework("torch", ranged, "image", found.origin, base_image or "")
     hinted_torch(found, frameworks)
     unpinned_on_image(found, frameworks, image)
     if image.framework and image.framework not in frameworks:
@@ -223,8 +229,8 @@ def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> 
             frameworks[image.framework] = Framework(
                 image.framework, ranged, "image", found.origin, base_image or ""
             )
-        elif base_image:
-            refuse_image_framework(found, image, base_image)
+        elif base_image or found.base_image:
+            refuse_image_framework(found, image, base_image or found.base_image or "")
     paddle = cpu_paddle_beside_cuda_torch(found, frameworks, image.cuda)
     if paddle is not None:
         del frameworks["paddle"]

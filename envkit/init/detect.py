@@ -70,7 +70,7 @@ _IMAGE_TAGS = (
 )
 # other images that carry a framework and say so in the tag: runpod/pytorch:2.1.0-py3.10-cuda11.8.0-devel,
 # pytorchlightning/pytorch_lightning:base-cuda-py3.10-torch2.0-cuda11.7.1, anibali/pytorch:1.8.1-cuda11.1
-_TORCH_REPO = re.compile(r"(?:^|/)[\w.-]*(?:pytorch|torch)[\w.-]*(?::(?P<tag>\S+))?\Z")
+_TORCH_REPO = re.compile(r"(?:^|/)[\w.-]*(?:pytorch|torch)[\w.-]*(?::(?P<tag>\S*))?\Z")  # an empty tag too
 # any image whose tag spells the torch release: modelscope:ubuntu20.04-cuda11.7.1-py38-torch2.0.1-tf1.15.5
 _TORCH_TOKEN = re.compile(r"(?:^|[-_.])(?:torch|pytorch)-?(\d+\.\d+(?:\.\d+)?)(?![\d.])")
 _TORCH_IN_TAG = re.compile(

@@ -224,6 +224,7 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
 
 
 _FRAMEWORK_PACKAGES = {"torch", "pytorch", "pytorch-gpu", "paddlepaddle", "paddlepaddle-gpu"}
+_FRAMEWORK_INDEX = re.compile(r"download\.pytorch\.org/whl|paddlepaddle\.org\.cn")
 _FRAMEWORK_WORD = re.compile(r"(?<![\w-])(?:torch|pytorch|paddlepaddle(?:-gpu)?)(?![\w-])", re.I)
 _COPY_FROM = re.compile(
     r"^COPY\s+(?:--\S+\s+)*?--from=(?P<stage>\S+)\s+(?:--\S+\s+)*(?P<src>/\S+)\s+\S+[ \t]*\Z"
@@ -404,10 +405,12 @@ def _run(
             _command(argv, found, where=where, context=context, unused=unused)
             return
     try:
-        parsed, branches = commands(run, values, lambda word, scope: expand(word, scope, budget))
+        parsed, branches, skipped = commands(run, values, lambda word, scope: expand(word, scope, budget))
     except ValueError:
         found.lose(where, f"RUN {run}", "unbalanced quotes: not read")
         return
+    for cmd in skipped:
+        _other_branch(cmd, found, where=where)
     for branch in branches:
         found.notes.append(
             f"{where}: read the shell branch `{shown_item(branch.read)}` (decided from the ARG/ENV "
@@ -442,6 +445,20 @@ def _run(
             )
             continue  # bash -c "source activate env && pip install ...": the commands it runs
         _command(cmd.argv, found, where=where, context=context, unused=unused)
+
+
+def _other_branch(cmd: Command, found: Collected, *, where: str) -> None:
+    """A command of a shell branch the ARG/ENV defaults did not choose that installs a framework (or
+    from a framework's index): kept as evidence (the branch read may install it from a file unread)."""
+    scratch = Collected(found.origin, found.kind)
+    try:
+        _command(cmd.argv, scratch, where=where, context=None)
+    except AdoptError:
+        return
+    pins: list[PipPin | CondaPin] = [*scratch.pip, *scratch.conda]
+    urls = " ".join(u for u, _ in [*scratch.index_urls, *scratch.extra_urls])
+    if any(p.name in _FRAMEWORK_PACKAGES for p in pins) or _FRAMEWORK_INDEX.search(urls):
+        found.other_branches.append((where, " ".join(cmd.argv)))
 
 
 def _undecided(cmd: Command, found: Collected, *, where: str) -> None:

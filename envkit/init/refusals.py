@@ -148,12 +148,22 @@ def refuse_unread_environment(found: Collected, versions: Mapping[str, str], ima
         None,
     )  # torch-geometric, torchvision, paddleocr: a package that needs the framework
     scripted = next(((w, x) for w, x in found.unread if _FRAMEWORK_WORD.search(x)), None)
-    if image_cuda in (None, "cpu") and not named and scripted is None and not (channel and built_on):
+    branch = found.other_branches[0] if found.other_branches else None
+    if (
+        image_cuda in (None, "cpu")
+        and not named
+        and scripted is None
+        and not (channel and built_on)
+        and branch is None
+    ):
         return
     where, what = scripted or found.unread[0]
     why = (
         f"the environment of this CUDA {image_cuda} image is installed from"
         if image_cuda not in (None, "cpu")
+        else f"a framework is installed (the shell branch not read, `{shown_item(branch[1])}` at "
+        f"{branch[0]}, installs it; the branch read does not) from"
+        if branch is not None and not named and scripted is None
         else f"a framework is installed (the {channel} channel is named, and {shown_item(built_on)} "
         "is built on it) from"
         if channel and built_on and not named and scripted is None

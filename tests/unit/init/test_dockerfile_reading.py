@@ -307,3 +307,86 @@ def test_undecided_command_substitution_hostile(tmp_path: Path) -> None:
     assert "installs what a command prints" in said(adoption)
     with pytest.raises(AdoptError, match="shell command"):  # a framework that way is still refused
         adopt_text(tmp_path, 'FROM python:3.11\nRUN if command -v t; then pip install "torch==$(t v)"; fi\n')
+
+
+# --- the framework a shell branch not read installs ------------------------------------------------
+
+
+def test_real_dockerfile_default_branch_installs_from_an_unread_file_is_refused() -> None:
+    """jona-nakai/NEU-Hocker-Vision: ``ARG TORCH_VARIANT=cpu``; the cuda branch installs torch from
+    whl/cu126, the branch read only ``-r requirements.txt`` (before: a no-framework CPU spec)."""
+    with pytest.raises(AdoptError, match="the shell branch not read") as refused:
+        adopt_file(CORPUS / "hocker-vision-torch-variant-default-cpu.Dockerfile")
+    assert "whl/cu126" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("variant", "refused"),
+    [
+        ("cpu", True),  # the default branch: only the unread file
+        ("cuda", False),  # the branch with torch: adopted
+    ],
+)
+def test_branch_not_read_hostile(tmp_path: Path, variant: str, refused: bool) -> None:
+    text = (
+        f"FROM python:3.12\nARG VARIANT={variant}\n"
+        'RUN if [ "$VARIANT" = "cuda" ]; then pip install torch==2.6.0 --index-url '
+        "https://download.pytorch.org/whl/cu126 && pip install -r requirements.txt; "
+        "else pip install -r requirements.txt; fi\n"
+    )
+    if refused:
+        with pytest.raises(AdoptError, match="the shell branch not read"):
+            adopt_text(tmp_path, text)
+    else:
+        assert facts(adopt_text(tmp_path, text)) == {"torch": "2.6.0", "cuda": "12.6", "python": "3.12"}
+
+
+def test_a_branch_not_read_without_a_framework_changes_nothing(tmp_path: Path) -> None:
+    adoption = adopt_text(
+        tmp_path,
+        "FROM python:3.12\nARG DEV=0\n"
+        'RUN if [ "$DEV" = "1" ]; then pip install pytest; fi && pip install -r requirements.txt\n',
+    )
+    assert facts(adoption) == {"cuda": "cpu", "python": "3.12"}
+
+
+# --- a framework image whose tag an ARG without a default leaves empty ----------------------------
+
+
+def test_real_dockerfile_ngc_tag_from_an_unset_arg_is_refused() -> None:
+    """NERSC/nersc-ml-images: ``ARG nvc_tag`` (no default), ``FROM nvcr.io/nvidia/pytorch:$nvc_tag``
+    (before: the reference was dropped as invalid and a no-framework CPU spec written, exit 0)."""
+    with pytest.raises(AdoptError, match="NVIDIA's own torch build"):
+        adopt_file(CORPUS / "nersc-ngc-unset-tag-arg.Dockerfile")
+
+
+@pytest.mark.parametrize(
+    "base",
+    [
+        "ARG TAG\nFROM pytorch/pytorch:${TAG}",
+        "ARG V\nFROM registry.example.com/ml/pytorch:$V-cuda12.1",
+    ],
+)
+def test_framework_image_with_an_unset_tag_hostile(tmp_path: Path, base: str) -> None:
+    with pytest.raises(AdoptError, match="cannot tell which torch release"):
+        adopt_text(tmp_path, f"{base}\nRUN pip install numpy==1.26.4\n")
+
+
+# --- a PyG page for another torch than the image's ------------------------------------------------
+
+
+def test_real_dockerfile_pyg_page_for_another_torch_keeps_the_images_torch() -> None:
+    """Forbu/graphgenerator: pytorch/pytorch:2.0.1-cuda11.7 with PyG wheels from the
+    torch-2.0.0+cu118 page (before: torch 2.0.0 on CUDA 11.8, the page's, was written)."""
+    _, adoption = adopt_file(CORPUS / "graphgenerator-pytorch201-pyg-cu118-page.Dockerfile")
+    assert (adoption.detected["torch"], adoption.detected["cuda"]) == ("2.0.1", "11.7")
+    assert "built for torch 2.0.0" in said(adoption)
+
+
+def test_pyg_page_on_an_image_without_torch_still_names_torch(tmp_path: Path) -> None:
+    adoption = adopt_text(
+        tmp_path,
+        "FROM python:3.10\n"
+        "RUN pip install torch_scatter -f https://data.pyg.org/whl/torch-2.1.0+cu121.html\n",
+    )
+    assert adoption.detected["torch"] == "2.1.0"
