@@ -20,7 +20,7 @@ from packaging.version import Version
 from pydantic import ValidationError
 
 from envkit._atomic import write_text_atomic
-from envkit.catalog import Catalog
+from envkit.catalog import Catalog, FrameworkRelease
 from envkit.errors import SpecError
 from envkit.init.adopted import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, shown_item
 from envkit.init.credentials import carry_env
@@ -51,6 +51,7 @@ from envkit.init.refusals import (
     refuse_image_framework,
     refuse_lost_frameworks,
     refuse_old_release,
+    refuse_project_venv_over_image,
     refuse_torch_brought_in,
     refuse_unread_environment,
 )
@@ -118,7 +119,10 @@ def plan_adoption(
     refuse_empty(found)
     how: dict[str, str] = {}
     base_image = _base_image(found)
-    image = image_facts(base_image, releases)
+    # a reference no spec can pin (`nvcr.io/nvidia/pytorch:` of an ARG without a default) still says
+    # which framework image it is: read, so the framework is refused rather than lost
+    image = image_facts(base_image or found.base_image, releases)
+    refuse_project_venv_over_image(found, image.framework, image.framework in detect_frameworks(found))
     frameworks = _frameworks(found, image, base_image)
     notes = list(found.notes)  # with what _frameworks read (a wheel's torch, a CPU paddle kept as a package)
     index = index_flavour(found)
@@ -213,6 +217,10 @@ def plan_adoption(
 def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> dict[str, Framework]:
     """The source's framework pins, and the base image's framework when the source pins none."""
     frameworks = detect_frameworks(found)
+    if image.framework == "torch" and image.version and "torch" not in frameworks:
+        # the image's torch is what the source runs: a PyG page for another torch is reported, not read
+        ranged = f"=={image.version}.*" if image.version.count(".") == 1 else image.version
+        frameworks["torch"] = Framework("torch", ranged, "image", found.origin, base_image or "")
     hinted_torch(found, frameworks)
     unpinned_on_image(found, frameworks, image)
     if image.framework and image.framework not in frameworks:
@@ -221,8 +229,8 @@ def _frameworks(found: Collected, image: ImageFacts, base_image: str | None) -> 
             frameworks[image.framework] = Framework(
                 image.framework, ranged, "image", found.origin, base_image or ""
             )
-        elif base_image:
-            refuse_image_framework(found, image, base_image)
+        elif base_image or found.base_image:
+            refuse_image_framework(found, image, base_image or found.base_image or "")
     paddle = cpu_paddle_beside_cuda_torch(found, frameworks, image.cuda)
     if paddle is not None:
         del frameworks["paddle"]
@@ -298,7 +306,9 @@ def _framework_versions(
     versions: dict[str, str] = {}
     for framework, pin in sorted(frameworks.items()):
         releases = known.releases(framework)
-        version, why = release_in(releases, pin.constraint, cuda=cuda, python=python)
+        constraint, pypi_only = _pypi_bound(pin, releases, found)
+        version, why = release_in(releases, constraint, cuda=cuda, python=python)
+        why = f"{why}; {pypi_only}" if pypi_only and why != "pinned" else why
         if version is None and "has wheels for" in why:
             newest, _ = release_in(releases, pin.constraint)
             choices = buildable_cudas(known, {framework: newest}) if newest else []
@@ -328,6 +338,26 @@ def _framework_versions(
         versions[framework] = version
         how[framework] = f"{shown_item(pin.spec)} ({pin.where})" + ("" if why == "pinned" else f": {why}")
     return versions
+
+
+def _pypi_bound(pin: Framework, releases: tuple[FrameworkRelease, ...], found: Collected) -> tuple[str, str]:
+    """An unpinned (or ranged) ``paddlepaddle-gpu`` from PyPI (no Paddle index or find-links page
+    named) is a release PyPI has a GPU wheel of: the catalog's ``pypi_cuda`` (none from 3.0 on, whose
+    GPU wheels are on paddlepaddle.org.cn only). The constraint to resolve, and why it was bounded."""
+    constraint = pin.constraint
+    named = any("paddlepaddle.org.cn" in url for url, _ in [*found.index_urls, *found.extra_urls])
+    gpu = pin.installer == "pip" and pin.spec.lower().replace("_", "-").startswith("paddlepaddle-gpu")
+    if not gpu or named or (constraint and constraint[:1] not in "<>~!"):
+        return constraint, ""
+    on_pypi = [r.version for r in releases if r.pypi_cuda]
+    newest = max(on_pypi, key=Version) if on_pypi else None
+    if newest is None:
+        return constraint, ""
+    bound = f"<={newest}"
+    return (f"{constraint},{bound}" if constraint else bound), (
+        f"PyPI's paddlepaddle-gpu wheels end at {newest} (later GPU releases are on paddlepaddle.org.cn "
+        "only, and the source names no Paddle index)"
+    )
 
 
 def _cuda(

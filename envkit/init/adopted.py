@@ -137,6 +137,8 @@ class Collected:
     torch_hints: list[TorchHint] = field(default_factory=list)
     # the CUDA driver the machine must have (pixi's system-requirements cuda): no build's CUDA
     cuda_requirement: tuple[str, str] | None = None  # (version, where)
+    # (where, command): a framework installed in a shell branch the ARG/ENV defaults did not choose
+    other_branches: list[tuple[str, str]] = field(default_factory=list)
 
     def lose(self, where: str, item: str, why: str) -> None:
         self.lost.append(Lost(where, shown_item(item), why))

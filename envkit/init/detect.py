@@ -70,12 +70,14 @@ _IMAGE_TAGS = (
 )
 # other images that carry a framework and say so in the tag: runpod/pytorch:2.1.0-py3.10-cuda11.8.0-devel,
 # pytorchlightning/pytorch_lightning:base-cuda-py3.10-torch2.0-cuda11.7.1, anibali/pytorch:1.8.1-cuda11.1
-_TORCH_REPO = re.compile(r"(?:^|/)[\w.-]*(?:pytorch|torch)[\w.-]*:(?P<tag>\S+)\Z")
+_TORCH_REPO = re.compile(r"(?:^|/)[\w.-]*(?:pytorch|torch)[\w.-]*(?::(?P<tag>\S*))?\Z")  # an empty tag too
+# any image whose tag spells the torch release: modelscope:ubuntu20.04-cuda11.7.1-py38-torch2.0.1-tf1.15.5
+_TORCH_TOKEN = re.compile(r"(?:^|[-_.])(?:torch|pytorch)-?(\d+\.\d+(?:\.\d+)?)(?![\d.])")
 _TORCH_IN_TAG = re.compile(
     r"(?:^|[-_.])(?:torch|pytorch)-?(\d+(?:\.\d+){0,2})(?![\d.])|^(\d+\.\d+(?:\.\d+)?)(?=-)"
 )
 _CUDA_IN_TAG = re.compile(r"cuda-?(\d+\.\d+)")
-_PY_IN_TAG = re.compile(r"(?:^|[-_.])py(?:thon)?-?(3\.\d+)")
+_PY_IN_TAG = re.compile(r"(?:^|[-_.])py(?:thon)?-?(3\.\d+|3\d{1,2}(?!\d))")  # py3.10, python3.10, py310
 _CU_IN_TAG = re.compile(r"(?:^|[-_.])cu(\d{3})(?![\d.])")
 _PADDLE_IN_TAG = re.compile(rf"(?:^|[-_.])paddle(?:paddle)?-?(\d+\.\d+\.\d+{_PRE})(?![\d.])")
 # images whose framework is a build of their own, or whose tag names no release
@@ -107,7 +109,7 @@ _OWN_BUILD = (
 # a `cuda` repository's tag: its CUDA is the first X.Y whose minor is not zero-padded (CUDA writes
 # 12.4, never 12.04; `22.04` in a mirror's `cuda:22.04_12.2` is Ubuntu's release, not CUDA's)
 _CUDA_TAG = re.compile(r"(?:^|/)cuda:(?:[^@]*?[^\d.])?(\d+\.(?:0|[1-9]\d?))(?![\d])")
-_PYTHON_TAG = re.compile(r"(?:^|/)python:(3\.\d+)")
+_PYTHON_TAG = re.compile(r"(?:^|/)python:(3\.\d+)|(?:^|/)python-?(3\.\d+)(?=[:@]|\Z)")  # python3.9:latest
 
 
 @dataclass(frozen=True)
@@ -219,27 +221,33 @@ def image_facts(image: str | None, releases: Releases) -> ImageFacts:
         match = pattern.search(image)
         if match:
             python = _PY_IN_TAG.search(image.rsplit(":", 1)[-1])
-            return ImageFacts(framework, match[1], match[2] or "cpu", python[1] if python else None)
+            return ImageFacts(framework, match[1], match[2] or "cpu", _tag_python(python))
     tag = image.split("@", 1)[0].rsplit("/", 1)[-1].partition(":")[2]
     python = _PY_IN_TAG.search(tag)
+    cuda = _CUDA_IN_TAG.search(tag) or _CU_IN_TAG.search(tag)
     paddle = _PADDLE_IN_TAG.search(
         tag
     )  # vendor images: paddlex/paddlex:paddlex3.1.2-paddlepaddle3.0.0-gpu-cuda11.8-...
     if paddle:
-        cuda = _CUDA_IN_TAG.search(tag) or _CU_IN_TAG.search(tag)
-        return ImageFacts("paddle", paddle[1], _tag_cuda(cuda) or "cpu", python[1] if python else None)
+        return ImageFacts("paddle", paddle[1], _tag_cuda(cuda) or "cpu", _tag_python(python))
     repo = _TORCH_REPO.search(image.split("@", 1)[0])
-    if repo:
-        version, cuda = _TORCH_IN_TAG.search(tag), _CUDA_IN_TAG.search(tag) or _CU_IN_TAG.search(tag)
-        if version:
-            return ImageFacts(
-                "torch", version[1] or version[2], _tag_cuda(cuda) or "cpu", python[1] if python else None
-            )
+    version = _TORCH_TOKEN.search(tag) or (_TORCH_IN_TAG.search(tag) if repo else None)
+    if version:
+        return ImageFacts("torch", version[1] or version[2], _tag_cuda(cuda) or "cpu", _tag_python(python))
+    if repo:  # bitnami/pytorch:latest, huggingface/transformers-pytorch-gpu: torch, no release named
+        why = f"a torch image whose tag ({tag or 'none'}) names no torch release"
+        return ImageFacts("torch", None, _tag_cuda(cuda), _tag_python(python), why)
     cuda_tag = _CUDA_TAG.search(image)
-    python_tag = (
-        _PYTHON_TAG.search(image) or python
-    )  # python:3.12-slim, ghcr.io/astral-sh/uv:python3.12-bookworm
-    return ImageFacts(None, None, cuda_tag[1] if cuda_tag else None, python_tag[1] if python_tag else None)
+    named = _PYTHON_TAG.search(image)  # python:3.12-slim, registry/.../python3.9:latest
+    stated = (named[1] or named[2]) if named else _tag_python(python)  # uv:python3.12-bookworm
+    return ImageFacts(None, None, cuda_tag[1] if cuda_tag else None, stated)
+
+
+def _tag_python(match: re.Match[str] | None) -> str | None:
+    """``py3.10`` / ``python3.10`` -> 3.10; ``py38`` -> 3.8, ``py310`` -> 3.10."""
+    if match is None:
+        return None
+    return match[1] if "." in match[1] else f"3.{match[1][1:]}"
 
 
 def _tag_cuda(match: re.Match[str] | None) -> str | None:

@@ -6,12 +6,16 @@ names back to an image; ``RUN`` lines are split into commands with :mod:`shlex` 
 and ``conda create`` are read (their packages become pins, ``-i``/``-c`` mirrors and channels).
 OS packages, downloaded scripts run by a shell (``curl ... | sh``), other commands, and
 ``COPY``/``CMD``/... are each reported with the line they are on. ``$VAR``, ``${VAR}``,
-``${VAR:-default}`` and ``${VAR:+alt}`` are expanded from ``ARG`` and ``ENV``; what stays
-unexpanded is reported, not guessed.
+``${VAR:-default}``, ``${VAR:+alt}`` and the shell's ``${VAR%.*}``/``${VAR#v}`` (``%%``, ``##``) are
+expanded from ``ARG`` and ``ENV``; what stays unexpanded is reported, not guessed. BuildKit's platform
+``ARG``s (``TARGETPLATFORM``, ``TARGETARCH``, ...) declared without a default are the platform the
+spec builds, linux/amd64 (said in a note). ``bash -c "..."`` and ``sh -c '...'`` are read as the
+commands they run.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import shlex
@@ -58,7 +62,22 @@ _KNOWN = {
     "STOPSIGNAL",
     "MAINTAINER",
 }
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^{}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+]|%%?|##?)([^{}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+# BuildKit's automatic platform ARGs (docs.docker.com/build/building/variables/#pre-defined-build-arguments
+# "Automatic platform ARGs in the global scope"): set by the builder when declared without a default.
+# envkit builds linux/amd64 images (a spec with no platform), so a Dockerfile's branches are read for it.
+PLATFORM_ARGS = {
+    "TARGETPLATFORM": "linux/amd64",
+    "TARGETOS": "linux",
+    "TARGETARCH": "amd64",
+    "TARGETVARIANT": "",
+    "BUILDPLATFORM": "linux/amd64",
+    "BUILDOS": "linux",
+    "BUILDARCH": "amd64",
+    "BUILDVARIANT": "",
+}
+_SHELL_C = re.compile(r"^-[a-z]*c[a-z]*\Z")  # bash -c, sh -ec, bash -lc
+_MINICONDA_PY = re.compile(r"Miniconda3?-py(3)(\d{1,2})_")  # Miniconda3-py37_4.10.3-Linux-x86_64.sh
 _PIP = re.compile(r"^(?:.*/)?pip(?:3(?:\.\d+)?)?\Z")
 _PYTHON = re.compile(r"^(?:.*/)?python(?:3(?:\.(\d+))?)?\Z")
 _CONDA = re.compile(r"^(?:.*/)?(?:conda|mamba|micromamba)\Z")
@@ -100,7 +119,8 @@ def looks_like_dockerfile(path: Path, text: str) -> bool:
 
 
 def expand(text: str, values: Mapping[str, str], budget: Budget | None = None) -> str:
-    """``$X``, ``${X}``, ``${X:-d}``, ``${X-d}``, ``${X:+a}``, ``${X+a}``; unknown variables stay.
+    """``$X``, ``${X}``, ``${X:-d}``, ``${X-d}``, ``${X:+a}``, ``${X+a}``, ``${X%p}``, ``${X%%p}``,
+    ``${X#p}``, ``${X##p}`` (``p`` a shell pattern); unknown variables stay.
 
     :class:`AdoptError` when the result would exceed :data:`MAX_EXPANDED` characters or the
     ``budget`` left (checked while substituting, before anything large is built)."""
@@ -140,11 +160,24 @@ def _one(match: re.Match[str], values: Mapping[str, str]) -> str:
         return match[0]
     value = values.get(name)
     op, word = match[2], match[3] or ""
+    if op and op[0] in "%#":
+        return match[0] if value is None else _strip_pattern(value, op, word)
     if op in (":-", "-"):
         return value if value or (op == "-" and value is not None) else word
     if op in (":+", "+"):
         return word if value or (op == "+" and value is not None) else ""
     return value if value is not None else match[0]
+
+
+def _strip_pattern(value: str, op: str, pattern: str) -> str:
+    """The shell's ``${X%p}`` (shortest suffix matching ``p`` removed), ``%%`` (longest), ``#`` (shortest
+    prefix), ``##`` (longest): ``${CUDA_VER%.*}`` of 11.8.0 is 11.8."""
+    cuts = range(len(value), -1, -1) if op in ("%", "##") else range(len(value) + 1)
+    for cut in cuts:
+        part = value[cut:] if op[0] == "%" else value[:cut]
+        if fnmatch.fnmatchcase(part, pattern):
+            return value[:cut] if op[0] == "%" else value[cut:]
+    return value
 
 
 def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | None = None) -> None:
@@ -153,6 +186,7 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
     stages, args = _stages(text, found, label=label, budget=budget)
     if not stages:
         return
+    unused = _unused_conda_envs(text)
     chain = _chain(stages)
     found.base_image = chain[0].image
     copied_envs = {stage.name: copy for stage in stages if (copy := _copied_environment(stage, chain))}
@@ -163,7 +197,13 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
                 "is copied into the final image: its installs are read as the final image's"
             )
             _read_stage(
-                stage, found, label=label, values={**args, **stage.env}, context=context, budget=budget
+                stage,
+                found,
+                label=label,
+                values={**args, **stage.env},
+                context=context,
+                budget=budget,
+                unused=unused,
             )
         elif stage not in chain:
             found.lose(
@@ -176,7 +216,7 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
         values = {**args, **stage.env}
         for number, run in stage.runs:
             budget.where = f"{label}:{number}"
-            _run(run, found, where=budget.where, values=values, context=context, budget=budget)
+            _run(run, found, where=budget.where, values=values, context=context, budget=budget, unused=unused)
         for number, other, why in stage.others:
             found.lose(f"{label}:{number}", other, why)
     for key, value in chain[-1].env.items():
@@ -184,6 +224,8 @@ def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | 
 
 
 _FRAMEWORK_PACKAGES = {"torch", "pytorch", "pytorch-gpu", "paddlepaddle", "paddlepaddle-gpu"}
+_FRAMEWORK_INDEX = re.compile(r"download\.pytorch\.org/whl|paddlepaddle\.org\.cn")
+_FRAMEWORK_WORD = re.compile(r"(?<![\w-])(?:torch|pytorch|paddlepaddle(?:-gpu)?)(?![\w-])", re.I)
 _COPY_FROM = re.compile(
     r"^COPY\s+(?:--\S+\s+)*?--from=(?P<stage>\S+)\s+(?:--\S+\s+)*(?P<src>/\S+)\s+\S+[ \t]*\Z"
 )
@@ -219,10 +261,11 @@ def _read_stage(
     values: dict[str, str],
     context: Path | None,
     budget: Budget,
+    unused: frozenset[str],
 ) -> None:
     for number, run in stage.runs:
         budget.where = f"{label}:{number}"
-        _run(run, found, where=budget.where, values=values, context=context, budget=budget)
+        _run(run, found, where=budget.where, values=values, context=context, budget=budget, unused=unused)
 
 
 def _frameworks_of_stage(
@@ -260,10 +303,16 @@ def _stages(
         budget.where = f"{label}:{number}"
         if keyword == "ARG":
             name, _, default = rest.partition("=")
-            args[name.strip()] = (
-                expand(default.strip().strip("\"'"), values, budget)
-                if default
-                else args.get(name.strip(), "")
+            name = name.strip()
+            if not default and name in PLATFORM_ARGS and name not in args:
+                found.notes.append(
+                    f"{label}:{number}: ARG {name} is set by the builder to the platform built: read as "
+                    f"{PLATFORM_ARGS[name] or '(empty)'} (envkit builds linux/amd64)"
+                )
+                args[name] = PLATFORM_ARGS[name]
+                continue
+            args[name] = (
+                expand(default.strip().strip("\"'"), values, budget) if default else args.get(name, "")
             )
         elif keyword == "FROM":
             parts = [p for p in rest.split() if not p.startswith("--platform")]
@@ -337,7 +386,14 @@ def _carry_env(key: str, value: str, found: Collected, *, label: str) -> None:
 
 
 def _run(
-    run: str, found: Collected, *, where: str, values: dict[str, str], context: Path | None, budget: Budget
+    run: str,
+    found: Collected,
+    *,
+    where: str,
+    values: dict[str, str],
+    context: Path | None,
+    budget: Budget,
+    unused: frozenset[str] = frozenset(),
 ) -> None:
     if run.startswith("["):
         try:
@@ -345,13 +401,16 @@ def _run(
         except ValueError:
             argv = None
         if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
-            _command([expand(a, values, budget) for a in argv], found, where=where, context=context)
+            argv = [expand(a, values, budget) for a in argv]
+            _command(argv, found, where=where, context=context, unused=unused)
             return
     try:
-        parsed, branches = commands(run, values, lambda word, scope: expand(word, scope, budget))
+        parsed, branches, skipped = commands(run, values, lambda word, scope: expand(word, scope, budget))
     except ValueError:
         found.lose(where, f"RUN {run}", "unbalanced quotes: not read")
         return
+    for cmd in skipped:
+        _other_branch(cmd, found, where=where)
     for branch in branches:
         found.notes.append(
             f"{where}: read the shell branch `{shown_item(branch.read)}` (decided from the ARG/ENV "
@@ -379,14 +438,45 @@ def _run(
             )
             skip = True
             continue
-        _command(cmd.argv, found, where=where, context=context)
+        shell = cmd.argv[0].rsplit("/", 1)[-1]
+        if shell in {"bash", "sh", "dash", "zsh"} and len(cmd.argv) >= 3 and _SHELL_C.match(cmd.argv[1]):
+            _run(
+                cmd.argv[2], found, where=where, values=values, context=context, budget=budget, unused=unused
+            )
+            continue  # bash -c "source activate env && pip install ...": the commands it runs
+        _command(cmd.argv, found, where=where, context=context, unused=unused)
+
+
+def _other_branch(cmd: Command, found: Collected, *, where: str) -> None:
+    """A command of a shell branch the ARG/ENV defaults did not choose that installs a framework (or
+    from a framework's index): kept as evidence (the branch read may install it from a file unread)."""
+    scratch = Collected(found.origin, found.kind)
+    try:
+        _command(cmd.argv, scratch, where=where, context=None)
+    except AdoptError:
+        return
+    pins: list[PipPin | CondaPin] = [*scratch.pip, *scratch.conda]
+    urls = " ".join(u for u, _ in [*scratch.index_urls, *scratch.extra_urls])
+    if any(p.name in _FRAMEWORK_PACKAGES for p in pins) or _FRAMEWORK_INDEX.search(urls):
+        found.other_branches.append((where, " ".join(cmd.argv)))
 
 
 def _undecided(cmd: Command, found: Collected, *, where: str) -> None:
     """A command under a shell condition envkit cannot decide: refused when it installs a framework
     (which branch runs decides the environment), reported otherwise."""
     scratch = Collected(found.origin, found.kind)
-    _command(cmd.argv, scratch, where=where, context=None)
+    try:
+        _command(cmd.argv, scratch, where=where, context=None)
+    except AdoptError:  # a pin made by a command (`rocm[devel]==$(rocm-sdk version)`) in a branch
+        if _FRAMEWORK_WORD.search(" ".join(cmd.argv)):
+            raise
+        found.lose(
+            where,
+            " ".join(cmd.argv),
+            f"runs only if `{shown_item(cmd.undecided)}`, which envkit cannot decide, and installs what a "
+            "command prints: not carried",
+        )
+        return
     pins: list[PipPin | CondaPin] = [*scratch.pip, *scratch.conda]
     framework = next((p for p in pins if p.name in _FRAMEWORK_PACKAGES), None)
     if framework is not None:
@@ -403,11 +493,19 @@ def _undecided(cmd: Command, found: Collected, *, where: str) -> None:
     )
 
 
-def _command(argv: list[str], found: Collected, *, where: str, context: Path | None) -> None:
+def _command(
+    argv: list[str],
+    found: Collected,
+    *,
+    where: str,
+    context: Path | None,
+    unused: frozenset[str] = frozenset(),
+) -> None:
     while argv and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]) or argv[0] in {"sudo", "exec", "env"}):
         argv = argv[1:]  # DEBIAN_FRONTEND=noninteractive apt-get ..., sudo pip ...
     if not argv:
         return
+    _installer_python(argv, found, where=where)
     program = argv[0]
     python = _PYTHON.match(program)
     if (python or _VAR.fullmatch(program)) and argv[1:3] == ["-m", "pip"]:  # ${PY} -m pip: the base image's
@@ -423,13 +521,22 @@ def _command(argv: list[str], found: Collected, *, where: str, context: Path | N
             _python_hint(found, f"3.{minor[1]}", where)
         _pip(argv[1:], found, where=where, context=context)
     elif _CONDA.match(program):
-        _conda(argv[1:], found, where=where)
+        if not _creates_unused(argv[1:], found, where=where, unused=unused):
+            _conda(argv[1:], found, where=where)
     elif program in _OS_TOOLS:
         _os_packages(program, argv, found, where=where)
     elif " ".join(argv[:2]) in _SILENT or program in _SILENT:
         return
     else:
         _other(argv, python, found, where=where)
+
+
+def _installer_python(argv: list[str], found: Collected, *, where: str) -> None:
+    """The Python of the conda a command downloads or runs: ``Miniconda3-py37_4.10.3-Linux-x86_64.sh``
+    installs Python 3.7 as the base environment."""
+    installer = next((m for a in argv if (m := _MINICONDA_PY.search(a))), None)
+    if installer:
+        _python_hint(found, f"{installer[1]}.{installer[2]}", where)
 
 
 def _os_packages(program: str, argv: list[str], found: Collected, *, where: str) -> None:
@@ -512,6 +619,33 @@ def _pip(args: list[str], found: Collected, *, where: str, context: Path | None)
         return
     else:
         found.lose(where, f"pip {' '.join(args)}", f"pip {sub}: not carried")
+
+
+_CONDA_CREATE = re.compile(r"\b(?:conda|mamba|micromamba)\s+create\b[^\n]*?\s(?:-n|--name)[\s=]+([\w.-]+)")
+
+
+def _unused_conda_envs(text: str) -> frozenset[str]:
+    """The conda environments ``conda create -n NAME`` makes that nothing else in the Dockerfile names
+    (no ``conda activate``/``conda run -n``/``SHELL``, no ``/envs/NAME/bin`` on PATH): what is
+    installed into them is not the environment the image runs."""
+    names = {m[1] for m in _CONDA_CREATE.finditer(text)}
+    return frozenset(n for n in names if len(re.findall(rf"(?<![\w.-]){re.escape(n)}(?![\w.-])", text)) == 1)
+
+
+def _creates_unused(args: list[str], found: Collected, *, where: str, unused: frozenset[str]) -> bool:
+    """``conda create -n NAME ...`` of an environment nothing else uses: reported, its pins not read."""
+    if args[:1] != ["create"]:
+        return False
+    name = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in {"-n", "--name"}), None)
+    if name not in unused:
+        return False
+    found.lose(
+        where,
+        f"conda {' '.join(args)}",
+        f"creates the conda environment {name}, which nothing else in the Dockerfile uses (not "
+        "activated, not run, not on PATH): not the image's environment; not carried",
+    )
+    return True
 
 
 def _conda(args: list[str], found: Collected, *, where: str) -> None:

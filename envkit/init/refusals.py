@@ -23,6 +23,7 @@ __all__ = [
     "refuse_image_framework",
     "refuse_lost_frameworks",
     "refuse_old_release",
+    "refuse_project_venv_over_image",
     "refuse_torch_brought_in",
     "refuse_unread_environment",
 ]
@@ -147,12 +148,22 @@ def refuse_unread_environment(found: Collected, versions: Mapping[str, str], ima
         None,
     )  # torch-geometric, torchvision, paddleocr: a package that needs the framework
     scripted = next(((w, x) for w, x in found.unread if _FRAMEWORK_WORD.search(x)), None)
-    if image_cuda in (None, "cpu") and not named and scripted is None and not (channel and built_on):
+    branch = found.other_branches[0] if found.other_branches else None
+    if (
+        image_cuda in (None, "cpu")
+        and not named
+        and scripted is None
+        and not (channel and built_on)
+        and branch is None
+    ):
         return
     where, what = scripted or found.unread[0]
     why = (
         f"the environment of this CUDA {image_cuda} image is installed from"
         if image_cuda not in (None, "cpu")
+        else f"a framework is installed (the shell branch not read, `{shown_item(branch[1])}` at "
+        f"{branch[0]}, installs it; the branch read does not) from"
+        if branch is not None and not named and scripted is None
         else f"a framework is installed (the {channel} channel is named, and {shown_item(built_on)} "
         "is built on it) from"
         if channel and built_on and not named and scripted is None
@@ -164,6 +175,24 @@ def refuse_unread_environment(found: Collected, versions: Mapping[str, str], ima
         "(a spec without the framework would build a different environment)",
         hint="run envkit init --from on that file (requirements.txt, environment.yml, uv.lock, "
         "poetry.lock), or pin the framework in the source",
+    )
+
+
+def refuse_project_venv_over_image(found: Collected, image_framework: str | None, pinned: bool) -> None:
+    """``uv sync`` on an image that brings the framework: uv installs the project's locked environment
+    into a venv of its own (``.venv``), so what runs is that lock's, not the image's framework, and
+    the lock is a file envkit did not read here."""
+    if image_framework is None or pinned:
+        return
+    synced = next(((w, x) for w, x in found.unread if x.startswith("uv sync")), None)
+    if synced is None:
+        return
+    where, what = synced
+    raise AdoptError(
+        f"{where}: {shown_item(what)} installs the project's locked environment into its own venv: the "
+        f"{image_framework} of the base image {found.base_image} is not the one that runs, and the lock is "
+        "a file envkit did not read; nothing was written",
+        hint="run envkit init --from on the project's uv.lock (or pyproject.toml)",
     )
 
 

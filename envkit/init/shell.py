@@ -63,8 +63,11 @@ def _words(text: str) -> list[tuple[str, str]]:
     return [(token, "") for token in lexer]
 
 
-def commands(run: str, values: Mapping[str, str], expand: Expand) -> tuple[list[Command], list[Branch]]:
-    """The commands of ``run`` in order (see the module doc); ValueError on unbalanced quotes."""
+def commands(
+    run: str, values: Mapping[str, str], expand: Expand
+) -> tuple[list[Command], list[Branch], list[Command]]:
+    """The commands of ``run`` in order (see the module doc), the decided ``if``s, and the commands of
+    the branches not read (expanded as far as the scope allows); ValueError on unbalanced quotes."""
     local: dict[str, str] = {}
     scope = ChainMap(local, dict(values))
     raw: list[tuple[list[str], str]] = [([], "")]
@@ -76,12 +79,16 @@ def commands(run: str, values: Mapping[str, str], expand: Expand) -> tuple[list[
             raw[-1][0].append(token)
     out: list[Command] = []
     branches: list[Branch] = []
+    skipped: list[Command] = []
     stack: list[_Frame] = []
     for words, separator in raw:
         words = _keywords(words, stack, scope, expand, branches)
         if not words:
             continue
         if any(f.state is False for f in stack):
+            skipped.append(
+                Command([w for word in words for w in _split(expand(word, scope), word)], separator)
+            )
             continue
         undecided = next((f.condition for f in stack if f.state is None), "")
         argv = [w for word in words for w in _split(expand(word, scope), word)]
@@ -90,7 +97,7 @@ def commands(run: str, values: Mapping[str, str], expand: Expand) -> tuple[list[
             local.update(assigned)
             continue
         out.append(Command(argv, separator, undecided))
-    return out, branches
+    return out, branches, skipped
 
 
 def _split(expanded: str, word: str) -> list[str]:

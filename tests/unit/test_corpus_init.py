@@ -25,8 +25,8 @@ def outcomes() -> list[Outcome]:
 
 def test_the_corpus_is_real_and_recorded() -> None:
     found = list(records("init"))
-    assert len(found) >= 152
-    assert len([r for r in found if r.kind == "dockerfile"]) >= 78
+    assert len(found) >= 200
+    assert len([r for r in found if r.kind == "dockerfile"]) >= 126
     assert {r.kind for r in found} >= {"environment.yml", "requirements", "dockerfile"}
     for r in found:
         assert r.kind in KINDS, r.path
