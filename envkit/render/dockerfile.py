@@ -508,8 +508,11 @@ def _env_words(resolved: ResolvedSpec, inputs: DockerfileInputs) -> dict[str, st
     if spec.is_gpu and resolved.runtime.pypi_cuda:
         words.update({k: docker_word(v) for k, v in nvidia_contract(resolved).items()})
     elif spec.is_gpu:
-        # the NVIDIA container runtime refuses to start the image on a driver older than this CUDA
-        words["NVIDIA_REQUIRE_CUDA"] = docker_word(f"cuda>={spec.cuda}")
+        # the NVIDIA container runtime refuses to start the image on a driver older than this CUDA, or
+        # below its major's minor-version-compatibility floor: the expression `envkit check` evaluates
+        # (it replaces the nvidia/cuda base's own, whose per-branch `brand=...,driver>=N,driver<N+1`
+        # alternatives refuse drivers minor-version compatibility runs: 530.30.02 for a CUDA 12.2 image)
+        words["NVIDIA_REQUIRE_CUDA"] = docker_word(nvidia_contract(resolved)["NVIDIA_REQUIRE_CUDA"])
     words.update(nvidia_arch_env(spec.is_gpu, resolved.cuda_release, docker_word, inputs.arch_requirement))
     for key, value in sorted(spec.env.items()):
         if key == "PATH":
