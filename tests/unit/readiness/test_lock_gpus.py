@@ -310,6 +310,11 @@ def test_render_refuses_a_malformed_gpu_code_file_naming_the_field(
     assert main(["render", "team"]) == 2
     err = capsys.readouterr().err
     assert "gpu-code.json: wheels[0].libraries[0].fatbins is not an int" in err and "Traceback" not in err
+    for text in ("{", "[" * 5000 + "]" * 5000, '{"kind": "envkit-gpu-code", "version": 2}'):
+        path.write_text(text)
+        assert main(["render", "team"]) == 2
+        err = capsys.readouterr().err
+        assert "gpu-code.json: " in err and "Traceback" not in err
 
 
 def test_archives_named_record_the_gpu_code_without_gpus(
