@@ -40,7 +40,8 @@ from envkit.spec.load import LoadedSpec, image_dir, load_spec, resolve_spec_path
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
     help="Where locked wheels and conda packages are at hand for the spec's `gpus:` check, besides "
-    "the project's wheelhouse and ~/.conda/pkgs (repeatable).",
+    "the project's wheelhouse and ~/.conda/pkgs (repeatable). Named, their GPU code is recorded in "
+    "gpu-code.json even without `gpus:` (render derives the image's NVIDIA_REQUIRE_ARCH from it).",
 )
 def lock(
     name: str,
@@ -59,8 +60,9 @@ def lock(
     With `gpus:` in the spec, the GPU code of every locked wheel and conda package at hand (the
     wheelhouse, ~/.conda/pkgs, --archives DIR; its sha256 one the lock pins) is read from the
     archive without installing, recorded in
-    images/NAME/gpu-code.json (for `envkit check --lock`), and a wheel with no code a GPU can run
-    is a finding naming the wheel and file (exit 1).
+    images/NAME/gpu-code.json (for `envkit check --lock`, and for `envkit render`, which writes the
+    image's NVIDIA_REQUIRE_ARCH from the framework's fatbins), and a wheel with no code a GPU can
+    run is a finding naming the wheel and file (exit 1). --archives DIR records it without `gpus:`.
 
     Exit codes: 0 locked or fresh, 1 stale or missing (--check) or a wheel that cannot run on a
     spec GPU, 2 unsatisfiable or bad spec, 3 a channel or index could not be reached.
@@ -93,7 +95,7 @@ def lock(
     pip_counts = {p: len(result.contents.pip.get(p, ())) for p in result.contents.platforms}
     data = _data(loaded, result, counts, pip_counts)
     dirs = [*archive_dirs, root / ".envkit" / "wheelhouse", Path.home() / ".conda" / "pkgs"]
-    verdicts = _gpu_check(loaded, result, dirs, data)
+    verdicts = _gpu_check(loaded, result, dirs, data, record=bool(archive_dirs))
     code = ExitCode.FINDINGS if any(v.status != "ready" for v in verdicts) else ExitCode.OK
 
     def text() -> str:
@@ -135,11 +137,12 @@ def _text(
 
 
 def _gpu_check(
-    loaded: LoadedSpec, result: LockResult, dirs: list[Path], data: dict[str, object]
+    loaded: LoadedSpec, result: LockResult, dirs: list[Path], data: dict[str, object], *, record: bool = False
 ) -> tuple[LockVerdict, ...]:
-    """The spec's `gpus:` against the locked wheels at hand; gpu-code.json written beside the lock."""
+    """The spec's `gpus:` against the locked wheels at hand; gpu-code.json written beside the lock
+    (``record``: --archives named, so written even without `gpus:`)."""
     spec = loaded.spec
-    if not spec.gpus and not spec.drivers:
+    if not spec.gpus and not spec.drivers and not (record and spec.is_gpu):
         return ()
     facts = load_gpu_facts()
     platforms = result.contents.platforms

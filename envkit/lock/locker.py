@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -29,7 +29,7 @@ from envkit.lock.lockfile import (
     read_conda_lock,
     requirements_lock,
 )
-from envkit.lock.lockset import MANIFEST, LockState, manifest_bytes, set_digest, verify_lock
+from envkit.lock.lockset import GPU_CODE, MANIFEST, LockState, manifest_bytes, set_digest, verify_lock
 from envkit.lock.solver import CondaPackage, CondaSolution, CondaSolver, PipPackage, PipResolver
 from envkit.lock.variant import check_variants
 from envkit.spec.load import LoadedSpec
@@ -65,7 +65,10 @@ def current_lock(loaded: LoadedSpec, image_dir: Path) -> LockState:
     inputs = lock_inputs(loaded.resolved)
     expected = expected_files(loaded.spec)
     files = {name: data for name in expected if (data := _read(image_dir / name)) is not None}
-    return _verify(loaded, inputs, image_dir, files, _read(image_dir / MANIFEST))
+    state = _verify(loaded, inputs, image_dir, files, _read(image_dir / MANIFEST))
+    if state.lock is not None and (gpu_code := _read(image_dir / GPU_CODE)) is not None:
+        state = replace(state, lock=replace(state.lock, gpu_code=gpu_code))
+    return state
 
 
 MAX_LOCK_FILE_BYTES = 64 << 20  # a CUDA environment's conda-lock.yml is ~1 MB

@@ -39,9 +39,19 @@ from envkit.lock.lockfile import (
     parse_requirements_lock,
 )
 
-__all__ = ["MANIFEST", "Lock", "LockState", "Status", "manifest_bytes", "set_digest", "verify_lock"]
+__all__ = [
+    "GPU_CODE",
+    "MANIFEST",
+    "Lock",
+    "LockState",
+    "Status",
+    "manifest_bytes",
+    "set_digest",
+    "verify_lock",
+]
 
 MANIFEST = "lockset.json"
+GPU_CODE = "gpu-code.json"  # the locked wheels' GPU code (envkit.readiness.lockcheck writes and reads it)
 MANIFEST_VERSION = 1
 Status = Literal["fresh", "stale", "missing"]
 _HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
@@ -63,6 +73,9 @@ class Lock:
     sha256: str  # set_digest(files): the image's io.envkit.lock-sha256
     conda_locks: tuple[str, ...] = ()  # explicit files the image installs from
     pip_lock: str | None = None  # requirements.lock, when it lists packages
+    # gpu-code.json beside the set (`envkit lock` writes it from the wheels it read; not in the set's
+    # digest): the framework's fatbins, from which render derives the image's NVIDIA_REQUIRE_ARCH
+    gpu_code: bytes | None = None
 
     @property
     def install_files(self) -> dict[str, bytes]:

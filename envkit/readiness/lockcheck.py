@@ -23,7 +23,9 @@ from urllib.parse import unquote, urlsplit
 from envkit._io import TooLarge, load_json_bounded, read_text_bounded
 from envkit.catalog import Catalog
 from envkit.catalog.gpu import GpuFacts
+from envkit.catalog.require import ARCH_ENV, ArchRequirement, gpu_code_arch_requirement, satisfies
 from envkit.errors import UsageError
+from envkit.lock.lockset import GPU_CODE
 from envkit.lock.solver import CondaPackage, PipPackage
 from envkit.readiness.facts import FrameworkFacts, Loaded, ReadinessError, ReadinessFacts, parse_library
 from envkit.readiness.rules import Finding, driver_findings, summarize
@@ -35,12 +37,12 @@ __all__ = [
     "LockGpuCode",
     "LockVerdict",
     "dump",
+    "image_arch_requirement",
     "lock_gpu_code",
     "lock_verdicts",
     "read_gpu_code",
 ]
 
-GPU_CODE = "gpu-code.json"
 KIND = "envkit-gpu-code"
 VERSION = 1
 MAX_GPU_CODE = 16 << 20
@@ -145,14 +147,35 @@ def lock_verdicts(
 ) -> tuple[LockVerdict, ...]:
     """Each target's verdict: the wheels' GPU code, and its driver by `envkit check`'s own rules."""
     facts = _as_facts(code)
+    arch = image_arch_requirement(code)
     out = []
     for target in targets:
         findings = list(wheel_findings(code.wheels, target, code.cuda))
+        if arch.value and target.cc and not satisfies(arch.value, arch=f"{target.cc[0]}.{target.cc[1]}"):
+            findings.append(
+                Finding(
+                    "error",
+                    "toolkit-requirement-unmet",
+                    f"the image's {ARCH_ENV}={arch.value} (from {arch.source}) is not met here: the NVIDIA "
+                    "Container Toolkit refuses to start it ('requirement error: unsatisfied condition')",
+                    None,
+                    GPU_CODE,
+                )
+            )
         findings += driver_findings(facts, target, catalog, gpu)
         for name, version, why in code.not_scanned:
             findings.append(Finding("note", "wheel-not-scanned", f"{name} {version}: not read ({why})"))
         out.append(LockVerdict(target, summarize(findings), tuple(findings)))
     return tuple(out)
+
+
+def image_arch_requirement(code: LockGpuCode) -> ArchRequirement:
+    """The ``NVIDIA_REQUIRE_ARCH`` ``envkit render`` writes from this ``gpu-code.json``: the one
+    derivation (:func:`envkit.catalog.require.gpu_code_arch_requirement`) on the same document."""
+    try:
+        return gpu_code_arch_requirement(code.to_json())
+    except ValueError as e:  # a library not read: the render refuses the file too
+        return ArchRequirement(None, f"{GPU_CODE}: {e}")
 
 
 def _bad(path: Path, what: str) -> ReadinessError:
@@ -206,8 +229,19 @@ def _wheel(file: Path, i: int, value: Any) -> WheelCode:
         if not isinstance(raw, dict) or not isinstance(raw.get("member"), str):
             raise _bad(file, f"wheels[{i}].libraries[{j}] has no member name")
         libraries.append(parse_library(raw["member"], raw))
+    linked = value.get("linked")
+    if linked is not None and (not isinstance(linked, list) or not all(isinstance(m, str) for m in linked)):
+        raise _bad(file, f"wheels[{i}].linked is not a list of member names")
     name, version, filename, sha = (str(t) for t in texts)
-    return WheelCode(name, version, filename, sha, tuple(libraries), value.get("problem"))
+    return WheelCode(
+        name,
+        version,
+        filename,
+        sha,
+        tuple(libraries),
+        value.get("problem"),
+        None if linked is None else tuple(linked),
+    )
 
 
 def _pinned(directory: Path, wheels: Sequence[WheelCode]) -> None:

@@ -14,7 +14,15 @@ from typing import Literal
 
 from envkit.catalog import Catalog
 from envkit.catalog.gpu import GpuFacts
-from envkit.catalog.require import ARCH_ENV, satisfies, toolkit_arch_requirement
+from envkit.catalog.require import (
+    ARCH_ENV,
+    framework_runs,
+    parse_arch,
+    sass_runs,
+    satisfies,
+    split_groups,
+    toolkit_arch_requirement,
+)
 from envkit.readiness.facts import FrameworkFacts, LibraryScan, ReadinessFacts
 from envkit.readiness.owners import package_of
 from envkit.readiness.targets import Target
@@ -41,7 +49,6 @@ def _base(path: str) -> str:
 
 
 Severity = Literal["error", "warning", "note"]
-_ARCH = re.compile(r"^(sm|compute)_(\d+)(a?)\Z")
 _NAMES = {"paddle": "Paddle", "torch": "torch"}
 # The version calls' encodings: cuDNN 8 major*1000+minor*100+patch, cuDNN 9 major*10000+...
 _LABEL = {
@@ -236,21 +243,12 @@ def environment_findings(facts: ReadinessFacts, gpu: GpuFacts) -> list[Finding]:
 
 
 # -- GPU architectures -------------------------------------------------------------------------------
-def _arch(name: str) -> tuple[str, int, int, bool] | None:
-    m = _ARCH.match(name)
-    if not m:
-        return None
-    n = int(m.group(2))
-    return m.group(1), n // 10, n % 10, m.group(3) == "a"
-
-
-def _runs(sass: str, cc: tuple[int, int]) -> bool:
-    """SASS runs on the same major at an equal or higher minor; 'a' SASS on its exact capability only."""
-    parsed = _arch(sass)
-    if parsed is None:
-        return False
-    _, major, minor, specific = parsed
-    return (major, minor) == cc if specific else major == cc[0] and minor <= cc[1]
+def _runs(arch: str, cc: tuple[int, int]) -> bool:
+    """SASS (:func:`envkit.catalog.require.sass_runs`) or PTX of the same major that JITs here."""
+    parsed = parse_arch(arch)
+    if parsed is not None and parsed[0] == "compute":
+        return parsed[1] == cc[0] and parsed[2] <= cc[1]
+    return sass_runs(arch, cc)
 
 
 def carried_text(lib: LibraryScan) -> str:
@@ -268,26 +266,10 @@ def ptx_text(lib: LibraryScan) -> str:
     return ("PTX " + ", ".join(sorted(lib.ptx, key=_key))) if lib.ptx else "no PTX"
 
 
-def _ptx_for(archs: Iterable[str], cc: tuple[int, int]) -> list[str]:
-    """PTX the driver can JIT for ``cc``: compute_XY with X.Y <= the device's capability."""
-    return [
-        a for a in archs if a.startswith("compute_") and (p := _arch(a)) is not None and (p[1], p[2]) <= cc
-    ]
-
-
 def split_fatbins(lib: LibraryScan, cc: tuple[int, int]) -> tuple[int, int, int, set[str]]:
-    """Fatbins with SASS for ``cc``, with only PTX to JIT, with nothing; the PTX that would JIT."""
-    sass = jit = none = 0
-    ptx: set[str] = set()
-    for archs, n in lib.groups:
-        if any(_runs(a, cc) for a in archs if a.startswith("sm_")):
-            sass += n
-        elif found := _ptx_for(archs, cc):
-            jit += n
-            ptx.update(found)
-        else:
-            none += n
-    return sass, jit, none, ptx
+    """Fatbins with SASS for ``cc``, with only PTX to JIT, with nothing; the PTX that would JIT
+    (:func:`envkit.catalog.require.split_groups`, the rule the image's constraint is derived by)."""
+    return split_groups(lib.groups, cc)
 
 
 def toolkit_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[Finding]:
@@ -346,7 +328,7 @@ def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> li
             if sass:
                 continue
             jit, none = (lib.fatbins, 0) if ptx else (0, lib.fatbins)
-        if none * 2 > lib.fatbins or (none and not sass and not jit):
+        if bool(none) if owner is None else not framework_runs(lib.groups, lib.fatbins, cc):
             msg = (
                 f"no kernel image for {sm} in {base} ({none} of {lib.fatbins} fatbins): "
                 f"{who} carries {carried_text(lib)} and {ptx_text(lib)}"

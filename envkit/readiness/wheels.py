@@ -25,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
+from envkit.catalog.require import FRAMEWORK_DISTS, framework_runs
 from envkit.probe.runner import PAYLOAD_DIR
 from envkit.readiness.facts import LibraryScan, Owner
 from envkit.readiness.owners import is_nvidia
@@ -36,7 +37,9 @@ __all__ = ["FRAMEWORK_DISTS", "WheelCode", "scan_conda", "scan_wheel", "wheel_fi
 MAX_MEMBER = 4 << 30  # bytes of one shared object in a wheel (paddle's libphi.so: 1.96 GB)
 MAX_MEMBERS = 5000  # shared objects per wheel
 MAX_TAR_BYTES = 16 << 30  # bytes of all members of a conda package's tar streamed through
-FRAMEWORK_DISTS = frozenset({"torch", "pytorch", "paddlepaddle-gpu", "paddlepaddle"})  # PyPI and conda names
+# what a framework's import loads first (its DT_NEEDED closure is what it runs on at all; the rest of
+# its libraries, torch's libtorch_cuda_linalg.so, Paddle's libflashattn.so, it opens on first use)
+IMPORT_ROOTS = re.compile(r"^(torch/_C(\.[^/]*)?\.so|paddle/(base|fluid)/libpaddle\.so)\Z")
 _SO = re.compile(r"\.so(\.[0-9][0-9A-Za-z.]*)?\Z")
 _VARIANT = re.compile(r"cuda(\d{2,3})")
 
@@ -65,9 +68,14 @@ class WheelCode:
     sha256: str
     libraries: tuple[LibraryScan, ...]
     problem: str | None = None
+    # a framework wheel's libraries its import loads (the DT_NEEDED closure of IMPORT_ROOTS); None: not
+    # known (another wheel, or a gpu-code.json written before it was recorded): every library counts
+    linked: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {} if self.linked is None else {"linked": list(self.linked)}
         return {
+            **extra,
             "name": self.name,
             "version": self.version,
             "filename": self.filename,
@@ -104,6 +112,7 @@ def _library(member: str, raw: Mapping[str, Any]) -> LibraryScan:
 def scan_wheel(path: Path, name: str, version: str, sha256: str) -> WheelCode:
     """Read the fatbins of every shared object in the wheel at ``path``, in place."""
     libraries: list[LibraryScan] = []
+    needed: dict[str, list[str]] = {}
     try:
         with zipfile.ZipFile(path) as z:
             members = [i for i in z.infolist() if not i.is_dir() and _SO.search(i.filename)]
@@ -115,11 +124,33 @@ def scan_wheel(path: Path, name: str, version: str, sha256: str) -> WheelCode:
                     libraries.append(_library(info.filename, {"problem": problem}))
                     continue
                 raw = _scan_member(z, info)
+                if raw is not None:
+                    needed[info.filename] = [str(n) for n in raw.get("needed", [])]
                 if raw is not None and (raw["fatbins"] or raw["problem"]):
                     libraries.append(_library(info.filename, raw))
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as e:
         return WheelCode(name, version, path.name, sha256, tuple(libraries), f"{type(e).__name__}: {e}")
-    return WheelCode(name, version, path.name, sha256, tuple(libraries))
+    linked = _linked(needed, libraries) if name.lower() in FRAMEWORK_DISTS else None
+    return WheelCode(name, version, path.name, sha256, tuple(libraries), linked=linked)
+
+
+def _linked(needed: Mapping[str, Sequence[str]], libraries: Sequence[LibraryScan]) -> tuple[str, ...] | None:
+    """The GPU libraries in the DT_NEEDED closure of the wheel's :data:`IMPORT_ROOTS` (a needed name
+    is the member of that file name); None when the wheel has no root (then every library counts)."""
+    by_name: dict[str, list[str]] = {}
+    for member in needed:
+        by_name.setdefault(member.rsplit("/", 1)[-1], []).append(member)
+    todo = [m for m in needed if IMPORT_ROOTS.match(m)]
+    if not todo:
+        return None
+    seen = set(todo)
+    while todo:
+        for dep in needed.get(todo.pop(), ()):
+            for member in by_name.get(dep, ()):
+                if member not in seen:
+                    seen.add(member)
+                    todo.append(member)
+    return tuple(lib.path for lib in libraries if lib.path in seen)
 
 
 def _scan_member(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict[str, Any] | None:
@@ -249,7 +280,15 @@ def wheel_findings(wheels: Sequence[WheelCode], target: Target, cuda: str | None
                         )
                     )
                 continue  # fmt: skip
-            fails = none * 2 > lib.fatbins if framework else not sass and not jit
+            if framework and wheel.linked is not None and lib.path not in wheel.linked:
+                if not sass and not jit:  # opened on first use of its ops, not at import
+                    text = (
+                        f"no kernel image for {sm} in {base}, which it opens on first use of its ops, "
+                        f"not at import ({carries}): those ops fail on this GPU"
+                    )
+                    out.append(_finding("warning", "wheel-op-library-no-kernel-image", text, wheel, lib))
+                continue
+            fails = not framework_runs(lib.groups, lib.fatbins, cc) if framework else not sass and not jit
             if fails:
                 text = f"no kernel image for {sm} in {base} ({none} of {lib.fatbins} fatbins; {carries})"
                 out.append(_finding("error", "wheel-no-kernel-image", text, wheel, lib))

@@ -11,11 +11,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from envkit._io import load_json_bounded
 from envkit.catalog import InstallerFile
-from envkit.catalog.require import nvidia_arch_env
+from envkit.catalog.require import ARCH_ENV, ArchRequirement, gpu_code_arch_requirement, nvidia_arch_env
 from envkit.engine.protocol import BUILDER_OF_LABEL, LAYER_LABEL, STAGE_LABEL
 from envkit.errors import UsageError
 from envkit.lock.epoch import EPOCH_LABEL, LAYER_EPOCH, source_date_epoch
+from envkit.lock.lockset import GPU_CODE
 from envkit.render.layers import LayerGroup, layer_groups, layer_lock_name
 from envkit.spec.images import RuntimeBase
 from envkit.spec.models import ARCHES, CudaRuntime, Installer, Spec
@@ -23,6 +25,7 @@ from envkit.spec.resolve import ResolvedSpec
 
 if TYPE_CHECKING:
     from envkit.lock import LockState
+    from envkit.lock.lockset import Lock
 
 __all__ = [
     "CUDA_LIB_DIR",
@@ -63,6 +66,10 @@ class DockerfileInputs:
     # venv: one image layer per package group (envkit.render.layers), each from its own lock file
     # (layers/<group>.lock) and, offline, its own wheels (<wheelhouse>/<group>/)
     layers: tuple[LayerGroup, ...] = ()
+    # the image's NVIDIA_REQUIRE_ARCH from the framework's fatbins (the lock's gpu-code.json), and what
+    # it came from; None: the CUDA release's oldest target, and arch_source says why
+    arch_requirement: str | None = None
+    arch_source: str | None = None
 
     @classmethod
     def from_lock(
@@ -80,6 +87,7 @@ class DockerfileInputs:
         if resolved is not None and resolved.spec.installer is Installer.VENV and lock.pip_lock:
             pinned = lock.lock.files[lock.pip_lock].decode("utf-8")
             groups = layer_groups(resolved, lock.lock.contents.pip, pinned)
+        arch = _arch_from_lock(lock.lock)
         return cls(
             spec_sha256=spec_sha256,
             conda_locks=lock.conda_locks,
@@ -87,12 +95,42 @@ class DockerfileInputs:
             lock_sha256=lock.lock_sha256,
             wheelhouse=wheelhouse,
             layers=groups,
+            arch_requirement=arch.value if arch else None,
+            arch_source=arch.source if arch else None,
         )
 
     @property
     def source_date_epoch(self) -> int:
         """The build's SOURCE_DATE_EPOCH: from the lock digest (unlocked: the spec's), never the clock."""
         return source_date_epoch(self.lock_sha256 or self.spec_sha256)
+
+
+def _arch_from_lock(lock: Lock) -> ArchRequirement | None:
+    """The architecture constraint the lock's ``gpu-code.json`` gives (None: no such file)."""
+    if lock.gpu_code is None:
+        return None
+    pinned = {h for pkgs in lock.contents.pip.values() for p in pkgs for h in p.hashes}
+    pinned |= {c.sha256 for pkgs in lock.contents.conda.values() for c in pkgs if c.sha256}
+    where = lock.directory / GPU_CODE
+    try:
+        return gpu_code_arch_requirement(load_json_bounded(lock.gpu_code, 12), pinned)
+    except ValueError as e:
+        raise UsageError(
+            f"{where}: {e}",
+            hint="rewrite it: `envkit lock NAME --archives DIR` (the framework's wheel in DIR), or delete it",
+        ) from e
+
+
+def _arch_comment(resolved: ResolvedSpec, inputs: DockerfileInputs) -> str:
+    """Where the image's ``NVIDIA_REQUIRE_ARCH`` comes from, said in the Dockerfile."""
+    if not resolved.spec.is_gpu:
+        return ""
+    if inputs.arch_requirement:
+        return f"# {ARCH_ENV}: {inputs.arch_source}\n"
+    release = resolved.cuda_release
+    oldest = f"CUDA {release.version}'s oldest target" if release else "no CUDA release in the catalog"
+    why = inputs.arch_source or f"no {GPU_CODE} (`envkit lock NAME --archives DIR` records the framework's)"
+    return f"# {ARCH_ENV}: {oldest}, not the framework's fatbins: {why}\n"
 
 
 def _epoch_arg() -> str:
@@ -373,9 +411,10 @@ def _runtime_stage(
 ) -> str:
     spec = resolved.spec
     label_lines = " \\\n      ".join(f"{k}={docker_word(v)}" for k, v in sorted(labels(spec, inputs).items()))
-    env_lines = " \\\n    ".join(f"{k}={v}" for k, v in _env_words(resolved).items())
+    env_lines = " \\\n    ".join(f"{k}={v}" for k, v in _env_words(resolved, inputs).items())
     return (
         f"\n# runtime base: {base.ref}: {base.reason}\n"
+        f"{_arch_comment(resolved, inputs)}"
         f"FROM {base.ref} AS runtime\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
         f"LABEL {label_lines}\n"
@@ -461,7 +500,7 @@ def _sbom_step(inputs: DockerfileInputs) -> str:
     return f"COPY {inputs.sbom} {ENV_PREFIX}/share/envkit/{inputs.sbom}\n"
 
 
-def _env_words(resolved: ResolvedSpec) -> dict[str, str]:
+def _env_words(resolved: ResolvedSpec, inputs: DockerfileInputs) -> dict[str, str]:
     """``ENV`` words: every spec value literal; a spec's PATH goes before the environment's own."""
     own_path = f"{ENV_PREFIX}/bin:$PATH"  # $PATH: the base image's, expanded by Docker
     spec = resolved.spec
@@ -469,9 +508,12 @@ def _env_words(resolved: ResolvedSpec) -> dict[str, str]:
     if spec.is_gpu and resolved.runtime.pypi_cuda:
         words.update({k: docker_word(v) for k, v in nvidia_contract(resolved).items()})
     elif spec.is_gpu:
-        # the NVIDIA container runtime refuses to start the image on a driver older than this CUDA
-        words["NVIDIA_REQUIRE_CUDA"] = docker_word(f"cuda>={spec.cuda}")
-    words.update(nvidia_arch_env(spec.is_gpu, resolved.cuda_release, docker_word))  # NVIDIA_REQUIRE_ARCH
+        # the NVIDIA container runtime refuses to start the image on a driver older than this CUDA, or
+        # below its major's minor-version-compatibility floor: the expression `envkit check` evaluates
+        # (it replaces the nvidia/cuda base's own, whose per-branch `brand=...,driver>=N,driver<N+1`
+        # alternatives refuse drivers minor-version compatibility runs: 530.30.02 for a CUDA 12.2 image)
+        words["NVIDIA_REQUIRE_CUDA"] = docker_word(nvidia_contract(resolved)["NVIDIA_REQUIRE_CUDA"])
+    words.update(nvidia_arch_env(spec.is_gpu, resolved.cuda_release, docker_word, inputs.arch_requirement))
     for key, value in sorted(spec.env.items()):
         if key == "PATH":
             # empty entries would put the working directory on PATH: drop them

@@ -49,6 +49,7 @@ PREBUILT_MODULES = (
     "test_cuda_images.py",
     "test_readiness_extensions.py",
     "test_readiness_images.py",
+    "test_readiness_lock_real_torch.py",
     "test_readiness_real_wheels.py",
 )
 

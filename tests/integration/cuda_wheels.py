@@ -63,6 +63,8 @@ WHEELS = {
 # sha256 of the files these requirements resolved to when the tests were written (Dec 2026): a
 # download that differs is refused, not tested
 PINNED = {
+    # torch 2.15.0+cu132, PyPI's default CUDA build (also pinned by images/cuda13.2-torch2.15's lock)
+    "torch==2.15.0": "48c2d861134c0b5697c7602cb5ffa68f62a2989fdcd1717e593356f67996ca1e",
     "torchvision==0.29.2": "0875f7a23bd298813240f716c56df44ce72ddb45146589442a38edd0e1f59637",
     "torchaudio==2.11.0": "1a07ec72fd6f26a588c39b5f029e0130d16bb40bc4221635580bf8fb18fcbc80",
     "xformers==0.0.35": "ccc73c7db9890224ab05f5fb60e2034f9e6c8672a10be0cf00e95cbbae3eda7c",

@@ -74,6 +74,7 @@ def test_a_volta_fails_at_lock_time_naming_wheel_and_file(
     assert _errors(out["result"]) == [
         ("V100 (sm_70)", "torch 2.15.0", "torch/lib/libtorch_cuda.so"),
         ("V100 (sm_70)", "ext 1.0", "ext/_k.so"),
+        ("V100 (sm_70)", None, "gpu-code.json"),  # the image's NVIDIA_REQUIRE_ARCH, from torch's fatbins
     ]
     assert (project / "images" / "team" / "requirements.lock").is_file()  # the lock itself is written
     record = json.loads((project / "images" / "team" / "gpu-code.json").read_text())
@@ -266,3 +267,62 @@ def test_spec_drivers_apply_checks_driver_rules_at_lock_time(
     (project / "environments" / "team.yaml").write_text(SPEC.format(gpus="H100]\ndrivers: [latest"))
     assert main(["lock", "team"]) == 2
     assert "is not a driver version" in capsys.readouterr().err
+
+
+def _dockerfile_arch(project: Path) -> tuple[str, str]:
+    """(the comment saying where NVIDIA_REQUIRE_ARCH came from, its value) of the rendered Dockerfile."""
+    text = (project / "images" / "team" / "Dockerfile").read_text()
+    (comment,) = [line for line in text.splitlines() if line.startswith("# NVIDIA_REQUIRE_ARCH: ")]
+    (value,) = [line.split('"')[1] for line in text.splitlines() if "NVIDIA_REQUIRE_ARCH=" in line]
+    return comment, value
+
+
+def test_render_writes_the_arch_constraint_the_locked_fatbins_give(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _lock(project, "H100", capsys)
+    assert main(["render", "team"]) == 0
+    assert _dockerfile_arch(project) == (
+        "# NVIDIA_REQUIRE_ARCH: the fatbins of torch 2.15.0: libtorch_cuda.so (gpu-code.json)",
+        "arch>=7.5,arch<11.0 arch>=12.0,arch<13.0",  # the crafted torch: sm_75 ... sm_120, no sm_110
+    )
+    path = project / "images" / "team" / "gpu-code.json"
+    doc = json.loads(path.read_text())
+    doc["wheels"][0]["sha256"] = "0" * 64  # a file from another lock: the release's bound, said so
+    path.write_text(json.dumps(doc))
+    assert main(["render", "team"]) == 0
+    comment, value = _dockerfile_arch(project)
+    assert value == "arch>=7.5" and "CUDA 13.2's oldest target, not the framework's fatbins" in comment
+    assert "torch 2.15.0 with a sha256 the lock does not pin" in comment
+    path.unlink()
+    assert main(["render", "team"]) == 0
+    assert "no gpu-code.json (`envkit lock NAME --archives DIR` records" in _dockerfile_arch(project)[0]
+
+
+def test_render_refuses_a_malformed_gpu_code_file_naming_the_field(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _lock(project, "H100", capsys)
+    path = project / "images" / "team" / "gpu-code.json"
+    doc = json.loads(path.read_text())
+    doc["wheels"][0]["libraries"][0]["fatbins"] = "five"
+    path.write_text(json.dumps(doc))
+    assert main(["render", "team"]) == 2
+    err = capsys.readouterr().err
+    assert "gpu-code.json: wheels[0].libraries[0].fatbins is not an int" in err and "Traceback" not in err
+    for text in ("{", "[" * 5000 + "]" * 5000, '{"kind": "envkit-gpu-code", "version": 2}'):
+        path.write_text(text)
+        assert main(["render", "team"]) == 2
+        err = capsys.readouterr().err
+        assert "gpu-code.json: " in err and "Traceback" not in err
+
+
+def test_archives_named_record_the_gpu_code_without_gpus(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _lock(project, "", capsys)  # `gpus: []`, --archives DIR named
+    assert code == 0 and out["result"]["gpu_code"]["verdicts"] == []
+    record = json.loads((project / "images" / "team" / "gpu-code.json").read_text())
+    assert [w["name"] for w in record["wheels"]] == ["torch", "ext"]
+    assert main(["render", "team"]) == 0
+    assert _dockerfile_arch(project)[1] == "arch>=7.5,arch<11.0 arch>=12.0,arch<13.0"

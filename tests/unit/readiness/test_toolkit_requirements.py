@@ -6,6 +6,7 @@ verdicts of `envkit check` for a framework on that CUDA release."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,7 +170,6 @@ def test_a_hostile_requirement_is_a_warning_on_one_line(tmp_path: Any) -> None:
 def _committed() -> list[tuple[str, str, dict[str, str]]]:
     """(image, its CUDA, its NVIDIA_REQUIRE_* values) of every committed CUDA image's Dockerfile."""
     import re
-    from pathlib import Path
 
     from envkit.spec.load import load_spec
 
@@ -189,10 +189,16 @@ def _committed() -> list[tuple[str, str, dict[str, str]]]:
 COMMITTED = _committed()
 
 
-@pytest.mark.parametrize(("image", "cuda", "require"), COMMITTED, ids=[c[0] for c in COMMITTED])
+ROOT = Path(__file__).resolve().parents[3]
+FROM_RELEASE = [c for c in COMMITTED if not (ROOT / "images" / c[0] / "gpu-code.json").is_file()]
+FROM_FATBINS = [c for c in COMMITTED if (ROOT / "images" / c[0] / "gpu-code.json").is_file()]
+
+
+@pytest.mark.parametrize(("image", "cuda", "require"), FROM_RELEASE, ids=[c[0] for c in FROM_RELEASE])
 def test_committed_images_carry_the_arch_requirement_check_agrees_with(
     image: str, cuda: str, require: dict[str, str]
 ) -> None:
+    """An image whose lock recorded no framework fatbins: the CUDA release's bound, check's rule."""
     assert ARCH_ENV in require, f"images/{image}/Dockerfile carries no {ARCH_ENV}"
     for gpu in GPU.gpus.list:
         target = Target(gpu.name, gpu=gpu.name, cc=gpu.capability, data_center=gpu.data_center)
@@ -200,8 +206,13 @@ def test_committed_images_carry_the_arch_requirement_check_agrees_with(
         assert admitted == (not _errors(cuda, target, "toolkit-drops-gpu")), (image, gpu.name)
 
 
-def test_the_flagship_cuda_requirement_agrees_with_check_on_every_catalog_driver() -> None:
-    ((_, cuda, require),) = [c for c in COMMITTED if c[0] == "cuda11.8-paddle2.6"]
+@pytest.mark.parametrize(("image", "cuda", "require"), COMMITTED, ids=[c[0] for c in COMMITTED])
+def test_committed_images_cuda_requirement_agrees_with_check_on_every_catalog_driver(
+    image: str, cuda: str, require: dict[str, str]
+) -> None:
+    """Every CUDA image, on NVIDIA's PyPI wheels or on an nvidia/cuda base: the driver floor the image
+    carries is the one `check` applies (minor-version compatibility included; the nvidia/cuda base's
+    own per-branch alternatives are replaced, docs/check.md)."""
     for driver in DRIVERS:
         admitted = satisfies(
             require["NVIDIA_REQUIRE_CUDA"], driver=driver, cuda=driver_cuda(driver, CATALOG.cuda)
@@ -210,3 +221,41 @@ def test_the_flagship_cuda_requirement_agrees_with_check_on_every_catalog_driver
             cuda, Target(f"driver {driver}", driver=driver, data_center=False), "driver-too-old"
         )
         assert admitted == (not refused), driver
+
+
+@pytest.mark.parametrize(("image", "cuda", "require"), FROM_FATBINS, ids=[c[0] for c in FROM_FATBINS])
+def test_the_image_constraints_from_fatbins_agree_with_check_on_every_gpu_and_driver(
+    image: str, cuda: str, require: dict[str, str]
+) -> None:
+    """The flagship (and every image whose lock recorded its framework's fatbins): the Dockerfile's
+    NVIDIA_REQUIRE_ARCH is the expression derived from images/NAME/gpu-code.json, and the toolkit's
+    evaluation of the Dockerfile's NVIDIA_REQUIRE_* on every catalog GPU x driver agrees with what
+    `envkit check --lock images/NAME --gpu G --driver D` decides for that pair (read_gpu_code and
+    lock_verdicts, as the command calls them): with its verdict, and with its framework rule alone
+    (the fatbin counts of wheel-no-kernel-image, no expression involved)."""
+    from envkit.catalog.require import gpu_code_arch_requirement
+    from envkit.readiness.lockcheck import lock_verdicts, read_gpu_code
+    from envkit.readiness.targets import gpu_target
+
+    folder = ROOT / "images" / image
+    derived = gpu_code_arch_requirement(json.loads((folder / "gpu-code.json").read_text()))
+    assert require[ARCH_ENV] == derived.value, "re-render: `envkit render NAME`"
+    code = read_gpu_code(folder)
+    pairs = [(gpu, driver) for gpu in GPU.gpus.list for driver in DRIVERS]
+    verdicts = lock_verdicts(code, [gpu_target(g.name, GPU, d) for g, d in pairs], CATALOG, GPU)
+    refused = set()
+    for (gpu, driver), verdict in zip(pairs, verdicts, strict=True):
+        arch_ok = satisfies(require[ARCH_ENV], arch=gpu.cc)
+        driver_ok = satisfies(
+            require["NVIDIA_REQUIRE_CUDA"], driver=driver, cuda=driver_cuda(driver, CATALOG.cuda)
+        )
+        errors = [f for f in verdict.findings if f.severity == "error"]
+        framework = [f for f in errors if f.code == "wheel-no-kernel-image"]
+        assert (verdict.status == "ready") == (arch_ok and driver_ok), (gpu.name, driver, errors)
+        assert (not framework) == arch_ok, (gpu.name, framework)
+        if not arch_ok:
+            refused.add(gpu.name)
+    assert len(verdicts) == len(GPU.gpus.list) * len(DRIVERS) > 100
+    if image == "cuda11.8-paddle2.6":  # Paddle 2.6.2's libphi.so: sm_61 ... sm_86 (no sm_60, no sm_90)
+        assert require[ARCH_ENV] == "arch>=6.1,arch<9.0"
+        assert {"P100", "H100", "B200", "RTX5090"} <= refused and not {"V100", "T4", "A100"} & refused
