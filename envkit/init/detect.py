@@ -414,13 +414,7 @@ def cuda_evidence(
     if pin.installer == "pip" and flavour in (None, "gpu") and hinted:
         return hinted
     if pin.installer == "pip" and flavour in (None, "gpu"):
-        release = releases.release(framework, version)
-        if release and release.pypi_cuda:
-            return (
-                release.pypi_cuda,
-                f"PyPI's Linux {pin.spec.split('=')[0]} {version} is built for CUDA {release.pypi_cuda}",
-            )
-        return None
+        return _pypi_cuda(framework, version, pin, flavour, releases)
     if framework == "torch" and pin.installer == "conda":
         toolkit = toolkit_cuda(inventory)
         if toolkit:
@@ -433,6 +427,25 @@ def cuda_evidence(
         if why:
             return ASK, why
         return "cpu", "conda's pytorch without pytorch-cuda or a CUDA build is the CPU build"
+    return None
+
+
+def _pypi_cuda(
+    framework: str, version: str, pin: Framework, flavour: str | None, releases: Releases
+) -> tuple[str, str] | None:
+    """The CUDA of PyPI's Linux wheel of the release; a GPU package PyPI has no GPU wheel of
+    (``paddlepaddle-gpu`` 3.x: its GPU wheels are only on Paddle's index, one per CUDA) asks."""
+    release = releases.release(framework, version)
+    if release and release.pypi_cuda:
+        return (
+            release.pypi_cuda,
+            f"PyPI's Linux {pin.spec.split('=')[0]} {version} is built for CUDA {release.pypi_cuda}",
+        )
+    if flavour == "gpu":
+        return ASK, (
+            f"{pin.spec} ({pin.where}) is the GPU build, but PyPI has no GPU wheel of {framework} "
+            f"{version} and the source names no {framework} index"
+        )
     return None
 
 
