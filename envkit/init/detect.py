@@ -26,7 +26,7 @@ from envkit.catalog import FrameworkRelease
 from envkit.catalog.ngc import NgcImage
 from envkit.drift.facts import FACTS
 from envkit.errors import InventoryError
-from envkit.init.adopted import Collected
+from envkit.init.adopted import AdoptError, Collected, shown_item
 from envkit.init.python_of import minor_in
 from envkit.init.releases import Releases
 from envkit.inventory._collect import Collector
@@ -405,6 +405,8 @@ def cuda_evidence(
     flavour = torch_flavour(inventory) if framework == "torch" else paddle_flavour(inventory)
     cuda = cuda_of_flavour(flavour)
     if cuda:
+        if framework == "torch" and pin.installer == "conda" and found is not None:
+            refuse_conflicting_build(found, cuda, pin)
         return cuda, f"{pin.spec} ({pin.where})"
     index = index_flavour(found, framework) if found is not None else index
     named = cuda_of_flavour(index[0]) if index else None
@@ -428,6 +430,33 @@ def cuda_evidence(
             return ASK, why
         return "cpu", "conda's pytorch without pytorch-cuda or a CUDA build is the CPU build"
     return None
+
+
+def refuse_conflicting_build(found: Collected, cuda: str, pin: Framework) -> None:
+    """Conda's pytorch whose build says one CUDA (``pytorch=*=*cpu*``, ``...cuda11.8...``) beside
+    CUDA plumbing that says another (``pytorch-cuda=12.1``, ``cpuonly``): two answers in one source;
+    conda cannot solve both, and which one the team meant is not envkit's guess. Refused, listing both."""
+    names = {p.name: p for p in found.conda}
+    other: tuple[str, str] | None = None
+    if cuda == "cpu":
+        named, why = plumbing_cuda(found)
+        if named is not None:
+            other = (f"CUDA {named}", why)
+    elif "cpuonly" in names:
+        other = ("cpu", f"{names['cpuonly'].spec} ({names['cpuonly'].where})")
+    else:
+        named, why = plumbing_cuda(found)
+        if named is not None and named != cuda:
+            other = (f"CUDA {named}", why)
+    if other is None:
+        return
+    said = "cpu" if cuda == "cpu" else f"CUDA {cuda}"
+    raise AdoptError(
+        f"{found.origin}: the source says two builds of pytorch: {said} ({shown_item(pin.spec)}, "
+        f"{pin.where}) and {other[0]} ({other[1]}); conda cannot install both, and envkit does not "
+        "choose one; nothing was written",
+        hint="keep the one the project runs (drop the other pin) and rerun, or choose with --cuda",
+    )
 
 
 def _pypi_cuda(
