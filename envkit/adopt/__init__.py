@@ -97,12 +97,14 @@ def adopt(
 
 def plan(found: Collected, catalog: Catalog, options: AdoptOptions | None = None) -> Adoption:
     """The adoption of what a source said: the catalog asked once (:func:`read_releases`), the plan
-    made with those answers, the spec validated as ``envkit validate`` does."""
+    made with those answers, the spec validated as ``envkit validate`` does, on the tables that one
+    call read."""
     options = options or AdoptOptions()
+    releases = read_releases(catalog, found.base_image)  # the walk's one entry into the catalog
     return plan_adoption(
         found,
-        read_releases(catalog, found.base_image),
-        spec_check(catalog),
+        releases,
+        spec_check(releases.tables or catalog),
         name=options.name,
         cuda=options.cuda,
         python=options.python,
