@@ -14,9 +14,15 @@ from pathlib import Path
 
 from envkit._io import read_text_bounded
 from envkit.adopt.accelerators import refuse_other_accelerators
+from envkit.adopt.companions import refuse_mismatched_companions
 from envkit.adopt.nightly import refuse_nightly
 from envkit.adopt.releases import read_releases
-from envkit.adopt.sources import is_pixi_manifest, read_pixi_manifest
+from envkit.adopt.sources import (
+    is_pep621_project,
+    is_pixi_manifest,
+    read_pep621_project,
+    read_pixi_manifest,
+)
 from envkit.catalog import Catalog, load_catalog
 from envkit.init.adopt import Adoption, plan_adoption, spec_check, write_adoption
 from envkit.init.adopted import AdoptError, Collected
@@ -57,6 +63,7 @@ def read_evidence(source: str, options: AdoptOptions | None = None) -> tuple[Col
     found, inventory = _read(source, options)
     refuse_other_accelerators(found)  # a ROCm/Ascend/XPU stack is never written as a CPU spec
     refuse_nightly(found)  # nor a nightly build as the newest release
+    refuse_mismatched_companions(found)  # nor torch==2.1.2 beside torchaudio==2.2.0 as either
     return found, inventory
 
 
@@ -66,6 +73,8 @@ def _read(source: str, options: AdoptOptions) -> tuple[Collected, Inventory | No
         text = read_text_bounded(path, MAX_TEXT_BYTES)
         if is_pixi_manifest(path.name, text):
             return read_pixi_manifest(text, source, environment=options.environment), None
+        if is_pep621_project(path.name, text) and not options.environment:
+            return read_pep621_project(text, source), None
     if options.environment:
         raise AdoptError(
             f"--environment {options.environment}: {source} has no environments (a pixi manifest has)",
@@ -88,12 +97,14 @@ def adopt(
 
 def plan(found: Collected, catalog: Catalog, options: AdoptOptions | None = None) -> Adoption:
     """The adoption of what a source said: the catalog asked once (:func:`read_releases`), the plan
-    made with those answers, the spec validated as ``envkit validate`` does."""
+    made with those answers, the spec validated as ``envkit validate`` does, on the tables that one
+    call read."""
     options = options or AdoptOptions()
+    releases = read_releases(catalog, found.base_image)  # the walk's one entry into the catalog
     return plan_adoption(
         found,
-        read_releases(catalog, found.base_image),
-        spec_check(catalog),
+        releases,
+        spec_check(releases.tables or catalog),
         name=options.name,
         cuda=options.cuda,
         python=options.python,

@@ -42,6 +42,7 @@ from envkit.init.detect import (
     stated_cuda,
     toolkit_cuda,
 )
+from envkit.init.gpu_builds import gpu_builds_on_cpu
 from envkit.init.hints import hinted_torch, source_facts, unpinned_on_image
 from envkit.init.python_of import choose_python, stated_python
 from envkit.init.refusals import (
@@ -209,7 +210,7 @@ def plan_adoption(
         how=how,
         lost=(*found.lost, *decided.lost),
         notes=tuple(notes),
-        warnings=warnings,
+        warnings=(*warnings, *gpu_builds_on_cpu(found, chosen_cuda)),
         pins={"conda": tuple(conda), "pip": tuple(pip)},
     )
 

@@ -26,7 +26,7 @@ from envkit.catalog import FrameworkRelease
 from envkit.catalog.ngc import NgcImage
 from envkit.drift.facts import FACTS
 from envkit.errors import InventoryError
-from envkit.init.adopted import Collected
+from envkit.init.adopted import AdoptError, Collected, shown_item
 from envkit.init.python_of import minor_in
 from envkit.init.releases import Releases
 from envkit.inventory._collect import Collector
@@ -413,6 +413,8 @@ def cuda_evidence(
     flavour = torch_flavour(inventory) if framework == "torch" else paddle_flavour(inventory)
     cuda = cuda_of_flavour(flavour)
     if cuda:
+        if framework == "torch" and pin.installer == "conda" and found is not None:
+            refuse_conflicting_build(found, cuda, pin)
         return cuda, f"{pin.spec} ({pin.where})"
     index = index_flavour(found, framework) if found is not None else index
     named = cuda_of_flavour(index[0]) if index else None
@@ -422,13 +424,7 @@ def cuda_evidence(
     if pin.installer == "pip" and flavour in (None, "gpu") and hinted:
         return hinted
     if pin.installer == "pip" and flavour in (None, "gpu"):
-        release = releases.release(framework, version)
-        if release and release.pypi_cuda:
-            return (
-                release.pypi_cuda,
-                f"PyPI's Linux {pin.spec.split('=')[0]} {version} is built for CUDA {release.pypi_cuda}",
-            )
-        return None
+        return _pypi_cuda(framework, version, pin, flavour, releases)
     if framework == "torch" and pin.installer == "conda":
         toolkit = toolkit_cuda(inventory)
         if toolkit:
@@ -441,6 +437,52 @@ def cuda_evidence(
         if why:
             return ASK, why
         return "cpu", "conda's pytorch without pytorch-cuda or a CUDA build is the CPU build"
+    return None
+
+
+def refuse_conflicting_build(found: Collected, cuda: str, pin: Framework) -> None:
+    """Conda's pytorch whose build says one CUDA (``pytorch=*=*cpu*``, ``...cuda11.8...``) beside
+    CUDA plumbing that says another (``pytorch-cuda=12.1``, ``cpuonly``): two answers in one source;
+    conda cannot solve both, and which one the team meant is not envkit's guess. Refused, listing both."""
+    names = {p.name: p for p in found.conda}
+    other: tuple[str, str] | None = None
+    if cuda == "cpu":
+        named, why = plumbing_cuda(found)
+        if named is not None:
+            other = (f"CUDA {named}", why)
+    elif "cpuonly" in names:
+        other = ("cpu", f"{names['cpuonly'].spec} ({names['cpuonly'].where})")
+    else:
+        named, why = plumbing_cuda(found)
+        if named is not None and named != cuda:
+            other = (f"CUDA {named}", why)
+    if other is None:
+        return
+    said = "cpu" if cuda == "cpu" else f"CUDA {cuda}"
+    raise AdoptError(
+        f"{found.origin}: the source says two builds of pytorch: {said} ({shown_item(pin.spec)}, "
+        f"{pin.where}) and {other[0]} ({other[1]}); conda cannot install both, and envkit does not "
+        "choose one; nothing was written",
+        hint="keep the one the project runs (drop the other pin) and rerun, or choose with --cuda",
+    )
+
+
+def _pypi_cuda(
+    framework: str, version: str, pin: Framework, flavour: str | None, releases: Releases
+) -> tuple[str, str] | None:
+    """The CUDA of PyPI's Linux wheel of the release; a GPU package PyPI has no GPU wheel of
+    (``paddlepaddle-gpu`` 3.x: its GPU wheels are only on Paddle's index, one per CUDA) asks."""
+    release = releases.release(framework, version)
+    if release and release.pypi_cuda:
+        return (
+            release.pypi_cuda,
+            f"PyPI's Linux {pin.spec.split('=')[0]} {version} is built for CUDA {release.pypi_cuda}",
+        )
+    if flavour == "gpu":
+        return ASK, (
+            f"{pin.spec} ({pin.where}) is the GPU build, but PyPI has no GPU wheel of {framework} "
+            f"{version} and the source names no {framework} index"
+        )
     return None
 
 

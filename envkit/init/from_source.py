@@ -23,6 +23,7 @@ SOURCE_KINDS = (
     "environment.yml (conda env export, --from-history or hand-written; pip: section)",
     "requirements.txt / pip freeze / pip list --format=json",
     "a Dockerfile",
+    "pixi.toml; pyproject.toml ([project] with uv's [tool.uv] sources and indexes, or [tool.pixi])",
     f"any inventory envkit diff reads ({', '.join(FORMATS)})",
     "image:REF (a container image)",
     "host (this machine's environment)",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from envkit.catalog import BaseImage, FrameworkRelease, Wheel, impossible_in, requested_wheel_in
+from envkit.catalog import BaseImage, Catalog, FrameworkRelease, Wheel, impossible_in, requested_wheel_in
 from envkit.catalog.ngc import NgcImage
 
 __all__ = ["Releases"]
@@ -30,6 +30,8 @@ class Releases:
     framework_indexes: frozenset[str]  # every framework wheel index, without a trailing slash
     base_image: BaseImage | None = None  # the catalog's row of the source's base image
     ngc: NgcImage | None = None  # the NGC table's row of the source's base image
+    # the catalog's tables as they were read (each once): what the written spec is validated against
+    tables: Catalog | None = None
 
     def releases(self, framework: str) -> tuple[FrameworkRelease, ...]:
         return self.families.get(framework, ())

@@ -15,7 +15,16 @@ import yaml
 from tests.corpus._record import LEVELS, ROOT, records
 from tests.corpus.grade_init import CLAIMS, Outcome, grade_outcomes, summary
 
-KINDS = {"environment.yml", "requirements", "dockerfile", "conda-export", "conda-explicit", "pixi.toml"}
+KINDS = {
+    "environment.yml",
+    "requirements",
+    "dockerfile",
+    "conda-export",
+    "conda-explicit",
+    "pixi.toml",
+    "pyproject.toml",
+    "uv.lock",
+}
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +34,7 @@ def outcomes() -> list[Outcome]:
 
 def test_the_corpus_is_real_and_recorded() -> None:
     found = list(records("init"))
-    assert len(found) >= 200
+    assert len(found) >= 225
     assert len([r for r in found if r.kind == "dockerfile"]) >= 126
     assert {r.kind for r in found} >= {"environment.yml", "requirements", "dockerfile"}
     for r in found:

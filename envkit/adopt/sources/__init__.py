@@ -5,5 +5,6 @@ takes the source's text, its label and the options, and returns what it says as 
 from __future__ import annotations
 
 from envkit.adopt.sources.pixi_toml import is_pixi_manifest, read_pixi_manifest
+from envkit.adopt.sources.pyproject_uv import is_pep621_project, read_pep621_project
 
-__all__ = ["is_pixi_manifest", "read_pixi_manifest"]
+__all__ = ["is_pep621_project", "is_pixi_manifest", "read_pep621_project", "read_pixi_manifest"]

@@ -1,16 +1,19 @@
 """The walk of ``envkit init --from`` enters the catalog once (issue 45).
 
-Planning asks the catalog in one call, :func:`envkit.adopt.releases.read_releases`, and passes its
-typed answers (:class:`envkit.init.releases.Releases`) down; the written spec is then validated as
-``envkit validate`` does (:func:`envkit.spec.load.load_spec`, its own entry, as for any spec). A
-catalog that records who reads it shows both; before this, planning read it 26 times from 4
-modules (adopt, decide, python_of, refusals) for one environment.yml, beside validate's 20.
+The walk asks the catalog in one call, :func:`envkit.adopt.releases.read_releases`, which reads
+each of its tables once and passes typed answers (:class:`envkit.init.releases.Releases`) down;
+the written spec is validated as ``envkit validate`` does (:func:`envkit.spec.load.load_spec`) on
+those tables (``Releases.tables``), not on the catalog again. A catalog that records who reads it
+shows it: before, planning read it 26 times from 4 modules (adopt, decide, python_of, refusals) for
+one environment.yml beside validate's 20; then 4 reads in planning and validate's 20; now one read
+of each table, all in ``read_releases``.
 """
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
+from dataclasses import fields
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -35,6 +38,7 @@ class _Recording:
     def __init__(self, catalog: Catalog) -> None:
         self._catalog = catalog
         self.entries: Counter[str] = Counter()  # entry function -> attribute reads under it
+        self.names: Counter[str] = Counter()  # attribute -> reads, under any entry
         self.outside: list[str] = []  # reads under no entry: module.function of the reader
 
     def __getattr__(self, name: str) -> Any:
@@ -49,6 +53,7 @@ class _Recording:
             self.outside.append(f"{reader}: {name}")
         else:
             self.entries[entry] += 1
+            self.names[name] += 1
         return getattr(self._catalog, name)
 
 
@@ -64,14 +69,20 @@ def test_the_walk_of_init_from_enters_the_catalog_once(
         calls["read_releases"] += 1
         return real_read(*args, **kwargs)
 
-    def load_spec(*args: Any, **kwargs: Any) -> Any:
+    checked: list[object] = []
+
+    def load_spec(path: Any, catalog: Any = None, **kwargs: Any) -> Any:
         calls["load_spec"] += 1
-        return real_load(*args, **kwargs)
+        checked.append(catalog)
+        return real_load(path, catalog, **kwargs)
 
     monkeypatch.setattr("envkit.adopt.read_releases", read_releases)  # where the use case calls them
     monkeypatch.setattr("envkit.init.adopt.load_spec", load_spec)
     catalog = _Recording(load_catalog())
     adopt(str(source), tmp_path, catalog=catalog)  # type: ignore[arg-type]
-    assert catalog.outside == []  # nothing of the walk reads the catalog outside the two entries
-    assert calls == {"read_releases": 1, "load_spec": 1}
-    assert catalog.entries["read_releases"] <= 6  # the tables, read once each (not per lookup)
+    assert catalog.outside == []  # nothing of the walk reads the catalog outside read_releases
+    assert calls == {"read_releases": 1, "load_spec": 1}  # the spec is still validated, once
+    assert checked and all(c is not catalog and isinstance(c, Catalog) for c in checked)  # on the tables
+    assert set(catalog.entries) == {"read_releases"}  # validate's 20 reads are gone
+    tables = {f.name for f in fields(Catalog)}
+    assert set(catalog.names) == tables and set(catalog.names.values()) == {1}  # each table read once
