@@ -25,6 +25,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from envkit.incident.replay import align_names, replay_dump  # noqa: E402
+from envkit.incident.show import render_replay  # noqa: E402
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -187,6 +188,7 @@ def test_the_healthy_ranks_dump_replays_the_whole_step_and_names_the_rank_at_fau
     said = "\n".join(verdict.notes)
     assert "the fault is on rank 1, not on rank 0" in said and "batch[0] at [0, 0]" in said
     assert "suspect the device" not in said
+    assert "on rank 1 (its step went non-finite" in render_replay(verdict.to_json())
 
 
 def test_one_ranks_dump_alone_compares_its_loss_and_names_the_rank_the_records_blame(
