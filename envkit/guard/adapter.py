@@ -385,6 +385,17 @@ class Adapter:
         """Drop the model's gradients without the optimizer (a replay's twin has none)."""
         raise NotImplementedError
 
+    def grads_now(self) -> list[Any]:
+        """A copy of each trainable parameter's gradient as it is now (None where it has none)."""
+        raise NotImplementedError
+
+    def set_reduced_grads(self, per_rank: list[list[Any]]) -> None:
+        """Each gradient as a data-parallel all-reduce leaves it, from every rank's (:meth:`grads_now`
+        of each, in rank order): each rank's × 1/W (DDP's reducer and Paddle's scale the bucket by it),
+        summed in rank order (two ranks sum the same in any order; for more, the collective's order is
+        not known). A parameter with no gradient on a rank adds zeros, as an unused one does."""
+        raise NotImplementedError
+
     def clip(self, grads: list[Any], total: Any, max_norm: float, *, norm: bool = False) -> Any:
         """Clip in place exactly as the framework's clip_grad_norm_ does; with ``norm``, the norm after
         (on the device; a step read now has it from the norm already read: one op less)."""

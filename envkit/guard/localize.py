@@ -158,11 +158,17 @@ def replay_step(
     model_state: Tensors | None = None,
     source: str = "the dump",
     autocast: Callable[[], AbstractContextManager[Any]] | None = None,
+    micro_batches: bool = False,
+    after_backward: Callable[[], None] | None = None,
 ) -> Replay:
     """Run one step again under hooks (no optimizer step); the gradients are left for the caller.
 
     ``autocast`` (a context factory) wraps ``loss_fn`` as the training step's forward ran; an
-    ``adapter`` made with a GradScaler runs backward scaled and unscales, as the step did."""
+    ``adapter`` made with a GradScaler runs backward scaled and unscales, as the step did. With
+    ``micro_batches`` the batch is the step's list of micro-batches (gradient accumulation): ``loss_fn``
+    and backward run on each in turn, the gradients accumulate, and the loss is their sum as the guard
+    summed it. ``after_backward`` runs after the last backward, before the unscale (a DDP replay takes
+    each rank's gradients there, as the all-reduce saw them)."""
     if model_state is not None:
         adapter.load_model_state(model_state, source)
     adapter.set_training(training)
@@ -174,10 +180,15 @@ def replay_step(
     trace = Trace()
     try:
         with adapter.trace() as trace:
-            with autocast() if autocast is not None else nullcontext():
-                loss = loss_fn(adapter.model, batch)
-            loss_value = adapter.read([loss])[0]
-            adapter.backward(loss)  # scaled when the adapter has a GradScaler
+            total = None
+            for part in batch if micro_batches else [batch]:
+                with autocast() if autocast is not None else nullcontext():
+                    loss = loss_fn(adapter.model, part)
+                total = loss.detach() if total is None else total + loss.detach()  # as GuardStep sums
+                loss_value = adapter.read([total])[0]
+                adapter.backward(loss)  # scaled when the adapter has a GradScaler
+        if after_backward is not None:
+            after_backward()
         adapter.unscale()
         grad_norm = adapter.read([adapter.total_norm(adapter.grads())])[0]
     except Exception as exc:  # noqa: BLE001 the user's step raised: where is the localization

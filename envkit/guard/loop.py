@@ -489,6 +489,7 @@ class Guard:
                 "entry": self.entry,
                 "rank": self.rank,
                 "world_size": self.world_size,
+                "backwards": g.backwards,  # > 1: a replay may run the batch as that many micro-batches
                 "autocast": self.log.config.get("autocast"),  # replay runs the forward under it
                 "modules": module_layout(self.adapter),  # a replay's entry must build these
                 "outcome": {"loss": json_float(rec.loss), "grad_norm": json_float(rec.grad_norm)},

@@ -207,6 +207,23 @@ class PaddleAdapter(Adapter):
         for _, p in self._named:
             p.clear_gradient(False)
 
+    def grads_now(self) -> list[Any]:
+        return [None if p.grad is None else p.grad.detach().clone() for _, p in self._named]
+
+    def set_reduced_grads(self, per_rank: list[list[Any]]) -> None:
+        scale = 1.0 / len(per_rank)  # DataParallel's reducer: scale(1/nranks) on the fused bucket
+        for i, (_, p) in enumerate(self._named):
+            parts = [grads[i] for grads in per_rank]
+            like = next((g for g in parts if g is not None), None)
+            if like is None:
+                p.clear_gradient(False)
+                continue
+            total = None
+            for g in parts:
+                part = paddle.scale(paddle.zeros_like(like) if g is None else g, scale)
+                total = part if total is None else total + part
+            p._set_grad_ivar(total)
+
     def clip(self, grads: list[Any], total: Any, max_norm: float, *, norm: bool = False) -> Any:
         if self._squares is not None:  # total_norm's sum of squares: clip by clip_grad_norm_'s own total
             total = self._exact_norm(grads)  # (a masked bad step's gradients are zeros by now: 0)

@@ -37,12 +37,13 @@ class GuardStep:
     The generators and buffers are read on entering (a plain class: no per-step defaults made only
     to be replaced)."""
 
-    __slots__ = ("batch", "buffers", "done", "guard", "loss", "rng", "step")
+    __slots__ = ("backwards", "batch", "buffers", "done", "guard", "loss", "rng", "step")
 
     def __init__(self, guard: Guard, step: int, batch: Any, rng: RngState = _NOT_READ) -> None:
         self.guard, self.step, self.batch, self.rng = guard, step, batch, rng
         self.buffers: Tensors = {}
         self.loss: Any = None
+        self.backwards = 0  # the losses this step saw (more than one: gradient accumulation, or a GAN's)
         self.done = False
 
     def __enter__(self) -> GuardStep:
@@ -63,6 +64,7 @@ class GuardStep:
         """Keep the loss when the backward already ran elsewhere (a trainer's own loop). The sum of a
         step's losses (gradient accumulation) is finite iff each is: one check, at the step's end."""
         self.loss = loss.detach() if self.loss is None else self.loss + loss.detach()
+        self.backwards += 1
 
     def optimizer_step(self) -> bool:
         """Check, clip, step (or skip/stop); True when the update was applied."""

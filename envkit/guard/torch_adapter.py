@@ -181,6 +181,20 @@ class TorchAdapter(Adapter):
         for _, p in self._named:
             p.grad = None
 
+    def grads_now(self) -> list[Any]:
+        return [None if p.grad is None else p.grad.detach().clone() for _, p in self._named]
+
+    def set_reduced_grads(self, per_rank: list[list[Any]]) -> None:
+        scale = 1.0 / len(per_rank)  # a wrapped scalar, as DDP's at::mul_out(bucket, grad, 1/W)
+        for i, (_, p) in enumerate(self._named):
+            parts = [grads[i] for grads in per_rank]
+            like: Any = next((g for g in parts if g is not None), None)
+            total = None
+            for g in parts if like is not None else ():
+                part = torch.mul(torch.zeros_like(like) if g is None else g, scale)
+                total = part if total is None else total + part
+            p.grad = total
+
     def clip(self, grads: list[Any], total: Any, max_norm: float, *, norm: bool = False) -> Any:
         """``clip_grads_with_norm_``'s arithmetic (coef = clamp(max / (norm + 1e-6), max=1), one
         ``_foreach_mul_``); with ``norm``, the clipped norm (``total · coef``) as a device scalar."""

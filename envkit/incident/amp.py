@@ -37,8 +37,10 @@ class Amp:
     autocast: str | None  # "bfloat16" / "float16"
     note: str | None = None  # an autocast the dump names that the replay does not know
 
-    def scaler(self, framework: str, device: str) -> Any:
-        """A fresh GradScaler at the recorded scale (one per replay: ``unscale_`` once per scaler)."""
+    def scaler(self, framework: str, device: str, *, primed: bool = False) -> Any:
+        """A fresh GradScaler at the recorded scale (one per replay: ``unscale_`` once per scaler).
+        ``primed``: ready to unscale gradients some other backward made (torch's sets its scale
+        tensor on its first ``scale()``: a DDP replay's all-reduced gradients never went through it)."""
         if self.loss_scale is None:
             return None
         if framework == "paddle":
@@ -47,7 +49,10 @@ class Amp:
             return paddle.amp.GradScaler(init_loss_scaling=self.loss_scale)
         import torch
 
-        return torch.amp.GradScaler(device, init_scale=self.loss_scale)
+        scaler = torch.amp.GradScaler(device, init_scale=self.loss_scale)
+        if primed:
+            scaler.scale(torch.ones((), device=device))
+        return scaler
 
     def context(self, framework: str, device: str) -> Callable[[], AbstractContextManager[Any]] | None:
         """The autocast the step's forward ran under, or None."""

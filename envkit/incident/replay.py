@@ -32,11 +32,12 @@ from envkit.comparison.causes import likely_causes
 from envkit.errors import DumpError, UsageError
 from envkit.guard.adapter import make_adapter
 from envkit.guard.dump import Dump, read_dump
-from envkit.guard.flight import load_dump
-from envkit.guard.localize import Replay, module_layout, replay_step
+from envkit.guard.flight import LoadedDump, load_dump
+from envkit.guard.localize import Replay, describe_nonfinite, module_layout, replay_step
 from envkit.guard.records import json_clean, read_float
 from envkit.guard.runlog import fingerprint
-from envkit.incident.amp import recorded_amp
+from envkit.incident.amp import Amp, recorded_amp
+from envkit.incident.ranks import RankDumps, rank_dumps, recorded_rank_losses
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
 __all__ = [
@@ -164,37 +165,139 @@ def _same(a: float, b: float) -> bool:
 
 
 def replay_runs(dump: Dump, builder: Builder) -> list[Replay]:
-    """The dump's step replayed twice here with the entry's model, optimizer and loss."""
+    """The dump's step replayed twice here with the entry's model, optimizer and loss.
+
+    As the step ran: with the recorded loss scale and autocast (:mod:`envkit.incident.amp`); as its
+    micro-batches when the step accumulated gradients and the entry takes one; and, for a rank of a
+    process group, every rank's step with the gradients all-reduced (:mod:`envkit.incident.ranks`)."""
     amp = recorded_amp(dump)
+    group = rank_dumps(dump)
     with redirect_stdout(sys.stderr):  # the entry's own prints: never in `--json` output
         model, optimizer, loss_fn = _built(builder)
         adapter = make_adapter(model, optimizer)
-        loaded = load_dump(dump, adapter)
         names = list(adapter.model.state_dict())
-        loaded.model_state = align_names(loaded.model_state, names)
-        if set(loaded.model_state) == set(names):  # else loading names the keys that differ
-            _check_layout(dump, module_layout(adapter))
-        if loaded.optimizer is not None:
-            adapter.load_optimizer_state(*loaded.optimizer, source=str(dump.file("optimizer.safetensors")))
-        training = bool(dump.manifest.get("training", True))
-        source = str(dump.file("model.safetensors"))
-        autocast = amp.context(adapter.name, adapter.device())
-        runs = []
-        for _ in range(2):
-            adapter.scaler = amp.scaler(adapter.name, adapter.device())  # fresh: unscale_ once each
-            runs.append(
-                replay_step(
-                    adapter,
-                    loss_fn,
-                    loaded.batch,
-                    loaded.rng,
-                    training=training,
-                    model_state=loaded.model_state,
-                    source=source,
-                    autocast=autocast,
-                )
+        loaded = {r: _loaded(d, adapter, names) for r, d in sorted(group.dumps.items())}
+        own = loaded[group.rank]
+        if own.optimizer is not None:
+            adapter.load_optimizer_state(*own.optimizer, source=str(dump.file("optimizer.safetensors")))
+        step = _Step(adapter, loss_fn, amp, bool(dump.manifest.get("training", True)))
+        return [step.replay(group, loaded) for _ in range(2)]
+
+
+def _loaded(dump: Dump, adapter: Any, names: list[str]) -> LoadedDump:
+    loaded = load_dump(dump, adapter)
+    loaded.model_state = align_names(loaded.model_state, names)
+    if set(loaded.model_state) == set(names):  # else loading names the keys that differ
+        _check_layout(dump, module_layout(adapter))
+    return loaded
+
+
+class _Step:
+    """One replay of a dump's step (every rank's when the group's dumps are there)."""
+
+    def __init__(self, adapter: Any, loss_fn: Any, amp: Amp, training: bool) -> None:
+        self.adapter, self.loss_fn, self.amp, self.training = adapter, loss_fn, amp, training
+        self.autocast = amp.context(adapter.name, adapter.device())
+        self.split: dict[int, bool] = {}  # rank -> replayed as micro-batches (decided on the first replay)
+
+    def _fresh_scaler(self, *, primed: bool = False) -> None:
+        a = self.adapter
+        a.scaler = self.amp.scaler(a.name, a.device(), primed=primed)  # unscale_ once per scaler
+
+    def _one(self, dump: Dump, loaded: LoadedDump, after_backward: Any = None) -> Replay:
+        """``dump``'s own step; as micro-batches when the whole batch raised in an accumulating step."""
+
+        def run(split: bool) -> Replay:
+            self._fresh_scaler()
+            return replay_step(
+                self.adapter, self.loss_fn, loaded.batch, loaded.rng, training=self.training,
+                model_state=loaded.model_state, source=str(dump.file("model.safetensors")),
+                autocast=self.autocast, micro_batches=split, after_backward=after_backward,
+            )  # fmt: skip
+
+        rank = int(dump.manifest.get("rank") or 0)
+        if rank in self.split:
+            return run(self.split[rank])
+        whole = run(False)
+        backwards = dump.manifest.get("backwards")
+        batch = loaded.batch
+        accumulated = (
+            whole.error is not None
+            and isinstance(backwards, int)
+            and backwards > 1
+            and isinstance(batch, list | tuple)
+            and len(batch) == backwards
+        )
+        self.split[rank] = accumulated
+        return run(True) if accumulated else whole
+
+    def replay(self, group: RankDumps, loaded: dict[int, LoadedDump]) -> Replay:
+        if not group.complete:
+            result = self._one(group.dumps[group.rank], loaded[group.rank])
+            result.localization["replayed_as"] = self._shape(group, None)
+            return result
+        per_rank: list[list[Any]] = []
+        results: dict[int, Replay] = {}
+        for r in range(group.world):
+            taken: list[list[Any]] = []
+            results[r] = self._one(
+                group.dumps[r], loaded[r], after_backward=lambda t=taken: t.append(self.adapter.grads_now())
             )
-        return runs
+            per_rank.append(taken[-1] if taken else self.adapter.grads_now())
+        a = self.adapter
+        norm, error = math.nan, next((x.error for x in results.values() if x.error), None)
+        try:
+            a.set_reduced_grads(per_rank)
+            self._fresh_scaler(primed=True)
+            a.unscale()
+            norm = a.read([a.total_norm(a.grads())])[0]
+        except Exception as exc:  # noqa: BLE001 the all-reduce's replay failed: said as the step's error
+            error = error or f"{type(exc).__name__}: {str(exc)[:300]}"
+        own = results[group.rank]
+        localization = dict(own.localization)
+        finite = [(n, v) for n, v in a.param_norms().items() if math.isfinite(v)]  # the all-reduced ones
+        largest = max(finite, key=lambda kv: kv[1], default=None)
+        localization["largest_grad"] = largest and {"parameter": largest[0], "norm": largest[1]}
+        bad = _bad_rank(results, group.rank)
+        if bad is not None:  # this rank was healthy: where the non-finite came from
+            localization = {**results[bad].localization, "rank": bad}
+        localization["replayed_as"] = self._shape(group, results)
+        return Replay(own.loss, norm, localization, error)
+
+    def _shape(self, group: RankDumps, results: dict[int, Replay] | None) -> dict[str, Any]:
+        shape: dict[str, Any] = {}
+        split = self.split.get(group.rank)
+        if split:
+            shape["micro_batches"] = int(group.dumps[group.rank].manifest["backwards"])
+        if group.world > 1:
+            shape["rank"], shape["world_size"] = group.rank, group.world
+            shape["ranks_replayed"] = sorted(group.dumps) if results is not None else [group.rank]
+            shape["missing"] = group.missing
+            shape["rank_losses"] = recorded_rank_losses(group.dumps[group.rank])
+            if results is not None:
+                shape["ranks"] = [
+                    {
+                        "rank": r,
+                        "dump": str(group.dumps[r].path),
+                        "loss": x.loss,
+                        "local_grad_norm": x.grad_norm,
+                        "nonfinite_batch": x.localization.get("nonfinite_batch"),
+                        "first_nonfinite_module": x.localization.get("first_nonfinite_module"),
+                    }
+                    for r, x in sorted(results.items())
+                ]
+        return shape
+
+
+def _bad_rank(results: dict[int, Replay], rank: int) -> int | None:
+    """Another rank whose loss or own gradients were not finite, when ``rank``'s were."""
+    mine = results[rank]
+    if not (math.isfinite(mine.loss) and math.isfinite(mine.grad_norm)):
+        return None
+    bad = [
+        r for r, x in sorted(results.items()) if not (math.isfinite(x.loss) and math.isfinite(x.grad_norm))
+    ]
+    return bad[0] if bad else None
 
 
 LEADING_WRAPPERS = ("module.", "_layers.")  # DDP / DataParallel (torch), DataParallel (Paddle)
@@ -285,7 +388,8 @@ def judge(
             f"{dump.file('manifest.json')}: outcome is not two numbers", hint="the dump was edited"
         ) from e
     verdict, causes, notes = _verdict(dump, runs, loss, norm, here or _local_report, where)
-    notes = [*recorded_amp(dump).describe(), *notes]  # replay_runs replays with the recorded AMP state
+    shape = _shape_notes(runs[0].localization)
+    notes = [*recorded_amp(dump).describe(), *shape, *notes]  # replay_runs replays as the step ran
     return ReplayVerdict(
         verdict=verdict,
         dump=str(dump.path),
@@ -323,7 +427,9 @@ def _verdict(
             ],
         )
     exact = bool(dump.manifest.get("exact", True))
-    if exact:
+    if exact and _loss_only(first.localization):
+        same = _same(first.loss, loss)  # this rank's own; the recorded norm is the group's
+    elif exact:
         same = first.same_as(loss, norm)
     else:
         notes.append("the dump holds the weights of a later step (check_every > 1): compared by finiteness")
@@ -348,6 +454,61 @@ def _verdict(
     if causes:
         return "environment", causes, notes
     return "transient", [], [*notes, "the same environment gave a different result: suspect the device"]
+
+
+def _loss_only(localization: dict[str, Any]) -> bool:
+    """One rank of a process group replayed alone: its gradient norm is not the all-reduced one."""
+    shape = localization.get("replayed_as") or {}
+    world = shape.get("world_size", 1)
+    return isinstance(world, int) and world > 1 and len(shape.get("ranks_replayed") or []) < world
+
+
+def _shape_notes(localization: dict[str, Any]) -> list[str]:
+    """What the replay ran besides the entry's one step: micro-batches, the ranks, the rank at fault."""
+    shape = localization.get("replayed_as") or {}
+    notes = []
+    n = shape.get("micro_batches")
+    if n:
+        notes.append(
+            f"replayed as the step's {n} micro-batches (gradient accumulation: the step ran {n} backwards "
+            "and the entry's loss_fn takes one): gradients accumulated, losses summed as the guard did"
+        )
+    world = shape.get("world_size")
+    if not isinstance(world, int) or world < 2:
+        return notes
+    if not _loss_only(localization):
+        order = (
+            "" if world == 2 else " in rank order (the collective's own order may differ in the last bits)"
+        )
+        notes.append(
+            f"replayed every rank's step from the {world} ranks' dumps and all-reduced their gradients as "
+            f"DDP does (each × 1/{world}, summed{order}): the recorded gradient norm is the all-reduced one"
+        )
+        bad = localization.get("rank")
+        if isinstance(bad, int):
+            row: dict[str, Any] = next((r for r in shape.get("ranks") or [] if r.get("rank") == bad), {})
+            batch = localization.get("nonfinite_batch")
+            what = describe_nonfinite(batch) if isinstance(batch, dict) else f"its loss {row.get('loss')}"
+            notes.append(
+                f"the fault is on rank {bad}, not on rank {shape.get('rank')} (its step was finite): "
+                f"{what}; the all-reduce carried it to every rank (rank {bad}'s dump: {row.get('dump')})"
+            )
+        return notes
+    missing = "; ".join(str(m) for m in (shape.get("missing") or [])[:2])
+    notes.append(
+        f"the recorded gradient norm is the all-reduce over {world} ranks and the other ranks' dumps are "
+        f"not here ({missing}): only this rank's loss was compared; keep every rank's dump of the step "
+        "(RUN/rank-K/incidents/…, or all in one folder) to replay the whole step"
+    )
+    losses = shape.get("rank_losses")
+    if isinstance(losses, list):
+        bad_ranks = [i for i, v in enumerate(losses) if not math.isfinite(read_float(v))]
+        if bad_ranks and shape.get("rank") not in bad_ranks:
+            notes.append(
+                f"rank {', '.join(map(str, bad_ranks))} recorded a non-finite loss at this step "
+                "(records.json): the fault is there, carried to this rank by the all-reduce"
+            )
+    return notes
 
 
 GPU_KINDS = ("tf32", "cudnn", "cuda", "gpu", "driver", "nccl")

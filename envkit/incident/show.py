@@ -54,6 +54,9 @@ def _localization(raw: Any, input_blamed: bool = False) -> list[str]:
     parameter is named: their non-finite gradients follow from the input (issue 44 item 7)."""
     loc = _obj(raw)
     lines = []
+    rank = loc.get("rank")  # a DDP replay: the rank whose step went bad (this dump's rank's was finite)
+    if isinstance(rank, int) and not isinstance(rank, bool):
+        lines.append(f"on rank {rank} (its step went non-finite; this dump's rank's step did not):")
     bad = _obj(loc.get("nonfinite_batch"))
     if isinstance(bad.get("index"), list):
         lines.append(_batch_line(bad))

@@ -24,13 +24,6 @@ SCRIPTS = [ci_cases(s) for s in load(ci_subset=True)]
 KNOWN: dict[str, str] = {
     # what still grades below "right" on this release (each the issue 44 item it belongs to); the
     # crashes, the false stops and the healthy runs' false alarms are gone from this list
-    "ddp_torchrun/nan-batch-rank1": "issue 44 item 4/5: the healthy rank's dump (its batch finite, the "
-    "recorded norm NaN after the all-reduce) replays alone as 'transient', not 'reproducible'",
-    "mingpt_ddp/lr-spike": "issue 44 item 4: skipped at the right step, no crash; the DDP + GradScaler "
-    "dump replays as 'transient', not 'reproducible'",
-    "nanogpt/lr-spike": "issue 44 item 4: skipped at the right step, no crash; the replay is refused as "
-    "'the entry's step raised' (the script's entry takes one micro-batch, the dump holds what the "
-    "guarded step saw under gradient accumulation)",
     "paddle_vit/loss-nan": "issue 44 item 6: under Paddle the NaN the loss made from finite outputs is "
     "not said (a parameter is named) and the replay is 'transient'",
     "word_language_model/lr-ramp": "issue 44 item 6: the ramp (from the plateau's lr 0.31) ends at 19.5, "
