@@ -16,7 +16,7 @@ import click
 
 from envkit.cli._app import err_console, project_root, services, shown
 from envkit.cli.probe_args import FleetArgs, K8sArgs
-from envkit.errors import ExitCode
+from envkit.errors import EnvkitError, ExitCode
 from envkit.probe.runner import ProbeOptions
 from envkit.result import CommandResult, Lines
 
@@ -157,8 +157,38 @@ def run_fleet(
             stack.enter_context(redirect_stdout(sys.stderr))
             stack.callback(scheduler.close)
         run = fan_out(scheduler, opts, probe, on_submit=submitted, on_progress=progress)
+    data = {**run.to_json(), "health": _refresh_health(store)}
     code = ExitCode.OK if run.ok else ExitCode.FINDINGS
-    return CommandResult("probe", run.to_json(), lambda: fleet_text(run), exit_code=code)
+    return CommandResult(
+        "probe", data, lambda: [*fleet_text(run), *_health_text(data["health"])], exit_code=code
+    )
+
+
+def _refresh_health(store: Path) -> dict[str, object]:
+    """Every node's verdict judged again with this run in (what `envkit health` reads); a store that
+    cannot be judged is said, and the run's own result stands."""
+    from envkit.fleet.history import refresh_health
+    from envkit.store.layout import HEALTH, HEALTH_FILE
+
+    try:
+        verdicts = refresh_health(store)
+    except (EnvkitError, OSError) as e:
+        message = e.message if isinstance(e, EnvkitError) else f"{type(e).__name__}: {e}"
+        return {"file": None, "verdicts": {}, "error": message}
+    return {"file": str(store / HEALTH / HEALTH_FILE), "verdicts": verdicts, "error": None}
+
+
+def _health_text(health: object) -> Lines:
+    if not isinstance(health, dict):
+        return []
+    if health.get("error"):
+        return [f"node verdicts not refreshed: {health['error']}"]
+    verdicts = health.get("verdicts") or {}
+    counts: dict[str, int] = {}
+    for verdict in verdicts.values():
+        counts[verdict] = counts.get(verdict, 0) + 1
+    said = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    return [f"node verdicts refreshed for `envkit health` ({said or 'none'}): {health['file']}"]
 
 
 def _ray_scheduler() -> type[RayScheduler]:

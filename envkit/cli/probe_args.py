@@ -75,6 +75,7 @@ class ProbeArgs:
     tf32: bool
     autocast: str
     threads: int
+    budget: float | None
     nan_check: bool
     poison: str
     poison_step: int
@@ -120,6 +121,7 @@ class ProbeArgs:
             poison_step=self.poison_step,
             nan_check=self.nan_check,
             threads=self.threads,
+            budget_s=self.budget or 0.0,
         )
 
     def bands(self) -> Bands:
@@ -229,6 +231,21 @@ CONFLICTS: tuple[Conflict, ...] = (
         "give one of --python PATH and --image NAME",
     ),
     *(_python_refused(mode) for mode in ("compare", "fleet", "k8s")),
+    *(
+        Conflict(
+            mode,
+            lambda a: bool(a.budget) and len(a.frameworks) != 1,
+            lambda a: f"--budget plans the steps of one framework, not {len(a.frameworks)}",
+            "give --frameworks torch (or paddle) with --budget",
+        )
+        for mode in ("run", "fleet", "k8s")
+    ),
+    Conflict(
+        "compare",
+        lambda a: a.budget is not None,
+        lambda a: "--budget applies to a probe that runs, not to --compare",
+        "drop --budget; the reports say how many steps their budget let run",
+    ),
     Conflict(
         "run",
         lambda a: bool(a.refs),

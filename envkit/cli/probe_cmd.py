@@ -19,6 +19,26 @@ from envkit.result import CommandResult
 from envkit.store.layout import default_store
 
 
+class _Seconds(click.ParamType[float]):
+    """A duration: ``60``, ``60s``, ``1.5m``; more than 0 and at most a day."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)):
+            seconds = float(value)
+        else:
+            text = str(value).strip().lower()
+            scale = 60.0 if text.endswith("m") else 1.0
+            try:
+                seconds = float(text.removesuffix("m").removesuffix("s")) * scale
+            except ValueError:
+                self.fail(f"{value!r} is not a duration (60, 60s, 1.5m)", param, ctx)
+        if not 0 < seconds <= 86_400:
+            self.fail(f"{value!r}: a duration above 0 and at most a day", param, ctx)
+        return seconds
+
+
 def _csv(allowed: tuple[str, ...]) -> Any:
     def convert(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
         items = tuple(dict.fromkeys(t.strip() for t in value.split(",") if t.strip()))
@@ -64,6 +84,13 @@ def _csv(allowed: tuple[str, ...]) -> Any:
 @click.option("--autocast", type=click.Choice(["none", "bf16"]), default="none", show_default=True)
 @click.option(
     "--threads", type=click.IntRange(0), default=0, help="Intra-op threads (sets OMP/MKL_NUM_THREADS)."
+)
+@click.option(
+    "--budget",
+    type=_Seconds(),
+    metavar="DURATION",
+    help="Fit the probe in this time (60s, 2m; the framework's import included): the steps that fit "
+    "(at most --steps), saying how many ran. One framework.",
 )
 @click.option(
     "--nan-check", is_flag=True, help="Turn on the frameworks' op-level NaN/Inf checks to name the op."
@@ -174,7 +201,10 @@ def _run(args: ProbeArgs) -> CommandResult:
         ]
         check = run.report.driver
         driver = [driver_line(check)] if check else []
-        return "\n".join([*lines, *driver, *(f"report: {w}" for w in run.written)])
+        budget = run.budget_line()
+        return "\n".join(
+            [*lines, *driver, *([budget] if budget else []), *(f"report: {w}" for w in run.written)]
+        )
 
     code = ExitCode.FINDINGS if run.nonfinite else ExitCode.OK
     return CommandResult("probe", run.to_json(), text, exit_code=code, warnings=run.warnings)

@@ -36,6 +36,7 @@ __all__ = [
     "judge",
     "node_verdicts",
     "read_history",
+    "refresh_health",
     "write_health",
 ]
 
@@ -214,3 +215,11 @@ def write_health(history: FleetHistory) -> Path:
     data = {"updated": time.time(), "runs": len(history.runs), "nodes": node_verdicts(history)}
     runs.write_json(path, data, within=history.store)
     return path
+
+
+def refresh_health(store: Path) -> dict[str, str]:
+    """After a fleet run: the whole store judged again and ``STORE/.health/verdicts.json`` rewritten,
+    so that ``envkit health`` sees the new run without a ``fleet history`` of its own. Node -> verdict."""
+    history = read_history(store)
+    write_health(history)
+    return {node: str(v["verdict"]) for node, v in node_verdicts(history).items()}

@@ -55,6 +55,7 @@ _INTS: dict[str, tuple[int, int]] = {
     "poison_step": (0, 100_000),
     "threads": (0, 4096),
 }
+_FLOATS: dict[str, tuple[float, float]] = {"budget_s": (0.0, 86_400.0)}  # written only when set
 _BOOLS = ("tf32", "nan_check")
 # None = decided by the probe (a CUDA image's readiness scan); never written, accepted as a ProbeOptions field
 _OPTIONAL_BOOLS = ("readiness",)
@@ -65,6 +66,7 @@ def options_to_json(opts: ProbeOptions) -> dict[str, object]:
     """The allow-listed options as the manifest records them (never ``env``)."""
     data: dict[str, object] = {key: list(getattr(opts, key)) for key in _LISTS}
     data.update({key: getattr(opts, key) for key in (*_CHOICES, *_INTS, *_BOOLS)})
+    data.update({key: getattr(opts, key) for key in _FLOATS if getattr(opts, key)})
     return data
 
 
@@ -116,7 +118,9 @@ def options_from_json(data: Any, source: str) -> ProbeOptions:
             )
         if not _valid(key, value):
             raise FleetError(f"{where}: {expected}, not {value!r:.60}", hint=STORE_HINT)
-        fields[key] = tuple(dict.fromkeys(value)) if key in _LISTS else value
+        fields[key] = (
+            tuple(dict.fromkeys(value)) if key in _LISTS else float(value) if key in _FLOATS else value
+        )
     return ProbeOptions(**fields)
 
 
@@ -127,6 +131,8 @@ def _expected(key: str) -> str | None:
         return f"one of {', '.join(_CHOICES[key])}"
     if key in _INTS:
         return f"an integer from {_INTS[key][0]} to {_INTS[key][1]}"
+    if key in _FLOATS:
+        return f"a number from {_FLOATS[key][0]:g} to {_FLOATS[key][1]:g}"
     if key in _OPTIONAL_BOOLS:
         return "true, false or null"
     return "true or false" if key in _BOOLS else None
@@ -143,6 +149,8 @@ def _valid(key: str, value: Any) -> bool:
         return isinstance(value, str) and value in _CHOICES[key]
     if key in _INTS:
         return type(value) is int and _INTS[key][0] <= value <= _INTS[key][1]
+    if key in _FLOATS:
+        return type(value) in (int, float) and _FLOATS[key][0] <= value <= _FLOATS[key][1]
     if key in _OPTIONAL_BOOLS and value is None:
         return True
     return type(value) is bool

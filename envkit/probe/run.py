@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,11 +82,46 @@ class ProbeRun:
             found.append(driver_line(check))
         return tuple(found)
 
+    @property
+    def budget(self) -> dict[str, object] | None:
+        """With --budget: the seconds, the steps asked, the steps that ran and what was timed to plan them."""
+        seconds = self.report.config.get("budget_s")
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+            return None
+        entries = self.report.document.get("frameworks")
+        plans = (
+            [
+                e["budget"]
+                for e in entries.values()
+                if isinstance(e, Mapping) and isinstance(e.get("budget"), Mapping)
+            ]
+            if isinstance(entries, Mapping)
+            else []
+        )
+        plan = plans[0] if plans else {}
+        return {
+            "seconds": float(seconds),
+            "steps": self.report.config.steps,
+            "steps_asked": plan.get("steps_asked"),
+            "fit": plan.get("fit"),
+            "step_s": plan.get("step_s"),
+        }
+
+    def budget_line(self) -> str | None:
+        budget = self.budget
+        if budget is None:
+            return None
+        timed = budget["step_s"] if isinstance(budget["step_s"], Mapping) else {}
+        per_step = ", ".join(f"{w} {float(t):.3g} s" for w, t in timed.items())
+        return (f"budget {budget['seconds']:g} s: {budget['steps']} of {budget['steps_asked']} steps ran "
+                f"({budget['fit']} fitted; one timed step: {per_step or 'none'})")  # fmt: skip
+
     def to_json(self) -> dict[str, object]:
         return {
             "label": self.label,
             "written": list(self.written),
             "summary": [row.to_json() for row in self.summary],
+            "budget": self.budget,
             "report": self.report.to_json(),
         }
 

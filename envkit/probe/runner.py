@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,6 +55,9 @@ class ProbeOptions:
     nan_check: bool = False
     threads: int = 0
     env: Mapping[str, str] = field(default_factory=dict)
+    # --budget: seconds the probe may take, the framework's import included; the steps that fit are
+    # planned (at most ``steps``; one framework). 0: no budget
+    budget_s: float = 0.0
     # GPU readiness facts in the fingerprint (``cuda_readiness``): None = for a CUDA image, or on a
     # host with an NVIDIA driver; the scan reads the CUDA libraries' fatbins (seconds to ~30 s).
     readiness: bool | None = None
@@ -88,6 +92,8 @@ def payload_argv(opts: ProbeOptions, frameworks: Sequence[str]) -> list[str]:
         argv.append("--tf32")
     if opts.nan_check:
         argv.append("--nan-check")
+    if opts.budget_s:
+        argv += ["--budget", f"{opts.budget_s:g}"]
     return argv
 
 
@@ -133,8 +139,11 @@ def _run_each(
     """One payload process per framework (``execute`` gets its arguments), their reports merged.
     With ``readiness`` the first one (whose fingerprint the merge keeps) also scans the CUDA stack."""
     parts = []
+    started = time.monotonic()
     for i, fw in enumerate(opts.frameworks):
         extra = ["--readiness", readiness_spec()] if readiness and i == 0 else []
+        if opts.budget_s:  # what this process, or a container's start, already took counts
+            extra += ["--budget-left", f"{max(opts.budget_s - (time.monotonic() - started), 0.001):.3f}"]
         code, stdout, stderr = execute(payload_argv(opts, [fw]) + extra)
         if code != 0:
             raise ProbeError(

@@ -17,6 +17,7 @@ from typing import Any
 from envkit.comparison.pairwise import compare_reports
 from envkit.probe.model import ProbeReport
 from envkit.probe.runner import ProbeOptions, run_on_host
+from tests.gpu.history_gpu import gpu_count, history_row, row_lines
 from tests.gpu.readiness_gpu import readiness_checks
 
 # (name, side A, side B, expected verdict): the rows of docs/design.md's measured table.
@@ -63,7 +64,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the numbers here")
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument(
+        "--history-repeats",
+        type=int,
+        default=20,
+        help="strict repeats per GPU for the history row (0: skip it)",
+    )
     args = parser.parse_args(argv)
+    if gpu_count() == 0:  # every row needs a device: say so instead of failing on the first probe
+        row = history_row(args.history_repeats)
+        print("\n".join(["--   no GPU (nvidia-smi lists none): the bands and readiness rows are not run",
+                         *row_lines(row)]))  # fmt: skip
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump({"gpu": None, "status": "no GPU", "history": row}, fh, indent=2, sort_keys=True)
+        return 0
     run, summary, failed = prober(args.steps), [], 0
     for title, a, b, expected in CHECKS:
         verdict, rows = check(run, a, b)
@@ -80,9 +95,14 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{'ok  ' if r['ok'] else 'FAIL'} {r['check']}: predicted {r['predicted']}, device {r['actual']}"
         )
+    history = history_row(args.history_repeats) if args.history_repeats > 0 else None
+    if history is not None:
+        failed += not history["ok"]
+        print("\n".join(row_lines(history)))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"gpu": gpu, "checks": summary, "readiness": readiness}, fh, indent=2, sort_keys=True)
+            data = {"gpu": gpu, "checks": summary, "readiness": readiness, "history": history}
+            json.dump(data, fh, indent=2, sort_keys=True)
     return 1 if failed else 0
 
 

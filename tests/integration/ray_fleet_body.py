@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -49,7 +50,8 @@ def _kill_run(cluster: Any, victim: Any, victim_name: str, store: Path, address:
 
     worker = threading.Thread(target=fan_out)
     worker.start()
-    deadline = time.monotonic() + 120
+    asked = time.monotonic()
+    deadline = asked + 120
     running: list[str] = []
     while time.monotonic() < deadline and len(running) < 2:
         time.sleep(0.2)
@@ -59,22 +61,40 @@ def _kill_run(cluster: Any, victim: Any, victim_name: str, store: Path, address:
     cluster.remove_node(victim, allow_graceful=False)  # kills that node's raylet (and its workers)
     worker.join(timeout=240)
     code, data, err = result[0] if result else (-1, {}, "the fan-out did not end")
-    return {"code": code, "data": data, "stderr": err[-3000:], "running_before_kill": running,
-            "ended_after_kill_s": time.monotonic() - killed_at}  # fmt: skip
+    return {
+        "code": code,
+        "data": data,
+        "stderr": err[-3000:],
+        "running_before_kill": running,
+        "running_after_s": killed_at - asked,
+        "ended_after_kill_s": time.monotonic() - killed_at,
+    }
+
+
+# How fast this test cluster notices a dead node (Ray's defaults: a health check every 3 s, 5 misses;
+# and up to 60 s for a lost task's death cause). A real cluster keeps its own settings; envkit reads
+# whatever error Ray gives, so only the wait shrinks, not what is checked.
+DEATH_DETECTION = {
+    "health_check_initial_delay_ms": 1000,
+    "health_check_period_ms": 1000,
+    "health_check_failure_threshold": 3,
+    "timeout_ms_task_wait_for_death_info": 10000,
+}
+NODE_ARGS = {"num_cpus": 2, "num_gpus": 2}
 
 
 def _cluster(make: Any) -> tuple[Any, list[Any]]:
-    """A head and two worker nodes, 2 CPUs and 2 fake GPUs each. Ray waits 30 s for a raylet to
-    register, hard-coded: on a loaded machine (2 cores shared) a start can time out, so try 3 times."""
+    """A head and two worker nodes, 2 CPUs and 2 fake GPUs each, started at once (the workers do not
+    wait for each other: ``wait=False``, then one wait for all three). ``add_node`` waits 30 s for a
+    raylet, hard-coded; the one wait here is longer, and a start that still fails is tried again
+    (a loaded 2-core machine)."""
     for attempt in range(3):
         cluster = None
         try:
-            cluster = make(
-                initialize_head=True,
-                head_node_args={"num_cpus": 2, "num_gpus": 2, "include_dashboard": False},
-            )
-            workers = [cluster.add_node(num_cpus=2, num_gpus=2) for _ in range(2)]
-            cluster.wait_for_nodes()
+            cluster = make(initialize_head=False)
+            cluster.add_node(wait=False, include_dashboard=False, _system_config=DEATH_DETECTION, **NODE_ARGS)
+            workers = [cluster.add_node(wait=False, **NODE_ARGS) for _ in range(2)]
+            cluster.wait_for_nodes(timeout=90)
             return cluster, workers
         except Exception:  # noqa: BLE001 - "timed out during startup": try again
             print(f"ray cluster start {attempt + 1} failed:\n{traceback.format_exc()}", file=sys.stderr)
@@ -83,7 +103,27 @@ def _cluster(make: Any) -> tuple[Any, list[Any]]:
     raise RuntimeError("the Ray cluster did not start in 3 tries")
 
 
+def _subreaper() -> None:
+    """Orphans (Ray's workers and the probes, once their raylet is gone) become this process's, so
+    that their CPU time is counted when they are reaped (:func:`_reap`)."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+
+
+def _reap() -> None:
+    deadline = time.monotonic() + 2  # the workers die with their raylet: at once
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.1)
+
+
 def main(out: Path) -> None:
+    _subreaper()
     import importlib
 
     ray: Any = importlib.import_module("ray")
@@ -92,6 +132,7 @@ def main(out: Path) -> None:
     from envkit.fleet.ray_scheduler import node_names
 
     started = time.monotonic()
+    load_at_start = os.getloadavg()[0]
     store = out / "store"
     store.mkdir()
     cluster, workers = _cluster(cluster_utils.Cluster)
@@ -102,14 +143,20 @@ def main(out: Path) -> None:
     victim_name = names[workers[1].node_id]
     plant = {"ENVKIT_TEST_PERTURB": f"p=1,seed=3,task={planted_node}-1"}
     up = time.monotonic() - started
+    phase = time.monotonic()
     code, run, err = _cli("probe", "--ray", cluster.address, "--gpus-per-node", "2", "--store", str(store),
                           "--run-id", "planted", "--steps", "3", *PROBE, env=plant)  # fmt: skip
     reports = {
         p.stem: json.loads(p.read_text()) for p in (store / "planted").glob("*.json") if p.name != "run.json"
     }
     visible = {name: r["fingerprint"]["env"].get("CUDA_VISIBLE_DEVICES") for name, r in reports.items()}
+    planted_s = time.monotonic() - phase
+    phase = time.monotonic()
     compare = _cli("probe", "--compare", str(store / "planted"))
+    compare_s = time.monotonic() - phase
+    phase = time.monotonic()
     killed = _kill_run(cluster, workers[1], victim_name, store, cluster.address)
+    killed_s = time.monotonic() - phase
     result = {
         "nodes": sorted(names.values()),
         "addresses": addresses,
@@ -120,11 +167,23 @@ def main(out: Path) -> None:
         "compare": {"code": compare[0], "data": compare[1]},
         "killed": killed,
         "cluster_up_s": up,
+        "phases_s": {
+            "cluster up": up,
+            "planted run": planted_s,
+            "compare": compare_s,
+            "killed run": killed_s,
+            "victim running after": killed["running_after_s"],
+            "run ended after the kill": killed["ended_after_kill_s"],
+        },
         "body_s": time.monotonic() - started,
     }
-    (out / "result.json").write_text(json.dumps(result, indent=1))
     ray.shutdown()
     cluster.shutdown()
+    _reap()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # the cluster's processes and the CLIs, reaped
+    result["cpu_s"] = used.ru_utime + used.ru_stime + time.process_time()
+    result["load"] = {"start": load_at_start, "end": os.getloadavg()[0]}
+    (out / "result.json").write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,9 @@ def test_ray_fan_out_names_the_suspect_and_a_dead_node(tmp_path: Path) -> None:
     wall = time.monotonic() - started
     assert done.returncode == 0 and (tmp_path / "result.json").exists(), done.stderr[-5000:]
     result = json.loads((tmp_path / "result.json").read_text())
-    print(f"ray test: {wall:.1f} s wall (cluster up in {result['cluster_up_s']:.1f} s)", file=sys.stderr)
+    phases = ", ".join(f"{k} {v:.1f} s" for k, v in result["phases_s"].items())
+    print(f"ray test: {wall:.1f} s wall, {result['cpu_s']:.0f} s CPU, load {result['load']['start']:.1f}"
+          f" -> {result['load']['end']:.1f}; {phases}", file=sys.stderr)  # fmt: skip
     assert result["addresses"] == ["127.0.0.1"]  # never the machine's external address
     assert len(result["nodes"]) == 3
 

@@ -10,9 +10,10 @@ import hashlib
 import math
 import os
 import struct
+import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import perturb
@@ -37,6 +38,47 @@ class Config:
     nan_check: bool
     threads: int
     flip_step: int = 0  # a planted fault (perturb.py, tests only): this step's loss loses its lowest bit
+    budget_until: float = 0.0  # --budget: the time.monotonic() by which the run should end (0: no budget)
+
+
+# The step counts a budget run picks from: nodes of about the same speed land on the same count, so
+# their reports compare (a report with other steps is refused by compare). A budget never runs
+# more than --steps; at least 1 step runs even when none fits (the report says so).
+LADDER = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 3000, 5000, 10000)
+BUDGET_MARGIN = 0.2  # of the time left, kept for what follows the steps (fingerprint, report, exit)
+
+
+def _timed_step(adapter: Any, workload: str, cfg: Config, clock: Callable[[], float]) -> float:
+    """Seconds for one step of ``workload`` from fresh parameters, thrown away afterwards (the
+    measured run starts again from the seed: nothing here reaches the report)."""
+    params = adapter.make_params(workload, cfg)
+    opt = adapter.make_optimizer(workload, params, lr_for(workload, cfg))
+    start = clock()
+    loss = adapter.forward_loss(workload, params, cfg, 1, False)
+    adapter.item(loss)
+    adapter.backward(loss)
+    adapter.step(opt, params)
+    adapter.param_norm(params[0])  # waits for the device
+    return clock() - start
+
+
+def budget_plan(
+    adapter: Any, workloads: list[str], cfg: Config, clock: Callable[[], float] = time.monotonic
+) -> dict[str, Any]:
+    """How many steps fit before ``cfg.budget_until``: one timed step per workload (a first step: the
+    slowest, so the plan errs short), the largest ladder count that fits, never above ``cfg.steps``."""
+    step_s = {w: _timed_step(adapter, w, cfg, clock) for w in workloads}
+    left = cfg.budget_until - clock()
+    per_step = math.fsum(step_s.values())
+    fits = int(max(left, 0.0) * (1 - BUDGET_MARGIN) / per_step) if per_step > 0 else cfg.steps
+    steps = cfg.steps if fits >= cfg.steps else max([n for n in LADDER if n <= fits], default=1)
+    return {
+        "steps": steps,
+        "steps_asked": cfg.steps,
+        "fit": fits,
+        "left_s": round(left, 3),
+        "step_s": {w: round(t, 6) for w, t in step_s.items()},
+    }
 
 
 class AdapterBase:
@@ -173,14 +215,20 @@ def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, Any]:
 def run_workloads(
     adapter: Any, workloads: list[str], cfg: Config, applied: dict[str, Any], info: Callable[[], Any]
 ) -> dict[str, Any]:
-    """A framework's part of the report: each workload's result (an error is reported, not raised)."""
+    """A framework's part of the report: each workload's result (an error is reported, not raised).
+    With a budget, the steps that fit are planned first and every workload runs that many."""
     results: dict[str, Any] = {}
+    plan: dict[str, Any] | None = None
+    if cfg.budget_until > 0:
+        plan = budget_plan(adapter, workloads, cfg)
+        cfg = replace(cfg, steps=int(plan["steps"]))
     for workload in workloads:
         try:
             results[workload] = {"status": "ok", **run_workload(adapter, workload, cfg)}
         except Exception as exc:
             results[workload] = {"status": "error", "reason": summarize_error(exc)}
-    return {"applied": applied, "info": info(), "workloads": results}
+    out = {"applied": applied, "info": info(), "workloads": results}
+    return out if plan is None else {**out, "budget": plan}
 
 
 STRICT_FLAGS = {"FLAGS_cudnn_deterministic": "1", "FLAGS_embedding_deterministic": "1"}

@@ -13,8 +13,11 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+STARTED = time.monotonic()  # a --budget counts from here: the framework's import is in it
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.dont_write_bytecode = True  # the payload directory may be read-only
@@ -82,10 +85,32 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="JSON (the catalog's dynload tables): add the GPU readiness facts to the fingerprint",
     )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=0.0,
+        help="seconds the whole probe may take (recorded): the steps that fit are planned, at most --steps",
+    )
+    p.add_argument(
+        "--budget-left",
+        type=float,
+        default=None,
+        help="seconds of --budget left when this process starts (default: all of it)",
+    )
     args = p.parse_args(argv)
     if args.steps < 1:
         p.error("--steps must be at least 1")
+    if args.budget < 0 or (args.budget_left is not None and args.budget_left < 0):
+        p.error("--budget and --budget-left must not be negative")
+    if args.budget and len(args.frameworks) != 1:
+        p.error("--budget runs one framework (its steps are planned per framework)")
     return args
+
+
+def budget_steps(frameworks: dict[str, Any]) -> int | None:
+    """The steps a budget run planned (one framework), or None without a budget plan."""
+    plans = [e["budget"] for e in frameworks.values() if isinstance(e.get("budget"), dict)]
+    return int(plans[0]["steps"]) if plans else None
 
 
 def run_frameworks(args: argparse.Namespace, cfg: common.Config) -> dict[str, Any]:
@@ -128,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         poison_step=args.poison_step,
         nan_check=args.nan_check,
         threads=args.threads,
+        budget_until=STARTED + (args.budget if args.budget_left is None else args.budget_left)
+        if args.budget
+        else 0.0,
     )
     try:
         plant = perturb.planted(dict(os.environ), cfg.steps)
@@ -156,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "kind": KIND,
         "config": {
             "seed": cfg.seed,
-            "steps": cfg.steps,
+            "steps": budget_steps(frameworks) or cfg.steps,
             "mode": cfg.mode,
             "dtype": cfg.dtype,
             "device": _device_used(cfg, frameworks),
@@ -168,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             "nan_check": cfg.nan_check,
             "threads": cfg.threads or None,
             "workloads": args.workloads,
+            **({"budget_s": args.budget} if args.budget else {}),
             **({"planted": plant.to_json()} if plant is not None else {}),
         },
         "fingerprint": fingerprint.collect(args.readiness),

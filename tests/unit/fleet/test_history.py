@@ -157,3 +157,55 @@ def test_cli_history_text_json_html_and_health_files(
 
 def test_cli_history_on_a_store_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["fleet", "history", str(tmp_path / "nope")]) == 2
+
+
+STUB_TASK = r"""#!/bin/sh
+# called as: python -m envkit.fleet.task RUN_DIR; files the report prepared for this node
+run=$3
+name=$(basename "$run")
+mkdir -p "$run/.tasks"
+sed "s/@RUN@/$name/g" "$ENVKIT_TEST_REPORTS/$ENVKIT_NODE.json" > "$run/$ENVKIT_NODE.json"
+n=$ENVKIT_NODE
+printf '{"task": "%s", "node": "%s", "state": "ok", "report": "%s.json"}' "$n" "$n" "$n" \
+  > "$run/.tasks/$n.json"
+"""
+
+
+def test_a_fleet_run_refreshes_the_node_verdicts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`envkit health` reads STORE/.health/verdicts.json: a fleet run rewrites it with its own run in,
+    without a `fleet history` of its own (local scheduler, a stub task filing real-shaped reports)."""
+    import sys
+
+    store = tmp_path / "store"
+    nodes = ("local1", "local2", "local3")
+    for i in range(6):  # local2 flipped a bit in runs 1 and 4
+        reports = {n: node_report(n, flipped=n == "local2" and i in (1, 4)) for n in nodes}
+        write_run(store, f"run-{i:03d}", 1000.0 + i, reports)
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    for n in nodes:
+        report = {
+            **node_report(n),
+            "fleet": {"run": "@RUN@", "task": n, "node": n, "job": None, "repeat": None},
+        }
+        report["fingerprint"] = {**report["fingerprint"], "machine_id": f"id-{n}"}
+        (prepared / f"{n}.json").write_text(json.dumps(report))
+    stub = tmp_path / "python"
+    stub.write_text(STUB_TASK)
+    stub.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(stub))  # the task command the fan-out runs
+    monkeypatch.setenv("ENVKIT_TEST_REPORTS", str(prepared))
+    verdicts = store / layout.HEALTH / layout.HEALTH_FILE
+    assert not verdicts.exists()
+
+    code = main(["probe", "--scheduler", "local", "--nodes", "3", "--store", str(store), "--run-id", "new",
+                 "--frameworks", "torch", "--json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    health = out["result"]["health"]
+    assert health["error"] is None and health["file"] == str(verdicts)
+    assert health["verdicts"] == {"local1": "stable", "local2": "mercurial", "local3": "stable"}
+    written = json.loads(verdicts.read_text())
+    assert written["runs"] == 7 and written["nodes"]["local2"]["last_run"] == "new"
