@@ -466,8 +466,9 @@ class Guard:
                         f"; the model's outputs were finite (the step replayed): the loss function made it "
                         f"(0·log 0, log 0, a division by 0?); the gradients were {grads}"
                     )
+                    incident.localization.pop("largest_grad", None)  # no parameter named: the loss made it
         update = largest_update(grad_norms, a.weight_norms(), a.param_lrs())
-        if update is not None:
+        if update is not None and not (incident.localization or {}).get("loss_made_it"):
             incident.localization = {**(incident.localization or {}), "largest_update": update}
 
     def _dump(self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool) -> str:

@@ -31,11 +31,6 @@ KNOWN: dict[str, str] = {
     "nanogpt/lr-spike": "issue 44 item 4: skipped at the right step, no crash; the replay is refused as "
     "'the entry's step raised' (the script's entry takes one micro-batch, the dump holds what the "
     "guarded step saw under gradient accumulation)",
-    "paddle_vit/loss-nan": "issue 44 item 6: under Paddle the NaN the loss made from finite outputs is "
-    "not said (a parameter is named) and the replay is 'transient'",
-    "word_language_model/lr-ramp": "issue 44 item 6: the ramp (from the plateau's lr 0.31) ends at 19.5, "
-    "below the run's own first lr (20): no update is 10x the largest before and no lr is above the "
-    "declared peak; the lr's trend is never blamed",
 }
 
 
