@@ -96,3 +96,32 @@ def test_a_ramp_over_a_real_scheduler_names_who_set_it(tmp_path: Path) -> None:
     assert "set by other code than the scheduler" in first.message
     healthy = train(tmp_path / "healthy", lambda s: 1.0, scheduler=step_lr)
     assert healthy.incidents == []
+
+
+def test_paddle_the_ramp_set_by_hand_is_warned_and_the_plain_anneal_is_not(tmp_path: Path) -> None:
+    """The same loop in Paddle (``opt.set_lr`` each step, no scheduler): the ramp from the annealed lr
+    is warned while it climbs; without it, nothing."""
+    paddle = pytest.importorskip("paddle")
+    paddle.device.set_device("cpu")
+
+    def run(name: str, lr_of: Callable[[int], float]) -> Guard:
+        paddle.seed(0)
+        model = paddle.nn.Sequential(paddle.nn.Linear(8, 16), paddle.nn.Tanh(), paddle.nn.Linear(16, 1))
+        opt = paddle.optimizer.SGD(learning_rate=20.0, parameters=model.parameters())
+        guard = Guard(model, opt, run=tmp_path / name, clip=0.25)
+        rng = __import__("numpy").random.default_rng(1)
+        for i in range(STEPS):
+            x = paddle.to_tensor(rng.standard_normal((32, 8)).astype("float32"))
+            y = x.sum(axis=1, keepdim=True)
+            opt.set_lr(lr_of(i))
+            with guard.step(i, (x, y)) as step:
+                step.backward(paddle.nn.functional.mse_loss(model(x), y))
+                step.optimizer_step()
+        guard.close()
+        return guard
+
+    ramped = run("ramp", lambda s: anneal(s, 20.0) * ramp_at(60)(s))
+    first = ramped.incidents[0]
+    assert first.kind == "update-spike" and first.action == "warned" and 60 < first.step <= 75, first
+    assert "the learning rate rose step after step" in first.message
+    assert run("plain", lambda s: anneal(s, 20.0)).incidents == []
