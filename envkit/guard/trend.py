@@ -28,6 +28,7 @@ WINDOW = 50  # steps: "tens of steps"
 RISES = 3  # increases in the window at least: a trend, not a jump
 STEEPER = 2.0  # × the steepest rise the schedule's first ascent made
 _EPS = 1e-9  # a rise smaller than this (relative) is the same lr computed again
+_MAY_RISE = {(-1, 1), (0, 1), (1, 1), (-1, 0)}  # (the move before, this step's move)
 
 
 class LrTrend:
@@ -39,6 +40,7 @@ class LrTrend:
         self.fell_at: tuple[int, float] | None = None  # the first fall: (step, the lr it fell from)
         self.steepest = 1.0  # the largest windowed rise of the first ascent
         self.quiet_until = -1  # said: not again within the window
+        self.moves = (0, 0)  # the lr's last two moves (-1 fell, 0 stayed, 1 rose): what may raise the rise
 
     def add(self, step: int, lr: float) -> None:
         """One step's lr (the largest of its groups)."""
@@ -48,11 +50,14 @@ class LrTrend:
             self.window.clear()
         if self.fell_at is None and self.window and lr < self.window[-1][1] * (1 - _EPS):
             self.fell_at = (step, self.window[-1][1])
+        before = self.window[-1][1] if self.window else lr
+        move = 1 if lr > before * (1 + _EPS) else -1 if lr < before * (1 - _EPS) else 0
+        self.moves = (self.moves[1], move)
         self.window.append((step, lr))
         while self.window[0][0] <= step - WINDOW:
             self.window.popleft()
-        if self.fell_at is None:
-            self.steepest = max(self.steepest, self.rise()[0])
+        if self.fell_at is None:  # no fall yet: the rise is the lr over the window's first (O(1))
+            self.steepest = max(self.steepest, lr / self.window[0][1])
 
     def rise(self) -> tuple[float, int, tuple[int, float]]:
         """How far the lr rose from its lowest in the window, the rises since, and where (step, lr).
@@ -78,8 +83,9 @@ class LrTrend:
 
     def check(self) -> str | None:
         """The trend, said (once a window), when the lr now runs away from the schedule; else None."""
-        if self.factor is None or self.fell_at is None or not self.window:
-            return None
+        if self.factor is None or self.fell_at is None or not self.window or self.moves not in _MAY_RISE:
+            return None  # only a rise, or a fall found isolated one step later, raises the window's rise:
+            # a constant or decaying lr costs no walk of the window
         step, lr = self.window[-1]
         if step < self.quiet_until:
             return None

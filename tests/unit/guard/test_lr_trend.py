@@ -180,7 +180,7 @@ def test_hostile_schedules_by_hand() -> None:
 
 
 def test_said_once_a_window_and_a_resumed_loop_starts_over() -> None:
-    lrs = ramp(_plateau_by_hand(epochs=20), 100, over=60, to=1e6)
+    lrs = ramp(_plateau_by_hand(epochs=20), 100, over=100, to=1e9)
     steps = [s for s, _ in said(lrs)]
     assert len(steps) >= 2 and all(b - a >= WINDOW for a, b in itertools.pairwise(steps))
     trend = LrTrend(10.0)
