@@ -433,7 +433,7 @@ class Guard:
                 incident.message = f"{describe_nonfinite(incident.context['nonfinite_batch'])}; {message}"
             elif "text" in incident.context.get("input_outlier", {}):
                 incident.message = f"{incident.context['input_outlier']['text']}; {message}"
-            if "lr_trend" in incident.context and "the learning rate is" not in message:
+            if "lr_trend" in incident.context and "the learning rate" not in message:
                 incident.message += f"; {incident.context['lr_trend']}"
             self._describe(g, rec, kind, exact, incident)
         except Exception as exc:  # noqa: BLE001 the guard's own recording never stops the training
@@ -466,6 +466,10 @@ class Guard:
                         f"; the model's outputs were finite (the step replayed): the loss function made it "
                         f"(0·log 0, log 0, a division by 0?); the gradients were {grads}"
                     )
+        ctx, loc = incident.context, incident.localization or {}
+        if ctx.get("nonfinite_batch") or "text" in ctx.get("input_outlier", {}) or loc.get("loss_made_it"):
+            loc.pop("largest_grad", None)  # the input or the loss made it: no parameter named (the
+            return  # per-parameter norms stay in param_grad_norms)
         update = largest_update(grad_norms, a.weight_norms(), a.param_lrs())
         if update is not None:
             incident.localization = {**(incident.localization or {}), "largest_update": update}

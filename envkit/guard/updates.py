@@ -10,7 +10,8 @@ the ratio per unit of lr as before) is the run's schedule when the scheduler com
 (by hand, or over a scheduler's) is refused a few steps, then taken as the run's lr. Whoever set it,
 an lr ``factor`` × above the peak the optimizer and its schedule declare is a runaway (a schedule
 formula bug ramping 1 → 1000): a jump to it is refused, a ramp to it warned at each ``factor``.
-Standard library only.
+A ramp that stays below that peak, in an lr no scheduler computed, is judged by its trend against
+the schedule's own rises (``envkit.guard.trend``): warned while it climbs. Standard library only.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from envkit.guard.records import StepRecord
 from envkit.guard.schedules import LrSetter
+from envkit.guard.trend import LrTrend
 
 __all__ = ["UpdateSpike", "UpdateTracker"]
 
@@ -52,6 +54,7 @@ class UpdateTracker:
         self.refused: tuple[list[float], int] = ([], 0)  # a hand-set lr refused, and for how many steps
         self.accepted: str | None = None  # set by spike(): a warning to record (an lr taken, a runaway)
         self.runaway = 0  # the last power of ``factor`` over the declared peak the lr was warned at
+        self.trend = LrTrend(factor)  # the lr's recent past: a ramp no single step of which is a jump
 
     def record(self, rec: StepRecord, lrs: list[float], groups: list[float], clip: float | None) -> None:
         """``rec.lrs`` and ``rec.update_ratios`` from the group norms ``[g_0…, w_0…]`` read with the step."""
@@ -81,6 +84,8 @@ class UpdateTracker:
         said in ``accepted`` (once per k): a ramp no single step of which is a spike."""
         ratios, lrs = rec.update_ratios, rec.lrs or []
         self.accepted = None
+        if lrs:
+            self.trend.add(rec.step, max(lrs))
         if ratios is None or self.factor is None:
             return None
         if len(self.ratios) != len(ratios):  # the first step, or the optimizer's groups changed
@@ -96,7 +101,18 @@ class UpdateTracker:
             if found is not None:
                 return found
         self._join(ratios, lrs)
+        if self.accepted is None and self.steps > self.warmup:
+            self._ramp(setter)
         return None
+
+    def _ramp(self, setter: Callable[[], LrSetter]) -> None:
+        """An lr ramp no scheduler computed (``envkit.guard.trend``): said in ``accepted``."""
+        text = self.trend.check()
+        if text is None:
+            return
+        if setter() is LrSetter.SCHEDULER:  # the schedule's own rise (a runaway above its peak is not)
+            return
+        self.accepted = text + _who(setter)
 
     def _runaway(self, lrs: list[float], peak: Callable[[], float | None]) -> float | None:
         """The declared peak when the lr is ``factor`` × above it (and ``accepted`` said at each new

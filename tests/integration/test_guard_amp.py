@@ -117,6 +117,8 @@ def test_one_raw_16_bit_image_in_a_normalized_batch_is_blamed_on_the_input(
     assert (incident.step, str(incident.kind)) == (25, "nonfinite-loss")
     assert incident.message.startswith("the input: sample 3 of batch[0] reaches |x| = 1.99")
     assert incident.context["input_outlier"]["sample"] == 3
+    named = {"largest_grad", "largest_update"} & set(incident.localization or {})
+    assert not named and ".weight" not in incident.message  # the input blamed: no parameter named
 
 
 def test_an_lr_ramping_1000x_over_tens_of_steps_is_named_as_the_cause(

@@ -24,11 +24,6 @@ SCRIPTS = [ci_cases(s) for s in load(ci_subset=True)]
 KNOWN: dict[str, str] = {
     # what still grades below "right" on this release (each the issue 44 item it belongs to); the
     # crashes, the false stops and the healthy runs' false alarms are gone from this list
-    "paddle_vit/loss-nan": "issue 44 item 6: under Paddle the NaN the loss made from finite outputs is "
-    "not said (a parameter is named) and the replay is 'transient'",
-    "word_language_model/lr-ramp": "issue 44 item 6: the ramp (from the plateau's lr 0.31) ends at 19.5, "
-    "below the run's own first lr (20): no update is 10x the largest before and no lr is above the "
-    "declared peak; the lr's trend is never blamed",
 }
 
 
