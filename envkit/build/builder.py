@@ -20,7 +20,7 @@ import errno
 import hashlib
 import io
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 from envkit import __version__, _proc
 from envkit._atomic import atomic_writer, state_dir, write_text_atomic
 from envkit.build.attest import write_build_provenance
-from envkit.engine.protocol import BuildEvent, ContainerEngine, ImageInfo
+from envkit.engine.protocol import LAYER_LABEL, BuildEvent, ContainerEngine, ImageInfo
 from envkit.errors import BuildFailed, EngineError, UsageError
 from envkit.lock import LockState
 from envkit.lock.fresh import Locker, ensure_fresh_lock
@@ -40,7 +40,7 @@ from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelh
 from envkit.render import render_image
 from envkit.render.context import ContextEntry, ContextFiles, spooled_context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
-from envkit.render.layers import LayerGroup
+from envkit.render.layers import LayerGroup, reuse_stages
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, check_sbom, sbom_sha256, spec_sbom
 from envkit.spec.load import LoadedSpec, image_dir
 
@@ -55,9 +55,11 @@ __all__ = [
     "context_file",
     "disk_needed",
     "image_repo",
+    "sent_context",
 ]
 
 WHEELS = "wheels"
+MEMO_NAME = "normalized-layers.json"  # envkit.reproduce.layer_memo, under .envkit/cache
 NAME_LABEL = "io.envkit.name"
 CONTEXT_LABEL = "io.envkit.context-sha256"
 TAIL_LINES = 25
@@ -192,6 +194,19 @@ class BuildResult:
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+def sent_context(plan: BuildPlan, cached: Mapping[str, str]) -> ContextFiles:
+    """What the engine is sent: ``plan``'s context, where each group in ``cached`` (group -> a kept
+    layer stage's image ID) starts its stage from that image and its wheels stay home. The plan's
+    own context (its digest is the image's label and name) is unchanged: the image is the same."""
+    if not cached:
+        return plan.context
+    dockerfile = next(e for e in plan.context.entries if e.path == "Dockerfile")
+    text = reuse_stages((dockerfile.data or b"").decode("utf-8"), cached)
+    skipped = tuple(f"{WHEELS}/{group}/" for group in cached)
+    entries = [e for e in plan.context.entries if e.path != "Dockerfile" and not e.path.startswith(skipped)]
+    return ContextFiles.build({"Dockerfile": text.encode("utf-8")}, entries)
 
 
 class Builder:
@@ -382,8 +397,15 @@ class Builder:
             log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
             try:
                 log.write(f"# envkit {__version__} build of {prepared.tag}\n")
+                cached = {} if options.nocache else self._cached_stages(prepared, loaded.resolved.runtime_ref)
+                if cached:
+                    log.write(
+                        f"# layer stages from the cache: {', '.join(f'{g} {i}' for g, i in cached.items())}\n"
+                    )
                 try:
-                    self._stream(prepared, options, existing, log, log_path, on_event)
+                    self._stream(
+                        prepared, options, existing, log, log_path, on_event, sent_context(prepared, cached)
+                    )
                 finally:
                     # --no-cache made new layer stages beside the cached ones: none is kept
                     keep = frozenset() if options.nocache else frozenset(g.label for g in prepared.layers)
@@ -449,16 +471,58 @@ class Builder:
         """Rewrite the built image reproducibly (:mod:`envkit.reproduce.normalize`); no tag on failure."""
         if self.archive is None:
             return None
+        from envkit.reproduce.layer_memo import LayerMemo
         from envkit.reproduce.normalize import normalize_image
 
+        memo = LayerMemo(state_dir(self.root, "cache", MEMO_NAME), within=self.root)
         try:
-            done = normalize_image(self.archive, prepared.tag, base, tag=prepared.tag)
+            try:
+                done = normalize_image(
+                    self.archive, prepared.tag, base, tag=prepared.tag, memo=memo, present=self._chains()
+                )
+            except EngineError as e:  # a chain that went away meanwhile: every layer in the archive
+                log.write(f"# normalizing with the layer memo failed ({e.message}); again without it\n")
+                done = normalize_image(self.archive, prepared.tag, base, tag=prepared.tag)
         except (EngineError, KeyboardInterrupt) as e:
             log.write(f"# normalizing failed: {getattr(e, 'message', e)}\n")
             self._drop_tag(prepared.tag, existing)
             raise
-        log.write(f"# normalized: {done.original_id} -> {done.image_id} ({done.seconds} s)\n")
+        log.write(
+            f"# normalized: {done.original_id} -> {done.image_id} ({done.seconds} s, {done.stages}; "
+            f"{done.layers_reused} of {done.own_layers} layers known, {done.bytes_loaded:,} bytes loaded)\n"
+        )
         return done.to_json()
+
+    def _chains(self) -> frozenset[str]:
+        """The layer chain IDs of envkit's images in the engine (``docker load`` skips those layers)."""
+        from envkit.reproduce.layer_memo import chain_ids
+
+        try:
+            images = self.engine.images(NAME_LABEL)
+        except EngineError:
+            return frozenset()
+        return frozenset(c for info in images for c in chain_ids(info.diff_ids))
+
+    def _cached_stages(self, plan: BuildPlan, base: str) -> dict[str, str]:
+        """group -> the image ID of a layer stage the engine kept (the build cache) for the group's
+        lock lines on this base: the build then starts that stage from it, sending none of its wheels
+        (issue 47: every rebuild sent the whole wheelhouse, 2.4 GB for the flagship)."""
+        found = self.engine.inspect(base)
+        if found is None or not found.diff_ids:
+            return {}
+        cached: dict[str, str] = {}
+        for group in plan.layers:
+            if group.name == "venv":
+                continue
+            stages = [
+                info.id
+                for info in self.engine.images(f"{LAYER_LABEL}={group.label}")
+                if info.diff_ids[: len(found.diff_ids)] == found.diff_ids
+                and info.labels.get(LAYER_LABEL) == group.label
+            ]
+            if stages:
+                cached[group.name] = min(stages)
+        return cached
 
     def _prune(self, name: str, log: TextIO, keep: frozenset[str] = frozenset()) -> int:
         """Remove the builder stages' untagged images (hundreds of MB), except the layer stages in
@@ -480,12 +544,11 @@ class Builder:
         log: TextIO,
         log_path: Path,
         on_event: EventSink | None,
+        context: ContextFiles,
     ) -> None:
         tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         try:
-            with context_file(
-                self.root, prepared.context
-            ) as tar:  # streamed from a file: never the context in memory
+            with context_file(self.root, context) as tar:  # streamed from a file: never the context in memory
                 events = self.engine.build(
                     tar,
                     prepared.tag,
