@@ -191,6 +191,7 @@ class BuildResult:
         None  # envkit.reproduce.normalize.NormalizeResult (reproducible layers)
     )
     key: str = ""  # BuildPlan.key: what the tag names (the context, its wheels by their request)
+    context_bytes: int = 0  # the context sent to the engine (kept layer stages' wheels are not)
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -402,10 +403,10 @@ class Builder:
                     log.write(
                         f"# layer stages from the cache: {', '.join(f'{g} {i}' for g, i in cached.items())}\n"
                     )
+                context = sent_context(prepared, cached)
+                sent = context.size
                 try:
-                    self._stream(
-                        prepared, options, existing, log, log_path, on_event, sent_context(prepared, cached)
-                    )
+                    self._stream(prepared, options, existing, log, log_path, on_event, context)
                 finally:
                     # --no-cache made new layer stages beside the cached ones: none is kept
                     keep = frozenset() if options.nocache else frozenset(g.label for g in prepared.layers)
@@ -430,7 +431,9 @@ class Builder:
             base_id=base_info.id if base_info else None, started=started, nocache=options.nocache,
         )  # fmt: skip
         result = self._result(prepared, info, "built", log_path, start)
-        return replace(result, pruned_bytes=pruned, normalized=normalized, provenance=str(provenance))
+        return replace(
+            result, pruned_bytes=pruned, normalized=normalized, provenance=str(provenance), context_bytes=sent
+        )
 
     def _check_bases(self, loaded: LoadedSpec) -> None:
         """Before any wheel is fetched: a base that only a command of envkit makes (it is in no
