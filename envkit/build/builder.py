@@ -412,7 +412,7 @@ class Builder:
                     keep = frozenset() if options.nocache else frozenset(g.label for g in prepared.layers)
                     pruned = self._prune(prepared.name, log, keep)
                 base = loaded.resolved.runtime_ref
-                normalized = self._normalize(prepared, base, existing, log)
+                normalized = self._normalize(prepared, base, existing, log, options.nocache)
             finally:
                 log.detach()
         info = self.engine.inspect(prepared.tag)
@@ -469,7 +469,7 @@ class Builder:
         )
 
     def _normalize(
-        self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO
+        self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO, nocache: bool = False
     ) -> dict[str, object] | None:
         """Rewrite the built image reproducibly (:mod:`envkit.reproduce.normalize`); no tag on failure."""
         if self.archive is None:
@@ -478,11 +478,16 @@ class Builder:
         from envkit.reproduce.normalize import normalize_image
 
         memo = LayerMemo(state_dir(self.root, "cache", MEMO_NAME), within=self.root)
+        # the engine's original stays (untagged) as the next build's cache: its runtime steps (the
+        # groups' COPYs) are then reused, and so are their layers (the memo knows them); not with
+        # --no-cache (a verify rebuild, a build that must not reuse)
+        keep = not nocache
         try:
             try:
                 done = normalize_image(
-                    self.archive, prepared.tag, base, tag=prepared.tag, memo=memo, present=self._chains()
-                )
+                    self.archive, prepared.tag, base, tag=prepared.tag, memo=memo, present=self._chains(),
+                    keep_original=keep,
+                )  # fmt: skip
             except EngineError as e:  # a chain that went away meanwhile: every layer in the archive
                 log.write(f"# normalizing with the layer memo failed ({e.message}); again without it\n")
                 done = normalize_image(self.archive, prepared.tag, base, tag=prepared.tag)
@@ -490,11 +495,24 @@ class Builder:
             log.write(f"# normalizing failed: {getattr(e, 'message', e)}\n")
             self._drop_tag(prepared.tag, existing)
             raise
+        if keep:
+            self._drop_originals(prepared.name, done.original_id, log)
         log.write(
             f"# normalized: {done.original_id} -> {done.image_id} ({done.seconds} s, {done.stages}; "
             f"{done.layers_reused} of {done.own_layers} layers known, {done.bytes_loaded:,} bytes loaded)\n"
         )
         return done.to_json()
+
+    def _drop_originals(self, name: str, current: str, log: TextIO) -> None:
+        """Remove the engine-made originals of ``name``'s earlier builds (untagged, kept as this
+        build's cache) and, with each, the steps of its chain this build did not reuse."""
+        try:
+            for info in self.engine.images(f"{NAME_LABEL}={name}"):
+                if not info.tags and info.id != current:
+                    self.engine.remove(info.id)
+                    log.write(f"# removed the earlier build's original {info.id}\n")
+        except EngineError as e:
+            log.write(f"# could not remove an earlier build's original: {e.message}\n")
 
     def _chains(self) -> frozenset[str]:
         """The layer chain IDs of envkit's images in the engine (``docker load`` skips those layers)."""

@@ -51,6 +51,8 @@ def list_images(engine: ContainerEngine, root: Path, catalog: Catalog) -> list[I
     rows = []
     infos = engine.images(NAME_LABEL)
     for info in infos:
+        if not info.tags:
+            continue  # a build's engine-made original, kept untagged as the next build's cache
         name = info.labels[NAME_LABEL]
         if name not in current:
             current[name] = _current(root, name, catalog)

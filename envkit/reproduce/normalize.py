@@ -139,11 +139,13 @@ def normalize_image(
     workdir: Path | None = None,
     memo: LayerMemo | None = None,
     present: frozenset[str] = frozenset(),
+    keep_original: bool = False,
 ) -> NormalizeResult:
     """Normalize ``image`` (built ``FROM base``) and load it back as ``tag``; remove the original.
 
     With ``memo``, a layer it knows is not rewritten; such a layer whose normalized chain ID is in
-    ``present`` (the chains of the engine's images) is left out of the load archive."""
+    ``present`` (the chains of the engine's images) is left out of the load archive. With
+    ``keep_original`` the engine's image is left (untagged): its chain is the next build's cache."""
     start = time.monotonic()
     facts = archive.facts(image)
     base_facts = archive.facts(base)
@@ -206,7 +208,8 @@ def normalize_image(
                 raise EngineError(
                     f"docker load gave {tag} the id {got}, not {new_id}", hint="retry the build"
                 )
-            archive.remove(facts.id)
+            if not keep_original:
+                archive.remove(facts.id)
             stages["remove"] = time.monotonic() - start - sum(stages.values())
     seconds = round(time.monotonic() - start, 3)
     spent = {k: round(v, 3) for k, v in stages.items()}
