@@ -406,7 +406,15 @@ class Builder:
                 context = sent_context(prepared, cached)
                 sent = context.size
                 try:
-                    self._stream(prepared, options, existing, log, log_path, on_event, context)
+                    try:
+                        self._stream(prepared, options, existing, log, log_path, on_event, context)
+                    except BuildFailed as e:
+                        if not any(image in e.message for image in cached.values()):
+                            raise
+                        # a kept stage went away meanwhile (another build's pruning): the whole context
+                        log.write("# a kept layer stage is gone; building with every group's wheels\n")
+                        sent = prepared.context.size
+                        self._stream(prepared, options, existing, log, log_path, on_event, prepared.context)
                 finally:
                     # --no-cache made new layer stages beside the cached ones: none is kept
                     keep = frozenset() if options.nocache else frozenset(g.label for g in prepared.layers)

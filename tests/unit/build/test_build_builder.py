@@ -383,3 +383,38 @@ def test_a_kept_layer_stage_starts_its_stage_and_its_wheels_stay_home(
     assert third.tag == second.tag == first.tag
     assert engine.builds[-1].labels == engine.builds[0].labels  # the whole context's digest
     assert "sha256:kept" in Path(third.log_path or "").read_text()
+
+
+def test_a_kept_stage_that_went_away_is_built_from_the_whole_context(
+    builder: Builder, engine: FakeEngine, loaded: LoadedSpec
+) -> None:
+    """Another project's build may prune a stage this build chose to start from: the engine then
+    cannot find it, and the build runs again with every group's wheels."""
+    from dataclasses import replace
+
+    from envkit.engine.protocol import BUILDER_OF_LABEL, LAYER_LABEL, STAGE_LABEL
+
+    (group,) = builder.plan(loaded, OFFLINE).layers
+    base = loaded.resolved.runtime_ref
+    engine.images_by_tag[base] = replace(
+        engine.inspect(base) or engine.add_image(base), diff_ids=("sha256:b",)
+    )
+    labels = {STAGE_LABEL: "builder", BUILDER_OF_LABEL: "other", LAYER_LABEL: group.label}
+    engine.dangling["sha256:gone"] = ImageInfo(
+        "sha256:gone", (), labels, "root", 10, ("sha256:b", "sha256:s")
+    )
+    engine.build_error = BuildFailed("base image sha256:gone is not present locally and cannot be pulled")
+    build = engine.build
+
+    def flaky(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        try:
+            yield from build(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            engine.build_error = None
+
+    engine.build = flaky  # type: ignore[method-assign]
+    result = builder.build(loaded, OFFLINE)
+    assert result.status == "built" and len(engine.builds) == 2
+    assert "FROM sha256:gone AS layer-python" in _tar_names(engine.builds[0].context)["Dockerfile"].decode()
+    assert "wheels/python/six-1.16.0-py3-none-any.whl" in _tar_names(engine.builds[1].context)
+    assert "a kept layer stage is gone" in Path(result.log_path or "").read_text()
