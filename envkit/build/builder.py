@@ -59,7 +59,6 @@ __all__ = [
 ]
 
 WHEELS = "wheels"
-MEMO_NAME = "normalized-layers.json"  # envkit.reproduce.layer_memo, under .envkit/cache
 NAME_LABEL = "io.envkit.name"
 CONTEXT_LABEL = "io.envkit.context-sha256"
 TAIL_LINES = 25
@@ -482,10 +481,10 @@ class Builder:
         """Rewrite the built image reproducibly (:mod:`envkit.reproduce.normalize`); no tag on failure."""
         if self.archive is None:
             return None
-        from envkit.reproduce.layer_memo import LayerMemo
+        from envkit.reproduce.layer_memo import LayerMemo, memo_path
         from envkit.reproduce.normalize import normalize_image
 
-        memo = LayerMemo(state_dir(self.root, "cache", MEMO_NAME), within=self.root)
+        memo = LayerMemo(memo_path())
         # the engine's original stays (untagged) as the next build's cache: its runtime steps (the
         # groups' COPYs) are then reused, and so are their layers (the memo knows them); not with
         # --no-cache (a verify rebuild, a build that must not reuse)

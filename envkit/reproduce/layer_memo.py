@@ -3,26 +3,35 @@
 :func:`envkit.reproduce.layers.normalize_layer` is a function of the raw layer's bytes (and the fixed
 :data:`~envkit.lock.epoch.LAYER_EPOCH`), and a raw diff_id is the sha256 of those bytes: so the pair
 is a fact, valid on any engine and for any image, and a layer the engine's cache reused in a rebuild
-need not be rewritten again. Kept in ``.envkit/cache/normalized-layers.json`` (a JSON object,
-``raw -> [normalized, size]``); a file that is unreadable or not of that shape is ignored (the layers
-are rewritten, as without it). The normalizer checks a remembered pair whenever it rewrites the layer
-anyway (:func:`envkit.reproduce.normalize.normalize_image`).
+need not be rewritten again. Kept for the machine in ``$XDG_CACHE_HOME/envkit/normalized-layers.json``
+(default ``~/.cache``: a fresh clone on a CI runner knows what the runner's engine built before), a
+JSON object ``raw -> [normalized, size]``, merged with what other builds wrote meanwhile. A file that
+is unreadable or not of that shape is ignored (the layers are rewritten, as without it). The
+normalizer checks a remembered pair whenever it rewrites the layer anyway
+(:func:`envkit.reproduce.normalize.normalize_image`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from envkit._atomic import write_text_atomic
 
-__all__ = ["LayerMemo", "chain_ids"]
+__all__ = ["LayerMemo", "chain_ids", "memo_path"]
 
 _DIGEST = re.compile(r"\Asha256:[0-9a-f]{64}\Z")
 _MAX_BYTES = 16 << 20
+
+
+def memo_path(environ: Mapping[str, str] = os.environ) -> Path:
+    """``$XDG_CACHE_HOME/envkit/normalized-layers.json`` (``~/.cache`` by default)."""
+    cache = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "envkit" / "normalized-layers.json"
 
 
 def chain_ids(diff_ids: Sequence[str], parent: str = "") -> list[str]:
@@ -66,7 +75,11 @@ class LayerMemo:
         """Write the pairs (sorted: byte-stable) when they changed; best effort (a memo, not a record)."""
         if not self._dirty:
             return
-        text = json.dumps({k: [v, n] for k, (v, n) in sorted(self._pairs.items())}, indent=0) + "\n"
+        try:
+            merged = {**_parse(json.loads(self.path.read_text(encoding="utf-8"))), **self._pairs}
+        except (OSError, ValueError):
+            merged = dict(self._pairs)
+        text = json.dumps({k: [v, n] for k, (v, n) in sorted(merged.items())}, indent=0) + "\n"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_text_atomic(self.path, text, within=self.within)

@@ -281,7 +281,7 @@ def _copy_layer(saved: tarfile.TarFile, path: str, diff_id: str, size: int, writ
     if (got, got_size) != (diff_id, size):
         raise EngineError(
             f"normalizing {path}: it gave {got}, the layer memo says {diff_id}",
-            hint="remove .envkit/cache/normalized-layers.json and rebuild",
+            hint="remove ~/.cache/envkit/normalized-layers.json (or under $XDG_CACHE_HOME) and rebuild",
         )
 
 
