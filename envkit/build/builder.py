@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from envkit.engine.protocol import ImageArchive
 
 __all__ = [
+    "CACHE_TAG",
     "BuildOptions",
     "BuildPlan",
     "BuildResult",
@@ -59,6 +60,7 @@ __all__ = [
 ]
 
 WHEELS = "wheels"
+CACHE_TAG = "build-cache"  # envkit/NAME:build-cache: the engine's original of the last build (its cache)
 NAME_LABEL = "io.envkit.name"
 CONTEXT_LABEL = "io.envkit.context-sha256"
 TAIL_LINES = 25
@@ -502,7 +504,11 @@ class Builder:
             log.write(f"# normalizing failed: {getattr(e, 'message', e)}\n")
             self._drop_tag(prepared.tag, existing)
             raise
-        if keep:
+        if keep and done.original_id != done.image_id:
+            try:  # tagged: `docker image prune` (dangling images) leaves the cache alone
+                self.engine.tag(done.original_id, f"{image_repo(prepared.name)}:{CACHE_TAG}")
+            except EngineError as e:
+                log.write(f"# could not tag the build cache: {e.message}\n")
             self._drop_originals(prepared.name, done.original_id, log)
         log.write(
             f"# normalized: {done.original_id} -> {done.image_id} ({done.seconds} s, {done.stages}; "
