@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks._goals import knob, record
-from envkit.build.builder import BuildOptions, BuildResult
+from envkit.build.builder import CACHE_TAG, BuildOptions, BuildResult
 from envkit.catalog import load_catalog
 from envkit.cli import Services
 from envkit.errors import EnvkitError
@@ -177,4 +177,5 @@ def main() -> None:
             for name in info.tags:
                 engine.remove(name)  # only the benchmark's own images
     for name in ("bench-layers", "bench-layers-v2"):
+        engine.remove(f"envkit/{name}:{CACHE_TAG}")  # the engine's originals kept as the build cache
         engine.prune_builder_images(name)  # and their layer stages (the build cache)

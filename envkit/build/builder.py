@@ -56,6 +56,7 @@ __all__ = [
     "context_file",
     "disk_needed",
     "image_repo",
+    "rebuild_disk_needed",
     "sent_context",
 ]
 
@@ -78,6 +79,13 @@ def disk_needed(wheels: int, installed: int) -> int:
     image, its saved archive and the load archive (3 x installed). The larger of the two.
     """
     return max(3 * wheels + 2 * installed, wheels + 4 * installed)
+
+
+def rebuild_disk_needed(wheels: int, installed: int, image: int) -> int:
+    """A rebuild whose unchanged groups come from kept stages: the changed groups' ``wheels`` and
+    ``installed`` as in :func:`disk_needed`, and normalizing's save of the whole image (the engine's
+    temporary copy and the host's archive: 2 x ``image``)."""
+    return max(3 * wheels + 2 * installed, wheels + 2 * installed + 2 * image)
 
 
 def image_repo(name: str) -> str:
@@ -392,14 +400,14 @@ class Builder:
         if prepared.sbom is not None:
             check_sbom(prepared.name, prepared.sbom)
         prepared = self.fill(prepared, on_event)
-        self._check_disk(prepared)
+        cached = {} if options.nocache else self._cached_stages(prepared, loaded.resolved.runtime_ref)
+        self._check_disk(prepared, cached)
         log_path = self.log_dir / f"{prepared.name}-{prepared.key[:12]}.log"
         # a fresh file renamed into place, kept when the build fails: never written through a planted link
         with atomic_writer(log_path, within=self.root, keep_on_error=True) as raw:
             log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
             try:
                 log.write(f"# envkit {__version__} build of {prepared.tag}\n")
-                cached = {} if options.nocache else self._cached_stages(prepared, loaded.resolved.runtime_ref)
                 if cached:
                     log.write(
                         f"# layer stages from the cache: {', '.join(f'{g} {i}' for g, i in cached.items())}\n"
@@ -456,7 +464,7 @@ class Builder:
             "root and debootstrap, a few minutes), or `docker load` it from a machine that has it",
         )
 
-    def _check_disk(self, plan: BuildPlan) -> None:
+    def _check_disk(self, plan: BuildPlan, cached: Mapping[str, str]) -> None:
         """Before the engine starts: a build whose environment will not fit on the engine's disk says
         so, with the figures, instead of "no space left on device" half-way (issue 47: the flagship's
         first try failed so with 29 GB free)."""
@@ -467,6 +475,11 @@ class Builder:
             return
         wheels, installed = plan.wheelhouse.size, plan.wheelhouse.installed_size()
         needed = disk_needed(wheels, installed)
+        if cached:  # the kept stages and the cached runtime steps exist: only the other groups are new
+            group = {name: g.name for g in plan.layers for name in g.packages}
+            fresh = replace(plan.wheelhouse, wheels=tuple(w for w in plan.wheelhouse.wheels
+                                                          if group.get(w.name) not in cached))  # fmt: skip
+            needed = rebuild_disk_needed(fresh.size, fresh.installed_size(), installed)
         if free >= needed:
             return
         raise BuildFailed(

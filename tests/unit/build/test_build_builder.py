@@ -418,3 +418,14 @@ def test_a_kept_stage_that_went_away_is_built_from_the_whole_context(
     assert "FROM sha256:gone AS layer-python" in _tar_names(engine.builds[0].context)["Dockerfile"].decode()
     assert "wheels/python/six-1.16.0-py3-none-any.whl" in _tar_names(engine.builds[1].context)
     assert "a kept layer stage is gone" in Path(result.log_path or "").read_text()
+
+
+def test_a_rebuild_from_kept_stages_needs_the_changed_groups_and_the_save_only() -> None:
+    """Issue 47: a one-pin rebuild of a 3.3 GB environment was refused for 15 GB while it needs the
+    changed group's few MB and normalizing's save of the image (the engine's copy, the archive)."""
+    from envkit.build.builder import disk_needed, rebuild_disk_needed
+
+    wheels, installed, python = 1_870_000_000, 3_290_000_000, 1_000_000
+    assert disk_needed(wheels, installed) > 15_000_000_000
+    assert rebuild_disk_needed(python, 3 * python, installed) == python + 6 * python + 2 * installed
+    assert rebuild_disk_needed(10, 1, 0) == 32  # the changed groups' own build dominates
