@@ -63,6 +63,11 @@ GOALS = (
     Goal("history", "envkit fleet history, 1,000 devices x 100 runs + timeline (the process)", 5.0, "s"),
     Goal("health", "envkit health, one node's verdict (the process; a node-check hook)", 1.0, "s"),
     Goal("readiness", "envkit check of the torch CUDA image (3 targets), median", 30.0, "s"),
+    Goal(
+        "layers_one_pin_s", "one pure-Python pin, CUDA 11.8 spec of the flagship's shape: rebuild", 60.0, "s"
+    ),
+    Goal("layers_one_pin_new_mb", "one pure-Python pin: new layer bytes", 100.0, "MB"),
+    Goal("layers_noop_fresh_clone_s", "no-op envkit build in a fresh clone (the process)", 3.0, "s"),
 )
 _BY_KEY = {g.key: g for g in GOALS}
 _MEASURED: dict[str, tuple[float, str]] = {}
@@ -89,6 +94,8 @@ def _fmt(value: float, unit: str) -> str:
         return f"{value:.3f}x"
     if unit == "MiB":
         return f"{value:.0f} MiB"
+    if unit == "MB":
+        return f"{value:.1f} MB"
     return f"{value:.3f} s" if value < 1 else f"{value:.2f} s"
 
 

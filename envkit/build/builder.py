@@ -20,7 +20,7 @@ import errno
 import hashlib
 import io
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 from envkit import __version__, _proc
 from envkit._atomic import atomic_writer, state_dir, write_text_atomic
 from envkit.build.attest import write_build_provenance
-from envkit.engine.protocol import BuildEvent, ContainerEngine, ImageInfo
+from envkit.engine.protocol import LAYER_LABEL, BuildEvent, ContainerEngine, ImageInfo
 from envkit.errors import BuildFailed, EngineError, UsageError
 from envkit.lock import LockState
 from envkit.lock.fresh import Locker, ensure_fresh_lock
@@ -40,7 +40,7 @@ from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelh
 from envkit.render import render_image
 from envkit.render.context import ContextEntry, ContextFiles, spooled_context_tar
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
-from envkit.render.layers import LayerGroup
+from envkit.render.layers import LayerGroup, reuse_stages
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, check_sbom, sbom_sha256, spec_sbom
 from envkit.spec.load import LoadedSpec, image_dir
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from envkit.engine.protocol import ImageArchive
 
 __all__ = [
+    "CACHE_TAG",
     "BuildOptions",
     "BuildPlan",
     "BuildResult",
@@ -55,9 +56,12 @@ __all__ = [
     "context_file",
     "disk_needed",
     "image_repo",
+    "rebuild_disk_needed",
+    "sent_context",
 ]
 
 WHEELS = "wheels"
+CACHE_TAG = "build-cache"  # envkit/NAME:build-cache: the engine's original of the last build (its cache)
 NAME_LABEL = "io.envkit.name"
 CONTEXT_LABEL = "io.envkit.context-sha256"
 TAIL_LINES = 25
@@ -75,6 +79,13 @@ def disk_needed(wheels: int, installed: int) -> int:
     image, its saved archive and the load archive (3 x installed). The larger of the two.
     """
     return max(3 * wheels + 2 * installed, wheels + 4 * installed)
+
+
+def rebuild_disk_needed(wheels: int, installed: int, image: int) -> int:
+    """A rebuild whose unchanged groups come from kept stages: the changed groups' ``wheels`` and
+    ``installed`` as in :func:`disk_needed`, and normalizing's save of the whole image (the engine's
+    temporary copy and the host's archive: 2 x ``image``)."""
+    return max(3 * wheels + 2 * installed, wheels + 2 * installed + 2 * image)
 
 
 def image_repo(name: str) -> str:
@@ -189,9 +200,23 @@ class BuildResult:
         None  # envkit.reproduce.normalize.NormalizeResult (reproducible layers)
     )
     key: str = ""  # BuildPlan.key: what the tag names (the context, its wheels by their request)
+    context_bytes: int = 0  # the context sent to the engine (kept layer stages' wheels are not)
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+def sent_context(plan: BuildPlan, cached: Mapping[str, str]) -> ContextFiles:
+    """What the engine is sent: ``plan``'s context, where each group in ``cached`` (group -> a kept
+    layer stage's image ID) starts its stage from that image and its wheels stay home. The plan's
+    own context (its digest is the image's label and name) is unchanged: the image is the same."""
+    if not cached:
+        return plan.context
+    dockerfile = next(e for e in plan.context.entries if e.path == "Dockerfile")
+    text = reuse_stages((dockerfile.data or b"").decode("utf-8"), cached)
+    skipped = tuple(f"{WHEELS}/{group}/" for group in cached)
+    entries = [e for e in plan.context.entries if e.path != "Dockerfile" and not e.path.startswith(skipped)]
+    return ContextFiles.build({"Dockerfile": text.encode("utf-8")}, entries)
 
 
 class Builder:
@@ -375,21 +400,36 @@ class Builder:
         if prepared.sbom is not None:
             check_sbom(prepared.name, prepared.sbom)
         prepared = self.fill(prepared, on_event)
-        self._check_disk(prepared)
+        cached = {} if options.nocache else self._cached_stages(prepared, loaded.resolved.runtime_ref)
+        self._check_disk(prepared, cached)
         log_path = self.log_dir / f"{prepared.name}-{prepared.key[:12]}.log"
         # a fresh file renamed into place, kept when the build fails: never written through a planted link
         with atomic_writer(log_path, within=self.root, keep_on_error=True) as raw:
             log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
             try:
                 log.write(f"# envkit {__version__} build of {prepared.tag}\n")
+                if cached:
+                    log.write(
+                        f"# layer stages from the cache: {', '.join(f'{g} {i}' for g, i in cached.items())}\n"
+                    )
+                context = sent_context(prepared, cached)
+                sent = context.size
                 try:
-                    self._stream(prepared, options, existing, log, log_path, on_event)
+                    try:
+                        self._stream(prepared, options, existing, log, log_path, on_event, context)
+                    except BuildFailed as e:
+                        if not any(image in e.message for image in cached.values()):
+                            raise
+                        # a kept stage went away meanwhile (another build's pruning): the whole context
+                        log.write("# a kept layer stage is gone; building with every group's wheels\n")
+                        sent = prepared.context.size
+                        self._stream(prepared, options, existing, log, log_path, on_event, prepared.context)
                 finally:
                     # --no-cache made new layer stages beside the cached ones: none is kept
                     keep = frozenset() if options.nocache else frozenset(g.label for g in prepared.layers)
                     pruned = self._prune(prepared.name, log, keep)
                 base = loaded.resolved.runtime_ref
-                normalized = self._normalize(prepared, base, existing, log)
+                normalized = self._normalize(prepared, base, existing, log, options.nocache)
             finally:
                 log.detach()
         info = self.engine.inspect(prepared.tag)
@@ -408,7 +448,9 @@ class Builder:
             base_id=base_info.id if base_info else None, started=started, nocache=options.nocache,
         )  # fmt: skip
         result = self._result(prepared, info, "built", log_path, start)
-        return replace(result, pruned_bytes=pruned, normalized=normalized, provenance=str(provenance))
+        return replace(
+            result, pruned_bytes=pruned, normalized=normalized, provenance=str(provenance), context_bytes=sent
+        )
 
     def _check_bases(self, loaded: LoadedSpec) -> None:
         """Before any wheel is fetched: a base that only a command of envkit makes (it is in no
@@ -422,7 +464,7 @@ class Builder:
             "root and debootstrap, a few minutes), or `docker load` it from a machine that has it",
         )
 
-    def _check_disk(self, plan: BuildPlan) -> None:
+    def _check_disk(self, plan: BuildPlan, cached: Mapping[str, str]) -> None:
         """Before the engine starts: a build whose environment will not fit on the engine's disk says
         so, with the figures, instead of "no space left on device" half-way (issue 47: the flagship's
         first try failed so with 29 GB free)."""
@@ -433,6 +475,11 @@ class Builder:
             return
         wheels, installed = plan.wheelhouse.size, plan.wheelhouse.installed_size()
         needed = disk_needed(wheels, installed)
+        if cached:  # the kept stages and the cached runtime steps exist: only the other groups are new
+            group = {name: g.name for g in plan.layers for name in g.packages}
+            fresh = replace(plan.wheelhouse, wheels=tuple(w for w in plan.wheelhouse.wheels
+                                                          if group.get(w.name) not in cached))  # fmt: skip
+            needed = rebuild_disk_needed(fresh.size, fresh.installed_size(), installed)
         if free >= needed:
             return
         raise BuildFailed(
@@ -444,21 +491,85 @@ class Builder:
         )
 
     def _normalize(
-        self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO
+        self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO, nocache: bool = False
     ) -> dict[str, object] | None:
         """Rewrite the built image reproducibly (:mod:`envkit.reproduce.normalize`); no tag on failure."""
         if self.archive is None:
             return None
+        from envkit.reproduce.layer_memo import LayerMemo, memo_path
         from envkit.reproduce.normalize import normalize_image
 
+        memo = LayerMemo(memo_path())
+        # the engine's original stays (untagged) as the next build's cache: its runtime steps (the
+        # groups' COPYs) are then reused, and so are their layers (the memo knows them); not with
+        # --no-cache (a verify rebuild, a build that must not reuse)
+        keep = not nocache
         try:
-            done = normalize_image(self.archive, prepared.tag, base, tag=prepared.tag)
+            try:
+                done = normalize_image(
+                    self.archive, prepared.tag, base, tag=prepared.tag, memo=memo, present=self._chains(),
+                    keep_original=keep,
+                )  # fmt: skip
+            except EngineError as e:  # a chain that went away meanwhile: every layer in the archive
+                log.write(f"# normalizing with the layer memo failed ({e.message}); again without it\n")
+                done = normalize_image(self.archive, prepared.tag, base, tag=prepared.tag)
         except (EngineError, KeyboardInterrupt) as e:
             log.write(f"# normalizing failed: {getattr(e, 'message', e)}\n")
             self._drop_tag(prepared.tag, existing)
             raise
-        log.write(f"# normalized: {done.original_id} -> {done.image_id} ({done.seconds} s)\n")
+        if keep and done.original_id != done.image_id:
+            try:  # tagged: `docker image prune` (dangling images) leaves the cache alone
+                self.engine.tag(done.original_id, f"{image_repo(prepared.name)}:{CACHE_TAG}")
+            except EngineError as e:
+                log.write(f"# could not tag the build cache: {e.message}\n")
+            self._drop_originals(prepared.name, done.original_id, log)
+        log.write(
+            f"# normalized: {done.original_id} -> {done.image_id} ({done.seconds} s, {done.stages}; "
+            f"{done.layers_reused} of {done.own_layers} layers known, {done.bytes_loaded:,} bytes loaded)\n"
+        )
         return done.to_json()
+
+    def _drop_originals(self, name: str, current: str, log: TextIO) -> None:
+        """Remove the engine-made originals of ``name``'s earlier builds (untagged, kept as this
+        build's cache) and, with each, the steps of its chain this build did not reuse."""
+        try:
+            for info in self.engine.images(f"{NAME_LABEL}={name}"):
+                if not info.tags and info.id != current:
+                    self.engine.remove(info.id)
+                    log.write(f"# removed the earlier build's original {info.id}\n")
+        except EngineError as e:
+            log.write(f"# could not remove an earlier build's original: {e.message}\n")
+
+    def _chains(self) -> frozenset[str]:
+        """The layer chain IDs of envkit's images in the engine (``docker load`` skips those layers)."""
+        from envkit.reproduce.layer_memo import chain_ids
+
+        try:
+            images = self.engine.images(NAME_LABEL)
+        except EngineError:
+            return frozenset()
+        return frozenset(c for info in images for c in chain_ids(info.diff_ids))
+
+    def _cached_stages(self, plan: BuildPlan, base: str) -> dict[str, str]:
+        """group -> the image ID of a layer stage the engine kept (the build cache) for the group's
+        lock lines on this base: the build then starts that stage from it, sending none of its wheels
+        (issue 47: every rebuild sent the whole wheelhouse, 2.4 GB for the flagship)."""
+        found = self.engine.inspect(base)
+        if found is None or not found.diff_ids:
+            return {}
+        cached: dict[str, str] = {}
+        for group in plan.layers:
+            if group.name == "venv":
+                continue
+            stages = [
+                info.id
+                for info in self.engine.images(f"{LAYER_LABEL}={group.label}")
+                if info.diff_ids[: len(found.diff_ids)] == found.diff_ids
+                and info.labels.get(LAYER_LABEL) == group.label
+            ]
+            if stages:
+                cached[group.name] = min(stages)
+        return cached
 
     def _prune(self, name: str, log: TextIO, keep: frozenset[str] = frozenset()) -> int:
         """Remove the builder stages' untagged images (hundreds of MB), except the layer stages in
@@ -480,12 +591,11 @@ class Builder:
         log: TextIO,
         log_path: Path,
         on_event: EventSink | None,
+        context: ContextFiles,
     ) -> None:
         tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         try:
-            with context_file(
-                self.root, prepared.context
-            ) as tar:  # streamed from a file: never the context in memory
+            with context_file(self.root, context) as tar:  # streamed from a file: never the context in memory
                 events = self.engine.build(
                     tar,
                     prepared.tag,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envkit._safe import one_line
-from envkit.build.builder import CONTEXT_LABEL, NAME_LABEL, image_repo
+from envkit.build.builder import CACHE_TAG, CONTEXT_LABEL, NAME_LABEL, image_repo
 from envkit.catalog import Catalog
 from envkit.engine.protocol import ContainerEngine
 from envkit.errors import EnvkitError
@@ -51,6 +51,8 @@ def list_images(engine: ContainerEngine, root: Path, catalog: Catalog) -> list[I
     rows = []
     infos = engine.images(NAME_LABEL)
     for info in infos:
+        if all(t.endswith(f":{CACHE_TAG}") for t in info.tags):
+            continue  # a build's engine-made original, kept as the next build's cache
         name = info.labels[NAME_LABEL]
         if name not in current:
             current[name] = _current(root, name, catalog)

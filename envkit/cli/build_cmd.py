@@ -166,7 +166,9 @@ def build(
     if registry is not None:
         _, transport = services().transport()
         pushed, record = push_image(transport, root, result.name, result.tag, result.image_id, registry)
-        data["pushed"] = {"ref": pushed.ref, "digest": pushed.digest, "record": str(record)}
+        data["pushed"] = {"ref": pushed.ref, "digest": pushed.digest, "record": str(record),
+                          "layers_sent": pushed.layers_sent, "layers_present": pushed.layers_present,
+                          "bytes_sent": pushed.bytes_sent}  # fmt: skip
     return CommandResult(
         "build", data, lambda: _build_text(result, data) + debug_text(debug), warnings=warnings
     )
@@ -208,7 +210,11 @@ def _build_text(result: BuildResult, data: dict[str, object]) -> str:
         lines.append(f"  removed the builder stage's untagged image ({result.pruned_bytes / 1e6:.0f} MB)")
     pushed = data.get("pushed")
     if isinstance(pushed, dict):
-        lines.append(f"  pushed {pushed['ref']} (recorded in {pushed['record']})")
+        lines.append(
+            f"  pushed {pushed['ref']} (recorded in {pushed['record']}): {pushed.get('layers_sent', 0)} "
+            f"layers sent ({int(pushed.get('bytes_sent') or 0):,} bytes), {pushed.get('layers_present', 0)} "
+            "already in the registry"
+        )
     probe = data.get("probe")
     if isinstance(probe, dict):
         lines += [f"  probe: {line}" for line in probe["lines"]] + [f"  probe report: {probe['report']}"]

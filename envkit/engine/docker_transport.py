@@ -29,7 +29,7 @@ from envkit.engine.protocol import ImageInfo
 from envkit.engine.transport import Pushed
 from envkit.errors import EngineError
 
-__all__ = ["DockerTransport"]
+__all__ = ["DockerTransport", "push_counts"]
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _REGISTRY_HINT = (
@@ -52,6 +52,25 @@ def _errors(stream: Iterable[Any], what: str, hint: str = _REGISTRY_HINT) -> lis
             raise EngineError(f"{what}: {detail.get('message') or chunk['error']}", hint=hint)
         chunks.append(chunk)
     return chunks
+
+
+def push_counts(chunks: Iterable[dict[str, Any]]) -> tuple[int, int, int]:
+    """(layers uploaded, layers the registry had, bytes uploaded) from a push's progress stream:
+    ``Pushed`` / ``Layer already exists`` per layer id, ``progressDetail.current`` while pushing."""
+    done: set[str] = set()
+    present: set[str] = set()
+    sent: dict[str, int] = {}
+    for chunk in chunks:
+        layer, status = str(chunk.get("id") or ""), str(chunk.get("status") or "")
+        if status == "Pushed":
+            done.add(layer)
+        elif status == "Layer already exists":
+            present.add(layer)
+        elif status == "Pushing":
+            current = (chunk.get("progressDetail") or {}).get("current")
+            if isinstance(current, int):
+                sent[layer] = max(sent.get(layer, 0), current)
+    return len(done), len(present - done), sum(sent.get(layer, 0) for layer in done)
 
 
 class DockerTransport:
@@ -83,7 +102,8 @@ class DockerTransport:
         digest = next((d for d in reversed(digests) if _DIGEST.fullmatch(d)), None)
         if digest is None:
             raise EngineError(f"the registry answered no digest for {repository}:{tag}", hint=_REGISTRY_HINT)
-        return Pushed(repository, tag, digest)
+        sent, present, sent_bytes = push_counts(chunks)
+        return Pushed(repository, tag, digest, sent, present, sent_bytes)
 
     def pull(self, ref: str) -> str:
         repository, _, digest = ref.partition("@")

@@ -144,7 +144,10 @@ class FakeEngine:
         for info in self.images_by_tag.values():
             if key in info.labels and (not value or info.labels[key] == value):
                 seen[info.id] = info
-        return [i for i in (self.inspect(i.id) for i in seen.values()) if i is not None]
+        stages = [
+            i for i in self.dangling.values() if key in i.labels and (not value or i.labels[key] == value)
+        ]
+        return [i for i in (self.inspect(i.id) for i in seen.values()) if i is not None] + stages
 
     def tag(self, image: str, tag: str) -> None:
         self._check()

@@ -23,6 +23,9 @@ class Pushed:
     repository: str  # REGISTRY/REPO
     tag: str
     digest: str  # sha256:… of the manifest, as the registry answered
+    layers_sent: int = 0  # layers the registry lacked: uploaded
+    layers_present: int = 0  # layers the registry had ("Layer already exists"): not uploaded
+    bytes_sent: int = 0  # the uploaded layers' bytes as the engine counted them (uncompressed)
 
     @property
     def ref(self) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import sys
 import tempfile
@@ -130,9 +132,14 @@ def fill_wheelhouse(
         requirements = work / "requirements.in"
         requirements.write_text(request.requirements, "utf-8")
         dest = work / "wheels"
+        seeded = _seed(request, cache_root, dest)
         for platform in request.platforms:
             _download(request, platform, requirements, dest, runner, pip)
-        wheels = tuple(_describe(path) for path in sorted(dest.iterdir()) if path.is_file())
+        wheels = tuple(
+            seeded[path.name] if path.name in seeded and path.stat().st_size == seeded[path.name].size
+            else _describe(path)
+            for path in sorted(dest.iterdir()) if path.is_file()
+        )  # fmt: skip
         manifest = {"request": request.key, "wheels": [w.__dict__ for w in wheels]}
         write_text_atomic(dest / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         if target.exists():  # a concurrent fill finished first: keep theirs
@@ -141,6 +148,35 @@ def fill_wheelhouse(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return Wheelhouse(target, wheels)
+
+
+_HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
+
+
+def _seed(request: WheelhouseRequest, cache_root: Path, dest: Path) -> dict[str, Wheel]:
+    """Link into ``dest`` the wheels the request's lock pins (by sha256) that another wheelhouse in
+    ``cache_root`` already holds: ``pip download`` then keeps them ("already downloaded", checked
+    against the lock's hashes) and fetches only the rest. A one-pin change made a new wheelhouse of
+    every wheel again (the flagship's 2.4 GB downloaded for one 35 MB wheel)."""
+    wanted = set(_HASH.findall(request.requirements))
+    if not wanted or not cache_root.is_dir():
+        return {}
+    seeded: dict[str, Wheel] = {}
+    for other in sorted(cache_root.iterdir()):
+        house = _read_manifest(other) if other.is_dir() and not other.name.startswith(".") else None
+        for wheel in house.wheels if house is not None else ():
+            if wheel.sha256 not in wanted or wheel.filename in seeded:
+                continue
+            dest.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(other / wheel.filename, dest / wheel.filename)
+            except OSError:
+                try:
+                    shutil.copyfile(other / wheel.filename, dest / wheel.filename)
+                except OSError:
+                    continue
+            seeded[wheel.filename] = wheel
+    return seeded
 
 
 def _download(

@@ -417,7 +417,6 @@ def _runtime_stage(
         f"{_arch_comment(resolved, inputs)}"
         f"FROM {base.ref} AS runtime\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
-        f"LABEL {label_lines}\n"
         f"{_epoch_arg()}"
         f"RUN groupadd --gid {USER_UID} {USER_NAME} \\\n"
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
@@ -428,6 +427,9 @@ def _runtime_stage(
         )
         + f"{_ldconfig_step() if base.pypi_cuda else ''}"
         f"{_sbom_step(inputs)}"
+        # the labels (the lock's digest and date among them) after the steps: a changed lock must not
+        # miss Docker's cache for the user's and the unchanged groups' steps above
+        f"LABEL {label_lines}\n"
         f"ENV {env_lines}\n"
         f"USER {USER_UID}:{USER_UID}\n"
         f"WORKDIR /home/{USER_NAME}\n"

@@ -43,6 +43,7 @@ __all__ = [
     "group_of",
     "layer_groups",
     "layer_lock_name",
+    "reuse_stages",
 ]
 
 GROUPS = ("venv", "cuda", "framework", "native", "python")
@@ -146,3 +147,18 @@ def group_lock(requirements_lock: str, group: LayerGroup, header: str) -> str:
         if keep:
             out.append(line)
     return "".join(out)
+
+
+def reuse_stages(dockerfile_text: str, cached: Mapping[str, str]) -> str:
+    """``dockerfile_text`` (rendered here) with the layer stage of each group in ``cached`` (group ->
+    image ID of that stage, kept from an earlier build) started from that image: no wheels copied, no
+    install run; the runtime stage copies the same ``/stage`` from it."""
+    for group, image in cached.items():
+        head = f"\nFROM builder AS layer-{group}\n"
+        start = dockerfile_text.find(head)
+        if start < 0:
+            raise ValueError(f"the Dockerfile has no layer stage {group}")
+        end = dockerfile_text.find("\n\n", start + 1)
+        end = len(dockerfile_text) if end < 0 else end + 1
+        dockerfile_text = f"{dockerfile_text[:start]}\nFROM {image} AS layer-{group}\n{dockerfile_text[end:]}"
+    return dockerfile_text

@@ -20,6 +20,13 @@ The load archive holds only the rewritten layers (the engine has the base's: ``d
 does not read a layer whose chain it has) plus config and manifest, entries in a fixed order
 and dated 0. ``docker load`` moves the tag to the normalized image; the engine's original is
 removed.
+
+A rebuild mostly repeats layers the engine built before (its cache: the unchanged groups' ``COPY``
+steps give the same layer, the same raw diff_id). A normalized layer is a function of the raw
+layer's bytes alone, so :class:`~envkit.reproduce.layer_memo.LayerMemo` remembers raw diff_id ->
+(normalized diff_id, size): such a layer is not rewritten, and when the engine already holds its
+normalized chain (``present``) it is not put in the load archive either (issue 47: the flagship's
+unchanged 6.5 GB were rewritten and loaded again for a one-pin change).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from typing import IO, Any
 from envkit.engine.protocol import ImageArchive
 from envkit.errors import EngineError
 from envkit.lock.epoch import EPOCH_LABEL, LAYER_EPOCH, epoch_rfc3339
+from envkit.reproduce.layer_memo import LayerMemo, chain_ids
 from envkit.reproduce.layers import BLOCK, RECORD, LayerPlan
 
 __all__ = ["NormalizeResult", "normalize_image", "normalized_config", "read_saved"]
@@ -59,6 +67,8 @@ class NormalizeResult:
     seconds: float
     stages: dict[str, float]  # save, rewrite, load, remove: where the seconds went
     layer_sizes: tuple[int, ...] = ()  # the normalized size of each own layer (diff_ids[-own_layers:])
+    layers_reused: int = 0  # own layers not rewritten (LayerMemo knew them)
+    bytes_loaded: int = 0  # the layer bytes put in the load archive (the others' chains were present)
 
     def to_json(self) -> dict[str, object]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -121,9 +131,21 @@ def normalized_config(
 
 
 def normalize_image(
-    archive: ImageArchive, image: str, base: str, *, tag: str, workdir: Path | None = None
+    archive: ImageArchive,
+    image: str,
+    base: str,
+    *,
+    tag: str,
+    workdir: Path | None = None,
+    memo: LayerMemo | None = None,
+    present: frozenset[str] = frozenset(),
+    keep_original: bool = False,
 ) -> NormalizeResult:
-    """Normalize ``image`` (built ``FROM base``) and load it back as ``tag``; remove the original."""
+    """Normalize ``image`` (built ``FROM base``) and load it back as ``tag``; remove the original.
+
+    With ``memo``, a layer it knows is not rewritten; such a layer whose normalized chain ID is in
+    ``present`` (the chains of the engine's images) is left out of the load archive. With
+    ``keep_original`` the engine's image is left (untagged): its chain is the next build's cache."""
     start = time.monotonic()
     facts = archive.facts(image)
     base_facts = archive.facts(base)
@@ -154,14 +176,16 @@ def normalize_image(
                 raise EngineError(f"docker save of {image}: {len(layers)} layers, inspect says "
                                   f"{len(facts.diff_ids)}", hint="retry the build")  # fmt: skip
             writer = _ArchiveWriter(out)
-            own: list[str] = []
-            sizes: list[int] = []
-            rewritten = 0
-            for path in layers[k:]:
-                diff_id, size = _normalize_member(saved, path, LAYER_EPOCH, writer)
-                own.append(diff_id)
-                sizes.append(size)
-                rewritten += saved.getmember(path).size
+            base_chain = chain_ids(base_facts.diff_ids)[-1] if k else ""
+            own, sizes, counts = _own_layers(
+                saved,
+                list(zip(facts.diff_ids[k:], layers[k:], strict=True)),
+                base_chain,
+                writer,
+                memo,
+                present,
+            )
+            rewritten, reused, loaded_bytes = counts
             diff_ids = [*base_facts.diff_ids, *own]
             config_bytes = normalized_config(
                 config, base_history=base_facts.history, base_layers=k, diff_ids=diff_ids, epoch=epoch
@@ -184,13 +208,17 @@ def normalize_image(
                 raise EngineError(
                     f"docker load gave {tag} the id {got}, not {new_id}", hint="retry the build"
                 )
-            archive.remove(facts.id)
+            if not keep_original:
+                archive.remove(facts.id)
             stages["remove"] = time.monotonic() - start - sum(stages.values())
     seconds = round(time.monotonic() - start, 3)
     spent = {k: round(v, 3) for k, v in stages.items()}
+    if memo is not None:
+        memo.save()
     return NormalizeResult(
-        new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten, seconds, spent, tuple(sizes)
-    )
+        new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten, seconds, spent, tuple(sizes),
+        reused, loaded_bytes,
+    )  # fmt: skip
 
 
 def _normalize_member(
@@ -210,6 +238,51 @@ def _normalize_member(
     hexid = result.diff_id.split(":", 1)[1]
     writer.patch_name(offset, hexid + "/layer.tar", size)
     return result.diff_id, size
+
+
+def _own_layers(
+    saved: tarfile.TarFile,
+    layers: list[tuple[str, str]],
+    chain: str,
+    writer: _ArchiveWriter,
+    memo: LayerMemo | None,
+    present: frozenset[str],
+) -> tuple[list[str], list[int], tuple[int, int, int]]:
+    """Each own layer ``(raw diff_id, path in the save)`` normalized into ``writer`` unless ``memo``
+    knows it and the engine has its chain: (diff_ids, sizes, (bytes rewritten, known, bytes loaded))."""
+    own: list[str] = []
+    sizes: list[int] = []
+    rewritten = reused = loaded = 0
+    for raw, path in layers:
+        known = memo.get(raw) if memo is not None else None
+        if known is not None:
+            diff_id, size = known
+            reused += 1
+            chain = chain_ids([diff_id], chain)[-1]
+            if chain not in present:
+                _copy_layer(saved, path, diff_id, size, writer)
+                loaded += size
+        else:
+            diff_id, size = _normalize_member(saved, path, LAYER_EPOCH, writer)
+            rewritten += saved.getmember(path).size
+            loaded += size
+            chain = chain_ids([diff_id], chain)[-1]
+            if memo is not None:
+                memo.put(raw, diff_id, size)
+        own.append(diff_id)
+        sizes.append(size)
+    return own, sizes, (rewritten, reused, loaded)
+
+
+def _copy_layer(saved: tarfile.TarFile, path: str, diff_id: str, size: int, writer: _ArchiveWriter) -> None:
+    """A known layer whose chain the engine lacks: normalized again into ``writer``; its diff_id must
+    be the remembered one (a stale or edited memo is an error, never a wrong image)."""
+    got, got_size = _normalize_member(saved, path, LAYER_EPOCH, writer)
+    if (got, got_size) != (diff_id, size):
+        raise EngineError(
+            f"normalizing {path}: it gave {got}, the layer memo says {diff_id}",
+            hint="remove ~/.cache/envkit/normalized-layers.json (or under $XDG_CACHE_HOME) and rebuild",
+        )
 
 
 class _ArchiveWriter:

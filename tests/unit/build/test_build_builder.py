@@ -344,3 +344,88 @@ def test_the_sbom_is_still_checked_before_a_build(
     with pytest.raises(ValueError, match="does not validate"):
         builder.build(loaded, OFFLINE)
     assert engine.builds == []
+
+
+def test_a_kept_layer_stage_starts_its_stage_and_its_wheels_stay_home(
+    builder: Builder, engine: FakeEngine, loaded: LoadedSpec, root: Path
+) -> None:
+    """Issue 47: a rebuild sent every group's wheels (the flagship: 2.4 GB) although the kept layer
+    stages already hold them installed. A stage kept for the group's lock lines on this base starts
+    from its image; only the other groups' wheels are sent; the image's name and labels are those of
+    the whole context (the same image)."""
+    from dataclasses import replace
+
+    from envkit.engine.protocol import BUILDER_OF_LABEL, LAYER_LABEL, STAGE_LABEL
+
+    plan = builder.plan(loaded, OFFLINE)
+    (group,) = plan.layers
+    base = loaded.resolved.runtime_ref
+    engine.images_by_tag[base] = replace(
+        engine.inspect(base) or engine.add_image(base), diff_ids=("sha256:b",)
+    )
+    first = builder.build(loaded, OFFLINE)
+    assert "wheels/python/six-1.16.0-py3-none-any.whl" in _tar_names(engine.builds[-1].context)
+    labels = {STAGE_LABEL: "builder", BUILDER_OF_LABEL: "other", LAYER_LABEL: group.label}
+    engine.dangling["sha256:elsewhere"] = ImageInfo("sha256:elsewhere", (), labels, "root", 10, ("sha256:x",))
+    engine.dangling["sha256:kept"] = ImageInfo(
+        "sha256:kept", (), labels, "root", 10, ("sha256:b", "sha256:s")
+    )
+    second = builder.build(loaded, BuildOptions(offline=True, nocache=True))  # --no-cache: none reused
+    assert "wheels/python/six-1.16.0-py3-none-any.whl" in _tar_names(engine.builds[-1].context)
+    engine.remove(first.tag)
+    third = builder.build(loaded, OFFLINE)
+    files = _tar_names(engine.builds[-1].context)
+    assert not any(name.startswith("wheels/") for name in files)
+    dockerfile = files["Dockerfile"].decode()
+    assert "\nFROM sha256:kept AS layer-python\n" in dockerfile  # not the other base's stage
+    assert "pip install" not in dockerfile.split("AS layer-python", 1)[1].split("AS runtime", 1)[0]
+    assert "COPY --from=layer-python /stage/ /opt/env/\n" in dockerfile
+    assert third.tag == second.tag == first.tag
+    assert engine.builds[-1].labels == engine.builds[0].labels  # the whole context's digest
+    assert "sha256:kept" in Path(third.log_path or "").read_text()
+
+
+def test_a_kept_stage_that_went_away_is_built_from_the_whole_context(
+    builder: Builder, engine: FakeEngine, loaded: LoadedSpec
+) -> None:
+    """Another project's build may prune a stage this build chose to start from: the engine then
+    cannot find it, and the build runs again with every group's wheels."""
+    from dataclasses import replace
+
+    from envkit.engine.protocol import BUILDER_OF_LABEL, LAYER_LABEL, STAGE_LABEL
+
+    (group,) = builder.plan(loaded, OFFLINE).layers
+    base = loaded.resolved.runtime_ref
+    engine.images_by_tag[base] = replace(
+        engine.inspect(base) or engine.add_image(base), diff_ids=("sha256:b",)
+    )
+    labels = {STAGE_LABEL: "builder", BUILDER_OF_LABEL: "other", LAYER_LABEL: group.label}
+    engine.dangling["sha256:gone"] = ImageInfo(
+        "sha256:gone", (), labels, "root", 10, ("sha256:b", "sha256:s")
+    )
+    engine.build_error = BuildFailed("base image sha256:gone is not present locally and cannot be pulled")
+    build = engine.build
+
+    def flaky(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        try:
+            yield from build(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            engine.build_error = None
+
+    engine.build = flaky  # type: ignore[method-assign]
+    result = builder.build(loaded, OFFLINE)
+    assert result.status == "built" and len(engine.builds) == 2
+    assert "FROM sha256:gone AS layer-python" in _tar_names(engine.builds[0].context)["Dockerfile"].decode()
+    assert "wheels/python/six-1.16.0-py3-none-any.whl" in _tar_names(engine.builds[1].context)
+    assert "a kept layer stage is gone" in Path(result.log_path or "").read_text()
+
+
+def test_a_rebuild_from_kept_stages_needs_the_changed_groups_and_the_save_only() -> None:
+    """Issue 47: a one-pin rebuild of a 3.3 GB environment was refused for 15 GB while it needs the
+    changed group's few MB and normalizing's save of the image (the engine's copy, the archive)."""
+    from envkit.build.builder import disk_needed, rebuild_disk_needed
+
+    wheels, installed, python = 1_870_000_000, 3_290_000_000, 1_000_000
+    assert disk_needed(wheels, installed) > 15_000_000_000
+    assert rebuild_disk_needed(python, 3 * python, installed) == python + 6 * python + 2 * installed
+    assert rebuild_disk_needed(10, 1, 0) == 32  # the changed groups' own build dominates

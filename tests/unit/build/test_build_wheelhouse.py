@@ -72,3 +72,37 @@ def test_pip_platforms_cover_manylinux() -> None:
     assert tags[0] == "manylinux_2_28_x86_64"
     assert "manylinux2014_x86_64" in tags and "manylinux_2_17_x86_64" in tags
     assert pip_platforms("linux-aarch64")[-1] == "linux_aarch64"
+
+
+def test_a_one_pin_change_downloads_the_changed_wheel_only(tmp_path: Path) -> None:
+    """Issue 47: a new lock is a new wheelhouse, and every wheel was downloaded again (the
+    flagship's 2.4 GB for one changed pin). The wheels another wheelhouse holds with a sha256 the
+    lock pins are linked in first: pip keeps them (it checks their hashes) and fetches the rest."""
+    import hashlib
+
+    from tests.unit.build.conftest import FakePip
+
+    fake, present = FakePip(), []
+
+    def pip(argv: Sequence[str], *, check: bool = True) -> ProcResult:
+        dest = Path(argv[list(argv).index("--dest") + 1])
+        present.append(sorted(p.name for p in dest.iterdir()) if dest.is_dir() else [])
+        return fake(argv, check=check)
+
+    def lock(*pins: str) -> str:
+        return "".join(
+            f"{p} --hash=sha256:{hashlib.sha256(p.replace('==', ' ').encode()).hexdigest()}\n" for p in pins
+        )
+
+    first = fill_wheelhouse(WheelhouseRequest(lock("six==1.16.0", "idna==3.7"), "3.11"), tmp_path, runner=pip)
+    second = fill_wheelhouse(
+        WheelhouseRequest(lock("six==1.16.0", "idna==3.8"), "3.11"), tmp_path, runner=pip
+    )
+    assert present == [[], ["six-1.16.0-py3-none-any.whl"]]  # idna 3.7 is not pinned any more
+    assert second.directory != first.directory
+    six = [w for w in second.wheels if w.name == "six"]
+    assert six == [w for w in first.wheels if w.name == "six"]
+    assert (second.directory / six[0].filename).stat().st_ino == (
+        first.directory / six[0].filename
+    ).stat().st_ino
+    assert [w.name for w in second.wheels] == ["idna", "six"]

@@ -186,3 +186,22 @@ def test_layered_dockerfile_passes_hadolint(tmp_path: Path) -> None:
     )
     findings = json.loads(done.stdout or "[]")
     assert not [f for f in findings if f["level"] == "error" or f["code"] == "DL4006"], findings
+
+
+def test_reuse_stages_starts_a_layer_stage_from_a_kept_image() -> None:
+    from envkit.render.layers import reuse_stages
+
+    text = (
+        "FROM base AS builder\nRUN venv\n"
+        "\nFROM builder AS layer-cuda\nCOPY wheels/cuda/ /tmp/envkit/cuda/\nRUN pip install cuda\n"
+        "\nFROM builder AS layer-python\nCOPY wheels/python/ /tmp/envkit/python/\nRUN pip install six\n"
+        "\n# runtime\nFROM base AS runtime\nCOPY --from=layer-cuda /stage/ /opt/env/\n"
+    )
+    out = reuse_stages(text, {"cuda": "sha256:" + "a" * 64})
+    assert out == text.replace(
+        "FROM builder AS layer-cuda\nCOPY wheels/cuda/ /tmp/envkit/cuda/\nRUN pip install cuda\n",
+        f"FROM sha256:{'a' * 64} AS layer-cuda\n",
+    )
+    assert "RUN pip install six" in out and "COPY --from=layer-cuda /stage/ /opt/env/" in out
+    with pytest.raises(ValueError, match="no layer stage framework"):
+        reuse_stages(text, {"framework": "sha256:b"})

@@ -77,6 +77,7 @@ class FakeArchive:
         self.saves = {"envkit/x:1": built}
         self.loaded: list[bytes] = []
         self.removed: list[str] = []
+        self.held: set[str] = set()  # the hex of the normalized layers loaded
 
     def facts(self, image: str) -> ImageInfo | None:
         return self.images.get(image)
@@ -90,8 +91,13 @@ class FakeArchive:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             entry = json.loads(tar.extractfile("manifest.json").read())[0]  # type: ignore[union-attr]
             config = json.loads(tar.extractfile(entry["Config"]).read())  # type: ignore[union-attr]
+            names = set(tar.getnames())
             for layer in entry["Layers"][1:]:  # the base layer's file is absent: the engine has it
+                if layer not in names:  # a layer whose chain the engine has (its own images')
+                    assert layer.split("/")[0] in self.held
+                    continue
                 assert hashlib.sha256(tar.extractfile(layer).read()).hexdigest() in layer  # type: ignore[union-attr]
+                self.held.add(layer.split("/")[0])
         new_id = "sha256:" + entry["Config"].removesuffix(".json")
         self.images[entry["RepoTags"][0]] = _info(new_id, tuple(config["rootfs"]["diff_ids"]), 3, {}, ())
         self.saves[new_id] = _with_base(data, entry["Layers"][0])  # docker save gives every layer
@@ -184,3 +190,51 @@ def test_compare_names_the_changed_file_through_an_extra_layer(tmp_path: Path) -
     assert changed.rebuilt.sha256 == hashlib.sha256(b"print(1)\n").hexdigest()
     assert changed.image.sha256 == hashlib.sha256(b"print('evil')\n").hexdigest()
     assert not diff.equal and any("created" in c for c in diff.config)
+
+
+def test_a_known_layer_is_not_rewritten_nor_loaded_again(tmp_path: Path) -> None:
+    """Issue 47: a one-pin rebuild rewrote and loaded every own layer (the flagship's 6.5 GB) again.
+    The engine's cache gives an unchanged layer the same raw diff_id: the memo knows its normalized
+    diff_id, and a layer whose normalized chain the engine holds stays out of the load archive. The
+    image ID is the one a normalization without the memo gives."""
+    from envkit.reproduce.layer_memo import LayerMemo, chain_ids
+
+    labels = {EPOCH_LABEL: str(EPOCH)}
+    own = _layer({"opt/env/bin/tool": b"print(1)\n"}, 5)
+    saved, diff_ids = _saved([BASE, own], "2026-12-01T08:05:00Z", labels)
+    memo_path = tmp_path / "memo.json"
+    archive = FakeArchive(saved, diff_ids, labels)
+    first = normalize_image(archive, "envkit/x:1", "base", tag="envkit/x:1", memo=LayerMemo(memo_path))
+    assert first.layers_reused == 0 and first.bytes_loaded == first.layer_sizes[0]
+    assert LayerMemo(memo_path).get(diff_ids[1]) == (first.diff_ids[1], first.layer_sizes[0])
+
+    again = FakeArchive(saved, diff_ids, labels)  # the same raw layer, built again
+    again.held = set(archive.held)
+    present = frozenset(chain_ids(first.diff_ids))
+    second = normalize_image(
+        again, "envkit/x:1", "base", tag="envkit/x:1", memo=LayerMemo(memo_path), present=present
+    )
+    assert (second.image_id, second.diff_ids) == (first.image_id, first.diff_ids)
+    assert (second.layers_reused, second.bytes_rewritten, second.bytes_loaded) == (1, 0, 0)
+    with tarfile.open(fileobj=io.BytesIO(again.loaded[-1])) as tar:
+        assert tar.getnames() == [f"{first.image_id.split(':')[1]}.json", "manifest.json"]
+
+    elsewhere = FakeArchive(saved, diff_ids, labels)  # an engine without that chain: loaded, checked
+    third = normalize_image(elsewhere, "envkit/x:1", "base", tag="envkit/x:1", memo=LayerMemo(memo_path))
+    assert third.image_id == first.image_id and third.bytes_loaded == first.layer_sizes[0]
+
+    memo_path.write_text(memo_path.read_text().replace(first.diff_ids[1].split(":")[1], "0" * 64))
+    with pytest.raises(EngineError, match="the layer memo says sha256:0000"):
+        normalize_image(FakeArchive(saved, diff_ids, labels), "envkit/x:1", "base", tag="envkit/x:1",
+                        memo=LayerMemo(memo_path))  # fmt: skip
+
+
+def test_a_layer_memo_that_is_not_one_is_ignored(tmp_path: Path) -> None:
+    from envkit.reproduce.layer_memo import LayerMemo
+
+    path = tmp_path / "memo.json"
+    for text in ("[1]", "{not json", '{"sha256:x": ["sha256:y", 1]}', json.dumps({"sha256:" + "a" * 64: 1})):
+        path.write_text(text)
+        assert len(LayerMemo(path)) == 0
+    path.write_text(json.dumps({"sha256:" + "a" * 64: ["sha256:" + "b" * 64, 7]}))
+    assert LayerMemo(path).get("sha256:" + "a" * 64) == ("sha256:" + "b" * 64, 7)
