@@ -1,7 +1,7 @@
 """``envkit check``: run the readiness payload (in an image or on this host) and give verdicts per target.
 
-The payload is the probe's directory (``envkit/probe/payload/ready.py``), mounted read-only into
-the image as the probe is; it needs no GPU and no network. The verdicts are pure
+The payload is ``envkit/payload/scripts/ready.py``, launched by :func:`envkit.payload.run` (in an
+image: mounted read-only, as the probe is); it needs no GPU and no network. The verdicts are pure
 (:mod:`envkit.readiness.rules`).
 """
 
@@ -14,11 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit import _proc
+from envkit import _proc, payload
 from envkit.catalog import Catalog
 from envkit.catalog.gpu import GpuFacts
 from envkit.errors import ProbeError, UsageError
-from envkit.probe.runner import CONTAINER_PAYLOAD, PAYLOAD_DIR
 from envkit.readiness.facts import ReadinessFacts, parse_facts
 from envkit.readiness.packages import package_findings, walk_findings
 from envkit.readiness.requirements import requirement_findings
@@ -64,20 +63,18 @@ def facts_in_image(
 ) -> ReadinessFacts:
     """Run the payload inside ``image`` (no GPU, no network), the payload directory mounted read-only;
     ``caches``: JIT cache directories inside the image to read too."""
-    from envkit.engine.protocol import Mount
+    from envkit.engine.in_image import InImage
 
     if engine.inspect(image) is None:
         raise ProbeError(f"image {image} does not exist", hint=f"build it first: `envkit build {image}`")
-    script = 'exec "$(command -v python3 || command -v python)" "$0" "$@"'
-    argv = ["sh", "-c", script, f"{CONTAINER_PAYLOAD}/ready.py", "--spec", json.dumps(gpu.payload_spec())]
+    argv = ["--spec", json.dumps(gpu.payload_spec())]
     for cache in caches:
         argv += ["--cache", cache]
-    mounts = [Mount(str(PAYLOAD_DIR), CONTAINER_PAYLOAD, read_only=True)]
-    result = engine.run(image, argv, mounts=mounts, env={"PYTHONDONTWRITEBYTECODE": "1"}, gpus=False)
-    if result.exit_code != 0:
+    result = payload.run(InImage(engine, image, env={"PYTHONDONTWRITEBYTECODE": "1"}), "ready.py", argv)
+    if result.code != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-10:])
         raise ProbeError(
-            f"the readiness payload failed in {image} (exit {result.exit_code}):\n{tail}",
+            f"the readiness payload failed in {image} (exit {result.code}):\n{tail}",
             hint="does the image have python3 (3.8 or newer)?",
         )
     return parse_facts(result.stdout, image)
@@ -97,18 +94,18 @@ def facts_on_host(
     Opening the libraries runs their constructors (the code of whoever made ``sites``): the payload
     opens each in a child with an emptied environment, a scratch directory and no network where
     ``unshare`` allows (``--sandbox``; ``facts.load_sandbox`` says what held)."""
-    argv = [python or sys.executable, str(PAYLOAD_DIR / "ready.py"), "--sandbox"]
-    argv += ["--spec", json.dumps(gpu.payload_spec())]
+    argv = ["--sandbox", "--spec", json.dumps(gpu.payload_spec())]
     for site in sites:
         argv += ["--site", site]
     for cache in caches:
         argv += ["--cache", cache]
     full_env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
-    result = run(argv, env=full_env, check=False, timeout=PAYLOAD_TIMEOUT)
-    if result.returncode != 0:
+    where = payload.Host(python or sys.executable, env=full_env, timeout_s=PAYLOAD_TIMEOUT, runner=run)
+    result = payload.run(where, "ready.py", argv)
+    if result.code != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-10:])
         raise ProbeError(
-            f"the readiness payload failed on this host (exit {result.returncode}):\n{tail}",
+            f"the readiness payload failed on this host (exit {result.code}):\n{tail}",
             hint="rerun with --debug",
         )
     return parse_facts(result.stdout, "this host")
