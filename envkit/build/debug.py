@@ -29,7 +29,7 @@ from envkit.build.builder import (
     image_repo,
 )
 from envkit.engine.protocol import ContainerEngine
-from envkit.errors import BuildFailed, EngineError, EnvkitError
+from envkit.errors import BuildFailed, EngineError, EnvkitError, SbomNotCarried
 from envkit.lock.epoch import source_date_epoch
 from envkit.lock.solver import PipResolver
 from envkit.lock.virtual import python_platform
@@ -57,6 +57,7 @@ from envkit.render.debug import (
 )
 from envkit.render.dockerfile import LOCK_LABEL as RUNTIME_LOCK_LABEL
 from envkit.render.dockerfile import SPEC_LABEL
+from envkit.sbom.carried import carried_sbom
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, SBOM_PATH, ImageRef, sbom_sha256
 from envkit.sbom.debug import DebComponent, debug_sbom
 from envkit.spec.load import LoadedSpec, image_dir
@@ -226,13 +227,13 @@ class DebugBuilder:
 
     def _sbom(self, runtime: BuildResult, lock: DebugLock) -> str:
         """The runtime image's own SBOM (read from it, checked against its label) plus the debug layer."""
-        result = self.engine.run(runtime.image_id, ["cat", SBOM_PATH])
-        text = result.stdout
-        if result.exit_code != 0 or sbom_sha256(text) != runtime.labels.get(SBOM_LABEL):
+        try:
+            text = carried_sbom(self.engine, runtime.image_id)
+        except SbomNotCarried as e:
             raise BuildFailed(
-                f"{runtime.tag} has no SBOM matching its {SBOM_LABEL} label at {SBOM_PATH}",
+                f"{runtime.tag} has no SBOM matching its {SBOM_LABEL} label at {SBOM_PATH} ({e.why})",
                 hint=f"rebuild the runtime image: `envkit build {runtime.name} --no-cache`",
-            )
+            ) from e
         debs = [DebComponent(d.name, d.version, d.arch, d.sha256) for d in lock.debs]
         return debug_sbom(
             text,

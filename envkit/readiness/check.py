@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from envkit import _proc, payload
 from envkit.catalog import Catalog
 from envkit.catalog.gpu import GpuFacts
-from envkit.errors import ProbeError, UsageError
+from envkit.errors import ProbeError, SbomNotCarried, UsageError
 from envkit.readiness.facts import ReadinessFacts, parse_facts
 from envkit.readiness.packages import package_findings, walk_findings
 from envkit.readiness.requirements import requirement_findings
@@ -33,7 +33,7 @@ from envkit.readiness.rules import (
     toolkit_findings,
 )
 from envkit.readiness.targets import Target
-from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_PATH, sbom_sha256
+from envkit.sbom.carried import carried_sbom
 from envkit.sbom.readiness import with_readiness
 
 if TYPE_CHECKING:
@@ -206,32 +206,13 @@ def check(
     return CheckResult(where, facts, env, tuple(verdicts))
 
 
-MAX_SBOM_CHARS = 32 << 20  # as verify's MAX_SBOM_BYTES: a 400-package lock's SBOM is ~0.5 MB
-
-
 def readiness_sbom(engine: ContainerEngine, image: str, facts: ReadinessFacts, catalog: Catalog) -> str:
-    """The SBOM ``image`` carries (``SBOM_PATH``, checked against its ``SBOM_LABEL``) with the
-    readiness facts (:func:`fingerprint_facts`, the driver floors) added: a copy for the host."""
-    info = engine.inspect(image)
-    label = info.labels.get(SBOM_LABEL) if info is not None else None
-    if info is None or not label:
-        raise UsageError(
-            f"{image} carries no SBOM (no {SBOM_LABEL} label)",
-            hint="images of a locked spec carry one: `envkit lock NAME`, then `envkit build NAME`",
-        )
-    result = engine.run(image, ["cat", SBOM_PATH], gpus=False)
-    text = result.stdout
-    why = None
-    if result.exit_code != 0:
-        why = "unreadable"
-    elif len(text) > MAX_SBOM_CHARS:
-        why = "larger than an SBOM"
-    elif sbom_sha256(text) != label:
-        why = f"not the one its {SBOM_LABEL} label names"
-    if why is not None:
-        raise ProbeError(
-            f"the SBOM in {image} ({SBOM_PATH}) is {why}", hint="rebuild it: `envkit build NAME`"
-        )
+    """The SBOM ``image`` carries (:func:`~envkit.sbom.carried.carried_sbom`: checked against its label)
+    with the readiness facts (:func:`fingerprint_facts`, the driver floors) added: a copy for the host."""
+    try:
+        text = carried_sbom(engine, image)
+    except SbomNotCarried as e:  # no label: the image is the wrong argument; a wrong SBOM: a broken image
+        raise (ProbeError if e.labelled else UsageError)(e.message, hint=e.hint) from e
     try:
         return with_readiness(text, fingerprint_facts(facts), driver_floors(facts, catalog))
     except ValueError as e:

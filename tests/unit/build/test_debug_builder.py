@@ -7,6 +7,7 @@ import copy
 import hashlib
 import io
 import json
+import re
 import tarfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -166,6 +167,21 @@ def test_the_lock_is_written_once_and_reused_for_the_same_runtime_image(
     assert second.lock == "fresh" and second.status == "up-to-date"
     assert sum(1 for r in engine.runs if r.argv[0] == "apt-get") == simulations  # not resolved again
     assert second.tag == first.tag
+
+
+def test_generated_text_names_the_debug_image_flag_never_bare_debug(
+    engine: FakeEngine, debug_builder: DebugBuilder, loaded: LoadedSpec, root: Path
+) -> None:
+    """``--debug`` means tracebacks: what envkit generates for the debug image says ``--debug-image``."""
+    _build(engine, debug_builder, loaded)
+    with tarfile.open(fileobj=io.BytesIO(engine.builds[1].context)) as tar:
+        files = [m for m in tar.getmembers() if m.isfile()]
+        texts = {m.name: tar.extractfile(m).read() for m in files}  # type: ignore[union-attr]
+    texts[DEBUG_LOCK] = (root / "images" / "tiny" / DEBUG_LOCK).read_bytes()
+    said = [name for name, data in texts.items() if b"--debug-image" in data]
+    assert said == ["Dockerfile"]  # its header: "regenerate with `envkit build tiny --debug-image`"
+    bare = [name for name, data in texts.items() if re.search(rb"--debug(?![-\w])", data)]
+    assert bare == []
 
 
 def test_the_sbom_is_the_runtimes_plus_only_the_debug_tools(
