@@ -3,7 +3,7 @@
 The runtime image is built (or found up to date) exactly as ``envkit build NAME`` does; the debug
 image never rebuilds the environment: its base is that image's ID, and one layer adds gdb with the
 Python debug symbols, py-spy, JupyterLab (its own prefix) and OpenSSH, every file pinned in
-``images/NAME/debug.lock.json`` (:mod:`envkit.offline.debug_tools`) and fetched on the host, so the
+``images/NAME/debug.lock.json`` (:mod:`envkit.lock.debug_tools`) and fetched on the host, so the
 build has no network. Tags: ``envkit/NAME:<hash12>-debug`` (the debug context's digest) and
 ``envkit/NAME:debug``; never a runtime tag.
 """
@@ -30,20 +30,20 @@ from envkit.build.builder import (
 )
 from envkit.engine.protocol import ContainerEngine
 from envkit.errors import BuildFailed, EngineError, EnvkitError, SbomNotCarried
-from envkit.lock.epoch import source_date_epoch
-from envkit.lock.solver import PipResolver
-from envkit.lock.virtual import python_platform
-from envkit.offline.debs import AptState, image_release
-from envkit.offline.debug_tools import (
+from envkit.lock.debian import AptState, image_release
+from envkit.lock.debug_tools import (
     DEBUG_LOCK,
     DEBUG_REQUIREMENTS,
     DebugLock,
     DebugRequest,
-    fetch_debug_inputs,
     image_python,
     read_debug_lock,
     resolve_debug_lock,
 )
+from envkit.lock.epoch import source_date_epoch
+from envkit.lock.solver import PipResolver
+from envkit.lock.virtual import python_platform
+from envkit.offline.debug_fetch import fetch_debug_inputs
 from envkit.render.context import ContextFiles
 from envkit.render.debug import (
     DEBUG_PREFIX,

@@ -24,8 +24,8 @@ from envkit.engine.protocol import RunResult
 from envkit.engine.testing import FakeEngine, FakeRun
 from envkit.errors import LockError
 from envkit.lock import PipPackage, PipRequest
+from envkit.lock.debug_tools import DEBUG_LOCK, read_debug_lock
 from envkit.lock.testing import FakePipResolver
-from envkit.offline.debug_tools import DEBUG_LOCK, read_debug_lock
 from envkit.render.debug import RUNTIME_LABEL, VARIANT_LABEL
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, SBOM_PATH
 from envkit.spec.load import LoadedSpec
