@@ -10,13 +10,12 @@ build has no network. Tags: ``envkit/NAME:<hash12>-debug`` (the debug context's 
 
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from envkit import __version__, _proc
-from envkit._atomic import atomic_writer, state_dir, write_text_atomic
+from envkit._atomic import state_dir, write_text_atomic
 from envkit.build.bootstrap import debian_mirror
 from envkit.build.builder import (
     CONTEXT_LABEL,
@@ -24,12 +23,11 @@ from envkit.build.builder import (
     Builder,
     BuildOptions,
     BuildResult,
-    EventSink,
-    context_file,
     image_repo,
 )
+from envkit.build.stream import BuildJob, EventSink, build_log, stream_build
 from envkit.engine.protocol import ContainerEngine
-from envkit.errors import BuildFailed, EngineError, EnvkitError, SbomNotCarried
+from envkit.errors import BuildFailed, SbomNotCarried
 from envkit.lock.debian import AptState, image_release
 from envkit.lock.debug_tools import (
     DEBUG_LOCK,
@@ -165,14 +163,12 @@ class DebugBuilder:
         if existing is None or options.nocache:
             log_path = state_dir(root, "logs") / f"{spec.name}-{context.digest[:12]}-debug.log"
             inherited = {k: v for k, v in runtime.labels.items() if k in (SPEC_LABEL, RUNTIME_LOCK_LABEL)}
-            self._build(
-                context,
-                tag,
-                {**inherited, **labels, NAME_LABEL: spec.name, CONTEXT_LABEL: context.digest},
-                options.nocache,
-                log_path,
-                on_event,
-            )
+            all_labels = {**inherited, **labels, NAME_LABEL: spec.name, CONTEXT_LABEL: context.digest}
+            job = BuildJob(context, tag, all_labels, spec.name, nocache=options.nocache, existing=existing)
+            with build_log(log_path, root, f"# envkit {__version__} debug build of {tag}\n") as log:
+                stream_build(
+                    self.engine, root, job, log, log_path, on_event
+                )  # no network: every file is here
             state = "built"
         info = self.engine.inspect(tag)
         if info is None:
@@ -245,48 +241,3 @@ class DebugBuilder:
             epoch=source_date_epoch(lock.sha256),
             prefix=f"{DEBUG_PREFIX}/tools",
         )
-
-    def _build(
-        self,
-        context: ContextFiles,
-        tag: str,
-        labels: dict[str, str],
-        nocache: bool,
-        log_path: Path,
-        on_event: EventSink | None,
-    ) -> None:
-        root = self.builder.root
-        with atomic_writer(log_path, within=root, keep_on_error=True) as raw:
-            log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
-            tail: list[str] = []
-            try:
-                log.write(f"# envkit {__version__} debug build of {tag}\n")
-                try:
-                    with context_file(root, context) as tar:  # streamed from a file, not memory
-                        for event in self.engine.build(
-                            tar, tag, labels=labels, nocache=nocache, network=False
-                        ):
-                            for line in event.message.splitlines():
-                                log.write(line + "\n")
-                                tail = [*tail[-24:], line]
-                            if on_event:
-                                on_event(event)
-                except BuildFailed as e:
-                    log.write(f"# FAILED: {e.message}\n")
-                    raise BuildFailed(
-                        f"building {tag} failed: {e.message}\nfull log: {log_path}",
-                        hint=e.hint or f"read the log: {log_path}",
-                        log_tail=e.log_tail or tuple(tail),
-                    ) from e
-                finally:
-                    self._prune(labels[NAME_LABEL], log)
-            finally:
-                log.detach()
-
-    def _prune(self, name: str, log: io.TextIOWrapper) -> None:
-        try:
-            freed = self.engine.prune_builder_images(name)
-        except (EngineError, EnvkitError) as e:
-            log.write(f"# could not remove the tools-stage image: {e}\n")
-            return
-        log.write(f"# removed the tools-stage images: {freed} bytes\n")

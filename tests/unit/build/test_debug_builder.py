@@ -184,6 +184,34 @@ def test_generated_text_names_the_debug_image_flag_never_bare_debug(
     assert bare == []
 
 
+def test_an_interrupted_debug_build_leaves_no_tag_and_keeps_its_log(
+    engine: FakeEngine, debug_builder: DebugBuilder, loaded: LoadedSpec, root: Path
+) -> None:
+    """The debug image streams through the runtime's build loop (``envkit.build.stream``): drop-tag on
+    interrupt (the loop the debug image had of its own lacked it), log kept, builder stages pruned."""
+    from envkit.build.builder import BuildOptions
+    from envkit.engine.protocol import BuildEvent
+
+    plan = debug_builder.builder.prepare(loaded, BuildOptions(offline=True))
+    assert plan.sbom is not None
+    engine.handler = _runs({"text": plan.sbom})  # type: ignore[assignment]
+
+    def interrupt_the_debug_build(event: BuildEvent) -> None:
+        if event.step == "debug-lock":  # the runtime image is built: interrupt the next build
+            engine.interrupt_build = True
+
+    with pytest.raises(KeyboardInterrupt):
+        debug_builder.build(loaded, BuildOptions(offline=True), interrupt_the_debug_build)
+    debug_tag = engine.builds[1].tag
+    assert debug_tag.endswith("-debug") and engine.inspect(debug_tag) is None
+    assert engine.inspect(engine.builds[0].tag) is not None  # the runtime image stays
+    assert engine.pruned.count("tiny") == 2  # after each build
+    (log,) = (root / ".envkit" / "logs").glob("*-debug.log")
+    last = log.read_text().splitlines()[-2:]
+    assert last[0] == "# INTERRUPTED or engine error"
+    assert re.fullmatch(r"# removed the builder-stage images: [1-9][0-9]* bytes", last[1])
+
+
 def test_the_sbom_is_the_runtimes_plus_only_the_debug_tools(
     engine: FakeEngine, debug_builder: DebugBuilder, loaded: LoadedSpec, tmp_path: Path
 ) -> None:
