@@ -41,7 +41,7 @@ from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, check_sbom, s
 from envkit.spec.load import LoadedSpec, image_dir
 
 if TYPE_CHECKING:
-    from envkit.engine.protocol import ImageArchive
+    from envkit.engine.store import ImageStore
 
 __all__ = [
     "BuildOptions",
@@ -175,10 +175,10 @@ class Builder:
         locker: Locker,
         pip_runner: _proc.Runner = _proc.run,
         fetcher: Fetcher | None = None,
-        archive: ImageArchive | None = None,
+        store: ImageStore | None = None,
     ) -> None:
         self.engine = engine
-        self.archive = archive  # save/load for normalizing the built image (None: left as built)
+        self.store = store  # save/load for normalizing the built image (None: left as built)
         self.root = root
         self.locker = locker
         self.pip_runner = pip_runner
@@ -410,12 +410,12 @@ class Builder:
         self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO
     ) -> dict[str, object] | None:
         """Rewrite the built image reproducibly (:mod:`envkit.reproduce.normalize`); no tag on failure."""
-        if self.archive is None:
+        if self.store is None:
             return None
         from envkit.reproduce.normalize import normalize_image
 
         try:
-            done = normalize_image(self.archive, prepared.tag, base, tag=prepared.tag)
+            done = normalize_image(self.engine, self.store, prepared.tag, base, tag=prepared.tag)
         except (EngineError, KeyboardInterrupt) as e:
             log.write(f"# normalizing failed: {getattr(e, 'message', e)}\n")
             drop_tag(self.engine, prepared.tag, existing)
