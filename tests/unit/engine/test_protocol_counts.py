@@ -60,3 +60,12 @@ def test_design_md_lists_each_protocols_operations(protocol: type) -> None:
     assert _listed(found[2]) == operations(protocol), f"docs/design.md's {protocol.__name__} row is stale"
     if found[1]:
         assert found[1] == NUMBERS[len(operations(protocol))]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.__name__)
+def test_the_engine_package_docstring_names_each_protocols_operations(protocol: type) -> None:
+    import envkit.engine
+
+    found = re.search(rf"``{protocol.__name__}``: ([a-z_,\s]+)", envkit.engine.__doc__ or "")
+    assert found, f"envkit/engine/__init__.py names no operations of {protocol.__name__}"
+    assert _listed(found[1]) == operations(protocol)
