@@ -20,6 +20,7 @@ and exits with the error's :attr:`exit_code`::
     ├── ProbeError                   exit 3
     │   └── ReportError              exit 2  unreadable or incomparable report
     ├── InventoryError               exit 2  unreadable inventory file
+    ├── SbomNotCarried               exit 3  an image without the SBOM its label names
     ├── AuditError                   exit 3  advisory data or service problems
     ├── PackError                    exit 3  a download for a pack failed or did not match the lock
     │   └── PackMismatch             exit 2  a pack file that does not belong to this lock
@@ -61,6 +62,7 @@ __all__ = [
     "ProbeError",
     "Problem",
     "ReportError",
+    "SbomNotCarried",
     "SolverFailed",
     "SpecError",
     "Unsatisfiable",
@@ -212,6 +214,16 @@ class InventoryError(EnvkitError):
     """An environment file cannot be read as an inventory (exit 2)."""
 
     exit_code = ExitCode.USAGE
+
+
+class SbomNotCarried(EnvkitError):
+    """An image carries no SBOM label, or not the SBOM its label names (``why``); ``labelled`` says
+    whether it had the label at all (:func:`envkit.sbom.carried.carried_sbom`)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, why: str, labelled: bool) -> None:
+        super().__init__(message, hint=hint)
+        self.why = why
+        self.labelled = labelled
 
 
 class AuditError(EnvkitError):

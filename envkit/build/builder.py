@@ -13,21 +13,18 @@ with ``--frozen``.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import datetime as dt
-import errno
 import hashlib
-import io
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from envkit import __version__, _proc
-from envkit._atomic import atomic_writer, state_dir, write_text_atomic
+from envkit._atomic import state_dir, write_text_atomic
 from envkit.build.attest import write_build_provenance
+from envkit.build.stream import BuildJob, EventSink, build_log, context_file, drop_tag, stream_build
 from envkit.engine.protocol import LAYER_LABEL, BuildEvent, ContainerEngine, ImageInfo
 from envkit.errors import BuildFailed, EngineError, UsageError
 from envkit.lock import LockState
@@ -38,14 +35,14 @@ from envkit.offline.packed import PackedContext, packed_context
 from envkit.offline.request import pack_request
 from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.render import render_image
-from envkit.render.context import ContextEntry, ContextFiles, spooled_context_tar
+from envkit.render.context import ContextEntry, ContextFiles
 from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
 from envkit.render.layers import LayerGroup, reuse_stages
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, check_sbom, sbom_sha256, spec_sbom
 from envkit.spec.load import LoadedSpec, image_dir
 
 if TYPE_CHECKING:
-    from envkit.engine.protocol import ImageArchive
+    from envkit.engine.store import ImageStore
 
 __all__ = [
     "CACHE_TAG",
@@ -64,9 +61,6 @@ WHEELS = "wheels"
 CACHE_TAG = "build-cache"  # envkit/NAME:build-cache: the engine's original of the last build (its cache)
 NAME_LABEL = "io.envkit.name"
 CONTEXT_LABEL = "io.envkit.context-sha256"
-TAIL_LINES = 25
-
-EventSink = Callable[[BuildEvent], None]
 
 
 def disk_needed(wheels: int, installed: int) -> int:
@@ -90,31 +84,6 @@ def rebuild_disk_needed(wheels: int, installed: int, image: int) -> int:
 
 def image_repo(name: str) -> str:
     return f"envkit/{name}"
-
-
-@contextlib.contextmanager
-def context_file(root: Path, context: ContextFiles) -> Iterator[BinaryIO]:
-    """The context's tar in an anonymous file under ``ROOT/.envkit/tmp`` (beside the wheelhouse, not a
-    tmpfs ``/tmp``), at its start: what the engine streams. A host error writing it (a full disk) is a
-    failed build."""
-    directory = state_dir(root, "tmp")
-    with contextlib.ExitStack() as stack:
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            tar = stack.enter_context(spooled_context_tar(context, directory))
-        except OSError as e:
-            where = f"{e.filename}: " if e.filename else ""
-            hint = (
-                f"free disk space where {directory} lives (the context, {context.size:,} bytes, is written "
-                "there once per build)"
-                if e.errno == errno.ENOSPC
-                else f"check {e.filename or directory}; a wheelhouse or cache file that changed or went away "
-                "is fetched again once `.envkit/wheelhouse` (or `.envkit/cache`) is removed"
-            )
-            raise BuildFailed(
-                f"could not write the build context to {directory}: {where}{e.strerror or e}", hint=hint
-            ) from e
-        yield tar
 
 
 @dataclass(frozen=True)
@@ -232,10 +201,10 @@ class Builder:
         locker: Locker,
         pip_runner: _proc.Runner = _proc.run,
         fetcher: Fetcher | None = None,
-        archive: ImageArchive | None = None,
+        store: ImageStore | None = None,
     ) -> None:
         self.engine = engine
-        self.archive = archive  # save/load for normalizing the built image (None: left as built)
+        self.store = store  # save/load for normalizing the built image (None: left as built)
         self.root = root
         self.locker = locker
         self.pip_runner = pip_runner
@@ -403,35 +372,30 @@ class Builder:
         cached = {} if options.nocache else self._cached_stages(prepared, loaded.resolved.runtime_ref)
         self._check_disk(prepared, cached)
         log_path = self.log_dir / f"{prepared.name}-{prepared.key[:12]}.log"
-        # a fresh file renamed into place, kept when the build fails: never written through a planted link
-        with atomic_writer(log_path, within=self.root, keep_on_error=True) as raw:
-            log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+        # --no-cache made new layer stages beside the cached ones: none is kept
+        keep = frozenset() if options.nocache else frozenset(g.label for g in prepared.layers)
+        job = BuildJob(
+            sent_context(prepared, cached), prepared.tag, prepared.build_labels, prepared.name,
+            nocache=options.nocache, network=not prepared.offline, existing=existing, keep=keep,
+        )  # fmt: skip
+        base = loaded.resolved.runtime_ref
+        with build_log(log_path, self.root, f"# envkit {__version__} build of {prepared.tag}\n") as log:
+            if cached:
+                log.write(
+                    f"# layer stages from the cache: {', '.join(f'{g} {i}' for g, i in cached.items())}\n"
+                )
+            sent = job.context.size
             try:
-                log.write(f"# envkit {__version__} build of {prepared.tag}\n")
-                if cached:
-                    log.write(
-                        f"# layer stages from the cache: {', '.join(f'{g} {i}' for g, i in cached.items())}\n"
-                    )
-                context = sent_context(prepared, cached)
-                sent = context.size
-                try:
-                    try:
-                        self._stream(prepared, options, existing, log, log_path, on_event, context)
-                    except BuildFailed as e:
-                        if not any(image in e.message for image in cached.values()):
-                            raise
-                        # a kept stage went away meanwhile (another build's pruning): the whole context
-                        log.write("# a kept layer stage is gone; building with every group's wheels\n")
-                        sent = prepared.context.size
-                        self._stream(prepared, options, existing, log, log_path, on_event, prepared.context)
-                finally:
-                    # --no-cache made new layer stages beside the cached ones: none is kept
-                    keep = frozenset() if options.nocache else frozenset(g.label for g in prepared.layers)
-                    pruned = self._prune(prepared.name, log, keep)
-                base = loaded.resolved.runtime_ref
-                normalized = self._normalize(prepared, base, existing, log, options.nocache)
-            finally:
-                log.detach()
+                pruned = stream_build(self.engine, self.root, job, log, log_path, on_event)
+            except BuildFailed as e:
+                if not any(image in e.message for image in cached.values()):
+                    raise
+                # a kept stage went away meanwhile (another build's pruning): the whole context
+                log.write("# a kept layer stage is gone; building with every group's wheels\n")
+                job = replace(job, context=prepared.context)
+                sent = job.context.size
+                pruned = stream_build(self.engine, self.root, job, log, log_path, on_event)
+            normalized = self._normalize(prepared, base, existing, log, options.nocache)
         info = self.engine.inspect(prepared.tag)
         if info is None:
             raise BuildFailed(f"the engine reported success but {prepared.tag} does not exist",
@@ -494,7 +458,7 @@ class Builder:
         self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO, nocache: bool = False
     ) -> dict[str, object] | None:
         """Rewrite the built image reproducibly (:mod:`envkit.reproduce.normalize`); no tag on failure."""
-        if self.archive is None:
+        if self.store is None:
             return None
         from envkit.reproduce.layer_memo import LayerMemo, memo_path
         from envkit.reproduce.normalize import normalize_image
@@ -507,15 +471,15 @@ class Builder:
         try:
             try:
                 done = normalize_image(
-                    self.archive, prepared.tag, base, tag=prepared.tag, memo=memo, present=self._chains(),
-                    keep_original=keep,
+                    self.engine, self.store, prepared.tag, base, tag=prepared.tag, memo=memo,
+                    present=self._chains(), keep_original=keep,
                 )  # fmt: skip
             except EngineError as e:  # a chain that went away meanwhile: every layer in the archive
                 log.write(f"# normalizing with the layer memo failed ({e.message}); again without it\n")
-                done = normalize_image(self.archive, prepared.tag, base, tag=prepared.tag)
+                done = normalize_image(self.engine, self.store, prepared.tag, base, tag=prepared.tag)
         except (EngineError, KeyboardInterrupt) as e:
             log.write(f"# normalizing failed: {getattr(e, 'message', e)}\n")
-            self._drop_tag(prepared.tag, existing)
+            drop_tag(self.engine, prepared.tag, existing)
             raise
         if keep and done.original_id != done.image_id:
             try:  # tagged: `docker image prune` (dangling images) leaves the cache alone
@@ -570,67 +534,6 @@ class Builder:
             if stages:
                 cached[group.name] = min(stages)
         return cached
-
-    def _prune(self, name: str, log: TextIO, keep: frozenset[str] = frozenset()) -> int:
-        """Remove the builder stages' untagged images (hundreds of MB), except the layer stages in
-        ``keep`` (this build's: the cache that lets the next one rebuild only a changed group); best
-        effort."""
-        try:
-            freed = self.engine.prune_builder_images(name, keep)
-        except EngineError as e:
-            log.write(f"# could not remove the builder-stage images: {e.message}\n")
-            return 0
-        log.write(f"# removed the builder-stage images: {freed} bytes\n")
-        return freed
-
-    def _stream(
-        self,
-        prepared: BuildPlan,
-        options: BuildOptions,
-        existing: ImageInfo | None,
-        log: TextIO,
-        log_path: Path,
-        on_event: EventSink | None,
-        context: ContextFiles,
-    ) -> None:
-        tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-        try:
-            with context_file(self.root, context) as tar:  # streamed from a file: never the context in memory
-                events = self.engine.build(
-                    tar,
-                    prepared.tag,
-                    labels=prepared.build_labels,
-                    nocache=options.nocache,
-                    network=not prepared.offline,
-                )
-                for event in events:
-                    for line in event.message.splitlines():
-                        log.write(line + "\n")
-                        tail.append(line)
-                    if on_event:
-                        on_event(event)
-        except BuildFailed as e:
-            log.write(f"# FAILED: {e.message}\n")
-            self._drop_tag(prepared.tag, existing)
-            lines = e.log_tail or tuple(tail)
-            raise BuildFailed(
-                f"building {prepared.tag} failed: {e.message}\nfull log: {log_path}",
-                hint=e.hint or f"read the log: {log_path}",
-                log_tail=lines,
-            ) from e
-        except (KeyboardInterrupt, EngineError):
-            log.write("# INTERRUPTED or engine error\n")
-            self._drop_tag(prepared.tag, existing)
-            raise
-
-    def _drop_tag(self, tag: str, existing: ImageInfo | None) -> None:
-        """Remove ``tag`` unless it still points at the image it named before this build."""
-        try:
-            now = self.engine.inspect(tag)
-            if now is not None and (existing is None or now.id != existing.id):
-                self.engine.remove(tag)
-        except EngineError:
-            pass  # best effort: the original error is more useful than this one
 
     def _result(
         self, prepared: BuildPlan, info: ImageInfo, status: str, log_path: Path | None, start: float

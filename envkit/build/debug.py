@@ -3,20 +3,19 @@
 The runtime image is built (or found up to date) exactly as ``envkit build NAME`` does; the debug
 image never rebuilds the environment: its base is that image's ID, and one layer adds gdb with the
 Python debug symbols, py-spy, JupyterLab (its own prefix) and OpenSSH, every file pinned in
-``images/NAME/debug.lock.json`` (:mod:`envkit.offline.debug_tools`) and fetched on the host, so the
+``images/NAME/debug.lock.json`` (:mod:`envkit.lock.debug_tools`) and fetched on the host, so the
 build has no network. Tags: ``envkit/NAME:<hash12>-debug`` (the debug context's digest) and
 ``envkit/NAME:debug``; never a runtime tag.
 """
 
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from envkit import __version__, _proc
-from envkit._atomic import atomic_writer, state_dir, write_text_atomic
+from envkit._atomic import state_dir, write_text_atomic
 from envkit.build.bootstrap import debian_mirror
 from envkit.build.builder import (
     CONTEXT_LABEL,
@@ -24,26 +23,25 @@ from envkit.build.builder import (
     Builder,
     BuildOptions,
     BuildResult,
-    EventSink,
-    context_file,
     image_repo,
 )
+from envkit.build.stream import BuildJob, EventSink, build_log, stream_build
 from envkit.engine.protocol import ContainerEngine
-from envkit.errors import BuildFailed, EngineError, EnvkitError
-from envkit.lock.epoch import source_date_epoch
-from envkit.lock.solver import PipResolver
-from envkit.lock.virtual import python_platform
-from envkit.offline.debs import AptState, image_release
-from envkit.offline.debug_tools import (
+from envkit.errors import BuildFailed, SbomNotCarried
+from envkit.lock.debian import AptState, image_release
+from envkit.lock.debug_tools import (
     DEBUG_LOCK,
     DEBUG_REQUIREMENTS,
     DebugLock,
     DebugRequest,
-    fetch_debug_inputs,
     image_python,
     read_debug_lock,
     resolve_debug_lock,
 )
+from envkit.lock.epoch import source_date_epoch
+from envkit.lock.solver import PipResolver
+from envkit.lock.virtual import python_platform
+from envkit.offline.debug_fetch import fetch_debug_inputs
 from envkit.render.context import ContextFiles
 from envkit.render.debug import (
     DEBUG_PREFIX,
@@ -57,6 +55,7 @@ from envkit.render.debug import (
 )
 from envkit.render.dockerfile import LOCK_LABEL as RUNTIME_LOCK_LABEL
 from envkit.render.dockerfile import SPEC_LABEL
+from envkit.sbom.carried import carried_sbom
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, SBOM_PATH, ImageRef, sbom_sha256
 from envkit.sbom.debug import DebComponent, debug_sbom
 from envkit.spec.load import LoadedSpec, image_dir
@@ -164,14 +163,12 @@ class DebugBuilder:
         if existing is None or options.nocache:
             log_path = state_dir(root, "logs") / f"{spec.name}-{context.digest[:12]}-debug.log"
             inherited = {k: v for k, v in runtime.labels.items() if k in (SPEC_LABEL, RUNTIME_LOCK_LABEL)}
-            self._build(
-                context,
-                tag,
-                {**inherited, **labels, NAME_LABEL: spec.name, CONTEXT_LABEL: context.digest},
-                options.nocache,
-                log_path,
-                on_event,
-            )
+            all_labels = {**inherited, **labels, NAME_LABEL: spec.name, CONTEXT_LABEL: context.digest}
+            job = BuildJob(context, tag, all_labels, spec.name, nocache=options.nocache, existing=existing)
+            with build_log(log_path, root, f"# envkit {__version__} debug build of {tag}\n") as log:
+                stream_build(
+                    self.engine, root, job, log, log_path, on_event
+                )  # no network: every file is here
             state = "built"
         info = self.engine.inspect(tag)
         if info is None:
@@ -226,13 +223,13 @@ class DebugBuilder:
 
     def _sbom(self, runtime: BuildResult, lock: DebugLock) -> str:
         """The runtime image's own SBOM (read from it, checked against its label) plus the debug layer."""
-        result = self.engine.run(runtime.image_id, ["cat", SBOM_PATH])
-        text = result.stdout
-        if result.exit_code != 0 or sbom_sha256(text) != runtime.labels.get(SBOM_LABEL):
+        try:
+            text = carried_sbom(self.engine, runtime.image_id)
+        except SbomNotCarried as e:
             raise BuildFailed(
-                f"{runtime.tag} has no SBOM matching its {SBOM_LABEL} label at {SBOM_PATH}",
+                f"{runtime.tag} has no SBOM matching its {SBOM_LABEL} label at {SBOM_PATH} ({e.why})",
                 hint=f"rebuild the runtime image: `envkit build {runtime.name} --no-cache`",
-            )
+            ) from e
         debs = [DebComponent(d.name, d.version, d.arch, d.sha256) for d in lock.debs]
         return debug_sbom(
             text,
@@ -244,48 +241,3 @@ class DebugBuilder:
             epoch=source_date_epoch(lock.sha256),
             prefix=f"{DEBUG_PREFIX}/tools",
         )
-
-    def _build(
-        self,
-        context: ContextFiles,
-        tag: str,
-        labels: dict[str, str],
-        nocache: bool,
-        log_path: Path,
-        on_event: EventSink | None,
-    ) -> None:
-        root = self.builder.root
-        with atomic_writer(log_path, within=root, keep_on_error=True) as raw:
-            log = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
-            tail: list[str] = []
-            try:
-                log.write(f"# envkit {__version__} debug build of {tag}\n")
-                try:
-                    with context_file(root, context) as tar:  # streamed from a file, not memory
-                        for event in self.engine.build(
-                            tar, tag, labels=labels, nocache=nocache, network=False
-                        ):
-                            for line in event.message.splitlines():
-                                log.write(line + "\n")
-                                tail = [*tail[-24:], line]
-                            if on_event:
-                                on_event(event)
-                except BuildFailed as e:
-                    log.write(f"# FAILED: {e.message}\n")
-                    raise BuildFailed(
-                        f"building {tag} failed: {e.message}\nfull log: {log_path}",
-                        hint=e.hint or f"read the log: {log_path}",
-                        log_tail=e.log_tail or tuple(tail),
-                    ) from e
-                finally:
-                    self._prune(labels[NAME_LABEL], log)
-            finally:
-                log.detach()
-
-    def _prune(self, name: str, log: io.TextIOWrapper) -> None:
-        try:
-            freed = self.engine.prune_builder_images(name)
-        except (EngineError, EnvkitError) as e:
-            log.write(f"# could not remove the tools-stage image: {e}\n")
-            return
-        log.write(f"# removed the tools-stage images: {freed} bytes\n")

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envkit.errors import EngineError
+
 if TYPE_CHECKING:
     from envkit._proc import ProcResult, Runner
     from envkit.audit.service import VulnService
     from envkit.build.builder import Builder
-    from envkit.engine.protocol import ContainerEngine, ImageArchive
-    from envkit.engine.transport import ImageTransport
+    from envkit.engine.protocol import ContainerEngine
+    from envkit.engine.store import ImageStore
     from envkit.fleet.scheduler import Scheduler
     from envkit.lock.fresh import EnvLocker
     from envkit.lock.solver import CondaSolver, PipResolver
@@ -34,21 +36,13 @@ def _docker_engine() -> ContainerEngine:
     return DockerEngine()
 
 
-def _docker_transport(engine: ContainerEngine) -> ImageTransport:
+def _docker_store(engine: ContainerEngine) -> ImageStore | None:
+    """The Docker engine's :class:`~envkit.engine.store.ImageStore`; None for any other engine (it
+    moves no image bytes: a build is left as built, and what needs the store says so)."""
     from envkit.engine.docker_api import DockerEngine
-    from envkit.engine.docker_transport import DockerTransport
+    from envkit.engine.docker_store import DockerImageStore
 
-    if not isinstance(engine, DockerEngine):
-        raise TypeError("the Docker transport needs the Docker engine")
-    return DockerTransport(engine)
-
-
-def _docker_archive(engine: ContainerEngine) -> ImageArchive | None:
-    """``docker save``/``load`` for reproducible images; None for other engines (left as built)."""
-    from envkit.engine.docker_api import DockerEngine
-    from envkit.engine.docker_transport import DockerTransport
-
-    return DockerTransport(engine) if isinstance(engine, DockerEngine) else None
+    return DockerImageStore(engine) if isinstance(engine, DockerEngine) else None
 
 
 def _solvers() -> tuple[CondaSolver, PipResolver]:
@@ -102,8 +96,7 @@ class Services:
     """Factories of the external systems; the engine is built once per command line."""
 
     engine_factory: Callable[[], ContainerEngine] = _docker_engine
-    transport_factory: Callable[[ContainerEngine], ImageTransport] = _docker_transport
-    archive_factory: Callable[[ContainerEngine], ImageArchive | None] = _docker_archive
+    store_factory: Callable[[ContainerEngine], ImageStore | None] = _docker_store
     solver_factory: Callable[[], tuple[CondaSolver, PipResolver]] = _solvers
     vuln_factory: Callable[[Path, bool], VulnService] = _vuln_service
     fetcher_factory: Callable[[], Fetcher] = _fetcher
@@ -116,9 +109,20 @@ class Services:
             self._engine = self.engine_factory()
         return self._engine
 
-    def transport(self) -> tuple[ContainerEngine, ImageTransport]:
+    def store(self) -> ImageStore | None:
+        """The image store of this command line's engine (None: the engine moves no image bytes)."""
+        return self.store_factory(self.engine())
+
+    def engine_and_store(self, needed_for: str) -> tuple[ContainerEngine, ImageStore]:
+        """The engine and its image store, for ``needed_for`` (a command that moves image bytes)."""
         engine = self.engine()
-        return engine, self.transport_factory(engine)
+        store = self.store_factory(engine)
+        if store is None:
+            raise EngineError(
+                f"this engine cannot save, load, push or pull images: {needed_for} needs that",
+                hint="use the Docker engine (DOCKER_HOST pointing at a Docker daemon)",
+            )
+        return engine, store
 
     def solvers(self) -> tuple[CondaSolver, PipResolver]:
         return self.solver_factory()
@@ -137,12 +141,8 @@ class Services:
             locker=self.locker(),
             fetcher=self.fetcher_factory(),
             pip_runner=self.pip_runner,
-            archive=self.archive(),
+            store=self.store(),
         )
-
-    def archive(self) -> ImageArchive | None:
-        """``docker save``/``load`` on this command line's engine (None: the engine has none)."""
-        return self.archive_factory(self.engine())
 
     def vuln_service(self, db: Path, online: bool) -> VulnService:
         return self.vuln_factory(db, online)

@@ -164,8 +164,8 @@ def build(
     if probe:
         data["probe"] = _probe(builder.engine, result, loaded, root)
     if registry is not None:
-        _, transport = services().transport()
-        pushed, record = push_image(transport, root, result.name, result.tag, result.image_id, registry)
+        _, store = services().engine_and_store("envkit build --push")
+        pushed, record = push_image(store, root, result.name, result.tag, result.image_id, registry)
         data["pushed"] = {"ref": pushed.ref, "digest": pushed.digest, "record": str(record),
                           "layers_sent": pushed.layers_sent, "layers_present": pushed.layers_present,
                           "bytes_sent": pushed.bytes_sent}  # fmt: skip

@@ -175,8 +175,8 @@ def fleet_image(image: str, store: Path) -> dict[str, str]:
     """How the image reaches the nodes: its registry digest, or a tar in the store (saved once)."""
     from envkit.fleet.images import image_for_fleet
 
-    engine, transport = services().transport()
-    return image_for_fleet(engine, transport, image, store, project_root())
+    engine, image_store = services().engine_and_store("a fleet probe of a local image")
+    return image_for_fleet(engine, image_store, image, store, project_root())
 
 
 def _run(args: ProbeArgs) -> CommandResult:

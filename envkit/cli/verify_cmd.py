@@ -12,7 +12,7 @@ from envkit.catalog import load_catalog
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, working
 from envkit.cli.build_cmd import find_links_from_env
-from envkit.errors import EngineError, ExitCode, UsageError
+from envkit.errors import ExitCode, UsageError
 from envkit.reproduce.layers import LayerEntry
 from envkit.result import CommandResult, Lines
 from envkit.spec.load import SPEC_DIR, load_spec
@@ -46,10 +46,7 @@ def verify(target: str, pack: Path | None) -> CommandResult:
     against the image and the lock too: a mismatch is a finding (exit 1).
     """
     root = project_root()
-    engine = services().engine()
-    archive = services().archive()
-    if archive is None:
-        raise EngineError("this engine cannot save and load images", hint="verify needs the Docker engine")
+    engine, store = services().engine_and_store("envkit verify")
     image = target
     info = engine.inspect(target)
     if info is None and NAME_RE.match(target):
@@ -69,7 +66,7 @@ def verify(target: str, pack: Path | None) -> CommandResult:
         find_links=find_links_from_env(), pack=pack.resolve() if pack else None,
     )  # fmt: skip
     with working(f"rebuilding {name} from its lock (--no-cache)"):
-        result = verify_image(services().builder(root), archive, loaded, image, options)
+        result = verify_image(services().builder(root), store, loaded, image, options)
     code = ExitCode.OK if result.ok else ExitCode.FINDINGS
     return CommandResult("verify", result.to_json(), lambda: _text(result), code)
 

@@ -16,6 +16,7 @@ import shutil
 import socket
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,13 @@ from envkit.engine.run_bounds import (
 )
 from envkit.errors import BuildFailed, ContainerCommandMissing, EngineError, EngineUnavailable
 
-__all__ = ["DockerEngine", "build_failure", "engine_timeout", "translate_error"]
+__all__ = ["DockerEngine", "build_failure", "engine_timeout", "patient", "translate_error"]
 
 TIMEOUT_ENV = "ENVKIT_ENGINE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 60  # docker's own client default
 
 BUILD_TIMEOUT_S = 3 * 3600  # a quiet `pip install torch` step can take minutes between lines
+PATIENT_TIMEOUT_S = 3 * 3600  # saving, loading or removing a multi-GB image: minutes without a byte
 _STEP = re.compile(r"^Step (\d+/\d+) : (.*)\Z")
 _TAIL = 25
 
@@ -189,6 +191,21 @@ def engine_timeout(environ: Mapping[str, str] = os.environ) -> int:
     return env_seconds(environ, TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
 
 
+@contextlib.contextmanager
+def patient(api: Any) -> Iterator[None]:
+    """The client's timeout raised to :data:`PATIENT_TIMEOUT_S` for one call (saving, loading or
+    removing a multi-GB image), its own restored after."""
+    before = getattr(api, "timeout", None)  # None: a client without one (a test's spec'd mock)
+    if before is None:
+        yield
+        return
+    api.timeout = PATIENT_TIMEOUT_S
+    try:
+        yield
+    finally:
+        api.timeout = before
+
+
 def _connect(seconds: int) -> Any:
     """An API client at the daemon's own API version (``version="auto"`` asks it). A unix socket is
     tried first with a socket of our own, closed whatever happens: the SDK's failed connect (no
@@ -260,14 +277,16 @@ class DockerEngine:
                 raise build_failure(_first_line(_chain_text(e)), tuple(tail)) from e
             raise failure from e
 
-    def inspect(self, image: str) -> ImageInfo | None:
+    def inspect(self, image: str, *, history: bool = False) -> ImageInfo | None:
         try:
             data = self.api.inspect_image(image)
+            entries = self.api.history(image) if history else None
         except docker.errors.NotFound:  # ImageNotFound is one
             return None
         except _SDK_ERRORS as e:
             raise translate_error(e) from e
-        return image_info(data)
+        info = image_info(data)
+        return replace(info, history=len(entries or ())) if history else info
 
     def images(self, label: str) -> list[ImageInfo]:
         try:
@@ -285,8 +304,9 @@ class DockerEngine:
             raise translate_error(e, what=f"tagging {tag}") from e
 
     def remove(self, image: str) -> None:
-        try:
-            self.api.remove_image(image, noprune=False)
+        try:  # a CUDA image's layers (GBs) take minutes to delete on a busy disk
+            with patient(self.api):
+                self.api.remove_image(image, noprune=False)
         except docker.errors.NotFound:
             return
         except _SDK_ERRORS as e:

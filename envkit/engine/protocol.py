@@ -1,7 +1,8 @@
 """The container engine interface: plain values in and out, no SDK objects.
 
 Adapters (``docker_api.py``) translate SDK errors into :mod:`envkit.errors`;
-:class:`envkit.engine.testing.FakeEngine` serves the unit tests of the layers above.
+:class:`envkit.engine.testing.FakeEngine` serves the unit tests of the layers above. Image bytes in
+and out of the engine (save, load, push, pull) are the :class:`envkit.engine.store.ImageStore`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ __all__ = [
     "BuildContext",
     "BuildEvent",
     "ContainerEngine",
-    "ImageArchive",
     "ImageInfo",
     "Mount",
     "RunResult",
@@ -49,7 +49,7 @@ class ImageInfo:
     """An image as the engine describes it: id, tags, labels, user, size, its layers.
 
     ``history`` (the entries of the config's history, which normalizing needs of the base image) is
-    counted by :meth:`ImageArchive.facts` only: None from :meth:`ContainerEngine.inspect`.
+    counted only when :meth:`ContainerEngine.inspect` is asked for it (``history=True``), else None.
     """
 
     id: str
@@ -81,7 +81,8 @@ class RunResult:
 
 class ContainerEngine(Protocol):
     """What envkit needs from Docker (or podman): nine operations (build, inspect, images, tag, remove,
-    prune_builder_images, free_bytes, import_image, run)."""
+    prune_builder_images, free_bytes, import_image, run). Image bytes (save, load, push, pull) go
+    through the :class:`~envkit.engine.store.ImageStore` only."""
 
     def build(
         self,
@@ -99,8 +100,8 @@ class ContainerEngine(Protocol):
         """
         ...
 
-    def inspect(self, image: str) -> ImageInfo | None:
-        """The image's metadata, or None when it does not exist."""
+    def inspect(self, image: str, *, history: bool = False) -> ImageInfo | None:
+        """The image's metadata, or None when it does not exist; ``history``: count its history too."""
         ...
 
     def images(self, label: str) -> list[ImageInfo]:
@@ -110,7 +111,7 @@ class ContainerEngine(Protocol):
     def tag(self, image: str, tag: str) -> None: ...
 
     def remove(self, image: str) -> None:
-        """Remove an image or tag; a missing one is not an error."""
+        """Remove an image or tag; a missing one is not an error (a CUDA image's layers: minutes)."""
         ...
 
     def prune_builder_images(self, name: str, keep: Collection[str] = ()) -> int:
@@ -149,27 +150,4 @@ class ContainerEngine(Protocol):
         engine reads, :class:`~envkit.errors.ContainerOutputTooLarge`. Either way the container is
         stopped and removed.
         """
-        ...
-
-
-class ImageArchive(Protocol):
-    """Saves and loads images as ``docker save`` tars (the engine's archive API): what normalizing
-    a built image and ``envkit verify`` need. The build's :class:`ContainerEngine` has no save or
-    load; :class:`envkit.engine.docker_transport.DockerTransport` is the Docker adapter of both this
-    and :class:`envkit.engine.transport.ImageTransport`."""
-
-    def facts(self, image: str) -> ImageInfo | None:
-        """The image with its layer diff_ids and history length; None when it does not exist."""
-        ...
-
-    def save(self, image: str, dest: Path) -> None:
-        """``docker save image > dest``."""
-        ...
-
-    def load(self, archive: Path) -> tuple[str, ...]:
-        """``docker load < archive``; the ids of the images it held."""
-        ...
-
-    def remove(self, image: str) -> None:
-        """Remove an image by id or tag (a missing one is not an error)."""
         ...

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit._atomic import state_dir, write_text_atomic
-from envkit.engine.transport import ImageTransport, Pushed
+from envkit.engine.store import ImageStore, Pushed
 from envkit.errors import UsageError
 
 __all__ = ["check_registry", "push_image", "pushed_path", "read_pushed"]
@@ -37,12 +37,12 @@ def pushed_path(root: Path, name: str) -> Path:
 
 
 def push_image(
-    transport: ImageTransport, root: Path, name: str, image: str, image_id: str, registry: str
+    store: ImageStore, root: Path, name: str, image: str, image_id: str, registry: str
 ) -> tuple[Pushed, Path]:
     """Push ``image`` (envkit/NAME:<hash12>) as REGISTRY/envkit/NAME:<hash12>; record the digest."""
     repository = f"{check_registry(registry)}/envkit/{name}"
     tag = image.rsplit(":", 1)[-1]
-    pushed = transport.push(image, repository, tag)
+    pushed = store.push(image, repository, tag)
     path = pushed_path(root, name)
     data = {"name": name, "image": image, "image_id": image_id, "repository": repository, "tag": tag,
             "digest": pushed.digest, "ref": pushed.ref}  # fmt: skip

@@ -1,4 +1,5 @@
-"""An in-memory :class:`~envkit.engine.protocol.ContainerEngine` for unit tests (like httpx's MockTransport).
+"""An in-memory :class:`~envkit.engine.protocol.ContainerEngine` and
+:class:`~envkit.engine.store.ImageStore` for unit tests (like httpx's MockTransport).
 
 It records every call, keeps an ``images`` dict (tag -> ImageInfo), can be told
 to fail a build (``build_error``) or to be unreachable (``unavailable``), and
@@ -12,6 +13,7 @@ import hashlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from envkit.engine.protocol import (
     BUILDER_OF_LABEL,
@@ -23,10 +25,10 @@ from envkit.engine.protocol import (
     Mount,
     RunResult,
 )
-from envkit.engine.transport import Pushed
+from envkit.engine.store import Pushed
 from envkit.errors import BuildFailed, EngineError, EngineUnavailable
 
-__all__ = ["FakeBuild", "FakeEngine", "FakeRun", "FakeTransport", "failing"]
+__all__ = ["FakeBuild", "FakeEngine", "FakeImageStore", "FakeRun", "failing"]
 
 RunAnswer = RunResult | Callable[[str, Sequence[str]], RunResult]
 
@@ -127,7 +129,7 @@ class FakeEngine:
         self.dangling[read.stage_id] = ImageInfo(read.stage_id, (), stage, self.user, self.size // 2)
         self.images_by_tag[tag] = ImageInfo(read.image_id, (tag,), dict(labels), self.user, self.size)
 
-    def inspect(self, image: str) -> ImageInfo | None:
+    def inspect(self, image: str, *, history: bool = False) -> ImageInfo | None:
         self._check()
         found = self.images_by_tag.get(image)
         if found is None:
@@ -212,8 +214,9 @@ def failing(message: str = "step 2 failed", tail: Sequence[str] = ("ERROR: boom"
 
 
 @dataclass
-class FakeTransport:
-    """In memory: images are ids; a "registry" maps refs to ids; saved files hold the id."""
+class FakeImageStore:
+    """An in-memory :class:`~envkit.engine.store.ImageStore`: images are ids; a "registry" maps refs
+    to ids; saved files hold the id."""
 
     images: dict[str, str] = field(default_factory=dict)  # name or tag -> image id
     registry: dict[str, str] = field(default_factory=dict)  # repo@digest -> image id
@@ -239,8 +242,9 @@ class FakeTransport:
         image_id = self.images.get(image, image)
         path.write_text(image_id)
 
-    def load(self, path: Path) -> tuple[str, ...]:
-        image_id = path.read_text().strip()
+    def load(self, archive: Path | BinaryIO) -> tuple[str, ...]:
+        data = archive.read_bytes() if isinstance(archive, Path) else archive.read()
+        image_id = data.decode().strip()
         self.images[image_id] = image_id
         return (image_id,)
 

@@ -19,24 +19,19 @@ import hashlib
 import posixpath
 import tarfile
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO
 
 from envkit._io import NotRegular, load_json_bounded, open_regular
-from envkit.errors import FleetError
+from envkit.engine.store import ImageStore
+from envkit.errors import EngineError, FleetError
 
-__all__ = ["MAX_MEMBERS", "TarLoader", "check_image_tar", "load_checked_tar"]
+__all__ = ["MAX_MEMBERS", "check_image_tar", "load_checked_tar"]
 
 MAX_MEMBERS = 20_000  # docker save: 3-4 entries per layer
 MAX_INDEX_BYTES = 1 << 20
 MAX_CONFIG_BYTES = 16 << 20
 _HINT = "the store's copy is damaged or was replaced: rerun `envkit probe --slurm --image` to save it again"
 _NAME_KEYS = ("io.containerd.image.name", "org.opencontainers.image.ref.name")
-
-
-class TarLoader(Protocol):
-    """What loading a checked image tar needs of the transport."""
-
-    def load_from(self, data: BinaryIO, source: str) -> tuple[str, ...]: ...
 
 
 def _refuse(source: str, why: str) -> FleetError:
@@ -113,8 +108,9 @@ def _check_index(index: Any, source: str) -> None:
         raise _refuse(source, "index.json names the image (it would tag it on this node)")
 
 
-def load_checked_tar(transport: TarLoader, path: Path, image_id: str) -> None:
-    """Check the store's tar at ``path`` (:func:`check_image_tar`, owner), then load that same open file."""
+def load_checked_tar(image_store: ImageStore, path: Path, image_id: str) -> None:
+    """Check the store's tar at ``path`` (:func:`check_image_tar`, owner), then load that same open file
+    through the :class:`~envkit.engine.store.ImageStore`."""
     from envkit.store.reads import check_owned
 
     try:
@@ -127,7 +123,10 @@ def load_checked_tar(transport: TarLoader, path: Path, image_id: str) -> None:
         check_owned(path, "image tar", fd=fh.fileno())
         check_image_tar(fh, str(path), image_id)
         fh.seek(0)
-        loaded = transport.load_from(fh, str(path))
+        try:
+            loaded = image_store.load(fh)
+        except EngineError as e:  # the store names no path for an open file: this one does
+            raise FleetError(f"{path}: {e.message}", hint=e.hint) from e
     if loaded != (image_id,):
         raise FleetError(
             f"the image tar {path} loaded {', '.join(loaded) or 'nothing'}, not {image_id}", hint=_HINT

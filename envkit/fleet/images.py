@@ -17,7 +17,7 @@ from pathlib import Path
 from envkit._atomic import check_within
 from envkit.engine.protocol import ContainerEngine
 from envkit.engine.push import read_pushed
-from envkit.engine.transport import ImageTransport
+from envkit.engine.store import ImageStore
 from envkit.errors import ProbeError
 from envkit.fleet.manifest import image_tar_path
 from envkit.probe.run import resolve_image
@@ -32,7 +32,7 @@ def pushed_ref(root: Path, image: str) -> str | None:
 
 
 def image_for_fleet(
-    engine: ContainerEngine, transport: ImageTransport, image: str, store: Path, root: Path
+    engine: ContainerEngine, image_store: ImageStore, image: str, store: Path, root: Path
 ) -> dict[str, str]:
     """The manifest's ``image``: ``{"ref": REPO@sha256:…}`` or ``{"id": …, "tar": STORE/images/….tar}``."""
     if "@sha256:" in image:
@@ -50,7 +50,7 @@ def image_for_fleet(
     if not _ours(tar):
         tar.parent.mkdir(parents=True, exist_ok=True)
         check_within(tar, root)
-        transport.save(info.id, tar)
+        image_store.save(info.id, tar)
     return {"id": info.id, "tar": str(tar), "name": image}
 
 

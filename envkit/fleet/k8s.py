@@ -21,8 +21,9 @@ from typing import Any
 
 import yaml
 
+from envkit import payload
 from envkit.errors import UsageError
-from envkit.probe.runner import PAYLOAD_DIR, ProbeOptions, payload_argv
+from envkit.probe.runner import ProbeOptions, payload_argv
 
 __all__ = [
     "Emitted",
@@ -34,7 +35,7 @@ __all__ = [
     "write_manifests",
 ]
 
-PAYLOAD_MOUNT = "/opt/envkit-probe"
+PAYLOAD_MOUNT = payload.CONTAINER_PAYLOAD
 STORE_MOUNT = "/envkit-store"
 LABEL = "envkit.io"
 _DNS = re.compile(r"[^a-z0-9-]+")
@@ -61,10 +62,6 @@ def dns_name(*parts: str, limit: int = 63) -> str:
     return text[:limit].rstrip("-") or "envkit"
 
 
-def _payload_files() -> dict[str, str]:
-    return {p.name: p.read_text(encoding="utf-8") for p in sorted(PAYLOAD_DIR.glob("*.py"))}
-
-
 def _store_volume(k8s: Any, opts: K8sOptions) -> Any:
     if opts.store_claim:
         source = k8s.V1PersistentVolumeClaimVolumeSource(claim_name=opts.store_claim)
@@ -83,8 +80,8 @@ def _script(opts: K8sOptions) -> str:
     return (
         # noclobber (-C): `>` creates the temp file exclusively, never writing through a planted link
         f'set -Ceu; mkdir -p {out}; tmp={out}/.$NODE_NAME.json.tmp; rm -f "$tmp"; '
-        f"py=$(command -v python3 || command -v python); "
-        f'"$py" {PAYLOAD_MOUNT}/run.py {args} > "$tmp"; mv "$tmp" {out}/$NODE_NAME.json'
+        f"{payload.find_python()}; "
+        f'"$py" {payload.container_path("run.py")} {args} > "$tmp"; mv "$tmp" {out}/$NODE_NAME.json'
     )
 
 
@@ -161,7 +158,7 @@ def job_manifests(opts: K8sOptions) -> list[dict[str, Any]]:
             metadata=k8s.V1ObjectMeta(
                 name=config_map, namespace=opts.namespace, labels={f"{LABEL}/run": dns_name(opts.run_id)}
             ),
-            data=_payload_files(),
+            data=payload.payload_files(),
         )
     ]
     objects += [_job(k8s, opts, node, config_map) for node in opts.nodes]

@@ -12,15 +12,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from envkit import payload
 from envkit.errors import UsageError
-from envkit.probe.runner import PAYLOAD_DIR
 
 __all__ = ["CONTAINER_PAYLOAD", "TASK_SCRIPT", "enroot_uri", "pyxis_argv", "pyxis_mounts"]
 
-CONTAINER_PAYLOAD = "/opt/envkit-probe"
+CONTAINER_PAYLOAD = payload.CONTAINER_PAYLOAD
 
 # $1: the run directory; the rest: the payload's arguments. Same records as envkit.fleet.task.
-TASK_SCRIPT = r"""set -u
+TASK_SCRIPT = (
+    r"""set -u
 run=$1; shift
 node=$(printf '%s' "${SLURMD_NODENAME:-$(hostname)}" | tr -c 'A-Za-z0-9._-' '_')
 task=$node
@@ -33,9 +34,13 @@ record() {
     > "$run/.tasks/.$task.tmp" && mv -f "$run/.tasks/.$task.tmp" "$run/.tasks/$task.json"
 }
 record running ""
-py=$(command -v python3 || command -v python) || {
+"""
+    + payload.find_python()
+    + r""" || {
   record failed ', "error": "no python in the image"'; exit 3; }
-payload=${ENVKIT_PAYLOAD:-/opt/envkit-probe}/run.py
+payload="""
+    + payload.container_path("run.py", f"${{ENVKIT_PAYLOAD:-{CONTAINER_PAYLOAD}}}")
+    + r"""
 rm -f "$run/.$task.json.tmp" "$run/.tasks/$task.err"
 if "$py" "$payload" "$@" > "$run/.$task.json.tmp" 2> "$run/.tasks/$task.err"; then
   mv "$run/.$task.json.tmp" "$run/$task.json"
@@ -47,6 +52,7 @@ else
   exit 3
 fi
 """
+)
 
 
 def enroot_uri(ref: str) -> str:
@@ -67,4 +73,4 @@ def pyxis_argv(run_dir: Path, payload_args: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def pyxis_mounts(run_dir: Path) -> tuple[str, ...]:
-    return (f"{run_dir}:{run_dir}", f"{PAYLOAD_DIR}:{CONTAINER_PAYLOAD}:ro")
+    return (f"{run_dir}:{run_dir}", f"{payload.PAYLOAD_DIR}:{CONTAINER_PAYLOAD}:ro")

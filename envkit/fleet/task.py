@@ -51,16 +51,16 @@ Probe = Callable[[ProbeOptions, str], ProbeReport]
 def _image_probe(image: FleetImage, node: str) -> Probe:
     """Run in the run's image on this node's engine; make the image present first, by digest."""
     from envkit.engine.docker_api import DockerEngine
-    from envkit.engine.docker_transport import DockerTransport
+    from envkit.engine.docker_store import DockerImageStore
 
     engine = DockerEngine()
-    transport = DockerTransport(engine)
+    store = DockerImageStore(engine)
     ref = str(image.ref or image.id)
     if engine.inspect(ref) is None:
         if image.tar is not None and image.id is not None:
-            load_checked_tar(transport, image.tar, image.id)
+            load_checked_tar(store, image.tar, image.id)
         else:
-            transport.pull(ref)
+            store.pull(ref)
 
     def probe(opts: ProbeOptions, label: str) -> ProbeReport:
         return run_in_image(engine, ref, opts, label=label, host=node)

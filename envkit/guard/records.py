@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any
 
 # the probe payload's stdlib module (a script tree run in foreign interpreters, not type-checked)
-_PORTABLE = importlib.import_module("envkit.probe.payload.portable")
+_PORTABLE = importlib.import_module("envkit.payload.scripts.portable")
 
 __all__ = ["Incident", "IncidentKind", "Policy", "StepRecord", "json_clean", "json_float", "read_float"]
 

@@ -49,7 +49,7 @@ CSV_FIELDS = ("step", "loss", "grad_norm", "clipped_norm", "lr", "loss_scale", "
 
 def fingerprint() -> dict[str, Any]:
     # the probe payload's own function (stdlib; the payload is a script tree, not type-checked)
-    fp = importlib.import_module("envkit.probe.payload.fingerprint")
+    fp = importlib.import_module("envkit.payload.scripts.fingerprint")
     data: dict[str, Any] = fp.collect()
     return data
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import envkit
+from envkit import payload
 from envkit._io import load_json_bounded
 from envkit.errors import GuardError
 from envkit.guard.dump import Dump, copy_dump, read_dump
@@ -26,7 +27,7 @@ from envkit.incident.image_side import KIND, SCHEMA
 from envkit.incident.replay import ReplayVerdict, judge, side_report
 
 if TYPE_CHECKING:
-    from envkit.engine.protocol import ContainerEngine, Mount, RunResult
+    from envkit.engine.protocol import ContainerEngine
 
 __all__ = ["judge_side", "parse_side", "replay_in_image", "stage_dump"]
 
@@ -36,22 +37,19 @@ CONTAINER_DUMP = "/opt/envkit-dump"
 CONTAINER_CODE = "/opt/envkit-code"
 MAX_DEPTH = 32
 REPLAY_TIMEOUT_S = 1800  # the probe's limit: a replay runs a training step again
-SCRIPT = (
-    'cd "$1" && shift && exec "$(command -v python3 || command -v python)" -m envkit.incident.image_side "$@"'
-)
+SIDE = ("-m", "envkit.incident.image_side")  # launched by envkit.payload.run, from the code directory
 
 
 def _tail(text: str) -> str:
     return "\n".join(text.strip().splitlines()[-10:])
 
 
-def mounts_for(dump: Path, code: Path) -> list[Mount]:
-    from envkit.engine.protocol import Mount
-
+def mounts_for(dump: Path, code: Path) -> list[tuple[str, str]]:
+    """The dump, envkit's source and the code directory: (host, container), mounted read-only."""
     return [
-        Mount(str(dump.resolve()), CONTAINER_DUMP, read_only=True),
-        Mount(str(SOURCE), f"{CONTAINER_SRC}/envkit", read_only=True),
-        Mount(str(code.resolve()), CONTAINER_CODE, read_only=True),
+        (str(dump.resolve()), CONTAINER_DUMP),
+        (str(SOURCE), f"{CONTAINER_SRC}/envkit"),
+        (str(code.resolve()), CONTAINER_CODE),
     ]
 
 
@@ -99,20 +97,20 @@ def stage_dump(dump: Dump, target: Path, *, mode: int | None = None) -> Path:
     return copy_dump(dump, target, mode=mode).path
 
 
-def _run(engine: ContainerEngine, image: str, staged: Path, entry: str, code: Path) -> RunResult:
-    argv = ["sh", "-c", SCRIPT, "envkit-replay", CONTAINER_CODE, CONTAINER_DUMP, entry]
+def _run(engine: ContainerEngine, image: str, staged: Path, entry: str, code: Path) -> payload.Ran:
+    from envkit.engine.in_image import InImage
+
     env = {"PYTHONPATH": CONTAINER_SRC, "PYTHONDONTWRITEBYTECODE": "1"}
     # a replay runs the training step again: the probe's time limit, not a report's few minutes
-    return engine.run(
-        image, argv, mounts=mounts_for(staged, code), env=env, network=False, timeout_s=REPLAY_TIMEOUT_S
-    )
+    where = InImage(engine, image, env=env, network=False, timeout_s=REPLAY_TIMEOUT_S)
+    return payload.run(where, SIDE, [CONTAINER_DUMP, entry], mounts_for(staged, code), cwd=CONTAINER_CODE)
 
 
-def _judged(dump: Dump, image: str, image_id: str, result: RunResult) -> ReplayVerdict:
+def _judged(dump: Dump, image: str, image_id: str, result: payload.Ran) -> ReplayVerdict:
     where = f"in {image}"
-    if result.exit_code != 0:
+    if result.code != 0:
         raise GuardError(
-            f"the replay failed {where} (exit {result.exit_code}):\n{_tail(result.stderr)}",
+            f"the replay failed {where} (exit {result.code}):\n{_tail(result.stderr)}",
             hint="does the image have python3 and the dump's framework? is --entry importable there?",
         )
     lines = result.stdout.strip().splitlines()

@@ -10,7 +10,9 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
+from envkit import payload
 from envkit._io import load_json_bounded
+from envkit.engine.in_image import InImage
 from envkit.engine.protocol import ContainerEngine
 from envkit.errors import InventoryError
 
@@ -84,11 +86,10 @@ class ImageSource:
     def __init__(self, engine: ContainerEngine, image: str) -> None:
         self.image = image
         # python3 or python, whichever the image has (a Debian base image has only python3)
-        find = 'exec "$(command -v python3 || command -v python)" -c "$0"'
-        result = engine.run(image, ["sh", "-c", find, SCRIPT])
-        if result.exit_code != 0:
+        result = payload.run(InImage(engine, image), ("-c", SCRIPT), [])
+        if result.code != 0:
             raise InventoryError(
-                f"cannot read the environment in {image}: python exited {result.exit_code}: "
+                f"cannot read the environment in {image}: python exited {result.code}: "
                 f"{result.stderr.strip()[-300:]}",
                 hint="the image needs `python` on its PATH",
             )

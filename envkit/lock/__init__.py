@@ -3,6 +3,9 @@
 ``lock_environment`` solves (py-rattler for conda, uv for pip) and writes ``images/NAME/``:
 ``conda-lock.yml``, ``conda-<platform>.lock``, ``requirements.lock`` and a pinned
 ``environment.yml``. ``current_lock`` says whether that lock is fresh for the spec.
+The debug image's lock (``images/NAME/debug.lock.json``) is resolved here too:
+:mod:`~envkit.lock.debian` (Debian pins, the closure an image needs), :mod:`~envkit.lock.debug_lock`
+(the lock file) and :mod:`~envkit.lock.debug_tools` (the request and its resolver).
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ Both ``envkit build --offline/--pack`` and ``envkit pack`` use it; neither impor
 - :mod:`~envkit.offline.archive`: reading a pack and verifying it against the lock;
 - :mod:`~envkit.offline.packed`: the build-context entries of an offline conda build;
 - :mod:`~envkit.offline.request`, :mod:`~envkit.offline.manifest`, :mod:`~envkit.offline.fetch`:
-  what a pack must hold, its manifest, and how files are downloaded.
+  what a pack must hold, its manifest, and how files are downloaded;
+- :mod:`~envkit.offline.debs`, :mod:`~envkit.offline.debug_fetch`: the debug image's locked .deb
+  files and wheels (its lock: :mod:`envkit.lock.debug_tools`), fetched and hash-checked.
 
 Layers: below ``build`` and ``pack``, above ``render`` (see docs/design.md).
 """

@@ -1,7 +1,7 @@
 """Run the probe payload: on the host (one subprocess per framework) or inside an image.
 
-The payload (``envkit/probe/payload``) is never imported here: it runs as a script, with the
-host's Python or mounted read-only into a container through :class:`ContainerEngine`. Each
+The payload (``envkit/payload/scripts``) is never imported here: it runs as a script, with the
+host's Python or mounted read-only into a container, launched by :func:`envkit.payload.run`. Each
 framework runs in its own process, so two frameworks never share OpenMP runtimes or threads.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit import __version__, _proc
+from envkit import __version__, _proc, payload
 from envkit._io import load_json_bounded
 from envkit.errors import ProbeError, ReportError
 from envkit.probe.model import ProbeReport
@@ -26,10 +26,8 @@ from envkit.probe.report import MAX_DEPTH, report_from_json
 if TYPE_CHECKING:
     from envkit.engine.protocol import ContainerEngine
 
-__all__ = ["PAYLOAD_DIR", "ProbeOptions", "merge_parts", "payload_argv", "run_in_image", "run_on_host"]
+__all__ = ["ProbeOptions", "merge_parts", "payload_argv", "run_in_image", "run_on_host"]
 
-PAYLOAD_DIR = Path(__file__).resolve().parent / "payload"
-CONTAINER_PAYLOAD = "/opt/envkit-probe"
 FRAMEWORKS = ("torch", "paddle")
 WORKLOADS = ("rnn", "bert")
 PROBE_TIMEOUT_S = (
@@ -174,12 +172,12 @@ def run_on_host(
     opts: ProbeOptions, *, label: str, python: str | None = None, run: _proc.Runner = _proc.run
 ) -> ProbeReport:
     """Run each framework's payload in a subprocess of ``python`` (default: this interpreter)."""
-    exe = python or sys.executable
     env = {**os.environ, **thread_env(opts), **opts.env, "PYTHONDONTWRITEBYTECODE": "1"}
+    where = payload.Host(python or sys.executable, env=env, timeout_s=PROBE_TIMEOUT_S, runner=run)
 
     def execute(args: list[str]) -> tuple[int, str, str]:
-        result = run([exe, str(PAYLOAD_DIR / "run.py"), *args], env=env, check=False, timeout=PROBE_TIMEOUT_S)
-        return result.returncode, result.stdout, result.stderr
+        ran = payload.run(where, "run.py", args)
+        return ran.code, ran.stdout, ran.stderr
 
     readiness = host_has_gpu() if opts.readiness is None else opts.readiness
     report = _run_each(
@@ -213,15 +211,13 @@ def run_in_image(
         "ENVKIT_IMAGE_ID": info.id,
         "ENVKIT_IMAGE_TAGS": ",".join(info.tags),
     }
-    script = 'exec "$(command -v python3 || command -v python)" "$0" "$@"'
-    from envkit.engine.protocol import Mount
+    from envkit.engine.in_image import InImage
 
-    mounts = [Mount(str(PAYLOAD_DIR), CONTAINER_PAYLOAD, read_only=True)]
+    where = InImage(engine, image, env=env, gpus=use_gpus, timeout_s=PROBE_TIMEOUT_S)
 
     def execute(args: list[str]) -> tuple[int, str, str]:
-        argv = ["sh", "-c", script, f"{CONTAINER_PAYLOAD}/run.py", *args]
-        result = engine.run(image, argv, mounts=mounts, env=env, gpus=use_gpus, timeout_s=PROBE_TIMEOUT_S)
-        return result.exit_code, result.stdout, result.stderr
+        ran = payload.run(where, "run.py", args)
+        return ran.code, ran.stdout, ran.stderr
 
     hint = "does the image have python3? run `envkit --debug probe --image ...`"
     cuda = info.labels.get("io.envkit.cuda")

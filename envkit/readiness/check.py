@@ -1,7 +1,7 @@
 """``envkit check``: run the readiness payload (in an image or on this host) and give verdicts per target.
 
-The payload is the probe's directory (``envkit/probe/payload/ready.py``), mounted read-only into
-the image as the probe is; it needs no GPU and no network. The verdicts are pure
+The payload is ``envkit/payload/scripts/ready.py``, launched by :func:`envkit.payload.run` (in an
+image: mounted read-only, as the probe is); it needs no GPU and no network. The verdicts are pure
 (:mod:`envkit.readiness.rules`).
 """
 
@@ -14,11 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envkit import _proc
+from envkit import _proc, payload
 from envkit.catalog import Catalog
 from envkit.catalog.gpu import GpuFacts
-from envkit.errors import ProbeError, UsageError
-from envkit.probe.runner import CONTAINER_PAYLOAD, PAYLOAD_DIR
+from envkit.errors import ProbeError, SbomNotCarried, UsageError
 from envkit.readiness.facts import ReadinessFacts, parse_facts
 from envkit.readiness.packages import package_findings, walk_findings
 from envkit.readiness.requirements import requirement_findings
@@ -34,7 +33,7 @@ from envkit.readiness.rules import (
     toolkit_findings,
 )
 from envkit.readiness.targets import Target
-from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_PATH, sbom_sha256
+from envkit.sbom.carried import carried_sbom
 from envkit.sbom.readiness import with_readiness
 
 if TYPE_CHECKING:
@@ -64,20 +63,18 @@ def facts_in_image(
 ) -> ReadinessFacts:
     """Run the payload inside ``image`` (no GPU, no network), the payload directory mounted read-only;
     ``caches``: JIT cache directories inside the image to read too."""
-    from envkit.engine.protocol import Mount
+    from envkit.engine.in_image import InImage
 
     if engine.inspect(image) is None:
         raise ProbeError(f"image {image} does not exist", hint=f"build it first: `envkit build {image}`")
-    script = 'exec "$(command -v python3 || command -v python)" "$0" "$@"'
-    argv = ["sh", "-c", script, f"{CONTAINER_PAYLOAD}/ready.py", "--spec", json.dumps(gpu.payload_spec())]
+    argv = ["--spec", json.dumps(gpu.payload_spec())]
     for cache in caches:
         argv += ["--cache", cache]
-    mounts = [Mount(str(PAYLOAD_DIR), CONTAINER_PAYLOAD, read_only=True)]
-    result = engine.run(image, argv, mounts=mounts, env={"PYTHONDONTWRITEBYTECODE": "1"}, gpus=False)
-    if result.exit_code != 0:
+    result = payload.run(InImage(engine, image, env={"PYTHONDONTWRITEBYTECODE": "1"}), "ready.py", argv)
+    if result.code != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-10:])
         raise ProbeError(
-            f"the readiness payload failed in {image} (exit {result.exit_code}):\n{tail}",
+            f"the readiness payload failed in {image} (exit {result.code}):\n{tail}",
             hint="does the image have python3 (3.8 or newer)?",
         )
     return parse_facts(result.stdout, image)
@@ -97,18 +94,18 @@ def facts_on_host(
     Opening the libraries runs their constructors (the code of whoever made ``sites``): the payload
     opens each in a child with an emptied environment, a scratch directory and no network where
     ``unshare`` allows (``--sandbox``; ``facts.load_sandbox`` says what held)."""
-    argv = [python or sys.executable, str(PAYLOAD_DIR / "ready.py"), "--sandbox"]
-    argv += ["--spec", json.dumps(gpu.payload_spec())]
+    argv = ["--sandbox", "--spec", json.dumps(gpu.payload_spec())]
     for site in sites:
         argv += ["--site", site]
     for cache in caches:
         argv += ["--cache", cache]
     full_env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
-    result = run(argv, env=full_env, check=False, timeout=PAYLOAD_TIMEOUT)
-    if result.returncode != 0:
+    where = payload.Host(python or sys.executable, env=full_env, timeout_s=PAYLOAD_TIMEOUT, runner=run)
+    result = payload.run(where, "ready.py", argv)
+    if result.code != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-10:])
         raise ProbeError(
-            f"the readiness payload failed on this host (exit {result.returncode}):\n{tail}",
+            f"the readiness payload failed on this host (exit {result.code}):\n{tail}",
             hint="rerun with --debug",
         )
     return parse_facts(result.stdout, "this host")
@@ -209,32 +206,13 @@ def check(
     return CheckResult(where, facts, env, tuple(verdicts))
 
 
-MAX_SBOM_CHARS = 32 << 20  # as verify's MAX_SBOM_BYTES: a 400-package lock's SBOM is ~0.5 MB
-
-
 def readiness_sbom(engine: ContainerEngine, image: str, facts: ReadinessFacts, catalog: Catalog) -> str:
-    """The SBOM ``image`` carries (``SBOM_PATH``, checked against its ``SBOM_LABEL``) with the
-    readiness facts (:func:`fingerprint_facts`, the driver floors) added: a copy for the host."""
-    info = engine.inspect(image)
-    label = info.labels.get(SBOM_LABEL) if info is not None else None
-    if info is None or not label:
-        raise UsageError(
-            f"{image} carries no SBOM (no {SBOM_LABEL} label)",
-            hint="images of a locked spec carry one: `envkit lock NAME`, then `envkit build NAME`",
-        )
-    result = engine.run(image, ["cat", SBOM_PATH], gpus=False)
-    text = result.stdout
-    why = None
-    if result.exit_code != 0:
-        why = "unreadable"
-    elif len(text) > MAX_SBOM_CHARS:
-        why = "larger than an SBOM"
-    elif sbom_sha256(text) != label:
-        why = f"not the one its {SBOM_LABEL} label names"
-    if why is not None:
-        raise ProbeError(
-            f"the SBOM in {image} ({SBOM_PATH}) is {why}", hint="rebuild it: `envkit build NAME`"
-        )
+    """The SBOM ``image`` carries (:func:`~envkit.sbom.carried.carried_sbom`: checked against its label)
+    with the readiness facts (:func:`fingerprint_facts`, the driver floors) added: a copy for the host."""
+    try:
+        text = carried_sbom(engine, image)
+    except SbomNotCarried as e:  # no label: the image is the wrong argument; a wrong SBOM: a broken image
+        raise (ProbeError if e.labelled else UsageError)(e.message, hint=e.hint) from e
     try:
         return with_readiness(text, fingerprint_facts(facts), driver_floors(facts, catalog))
     except ValueError as e:

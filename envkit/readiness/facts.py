@@ -1,4 +1,4 @@
-"""What the readiness payload (``envkit/probe/payload/ready.py``) found, parsed once into frozen values.
+"""What the readiness payload (``envkit/payload/scripts/ready.py``) found, parsed once into frozen values.
 
 The payload ran inside an image envkit may not have built: every field is type-checked here, and
 a document of the wrong shape is a :class:`ReadinessError` naming the field, never a traceback.

@@ -13,7 +13,6 @@ files has code for no fatbin of the target.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import tarfile
 import tempfile
@@ -22,11 +21,10 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import IO, Any
 
+from envkit import payload
 from envkit.catalog.require import FRAMEWORK_DISTS, framework_runs
-from envkit.probe.runner import PAYLOAD_DIR
 from envkit.readiness.facts import LibraryScan, Owner
 from envkit.readiness.owners import is_nvidia
 from envkit.readiness.rules import Finding, carried_text, ptx_text, split_fatbins
@@ -44,17 +42,7 @@ _SO = re.compile(r"\.so(\.[0-9][0-9A-Za-z.]*)?\Z")
 _VARIANT = re.compile(r"cuda(\d{2,3})")
 
 
-def _elfscan() -> ModuleType:
-    """The payload's fatbin reader (standard library only; the one file the image runs too)."""
-    spec = importlib.util.spec_from_file_location("envkit_payload_elfscan", PAYLOAD_DIR / "elfscan.py")
-    if spec is None or spec.loader is None:  # pragma: no cover - the file ships with envkit
-        raise ImportError(f"cannot load {PAYLOAD_DIR / 'elfscan.py'}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_ELFSCAN = _elfscan()
+_ELFSCAN = payload.load("elfscan")  # the payload's fatbin reader (standard library; the image runs it too)
 
 
 @dataclass(frozen=True)

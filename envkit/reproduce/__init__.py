@@ -6,7 +6,7 @@
 - :mod:`envkit.reproduce.image_diff`: two saved images, layer by layer and file by file.
 
 ``SOURCE_DATE_EPOCH`` (derived from the lock digest) is :mod:`envkit.lock.epoch`, where the Dockerfile
-takes it; ``docker save`` / ``load`` are the engine's (:class:`envkit.engine.protocol.ImageArchive`).
+takes it; ``docker save`` / ``load`` go through the :class:`envkit.engine.store.ImageStore`.
 This package sits just above ``render`` and imports only ``lock`` and ``engine``; ``build`` and
 ``verify`` use it; ``envkit verify`` is :mod:`envkit.verify`.
 """

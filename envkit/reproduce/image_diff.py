@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envkit.engine.protocol import ImageArchive
+from envkit.engine.store import ImageStore
 from envkit.reproduce.layers import LayerEntry, iter_entries
 from envkit.reproduce.normalize import read_saved
 
@@ -144,9 +144,9 @@ class SavedImage:
 
 
 @contextmanager
-def saved_image(archive: ImageArchive, image: str, directory: Path) -> Iterator[SavedImage]:
+def saved_image(store: ImageStore, image: str, directory: Path) -> Iterator[SavedImage]:
     path = directory / f"{image.replace('/', '_').replace(':', '_')}.tar"
-    archive.save(image, path)
+    store.save(image, path)
     with tarfile.open(path, "r:") as tar:
         _, layers, config = read_saved(tar)
         diff_ids = [str(d) for d in (config.get("rootfs") or {}).get("diff_ids") or ()]

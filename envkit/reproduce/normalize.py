@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from envkit.engine.protocol import ImageArchive
+from envkit.engine.protocol import ContainerEngine
+from envkit.engine.store import ImageStore
 from envkit.errors import EngineError
 from envkit.lock.epoch import EPOCH_LABEL, LAYER_EPOCH, epoch_rfc3339
 from envkit.reproduce.layer_memo import LayerMemo, chain_ids
@@ -131,7 +132,8 @@ def normalized_config(
 
 
 def normalize_image(
-    archive: ImageArchive,
+    engine: ContainerEngine,
+    store: ImageStore,
     image: str,
     base: str,
     *,
@@ -141,14 +143,15 @@ def normalize_image(
     present: frozenset[str] = frozenset(),
     keep_original: bool = False,
 ) -> NormalizeResult:
-    """Normalize ``image`` (built ``FROM base``) and load it back as ``tag``; remove the original.
+    """Normalize ``image`` (built ``FROM base``) (saved and loaded back as ``tag``
+    through ``store``); remove the original from ``engine``.
 
     With ``memo``, a layer it knows is not rewritten; such a layer whose normalized chain ID is in
     ``present`` (the chains of the engine's images) is left out of the load archive. With
     ``keep_original`` the engine's image is left (untagged): its chain is the next build's cache."""
     start = time.monotonic()
-    facts = archive.facts(image)
-    base_facts = archive.facts(base)
+    facts = engine.inspect(image)
+    base_facts = engine.inspect(base, history=True)
     if facts is None or base_facts is None:
         missing = image if facts is None else base
         raise EngineError(f"cannot normalize {image}: {missing} is not in the engine", hint="rebuild it")
@@ -161,14 +164,14 @@ def normalize_image(
         ) from None
     if base_facts.history is None:
         raise EngineError(f"cannot normalize {image}: the engine did not count the history of {base}",
-                          hint="normalize through envkit.engine.docker_transport")  # fmt: skip
+                          hint="normalize on an engine that counts an image's history (Docker)")  # fmt: skip
     k = len(base_facts.diff_ids)
     if facts.diff_ids[:k] != base_facts.diff_ids:
         raise EngineError(f"{image} does not start with the layers of {base}",
                           hint="was the base image replaced during the build? rebuild")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="envkit-normalize-", dir=workdir) as tmp:
         saved_path, load_path = Path(tmp) / "saved.tar", Path(tmp) / "load.tar"
-        archive.save(image, saved_path)
+        store.save(image, saved_path)
         stages = {"save": time.monotonic() - start}
         with tarfile.open(saved_path, "r:") as saved, load_path.open("wb") as out:
             _, layers, config = read_saved(saved)
@@ -200,16 +203,16 @@ def normalize_image(
         stages["rewrite"] = time.monotonic() - start - sum(stages.values())
         new_id = f"sha256:{config_name}"
         if new_id != facts.id:
-            archive.load(load_path)
+            store.load(load_path)
             stages["load"] = time.monotonic() - start - sum(stages.values())
-            loaded = archive.facts(tag)
+            loaded = engine.inspect(tag)
             if loaded is None or loaded.id != new_id:
                 got = loaded.id if loaded else None
                 raise EngineError(
                     f"docker load gave {tag} the id {got}, not {new_id}", hint="retry the build"
                 )
             if not keep_original:
-                archive.remove(facts.id)
+                engine.remove(facts.id)
             stages["remove"] = time.monotonic() - start - sum(stages.values())
     seconds = round(time.monotonic() - start, 3)
     spent = {k: round(v, 3) for k, v in stages.items()}

@@ -46,19 +46,24 @@ __all__ = [
     "SBOM_LABEL",
     "SBOM_NAME",
     "SBOM_PATH",
+    "SERIAL_NAMESPACE",
     "ImageRef",
     "check_sbom",
     "conda_purl",
+    "docker_purl",
     "lock_sbom",
     "pypi_purl",
     "sbom_sha256",
     "schema_problem",
+    "schema_validator",
 ]
 
 SBOM_NAME = "sbom.cdx.json"
 SBOM_PATH = f"/opt/env/share/envkit/{SBOM_NAME}"  # inside the image
 SBOM_LABEL = "io.envkit.sbom-sha256"
-_NAMESPACE = uuid.UUID("6f1c8f2e-7d0a-4b9e-9a51-3c1f0e2d4b7a")  # envkit's: serial = uuid5(this, lock digest)
+SERIAL_NAMESPACE = uuid.UUID(
+    "6f1c8f2e-7d0a-4b9e-9a51-3c1f0e2d4b7a"
+)  # envkit's: serial = uuid5(this, lock digest)
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,8 @@ def conda_purl(package: CondaPackage) -> PackageURL:
     return PackageURL(type="conda", name=package.name, version=package.version, qualifiers=qualifiers)
 
 
-def _docker_purl(image: ImageRef) -> PackageURL | None:
+def docker_purl(image: ImageRef) -> PackageURL | None:
+    """The image as a ``pkg:docker`` purl pinned by its sha256 ID (None without one)."""
     if not image.id or not image.id.startswith("sha256:"):
         return None
     name = image.ref.split("@", 1)[0].rsplit(":", 1)[0] if "/" in image.ref or ":" in image.ref else image.ref
@@ -151,7 +157,7 @@ def lock_sbom(
     """The SBOM of image ``envkit/NAME`` built from this lock (JSON text, validated unless
     ``validate`` is false: :func:`check_sbom` later)."""
     known = licenses or {}
-    bom = Bom(serial_number=uuid.uuid5(_NAMESPACE, lock_sha256))
+    bom = Bom(serial_number=uuid.uuid5(SERIAL_NAMESPACE, lock_sha256))
     bom.metadata.timestamp = dt.datetime.fromtimestamp(epoch, tz=dt.timezone.utc)
     properties = [
         _prop("envkit:version", __version__),
@@ -171,7 +177,7 @@ def lock_sbom(
             _add(seen, _pip_component(pip, platform, known), platform)
     bom.components.add(
         Component(
-            name=base.ref, version=base.id, type=ComponentType.CONTAINER, purl=_docker_purl(base),
+            name=base.ref, version=base.id, type=ComponentType.CONTAINER, purl=docker_purl(base),
             bom_ref="base-image", properties=[_prop("envkit:role", "base-image")],
         )
     )  # fmt: skip
@@ -194,7 +200,7 @@ def check_sbom(name: str, text: str) -> None:
 
 
 @functools.cache
-def _schema_validator() -> Any:
+def schema_validator() -> Any:
     """cyclonedx-python-lib's strict CycloneDX 1.6 validator, less the ``iri``/``iri-reference`` checks.
 
     With ``jsonschema[format-nongpl]`` installed (the ``json-validation`` extra), those two formats
@@ -214,7 +220,7 @@ def _schema_validator() -> Any:
 
 def schema_problem(document: Any) -> str | None:
     """Why ``document`` (parsed JSON) is not valid CycloneDX 1.6, or None."""
-    problem = next(_schema_validator().iter_errors(document), None)
+    problem = next(schema_validator().iter_errors(document), None)
     return None if problem is None else str(problem.message)
 
 

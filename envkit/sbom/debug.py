@@ -19,7 +19,7 @@ from packageurl import PackageURL
 
 from envkit import __version__
 from envkit.lock.solver import PipPackage
-from envkit.sbom.cyclonedx import _NAMESPACE, ImageRef, _docker_purl, _schema_validator, pypi_purl
+from envkit.sbom.cyclonedx import SERIAL_NAMESPACE, ImageRef, docker_purl, pypi_purl, schema_validator
 
 __all__ = ["DebComponent", "deb_purl", "debug_sbom"]
 
@@ -90,7 +90,7 @@ def debug_sbom(
 ) -> str:
     """The debug image's CycloneDX 1.6 document (JSON text, validated)."""
     data: dict[str, Any] = json.loads(runtime_sbom)
-    data["serialNumber"] = uuid.uuid5(_NAMESPACE, "debug:" + lock_sha256).urn
+    data["serialNumber"] = uuid.uuid5(SERIAL_NAMESPACE, "debug:" + lock_sha256).urn
     meta = data.setdefault("metadata", {})
     meta["timestamp"] = dt.datetime.fromtimestamp(epoch, tz=dt.timezone.utc).isoformat()
     image = meta.setdefault("component", {"type": "container", "name": "envkit", "bom-ref": "image"})
@@ -99,7 +99,7 @@ def debug_sbom(
         *_props(version=__version__, variant="debug", debug_lock_sha256=lock_sha256),
     ]
     components = [c for c in data.get("components", []) if c.get("bom-ref") != "base-image"]
-    purl = _docker_purl(runtime)
+    purl = docker_purl(runtime)
     base: dict[str, Any] = {
         "type": "container",
         "name": runtime.ref,
@@ -122,7 +122,7 @@ def debug_sbom(
     deps.append({"ref": ref, "dependsOn": sorted(str(c["bom-ref"]) for c in data["components"])})
     data["dependencies"] = sorted(deps, key=lambda d: str(d.get("ref")))
     text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    problem = next(_schema_validator().iter_errors(json.loads(text)), None)
+    problem = next(schema_validator().iter_errors(json.loads(text)), None)
     if problem is not None:
         raise ValueError(f"the debug SBOM does not validate against CycloneDX 1.6: {problem.message}")
     return text

@@ -3,9 +3,9 @@
 Findings, never tracebacks: a missing, truncated, huge or deeply nested file, an SBOM whose
 sha256 is not the image's ``io.envkit.sbom-sha256`` label, an SBOM listing packages the lock does
 not have (or missing some it has), a provenance statement naming another image, lock or base.
-The SBOM is read once, at most :data:`MAX_SBOM_BYTES` + 1 bytes of a regular file (no link, FIFO
-or device: a sparse file of any size costs no more), hashed, and parsed from those bytes by the
-inventory reader (bounded depth, :mod:`envkit.inventory.readers_sbom`).
+The SBOM is read once, at most :data:`~envkit.sbom.carried.MAX_SBOM_BYTES` + 1 bytes of a regular
+file (no link, FIFO or device: a sparse file of any size costs no more), hashed, and parsed from
+those bytes by the inventory reader (bounded depth, :mod:`envkit.inventory.readers_sbom`).
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from envkit.inventory import parse_inventory
 from envkit.inventory.names import canonical
 from envkit.lock import LockState
 from envkit.render.dockerfile import LOCK_LABEL
+from envkit.sbom.carried import MAX_SBOM_BYTES
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME
 from envkit.sbom.provenance import materials_of, provenance_path, read_provenance
 
 __all__ = ["check_provenance", "check_sbom"]
 
 _SHOWN = 10
-MAX_SBOM_BYTES = 32 << 20  # the SBOM of a 400-package lock is ~0.5 MB
 
 
 def _lock_packages(lock: LockState) -> set[tuple[str, str, str]]:

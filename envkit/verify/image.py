@@ -20,7 +20,7 @@ from typing import Any
 
 from envkit import _proc
 from envkit.build.builder import Builder, BuildOptions, image_repo
-from envkit.engine.protocol import ImageArchive
+from envkit.engine.store import ImageStore
 from envkit.errors import EnvkitError, UsageError
 from envkit.lock.fresh import lock_state
 from envkit.render.dockerfile import LOCK_LABEL
@@ -82,18 +82,18 @@ class VerifyResult:
 
 def verify_image(
     builder: Builder,
-    archive: ImageArchive,
+    store: ImageStore,
     loaded: LoadedSpec,
     image: str,
     options: BuildOptions,
     *,
     runner: _proc.Runner = _proc.run,
 ) -> VerifyResult:
-    facts = archive.facts(image)
+    facts = builder.engine.inspect(image)
     if facts is None:
         raise UsageError(f"no image {image} in the engine", hint=f"build it: envkit build {loaded.spec.name}")
     name = loaded.spec.name
-    base = archive.facts(loaded.resolved.runtime_ref)
+    base = builder.engine.inspect(loaded.resolved.runtime_ref)
     findings = [  # before the rebuild, which writes both again
         *check_sbom(image_dir(builder.root, name), facts.labels, lock_state(builder.root, loaded)),
         *check_provenance(builder.root, name, facts.id, facts.labels, base.id if base else None),
@@ -107,8 +107,8 @@ def verify_image(
         return result
     with (
         tempfile.TemporaryDirectory(prefix="envkit-verify-") as tmp,
-        saved_image(archive, facts.id, Path(tmp)) as left,
-        saved_image(archive, built.image_id, Path(tmp)) as right,
+        saved_image(store, facts.id, Path(tmp)) as left,
+        saved_image(store, built.image_id, Path(tmp)) as right,
     ):
         diff = compare_saved(left, right)
         if shutil.which("diffoscope") is None:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from envkit.cli import main
-from envkit.probe.runner import PAYLOAD_DIR
+from envkit.payload import PAYLOAD_DIR
 
 pytestmark = [pytest.mark.slurm, pytest.mark.frameworks, pytest.mark.slow]
 

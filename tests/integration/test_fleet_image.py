@@ -20,7 +20,7 @@ import pytest
 from envkit.build.bootstrap import bootstrap_image
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
-from envkit.engine.docker_transport import DockerTransport
+from envkit.engine.docker_store import DockerImageStore
 from envkit.fleet.fanout import FleetOptions, fan_out
 from envkit.fleet.images import image_for_fleet
 from envkit.fleet.slurm import SlurmScheduler
@@ -100,7 +100,7 @@ def test_without_a_registry_the_store_carries_the_image(engine: DockerEngine, pr
     if info is None:
         pytest.skip("the push test builds the image")
     store = project / "store"
-    image = image_for_fleet(engine, DockerTransport(engine), info.id, store, project)
+    image = image_for_fleet(engine, DockerImageStore(engine), info.id, store, project)
     assert image["id"] == info.id and Path(image["tar"]).is_file()
     for tag in info.tags:
         engine.remove(tag)

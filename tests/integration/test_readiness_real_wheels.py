@@ -15,7 +15,7 @@ import pytest
 
 from envkit.catalog import load_catalog
 from envkit.catalog.gpu import load_gpu_facts
-from envkit.probe.runner import PAYLOAD_DIR
+from envkit.payload import PAYLOAD_DIR
 from envkit.readiness.check import check, facts_on_host
 from envkit.readiness.facts import ReadinessFacts
 from envkit.readiness.targets import gpu_target

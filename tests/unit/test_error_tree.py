@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "envkit"
 # Outside the tree on purpose: (module, class) -> why.
 OUTSIDE = {
     # runs inside an image with the standard library only: it cannot import envkit.errors
-    ("envkit.probe.payload.elfscan", "ElfProblem"): "payload",
+    ("envkit.payload.scripts.elfscan", "ElfProblem"): "payload",
     # a module's private signal, caught in that module
     ("envkit._json", "_Unusual"): "private",
     ("envkit.audit.osv_dir", "_Corrupt"): "private",

@@ -94,6 +94,11 @@ def test_the_tree_keeps_its_layers() -> None:
             "import envkit.probe.run",
             "envkit.verify is not allowed to import envkit.probe",
         ),
+        (
+            "payload/__init__.py",
+            "import envkit.engine.protocol",
+            "envkit.payload is not allowed to import envkit.engine",
+        ),
     ],
 )
 def test_an_upward_import_breaks_the_contract(tmp_path: Path, module: str, line: str, arrow: str) -> None:

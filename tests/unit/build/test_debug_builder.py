@@ -7,6 +7,7 @@ import copy
 import hashlib
 import io
 import json
+import re
 import tarfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,8 +24,8 @@ from envkit.engine.protocol import RunResult
 from envkit.engine.testing import FakeEngine, FakeRun
 from envkit.errors import LockError
 from envkit.lock import PipPackage, PipRequest
+from envkit.lock.debug_tools import DEBUG_LOCK, read_debug_lock
 from envkit.lock.testing import FakePipResolver
-from envkit.offline.debug_tools import DEBUG_LOCK, read_debug_lock
 from envkit.render.debug import RUNTIME_LABEL, VARIANT_LABEL
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, SBOM_PATH
 from envkit.spec.load import LoadedSpec
@@ -166,6 +167,49 @@ def test_the_lock_is_written_once_and_reused_for_the_same_runtime_image(
     assert second.lock == "fresh" and second.status == "up-to-date"
     assert sum(1 for r in engine.runs if r.argv[0] == "apt-get") == simulations  # not resolved again
     assert second.tag == first.tag
+
+
+def test_generated_text_names_the_debug_image_flag_never_bare_debug(
+    engine: FakeEngine, debug_builder: DebugBuilder, loaded: LoadedSpec, root: Path
+) -> None:
+    """``--debug`` means tracebacks: what envkit generates for the debug image says ``--debug-image``."""
+    _build(engine, debug_builder, loaded)
+    with tarfile.open(fileobj=io.BytesIO(engine.builds[1].context)) as tar:
+        files = [m for m in tar.getmembers() if m.isfile()]
+        texts = {m.name: tar.extractfile(m).read() for m in files}  # type: ignore[union-attr]
+    texts[DEBUG_LOCK] = (root / "images" / "tiny" / DEBUG_LOCK).read_bytes()
+    said = [name for name, data in texts.items() if b"--debug-image" in data]
+    assert said == ["Dockerfile"]  # its header: "regenerate with `envkit build tiny --debug-image`"
+    bare = [name for name, data in texts.items() if re.search(rb"--debug(?![-\w])", data)]
+    assert bare == []
+
+
+def test_an_interrupted_debug_build_leaves_no_tag_and_keeps_its_log(
+    engine: FakeEngine, debug_builder: DebugBuilder, loaded: LoadedSpec, root: Path
+) -> None:
+    """The debug image streams through the runtime's build loop (``envkit.build.stream``): drop-tag on
+    interrupt (the loop the debug image had of its own lacked it), log kept, builder stages pruned."""
+    from envkit.build.builder import BuildOptions
+    from envkit.engine.protocol import BuildEvent
+
+    plan = debug_builder.builder.prepare(loaded, BuildOptions(offline=True))
+    assert plan.sbom is not None
+    engine.handler = _runs({"text": plan.sbom})  # type: ignore[assignment]
+
+    def interrupt_the_debug_build(event: BuildEvent) -> None:
+        if event.step == "debug-lock":  # the runtime image is built: interrupt the next build
+            engine.interrupt_build = True
+
+    with pytest.raises(KeyboardInterrupt):
+        debug_builder.build(loaded, BuildOptions(offline=True), interrupt_the_debug_build)
+    debug_tag = engine.builds[1].tag
+    assert debug_tag.endswith("-debug") and engine.inspect(debug_tag) is None
+    assert engine.inspect(engine.builds[0].tag) is not None  # the runtime image stays
+    assert engine.pruned.count("tiny") == 2  # after each build
+    (log,) = (root / ".envkit" / "logs").glob("*-debug.log")
+    last = log.read_text().splitlines()[-2:]
+    assert last[0] == "# INTERRUPTED or engine error"
+    assert re.fullmatch(r"# removed the builder-stage images: [1-9][0-9]* bytes", last[1])
 
 
 def test_the_sbom_is_the_runtimes_plus_only_the_debug_tools(

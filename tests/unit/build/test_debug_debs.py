@@ -18,16 +18,16 @@ from envkit._proc import ProcResult
 from envkit.engine.protocol import RunResult
 from envkit.engine.testing import FakeEngine, FakeRun
 from envkit.errors import BuildFailed, EnvkitError, UsageError
-from envkit.offline.debs import (
+from envkit.lock.debian import (
     AptState,
     DebPin,
     deb_records,
-    download_debs,
     image_release,
     parse_simulation,
     simulate_install,
 )
-from envkit.offline.debug_tools import DebugRequest, ImagePython, image_python, nsys_note
+from envkit.lock.debug_tools import DebugRequest, ImagePython, image_python, nsys_note
+from envkit.offline.debs import download_debs
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "debug"
 

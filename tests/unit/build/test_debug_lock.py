@@ -21,9 +21,10 @@ import pytest
 
 from envkit._proc import ProcResult
 from envkit.errors import BuildFailed, LockError, UsageError
-from envkit.offline.debs import AptState, DebPin, deb_records, download_debs, parse_simulation
-from envkit.offline.debug_lock import DebugLock, parse_debug_lock
-from envkit.offline.debug_tools import DEBUG_LOCK, read_debug_lock
+from envkit.lock.debian import AptState, DebPin, deb_records, parse_simulation
+from envkit.lock.debug_lock import DebugLock, parse_debug_lock
+from envkit.lock.debug_tools import DEBUG_LOCK, read_debug_lock
+from envkit.offline.debs import download_debs
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "debug"
 PINS, _ = parse_simulation((DATA / "apt-simulate-bookworm.txt").read_text())

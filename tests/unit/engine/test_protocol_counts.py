@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from envkit.engine.protocol import ContainerEngine, ImageArchive
-from envkit.engine.transport import ImageTransport
+from envkit.engine.protocol import ContainerEngine
+from envkit.engine.store import ImageStore
 
 DESIGN = Path(__file__).resolve().parents[3] / "docs" / "design.md"
 NUMBERS = (
@@ -28,7 +28,7 @@ NUMBERS = (
     "eleven",
     "twelve",
 )
-PROTOCOLS = [ContainerEngine, ImageArchive, ImageTransport]
+PROTOCOLS = [ContainerEngine, ImageStore]
 
 
 def operations(protocol: type) -> set[str]:
@@ -43,12 +43,13 @@ def _listed(text: str) -> set[str]:
     return {word.strip() for word in text.replace("\n", " ").split(",")}
 
 
-def test_the_engine_docstring_counts_and_names_its_operations() -> None:
-    doc = inspect.getdoc(ContainerEngine) or ""
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.__name__)
+def test_the_docstring_counts_and_names_its_operations(protocol: type) -> None:
+    doc = inspect.getdoc(protocol) or ""
     found = re.search(r"(\w+) operations \(([^)]*)\)", doc)
-    assert found, f"ContainerEngine's docstring names no count of operations: {doc!r}"
-    assert found[1] == NUMBERS[len(operations(ContainerEngine))]
-    assert _listed(found[2]) == operations(ContainerEngine)
+    assert found, f"{protocol.__name__}'s docstring names no count of operations: {doc!r}"
+    assert found[1] == NUMBERS[len(operations(protocol))]
+    assert _listed(found[2]) == operations(protocol)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.__name__)
@@ -59,3 +60,12 @@ def test_design_md_lists_each_protocols_operations(protocol: type) -> None:
     assert _listed(found[2]) == operations(protocol), f"docs/design.md's {protocol.__name__} row is stale"
     if found[1]:
         assert found[1] == NUMBERS[len(operations(protocol))]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.__name__)
+def test_the_engine_package_docstring_names_each_protocols_operations(protocol: type) -> None:
+    import envkit.engine
+
+    found = re.search(rf"``{protocol.__name__}``: ([a-z_,\s]+)", envkit.engine.__doc__ or "")
+    assert found, f"envkit/engine/__init__.py names no operations of {protocol.__name__}"
+    assert _listed(found[1]) == operations(protocol)

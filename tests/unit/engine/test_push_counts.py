@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envkit.engine.docker_transport import push_counts
+from envkit.engine.docker_store import push_counts
 
 
 def test_pushed_layers_and_their_bytes_are_counted_the_present_ones_are_not() -> None:

@@ -19,8 +19,9 @@ from envkit.errors import UsageError
 from envkit.fleet.fanout import FleetOptions, _request
 from envkit.fleet.pyxis import TASK_SCRIPT, enroot_uri
 from envkit.fleet.slurm import batch_script
+from envkit.payload import PAYLOAD_DIR
 from envkit.probe.model import parse_report
-from envkit.probe.runner import PAYLOAD_DIR, ProbeOptions
+from envkit.probe.runner import ProbeOptions
 from envkit.store import runs
 
 DIGEST = "@sha256:" + "c" * 64

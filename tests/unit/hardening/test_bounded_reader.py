@@ -23,7 +23,7 @@ from envkit._io import NotRegular, TooLarge, read_bytes_bounded, read_text_bound
 from envkit.audit.osv_dir import OsvDirService
 from envkit.errors import AuditError, InventoryError, LockError, SpecError
 from envkit.inventory.read import read_inventory
-from envkit.offline.debug_tools import read_debug_lock
+from envkit.lock.debug_tools import read_debug_lock
 from envkit.spec.load import load_spec
 
 from .conftest import Run

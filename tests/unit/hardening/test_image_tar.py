@@ -12,11 +12,13 @@ import hashlib
 import io
 import json
 import tarfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import pytest
 
+from envkit.engine.testing import FakeImageStore
 from envkit.errors import FleetError
 from envkit.fleet.image_tar import check_image_tar, load_checked_tar
 from tests.unit.hardening.hostile import make_foreign
@@ -126,13 +128,16 @@ def test_a_config_that_is_a_link_is_refused() -> None:
         _check(data, image_id)
 
 
-class _Loader:
-    def __init__(self, answer: tuple[str, ...] | None = None) -> None:
-        self.loaded: list[bytes] = []
-        self.answer = answer
+@dataclass
+class _Loader(FakeImageStore):
+    """An image store that records the bytes it is given to load, and answers ``answer``."""
 
-    def load_from(self, data: BinaryIO, source: str) -> tuple[str, ...]:
-        self.loaded.append(data.read())
+    answer: tuple[str, ...] | None = None
+    loaded: list[bytes] = field(default_factory=list)
+
+    def load(self, archive: Path | BinaryIO) -> tuple[str, ...]:
+        assert not isinstance(archive, Path), "the open file that was checked is loaded, never the path again"
+        self.loaded.append(archive.read())
         return self.answer if self.answer is not None else (GOOD_ID,)
 
 
@@ -153,7 +158,9 @@ def test_the_same_open_file_that_was_checked_is_loaded(tmp_path: Path) -> None:
 
 def test_a_load_giving_other_images_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(FleetError, match="loaded sha256:b"):
-        load_checked_tar(_Loader(("sha256:" + "b" * 64,)), _store_tar(tmp_path, _saved(_image())), GOOD_ID)
+        load_checked_tar(
+            _Loader(answer=("sha256:" + "b" * 64,)), _store_tar(tmp_path, _saved(_image())), GOOD_ID
+        )
 
 
 @pytest.mark.parametrize("how", ["other user", "group-writable", "symlink", "fifo"])

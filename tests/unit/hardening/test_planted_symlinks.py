@@ -125,11 +125,11 @@ def test_an_exclusive_directory_never_reuses_what_is_there(tmp_path: Path, victi
     _untouched(victim)
 
 
-# -- the store's image tar (build/docker_transport.py, fleet/images.py) -----------------------
+# -- the store's image tar (engine/docker_store.py, fleet/images.py) --------------------------
 
 
 class _Api:
-    """The two Engine API calls ``DockerTransport.save`` makes, answering fixed bytes."""
+    """The Engine API call ``DockerImageStore.save`` makes, answering fixed bytes."""
 
     timeout = 60  # the client's timeout, raised while saving
 
@@ -142,10 +142,10 @@ class _Engine:
     api = _Api()
 
 
-def _transport() -> Any:
-    from envkit.engine.docker_transport import DockerTransport
+def _store() -> Any:
+    from envkit.engine.docker_store import DockerImageStore
 
-    return DockerTransport(_Engine())  # type: ignore[arg-type]
+    return DockerImageStore(_Engine())  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("planted", [".X.tar.tmp", "X.tar"])
@@ -155,7 +155,7 @@ def test_saving_an_image_tar_never_writes_through_a_planted_link(
     images = tmp_path / "store" / "images"
     images.mkdir(parents=True)
     (images / planted).symlink_to(victim)
-    _transport().save("sha256:1", images / "X.tar")
+    _store().save("sha256:1", images / "X.tar")
     _untouched(victim)
     assert (images / "X.tar").read_bytes() == b"docker save sha256:1"
 
@@ -171,12 +171,12 @@ def test_the_fleet_replaces_a_dangling_or_foreign_tar_link(tmp_path: Path, victi
     tar = images / ("3" * 24 + ".tar")
     planted = tmp_path / "outside" / "created-by-envkit"
     tar.symlink_to(planted)  # dangling: the old code resolved it and saved the image there
-    image = image_for_fleet(engine, _transport(), "demo", tmp_path / "store", tmp_path)
+    image = image_for_fleet(engine, _store(), "demo", tmp_path / "store", tmp_path)
     assert image["tar"] == str(tar.parent.resolve() / tar.name) and not Path(image["tar"]).is_symlink()
     assert not planted.exists()
     tar.unlink()
     tar.symlink_to(victim)  # a link to an existing file is not "a tar this user saved" either
-    image_for_fleet(engine, _transport(), "demo", tmp_path / "store", tmp_path)
+    image_for_fleet(engine, _store(), "demo", tmp_path / "store", tmp_path)
     _untouched(victim)
     assert tar.read_bytes() == f"docker save {info.id}".encode()
 
@@ -190,7 +190,7 @@ def test_a_store_images_directory_leading_outside_the_store_is_refused(tmp_path:
     (tmp_path / "store").mkdir()
     (tmp_path / "store" / "images").symlink_to(victim.parent)
     with pytest.raises(EnvkitError, match="outside"):
-        image_for_fleet(engine, _transport(), "demo", tmp_path / "store", tmp_path)
+        image_for_fleet(engine, _store(), "demo", tmp_path / "store", tmp_path)
     _untouched(victim)
 
 
@@ -253,15 +253,15 @@ def test_the_probe_store_writes_no_report_through_a_host_link(tmp_path: Path, vi
 
 def test_the_push_record_is_not_written_through_a_linked_envkit_dir(tmp_path: Path, victim: Path) -> None:
     from envkit.engine.push import push_image
-    from envkit.engine.testing import FakeTransport
+    from envkit.engine.testing import FakeImageStore
 
     root = tmp_path / "proj"
     root.mkdir()
     (root / ".envkit").symlink_to(victim.parent)
     image_id = "sha256:" + "1" * 64
-    transport = FakeTransport(images={"envkit/demo:0123456789ab": image_id})
+    store = FakeImageStore(images={"envkit/demo:0123456789ab": image_id})
     with pytest.raises(EnvkitError, match="outside"):
-        push_image(transport, root, "demo", "envkit/demo:0123456789ab", image_id, "127.0.0.1:5000")
+        push_image(store, root, "demo", "envkit/demo:0123456789ab", image_id, "127.0.0.1:5000")
     _untouched(victim)
 
 

@@ -17,23 +17,25 @@ import tarfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
 from envkit.build.builder import NAME_LABEL, Builder, BuildOptions
 from envkit.cli import Services, main
 from envkit.engine.protocol import ImageInfo
-from envkit.engine.testing import FakeEngine
+from envkit.engine.testing import FakeEngine, FakeImageStore
 from envkit.lock.testing import FakeCondaSolver
 from envkit.spec.load import load_spec
 from envkit.verify.image import verify_image
 from tests.unit.build.conftest import FakePip, PinResolver, fake_locker, write_spec
 
 
-class EngineArchive:
+class EngineArchive(FakeImageStore):
     """``docker save`` of a FakeEngine's images: one layer holding the image's id."""
 
     def __init__(self, engine: FakeEngine) -> None:
+        super().__init__()
         self.engine = engine
 
     def facts(self, image: str) -> ImageInfo | None:
@@ -55,7 +57,8 @@ class EngineArchive:
     def _diff_id(self, image_id: str) -> str:
         return "sha256:" + hashlib.sha256(self._layer(image_id)).hexdigest()
 
-    def save(self, image: str, dest: Path) -> None:
+    def save(self, image: str, path: Path) -> None:
+        dest = path
         facts = self.facts(image)
         assert facts is not None
         layer = self._layer(facts.id)
@@ -67,11 +70,8 @@ class EngineArchive:
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
 
-    def load(self, archive: Path) -> tuple[str, ...]:
+    def load(self, archive: Path | BinaryIO) -> tuple[str, ...]:
         raise AssertionError("verify loads nothing")
-
-    def remove(self, image: str) -> None:
-        raise AssertionError("verify removes nothing")
 
 
 @pytest.fixture
@@ -134,7 +134,7 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FakeEngine, Ca
     engine = FakeEngine()
     services = Services(
         engine_factory=lambda: engine,
-        archive_factory=lambda e: EngineArchive(engine),
+        store_factory=lambda e: EngineArchive(engine),
         solver_factory=lambda: (FakeCondaSolver(), PinResolver()),
         pip_runner=FakePip(),
     )

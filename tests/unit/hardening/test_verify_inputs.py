@@ -20,10 +20,11 @@ import pytest
 
 from envkit.errors import LockError, UsageError
 from envkit.lock.locker import MAX_LOCK_FILE_BYTES, current_lock
+from envkit.sbom.carried import MAX_SBOM_BYTES
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME
 from envkit.sbom.provenance import provenance_path, read_provenance
 from envkit.spec.load import load_spec
-from envkit.verify.attestations import MAX_SBOM_BYTES, check_provenance, check_sbom
+from envkit.verify.attestations import check_provenance, check_sbom
 from tests.unit.build.conftest import write_spec
 from tests.unit.sbom.test_sbom_attestations import IMAGE, _lock, _statement
 

@@ -19,7 +19,7 @@ from envkit.inventory.snapshot import take_snapshot
 def _run_script(prefix: Path | None):  # type: ignore[no-untyped-def]
     def handler(run: FakeRun) -> RunResult:
         assert run.argv[:2] == ("sh", "-c") and "python3" in run.argv[2] and run.network is False
-        assert run.argv[3] == SCRIPT
+        assert run.argv[3:] == ("-c", SCRIPT)  # launched by envkit.payload.run
         script = SCRIPT if prefix is None else SCRIPT.replace("Path(sys.prefix)", f"Path({str(prefix)!r})")
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
         return RunResult(done.returncode, done.stdout, done.stderr)

@@ -21,7 +21,8 @@ import pytest
 from envkit.cli import main
 from envkit.errors import FleetError
 from envkit.fleet.manifest import options_from_json, options_to_json
-from envkit.probe.runner import PAYLOAD_DIR, ProbeOptions, payload_argv, run_on_host
+from envkit.payload import PAYLOAD_DIR
+from envkit.probe.runner import ProbeOptions, payload_argv, run_on_host
 
 RNN = ProbeOptions(frameworks=("torch",), workloads=("rnn",), steps=30, threads=1, readiness=False)
 

@@ -10,8 +10,8 @@ from types import ModuleType
 
 import pytest
 
+from envkit.payload import PAYLOAD_DIR
 from envkit.probe import report, runner
-from envkit.probe.runner import PAYLOAD_DIR
 
 
 def load(name: str) -> ModuleType:

@@ -10,7 +10,8 @@ from types import ModuleType
 
 import pytest
 
-from envkit.probe.runner import PAYLOAD_DIR, ProbeOptions, run_on_host
+from envkit.payload import PAYLOAD_DIR
+from envkit.probe.runner import ProbeOptions, run_on_host
 
 
 def _load(name: str) -> ModuleType:

@@ -15,8 +15,9 @@ from envkit.comparison.pairwise import compare_reports
 from envkit.engine.protocol import RunResult
 from envkit.engine.testing import FakeEngine, FakeRun
 from envkit.errors import ProbeError
+from envkit.payload import CONTAINER_PAYLOAD
 from envkit.probe.report import load_report
-from envkit.probe.runner import CONTAINER_PAYLOAD, ProbeOptions, payload_argv, run_in_image, run_on_host
+from envkit.probe.runner import ProbeOptions, payload_argv, run_in_image, run_on_host
 from envkit.store.layout import safe_name
 from tests.unit.probe.conftest import make_report, parsed
 

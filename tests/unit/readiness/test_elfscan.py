@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envkit.probe.runner import PAYLOAD_DIR
+from envkit.payload import PAYLOAD_DIR
 from tests.unit.readiness.crafted import Entry, Library, fatbin, sm
 
 

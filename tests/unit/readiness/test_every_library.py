@@ -130,7 +130,7 @@ def _payload(name: str) -> Any:
     import importlib.util
     import sys
 
-    from envkit.probe.runner import PAYLOAD_DIR
+    from envkit.payload import PAYLOAD_DIR
 
     sys.path.insert(0, str(PAYLOAD_DIR))  # the payload's modules import each other by name
     try:

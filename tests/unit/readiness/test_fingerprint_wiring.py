@@ -15,9 +15,10 @@ from envkit.comparison.causes import likely_causes
 from envkit.engine.protocol import RunResult
 from envkit.engine.testing import FakeEngine
 from envkit.errors import ReportError
+from envkit.payload import PAYLOAD_DIR
 from envkit.probe.additions import DriverCheck
 from envkit.probe.report import report_from_json
-from envkit.probe.runner import PAYLOAD_DIR, ProbeOptions, run_in_image, run_on_host
+from envkit.probe.runner import ProbeOptions, run_in_image, run_on_host
 from envkit.readiness.check import fingerprint_facts
 from envkit.readiness.facts import parse_facts
 from tests.unit.probe.conftest import make_report

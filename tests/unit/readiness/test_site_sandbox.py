@@ -113,7 +113,7 @@ def test_help_says_site_libraries_run_on_this_host(capsys: pytest.CaptureFixture
 
 def test_inside_an_image_the_payload_opens_libraries_as_before(tmp_path: Path) -> None:
     # `check IMAGE` runs the payload without --sandbox: the container has no network already
-    from envkit.probe.runner import PAYLOAD_DIR
+    from envkit.payload import PAYLOAD_DIR
 
     argv = [sys.executable, str(PAYLOAD_DIR / "ready.py"), "--site", str(make_site(tmp_path))]
     doc = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)

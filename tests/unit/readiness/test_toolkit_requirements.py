@@ -123,7 +123,7 @@ def _in_image(tmp_path: Any, env: dict[str, str]) -> Any:
     import sys
     from pathlib import Path
 
-    from envkit.probe.runner import PAYLOAD_DIR
+    from envkit.payload import PAYLOAD_DIR
     from tests.unit.readiness.test_payload_site import make_site
 
     site = make_site(Path(tmp_path))

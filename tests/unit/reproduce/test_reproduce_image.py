@@ -1,4 +1,4 @@
-"""normalize_image and compare_saved over docker-save archives made here (no engine: a fake ImageArchive)."""
+"""normalize_image and compare_saved over docker-save archives made here (no engine: a fake ImageStore)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import io
 import json
 import tarfile
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
 from envkit.engine.protocol import ImageInfo
+from envkit.engine.testing import FakeEngine, FakeImageStore
 from envkit.errors import EngineError
 from envkit.lock.epoch import EPOCH_LABEL
 from envkit.reproduce.image_diff import compare_saved, saved_image
@@ -66,27 +68,30 @@ def _info(
     return ImageInfo(image_id, tags, labels, "", 0, diff_ids, history)
 
 
-class FakeArchive:
-    """An engine holding a base image and one built image, as docker save/load would see them."""
+class FakeArchive(FakeImageStore):
+    """An image store over an engine holding a base image and one built image, as docker save/load
+    would see them."""
 
     def __init__(self, built: bytes, diff_ids: list[str], labels: dict[str, str]) -> None:
-        self.images = {
+        super().__init__()
+        self.engine = FakeEngine()
+        self.engine.images_by_tag.update({
             "base": _info("sha256:base", (diff_ids[0],), 1, {}, ("base",)),
             "envkit/x:1": _info("sha256:built", tuple(diff_ids), 3, labels, ("envkit/x:1",)),
-        }
+        })  # fmt: skip
         self.saves = {"envkit/x:1": built}
         self.loaded: list[bytes] = []
-        self.removed: list[str] = []
         self.held: set[str] = set()  # the hex of the normalized layers loaded
 
-    def facts(self, image: str) -> ImageInfo | None:
-        return self.images.get(image)
+    @property
+    def removed(self) -> list[str]:
+        return self.engine.removed
 
-    def save(self, image: str, dest: Path) -> None:
-        dest.write_bytes(self.saves[image])
+    def save(self, image: str, path: Path) -> None:
+        path.write_bytes(self.saves[image])
 
-    def load(self, archive: Path) -> tuple[str, ...]:
-        data = archive.read_bytes()
+    def load(self, archive: Path | BinaryIO) -> tuple[str, ...]:
+        data = archive.read_bytes() if isinstance(archive, Path) else archive.read()
         self.loaded.append(data)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             entry = json.loads(tar.extractfile("manifest.json").read())[0]  # type: ignore[union-attr]
@@ -99,12 +104,10 @@ class FakeArchive:
                 assert hashlib.sha256(tar.extractfile(layer).read()).hexdigest() in layer  # type: ignore[union-attr]
                 self.held.add(layer.split("/")[0])
         new_id = "sha256:" + entry["Config"].removesuffix(".json")
-        self.images[entry["RepoTags"][0]] = _info(new_id, tuple(config["rootfs"]["diff_ids"]), 3, {}, ())
+        tag = entry["RepoTags"][0]
+        self.engine.images_by_tag[tag] = _info(new_id, tuple(config["rootfs"]["diff_ids"]), 3, {}, (tag,))
         self.saves[new_id] = _with_base(data, entry["Layers"][0])  # docker save gives every layer
         return (new_id,)
-
-    def remove(self, image: str) -> None:
-        self.removed.append(image)
 
 
 def _with_base(data: bytes, base_path: str) -> bytes:
@@ -128,7 +131,7 @@ def _normalized(now: int, content: bytes, epoch: int) -> tuple[FakeArchive, Norm
     own = _layer({"opt/env/bin/tool": content, "etc/passwd": b"envkit:x:10001\n"}, now)
     saved, diff_ids = _saved([BASE, own], f"2026-12-01T08:{now % 60:02d}:00.1234Z", labels)
     archive = FakeArchive(saved, diff_ids, labels)
-    return archive, normalize_image(archive, "envkit/x:1", "base", tag="envkit/x:1")
+    return archive, normalize_image(archive.engine, archive, "envkit/x:1", "base", tag="envkit/x:1")
 
 
 def test_a_layer_digest_follows_its_content_not_the_lock_date() -> None:
@@ -169,12 +172,13 @@ def test_the_normalized_config() -> None:
 def test_an_image_without_the_epoch_label_is_refused() -> None:
     saved, diff_ids = _saved([BASE, _layer({"f": b"x"}, 5)], "2026-12-01T00:00:00Z", {})
     with pytest.raises(EngineError, match=EPOCH_LABEL):
-        normalize_image(FakeArchive(saved, diff_ids, {}), "envkit/x:1", "base", tag="envkit/x:1")
+        archive = FakeArchive(saved, diff_ids, {})
+        normalize_image(archive.engine, archive, "envkit/x:1", "base", tag="envkit/x:1")
 
 
 def test_compare_names_the_changed_file_through_an_extra_layer(tmp_path: Path) -> None:
     archive, good = _build(1_800_000_000)
-    own = list(archive.images["envkit/x:1"].diff_ids)
+    own = list(archive.engine.images_by_tag["envkit/x:1"].diff_ids)
     with tarfile.open(fileobj=io.BytesIO(archive.saves[good])) as tar:
         layer = tar.extractfile(own[1].split(":")[1] + "/layer.tar").read()  # type: ignore[union-attr]
     commit = _layer({"opt/env/bin/tool": b"print('evil')\n"}, 1_900_000_000)  # what docker commit adds on top
@@ -204,7 +208,9 @@ def test_a_known_layer_is_not_rewritten_nor_loaded_again(tmp_path: Path) -> None
     saved, diff_ids = _saved([BASE, own], "2026-12-01T08:05:00Z", labels)
     memo_path = tmp_path / "memo.json"
     archive = FakeArchive(saved, diff_ids, labels)
-    first = normalize_image(archive, "envkit/x:1", "base", tag="envkit/x:1", memo=LayerMemo(memo_path))
+    first = normalize_image(
+        archive.engine, archive, "envkit/x:1", "base", tag="envkit/x:1", memo=LayerMemo(memo_path)
+    )
     assert first.layers_reused == 0 and first.bytes_loaded == first.layer_sizes[0]
     assert LayerMemo(memo_path).get(diff_ids[1]) == (first.diff_ids[1], first.layer_sizes[0])
 
@@ -212,7 +218,13 @@ def test_a_known_layer_is_not_rewritten_nor_loaded_again(tmp_path: Path) -> None
     again.held = set(archive.held)
     present = frozenset(chain_ids(first.diff_ids))
     second = normalize_image(
-        again, "envkit/x:1", "base", tag="envkit/x:1", memo=LayerMemo(memo_path), present=present
+        again.engine,
+        again,
+        "envkit/x:1",
+        "base",
+        tag="envkit/x:1",
+        memo=LayerMemo(memo_path),
+        present=present,
     )
     assert (second.image_id, second.diff_ids) == (first.image_id, first.diff_ids)
     assert (second.layers_reused, second.bytes_rewritten, second.bytes_loaded) == (1, 0, 0)
@@ -220,13 +232,17 @@ def test_a_known_layer_is_not_rewritten_nor_loaded_again(tmp_path: Path) -> None
         assert tar.getnames() == [f"{first.image_id.split(':')[1]}.json", "manifest.json"]
 
     elsewhere = FakeArchive(saved, diff_ids, labels)  # an engine without that chain: loaded, checked
-    third = normalize_image(elsewhere, "envkit/x:1", "base", tag="envkit/x:1", memo=LayerMemo(memo_path))
+    third = normalize_image(
+        elsewhere.engine, elsewhere, "envkit/x:1", "base", tag="envkit/x:1", memo=LayerMemo(memo_path)
+    )
     assert third.image_id == first.image_id and third.bytes_loaded == first.layer_sizes[0]
 
     memo_path.write_text(memo_path.read_text().replace(first.diff_ids[1].split(":")[1], "0" * 64))
     with pytest.raises(EngineError, match="the layer memo says sha256:0000"):
-        normalize_image(FakeArchive(saved, diff_ids, labels), "envkit/x:1", "base", tag="envkit/x:1",
-                        memo=LayerMemo(memo_path))  # fmt: skip
+        hostile = FakeArchive(saved, diff_ids, labels)
+        normalize_image(
+            hostile.engine, hostile, "envkit/x:1", "base", tag="envkit/x:1", memo=LayerMemo(memo_path)
+        )
 
 
 def test_a_layer_memo_that_is_not_one_is_ignored(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The Docker image adapter (``DockerTransport``) waits long enough for CUDA-sized images (issue 31).
+"""The Docker image store (``DockerImageStore``) and the engine's ``remove`` wait long enough for CUDA-sized
+images (issue 31).
 
 A 6 GB image built here (torch 2.15 on its CUDA 13.2 wheels) lost its normalized build because
 removing the original image took longer than the client's 60 s default on a busy disk. Saving,
@@ -16,7 +17,7 @@ import pytest
 import requests
 
 from envkit.engine.docker_api import DockerEngine
-from envkit.engine.docker_transport import DockerTransport
+from envkit.engine.docker_store import DockerImageStore
 from envkit.errors import EngineError
 
 
@@ -34,13 +35,13 @@ class RecordingClient:
             raise self.fail
 
 
-def _transport(client: Any) -> DockerTransport:
-    return DockerTransport(DockerEngine(client))
+def _store(client: Any) -> DockerImageStore:
+    return DockerImageStore(DockerEngine(client))
 
 
 def test_remove_waits_with_the_long_timeout_and_restores_the_client() -> None:
     client = RecordingClient()
-    _transport(client).remove("sha256:" + "0" * 64)
+    DockerEngine(client).remove("sha256:" + "0" * 64)
     assert client.seen and client.seen[0] >= 3600
     assert client.timeout == 60
 
@@ -55,19 +56,19 @@ def test_remove_waits_with_the_long_timeout_and_restores_the_client() -> None:
 def test_a_failed_remove_is_an_engine_error_naming_the_image(error: Exception, expected: str) -> None:
     client: Any = RecordingClient(error)
     with pytest.raises(EngineError) as info:
-        _transport(client).remove("sha256:" + "1" * 64)
+        DockerEngine(client).remove("sha256:" + "1" * 64)
     assert expected in info.value.message and "sha256:1111" in info.value.message
     assert client.timeout == 60
 
 
 def test_removing_a_missing_image_is_not_an_error() -> None:
     client = RecordingClient(docker.errors.NotFound("no such image"))
-    _transport(client).remove("sha256:" + "2" * 64)
+    DockerEngine(client).remove("sha256:" + "2" * 64)
     assert client.timeout == 60
 
 
 class ArchiveClient:
-    """The ``docker.APIClient`` calls of save, load and facts, recording the timeout of each."""
+    """The ``docker.APIClient`` calls of save, load and inspect, recording the timeout of each."""
 
     def __init__(self, loaded: list[dict[str, Any]] | None = None) -> None:
         self.timeout = 60
@@ -97,10 +98,12 @@ class ArchiveClient:
 
 def test_save_and_load_wait_with_the_long_timeout(tmp_path: Path) -> None:
     client = ArchiveClient()
-    transport = _transport(client)
-    transport.save("sha256:9", tmp_path / "x.tar")
+    store = _store(client)
+    store.save("sha256:9", tmp_path / "x.tar")
     (tmp_path / "in.tar").write_bytes(b"tar")
-    assert transport.load(tmp_path / "in.tar") == ("sha256:" + "a" * 64,)
+    assert store.load(tmp_path / "in.tar") == ("sha256:" + "a" * 64,)
+    with (tmp_path / "in.tar").open("rb") as checked:  # an open file: loaded from where it stands
+        assert store.load(checked) == ("sha256:" + "a" * 64,)
     assert (tmp_path / "x.tar").read_bytes() == b"saved sha256:9"
     assert client.seen["save"] >= 3600 and client.seen["load"] >= 3600
     assert client.timeout == 60
@@ -119,18 +122,18 @@ def test_a_load_error_in_the_stream_names_the_file_and_hints_at_the_disk(
     client = ArchiveClient([{"stream": "Loading layer"}, chunk])
     (tmp_path / "in.tar").write_bytes(b"tar")
     with pytest.raises(EngineError) as info:
-        _transport(client).load(tmp_path / "in.tar")
+        _store(client).load(tmp_path / "in.tar")
     assert "in.tar" in info.value.message and "no space left on device" in info.value.message
     assert "docker info" in (info.value.hint or "")
     assert client.timeout == 60
 
 
-def test_facts_are_the_engine_image_info_with_layers_and_history() -> None:
-    facts = _transport(ArchiveClient()).facts("z:1")
+def test_inspect_with_history_counts_it() -> None:
+    facts = DockerEngine(ArchiveClient()).inspect("z:1", history=True)
     assert facts is not None
     assert facts.id == "sha256:" + "b" * 64 and facts.tags == ("a:1", "z:1")
     assert facts.diff_ids == ("sha256:" + "1" * 64, "sha256:" + "2" * 64) and facts.history == 3
     assert dict(facts.labels) == {"k": "v"} and facts.user == "envkit" and facts.size == 7
     inspected = DockerEngine(ArchiveClient()).inspect("z:1")
     assert inspected is not None and inspected.diff_ids == facts.diff_ids and inspected.history is None
-    assert _transport(ArchiveClient()).facts("missing") is None
+    assert DockerEngine(ArchiveClient()).inspect("missing", history=True) is None

@@ -1,8 +1,9 @@
-"""The debug image's own lock: which Debian packages and wheels it adds, each pinned, and fetching them.
+"""The debug image's own lock: which Debian packages and wheels it adds, each pinned (fetched by
+:mod:`envkit.offline.debug_fetch`).
 
 ``images/NAME/debug.lock.json`` is resolved against one runtime image (its ID is in the lock): the
 Debian closure of gdb, OpenSSH and the Python debug symbols comes from ``apt-get -s`` inside that
-image (:func:`envkit.offline.debs.simulate_install`), exact versions and sha256 from the index; the
+image (:func:`envkit.lock.debian.simulate_install`), exact versions and sha256 from the index; the
 wheels (JupyterLab, ipykernel, py-spy) from ``uv pip compile --generate-hashes`` for the
 environment's Python. A lock for another runtime image, or another tool list, is resolved again.
 """
@@ -19,11 +20,9 @@ from envkit import _proc
 from envkit._io import load_json_bounded, read_text_bounded
 from envkit.engine.protocol import ContainerEngine
 from envkit.errors import EnvkitError, LockError
+from envkit.lock.debian import AptState, deb_records, simulate_install
+from envkit.lock.debug_lock import DebugLock, parse_debug_lock
 from envkit.lock.solver import PipRequest, PipResolver
-from envkit.offline.debs import AptState, deb_records, download_debs, simulate_install
-from envkit.offline.debug_lock import DebugLock, parse_debug_lock
-from envkit.offline.wheelhouse import WheelhouseRequest, fill_wheelhouse
-from envkit.render.context import ContextEntry
 
 __all__ = [
     "DEBIAN_TOOLS",
@@ -33,7 +32,6 @@ __all__ = [
     "DebugLock",
     "DebugRequest",
     "ImagePython",
-    "fetch_debug_inputs",
     "image_python",
     "read_debug_lock",
     "resolve_debug_lock",
@@ -180,15 +178,3 @@ def nsys_note(state: AptState, request: DebugRequest, run: _proc.Runner = _proc.
         "the driver's libcuda1, which the host provides at run time; mount the host's nsys instead "
         "(docs/debug.md)"
     )
-
-
-def fetch_debug_inputs(
-    lock: DebugLock, state: AptState, cache: Path, *, run: _proc.Runner = _proc.run
-) -> list[ContextEntry]:
-    """The lock's .deb files and wheels as context entries, every file checked against its sha256."""
-    entries = download_debs(state, lock.debs, cache / "debs", run)
-    if lock.wheels:
-        request = WheelhouseRequest(lock.requirements(), lock.python)
-        house = fill_wheelhouse(request, cache / "wheels", runner=run)
-        entries += house.entries("debug-wheels")
-    return entries

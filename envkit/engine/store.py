@@ -1,19 +1,20 @@
-"""Moving images between machines: push to / pull from a registry, save to / load from a file.
+"""The image store, the one door for image bytes: push to / pull from a registry, save to / load from a file.
 
 A fleet probe runs the same image on every node, by digest: ``envkit build NAME --push REGISTRY``
 pushes it and records the registry's manifest digest; without a registry the image is saved once
 into the shared store and loaded on each node, checked by its image id (the sha256 of its config).
-:class:`envkit.engine.docker_transport.DockerTransport` is the Engine API adapter;
-:class:`envkit.engine.testing.FakeTransport` serves unit tests.
+Normalizing a built image saves it and loads it back; ``envkit verify`` saves two images.
+:class:`envkit.engine.docker_store.DockerImageStore` is the Engine API adapter;
+:class:`envkit.engine.testing.FakeImageStore` serves unit tests.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
-__all__ = ["ImageTransport", "Pushed"]
+__all__ = ["ImageStore", "Pushed"]
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,8 @@ class Pushed:
         return f"{self.repository}@{self.digest}"
 
 
-class ImageTransport(Protocol):
-    """Moving images between machines: registry push and pull, save and load."""
+class ImageStore(Protocol):
+    """Image bytes in and out of the engine: four operations (push, pull, save, load)."""
 
     def push(self, image: str, repository: str, tag: str) -> Pushed:
         """Tag ``image`` as ``repository:tag`` and push it; return the digest the registry answered."""
@@ -47,6 +48,7 @@ class ImageTransport(Protocol):
         """Write ``image`` as a ``docker save`` tar to ``path``."""
         ...
 
-    def load(self, path: Path) -> tuple[str, ...]:
-        """Load a ``docker save`` tar; return the ids of the images it held."""
+    def load(self, archive: Path | BinaryIO) -> tuple[str, ...]:
+        """Load a ``docker save`` tar (a path, or an open file read from where it stands: the one that
+        was checked); return the ids of the images it held."""
         ...

@@ -1,11 +1,9 @@
-"""Push, pull, save, load and remove images through the Docker Engine API (the SDK's ``APIClient``).
+"""Save, load, push and pull images through the Docker Engine API (the SDK's ``APIClient``).
 
-:class:`DockerTransport` is the Docker adapter of both image seams:
-:class:`~envkit.engine.transport.ImageTransport` (the fleet: push, pull, save, load) and
-:class:`~envkit.engine.protocol.ImageArchive` (normalizing a built image, ``envkit verify``: facts,
-save, load, remove); save and load are written here once.
-Saving, loading and removing run with a long client timeout (a multi-GB layer is minutes without a
-byte on the socket); the client's own timeout is restored after.
+:class:`DockerImageStore` is the Docker adapter of :class:`~envkit.engine.store.ImageStore`, the one
+door for image bytes (normalizing a built image, ``envkit verify``, the fleet's image tars, pushes).
+Saving and loading run with a long client timeout (a multi-GB layer is minutes without a byte on
+the socket; :func:`envkit.engine.docker_api.patient`); the client's own timeout is restored after.
 
 Registry errors arrive inside the push/pull stream (``{"error": …}``), not as exceptions: they
 become :class:`~envkit.errors.EngineError` with the registry's words and a hint.
@@ -14,9 +12,7 @@ become :class:`~envkit.errors.EngineError` with the registry's words and a hint.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import replace
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -24,12 +20,11 @@ import docker.errors
 import requests.exceptions
 
 from envkit._atomic import atomic_writer
-from envkit.engine.docker_api import DockerEngine, image_info, translate_error
-from envkit.engine.protocol import ImageInfo
-from envkit.engine.transport import Pushed
+from envkit.engine.docker_api import DockerEngine, patient, translate_error
+from envkit.engine.store import Pushed
 from envkit.errors import EngineError
 
-__all__ = ["DockerTransport", "push_counts"]
+__all__ = ["DockerImageStore", "push_counts"]
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _REGISTRY_HINT = (
@@ -38,7 +33,6 @@ _REGISTRY_HINT = (
 )
 _LOAD_HINT = "check `docker info` (disk space) and retry"
 _CHUNK = 4 << 20
-_TIMEOUT_S = 3 * 3600  # saving, loading or removing a multi-GB image: minutes without a byte on the socket
 SDK_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
 
 
@@ -73,22 +67,11 @@ def push_counts(chunks: Iterable[dict[str, Any]]) -> tuple[int, int, int]:
     return len(done), len(present - done), sum(sent.get(layer, 0) for layer in done)
 
 
-class DockerTransport:
-    """:class:`~envkit.engine.transport.ImageTransport` and :class:`~envkit.engine.protocol.ImageArchive`
-    on the engine of a :class:`DockerEngine`."""
+class DockerImageStore:
+    """:class:`~envkit.engine.store.ImageStore` on the engine of a :class:`DockerEngine`."""
 
     def __init__(self, engine: DockerEngine) -> None:
-        self.engine = engine
         self.api = engine.api
-
-    @contextmanager
-    def _patient(self) -> Iterator[None]:
-        before = self.api.timeout
-        self.api.timeout = _TIMEOUT_S
-        try:
-            yield
-        finally:
-            self.api.timeout = before
 
     def push(self, image: str, repository: str, tag: str) -> Pushed:
         try:
@@ -115,39 +98,27 @@ class DockerTransport:
         except SDK_ERRORS as e:
             raise translate_error(e, what=f"pulling {ref}") from e
 
-    def facts(self, image: str) -> ImageInfo | None:
-        try:
-            data = self.api.inspect_image(image)
-            history = self.api.history(image)
-        except docker.errors.NotFound:
-            return None
-        except SDK_ERRORS as e:
-            raise translate_error(e, what=f"inspecting {image}") from e
-        return replace(image_info(data), history=len(history or ()))
-
-    def remove(self, image: str) -> None:
-        with self._patient():  # a CUDA image's layers (GBs) take minutes to delete on a busy disk
-            self.engine.remove(image)
-
     def save(self, image: str, path: Path) -> None:
         try:  # a fresh temp file (O_EXCL, random name) renamed over ``path``: never through a planted link
-            with self._patient(), atomic_writer(path) as out:
+            with patient(self.api), atomic_writer(path) as out:
                 for chunk in self.api.get_image(image, chunk_size=_CHUNK):
                     out.write(chunk)
         except SDK_ERRORS as e:
             raise translate_error(e, what=f"saving {image}") from e
 
-    def load(self, path: Path) -> tuple[str, ...]:
+    def load(self, archive: Path | BinaryIO) -> tuple[str, ...]:
+        if not isinstance(archive, Path):  # an open file: the one that was checked, streamed as it is
+            name = getattr(archive, "name", None)  # an int for a file opened from its descriptor
+            return self._load(archive, name if isinstance(name, str) else "the image tar")
         try:
-            with path.open("rb") as data:
-                return self.load_from(data, str(path))
+            with archive.open("rb") as data:
+                return self._load(data, str(archive))
         except SDK_ERRORS as e:
-            raise translate_error(e, what=f"loading {path}") from e
+            raise translate_error(e, what=f"loading {archive}") from e
 
-    def load_from(self, data: BinaryIO, source: str) -> tuple[str, ...]:
-        """``docker load`` from an open file (the one that was checked); the loaded image ids."""
+    def _load(self, data: BinaryIO, source: str) -> tuple[str, ...]:
         try:
-            with self._patient():
+            with patient(self.api):
                 chunks = _errors(self.api.load_image(data), f"loading {source}", _LOAD_HINT)
             ids = []
             for chunk in chunks:

@@ -29,9 +29,9 @@ from packaging.version import VERSION_PATTERN
 
 from envkit._pep503 import canonicalize_name
 from envkit.errors import LockError
+from envkit.lock.debian import DEB_NAME, DEB_VERSION, DebPin
 from envkit.lock.lockfile import parse_requirements_lock, requirements_lock
 from envkit.lock.solver import PipPackage
-from envkit.offline.debs import DEB_NAME, DEB_VERSION, DebPin
 
 __all__ = ["LOCK_KIND", "DebugLock", "parse_debug_lock"]
 
