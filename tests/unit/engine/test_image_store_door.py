@@ -31,7 +31,8 @@ NOT_IMAGES = {
     ("comparison/many.py", "reader"),  # probe reports
     ("guard/loop.py", "self.log"),  # the guard's run log
     ("guard/runlog.py", "self"),
-    ("readiness/wheels.py", "payload"),  # the readiness payload's JSON
+    ("readiness/wheels.py", "payload"),
+    ("reproduce/normalize.py", "memo"),  # the layer memo (a JSON of diff_id pairs)  # the readiness payload's JSON
 }
 
 
