@@ -32,7 +32,10 @@ NOT_IMAGES = {
     ("guard/loop.py", "self.log"),  # the guard's run log
     ("guard/runlog.py", "self"),
     ("readiness/wheels.py", "payload"),
-    ("reproduce/normalize.py", "memo"),  # the layer memo (a JSON of diff_id pairs)  # the readiness payload's JSON
+    (
+        "reproduce/normalize.py",
+        "memo",
+    ),  # the layer memo (a JSON of diff_id pairs)  # the readiness payload's JSON
 }
 
 
