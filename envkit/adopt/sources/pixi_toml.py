@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from envkit._toml import TOMLDecodeError, loads
-from envkit.init.adopted import AdoptError, Collected, shown_item
-from envkit.init.from_conda_env import conda_pin
-from envkit.init.from_requirements import add_requirement
+from envkit.adopt.evidence import AdoptError, Collected, shown_item
+from envkit.adopt.sources.conda_env import conda_pin
+from envkit.adopt.sources.requirements import add_requirement
 
 __all__ = ["is_pixi_manifest", "read_pixi_manifest"]
 

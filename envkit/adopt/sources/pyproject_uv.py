@@ -20,8 +20,8 @@ from packaging.markers import InvalidMarker, Marker
 
 from envkit._pep503 import canonicalize_name
 from envkit._toml import TOMLDecodeError, loads
-from envkit.init.adopted import AdoptError, Collected, shown_item
-from envkit.init.from_requirements import add_requirement, marker_holds
+from envkit.adopt.evidence import AdoptError, Collected, shown_item
+from envkit.adopt.sources.requirements import add_requirement, marker_holds
 
 __all__ = ["is_pep621_project", "read_pep621_project"]
 

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envkit.adopt.evidence import AdoptError, Collected, shown_item
+from envkit.adopt.python_of import minor_in
+from envkit.adopt.releases import Releases
 from envkit.catalog import FrameworkRelease
 from envkit.catalog.ngc import NgcImage
 from envkit.drift.facts import FACTS
 from envkit.errors import InventoryError
-from envkit.init.adopted import AdoptError, Collected, shown_item
-from envkit.init.python_of import minor_in
-from envkit.init.releases import Releases
 from envkit.inventory._collect import Collector
 from envkit.inventory.models import Inventory
 

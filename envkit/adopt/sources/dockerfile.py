@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envkit._safe import sensitive_name
-from envkit.init.adopted import (
+from envkit.adopt.evidence import (
     PROXY_VARIABLES,
     PROXY_WHY,
     AdoptError,
@@ -35,9 +35,9 @@ from envkit.init.adopted import (
     joined_lines,
     shown_item,
 )
-from envkit.init.from_conda_env import conda_pin
-from envkit.init.from_requirements import pip_args
-from envkit.init.shell import Command, commands
+from envkit.adopt.sources.conda_env import conda_pin
+from envkit.adopt.sources.requirements import pip_args
+from envkit.adopt.sources.shell import Command, commands
 
 __all__ = ["looks_like_dockerfile", "read_dockerfile"]
 

@@ -1,31 +1,27 @@
-"""``envkit init --from SOURCE``: the spec of an environment a team already has.
+"""The decision of ``envkit init --from``: what spec the evidence a source gave makes.
 
-:func:`plan_adoption` turns what a source says (:class:`~envkit.init.adopted.Collected`) into a
-spec: Python, CUDA and frameworks detected (:mod:`envkit.init.detect`), conda and pip pins kept
+:func:`plan_adoption` asks the catalog once (:func:`~envkit.adopt.releases.read_releases`) and
+turns what a source says (:class:`~envkit.adopt.evidence.Collected`) into a
+spec: Python, CUDA and frameworks detected (:mod:`envkit.adopt.detect`), conda and pip pins kept
 as written, channels and the PyPI mirror carried (credentials removed), the base image kept;
-every thing not carried is a :class:`~envkit.init.adopted.Lost` line with its reason. The text
-is validated exactly as ``envkit validate`` does before :func:`write_adoption` writes it, and
-an existing spec is never replaced.
+every thing not carried is a :class:`~envkit.adopt.evidence.Lost` line with its reason. The text
+is validated exactly as ``envkit validate`` does (:func:`~envkit.adopt.adoption.spec_check`)
+before anything is written.
 """
 
 from __future__ import annotations
 
 import re
-import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.version import Version
 from pydantic import ValidationError
 
-from envkit._atomic import write_text_atomic
-from envkit.catalog import Catalog, FrameworkRelease
-from envkit.errors import SpecError
-from envkit.init.adopted import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, shown_item
-from envkit.init.credentials import carry_env
-from envkit.init.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
-from envkit.init.detect import (
+from envkit.adopt.adoption import Adoption, SpecCheck, spec_check
+from envkit.adopt.credentials import carry_env
+from envkit.adopt.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
+from envkit.adopt.detect import (
     ASK,
     FRAMEWORK_CONDA,
     FRAMEWORK_PIP,
@@ -42,10 +38,12 @@ from envkit.init.detect import (
     stated_cuda,
     toolkit_cuda,
 )
-from envkit.init.gpu_builds import gpu_builds_on_cpu
-from envkit.init.hints import hinted_torch, source_facts, unpinned_on_image
-from envkit.init.python_of import choose_python, stated_python
-from envkit.init.refusals import (
+from envkit.adopt.evidence import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, shown_item
+from envkit.adopt.gpu_builds import gpu_builds_on_cpu
+from envkit.adopt.hints import hinted_torch, source_facts, unpinned_on_image
+from envkit.adopt.options import AdoptOptions
+from envkit.adopt.python_of import choose_python, stated_python
+from envkit.adopt.refusals import (
     buildable_cudas,
     refuse_ask_cuda,
     refuse_empty,
@@ -56,54 +54,16 @@ from envkit.init.refusals import (
     refuse_torch_brought_in,
     refuse_unread_environment,
 )
-from envkit.init.releases import Releases
-from envkit.init.spec_text import render
-from envkit.spec.load import SPEC_DIR, load_spec
+from envkit.adopt.releases import Releases, read_releases
+from envkit.adopt.spec_text import render
+from envkit.catalog import Catalog, FrameworkRelease
 from envkit.spec.missing_image import deleted_image, removed_cudas
 from envkit.spec.models import NAME_RE, Spec
 
-__all__ = ["Adoption", "SpecCheck", "plan_adoption", "spec_check", "write_adoption"]
-
-SpecCheck = Callable[[str, str, str], "tuple[Spec, tuple[str, ...]]"]
-"""``envkit validate`` of a spec text: (name, text, source) -> (the spec, its warnings)."""
+__all__ = ["plan_adoption"]
 
 
-@dataclass(frozen=True)
-class Adoption:
-    """The spec adopted from a source, what was detected and how, and what was not carried."""
-
-    source: str
-    kind: str
-    name: str
-    text: str  # the spec's YAML
-    spec: Spec
-    detected: dict[str, str]  # fact -> value
-    how: dict[str, str]  # fact -> where it came from
-    lost: tuple[Lost, ...]
-    notes: tuple[str, ...]
-    warnings: tuple[str, ...] = ()
-    pins: dict[str, tuple[str, ...]] = field(default_factory=dict)  # conda / pip, as written in the spec
-
-    @property
-    def relative_path(self) -> str:
-        return f"{SPEC_DIR}/{self.name}.yaml"
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "source": self.source,
-            "kind": self.kind,
-            "name": self.name,
-            "spec": self.relative_path,
-            "detected": self.detected,
-            "how": self.how,
-            "conda": list(self.pins.get("conda", ())),
-            "pip": list(self.pins.get("pip", ())),
-            "not_carried": [item.to_json() for item in self.lost],
-            "notes": list(self.notes),
-        }
-
-
-def plan_adoption(
+def _plan_with(
     found: Collected,
     releases: Releases,
     check: SpecCheck,
@@ -259,18 +219,6 @@ def _leftovers(found: Collected, frameworks: dict[str, Framework], versions: dic
                 f"has one {framework}, the {pin.installer} one ({shown_item(pin.spec)})"
             )
     return notes
-
-
-def write_adoption(root: Path, adoption: Adoption) -> Path:
-    """Write ``environments/NAME.yaml``; never over an existing file."""
-    path = root / SPEC_DIR / f"{adoption.name}.yaml"
-    if path.exists() or path.is_symlink():
-        raise AdoptError(
-            f"{adoption.relative_path} exists: envkit init --from never replaces a spec; nothing was written",
-            hint=f"choose another name with --name, or move {adoption.relative_path} away",
-        )
-    write_text_atomic(path, adoption.text, within=root)  # never through an `environments` link out of root
-    return path
 
 
 def _base_image(found: Collected) -> str | None:
@@ -486,25 +434,18 @@ def _name(name: str | None, found: Collected) -> str:
     return slug if slug and NAME_RE.match(slug) else "adopted"
 
 
-def spec_check(catalog: Catalog) -> SpecCheck:
-    """``envkit validate`` with ``catalog`` (its own entry, as for any spec): what :func:`plan_adoption`
-    runs on the text before anything is written."""
-    return lambda name, text, origin: _validate(name, text, catalog, origin)
-
-
-def _validate(name: str, text: str, catalog: Catalog, origin: str) -> tuple[Spec, tuple[str, ...]]:
-    """``envkit validate`` on the text, before anything is written."""
-    with tempfile.TemporaryDirectory(prefix="envkit-init-") as tmp:
-        path = Path(tmp) / f"{name}.yaml"
-        path.write_text(text, "utf-8")
-        try:
-            loaded = load_spec(path, catalog)
-        except SpecError as e:
-            problems = "; ".join(f"{p.field or p.line}: {p.message}" for p in e.problems[:5])
-            raise AdoptError(
-                f"the spec adopted from {shown_item(origin)} does not validate ({problems}); "
-                "nothing was written",
-                hint="this is a bug in envkit init --from when the source is sound; --cuda/--python choose "
-                "other values",
-            ) from e
-    return loaded.spec, loaded.warnings
+def plan_adoption(found: Collected, catalog: Catalog, options: AdoptOptions | None = None) -> Adoption:
+    """The adoption of what a source said: the catalog asked once (:func:`read_releases`), the plan
+    made with those answers, the spec validated as ``envkit validate`` does, on the tables that one
+    call read."""
+    options = options or AdoptOptions()
+    releases = read_releases(catalog, found.base_image)  # the walk's one entry into the catalog
+    return _plan_with(
+        found,
+        releases,
+        spec_check(releases.tables or catalog),
+        name=options.name,
+        cuda=options.cuda,
+        python=options.python,
+        keep_defaults=options.keep_defaults,
+    )

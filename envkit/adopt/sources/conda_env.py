@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from envkit._yaml import YamlProblem, load_bounded_fast
-from envkit.init.adopted import AdoptError, Collected, CondaPin, hostile, refuse
-from envkit.init.from_requirements import requirement_line
+from envkit.adopt.evidence import AdoptError, Collected, CondaPin, hostile, refuse
+from envkit.adopt.sources.requirements import requirement_line
 from envkit.inventory.readers_data import yaml_item_lines
 
 __all__ = ["conda_pin", "read_conda_env"]

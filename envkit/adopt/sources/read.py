@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from envkit._io import TooLarge, read_text_bounded
+from envkit.adopt.evidence import AdoptError, Collected
+from envkit.adopt.sources.conda_env import read_conda_env
+from envkit.adopt.sources.dockerfile import looks_like_dockerfile, read_dockerfile
+from envkit.adopt.sources.inventory import collect_inventory, host_local_installs, snapshot_inventory
+from envkit.adopt.sources.requirements import requirement_lines
 from envkit.errors import InventoryError
-from envkit.init.adopted import AdoptError, Collected
-from envkit.init.from_conda_env import read_conda_env
-from envkit.init.from_dockerfile import looks_like_dockerfile, read_dockerfile
-from envkit.init.from_inventory import collect_inventory, host_local_installs, snapshot_inventory
-from envkit.init.from_requirements import requirement_lines
 from envkit.inventory import FORMATS, Inventory, detect_format, parse_inventory
 from envkit.inventory.read import MAX_INVENTORY_BYTES
 from envkit.inventory.snapshot import EnvironmentSource, LocalSource, take_snapshot
@@ -64,7 +64,7 @@ def read_source(
 
 
 def _file(path: Path, text: str, label: str) -> tuple[Collected, Inventory | None]:
-    from envkit.init.from_requirements import MAX_TEXT_BYTES
+    from envkit.adopt.sources.requirements import MAX_TEXT_BYTES
 
     base = path.parent
     if looks_like_dockerfile(path, text):

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from envkit.init.adopted import AdoptError, Collected, shown_item
-from envkit.init.detect import ImageFacts
-from envkit.init.releases import Releases
+from envkit.adopt.detect import ImageFacts
+from envkit.adopt.evidence import AdoptError, Collected, shown_item
+from envkit.adopt.releases import Releases
 
 __all__ = [
     "buildable_cudas",

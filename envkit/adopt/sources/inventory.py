@@ -14,7 +14,7 @@ import json
 import re
 from importlib import metadata
 
-from envkit.init.adopted import Collected, CondaPin, PipPin, is_defaults
+from envkit.adopt.evidence import Collected, CondaPin, PipPin, is_defaults
 from envkit.inventory import Inventory, parse_inventory
 from envkit.inventory.models import VCS_VERSION_PREFIX, Package
 
