@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 
 from envkit._pep503 import canonicalize_name
-from envkit.adopt.detect import FRAMEWORK_CONDA, FRAMEWORK_PIP
 from envkit.adopt.evidence import Collected, CondaPin, Lost, is_defaults, shown_item, without_credentials
+from envkit.adopt.facts import FRAMEWORK_CONDA, FRAMEWORK_PIP
 from envkit.adopt.releases import Releases
 from envkit.spec.models import Spec
 

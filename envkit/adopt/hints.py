@@ -9,8 +9,9 @@ import re
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envkit.adopt.detect import Framework, ImageFacts, index_flavour, release_in, stated_cuda
+from envkit.adopt.detect import ImageFacts, release_in
 from envkit.adopt.evidence import Collected, shown_item
+from envkit.adopt.facts import Framework, index_flavour, stated_cuda
 from envkit.adopt.python_of import python_statement
 from envkit.adopt.wheel_names import TorchHint
 from envkit.spec.provenance import SourceFact

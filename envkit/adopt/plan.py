@@ -21,24 +21,19 @@ from pydantic import ValidationError
 from envkit.adopt.adoption import Adoption, SpecCheck, spec_check
 from envkit.adopt.credentials import carry_env
 from envkit.adopt.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
-from envkit.adopt.detect import (
-    ASK,
+from envkit.adopt.detect import ASK, ImageFacts, cuda_evidence, image_facts, older_than_catalog, release_in
+from envkit.adopt.evidence import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, shown_item
+from envkit.adopt.facts import (
     FRAMEWORK_CONDA,
     FRAMEWORK_PIP,
     Framework,
-    ImageFacts,
     cpu_paddle_beside_cuda_torch,
-    cuda_evidence,
     detect_frameworks,
     facts_inventory,
-    image_facts,
     index_flavour,
-    older_than_catalog,
-    release_in,
     stated_cuda,
     toolkit_cuda,
 )
-from envkit.adopt.evidence import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, shown_item
 from envkit.adopt.gpu_builds import gpu_builds_on_cpu
 from envkit.adopt.hints import hinted_torch, source_facts, unpinned_on_image
 from envkit.adopt.options import AdoptOptions

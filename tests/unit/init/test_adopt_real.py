@@ -12,8 +12,8 @@ import pytest
 
 from envkit.adopt import AdoptOptions, plan_adoption
 from envkit.adopt.adoption import Adoption
-from envkit.adopt.detect import FRAMEWORK_CONDA, FRAMEWORK_PIP
 from envkit.adopt.evidence import AdoptError, Collected
+from envkit.adopt.facts import FRAMEWORK_CONDA, FRAMEWORK_PIP
 from envkit.adopt.sources.read import read_source
 from envkit.catalog import load_catalog
 from envkit.cli import main
