@@ -27,10 +27,12 @@ from envkit.adopt.evidence import AdoptError, Collected
 from envkit.adopt.nightly import refuse_nightly
 from envkit.adopt.options import AdoptOptions
 from envkit.adopt.sources import (
+    Read,
+    SourceText,
     is_pep621_project,
     is_pixi_manifest,
-    read_pep621_project,
-    read_pixi_manifest,
+    read_pixi_toml,
+    read_pyproject_uv,
     read_source,
 )
 from envkit.adopt.sources.requirements import MAX_TEXT_BYTES
@@ -59,7 +61,7 @@ __all__ = [
 ]
 
 
-def read_evidence(source: str, options: AdoptOptions | None = None) -> tuple[Collected, Inventory | None]:
+def read_evidence(source: str, options: AdoptOptions | None = None) -> Read:
     """What the source says (a pixi manifest read here, every other kind by :func:`read_source`),
     and its inventory when ``envkit diff`` reads it; a ROCm/Ascend/XPU stack refused (exit 2)."""
     options = options or AdoptOptions()
@@ -70,14 +72,15 @@ def read_evidence(source: str, options: AdoptOptions | None = None) -> tuple[Col
     return found, inventory
 
 
-def _read(source: str, options: AdoptOptions) -> tuple[Collected, Inventory | None]:
+def _read(source: str, options: AdoptOptions) -> Read:
     path = Path(source)
     if path.name in ("pixi.toml", "pyproject.toml") and path.is_file():
         text = read_text_bounded(path, MAX_TEXT_BYTES)
+        manifest = SourceText(path, text, source, environment=options.environment)
         if is_pixi_manifest(path.name, text):
-            return read_pixi_manifest(text, source, environment=options.environment), None
+            return read_pixi_toml(manifest)
         if is_pep621_project(path.name, text) and not options.environment:
-            return read_pep621_project(text, source), None
+            return read_pyproject_uv(manifest)
     if options.environment:
         raise AdoptError(
             f"--environment {options.environment}: {source} has no environments (a pixi manifest has)",

@@ -36,7 +36,8 @@ from envkit.adopt.evidence import (
     shown_item,
 )
 from envkit.adopt.sources.conda_env import conda_pin
-from envkit.adopt.sources.requirements import pip_args
+from envkit.adopt.sources.reader import Read, SourceText, bounded
+from envkit.adopt.sources.requirements import MAX_TEXT_BYTES, pip_args
 from envkit.adopt.sources.shell import Command, commands
 
 __all__ = ["looks_like_dockerfile", "read_dockerfile"]
@@ -180,7 +181,15 @@ def _strip_pattern(value: str, op: str, pattern: str) -> str:
     return value
 
 
-def read_dockerfile(text: str, found: Collected, *, label: str, context: Path | None = None) -> None:
+def read_dockerfile(source: SourceText) -> Read:
+    """A Dockerfile: what its stages install on the base image (no inventory: it is no listing)."""
+    bounded(source, MAX_TEXT_BYTES)
+    found = Collected(source.label, "dockerfile")
+    _collect(source.text, found, label=source.label, context=source.path.parent)
+    return found, None
+
+
+def _collect(text: str, found: Collected, *, label: str, context: Path | None = None) -> None:
     """``context``: the build context (the Dockerfile's folder), where relative ``-r`` files are read."""
     budget = Budget()
     stages, args = _stages(text, found, label=label, budget=budget)

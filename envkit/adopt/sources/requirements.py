@@ -23,6 +23,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from envkit._io import TooLarge, open_regular, read_limited
 from envkit._pep503 import canonicalize_name
 from envkit.adopt.evidence import AdoptError, Collected, PipPin, hostile, joined_lines, refuse, shown_item
+from envkit.adopt.sources.reader import Read, SourceText, bounded, diff_inventory
 from envkit.adopt.wheel_names import framework_wheel, torch_hint
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "confined",
     "marker_holds",
     "pip_args",
+    "read_requirements",
     "read_requirements_file",
     "requirement_line",
     "requirement_lines",
@@ -106,6 +108,14 @@ _RANGED_LOCAL = re.compile(
     r"\+(?P<local>[A-Za-z0-9.]+)[ \t]*\Z"
 )
 _FRAMEWORK_NAMES = {"torch", "paddlepaddle", "paddlepaddle-gpu"}
+
+
+def read_requirements(source: SourceText) -> Read:
+    """A requirements file, ``pip freeze`` or ``pip list``: its lines, and its ``envkit diff`` listing."""
+    bounded(source, MAX_TEXT_BYTES)
+    found = Collected(source.label, "requirements")
+    requirement_lines(source.text, found, label=source.label, base=source.path.parent)
+    return found, diff_inventory(source)
 
 
 def read_requirements_file(
