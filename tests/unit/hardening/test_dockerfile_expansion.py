@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.adopt.sources.dockerfile import MAX_EXPANDED, MAX_EXPANDED_TOTAL
+from envkit.adopt.sources.dockerfile_expand import MAX_EXPANDED, MAX_EXPANDED_TOTAL
 from envkit.cli import main
 
 REPO = Path(__file__).resolve().parents[3]

@@ -14,7 +14,7 @@ from envkit.adopt.adoption import Adoption
 from envkit.adopt.detect import image_facts
 from envkit.adopt.evidence import AdoptError, Collected
 from envkit.adopt.releases import read_releases
-from envkit.adopt.sources.dockerfile import expand
+from envkit.adopt.sources.dockerfile_expand import expand
 from envkit.catalog import load_catalog
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "init" / "dockerfile"
