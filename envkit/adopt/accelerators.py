@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from envkit.init.adopted import AdoptError, Collected, CondaPin, PipPin, shown_item
+from envkit.adopt.evidence import AdoptError, Collected, CondaPin, PipPin, shown_item
 
 __all__ = ["Accelerator", "other_accelerators", "refuse_other_accelerators"]
 

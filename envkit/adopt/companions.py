@@ -7,8 +7,8 @@ it would carry one of the two pins and drop the other's meaning. Releases the ta
 
 from __future__ import annotations
 
+from envkit.adopt.evidence import AdoptError, Collected, PipPin, shown_item
 from envkit.drift.rules import load_rules
-from envkit.init.adopted import AdoptError, Collected, PipPin, shown_item
 
 __all__ = ["companion_conflicts", "refuse_mismatched_companions"]
 

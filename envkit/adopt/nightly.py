@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from envkit.init.adopted import AdoptError, Collected, CondaPin, PipPin, shown_item
+from envkit.adopt.evidence import AdoptError, Collected, CondaPin, PipPin, shown_item
 
 __all__ = ["nightly_evidence", "refuse_nightly"]
 

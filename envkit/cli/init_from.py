@@ -1,19 +1,19 @@
-"""``envkit init --from SOURCE``: adopt an environment a team already has (see :mod:`envkit.init.adopt`)."""
+"""``envkit init --from SOURCE``: adopt an environment a team already has (see :mod:`envkit.adopt.plan`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from envkit.adopt import AdoptOptions, adopt
+from envkit.adopt.adoption import Adoption
 from envkit.catalog import load_catalog
 from envkit.cli._app import project_root, services, working
 from envkit.errors import EnvkitError
-from envkit.init.adopt import Adoption
 from envkit.inventory.snapshot import EnvironmentSource
 from envkit.result import CommandResult
 
 if TYPE_CHECKING:
-    from envkit.init.adopt_lock import LockComparison
+    from envkit.adopt.compare_lock import LockComparison
 
 __all__ = ["adopt_command"]
 
@@ -43,7 +43,7 @@ def adopt_command(
     data: dict[str, object] = adoption.to_json()
     comparison: LockComparison | None = None
     if lock:
-        from envkit.init.adopt_lock import lock_and_compare  # the solvers load only when asked for
+        from envkit.adopt.compare_lock import lock_and_compare  # the solvers load only when asked for
 
         try:
             with working(f"locking {adoption.name}"):

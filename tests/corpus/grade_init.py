@@ -41,9 +41,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envkit.adopt import adopt
+from envkit.adopt.adoption import Adoption
 from envkit.catalog import Catalog, load_catalog
 from envkit.errors import EnvkitError
-from envkit.init.adopt import Adoption
 from envkit.render.conda_env import environment_yml, requirements_txt
 from envkit.render.pip import pip_lines
 from envkit.spec.load import load_spec

@@ -1,8 +1,9 @@
 """The layer contract (``lint-imports``, pyproject.toml ``[tool.importlinter]``) holds and bites.
 
 The real tree keeps every contract; a copy with one upward import (the engine importing the
-build stage, probe importing fleet) breaks the layers contract and ``lint-imports`` exits non-zero
-naming the arrow, so a change that makes an arrow run up fails ``make lint``.
+build stage, probe importing fleet; init --from's readers importing the catalog or its plan)
+breaks a contract and ``lint-imports`` exits non-zero naming the arrow, so a change that makes an
+arrow run up fails ``make lint``.
 """
 
 from __future__ import annotations
@@ -99,6 +100,17 @@ def test_the_tree_keeps_its_layers() -> None:
             "import envkit.engine.protocol",
             "envkit.payload is not allowed to import envkit.engine",
         ),
+        (  # init --from reads the source without the catalog, and before the plan
+            "adopt/sources/requirements.py",
+            "import envkit.catalog",
+            "envkit.adopt.sources is not allowed to import envkit.catalog",
+        ),
+        (
+            "adopt/facts.py",
+            "import envkit.adopt.releases",
+            "envkit.adopt.facts is not allowed to import envkit.adopt.releases",
+        ),
+        ("init/starter.py", "import envkit.adopt.plan", "envkit.init is not allowed to import envkit.adopt"),
     ],
 )
 def test_an_upward_import_breaks_the_contract(tmp_path: Path, module: str, line: str, arrow: str) -> None:

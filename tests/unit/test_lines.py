@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envkit._lines import logical_lines
-from envkit.init.adopted import joined_lines
+from envkit.adopt.evidence import joined_lines
 from envkit.inventory import parse_inventory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def test_the_requirements_reader_keeps_a_pin_after_a_commented_backslash() -> No
 
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
 def test_init_from_reads_the_same_lines(path: Path) -> None:
-    """``init --from``'s joiner (``envkit.init.adopted.joined_lines``) gives the same logical lines: it can
+    """``init --from``'s joiner (``envkit.adopt.evidence.joined_lines``) gives the same logical lines: it can
     become this one."""
     text = path.read_text("utf-8")
     assert list(joined_lines(text)) == list(logical_lines(text, drop_comments=True))

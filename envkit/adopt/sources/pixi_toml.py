@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from envkit._toml import TOMLDecodeError, loads
-from envkit.init.adopted import AdoptError, Collected, shown_item
-from envkit.init.from_conda_env import conda_pin
-from envkit.init.from_requirements import add_requirement
+from envkit.adopt.evidence import AdoptError, Collected, shown_item
+from envkit.adopt.sources.conda_env import conda_pin
+from envkit.adopt.sources.reader import Read, SourceText
+from envkit.adopt.sources.requirements import add_requirement
 
-__all__ = ["is_pixi_manifest", "read_pixi_manifest"]
+__all__ = ["is_pixi_manifest", "read_pixi_manifest", "read_pixi_toml"]
 
 
 def is_pixi_manifest(name: str, text: str) -> bool:
@@ -30,6 +31,12 @@ def is_pixi_manifest(name: str, text: str) -> bool:
 def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = data.get(key)
     return value if isinstance(value, Mapping) else {}
+
+
+def read_pixi_toml(source: SourceText) -> Read:
+    """A pixi manifest (``pixi.toml``, or ``pyproject.toml`` with ``[tool.pixi]``): the environment
+    ``source.environment`` names, or the default one (no inventory: a manifest is no listing)."""
+    return read_pixi_manifest(source.text, source.label, environment=source.environment), None
 
 
 def read_pixi_manifest(text: str, label: str, *, environment: str | None = None) -> Collected:

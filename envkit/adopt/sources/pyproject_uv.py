@@ -20,10 +20,11 @@ from packaging.markers import InvalidMarker, Marker
 
 from envkit._pep503 import canonicalize_name
 from envkit._toml import TOMLDecodeError, loads
-from envkit.init.adopted import AdoptError, Collected, shown_item
-from envkit.init.from_requirements import add_requirement, marker_holds
+from envkit.adopt.evidence import AdoptError, Collected, shown_item
+from envkit.adopt.sources.reader import Read, SourceText
+from envkit.adopt.sources.requirements import add_requirement, marker_holds
 
-__all__ = ["is_pep621_project", "read_pep621_project"]
+__all__ = ["is_pep621_project", "read_pep621_project", "read_pyproject_uv"]
 
 
 def is_pep621_project(name: str, text: str) -> bool:
@@ -35,6 +36,11 @@ def is_pep621_project(name: str, text: str) -> bool:
 def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = data.get(key)
     return value if isinstance(value, Mapping) else {}
+
+
+def read_pyproject_uv(source: SourceText) -> Read:
+    """A ``pyproject.toml`` ``[project]`` as ``uv sync`` installs it on Linux (no inventory)."""
+    return read_pep621_project(source.text, source.label), None
 
 
 def read_pep621_project(text: str, label: str) -> Collected:

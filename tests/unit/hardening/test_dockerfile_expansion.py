@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from envkit.adopt.sources.dockerfile_expand import MAX_EXPANDED, MAX_EXPANDED_TOTAL
 from envkit.cli import main
-from envkit.init.from_dockerfile import MAX_EXPANDED, MAX_EXPANDED_TOTAL
 
 REPO = Path(__file__).resolve().parents[3]
 CAP = 512 * 1024 * 1024  # the address space the hostile run gets: the RSS bound

@@ -39,10 +39,10 @@ LINE_PARSERS = {
     "envkit.spec.check._CONDA_PIN",
     # `envkit init --from` readers: their input lines were refused before when they hold a newline
     # or a control character (init.adopted.hostile), and whitespace separates their fields
-    "envkit.init.from_conda_env._EXACT",
-    "envkit.init.from_conda_env._SPEC",
-    "envkit.init.from_dockerfile._INSTRUCTION",  # DOTALL: a joined multi-line instruction
-    "envkit.init.from_requirements._URL_LINE",  # a classifier (prefix OR suffix), not a validator
+    "envkit.adopt.sources.conda_env._EXACT",
+    "envkit.adopt.sources.conda_env._SPEC",
+    "envkit.adopt.sources.dockerfile._INSTRUCTION",  # DOTALL: a joined multi-line instruction
+    "envkit.adopt.sources.requirements._URL_LINE",  # a classifier (prefix OR suffix), not a validator
 }
 
 
@@ -113,7 +113,7 @@ def test_no_pattern_ends_in_a_bare_dollar() -> None:
 
 # Deny-lists: they say what to hide (a secret query parameter); matching a trailing newline too is
 # the safe side, so their ``\s*\Z`` is deliberate.
-DENY_LISTS = {"envkit.init.adopted._SECRET_QUERY"}
+DENY_LISTS = {"envkit.adopt.evidence._SECRET_QUERY"}
 
 
 @pytest.mark.parametrize("name", sorted(set(END_ANCHORED) - LINE_PARSERS - DENY_LISTS))

@@ -1,7 +1,7 @@
 """The walk of ``envkit init --from`` enters the catalog once (issue 45).
 
 The walk asks the catalog in one call, :func:`envkit.adopt.releases.read_releases`, which reads
-each of its tables once and passes typed answers (:class:`envkit.init.releases.Releases`) down;
+each of its tables once and passes typed answers (:class:`envkit.adopt.releases.Releases`) down;
 the written spec is validated as ``envkit validate`` does (:func:`envkit.spec.load.load_spec`) on
 those tables (``Releases.tables``), not on the catalog again. A catalog that records who reads it
 shows it: before, planning read it 26 times from 4 modules (adopt, decide, python_of, refusals) for
@@ -76,8 +76,8 @@ def test_the_walk_of_init_from_enters_the_catalog_once(
         checked.append(catalog)
         return real_load(path, catalog, **kwargs)
 
-    monkeypatch.setattr("envkit.adopt.read_releases", read_releases)  # where the use case calls them
-    monkeypatch.setattr("envkit.init.adopt.load_spec", load_spec)
+    monkeypatch.setattr("envkit.adopt.plan.read_releases", read_releases)  # where the plan calls it
+    monkeypatch.setattr("envkit.adopt.adoption.load_spec", load_spec)
     catalog = _Recording(load_catalog())
     adopt(str(source), tmp_path, catalog=catalog)  # type: ignore[arg-type]
     assert catalog.outside == []  # nothing of the walk reads the catalog outside read_releases

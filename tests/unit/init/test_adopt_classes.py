@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from envkit.adopt import AdoptOptions, plan, read_evidence
+from envkit.adopt import AdoptOptions, plan_adoption, read_evidence
+from envkit.adopt.adoption import Adoption, write_adoption
+from envkit.adopt.evidence import AdoptError
+from envkit.adopt.sources.read import read_source
 from envkit.catalog import load_catalog
 from envkit.errors import SpecError
-from envkit.init.adopt import Adoption, write_adoption
-from envkit.init.adopted import AdoptError
-from envkit.init.from_source import read_source
 from envkit.spec.load import load_spec
 from tests.corpus._record import LEVELS, records
 from tests.corpus.grade_init import grade_one
@@ -25,7 +25,7 @@ def adopt(tmp_path: Path, name: str, text: str, **options: str) -> Adoption:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     found, _ = read_source(str(path))
-    return plan(found, CATALOG, AdoptOptions(**options))  # type: ignore[arg-type]
+    return plan_adoption(found, CATALOG, AdoptOptions(**options))  # type: ignore[arg-type]
 
 
 def refused(tmp_path: Path, name: str, text: str, **options: str) -> AdoptError:
@@ -324,7 +324,7 @@ def test_following_each_cuda_hint_of_the_corpus_gives_a_spec_validate_accepts(tm
     for record in records("init"):
         try:
             found, _ = read_evidence(str(record.path))
-            plan(found, CATALOG)
+            plan_adoption(found, CATALOG)
             continue
         except AdoptError as e:
             hint = e.hint or ""
@@ -333,7 +333,7 @@ def test_following_each_cuda_hint_of_the_corpus_gives_a_spec_validate_accepts(tm
         python = pythons[1] if pythons else None
         for cuda in (c.strip() for c in (choices[1].split(",") if choices else ())):
             try:
-                a = plan(found, CATALOG, AdoptOptions(cuda=cuda, python=python, name=f"h{followed}"))
+                a = plan_adoption(found, CATALOG, AdoptOptions(cuda=cuda, python=python, name=f"h{followed}"))
             except AdoptError as e:  # another reason may remain (Python): never the CUDA offered
                 assert f"CUDA {cuda}" not in e.message, (record.path.name, cuda, e.message)
                 continue

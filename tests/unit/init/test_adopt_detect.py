@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from envkit.adopt import AdoptOptions, plan
+from envkit.adopt import AdoptOptions, plan_adoption
+from envkit.adopt.adoption import Adoption
+from envkit.adopt.detect import image_facts
+from envkit.adopt.evidence import AdoptError
 from envkit.adopt.releases import read_releases
+from envkit.adopt.sources.read import read_source
 from envkit.catalog import load_catalog
-from envkit.init.adopt import Adoption
-from envkit.init.adopted import AdoptError
-from envkit.init.detect import image_facts
-from envkit.init.from_source import read_source
 
 PADDLE_CU126 = "https://www.paddlepaddle.org.cn/packages/stable/cu126/"
 
@@ -24,7 +24,7 @@ def adopt(
     path = tmp_path / name
     path.write_text(text)
     found, _ = read_source(str(path))
-    return plan(found, load_catalog(), AdoptOptions(cuda=cuda, python=python))
+    return plan_adoption(found, load_catalog(), AdoptOptions(cuda=cuda, python=python))
 
 
 @pytest.mark.parametrize(
@@ -146,7 +146,7 @@ def test_an_unread_file_beside_a_package_built_on_the_framework_is_refused(tmp_p
     pinned, torch in an unread `-r requirements_cuda.txt`: was "no framework, cpu" with exit 0."""
     found, _ = read_source(str(CORPUS_ENV / "pathml-environment_cuda.yml"))
     with pytest.raises(AdoptError, match=r"torch-geometric==2\.3\.1 is built on it"):
-        plan(found, load_catalog())
+        plan_adoption(found, load_catalog())
     body = "dependencies:\n  - python=3.10\n  - pip:\n    - -r more.txt\n    - torchvision\n"
     text = "channels:\n  - pytorch\n" + body
     with pytest.raises(AdoptError, match=r"more\.txt"):
@@ -165,7 +165,7 @@ def test_any_version_of_a_conda_build_is_any_release(tmp_path: Path, spec: str) 
     a = adopt(tmp_path, "environment.yml", text + "  - pytorch-cuda=11.8\n")
     assert (a.detected["torch"], a.detected["cuda"], a.detected["python"]) == ("2.5.1", "11.8", "3.10")
     found, _ = read_source(str(CORPUS_ENV / "cellstream-environment_cuda.yml"))
-    assert plan(found, load_catalog()).detected["torch"] == "2.5.1"
+    assert plan_adoption(found, load_catalog()).detected["torch"] == "2.5.1"
 
 
 CORPUS_REQ = CORPUS_ENV.parent / "requirements"
@@ -235,7 +235,7 @@ def test_a_venv_copied_from_a_build_stage_is_the_final_images(tmp_path: Path, ve
     a = adopt(tmp_path, "Dockerfile", _BUILD.format(venv=venv) + copy + "\n")
     assert (a.detected["torch"], a.detected["cuda"]) == ("2.7.0", "12.8")
     found, _ = read_source(str(CORPUS_DOCKER / "master-thesis-spt-arg-torch270-cu128.Dockerfile"))
-    assert plan(found, load_catalog()).detected["torch"] == "2.7.0"
+    assert plan_adoption(found, load_catalog()).detected["torch"] == "2.7.0"
 
 
 def test_application_files_copied_from_a_build_stage_do_not_carry_its_framework(tmp_path: Path) -> None:

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from envkit.adopt import AdoptOptions, plan, read_evidence
+from envkit.adopt import AdoptOptions, plan_adoption, read_evidence
+from envkit.adopt.adoption import Adoption
+from envkit.adopt.evidence import AdoptError
 from envkit.catalog import load_catalog
-from envkit.init.adopt import Adoption
-from envkit.init.adopted import AdoptError
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "init" / "requirements"
 
 
 def adopt_file(path: Path, cuda: str | None = None) -> Adoption:
     found, _ = read_evidence(str(path))
-    return plan(found, load_catalog(), AdoptOptions(cuda=cuda))
+    return plan_adoption(found, load_catalog(), AdoptOptions(cuda=cuda))
 
 
 def adopt_text(tmp_path: Path, text: str, name: str, cuda: str | None = None) -> Adoption:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from envkit.adopt import AdoptOptions, adopt, plan, read_evidence
+from envkit.adopt import AdoptOptions, adopt, plan_adoption, read_evidence
+from envkit.adopt.adoption import Adoption
+from envkit.adopt.evidence import AdoptError
 from envkit.catalog import load_catalog
-from envkit.init.adopt import Adoption
-from envkit.init.adopted import AdoptError
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "init" / "pyproject"
 
@@ -20,7 +20,7 @@ def adopt_text(tmp_path: Path, text: str) -> Adoption:
     path = tmp_path / "pyproject.toml"
     path.write_text(text, "utf-8")
     found, _ = read_evidence(str(path))
-    return plan(found, load_catalog(), AdoptOptions())
+    return plan_adoption(found, load_catalog(), AdoptOptions())
 
 
 def facts(adoption: Adoption) -> tuple[str, str, str]:
@@ -109,7 +109,7 @@ def test_the_uv_lock_beside_it_agrees(tmp_path: Path) -> None:
     lock = tmp_path / "uv.lock"
     shutil.copy(CORPUS.parent / "uv-lock" / "dia" / "uv.lock", lock)
     found, _ = read_evidence(str(lock))
-    adoption = plan(found, load_catalog(), AdoptOptions())
+    adoption = plan_adoption(found, load_catalog(), AdoptOptions())
     assert facts(adoption)[:2] == ("2.6.0", "12.6")
 
 

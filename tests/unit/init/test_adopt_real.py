@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from envkit.adopt import AdoptOptions, plan
+from envkit.adopt import AdoptOptions, plan_adoption
+from envkit.adopt.adoption import Adoption
+from envkit.adopt.evidence import AdoptError, Collected
+from envkit.adopt.facts import FRAMEWORK_CONDA, FRAMEWORK_PIP
+from envkit.adopt.sources.read import read_source
 from envkit.catalog import load_catalog
 from envkit.cli import main
-from envkit.init.adopt import Adoption
-from envkit.init.adopted import AdoptError, Collected
-from envkit.init.detect import FRAMEWORK_CONDA, FRAMEWORK_PIP
-from envkit.init.from_source import read_source
 from envkit.spec.load import load_spec
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "init"
@@ -24,7 +24,7 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "init"
 
 def adopt(path: Path, cuda: str | None = None, *, keep_defaults: bool = False) -> tuple[Collected, Adoption]:
     found, _ = read_source(str(path))
-    return found, plan(found, load_catalog(), AdoptOptions(cuda=cuda, keep_defaults=keep_defaults))
+    return found, plan_adoption(found, load_catalog(), AdoptOptions(cuda=cuda, keep_defaults=keep_defaults))
 
 
 def assert_nothing_silently_dropped(found: Collected, adoption: Adoption) -> None:
@@ -207,7 +207,7 @@ def test_paddle_fleetx_dockerfile_expands_args(tmp_path: Path) -> None:
     with pytest.raises(AdoptError, match=r"newest CUDA is 11\.7: no paddle 2\.0\.0 wheel for CUDA 11\.8"):
         adopt(DATA / "paddlefleetx-gpu-026b341.Dockerfile", cuda="11.8")
     found, _ = read_source(str(DATA / "paddlefleetx-gpu-026b341.Dockerfile"))
-    a = plan(found, load_catalog(), AdoptOptions(cuda="cpu", python="3.8"))
+    a = plan_adoption(found, load_catalog(), AdoptOptions(cuda="cpu", python="3.8"))
     assert a.detected["paddle"] == "2.0.0"
     assert a.spec.base_image is None  # a CUDA 10.2 image under --cuda cpu: reported, not kept
     assert "a CUDA 10.2 image under a CUDA cpu spec" in " ".join(x.why for x in a.lost)
@@ -235,10 +235,10 @@ def test_shared_inventories(shared_dir: Path, tmp_path: Path, name: str) -> None
     path = shared_dir / "inventories" / name
     found, _ = read_source(str(path))
     try:
-        a = plan(found, load_catalog())
+        a = plan_adoption(found, load_catalog())
     except AdoptError as e:  # an old CUDA: said clearly, with the --cuda that works
         assert "--cuda" in (e.hint or "") or "--python" in (e.hint or ""), e
-        a = plan(found, load_catalog(), AdoptOptions(cuda="cpu", python=_python_hint(e.hint or "")))
+        a = plan_adoption(found, load_catalog(), AdoptOptions(cuda="cpu", python=_python_hint(e.hint or "")))
     assert_nothing_silently_dropped(found, a)
     written_spec_validates(tmp_path, a)
 

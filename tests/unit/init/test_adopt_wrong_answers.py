@@ -11,8 +11,8 @@ import pytest
 from packaging.version import Version
 
 from envkit.adopt import Adopted, AdoptOptions, adopt
+from envkit.adopt.evidence import AdoptError
 from envkit.catalog import load_catalog
-from envkit.init.adopted import AdoptError
 
 CATALOG = load_catalog()
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from envkit.adopt import AdoptOptions, plan, read_evidence
+from envkit.adopt import AdoptOptions, plan_adoption, read_evidence
+from envkit.adopt.adoption import Adoption
+from envkit.adopt.detect import image_facts
+from envkit.adopt.evidence import AdoptError, Collected
 from envkit.adopt.releases import read_releases
+from envkit.adopt.sources.dockerfile_expand import expand
 from envkit.catalog import load_catalog
-from envkit.init.adopt import Adoption
-from envkit.init.adopted import AdoptError, Collected
-from envkit.init.detect import image_facts
-from envkit.init.from_dockerfile import expand
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "init" / "dockerfile"
 CPU_PAGE = "https://download.pytorch.org/whl/cpu/torch_stable.html"
@@ -24,7 +24,7 @@ CPU_PAGE = "https://download.pytorch.org/whl/cpu/torch_stable.html"
 def adopt_file(path: Path) -> tuple[Collected, Adoption]:
     """As ``envkit init --from PATH`` reads and plans (the accelerator refusals included)."""
     found, _ = read_evidence(str(path))
-    return found, plan(found, load_catalog(), AdoptOptions())
+    return found, plan_adoption(found, load_catalog(), AdoptOptions())
 
 
 def adopt_text(tmp_path: Path, text: str) -> Adoption:

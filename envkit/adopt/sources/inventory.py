@@ -14,11 +14,38 @@ import json
 import re
 from importlib import metadata
 
-from envkit.init.adopted import Collected, CondaPin, PipPin, is_defaults
+from envkit.adopt.evidence import AdoptError, Collected, CondaPin, PipPin, is_defaults
+from envkit.adopt.sources.reader import Read, SourceText
+from envkit.errors import InventoryError
 from envkit.inventory import Inventory, parse_inventory
 from envkit.inventory.models import VCS_VERSION_PREFIX, Package
 
-__all__ = ["collect_inventory", "host_local_installs", "snapshot_inventory"]
+__all__ = ["collect_inventory", "host_local_installs", "read_inventory", "snapshot_inventory"]
+
+
+def read_inventory(source: SourceText) -> Read:
+    """A listing ``envkit diff`` reads (``source.format``): every package as an exact pin."""
+    try:
+        inventory = parse_inventory(
+            source.text, path=source.label, label=source.path.stem, format=source.format
+        )
+    except InventoryError as e:
+        raise AdoptError(f"{e.message}; nothing was written", hint=e.hint) from e
+    found = Collected(source.label, inventory.format)
+    collect_inventory(inventory, found)
+    if inventory.format == "conda-export":
+        _skipped_rows(source.text, inventory, found, source.label)
+    return found, inventory
+
+
+def _skipped_rows(text: str, inventory: Inventory, found: Collected, label: str) -> None:
+    """Rows of a ``conda list --export`` the listing reader skips (a bare name, no version): reported."""
+    read = {p.name.lower() for p in inventory.packages}
+    for number, line in enumerate(text.splitlines(), start=1):
+        row = line.strip()
+        name = re.split(r"[=<>!\s]", row, maxsplit=1)[0].lower() if row and not row.startswith("#") else ""
+        if name and name not in read:
+            found.lose(f"{label}:{number}", row, "a row without a version (no exact pin): not carried")
 
 
 def collect_inventory(inventory: Inventory, found: Collected) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from envkit.init.adopted import Collected, shown_item
+from envkit.adopt.evidence import Collected, shown_item
 
 __all__ = ["gpu_builds_on_cpu"]
 

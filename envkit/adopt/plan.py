@@ -1,52 +1,46 @@
-"""``envkit init --from SOURCE``: the spec of an environment a team already has.
+"""The decision of ``envkit init --from``: what spec the evidence a source gave makes.
 
-:func:`plan_adoption` turns what a source says (:class:`~envkit.init.adopted.Collected`) into a
-spec: Python, CUDA and frameworks detected (:mod:`envkit.init.detect`), conda and pip pins kept
+:func:`plan_adoption` asks the catalog once (:func:`~envkit.adopt.releases.read_releases`) and
+turns what a source says (:class:`~envkit.adopt.evidence.Collected`) into a
+spec: Python, CUDA and frameworks detected (:mod:`envkit.adopt.detect`), conda and pip pins kept
 as written, channels and the PyPI mirror carried (credentials removed), the base image kept;
-every thing not carried is a :class:`~envkit.init.adopted.Lost` line with its reason. The text
-is validated exactly as ``envkit validate`` does before :func:`write_adoption` writes it, and
-an existing spec is never replaced.
+every thing not carried is a :class:`~envkit.adopt.evidence.Lost` line with its reason. The text
+is validated exactly as ``envkit validate`` does (:func:`~envkit.adopt.adoption.spec_check`)
+before anything is written.
 """
 
 from __future__ import annotations
 
 import re
-import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import Version
 from pydantic import ValidationError
 
-from envkit._atomic import write_text_atomic
-from envkit.catalog import Catalog, FrameworkRelease
-from envkit.errors import SpecError
-from envkit.init.adopted import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, shown_item
-from envkit.init.credentials import carry_env
-from envkit.init.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
-from envkit.init.detect import (
-    ASK,
+from envkit.adopt.adoption import Adoption, SpecCheck, spec_check
+from envkit.adopt.credentials import carry_env
+from envkit.adopt.decide import Decided, decide_channels, decide_conda, decide_mirror, decide_pip
+from envkit.adopt.detect import ASK, ImageFacts, cuda_evidence, image_facts, older_than_catalog, release_in
+from envkit.adopt.evidence import PROXY_VARIABLES, PROXY_WHY, AdoptError, Collected, Lost, shown_item
+from envkit.adopt.facts import (
     FRAMEWORK_CONDA,
     FRAMEWORK_PIP,
     Framework,
-    ImageFacts,
     cpu_paddle_beside_cuda_torch,
-    cuda_evidence,
     detect_frameworks,
     facts_inventory,
-    image_facts,
     index_flavour,
-    older_than_catalog,
-    release_in,
     stated_cuda,
     toolkit_cuda,
 )
-from envkit.init.gpu_builds import gpu_builds_on_cpu
-from envkit.init.hints import hinted_torch, source_facts, unpinned_on_image
-from envkit.init.python_of import choose_python, stated_python
-from envkit.init.refusals import (
+from envkit.adopt.gpu_builds import gpu_builds_on_cpu
+from envkit.adopt.hints import hinted_torch, source_facts, unpinned_on_image
+from envkit.adopt.options import AdoptOptions
+from envkit.adopt.python_of import choose_python, stated_python
+from envkit.adopt.refusals import (
     buildable_cudas,
+    check_buildable,
     refuse_ask_cuda,
     refuse_empty,
     refuse_image_framework,
@@ -56,68 +50,67 @@ from envkit.init.refusals import (
     refuse_torch_brought_in,
     refuse_unread_environment,
 )
-from envkit.init.releases import Releases
-from envkit.init.spec_text import render
-from envkit.spec.load import SPEC_DIR, load_spec
-from envkit.spec.missing_image import deleted_image, removed_cudas
+from envkit.adopt.releases import Releases, read_releases
+from envkit.adopt.spec_text import render
+from envkit.catalog import Catalog, FrameworkRelease
 from envkit.spec.models import NAME_RE, Spec
+from envkit.spec.provenance import SourceFact
 
-__all__ = ["Adoption", "SpecCheck", "plan_adoption", "spec_check", "write_adoption"]
+__all__ = ["plan_adoption"]
 
-SpecCheck = Callable[[str, str, str], "tuple[Spec, tuple[str, ...]]"]
-"""``envkit validate`` of a spec text: (name, text, source) -> (the spec, its warnings)."""
+
+def plan_adoption(found: Collected, catalog: Catalog, options: AdoptOptions | None = None) -> Adoption:
+    """The adoption of what a source said: the catalog asked once (:func:`read_releases`), the plan
+    made with those answers (:func:`_plan_with`), the spec validated as ``envkit validate`` does, on
+    the tables that one call read."""
+    options = options or AdoptOptions()
+    releases = read_releases(catalog, found.base_image)  # the walk's one entry into the catalog
+    return _plan_with(found, releases, spec_check(releases.tables or catalog), options)
 
 
 @dataclass(frozen=True)
-class Adoption:
-    """The spec adopted from a source, what was detected and how, and what was not carried."""
+class _Stack:
+    """What the plan decided of the stack: the frameworks and their releases, the CUDA, the Python
+    and the base image kept, each with where it came from (``how``) and the notes so far."""
 
-    source: str
-    kind: str
-    name: str
-    text: str  # the spec's YAML
-    spec: Spec
-    detected: dict[str, str]  # fact -> value
-    how: dict[str, str]  # fact -> where it came from
+    how: dict[str, str]  # fact -> where it came from, in the order the spec's header shows them
+    image: ImageFacts
+    base_image: str | None
+    frameworks: dict[str, Framework]
+    versions: dict[str, str]
+    notes: tuple[str, ...]
+    cuda: str = ""
+    python: str = ""
+    source: tuple[SourceFact, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Pins:
+    """What the plan decided of the packages: channels, conda and pip pins, the mirror, the ``env:``
+    carried, what was not carried, and the notes on them."""
+
+    channels: list[str] | None
+    conda: list[str]
+    pip: list[str]
+    mirror: str | None
+    env: dict[str, str]
     lost: tuple[Lost, ...]
     notes: tuple[str, ...]
-    warnings: tuple[str, ...] = ()
-    pins: dict[str, tuple[str, ...]] = field(default_factory=dict)  # conda / pip, as written in the spec
-
-    @property
-    def relative_path(self) -> str:
-        return f"{SPEC_DIR}/{self.name}.yaml"
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "source": self.source,
-            "kind": self.kind,
-            "name": self.name,
-            "spec": self.relative_path,
-            "detected": self.detected,
-            "how": self.how,
-            "conda": list(self.pins.get("conda", ())),
-            "pip": list(self.pins.get("pip", ())),
-            "not_carried": [item.to_json() for item in self.lost],
-            "notes": list(self.notes),
-        }
 
 
-def plan_adoption(
-    found: Collected,
-    releases: Releases,
-    check: SpecCheck,
-    *,
-    name: str | None = None,
-    cuda: str | None = None,
-    python: str | None = None,
-    keep_defaults: bool = False,
-) -> Adoption:
+def _plan_with(found: Collected, releases: Releases, check: SpecCheck, options: AdoptOptions) -> Adoption:
     """The validated spec for ``found``, planned with what the catalog said (``releases``, read once by
-    :func:`envkit.adopt.releases.read_releases`) and validated by ``check`` (:func:`spec_check`);
-    :class:`AdoptError` when no spec envkit validates fits it."""
+    :func:`envkit.adopt.releases.read_releases`) and validated by ``check``
+    (:func:`~envkit.adopt.adoption.spec_check`); :class:`AdoptError` when no spec envkit validates fits it."""
     found = replace(found, lost=list(found.lost), notes=list(found.notes))  # the caller's stays as read
     refuse_empty(found)
+    stack = _target(found, releases, _frameworks_of(found, releases, options), options)
+    pins = _pins(found, releases, stack, options)
+    return _adoption(found, stack, pins, check, options)
+
+
+def _frameworks_of(found: Collected, releases: Releases, options: AdoptOptions) -> _Stack:
+    """The frameworks the source (or its base image) names, and the release of each."""
     how: dict[str, str] = {}
     base_image = _base_image(found)
     # a reference no spec can pin (`nvcr.io/nvidia/pytorch:` of an ARG without a default) still says
@@ -125,8 +118,9 @@ def plan_adoption(
     image = image_facts(base_image or found.base_image, releases)
     refuse_project_venv_over_image(found, image.framework, image.framework in detect_frameworks(found))
     frameworks = _frameworks(found, image, base_image)
-    notes = list(found.notes)  # with what _frameworks read (a wheel's torch, a CPU paddle kept as a package)
+    notes = tuple(found.notes)  # with what _frameworks read (a wheel's torch, a CPU paddle kept as a package)
     index = index_flavour(found)
+    cuda, python = options.cuda, options.python
     wanted_cuda = cuda or stated_cuda(found, index) or (image.cuda if image.cuda != "cpu" else None)
     wanted_python = python or stated_python(found, image.python)
     versions = _framework_versions(
@@ -135,71 +129,102 @@ def plan_adoption(
     refuse_lost_frameworks(found, versions)
     refuse_torch_brought_in(found, versions)
     refuse_unread_environment(found, versions, image.cuda)
-    image_cuda, image_python = image.cuda, image.python
-    chosen_cuda = cuda or _cuda(found, frameworks, versions, releases, image_cuda, how)
-    source = source_facts(found, frameworks, versions, cuda=None if cuda else (chosen_cuda, how), image=image)
+    return _Stack(how, image, base_image, frameworks, versions, notes)
+
+
+def _target(found: Collected, releases: Releases, stack: _Stack, options: AdoptOptions) -> _Stack:
+    """The CUDA and the Python the spec builds (the flags', or the evidence's), checked buildable;
+    a base image of another CUDA is not carried."""
+    cuda, python, how, image = options.cuda, options.python, stack.how, stack.image
+    chosen_cuda = cuda or _cuda(found, stack.frameworks, stack.versions, releases, image.cuda, how)
+    source = source_facts(
+        found, stack.frameworks, stack.versions, cuda=None if cuda else (chosen_cuda, how), image=image
+    )
     if cuda:
         how["cuda"] = f"--cuda {cuda}"
-    if base_image and image_cuda and image_cuda != chosen_cuda:
+    base_image = stack.base_image
+    if base_image and image.cuda and image.cuda != chosen_cuda:
         found.lose(
             found.origin,
             f"FROM {base_image}",
-            f"a CUDA {image_cuda} image under a CUDA {chosen_cuda} spec: "
+            f"a CUDA {image.cuda} image under a CUDA {chosen_cuda} spec: "
             "not carried (envkit uses the catalog's image for the spec's CUDA)",
         )
         base_image = None  # its Python is still the one the source installed into: kept
-    chosen_python = python or choose_python(found, versions, releases, image_python, how)
+    chosen_python = python or choose_python(found, stack.versions, releases, image.python, how)
     if python:
         how["python"] = f"--python {python}"
-    _check_buildable(versions, chosen_cuda, chosen_python, releases, base_image, how)
+    check_buildable(stack.versions, chosen_cuda, chosen_python, releases, base_image, how)
+    return replace(stack, base_image=base_image, cuda=chosen_cuda, python=chosen_python, source=tuple(source))
+
+
+def _pins(found: Collected, releases: Releases, stack: _Stack, options: AdoptOptions) -> _Pins:
+    """The channels, conda and pip pins, mirror and ``env:`` carried for the stack decided."""
     foreign = bool(found.platform) and not (found.platform or "").startswith("linux-")
     decided = Decided()
-    channels = decide_channels(found, decided, keep_defaults=keep_defaults)
+    frameworks, cuda = stack.versions, stack.cuda
+    channels = decide_channels(found, decided, keep_defaults=options.keep_defaults)
     conda = decide_conda(
         found,
         decided,
-        frameworks=set(versions),
-        keep_defaults=keep_defaults,
+        frameworks=set(frameworks),
+        keep_defaults=options.keep_defaults,
         foreign=foreign,
-        python_override=python,
-        cuda=chosen_cuda,
+        python_override=options.python,
+        cuda=cuda,
     )
-    pip = decide_pip(found, decided, frameworks=set(versions))
-    mirror = decide_mirror(found, decided, releases, frameworks=versions, cuda=chosen_cuda)
-    for framework, version in versions.items():
-        wheel = releases.requested_wheel(framework, version, chosen_cuda)
-        if wheel is not None and frameworks[framework].spec != wheel.requirement:
-            notes.append(
-                f"{framework}: {shown_item(frameworks[framework].spec)} ({frameworks[framework].where}) "
-                f"is installed as {wheel.requirement}"
-            )
+    pip = decide_pip(found, decided, frameworks=set(frameworks))
+    mirror = decide_mirror(found, decided, releases, frameworks=frameworks, cuda=cuda)
+    notes = _installed_as(releases, stack)
     notes += decided.notes
-    notes += _leftovers(found, frameworks, versions)  # proxies leave found.env here
+    notes += _leftovers(found, stack.frameworks, frameworks)  # proxies leave found.env here
     env = carry_env(found.env, found.origin, decided.lose)  # never a credential in a committed spec
-    adopted_name = _name(name, found)
+    return _Pins(channels, conda, pip, mirror, env, tuple(decided.lost), tuple(notes))
+
+
+def _installed_as(releases: Releases, stack: _Stack) -> list[str]:
+    """A note for each framework whose pin is installed as the catalog's wheel requirement."""
+    notes = []
+    for framework, version in stack.versions.items():
+        wheel = releases.requested_wheel(framework, version, stack.cuda)
+        pin = stack.frameworks[framework]
+        if wheel is not None and pin.spec != wheel.requirement:
+            notes.append(
+                f"{framework}: {shown_item(pin.spec)} ({pin.where}) is installed as {wheel.requirement}"
+            )
+    return notes
+
+
+def _adoption(
+    found: Collected, stack: _Stack, pins: _Pins, check: SpecCheck, options: AdoptOptions
+) -> Adoption:
+    """The spec's text rendered and validated (``check``), as an :class:`Adoption`."""
+    adopted_name = _name(options.name, found)
     platform = "linux-aarch64" if found.platform == "linux-aarch64" else None
+    notes = [*stack.notes, *pins.notes]
+    lost = (*found.lost, *pins.lost)
     text = render(
         adopted_name,
         found,
-        chosen_python,
-        chosen_cuda,
-        versions,
-        conda,
-        pip,
-        channels,
-        mirror,
-        base_image,
+        stack.python,
+        stack.cuda,
+        stack.versions,
+        pins.conda,
+        pins.pip,
+        pins.channels,
+        pins.mirror,
+        stack.base_image,
         platform,
-        env,
-        [*found.lost, *decided.lost],
-        how,
-        source=source,
+        pins.env,
+        list(lost),
+        stack.how,
+        source=list(stack.source),
         notes=notes,
     )
     spec, warnings = check(adopted_name, text, found.origin)
-    detected = {"python": chosen_python, "cuda": chosen_cuda, **versions}
-    if base_image:
-        detected["base_image"] = base_image
+    detected = {"python": stack.python, "cuda": stack.cuda, **stack.versions}
+    if stack.base_image:
+        detected["base_image"] = stack.base_image
     return Adoption(
         source=found.origin,
         kind=found.kind,
@@ -207,11 +232,11 @@ def plan_adoption(
         text=text,
         spec=spec,
         detected=detected,
-        how=how,
-        lost=(*found.lost, *decided.lost),
+        how=stack.how,
+        lost=lost,
         notes=tuple(notes),
-        warnings=(*warnings, *gpu_builds_on_cpu(found, chosen_cuda)),
-        pins={"conda": tuple(conda), "pip": tuple(pip)},
+        warnings=(*warnings, *gpu_builds_on_cpu(found, stack.cuda)),
+        pins={"conda": tuple(pins.conda), "pip": tuple(pins.pip)},
     )
 
 
@@ -259,18 +284,6 @@ def _leftovers(found: Collected, frameworks: dict[str, Framework], versions: dic
                 f"has one {framework}, the {pin.installer} one ({shown_item(pin.spec)})"
             )
     return notes
-
-
-def write_adoption(root: Path, adoption: Adoption) -> Path:
-    """Write ``environments/NAME.yaml``; never over an existing file."""
-    path = root / SPEC_DIR / f"{adoption.name}.yaml"
-    if path.exists() or path.is_symlink():
-        raise AdoptError(
-            f"{adoption.relative_path} exists: envkit init --from never replaces a spec; nothing was written",
-            hint=f"choose another name with --name, or move {adoption.relative_path} away",
-        )
-    write_text_atomic(path, adoption.text, within=root)  # never through an `environments` link out of root
-    return path
 
 
 def _base_image(found: Collected) -> str | None:
@@ -404,74 +417,6 @@ def _cuda(
     return cuda
 
 
-def _check_buildable(
-    versions: dict[str, str],
-    cuda: str,
-    python: str,
-    known: Releases,
-    base_image: str | None,
-    how: dict[str, str],
-) -> None:
-    """The detected CUDA and Python must be ones envkit can build: a clear refusal otherwise."""
-    for framework, version in versions.items():
-        release = known.release(framework, version)
-        if release is None:
-            continue
-        # a kept base image has the spec's CUDA (one of another CUDA is dropped): it builds that one only
-        buildable = buildable_cudas(known, {framework: version})
-        if base_image and release.wheel_for(cuda) and known.knows_cuda(cuda) and cuda not in buildable:
-            buildable.append(cuda)
-        if release.wheel_for(cuda) is None or cuda not in buildable:
-            raise AdoptError(
-                f"the source is {framework} {version} on CUDA {cuda} ({how.get('cuda', '?')}); "
-                f"envkit can build "
-                f"{framework} {version} for {', '.join(buildable) or 'no CUDA'} only; nothing was written",
-                hint=f"rerun with --cuda one of {', '.join(buildable)} (the spec then says so)"
-                if buildable
-                else f"pin another {framework} release in the source",
-            )
-        if python not in release.python:
-            raise AdoptError(
-                f"the source is {framework} {version} on Python {python} ({how.get('python', '?')}); "
-                f"{framework} {version} publishes wheels for Python {', '.join(release.python)}; "
-                "nothing was written",
-                hint=f"rerun with --python one of {', '.join(release.python)}",
-            )
-    for framework, version in versions.items():
-        impossible = known.impossible(framework, version, cuda, python)
-        if impossible:
-            raise AdoptError(
-                f"{impossible}; nothing was written", hint="rerun with another --cuda or --python"
-            )
-    if cuda != "cpu" and not known.knows_cuda(cuda):
-        raise AdoptError(
-            f"the source is on CUDA {cuda} ({how.get('cuda', '?')}), which envkit's catalog does not know; "
-            "nothing was written",
-            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(known, versions))}",
-        )
-    if base_image and deleted_image(base_image):
-        raise AdoptError(
-            f"the source's base image {base_image} is a CUDA {cuda} image, and NVIDIA deleted it "
-            "from Docker Hub and NGC (sources in envkit/catalog/data/removed_images.yaml); "
-            "nothing was written",
-            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(known, versions))} "
-            "(the image is then "
-            "reported, not kept), or use a copy of it in your own registry",
-        )
-    if cuda != "cpu" and not base_image and not known.has_runtime_image(cuda):
-        why = (
-            "whose nvidia/cuda images NVIDIA deleted from Docker Hub and NGC (sources in "
-            "envkit/catalog/data/removed_images.yaml)"
-            if cuda in removed_cudas()
-            else "for which the catalog has no CUDA runtime image"
-        )
-        raise AdoptError(
-            f"the source is on CUDA {cuda} ({how.get('cuda', '?')}), {why}; nothing was written",
-            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(known, versions))}, or name a base "
-            "image in the source",
-        )
-
-
 def _name(name: str | None, found: Collected) -> str:
     if name is not None:
         if not NAME_RE.match(name) or len(name) > 100:
@@ -484,27 +429,3 @@ def _name(name: str | None, found: Collected) -> str:
     raw = named or stem.split(".")[0] or "adopted"
     slug = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._")[:100]
     return slug if slug and NAME_RE.match(slug) else "adopted"
-
-
-def spec_check(catalog: Catalog) -> SpecCheck:
-    """``envkit validate`` with ``catalog`` (its own entry, as for any spec): what :func:`plan_adoption`
-    runs on the text before anything is written."""
-    return lambda name, text, origin: _validate(name, text, catalog, origin)
-
-
-def _validate(name: str, text: str, catalog: Catalog, origin: str) -> tuple[Spec, tuple[str, ...]]:
-    """``envkit validate`` on the text, before anything is written."""
-    with tempfile.TemporaryDirectory(prefix="envkit-init-") as tmp:
-        path = Path(tmp) / f"{name}.yaml"
-        path.write_text(text, "utf-8")
-        try:
-            loaded = load_spec(path, catalog)
-        except SpecError as e:
-            problems = "; ".join(f"{p.field or p.line}: {p.message}" for p in e.problems[:5])
-            raise AdoptError(
-                f"the spec adopted from {shown_item(origin)} does not validate ({problems}); "
-                "nothing was written",
-                hint="this is a bug in envkit init --from when the source is sound; --cuda/--python choose "
-                "other values",
-            ) from e
-    return loaded.spec, loaded.warnings

@@ -1,6 +1,7 @@
 """When ``envkit init --from`` must not write a spec: a framework that would be lost, a CUDA the
 source asks for without naming it, an environment that lives in a file envkit did not read; and
-the choices a refusal's hint may offer (only what the catalog can build).
+the choices a refusal's hint may offer (only what the catalog can build); and
+:func:`check_buildable`, the planned stack's last check.
 
 A confident wrong spec is worse than a refusal: each of these used to be written as a
 "no framework" or "cpu" spec with exit 0. Every refusal says what was read, why no spec follows,
@@ -12,12 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from envkit.init.adopted import AdoptError, Collected, shown_item
-from envkit.init.detect import ImageFacts
-from envkit.init.releases import Releases
+from envkit.adopt.detect import ImageFacts
+from envkit.adopt.evidence import AdoptError, Collected, shown_item
+from envkit.adopt.releases import Releases
+from envkit.spec.missing_image import deleted_image, removed_cudas
 
 __all__ = [
     "buildable_cudas",
+    "check_buildable",
     "refuse_ask_cuda",
     "refuse_empty",
     "refuse_image_framework",
@@ -219,3 +222,95 @@ def refuse_ask_cuda(framework: str, version: str, why: str, choices: list[str]) 
         else f"no CUDA build of {framework} {version} "
         "is in the catalog: rerun with --cuda cpu, or pin another release",
     )
+
+
+def check_buildable(
+    versions: dict[str, str],
+    cuda: str,
+    python: str,
+    known: Releases,
+    base_image: str | None,
+    how: dict[str, str],
+) -> None:
+    """The detected CUDA and Python must be ones envkit can build: a clear refusal otherwise."""
+    _check_releases(versions, cuda, python, known, base_image, how)
+    _check_images(versions, cuda, python, known, base_image, how)
+
+
+def _check_releases(
+    versions: dict[str, str],
+    cuda: str,
+    python: str,
+    known: Releases,
+    base_image: str | None,
+    how: dict[str, str],
+) -> None:
+    """Each framework release has wheels for the CUDA (one envkit builds) and the Python."""
+    for framework, version in versions.items():
+        release = known.release(framework, version)
+        if release is None:
+            continue
+        # a kept base image has the spec's CUDA (one of another CUDA is dropped): it builds that one only
+        buildable = buildable_cudas(known, {framework: version})
+        if base_image and release.wheel_for(cuda) and known.knows_cuda(cuda) and cuda not in buildable:
+            buildable.append(cuda)
+        if release.wheel_for(cuda) is None or cuda not in buildable:
+            raise AdoptError(
+                f"the source is {framework} {version} on CUDA {cuda} ({how.get('cuda', '?')}); "
+                f"envkit can build "
+                f"{framework} {version} for {', '.join(buildable) or 'no CUDA'} only; nothing was written",
+                hint=f"rerun with --cuda one of {', '.join(buildable)} (the spec then says so)"
+                if buildable
+                else f"pin another {framework} release in the source",
+            )
+        if python not in release.python:
+            raise AdoptError(
+                f"the source is {framework} {version} on Python {python} ({how.get('python', '?')}); "
+                f"{framework} {version} publishes wheels for Python {', '.join(release.python)}; "
+                "nothing was written",
+                hint=f"rerun with --python one of {', '.join(release.python)}",
+            )
+
+
+def _check_images(
+    versions: dict[str, str],
+    cuda: str,
+    python: str,
+    known: Releases,
+    base_image: str | None,
+    how: dict[str, str],
+) -> None:
+    """The combination is one the catalog allows, and the CUDA has an image to build on."""
+    for framework, version in versions.items():
+        impossible = known.impossible(framework, version, cuda, python)
+        if impossible:
+            raise AdoptError(
+                f"{impossible}; nothing was written", hint="rerun with another --cuda or --python"
+            )
+    if cuda != "cpu" and not known.knows_cuda(cuda):
+        raise AdoptError(
+            f"the source is on CUDA {cuda} ({how.get('cuda', '?')}), which envkit's catalog does not know; "
+            "nothing was written",
+            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(known, versions))}",
+        )
+    if base_image and deleted_image(base_image):
+        raise AdoptError(
+            f"the source's base image {base_image} is a CUDA {cuda} image, and NVIDIA deleted it "
+            "from Docker Hub and NGC (sources in envkit/catalog/data/removed_images.yaml); "
+            "nothing was written",
+            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(known, versions))} "
+            "(the image is then "
+            "reported, not kept), or use a copy of it in your own registry",
+        )
+    if cuda != "cpu" and not base_image and not known.has_runtime_image(cuda):
+        why = (
+            "whose nvidia/cuda images NVIDIA deleted from Docker Hub and NGC (sources in "
+            "envkit/catalog/data/removed_images.yaml)"
+            if cuda in removed_cudas()
+            else "for which the catalog has no CUDA runtime image"
+        )
+        raise AdoptError(
+            f"the source is on CUDA {cuda} ({how.get('cuda', '?')}), {why}; nothing was written",
+            hint=f"rerun with --cuda one of {', '.join(buildable_cudas(known, versions))}, or name a base "
+            "image in the source",
+        )

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from envkit._yaml import YamlProblem, load_bounded_fast
-from envkit.init.adopted import AdoptError, Collected, CondaPin, hostile, refuse
-from envkit.init.from_requirements import requirement_line
+from envkit.adopt.evidence import AdoptError, Collected, CondaPin, hostile, refuse
+from envkit.adopt.sources.reader import Read, SourceText, diff_inventory
+from envkit.adopt.sources.requirements import requirement_line
 from envkit.inventory.readers_data import yaml_item_lines
 
 __all__ = ["conda_pin", "read_conda_env"]
@@ -37,7 +38,14 @@ _EXACT = re.compile(r"^(?:==?)?\s*(?P<version>[0-9][A-Za-z0-9_.+!]*)(?:[=\s]+(?P
 _ANY_VERSION = re.compile(r"^(?:==?)?[ \t]*\*(?:[= \t]+(?P<build>[A-Za-z0-9_.+*]+))?\Z")
 
 
-def read_conda_env(text: str, found: Collected, *, label: str, base: Path | None) -> None:
+def read_conda_env(source: SourceText) -> Read:
+    """An ``environment.yml`` (and its ``pip:`` section): its pins, and its ``envkit diff`` listing."""
+    found = Collected(source.label, "environment.yml")
+    _collect(source.text, found, label=source.label, base=source.path.parent)
+    return found, diff_inventory(source)
+
+
+def _collect(text: str, found: Collected, *, label: str, base: Path | None) -> None:
     try:
         data = load_bounded_fast(text, max_bytes=MAX_ENV_BYTES)
     except YamlProblem as e:

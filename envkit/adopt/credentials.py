@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from envkit._safe import known_token, sensitive_name, urls_in
-from envkit.init.adopted import without_credentials
+from envkit.adopt.evidence import without_credentials
 
 __all__ = ["carry_env"]
 

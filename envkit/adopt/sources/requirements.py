@@ -5,7 +5,7 @@ installed version of each line; a spec needs the requirement as written (``scipy
 markers) and the pip options (``-i``, ``--extra-index-url``, ``-f``, ``-r``), so this reads them.
 Lines that cannot become a spec pin are reported, never dropped silently: editable installs,
 local paths and wheels, VCS and direct URLs, environment variables, pip options the spec has no
-field for. A line with shell syntax in it is refused (:func:`envkit.init.adopted.hostile`).
+field for. A line with shell syntax in it is refused (:func:`envkit.adopt.evidence.hostile`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from envkit._io import TooLarge, open_regular, read_limited
 from envkit._pep503 import canonicalize_name
-from envkit.init.adopted import AdoptError, Collected, PipPin, hostile, joined_lines, refuse, shown_item
-from envkit.init.wheel_names import framework_wheel, torch_hint
+from envkit.adopt.evidence import AdoptError, Collected, PipPin, hostile, joined_lines, refuse, shown_item
+from envkit.adopt.sources.reader import Read, SourceText, bounded, diff_inventory
+from envkit.adopt.wheel_names import framework_wheel, torch_hint
 
 __all__ = [
     "MAX_TEXT_BYTES",
@@ -31,6 +32,7 @@ __all__ = [
     "confined",
     "marker_holds",
     "pip_args",
+    "read_requirements",
     "read_requirements_file",
     "requirement_line",
     "requirement_lines",
@@ -106,6 +108,14 @@ _RANGED_LOCAL = re.compile(
     r"\+(?P<local>[A-Za-z0-9.]+)[ \t]*\Z"
 )
 _FRAMEWORK_NAMES = {"torch", "paddlepaddle", "paddlepaddle-gpu"}
+
+
+def read_requirements(source: SourceText) -> Read:
+    """A requirements file, ``pip freeze`` or ``pip list``: its lines, and its ``envkit diff`` listing."""
+    bounded(source, MAX_TEXT_BYTES)
+    found = Collected(source.label, "requirements")
+    requirement_lines(source.text, found, label=source.label, base=source.path.parent)
+    return found, diff_inventory(source)
 
 
 def read_requirements_file(

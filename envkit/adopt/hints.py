@@ -1,5 +1,5 @@
 """What a source implies beyond its pins: the torch a wheel or find-links page was built for
-(:mod:`envkit.init.wheel_names`), the image's release under an unpinned install of its own framework,
+(:mod:`envkit.adopt.wheel_names`), the image's release under an unpinned install of its own framework,
 and the facts the source named (the spec's provenance header, :mod:`envkit.spec.provenance`)."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import re
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envkit.init.adopted import Collected, shown_item
-from envkit.init.detect import Framework, ImageFacts, index_flavour, release_in, stated_cuda
-from envkit.init.python_of import python_statement
-from envkit.init.wheel_names import TorchHint
+from envkit.adopt.detect import ImageFacts, release_in
+from envkit.adopt.evidence import Collected, shown_item
+from envkit.adopt.facts import Framework, index_flavour, stated_cuda
+from envkit.adopt.python_of import python_statement
+from envkit.adopt.wheel_names import TorchHint
 from envkit.spec.provenance import SourceFact
 
 __all__ = ["hinted_torch", "source_facts", "unpinned_on_image"]

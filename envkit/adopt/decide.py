@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass, field
 
 from envkit._pep503 import canonicalize_name
-from envkit.init.adopted import Collected, CondaPin, Lost, is_defaults, shown_item, without_credentials
-from envkit.init.detect import FRAMEWORK_CONDA, FRAMEWORK_PIP
-from envkit.init.releases import Releases
+from envkit.adopt.evidence import Collected, CondaPin, Lost, is_defaults, shown_item, without_credentials
+from envkit.adopt.facts import FRAMEWORK_CONDA, FRAMEWORK_PIP
+from envkit.adopt.releases import Releases
 from envkit.spec.models import Spec
 
 __all__ = ["Decided", "decide_channels", "decide_conda", "decide_mirror", "decide_pip"]

@@ -1,8 +1,8 @@
 """What ``envkit init --from`` read from a source, before any decision: pins, indexes, what is lost.
 
-Every reader (:mod:`envkit.init.from_conda_env`, :mod:`~envkit.init.from_requirements`,
-:mod:`~envkit.init.from_dockerfile`, :mod:`~envkit.init.from_inventory`) fills one
-:class:`Collected`; :mod:`envkit.init.adopt` turns it into a spec. A :class:`Lost` line says
+Every reader (:mod:`envkit.adopt.sources.conda_env`, :mod:`~envkit.adopt.sources.requirements`,
+:mod:`~envkit.adopt.sources.dockerfile`, :mod:`~envkit.adopt.sources.inventory`) fills one
+:class:`Collected`; :mod:`envkit.adopt.plan` turns it into a spec. A :class:`Lost` line says
 what the spec will not carry and why, with the file and line it came from. Text from the
 source is redacted (credentials) and neutralised (terminal controls) when it is stored here,
 so nothing downstream can leak or replay it.
@@ -17,8 +17,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from envkit._lines import logical_lines
 from envkit._safe import neutralise, redact, sensitive_name, url_credentials
+from envkit.adopt.wheel_names import TorchHint
 from envkit.errors import UsageError
-from envkit.init.wheel_names import TorchHint
 
 __all__ = [
     "MAX_SHOWN",
@@ -113,7 +113,7 @@ class PipPin:
 
 @dataclass
 class Collected:
-    """Everything one source says, as read (decisions are :mod:`envkit.init.adopt`'s)."""
+    """Everything one source says, as read (decisions are :mod:`envkit.adopt.plan`'s)."""
 
     origin: str  # the source as shown: a path, ``image:REF`` or ``host``
     kind: str  # environment.yml, requirements, dockerfile, or an inventory format

@@ -10,8 +10,8 @@ import re
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envkit.init.adopted import AdoptError, Collected, shown_item
-from envkit.init.releases import Releases
+from envkit.adopt.evidence import AdoptError, Collected, shown_item
+from envkit.adopt.releases import Releases
 
 __all__ = ["choose_python", "python_statement", "stated_python"]
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from envkit import __version__
-from envkit.init.adopted import Collected, Lost, one_line, shown_item
+from envkit.adopt.evidence import Collected, Lost, one_line, shown_item
 from envkit.spec.provenance import SourceFact, source_lines
 
 __all__ = ["render"]

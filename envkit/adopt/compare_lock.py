@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit.adopt.adoption import Adoption
 from envkit.catalog import Catalog
 from envkit.drift import diff_inventories
-from envkit.init.adopt import Adoption
 from envkit.inventory import Inventory, read_inventory
 from envkit.lock import lock_environment
 from envkit.lock.solver import CondaSolver, PipResolver

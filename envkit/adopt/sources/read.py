@@ -1,4 +1,7 @@
-"""Which reader a ``--from`` source goes to: a file (by name and content), ``image:REF`` or ``host``."""
+"""Which reader a ``--from`` source goes to: a file (by name and content), ``image:REF`` or ``host``.
+
+Every reader of a file has one signature (:data:`~envkit.adopt.sources.reader.Reader`); an image
+or this host is read by ``envkit snapshot``, its inventory then read as any listing is."""
 
 from __future__ import annotations
 
@@ -7,13 +10,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from envkit._io import TooLarge, read_text_bounded
-from envkit.errors import InventoryError
-from envkit.init.adopted import AdoptError, Collected
-from envkit.init.from_conda_env import read_conda_env
-from envkit.init.from_dockerfile import looks_like_dockerfile, read_dockerfile
-from envkit.init.from_inventory import collect_inventory, host_local_installs, snapshot_inventory
-from envkit.init.from_requirements import requirement_lines
-from envkit.inventory import FORMATS, Inventory, detect_format, parse_inventory
+from envkit.adopt.evidence import AdoptError, Collected
+from envkit.adopt.sources.conda_env import read_conda_env
+from envkit.adopt.sources.dockerfile import looks_like_dockerfile, read_dockerfile
+from envkit.adopt.sources.inventory import (
+    collect_inventory,
+    host_local_installs,
+    read_inventory,
+    snapshot_inventory,
+)
+from envkit.adopt.sources.reader import Read, SourceText
+from envkit.adopt.sources.requirements import read_requirements
+from envkit.inventory import FORMATS, Inventory, detect_format
 from envkit.inventory.read import MAX_INVENTORY_BYTES
 from envkit.inventory.snapshot import EnvironmentSource, LocalSource, take_snapshot
 
@@ -34,9 +42,7 @@ ImageReader = Callable[[str], EnvironmentSource]
 _CONDA_HEADER = "# $ conda create --name <env> --file <this file>"
 
 
-def read_source(
-    source: str, *, image_reader: ImageReader | None = None
-) -> tuple[Collected, Inventory | None]:
+def read_source(source: str, *, image_reader: ImageReader | None = None) -> Read:
     """What ``source`` says, and its inventory when ``envkit diff`` can read it (for ``--lock``)."""
     if source == "host":
         return _snapshot("host", LocalSource(), local=host_local_installs())
@@ -63,22 +69,16 @@ def read_source(
     return _file(path, text, source)
 
 
-def _file(path: Path, text: str, label: str) -> tuple[Collected, Inventory | None]:
-    from envkit.init.from_requirements import MAX_TEXT_BYTES
-
-    base = path.parent
+def _file(path: Path, text: str, label: str) -> Read:
+    """The reader of the file's format (:data:`~envkit.adopt.sources.reader.Reader`), by name and content."""
     if looks_like_dockerfile(path, text):
-        _bounded(text, MAX_TEXT_BYTES, label)
-        found = Collected(label, "dockerfile")
-        read_dockerfile(text, found, label=label, context=base)
-        return found, None
+        return read_dockerfile(SourceText(path, text, label))
     fmt = detect_format(text)
     if fmt is None and _CONDA_HEADER in text:
         fmt = "conda-export"  # rows above conda's own header hide it from the sniffer: the header decides
+    source = SourceText(path, text, label, fmt)
     if fmt == "env-export" or (fmt is None and path.suffix in (".yml", ".yaml") and "dependencies" in text):
-        found = Collected(label, "environment.yml")
-        read_conda_env(text, found, label=label, base=base)
-        return found, _inventory(text, label)
+        return read_conda_env(source)
     # `torch>=2.4` also reads as name=version; conda's own header says what the file is, whatever its name
     named = _REQUIREMENTS_NAME.search(path.name) is not None and _CONDA_HEADER not in text
     if (
@@ -86,49 +86,13 @@ def _file(path: Path, text: str, label: str) -> tuple[Collected, Inventory | Non
         or (fmt in (None, "conda-export") and named)
         or (fmt is None and path.suffix == ".txt")
     ):
-        _bounded(text, MAX_TEXT_BYTES, label)
-        found = Collected(label, "requirements")
-        requirement_lines(text, found, label=label, base=base)
-        return found, _inventory(text, label)
+        return read_requirements(source)
     if fmt is None:
         raise AdoptError(
             f"{label}: not a source envkit init reads; nothing was written",
             hint="envkit init --from reads: " + "; ".join(SOURCE_KINDS),
         )
-    try:
-        inventory = parse_inventory(text, path=label, label=path.stem, format=fmt)
-    except InventoryError as e:
-        raise AdoptError(f"{e.message}; nothing was written", hint=e.hint) from e
-    found = Collected(label, inventory.format)
-    collect_inventory(inventory, found)
-    if inventory.format == "conda-export":
-        _skipped_rows(text, inventory, found, label)
-    return found, inventory
-
-
-def _skipped_rows(text: str, inventory: Inventory, found: Collected, label: str) -> None:
-    """Rows of a ``conda list --export`` the listing reader skips (a bare name, no version): reported."""
-    read = {p.name.lower() for p in inventory.packages}
-    for number, line in enumerate(text.splitlines(), start=1):
-        row = line.strip()
-        name = re.split(r"[=<>!\s]", row, maxsplit=1)[0].lower() if row and not row.startswith("#") else ""
-        if name and name not in read:
-            found.lose(f"{label}:{number}", row, "a row without a version (no exact pin): not carried")
-
-
-def _bounded(text: str, limit: int, label: str) -> None:
-    if len(text) > limit:
-        raise AdoptError(
-            f"{label}: larger than {limit} bytes for its kind; nothing was written", hint="check the path"
-        )
-
-
-def _inventory(text: str, label: str) -> Inventory | None:
-    """The source as ``envkit diff`` reads it (None when it cannot: a hand-written range is no listing)."""
-    try:
-        return parse_inventory(text, path=label, label=Path(label).stem)
-    except InventoryError:
-        return None
+    return read_inventory(source)
 
 
 def _snapshot(label: str, source: EnvironmentSource, *, local: dict[str, str]) -> tuple[Collected, Inventory]:
