@@ -28,7 +28,11 @@ __all__ = [
 # io.envkit.name, which marks images).
 STAGE_LABEL = "io.envkit.stage"
 BUILDER_OF_LABEL = "io.envkit.builder-of"
-LAYER_LABEL = "io.envkit.layer"  # a layer stage's group and lock digest: kept as the build cache
+# a layer stage's group and lock digest, set by the stage's LAST step: only a stage that ran to its end
+# carries it (a build stopped inside a stage leaves an image without it), and only such a stage is kept
+# as the build cache. (It was `io.envkit.layer`, set first: an interrupted build left a labelled image
+# with no /stage, which the next build reused: "COPY failed: stat stage/: file does not exist".)
+LAYER_LABEL = "io.envkit.layer-stage"
 
 # A build context tar: its bytes, or a binary file read from its current position to its end (the
 # adapter streams it: `envkit build` writes the context to a temporary file, never to memory).
@@ -119,7 +123,7 @@ class ContainerEngine(Protocol):
 
         Those images carry ``io.envkit.stage=builder`` and ``io.envkit.builder-of=NAME``
         (see :mod:`envkit.render.dockerfile`); tagged images are never touched, nor layer stages
-        whose ``io.envkit.layer`` label is in ``keep`` (the next build's cache).
+        whose ``io.envkit.layer-stage`` label is in ``keep`` (the next build's cache).
         """
         ...
 

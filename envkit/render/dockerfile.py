@@ -366,15 +366,13 @@ def _group_install(inputs: DockerfileInputs, group: LayerGroup) -> str:
 def layer_stage(resolved: ResolvedSpec, inputs: DockerfileInputs, group: LayerGroup) -> str:
     """The builder stage of one layer: the venv, ``group``'s lock file and wheels only, installed,
     and the files pip added moved to ``/stage`` (NVIDIA's wheels: with the CUDA links)."""
-    text = (
-        f"\nFROM builder AS layer-{group.name}\n"
-        f"LABEL {LAYER_LABEL}={docker_word(group.label)}\n{_SHELL}{_epoch_arg()}{_group_files(inputs, group)}"
-    )
+    text = f"\nFROM builder AS layer-{group.name}\n{_SHELL}{_epoch_arg()}{_group_files(inputs, group)}"
     install = _group_install(inputs, group) + " \\\n"
     if group.name == "cuda" and resolved.runtime.pypi_cuda:
         install += " && { " + cuda_link_step(resolved).removeprefix("RUN ").rstrip("\n") + "; } \\\n"
     move = f" && cd / && {_FILES} | LC_ALL=C comm -13 {_VENV_FILES} - | {_MOVE}\n"
-    return text + install + move
+    # the label last: only a stage that ran to its end is found as the next build's cache
+    return text + install + move + f"LABEL {LAYER_LABEL}={docker_word(group.label)}\n"
 
 
 def os_library_step(resolved: ResolvedSpec, inputs: DockerfileInputs) -> str:

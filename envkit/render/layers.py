@@ -70,7 +70,7 @@ class LayerGroup:
 
     @property
     def label(self) -> str:
-        """``io.envkit.layer`` of its builder stage: the group and its lock file's digest, which keep
+        """``io.envkit.layer-stage`` of its builder stage: the group and its lock file's digest, which keep
         the stage (the next build's cache) while the group's packages stay the same."""
         return f"{self.name}-{hashlib.sha256(self.lock.encode()).hexdigest()[:12]}"
 

@@ -274,8 +274,8 @@ def test_free_bytes_of_a_local_engine_root(tmp_path: Path, monkeypatch: pytest.M
 def test_prune_keeps_the_layer_stages_named() -> None:
     engine, api = _engine()
     api.images.return_value = [
-        {"Id": "sha256:a", "Size": 5, "Labels": {"io.envkit.layer": "cuda-aaaaaaaaaaaa"}},
-        {"Id": "sha256:b", "Size": 7, "Labels": {"io.envkit.layer": "python-bbbbbbbbbbbb"}},
+        {"Id": "sha256:a", "Size": 5, "Labels": {"io.envkit.layer-stage": "cuda-aaaaaaaaaaaa"}},
+        {"Id": "sha256:b", "Size": 7, "Labels": {"io.envkit.layer-stage": "python-bbbbbbbbbbbb"}},
         {"Id": "sha256:c", "Size": 11, "Labels": {}},
     ]
     assert engine.prune_builder_images("x", keep={"cuda-aaaaaaaaaaaa"}) == 18

@@ -161,6 +161,25 @@ def test_layer_stages_read_only_their_own_files() -> None:
     assert "ln -sfn" not in builder
 
 
+def test_a_layer_stage_is_labelled_by_its_last_step() -> None:
+    """The build cache is found by the stage's label: set first, a build stopped inside the stage (or a
+    step that failed) left a labelled image with no /stage, which the next build took as its cache and
+    failed on ("COPY failed: stat stage/: file does not exist", found by a CI run killed mid-build)."""
+    from envkit.engine.protocol import LAYER_LABEL
+
+    loaded, _ = _flagship("cuda13.2-torch2.15")
+    state = current_lock(loaded, REPO / "images" / "cuda13.2-torch2.15")
+    inputs = DockerfileInputs.from_lock(loaded.sha256, state, wheelhouse="wheels", resolved=loaded.resolved)
+    text = render_image(loaded, inputs).files["Dockerfile"].decode()
+    stages = [s for s in re.split(r"\n(?=FROM )", text) if s.startswith("FROM builder AS layer-")]
+    assert len(stages) == 4
+    for stage in stages:
+        steps = re.findall(r"^[A-Z]+ ", stage, re.MULTILINE)
+        assert steps[-1] == "LABEL " and stage.count(LAYER_LABEL) == 1, stage[-300:]
+        lines = [line for line in stage.splitlines() if line.strip() and not line.startswith("#")]
+        assert lines[-1].startswith(f"LABEL {LAYER_LABEL}=")
+
+
 def test_conda_and_unlocked_specs_keep_one_environment_layer() -> None:
     loaded = load_spec(REPO / "environments" / "cuda12.6-paddle3.0.yaml")
     text = render_image(loaded).files["Dockerfile"].decode()
