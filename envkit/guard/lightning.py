@@ -19,7 +19,9 @@ callback:
 Policy ``stop`` raises :class:`~envkit.errors.GuardStopped` out of ``Trainer.fit``. Lightning still
 steps its learning-rate schedulers on a skipped step, as it does for its own skip. Supported: one
 optimizer, automatic optimization, ``accumulate_grad_batches=1``, no GradScaler (fp32 or bf16
-precision); anything else is a clear :class:`~envkit.errors.GuardError`. The loss for localization
+precision); ``precision="bf16-mixed"`` is declared as the run's autocast (``RunlogOptions(autocast=
+"bf16")``, unless the options name one) so that ``envkit guard replay`` runs the forward under it as
+Lightning did; anything else is a clear :class:`~envkit.errors.GuardError`. The loss for localization
 is the module's own ``training_step`` (its ``"loss"`` when it returns a dict) unless ``loss_fn=`` is
 given.
 """
@@ -27,12 +29,14 @@ given.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import GuardError
 from envkit.guard.callbacks import CallbackState
 from envkit.guard.loop import Guard
+from envkit.guard.options import RunlogOptions
 
 if TYPE_CHECKING:
     from lightning.pytorch.callbacks import Callback
@@ -42,7 +46,19 @@ else:
     except ImportError:  # the older package name
         from pytorch_lightning.callbacks import Callback
 
-__all__ = ["GuardCallback", "training_step_loss"]
+__all__ = ["GuardCallback", "trainer_autocast", "training_step_loss"]
+
+# Lightning's precision names whose training_step runs under torch.autocast(bfloat16): 2.x's
+# "bf16-mixed", 1.x's "bf16" (the model's own weights stay fp32; "bf16-true" casts them: no autocast)
+_BF16_AUTOCAST = ("bf16-mixed", "bf16")
+
+
+def trainer_autocast(precision: Any) -> str | None:
+    """The autocast Lightning runs ``training_step`` under for a ``Trainer(precision=…)``: ``"bf16"``
+    for bf16-mixed, else None. The run declares it (``RunlogOptions.autocast``) so that a replay runs the
+    forward as the step did: without it a deterministic fault replays in fp32, its loss differs in the
+    5th digit and the verdict is ``transient``."""
+    return "bf16" if str(precision) in _BF16_AUTOCAST else None
 
 
 def training_step_loss(module: Any, batch: Any) -> Any:
@@ -74,6 +90,12 @@ class GuardCallback(Callback, CallbackState):
                 hint="see docs/guard.md (Lightning)",
             )
         options = {"loss_fn": training_step_loss, **self.options}
+        declared = trainer_autocast(getattr(trainer, "precision", None))
+        log = options.get("log", RunlogOptions())
+        # the user's own autocast (RunlogOptions or the old keyword) wins over the trainer's
+        own = "autocast" in options or not isinstance(log, RunlogOptions) or log.autocast is not None
+        if declared is not None and not own:
+            options["log"] = replace(log, autocast=declared)
         self.guard = Guard(pl_module, trainer.optimizers[0], run=self.run_dir, **options)
         self.guard.adapter.trainer_steps = True
 

@@ -1,6 +1,7 @@
 # mypy: disable-error-code="misc, name-defined"
 # (the module subclasses LightningModule, imported through importorskip)
-"""envkit.guard.lightning with a real Lightning Trainer on CPU: a planted NaN batch caught and skipped."""
+"""envkit.guard.lightning with a real Lightning Trainer on CPU: a planted NaN batch caught and skipped;
+a bf16-mixed run's lr spike replayed bitwise under the autocast Lightning ran it with."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ L = pytest.importorskip("lightning.pytorch")
 
 from envkit.cli import main  # noqa: E402
 from envkit.errors import GuardError, GuardStopped  # noqa: E402
-from envkit.guard.lightning import GuardCallback  # noqa: E402
+from envkit.guard import RunlogOptions  # noqa: E402
+from envkit.guard.lightning import GuardCallback, trainer_autocast  # noqa: E402
+from envkit.incident.replay import replay_dump  # noqa: E402
 
 pytestmark = [
     pytest.mark.frameworks,
@@ -155,3 +158,66 @@ def test_a_training_step_that_raises_is_recorded_and_dumped(tmp_path: Path) -> N
     (incident,) = report["guard"]["incidents"]
     assert (incident["step"], incident["kind"], incident["action"]) == (2, "error", "raised")
     assert "IndexError" in incident["message"] and (run / "incidents" / "step-2" / "manifest.json").is_file()
+
+
+SPIKE_AT = 24  # the step whose lr is x10,000 (after the update check's 20-step warm-up)
+
+
+class LrSpike(L.Callback):
+    """The corpus's lr-spike: the lr x10,000 for one step, set before the batch, restored after."""
+
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        if trainer.global_step == SPIKE_AT:
+            for group in trainer.optimizers[0].param_groups:
+                group["lr"] *= 10_000
+
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        if trainer.global_step == SPIKE_AT + 1:  # Lightning counts the step before this hook
+            for group in trainer.optimizers[0].param_groups:
+                group["lr"] /= 10_000
+
+
+def build() -> tuple[Any, Any, Any]:
+    """The replay entry: the module, its optimizer, its training loss."""
+    model = Tiny()
+    return model, model.configure_optimizers(), lambda m, b: m.training_step(b, 0)
+
+
+def spike_loader() -> Any:
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(128, 6, generator=g), torch.randint(0, 2, (128,), generator=g)
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=4)
+
+
+def test_a_bf16_mixed_lr_spike_replays_reproducible_under_the_trainers_autocast(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    trainer = L.Trainer(
+        max_epochs=1, accelerator="cpu", devices=1, precision="bf16-mixed", logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        callbacks=[LrSpike(), GuardCallback(run, entry="test_guard_lightning:build")],
+    )  # fmt: skip
+    trainer.fit(Tiny(), spike_loader())
+    report = json.loads((run / "report.json").read_text())
+    (incident,) = report["guard"]["incidents"]
+    assert (incident["step"], incident["kind"], incident["action"]) == (SPIKE_AT, "update-spike", "skipped")
+    dump = run / "incidents" / f"step-{SPIKE_AT}"
+    assert json.loads((dump / "manifest.json").read_text())["autocast"] == "bf16"
+    verdict = replay_dump(dump, build)
+    # before: replayed in fp32, the loss differed in the 5th digit and the verdict was 'transient'
+    assert verdict.verdict == "reproducible", verdict.to_json()
+    assert verdict.replays[0]["loss"] == verdict.recorded["loss"]
+    assert any("bfloat16 autocast" in n for n in verdict.notes)
+
+
+def test_the_trainers_autocast_is_declared_unless_the_user_names_one(tmp_path: Path) -> None:
+    assert [trainer_autocast(p) for p in ("bf16-mixed", "bf16", "bf16-true", "32-true", None)] == [
+        "bf16", "bf16", None, None, None,
+    ]  # fmt: skip
+    own = GuardCallback(tmp_path / "run", log=RunlogOptions(autocast="fp16"))
+    fit([own], nan_at=None, precision="bf16-mixed")
+    assert own.guard is not None and own.guard.log.config["autocast"] == "fp16"
+    fp32 = GuardCallback(tmp_path / "run32")
+    fit([fp32], nan_at=None)
+    assert fp32.guard is not None and fp32.guard.log.config["autocast"] is None
