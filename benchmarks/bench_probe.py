@@ -28,7 +28,7 @@ from benchmarks._goals import record, scaled
 ROUNDS = scaled(4, 1)
 STEPS = scaled(10, 2)
 LIMIT = 1.15
-PAYLOAD = Path(__file__).resolve().parents[1] / "envkit" / "probe" / "payload"
+PAYLOAD = Path(__file__).resolve().parents[1] / "envkit" / "payload" / "scripts"
 
 # Only the workloads' data and weights come from the payload's portable (stdlib) module, so both
 # sides train on the same numbers; the loop, the switches and the model code are written out here.

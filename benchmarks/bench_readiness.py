@@ -41,7 +41,7 @@ def _walk_cost(site: str) -> None:
 
     from envkit.catalog.gpu import load_gpu_facts
 
-    payload = ROOT / "envkit" / "probe" / "payload"
+    payload = ROOT / "envkit" / "payload" / "scripts"
     sys.path.insert(0, str(payload))  # its modules import each other by name
     found = importlib.util.spec_from_file_location("envkit_payload_ready", payload / "ready.py")
     assert found is not None and found.loader is not None
