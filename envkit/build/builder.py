@@ -384,7 +384,6 @@ class Builder:
                 log.write(
                     f"# layer stages from the cache: {', '.join(f'{g} {i}' for g, i in cached.items())}\n"
                 )
-            sent = job.context.size
             try:
                 pruned = stream_build(self.engine, self.root, job, log, log_path, on_event)
             except BuildFailed as e:
@@ -393,7 +392,6 @@ class Builder:
                 # a kept stage went away meanwhile (another build's pruning): the whole context
                 log.write("# a kept layer stage is gone; building with every group's wheels\n")
                 job = replace(job, context=prepared.context)
-                sent = job.context.size
                 pruned = stream_build(self.engine, self.root, job, log, log_path, on_event)
             normalized = self._normalize(prepared, base, existing, log, options.nocache)
         info = self.engine.inspect(prepared.tag)
@@ -413,7 +411,11 @@ class Builder:
         )  # fmt: skip
         result = self._result(prepared, info, "built", log_path, start)
         return replace(
-            result, pruned_bytes=pruned, normalized=normalized, provenance=str(provenance), context_bytes=sent
+            result,
+            pruned_bytes=pruned,
+            normalized=normalized,
+            provenance=str(provenance),
+            context_bytes=job.context.size,
         )
 
     def _check_bases(self, loaded: LoadedSpec) -> None:
