@@ -50,7 +50,8 @@ def _errors(stream: Iterable[Any], what: str, hint: str = _REGISTRY_HINT) -> lis
 
 def push_counts(chunks: Iterable[dict[str, Any]]) -> tuple[int, int, int]:
     """(layers uploaded, layers the registry had, bytes uploaded) from a push's progress stream:
-    ``Pushed`` / ``Layer already exists`` per layer id, ``progressDetail.current`` while pushing."""
+    ``Pushed`` / ``Layer already exists`` / ``Mounted from REPO`` (a cross-repository mount: the registry
+    had the blob under another name) per layer id, ``progressDetail.current`` while pushing."""
     done: set[str] = set()
     present: set[str] = set()
     sent: dict[str, int] = {}
@@ -58,7 +59,7 @@ def push_counts(chunks: Iterable[dict[str, Any]]) -> tuple[int, int, int]:
         layer, status = str(chunk.get("id") or ""), str(chunk.get("status") or "")
         if status == "Pushed":
             done.add(layer)
-        elif status == "Layer already exists":
+        elif status == "Layer already exists" or status.startswith("Mounted from "):
             present.add(layer)
         elif status == "Pushing":
             current = (chunk.get("progressDetail") or {}).get("current")

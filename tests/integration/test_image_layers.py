@@ -12,6 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +25,6 @@ import pytest
 
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
-from tests.conftest import registry_address
 from tests.integration.conftest import debian_base
 
 pytestmark = pytest.mark.docker
@@ -29,6 +34,39 @@ NAME = f"layers-it-{os.getpid()}"
 @pytest.fixture(scope="module")
 def engine() -> DockerEngine:
     return DockerEngine()
+
+
+@pytest.fixture
+def empty_registry(tmp_path: Path) -> Iterator[str]:
+    """A registry of its own on a free loopback port, empty (the shared one of ``.ci/registry.sh`` keeps
+    every layer an earlier test or run pushed, which would make the first push send nothing)."""
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        pytest.skip("no docker-registry (.ci/registry.sh start installs it)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    config = tmp_path / "registry.yml"
+    config.write_text(
+        f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'blobs'}\n"
+        f"http:\n  addr: {address}\n"
+    )
+    server = subprocess.Popen(
+        [binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(60):
+            try:
+                with urllib.request.urlopen(f"http://{address}/v2/", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.25)
+        else:
+            pytest.fail(f"docker-registry did not answer on {address}")
+        yield address
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def _spec(root: Path, base: str, idna: str) -> None:
@@ -86,13 +124,15 @@ def test_a_pure_python_pin_changes_its_layer_only(
 
 @pytest.mark.registry
 def test_a_second_push_after_one_pin_uploads_the_changed_layers_only(
-    engine: DockerEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    engine: DockerEngine,
+    empty_registry: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The registry receives a layer once: after a one-pin change the push sends the ``python``
     layer and the SBOM's (and the image config), as the engine's push stream counts them."""
-    registry = registry_address()
-    if registry is None:
-        pytest.skip("no registry on the loopback (.ci/registry.sh start)")
+    registry = empty_registry
     base = debian_base(engine)
     try:
         _spec(tmp_path, base, "3.7")
@@ -104,7 +144,9 @@ def test_a_second_push_after_one_pin_uploads_the_changed_layers_only(
         print(f"push 1: {first['layers_sent']} layers, {first['bytes_sent']:,} bytes; push 2: "
               f"{second['layers_sent']} layers, {second['bytes_sent']:,} bytes, "
               f"{second['layers_present']} already there")  # fmt: skip
-        assert first["bytes_sent"] > 10_000_000  # numpy's layer went once
+        assert first["layers_present"] == 0  # an empty registry: every layer uploaded once
+        assert first["bytes_sent"] > 10_000_000  # numpy's layer among them
+        assert first["layers_sent"] == second["layers_sent"] + second["layers_present"]
         assert second["layers_sent"] == 2  # six + idna's layer and the SBOM's
         assert second["layers_present"] >= 3  # the base's, the venv's, numpy's: not sent again
         assert 0 < second["bytes_sent"] <= sizes[-2] + sizes[-1] < 2_000_000

@@ -22,5 +22,5 @@ def test_pushed_layers_and_their_bytes_are_counted_the_present_ones_are_not() ->
         {"status": "1: digest: sha256:" + "d" * 64 + " size: 1234"},
         {"aux": {"Tag": "1", "Digest": "sha256:" + "d" * 64, "Size": 1234}},
     ]
-    assert push_counts(stream) == (1, 1, 2048)  # ccc: mounted from another repository, not uploaded
+    assert push_counts(stream) == (1, 2, 2048)  # ccc: mounted from another repository: present, not uploaded
     assert push_counts([]) == (0, 0, 0)
