@@ -48,7 +48,8 @@ def empty_registry(tmp_path: Path) -> Iterator[str]:
         address = f"127.0.0.1:{probe.getsockname()[1]}"
     config = tmp_path / "registry.yml"
     config.write_text(
-        f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'blobs'}\n"
+        f"version: 0.1\nlog:\n  level: warn\n"
+        f"storage:\n  filesystem:\n    rootdirectory: {tmp_path / 'blobs'}\n"
         f"http:\n  addr: {address}\n"
     )
     server = subprocess.Popen(
