@@ -62,11 +62,13 @@ def test_help_matches_cli(command: str, expected: str, capsys: pytest.CaptureFix
 def test_spec_reference_is_generated_from_the_models() -> None:
     from envkit.spec.reference import spec_reference
 
-    text = (DOCS / "spec.md").read_text("utf-8")
+    text = (DOCS / "reference" / "spec.md").read_text("utf-8")
     start, end = "<!-- spec-reference:start -->\n", "<!-- spec-reference:end -->"
     assert start in text and end in text
     quoted = text.split(start, 1)[1].split(end, 1)[0]
-    assert quoted == spec_reference(), "docs/spec.md's reference is stale: paste envkit.spec.reference output"
+    assert quoted == spec_reference(), (
+        "docs/reference/spec.md's reference is stale: paste envkit.spec.reference output"
+    )
 
 
 def test_the_readme_is_short_and_links_every_page() -> None:
@@ -82,7 +84,7 @@ def test_every_link_to_a_page_resolves(path: Path) -> None:
         assert (path.parent / target).is_file(), f"{path.name} links to {target}, which does not exist"
 
 
-@pytest.mark.parametrize("path", [README, DOCS / "spec.md"], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [README, DOCS / "reference" / "spec.md"], ids=lambda p: p.name)
 def test_the_spec_example_is_the_shipped_flagship(path: Path) -> None:
     """The top example shows the flagship as it is built (cuda_runtime: pypi, venv), not an old form."""
     import yaml
