@@ -1,7 +1,7 @@
 """The documentation stays true (``make check-readme``): quoted ``--help`` texts, the spec reference, links.
 
-The README is the short path in (at most 300 lines); ``docs/`` holds one page per command, where the
-``--help`` texts are quoted.
+The README is the short path in (at most 300 lines); ``docs/guides/`` holds the pages per command,
+where the ``--help`` texts are quoted (the map of ``docs/``: ``docs/README.md``).
 """
 
 from __future__ import annotations
