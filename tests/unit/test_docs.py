@@ -22,19 +22,25 @@ LINK = re.compile(
     r"\]\(((?:\.\./)*(?:[A-Za-z0-9_-]+/)*[A-Za-z0-9_.-]+\.md)(?:#[\w-]*)?\)"
 )  # relative, any #anchor
 PAGES = (
-    "render",
-    "lock",
-    "build",
+    "build",  # lock, render, build: one guide
     "pack",
     "probe",
     "fleet",
-    "diff",
-    "audit",
+    "diff",  # snapshot, diff, audit: one guide
     "init",
     "catalog",
     "spec",
     "design",
     "cli",  # docs/reference/cli.md, generated from every --help
+    "json",
+    "check",
+    "debug",
+    "guard",
+    "reproducible",
+    "security",
+    "determinism-bands",
+    "performance",
+    "README",  # docs/README.md, the map of docs/
 )
 
 
@@ -108,3 +114,16 @@ def test_the_readme_says_what_make_dev_installs() -> None:
     if "torch" in install and "--index-url" not in makefile:
         assert "CPU torch and CPU paddle" not in section
         assert "CUDA" in section and "NVIDIA" in section and " GB" in section
+
+
+def test_the_json_reference_is_the_envelope_and_the_exit_codes() -> None:
+    """docs/reference/json.md names every key of the envelope and every exit code, and no other."""
+    from envkit.errors import ExitCode, UsageError
+    from envkit.result import CommandResult, envelope, error_envelope
+
+    text = (DOCS / "reference" / "json.md").read_text("utf-8")
+    keys = set(re.findall(r"^\| `(\w+)` \|", text, re.M))
+    assert keys == set(envelope(CommandResult("x", None, "")))
+    assert keys == set(error_envelope("x", UsageError("m", hint="h")))
+    codes = {int(c) for c in re.findall(r"^\| (\d+) \|", text, re.M)}
+    assert codes == {int(c) for c in ExitCode}
