@@ -109,3 +109,32 @@ def test_no_section_is_named_after_a_round(page: Path) -> None:
 )
 def test_history_names_are_found(name: str) -> None:
     assert HISTORY.search(name)
+
+
+DOCS_PATH = re.compile(r"(?<![\w/.-])docs/[\w./-]*\w")
+SOURCES = ("envkit", "tests", "benchmarks", ".ci")
+
+
+def named_docs_paths() -> list[tuple[str, str]]:
+    """``(file:line, path)`` for every ``docs/...`` path the code, tests, help texts and build files name
+    (another project's docs, e.g. PaddlePaddle/docs' ``docs/practices/...``, are not ours)."""
+    files = [ROOT / "Makefile", ROOT / "pyproject.toml"]
+    files += [p for top in SOURCES for p in sorted((ROOT / top).rglob("*")) if p.suffix in {".py", ".sh", ""}]
+    found = []
+    for file in files:
+        if not file.is_file() or "__pycache__" in file.parts:
+            continue
+        for number, line in enumerate(file.read_text("utf-8", errors="replace").splitlines(), 1):
+            if "PaddlePaddle" in line or "://" in line:
+                continue
+            found += [(f"{file.relative_to(ROOT)}:{number}", m) for m in DOCS_PATH.findall(line)]
+    return found
+
+
+def test_every_docs_path_the_code_names_exists() -> None:
+    """A hint (``see docs/guides/guard.md``), a --help text or a docstring that names a page names one
+    that is there: a page that moves takes its mentions with it."""
+    named = named_docs_paths()
+    assert any(path == "docs/guides/guard.md" and at.startswith("envkit/") for at, path in named)
+    wrong = [f"{at}: {path}" for at, path in named if not (ROOT / path).exists()]
+    assert not wrong, "paths under docs/ that do not exist:\n" + "\n".join(wrong)
