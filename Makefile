@@ -69,4 +69,4 @@ clean:
 	rm -rf $(VENV) .envkit .pytest_cache .mypy_cache .ruff_cache
 
 check-readme: $(STAMP)
-	$(BIN)/python -m pytest tests/unit/test_docs.py -q
+	$(BIN)/python -m pytest tests/unit/test_docs.py tests/unit/test_docs_links.py tests/unit/test_docs_figures.py -q

@@ -4,7 +4,7 @@ Prints, per pair and length, the verdict of every workload, the onset difference
 ``Bands.window`` steps) and the largest later difference, with the margins to the edges:
 1 vs 2 threads must stay ``equivalent`` and bf16 ``precision-drift`` at every length.
 The full run measures 10 and 100 steps (three probe runs per length); the 1,000-step lengths of
-docs/probe.md take about a minute per probe run here: ask for them with
+docs/guides/probe.md take about a minute per probe run here: ask for them with
 ``ENVKIT_BENCH_BANDS_STEPS=10,100,1000``. ``ENVKIT_BENCH_BANDS_REPORTS=DIR`` keeps the reports
 there and reuses them. (Own names: ``ENVKIT_BENCH_STEPS`` and ``ENVKIT_BENCH_REPORTS`` are other
 benchmarks' counts.)

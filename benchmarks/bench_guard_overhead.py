@@ -2,7 +2,7 @@
 of interleaved runs, guarded against unguarded.
 
 Each repetition runs each script twice as its own process — unguarded (no ``ENVKIT_GC_RUN``: the
-script's own loop, as its author wrote it) and guarded (``Guard`` as docs/guard.md tells a user,
+script's own loop, as its author wrote it) and guarded (``Guard`` as docs/guides/guard.md tells a user,
 ``tests/guard_corpus/scripts/``), the order alternating between repetitions — with one intra-op thread.
 The CPU time is the whole process's (user + system, its reaped children included: DataLoader
 workers), read by ``os.wait4``: the imports, the guard's own set-up and ``close()`` count, as a user

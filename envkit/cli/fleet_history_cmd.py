@@ -18,7 +18,7 @@ __all__ = ["history_text"]
 def fleet() -> None:
     """The fleet's numerical history: which device is mercurial, which drifts for a known reason.
 
-    See docs/fleet.md. Subcommands take --json (the versioned envelope).
+    See docs/guides/fleet.md. Subcommands take --json (the versioned envelope).
     """
 
 

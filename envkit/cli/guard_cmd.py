@@ -17,7 +17,7 @@ from envkit.result import CommandResult
 def guard() -> None:
     """Show what envkit.guard recorded in a training run; replay an incident's step from its dump.
 
-    Both subcommands take --json (the versioned envelope). See docs/guard.md.
+    Both subcommands take --json (the versioned envelope). See docs/guides/guard.md.
     """
 
 
@@ -96,7 +96,7 @@ def replay(
         )
     if fleet is not None:
         if image is not None:
-            raise UsageError("--image and --slurm/--scheduler: choose one", hint="see docs/guard.md")
+            raise UsageError("--image and --slurm/--scheduler: choose one", hint="see docs/guides/guard.md")
         nodes_named = tuple(n for n in (nodelist or "").split(",") if n)
         return _fleet(
             dump, entry, fleet, nodes, nodes_named, partition, time_limit, store, run_id, wait_timeout

@@ -46,7 +46,7 @@ def health(
     """This node's latest verdict from the fleet's history, as a Slurm, Kubernetes or JSON node check.
 
     Exit 0 stay (stable, explained drift), 1 remove (mercurial or suspect), 2 no verdict (none, too
-    old, or its latest probe failed). See docs/fleet.md for the config lines of each system."""
+    old, or its latest probe failed). See docs/guides/fleet.md for the config lines of each system."""
     if drain and hook != "slurm":
         raise UsageError("--drain is for --hook slurm", hint="envkit health --hook slurm --drain")
     answer = read_health(store or default_store(project_root()), node or node_name(), max_age=max_age)

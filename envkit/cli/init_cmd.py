@@ -39,7 +39,7 @@ from envkit.result import CommandResult
     "from_source",
     metavar="SOURCE",
     help="Adopt what you have: environment.yml, requirements.txt, a conda list / pip freeze or any "
-    "inventory `envkit diff` reads, a lock, a Dockerfile, image:REF or host (docs/init.md).",
+    "inventory `envkit diff` reads, a lock, a Dockerfile, image:REF or host (docs/guides/init.md).",
 )
 @click.option(
     "--lock", "lock_now", is_flag=True, help="With --from: lock at once and compare with the source."

@@ -16,7 +16,7 @@ divergence beyond 5e-3 from the first step.
   noise does not get there (1.6e-5 after 1,000 steps, 300× below 5e-3), a fault that starts late does.
 
 The verdict is therefore the same at 10, 100 and 1,000 steps for the same cause (measured margins
-in docs/probe.md and benchmarks/bench_bands.py). Pure.
+in docs/guides/probe.md and benchmarks/bench_bands.py). Pure.
 """
 
 from __future__ import annotations

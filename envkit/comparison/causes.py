@@ -1,6 +1,6 @@
 """Likely causes of a numeric difference, ranked, from two probe fingerprints. Pure.
 
-Each knob that docs/design.md lists as moving the numbers has a weight: precision switches (dtype,
+Each knob that docs/guides/probe.md lists as moving the numbers has a weight: precision switches (dtype,
 autocast, TF32) first, then the device and GPU architecture, the CUDA stack, framework versions,
 deterministic flags, threads, BLAS, numpy, CPU model, other flags, Python, other packages.
 """

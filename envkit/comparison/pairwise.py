@@ -2,7 +2,7 @@
 
 Verdicts, best to worst: ``identical`` (bitwise) → ``equivalent`` → ``precision-drift`` →
 ``diverged`` → ``invalid`` (NaN/Inf or a failed run on one side). The default band edges separate
-the rows measured in docs/design.md (max relative difference over 20 steps, H200, torch 2.11):
+the rows in docs/concepts/determinism-bands.md (max relative difference over 20 steps, H200, torch 2.11):
 
 * fp32 reordering noise (CPU vs GPU fp32, 1 vs 2 threads): 1e-7 … 7e-7 → ``equivalent`` ≤ 2e-6,
   about 3× above the largest noise row and 7× below the smallest TF32 row;

@@ -24,7 +24,7 @@ from envkit.fleet.scheduler import JobRequest, JobState, JobStatus
 
 __all__ = ["SlurmScheduler", "batch_script", "expand_hostlist", "parse_state", "sbatch_argv"]
 
-_HINT = "is Slurm installed and reachable from here (`sinfo`)? see docs/fleet.md"
+_HINT = "is Slurm installed and reachable from here (`sinfo`)? see docs/guides/fleet.md"
 _STATES = {
     "PENDING": JobState.PENDING,
     "CONFIGURING": JobState.PENDING,

@@ -107,7 +107,7 @@ def run_recorded(
 
 def _task_options(opts: ProbeOptions, run: str, task: str, rerun: int) -> ProbeOptions:
     """The probe's options for one rerun of this task: the run, task and rerun in its environment
-    (a planted fault, ``ENVKIT_TEST_PERTURB``, decides per run by them; see docs/fleet.md)."""
+    (a planted fault, ``ENVKIT_TEST_PERTURB``, decides per run by them; see docs/guides/fleet.md)."""
     tags = {"ENVKIT_FLEET_RUN": run, "ENVKIT_FLEET_TASK": task, "ENVKIT_FLEET_REPEAT": str(rerun)}
     return replace(opts, env={**opts.env, **tags})
 

@@ -1,7 +1,7 @@
 """envkit.guard: catch NaN/Inf and exploding gradients inside your own training loop (torch, Paddle).
 
 ``Guard(model, optimizer, run=..., policy="skip", clip=1.0)``, then per step
-``with guard.step(step, batch) as g: g.backward(loss); g.optimizer_step()``. See ``docs/guard.md``.
+``with guard.step(step, batch) as g: g.backward(loss); g.optimizer_step()``. See ``docs/guides/guard.md``.
 More options come grouped (:mod:`envkit.guard.options`): ``spikes=SpikeOptions(...)``,
 ``reads=ReadOptions(...)``, ``limits=Limits(...)``, ``log=RunlogOptions(...)``.
 Importing this package imports no framework; the model's class picks the adapter.

@@ -1,4 +1,4 @@
-"""A tiny guarded training (torch, CPU) for ``make demo`` and ``docs/guard.md``.
+"""A tiny guarded training (torch, CPU) for ``make demo`` and ``docs/guides/guard.md``.
 
 The model's head takes ``log(softmax(x))`` in two steps, which is fine for ordinary inputs; the
 batch of step ``bad_at`` is an unnormalized outlier (×1000), the softmax underflows to 0 and the

@@ -11,7 +11,7 @@ tensors at the listed step were bitwise those skipped (a batch that carries stat
 LSTM's hidden state, or another data order, differs); with
 ``ledger="replay"`` it is trained on on purpose (after a fix), and said so; ``"off"`` ignores the
 ledger. Megatron (``iterations_to_skip``), OLMo and levanter users asked for this (see
-``docs/guard.md``).
+``docs/guides/guard.md``).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Ledger:
 
     def __init__(self, path: Path, mode: str = "skip") -> None:
         if mode not in MODES:
-            raise GuardError(f"ledger={mode!r}: choose skip, replay or off", hint="see docs/guard.md")
+            raise GuardError(f"ledger={mode!r}: choose skip, replay or off", hint="see docs/guides/guard.md")
         self.path, self.mode = path, mode
         self.entries: list[LedgerEntry] = [] if mode == "off" else _read(path)
         self.by_digest = {e.digest: e for e in self.entries if e.digest}

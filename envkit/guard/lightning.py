@@ -87,7 +87,7 @@ class GuardCallback(Callback, CallbackState):
         if problems:
             raise GuardError(
                 "envkit.guard.lightning: cannot guard this run: " + "; ".join(problems),
-                hint="see docs/guard.md (Lightning)",
+                hint="see docs/guides/guard.md (Lightning)",
             )
         options = {"loss_fn": training_step_loss, **self.options}
         declared = trainer_autocast(getattr(trainer, "precision", None))

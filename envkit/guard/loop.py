@@ -51,7 +51,7 @@ _SPIKES, _READS, _LIMITS, _LOG = SpikeOptions(), ReadOptions(), Limits(), Runlog
 
 
 class Guard:
-    """Guard a training loop: see ``docs/guard.md``."""
+    """Guard a training loop: see ``docs/guides/guard.md``."""
 
     def __init__(
         self,

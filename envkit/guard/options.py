@@ -19,13 +19,13 @@ from envkit.errors import GuardError
 
 __all__ = ["LEGACY", "Grouped", "Limits", "ReadOptions", "RunlogOptions", "SpikeOptions", "fold_legacy"]
 
-_HINT = "see docs/guard.md (options)"
+_HINT = "see docs/guides/guard.md (options)"
 _POLICIES = ("skip", "stop", "warn")
 
 
 @dataclass(frozen=True)
 class SpikeOptions:
-    """Loss / gradient-norm spikes and update spikes (``docs/guard.md``, "Calibrated on real runs").
+    """Loss / gradient-norm spikes and update spikes (``docs/guides/guard.md``, "Calibrated on real runs").
 
     A spike needs ``median + threshold·σ`` (σ from the MAD over the last ``window`` finite values,
     after ``warmup`` steps) *and* ``factor × median`` (gradient norm) or ``loss_factor × median``
@@ -170,6 +170,6 @@ def fold_legacy(
     )
     message = (
         f"Guard({', '.join(said)}) is deprecated: write Guard({form}) (the old keywords keep working "
-        "for at least one more release: docs/guard.md, 'Deprecated keywords')"
+        "for at least one more release: docs/guides/guard.md, 'Deprecated keywords')"
     )
     return folded, message

@@ -9,7 +9,7 @@ because a loss that fell in the window's first half leaves its old level there. 
 estimates σ for normal data. A spike is also above ``factor × median`` (gradient norms of healthy
 runs are heavy-tailed: in the regression scripts' clean runs a norm reached 8.3 σ above the median,
 yet never 2.5× it; the guard's defaults, 4× for the gradient norm and 1.5× for the loss, come from
-those runs, see ``docs/guard.md``), and also ``floor ×`` the largest value of the warm-up (a loss
+those runs, see ``docs/guides/guard.md``), and also ``floor ×`` the largest value of the warm-up (a loss
 memorized down to ~0 has a median and MAD so small that dropout noise clears both), and also
 ``factor ×`` the median of the last 10 values (a trend that rises over the window is no spike:
 word_language_model at its default sizes grows its gradient norm 10× in its first 100 steps), and

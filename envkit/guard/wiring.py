@@ -21,9 +21,9 @@ __all__ = ["checked_policy", "make_runlog", "make_spikes", "read_every", "run_co
 def checked_policy(policy: str, clip: float | None) -> Policy:
     """``policy`` as a :class:`Policy`; a policy or a clip the guard cannot use is a GuardError."""
     if policy not in ("skip", "stop", "warn"):
-        raise GuardError(f"policy {policy!r}: choose skip, stop or warn", hint="see docs/guard.md")
+        raise GuardError(f"policy {policy!r}: choose skip, stop or warn", hint="see docs/guides/guard.md")
     if clip is not None and not clip > 0:
-        raise GuardError("clip must be > 0 (or None)", hint="see docs/guard.md")
+        raise GuardError("clip must be > 0 (or None)", hint="see docs/guides/guard.md")
     return Policy(policy)
 
 

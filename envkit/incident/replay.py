@@ -117,7 +117,7 @@ def _built(builder: Builder) -> tuple[Any, Any, Any]:
     if isinstance(made, dict):
         made = (made.get("model"), made.get("optimizer"), made.get("loss_fn"))
     if not (isinstance(made, tuple) and len(made) == 3 and callable(made[2])):
-        raise UsageError("the entry must return (model, optimizer, loss_fn)", hint="see docs/guard.md")
+        raise UsageError("the entry must return (model, optimizer, loss_fn)", hint="see docs/guides/guard.md")
     return made
 
 

@@ -176,5 +176,5 @@ def nsys_note(state: AptState, request: DebugRequest, run: _proc.Runner = _proc.
     return (
         f"nsys: not added: Debian {state.suite} non-free has {NSYS_PACKAGE} {version}, but it depends on "
         "the driver's libcuda1, which the host provides at run time; mount the host's nsys instead "
-        "(docs/debug.md)"
+        "(docs/guides/debug.md)"
     )

@@ -12,5 +12,5 @@ Both ``envkit build --offline/--pack`` and ``envkit pack`` use it; neither impor
 - :mod:`~envkit.offline.debs`, :mod:`~envkit.offline.debug_fetch`: the debug image's locked .deb
   files and wheels (its lock: :mod:`envkit.lock.debug_tools`), fetched and hash-checked.
 
-Layers: below ``build`` and ``pack``, above ``render`` (see docs/design.md).
+Layers: below ``build`` and ``pack``, above ``render`` (see docs/concepts/design.md).
 """

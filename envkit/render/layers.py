@@ -7,7 +7,7 @@ packages alone: the same packages give the same layer digest whatever else the l
 registry, a cluster node or a CUDA variant that holds that layer never receives it again.
 
 The groups, from the least to the most often changed (the order of the layers; why these:
-docs/design.md, "Image layers"):
+docs/concepts/design.md, "Image layers"):
 
 - ``venv``: what ``python -m venv`` seeds (pip, setuptools, wheel) when the lock pins it: installed
   into the bare venv itself (its layer), since installing it later would replace the seeded files

@@ -1,4 +1,7 @@
-"""The spec reference in docs/spec.md, generated from the models (``make check-readme`` keeps it true)."""
+"""The spec reference in docs/reference/spec.md, generated from the models.
+
+``make check-readme`` keeps it true.
+"""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from envkit.probe.runner import ProbeOptions, run_on_host
 from tests.gpu.history_gpu import gpu_count, history_row, row_lines
 from tests.gpu.readiness_gpu import readiness_checks
 
-# (name, side A, side B, expected verdict): the rows of docs/design.md's measured table.
+# (name, side A, side B, expected verdict): the rows of docs/concepts/design.md's measured table.
 RUNS: dict[str, dict[str, Any]] = {
     "cpu": {},
     "gpu": {"device": "cuda"},

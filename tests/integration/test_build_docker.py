@@ -77,7 +77,8 @@ def _tags(engine: DockerEngine, name: str) -> set[str]:
 
 def _dangling_builders(engine: DockerEngine, name: str) -> list[str]:
     """Untagged builder-stage images of ``name`` that a build left behind (there must be none), its
-    layer stages aside: those stay as the next build's cache (``io.envkit.layer-stage``, docs/design.md)."""
+    layer stages aside: those stay as the next build's cache (``io.envkit.layer-stage``,
+    docs/concepts/design.md)."""
     filters = {"dangling": True, "label": ["io.envkit.stage=builder", f"io.envkit.builder-of={name}"]}
     images = engine.api.images(filters=filters) or []
     return [str(i["Id"]) for i in images if not (i.get("Labels") or {}).get(LAYER_LABEL)]

@@ -1,7 +1,7 @@
 """The documentation stays true (``make check-readme``): quoted ``--help`` texts, the spec reference, links.
 
-The README is the short path in (at most 300 lines); ``docs/`` holds one page per command, where the
-``--help`` texts are quoted.
+The README is the short path in (at most 300 lines); ``docs/guides/`` holds the pages per command,
+where the ``--help`` texts are quoted (the map of ``docs/``: ``docs/README.md``).
 """
 
 from __future__ import annotations
@@ -22,19 +22,25 @@ LINK = re.compile(
     r"\]\(((?:\.\./)*(?:[A-Za-z0-9_-]+/)*[A-Za-z0-9_.-]+\.md)(?:#[\w-]*)?\)"
 )  # relative, any #anchor
 PAGES = (
-    "render",
-    "lock",
-    "build",
+    "build",  # lock, render, build: one guide
     "pack",
     "probe",
     "fleet",
-    "diff",
-    "audit",
+    "diff",  # snapshot, diff, audit: one guide
     "init",
     "catalog",
     "spec",
     "design",
     "cli",  # docs/reference/cli.md, generated from every --help
+    "json",
+    "check",
+    "debug",
+    "guard",
+    "reproducible",
+    "security",
+    "determinism-bands",
+    "performance",
+    "README",  # docs/README.md, the map of docs/
 )
 
 
@@ -62,11 +68,13 @@ def test_help_matches_cli(command: str, expected: str, capsys: pytest.CaptureFix
 def test_spec_reference_is_generated_from_the_models() -> None:
     from envkit.spec.reference import spec_reference
 
-    text = (DOCS / "spec.md").read_text("utf-8")
+    text = (DOCS / "reference" / "spec.md").read_text("utf-8")
     start, end = "<!-- spec-reference:start -->\n", "<!-- spec-reference:end -->"
     assert start in text and end in text
     quoted = text.split(start, 1)[1].split(end, 1)[0]
-    assert quoted == spec_reference(), "docs/spec.md's reference is stale: paste envkit.spec.reference output"
+    assert quoted == spec_reference(), (
+        "docs/reference/spec.md's reference is stale: paste envkit.spec.reference output"
+    )
 
 
 def test_the_readme_is_short_and_links_every_page() -> None:
@@ -82,7 +90,7 @@ def test_every_link_to_a_page_resolves(path: Path) -> None:
         assert (path.parent / target).is_file(), f"{path.name} links to {target}, which does not exist"
 
 
-@pytest.mark.parametrize("path", [README, DOCS / "spec.md"], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [README, DOCS / "reference" / "spec.md"], ids=lambda p: p.name)
 def test_the_spec_example_is_the_shipped_flagship(path: Path) -> None:
     """The top example shows the flagship as it is built (cuda_runtime: pypi, venv), not an old form."""
     import yaml
@@ -106,3 +114,16 @@ def test_the_readme_says_what_make_dev_installs() -> None:
     if "torch" in install and "--index-url" not in makefile:
         assert "CPU torch and CPU paddle" not in section
         assert "CUDA" in section and "NVIDIA" in section and " GB" in section
+
+
+def test_the_json_reference_is_the_envelope_and_the_exit_codes() -> None:
+    """docs/reference/json.md names every key of the envelope and every exit code, and no other."""
+    from envkit.errors import ExitCode, UsageError
+    from envkit.result import CommandResult, envelope, error_envelope
+
+    text = (DOCS / "reference" / "json.md").read_text("utf-8")
+    keys = set(re.findall(r"^\| `(\w+)` \|", text, re.M))
+    assert keys == set(envelope(CommandResult("x", None, "")))
+    assert keys == set(error_envelope("x", UsageError("m", hint="h")))
+    codes = {int(c) for c in re.findall(r"^\| (\d+) \|", text, re.M)}
+    assert codes == {int(c) for c in ExitCode}

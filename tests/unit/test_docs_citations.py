@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 # a path under tests/ (not `envkit-tests/...`, not `~/.cache/...`), optionally `::test_name`
 PATH = re.compile(r"(?<![\w.~/-])tests/[\w./-]*[\w/](?:::(\w+))?")
@@ -135,7 +135,7 @@ def test_every_cited_test_exists_and_is_collected(page: Path) -> None:
 
 def test_the_pages_cite_tests_at_all() -> None:
     """The scan finds what the threat model cites (a regex that matched nothing would pass anything)."""
-    cited = {c.text for c in citations(ROOT / "docs" / "security.md")}
+    cited = {c.text for c in citations(ROOT / "docs" / "concepts" / "security.md")}
     assert "tests/unit/hardening/test_store_hostile.py" in cited and "test_yaml_bounds.py" in cited
     assert len(cited) >= 20
 

@@ -23,7 +23,7 @@ beta1 0.5), the iteration: D on real then on ``fake.detach()`` (two backwards, o
 through D; ``nz`` 100, ``batchSize`` 64, ``niter`` 25, ``manualSeed``.
 Changed for the corpus: ``ngf``/``ndf`` 8 (not 64); a generated dataset of 1,280 64×64 RGB images in
 [-1, 1] (20 steps an epoch, 500 in all) instead of LSUN/CIFAR; no images or checkpoints saved; two
-guards, one per network and optimizer, as docs/guard.md shows (D's run is ``RUN``, G's
+guards, one per network and optimizer, as docs/guides/guard.md shows (D's run is ``RUN``, G's
 ``RUN/generator``; D's step holds both of its backwards, and G's fakes are made just before it so that
 the step's batch, real and fake images, replays it); ``_plant`` hooks (the real images, D's lr).
 """

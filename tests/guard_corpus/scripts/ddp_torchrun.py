@@ -21,7 +21,7 @@ Source: https://github.com/pytorch/examples/blob/77f55b912142e11fcfdf5b530231fb9
 lr 1e-3, ``F.cross_entropy(output, targets)`` as written (a [B, 1] soft target: the loss is 0 and
 the gradient too, a bug of the original kept as found), batch 32, ``DistributedSampler``.
 Changed for the corpus: ``gloo`` on the CPU instead of ``nccl``; 16 epochs (2 ranks × 32 steps: 512
-steps each); no snapshots; the guard around ``_run_batch`` as docs/guard.md shows; ``_plant`` hooks.
+steps each); no snapshots; the guard around ``_run_batch`` as docs/guides/guard.md shows; ``_plant`` hooks.
 ``torchrun --standalone --nproc-per-node 2 ddp_torchrun.py [--epochs N]``.
 """
 

@@ -16,7 +16,7 @@ and mixed precision (bf16 autocast on the CPU).
 Changed for the corpus: no download: ``AutoModelForSequenceClassification`` is replaced by a tiny
 BERT-shaped classifier built here (embeddings + LayerNorm, 2 encoder layers, pooler, classifier; it
 returns ``.loss`` and ``.logits`` as transformers' models do) with lr 5e-4 for its size; GLUE/MRPC by
-1,360 generated pairs of token sequences (170 steps an epoch, 510 in all); the guard as docs/guard.md
+1,360 generated pairs of token sequences (170 steps an epoch, 510 in all); the guard as docs/guides/guard.md
 shows (``scheduler=`` so the schedule counts applied updates, ``clip=``); ``_plant`` hooks.
 """
 

@@ -26,7 +26,7 @@ batch, as torch's own ``OneCycleLR`` docstring shows (pytorch/pytorch
 ``torch/optim/lr_scheduler.py``, BSD-3-Clause): the corpus's OneCycle class; torchvision's ResNet-18 by a
 ResNet of two ``BasicBlock``s written here after torchvision's (BatchNorm, residual, stride 2), on 1,600
 generated 3×16×16 images of 10 classes instead of ImageNet; batch 32, 1 worker, 10 epochs (50 steps
-each, 500 in all); the guard as docs/guard.md shows (``scheduler=``); ``_plant`` hooks.
+each, 500 in all); the guard as docs/guides/guard.md shows (``scheduler=``); ``_plant`` hooks.
 """
 
 import argparse

@@ -21,7 +21,7 @@ loaders (batch 32), ``seed_everything(1234)``.
 Changed for the corpus: 1,600 + 320 generated 28×28 images instead of MNIST (50 steps an epoch); a
 ``Trainer(max_epochs=10, precision="bf16-mixed")`` instead of ``LightningCLI``; ``configure_optimizers``
 adds ``ReduceLROnPlateau`` on ``valid_loss`` (patience 1, factor 0.5: the corpus's plateau class);
-the guard as docs/guard.md shows (``envkit.guard.lightning.GuardCallback``); ``_plant`` hooks (a
+the guard as docs/guides/guard.md shows (``envkit.guard.lightning.GuardCallback``); ``_plant`` hooks (a
 counting ``collate_fn``, the lr set in ``on_train_batch_start``).
 """
 

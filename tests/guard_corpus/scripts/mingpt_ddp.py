@@ -26,7 +26,7 @@ weight decay 0.1 on the decayed parameters only (``create_optimizer``), the ``Tr
 Changed for the corpus: ``gloo`` on the CPU, fp16 autocast on the CPU with ``GradScaler("cpu")``; a tiny
 GPT (2 layers, 2 heads, 32 wide, block 16) over a generated 64-token Markov text instead of tiny
 Shakespeare; batch 16, 1 worker, 1,600 sequences (50 steps per rank an epoch, 500 in all); no
-snapshots or hydra; the guard around ``_run_batch`` as docs/guard.md shows (``scaler=``, ``clip=``).
+snapshots or hydra; the guard around ``_run_batch`` as docs/guides/guard.md shows (``scaler=``, ``clip=``).
 ``torchrun --standalone --nproc-per-node 2 mingpt_ddp.py [--epochs N]``.
 """
 

@@ -21,7 +21,7 @@ lr 1.0, ``StepLR(step_size=1, gamma=0.7)`` stepped per epoch, 14 epochs, batch 6
 loader options (``num_workers=1``, ``persistent_workers``, ``shuffle``) used on the CPU too.
 Changed for the corpus: MNIST is replaced by 2,304 generated 28×28 images (``_data.images``,
 normalized with MNIST's mean and std): 36 steps an epoch, 504 in all; the loop is guarded as
-docs/guard.md shows; ``_plant`` hooks plant the faults; a global step counter.
+docs/guides/guard.md shows; ``_plant`` hooks plant the faults; a global step counter.
 """
 
 import argparse

@@ -24,7 +24,7 @@ Changed for the corpus: ``config/train_shakespeare_char.py``'s schedule scaled t
 autocast on the CPU (``torch.amp.GradScaler("cpu")``), 2 layers × 2 heads × 32, block 32, batch 8,
 gradient accumulation 4, ``max_iters`` 500 (``lr_decay_iters`` 500, ``warmup_iters`` 20, lr 1e-3,
 ``min_lr`` 1e-4, beta2 0.99); a generated 65-token Markov text; no eval, checkpoints or wandb; the
-guard around the iteration (``g.backward`` per micro-batch, ``scaler=``, ``clip=``) as docs/guard.md
+guard around the iteration (``g.backward`` per micro-batch, ``scaler=``, ``clip=``) as docs/guides/guard.md
 shows; ``_plant`` hooks.
 """
 

@@ -18,7 +18,7 @@ Changed for the corpus: ``input_size``/``output_size`` 64 and ``batch_size`` 32 
 ``nums_batch`` 250 (500 steps); the CPU (where Paddle's ``auto_cast`` and ``GradScaler`` are off:
 "amp_guard can only be enabled on CUDAPlace", the scaler disabled: the run is fp32 with the
 scaler's calls in place, as the same script runs on a CPU machine); ``numpy.random.seed(0)``; the guard
-as docs/guard.md shows (``scaler=``); ``_plant`` hooks.
+as docs/guides/guard.md shows (``scaler=``); ``_plant`` hooks.
 """
 
 import argparse

@@ -14,7 +14,7 @@ Kept: the ``Sequential`` network (``Flatten``, ``Linear(784, 512)``, ``ReLU``, `
 ``model.fit(..., epochs=5, batch_size=64, verbose=1)``.
 Changed for the corpus: MNIST is replaced by 6,400 generated 28×28 images (100 steps an epoch, 500 in
 all) given to ``fit`` as a ``paddle.io.DataLoader`` (shuffled, batch 64) whose ``collate_fn`` counts
-the batches for the ``_plant`` hooks; the guard as docs/guard.md shows
+the batches for the ``_plant`` hooks; the guard as docs/guides/guard.md shows
 (``envkit.guard.hapi.GuardCallback``).
 """
 

@@ -17,7 +17,7 @@ with a class token and a random position embedding, the hand-written
 ``WARMUP_EPOCHS`` 5, Adam with weight decay 5e-5, ``paddle.seed(1024)``, ``np.random.seed(1234)``.
 Changed for the corpus: CIFAR-100 is replaced by 800 generated 3×16×16 images of 10 classes; a tiny
 ViT (16×16 images in 4×4 patches, hidden 32, 2 layers, 4 heads); ``EPOCHS`` 20 and batch 32 (25
-steps an epoch, 500 in all); the guard as docs/guard.md shows (the per-epoch scheduler stays the
+steps an epoch, 500 in all); the guard as docs/guides/guard.md shows (the per-epoch scheduler stays the
 script's own); ``_plant`` hooks, and the script's own fault ``loss-nan``: at that step the batch's
 labels come one-hot (a collate bug), and the script's loss, given a target distribution, computes
 the label-smoothing loss in its KL form, ``Σ t·(log t − log p)``: 0·log 0 = NaN from finite outputs.

@@ -25,7 +25,7 @@ whose validation loss did not improve.
 Changed for the corpus: wikitext-2 is replaced by a generated 2,000-word Markov text (9,100 training
 tokens: 13 batches an epoch, 520 steps in all); the hand-written SGD update
 (``p.data.add_(p.grad, alpha=-lr)``) is ``torch.optim.SGD(lr)`` (the same arithmetic; a guard needs an
-optimizer) and the annealing sets its lr; the guard as docs/guard.md shows (``clip=args.clip``);
+optimizer) and the annealing sets its lr; the guard as docs/guides/guard.md shows (``clip=args.clip``);
 ``_plant`` hooks.
 """
 

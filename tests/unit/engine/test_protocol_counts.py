@@ -1,5 +1,5 @@
-"""The engine protocols' operations as their docstrings and docs/design.md name them: the count and the names
-(``ContainerEngine`` said "seven operations" with eight, for three reviews)."""
+"""The engine protocols' operations as their docstrings and docs/concepts/design.md name them: the count and
+the names (``ContainerEngine`` said "seven operations" with eight, for three reviews)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from envkit.engine.protocol import ContainerEngine
 from envkit.engine.store import ImageStore
 
-DESIGN = Path(__file__).resolve().parents[3] / "docs" / "design.md"
+DESIGN = Path(__file__).resolve().parents[3] / "docs" / "concepts" / "design.md"
 NUMBERS = (
     "zero",
     "one",
@@ -56,8 +56,10 @@ def test_the_docstring_counts_and_names_its_operations(protocol: type) -> None:
 def test_design_md_lists_each_protocols_operations(protocol: type) -> None:
     text = DESIGN.read_text("utf-8")
     found = re.search(rf"`{protocol.__name__}`(?:, (\w+) operations)?: ([a-z_, ]+)", text)
-    assert found, f"docs/design.md lists no operations of {protocol.__name__}"
-    assert _listed(found[2]) == operations(protocol), f"docs/design.md's {protocol.__name__} row is stale"
+    assert found, f"docs/concepts/design.md lists no operations of {protocol.__name__}"
+    assert _listed(found[2]) == operations(protocol), (
+        f"docs/concepts/design.md's {protocol.__name__} row is stale"
+    )
     if found[1]:
         assert found[1] == NUMBERS[len(operations(protocol))]
 

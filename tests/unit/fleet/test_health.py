@@ -50,7 +50,7 @@ def test_npd_prints_one_line_of_at_most_80_characters(
 
 
 def test_the_shipped_npd_config_keeps_its_rule_timeouts_within_the_global_one() -> None:
-    config = json.loads((ROOT / "docs" / "fleet-npd-plugin.json").read_text())
+    config = json.loads((ROOT / "docs" / "reference" / "fleet-npd-plugin.json").read_text())
     assert config["plugin"] == "custom" and config["source"]
     timeout = _seconds(config["pluginConfig"]["timeout"])
     assert config["pluginConfig"]["max_output_length"] == 80

@@ -1,4 +1,4 @@
-"""The guard writes nothing through a link planted in its run folder (docs/security.md, the guard
+"""The guard writes nothing through a link planted in its run folder (docs/concepts/security.md, the guard
 library's row): ``steps.jsonl``, ``incidents.jsonl``, ``report.json``, ``incidents/`` and a dump's
 ``step-N``. Real torch runs; each planted link's target stays as it was and the training goes on."""
 

@@ -93,7 +93,8 @@ def test_sigint_in_a_real_process(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_an_inherited_ignored_sigint_stays_ignored(tmp_path: Path) -> None:
-    """Started with SIGINT ignored (``cmd &``, ``nohup``), envkit keeps it ignored (docs/signals.md).
+    """Started with SIGINT ignored (``cmd &``, ``nohup``), envkit keeps it ignored
+    (docs/reference/signals.md).
 
     The self-sent SIGINT changes nothing: the command runs to its own end (here: no specs in
     an empty folder, exit 2) instead of stopping with 130.

@@ -212,7 +212,7 @@ def test_committed_images_cuda_requirement_agrees_with_check_on_every_catalog_dr
 ) -> None:
     """Every CUDA image, on NVIDIA's PyPI wheels or on an nvidia/cuda base: the driver floor the image
     carries is the one `check` applies (minor-version compatibility included; the nvidia/cuda base's
-    own per-branch alternatives are replaced, docs/check.md)."""
+    own per-branch alternatives are replaced, docs/guides/check.md)."""
     for driver in DRIVERS:
         admitted = satisfies(
             require["NVIDIA_REQUIRE_CUDA"], driver=driver, cuda=driver_cuda(driver, CATALOG.cuda)
