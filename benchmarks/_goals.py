@@ -67,6 +67,13 @@ GOALS = (
         "layers_one_pin_s", "one pure-Python pin, CUDA 11.8 spec of the flagship's shape: rebuild", 60.0, "s"
     ),
     Goal("layers_one_pin_new_mb", "one pure-Python pin: new layer bytes", 100.0, "MB"),
+    Goal(
+        "layers_flagship_one_pin_s",
+        "one pure-Python pin, the flagship cuda11.8-paddle2.6: rebuild",
+        60.0,
+        "s",
+    ),
+    Goal("layers_flagship_one_pin_new_mb", "one pure-Python pin, the flagship: new layer bytes", 100.0, "MB"),
     Goal("layers_noop_fresh_clone_s", "no-op envkit build in a fresh clone (the process)", 3.0, "s"),
 )
 _BY_KEY = {g.key: g for g in GOALS}

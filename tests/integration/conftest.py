@@ -72,6 +72,19 @@ def debian_base(engine: DockerEngine) -> str:
         return bootstrap_image(engine, BASE).image.tags[0]
 
 
+def remove_images_of(engine: DockerEngine, name: str, prefix: str = "") -> None:
+    """Every image of the spec ``name`` a test built: the tags of the images labelled with it (those
+    starting with ``prefix`` when given), the engine's original kept as the build cache
+    (``envkit/NAME:build-cache``, a separate image) and the kept layer stages. Without the last two a
+    long local session piled up one original and its stages per test run (issue 47)."""
+    for info in engine.images(f"io.envkit.name={name}"):
+        for tag in info.tags:
+            if tag.startswith(prefix):
+                engine.remove(tag)
+    engine.remove(f"envkit/{name}:build-cache")  # absent: nothing to do
+    engine.prune_builder_images(name)
+
+
 def _link_tree(source: Path, target: Path) -> None:
     """Copy the wheelhouse entries of ``source`` missing in ``target`` as hard links (copies across
     file systems); entries being filled (``.KEY.tmp``) are skipped."""
@@ -211,6 +224,4 @@ def demo_torch_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
         # where it was built, for tests that build more from the same project (the debug image)
         yield {**built["result"], "root": str(root), "find_links": str(wheels)}
     finally:
-        for info in engine.images(f"io.envkit.name={DEMO_NAME}"):
-            for tag in info.tags:
-                engine.remove(tag)
+        remove_images_of(engine, DEMO_NAME)

@@ -24,7 +24,7 @@ from envkit.lock import current_lock
 from envkit.probe.report import load_report
 from envkit.probe.runner import ProbeOptions, run_on_host
 from envkit.spec.load import load_spec
-from tests.integration.conftest import debian_base, downloaded_wheels
+from tests.integration.conftest import debian_base, downloaded_wheels, remove_images_of
 
 pytestmark = pytest.mark.docker
 
@@ -48,10 +48,9 @@ def project(tmp_path_factory: pytest.TempPathFactory, engine: DockerEngine) -> I
     root = tmp_path_factory.mktemp("project")
     (root / "environments").mkdir()
     yield root
-    for info in engine.images("io.envkit.name"):
-        for tag in info.tags:
-            if tag.startswith(f"envkit/itest{RUN}-"):
-                engine.remove(tag)
+    names = {info.labels.get("io.envkit.name", "") for info in engine.images("io.envkit.name")}
+    for name in sorted(n for n in names if n.startswith(f"itest{RUN}-")):
+        remove_images_of(engine, name)
 
 
 def _spec(root: Path, name: str, base: str, pins: list[str], extra: str = "") -> None:

@@ -14,6 +14,7 @@ import yaml
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
 from envkit.engine.protocol import ImageInfo
+from tests.integration.conftest import remove_images_of
 
 pytestmark = pytest.mark.docker
 
@@ -62,8 +63,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DockerEngi
     info = engine.inspect(f"envkit/{NAME}:latest")
     assert info is not None
     yield engine, info
-    for tag in info.tags:
-        engine.remove(tag)
+    remove_images_of(engine, NAME)
 
 
 def test_labels_carry_the_spec_values(built: tuple[DockerEngine, ImageInfo]) -> None:

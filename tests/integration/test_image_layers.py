@@ -25,7 +25,7 @@ import pytest
 
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
-from tests.integration.conftest import debian_base
+from tests.integration.conftest import debian_base, remove_images_of
 
 pytestmark = pytest.mark.docker
 NAME = f"layers-it-{os.getpid()}"
@@ -117,10 +117,7 @@ def test_a_pure_python_pin_changes_its_layer_only(
         assert run.exit_code == 0, run.stderr
         assert run.stdout.split() == ["3.8", "/opt/env/lib/python3.11/site-packages/idna/core.py"]
     finally:
-        for info in engine.images(f"io.envkit.name={NAME}"):
-            for tag in info.tags:
-                engine.remove(tag)
-        engine.prune_builder_images(NAME)
+        remove_images_of(engine, NAME)
 
 
 @pytest.mark.registry
@@ -152,7 +149,4 @@ def test_a_second_push_after_one_pin_uploads_the_changed_layers_only(
         assert second["layers_present"] >= 3  # the base's, the venv's, numpy's: not sent again
         assert 0 < second["bytes_sent"] <= sizes[-2] + sizes[-1] < 2_000_000
     finally:
-        for info in engine.images(f"io.envkit.name={NAME}"):
-            for tag in info.tags:
-                engine.remove(tag)
-        engine.prune_builder_images(NAME)
+        remove_images_of(engine, NAME)

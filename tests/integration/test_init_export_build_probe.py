@@ -43,7 +43,7 @@ from envkit.comparison.causes import THREAD_ENV
 from envkit.engine.docker_api import DockerEngine
 from envkit.offline.testing import make_real_channel, venv_python
 from tests.conda_bundle import RealConda
-from tests.integration.conftest import TORCH_WHEELS, debian_base, torch_wheel_dir
+from tests.integration.conftest import TORCH_WHEELS, debian_base, remove_images_of, torch_wheel_dir
 from tests.integration.test_pack_offline_conda import _cli, _pip_package
 
 pytestmark = [pytest.mark.docker, pytest.mark.conda, pytest.mark.frameworks, pytest.mark.slow]
@@ -65,9 +65,7 @@ def work(engine: DockerEngine) -> Iterator[Path]:
     """Its own folder (pytest's numbered ones can be rotated away by a parallel run in minutes)."""
     with tempfile.TemporaryDirectory(prefix="envkit-export-build-") as tmp:
         yield Path(tmp)
-    for info in engine.images(f"io.envkit.name={NAME}"):
-        for tag in info.tags:
-            engine.remove(tag)
+    remove_images_of(engine, NAME)
 
 
 @pytest.fixture(scope="module")

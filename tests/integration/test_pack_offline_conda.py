@@ -40,7 +40,7 @@ from envkit.offline.testing import (
 )
 from envkit.probe.runner import ProbeOptions, run_in_image
 from envkit.spec.load import load_spec
-from tests.integration.conftest import debian_base
+from tests.integration.conftest import debian_base, remove_images_of
 
 pytestmark = pytest.mark.docker
 
@@ -62,9 +62,7 @@ def base_image(engine: DockerEngine) -> str:
 def project(tmp_path: Path, engine: DockerEngine) -> Iterator[Path]:
     (tmp_path / "environments").mkdir()
     yield tmp_path
-    for info in engine.images(f"io.envkit.name={NAME}"):
-        for tag in info.tags:
-            engine.remove(tag)
+    remove_images_of(engine, NAME)
 
 
 def _pip_package() -> ArchivePackage:
