@@ -33,7 +33,7 @@ from envkit._pep503 import canonicalize_name
 from envkit._yaml import ALIAS_OR_DEEP, C_SAFE_LOADER, YamlProblem, load_bounded
 from envkit.audit.cvss import cvss3_score, severity_of_score
 from envkit.audit.data_age import data_date_of
-from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
+from envkit.audit.service import AuditSeverity, Dep, Vuln, VulnService, short_summary
 from envkit.errors import AuditError, UsageError
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ _MAX_VERSION_CHARS = 256  # as inventories (a longer one is not a version: ints 
 # OSV's export of every PyPI record (envkit audit --update-db downloads it; the help names it)
 OSV_PYPI_URL = "https://osv-vulnerabilities.storage.googleapis.com/PyPI/all.zip"
 MAX_RECORD_BYTES = 4 * 1024 * 1024  # the largest PyPA record is ~60 KB; OSV's largest PyPI ones ~1 MB
-_GHSA_SEVERITY: dict[str, Severity] = {
+_GHSA_SEVERITY: dict[str, AuditSeverity] = {
     "LOW": "low",
     "MODERATE": "medium",
     "MEDIUM": "medium",
@@ -75,7 +75,7 @@ class Record:
     id: str
     summary: str
     aliases: tuple[str, ...]
-    severity: Severity
+    severity: AuditSeverity
     withdrawn: bool
     affected: tuple[Affected, ...]
     references: tuple[str, ...]
@@ -113,13 +113,13 @@ def _need(cond: bool, what: str) -> None:
         raise _Corrupt(what)
 
 
-def _severity(data: dict[str, Any]) -> Severity:
+def _severity(data: dict[str, Any]) -> AuditSeverity:
     specific = data.get("database_specific")
     if isinstance(specific, dict) and isinstance(specific.get("severity"), str):
         mapped = _GHSA_SEVERITY.get(specific["severity"].upper())
         if mapped:
             return mapped
-    best: Severity = "unknown"
+    best: AuditSeverity = "unknown"
     for entry in data.get("severity") or ():
         if isinstance(entry, dict) and isinstance(entry.get("score"), str):
             score = cvss3_score(entry["score"])

@@ -9,7 +9,7 @@ from typing import Any
 
 from envkit import __version__, _json
 from envkit._safe import https_url, markdown_text, one_line
-from envkit.audit.findings import AuditReport, Finding
+from envkit.audit.findings import AuditFinding, AuditReport
 from envkit.audit.policy import RULES
 from envkit.audit.service import severity_rank
 
@@ -27,7 +27,7 @@ _SARIF_LEVEL = {
 _SECURITY_SEVERITY = {"critical": "9.5", "high": "8.0", "medium": "5.5", "unknown": "5.5", "low": "2.0"}
 
 
-def _ordered(findings: tuple[Finding, ...] | list[Finding]) -> list[Finding]:
+def _ordered(findings: tuple[AuditFinding, ...] | list[AuditFinding]) -> list[AuditFinding]:
     return sorted(
         findings,
         key=lambda f: (
@@ -129,7 +129,7 @@ def to_markdown(report: AuditReport, fail_on: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _rule(finding: Finding) -> dict[str, Any]:
+def _rule(finding: AuditFinding) -> dict[str, Any]:
     base = finding.id.split(":")[0] if finding.kind == "policy" else None
     description = RULES[base][1] if base in RULES else finding.message
     rule: dict[str, Any] = {
@@ -144,7 +144,7 @@ def _rule(finding: Finding) -> dict[str, Any]:
     return rule
 
 
-def _result(finding: Finding, target: str) -> dict[str, Any]:
+def _result(finding: AuditFinding, target: str) -> dict[str, Any]:
     location: dict[str, Any] = {"artifactLocation": {"uri": finding.location or target}}
     if finding.line:
         location["region"] = {"startLine": finding.line}

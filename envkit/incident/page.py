@@ -120,6 +120,15 @@ def read_steps(run: Path) -> Curves:
     return curves
 
 
+def _mark(number: int, xx: float) -> str:
+    """Incident ``number``'s dashed line at ``xx`` on a chart."""
+    return (
+        f'<line x1="{xx:.1f}" y1="{TOP}" x2="{xx:.1f}" y2="{TOP + PH}" stroke="{INCIDENT}" '
+        f'stroke-dasharray="3,2"/><text x="{xx + 2:.1f}" y="{TOP + 10}" font-size="10" '
+        f'fill="{INCIDENT}">#{number}</text>'
+    )
+
+
 def _chart(
     title: str,
     curves: Curves,
@@ -164,15 +173,7 @@ def _chart(
     ]
     if log:
         parts.append(f'<text x="{LEFT + PW}" y="15" text-anchor="end" font-size="9">log scale</text>')
-    for number, step in marks:
-        if not first <= step <= last:
-            continue
-        xx = x(step)
-        parts.append(
-            f'<line x1="{xx:.1f}" y1="{TOP}" x2="{xx:.1f}" y2="{TOP + PH}" stroke="{INCIDENT}" '
-            f'stroke-dasharray="3,2"/><text x="{xx + 2:.1f}" y="{TOP + 10}" font-size="10" '
-            f'fill="{INCIDENT}">#{number}</text>'
-        )
+    parts += [_mark(number, x(step)) for number, step in marks if first <= step <= last]
     for k, (name, env) in enumerate(envs):
         color = SERIES[k % len(SERIES)]
         pts = " ".join(f"{x(step):.1f},{y(v):.1f}" for step, v in env.points())

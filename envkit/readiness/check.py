@@ -22,7 +22,7 @@ from envkit.readiness.facts import ReadinessFacts, parse_facts
 from envkit.readiness.packages import package_findings, walk_findings
 from envkit.readiness.requirements import requirement_findings
 from envkit.readiness.rules import (
-    Finding,
+    ReadinessFinding,
     arch_findings,
     driver_findings,
     driver_floors,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckResult",
-    "Verdict",
+    "TargetVerdict",
     "check",
     "facts_in_image",
     "facts_on_host",
@@ -112,12 +112,12 @@ def facts_on_host(
 
 
 @dataclass(frozen=True)
-class Verdict:
+class TargetVerdict:
     """One target's verdict: ready or will-fail, and the findings behind it."""
 
     target: Target
     status: str
-    findings: tuple[Finding, ...]
+    findings: tuple[ReadinessFinding, ...]
 
     def to_json(self) -> dict[str, Any]:
         t = self.target
@@ -135,8 +135,8 @@ class CheckResult:
 
     where: str
     facts: ReadinessFacts
-    environment: tuple[Finding, ...]
-    verdicts: tuple[Verdict, ...]
+    environment: tuple[ReadinessFinding, ...]
+    verdicts: tuple[TargetVerdict, ...]
 
     @property
     def ok(self) -> bool:
@@ -202,7 +202,7 @@ def check(
             + tuple(requirement_findings(facts, target, catalog))
             + tuple(driver_findings(facts, target, catalog, gpu))
         )
-        verdicts.append(Verdict(target, summarize(findings), findings))
+        verdicts.append(TargetVerdict(target, summarize(findings), findings))
     return CheckResult(where, facts, env, tuple(verdicts))
 
 

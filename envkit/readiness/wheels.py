@@ -27,7 +27,7 @@ from envkit import payload
 from envkit.catalog.require import FRAMEWORK_DISTS, framework_runs
 from envkit.readiness.facts import LibraryScan, Owner
 from envkit.readiness.owners import is_nvidia
-from envkit.readiness.rules import Finding, carried_text, ptx_text, split_fatbins
+from envkit.readiness.rules import ReadinessFinding, carried_text, ptx_text, split_fatbins
 from envkit.readiness.targets import Target
 
 __all__ = ["FRAMEWORK_DISTS", "WheelCode", "scan_conda", "scan_wheel", "wheel_findings"]
@@ -229,8 +229,8 @@ def _variant_skipped(lib: LibraryScan, wheel: WheelCode, cuda: str | None) -> bo
     return any(o.path == loaded for o in wheel.libraries)
 
 
-def _finding(severity: str, code: str, text: str, wheel: WheelCode, lib: LibraryScan) -> Finding:
-    return Finding(
+def _finding(severity: str, code: str, text: str, wheel: WheelCode, lib: LibraryScan) -> ReadinessFinding:
+    return ReadinessFinding(
         "error" if severity == "error" else "warning",
         code,
         f"{wheel.name} {wheel.version}: {text}",
@@ -240,13 +240,13 @@ def _finding(severity: str, code: str, text: str, wheel: WheelCode, lib: Library
     )
 
 
-def wheel_findings(wheels: Sequence[WheelCode], target: Target, cuda: str | None) -> list[Finding]:
+def wheel_findings(wheels: Sequence[WheelCode], target: Target, cuda: str | None) -> list[ReadinessFinding]:
     """What each wheel's GPU code means on ``target`` (nothing for a target with no GPU named)."""
     if target.cc is None:
         return []
     cc = target.cc
     sm = f"sm_{cc[0]}{cc[1]}"
-    out: list[Finding] = []
+    out: list[ReadinessFinding] = []
     for wheel in wheels:
         framework = wheel.name.lower() in FRAMEWORK_DISTS
         for lib in wheel.libraries:
