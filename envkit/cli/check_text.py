@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from envkit._safe import one_line
-from envkit.readiness.check import CheckResult
+from envkit.readiness.check import CheckResult, fingerprint_facts
 from envkit.readiness.lockcheck import LockVerdict
 from envkit.readiness.rules import ReadinessFinding
 
@@ -100,7 +100,7 @@ def verdict_lines(verdicts: Sequence[LockVerdict]) -> list[str]:
 
 def check_text(result: CheckResult, show_all: bool, sbom: Path | None = None) -> str:
     lines = [f"{result.where}:"]
-    summary = result.to_json()["summary"]
+    summary = fingerprint_facts(result.facts)
     for name, fw in summary["frameworks"].items():
         loaded = ", ".join(f"{k} {v}" for k, v in fw["loaded"].items()) or "nothing loaded"
         lines.append(

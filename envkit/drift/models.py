@@ -40,7 +40,7 @@ class DriftFinding:
     def sort_key(self) -> tuple[int, str, str, str]:
         return (-severity_rank(self.severity), self.package, self.kind, self.rule or "")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "package": self.package,
             "kind": self.kind,

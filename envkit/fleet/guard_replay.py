@@ -88,7 +88,7 @@ class FleetReplay:
         found = [v.verdict for v in self.verdicts.values()]
         return next((v for v in found if v != "reproducible"), "reproducible" if found else "none")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "verdict": self.verdict,
             "fleet": self.run.to_json(),

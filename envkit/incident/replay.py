@@ -69,7 +69,7 @@ class ReplayVerdict:
     causes: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return dict(json_clean(self.__dict__))
 
 

@@ -69,7 +69,7 @@ class RunView:
     world_size: int
     notes: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         spikes = sum(1 for i in self.incidents if str(i["kind"]).endswith("-spike"))
         return {
             "run": self.run,

@@ -69,7 +69,7 @@ class DebugLock:
     wheels: tuple[PipPackage, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)  # e.g. the one line about Nsight Systems
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "kind": LOCK_KIND,
             "schema": 1,

@@ -119,7 +119,7 @@ class TargetVerdict:
     status: str
     findings: tuple[ReadinessFinding, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         t = self.target
         cc = f"{t.cc[0]}.{t.cc[1]}" if t.cc else None
         return {
@@ -142,7 +142,7 @@ class CheckResult:
     def ok(self) -> bool:
         return all(v.status == "ready" for v in self.verdicts)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "where": self.where,
             "summary": fingerprint_facts(self.facts),

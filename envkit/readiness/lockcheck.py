@@ -57,7 +57,7 @@ class LockGpuCode:
     wheels: tuple[WheelCode, ...]
     not_scanned: tuple[tuple[str, str, str], ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "kind": KIND,
             "version": VERSION,
@@ -76,7 +76,7 @@ class LockVerdict:
     status: str
     findings: tuple[ReadinessFinding, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "target": {"label": self.target.label, "gpu": self.target.gpu},
             "status": self.status,

@@ -60,7 +60,7 @@ class WheelCode:
     # known (another wheel, or a gpu-code.json written before it was recorded): every library counts
     linked: tuple[str, ...] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         extra: dict[str, Any] = {} if self.linked is None else {"linked": list(self.linked)}
         return {
             **extra,

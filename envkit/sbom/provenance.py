@@ -53,7 +53,7 @@ class Material:
     uri: str
     sha256: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         found: dict[str, Any] = {"name": self.name, "uri": self.uri}
         if self.sha256:
             found["digest"] = {"sha256": self.sha256.removeprefix("sha256:")}
