@@ -249,7 +249,7 @@ class AdvisoryIndex:
             self._settle(header, body)
         return None
 
-    def _settle(self, header: dict[str, Any], body: bytes) -> None:
+    def _settle(self, header: dict[str, object], body: bytes) -> None:
         """The racy files were verified and are now older than the margin: stat alone will do."""
         self._write({**header, "racy": {}}, body)
 
@@ -292,12 +292,12 @@ class AdvisoryIndex:
         self._built, self._names, self._body = built, {}, b""
         self._write(header, body)
 
-    def _write(self, header: dict[str, Any], body: bytes) -> None:
+    def _write(self, header: dict[str, object], body: bytes) -> None:
         data = json.dumps(header, separators=(",", ":")).encode() + b"\n" + body
         with contextlib.suppress(EnvkitError):  # a read-only or full cache: this run keeps what it built
             write_bytes_atomic(self.path, data)
 
-    def _encode_entry(self, entry: Entry) -> dict[str, Any]:
+    def _encode_entry(self, entry: Entry) -> dict[str, object]:
         if isinstance(entry, AuditError):
             return {"error": {"message": entry.message, "hint": entry.hint}}
         return {"records": [encode_record(r) for r in entry]}
@@ -313,7 +313,7 @@ class AdvisoryIndex:
         return [decode_record(r) for r in data["records"]]
 
 
-def encode_record(r: Record) -> dict[str, Any]:
+def encode_record(r: Record) -> dict[str, object]:
     return {
         "id": r.id,
         "summary": r.summary,

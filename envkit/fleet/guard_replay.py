@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from envkit import __version__
 from envkit.errors import EnvkitError, FleetError, UsageError
@@ -182,7 +181,7 @@ def render_fleet_replay(result: FleetReplay) -> str:
     return "\n".join(lines)
 
 
-def _task_fields(raw: Mapping[str, Any], source: str) -> tuple[str, Path]:
+def _task_fields(raw: Mapping[str, object], source: str) -> tuple[str, Path]:
     """The entry and code directory the submitter named, in their shapes only."""
     if raw.get("kind") != KIND:
         raise FleetError(f"{source}: not a guard replay run (kind {str(raw.get('kind'))[:40]!r})", hint=_HINT)

@@ -63,8 +63,8 @@ class RunView:
     skips: tuple[Skip, ...]
     overflows: int
     clipped_steps: int
-    incidents: tuple[dict[str, Any], ...]
-    config: dict[str, Any]
+    incidents: tuple[dict[str, object], ...]
+    config: dict[str, object]
     rank: int
     world_size: int
     notes: tuple[str, ...] = ()
@@ -89,7 +89,7 @@ class RunView:
         }
 
 
-def check_incident(value: Any, where: str) -> dict[str, Any]:
+def check_incident(value: Any, where: str) -> dict[str, object]:
     """An incident record with every field ``guard show`` reads checked for its type."""
     if not isinstance(value, dict):
         raise ReportError(f"{where}: expected an incident (an object)", hint="the run folder was edited")
@@ -186,13 +186,13 @@ def _from_report(path: Path) -> RunView:
     )
 
 
-def _objects(value: Any, where: str) -> list[dict[str, Any]]:
+def _objects(value: Any, where: str) -> list[dict[str, object]]:
     if not isinstance(value, list) or not all(isinstance(i, dict) for i in value):
         raise ReportError(f"{where}: expected a list of objects", hint="the report was edited")
     return value
 
 
-def _config(value: Any, where: str) -> dict[str, Any]:
+def _config(value: Any, where: str) -> dict[str, object]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -275,7 +275,7 @@ def _live_steps(path: Path, seen: Lines) -> tuple[int, list[Skip], int, int] | N
     return count, skips, overflows, clipped
 
 
-def _live_incidents(path: Path) -> list[dict[str, Any]] | None:
+def _live_incidents(path: Path) -> list[dict[str, object]] | None:
     try:
         rows = jsonl_rows(path, MAX_INCIDENT_BYTES)
         return [check_incident(value, where) for where, value in rows][:MAX_INCIDENTS]
