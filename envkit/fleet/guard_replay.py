@@ -31,7 +31,7 @@ from pathlib import Path
 from envkit import __version__
 from envkit.errors import EnvkitError, FleetError, UsageError
 from envkit.fleet.fanout import FleetRun, Progress, follow
-from envkit.fleet.manifest import parse_layout
+from envkit.fleet.run_plan import parse_layout
 from envkit.fleet.scheduler import JobRequest, Scheduler
 from envkit.fleet.task import run_recorded, task_main
 from envkit.guard.dump import read_dump

@@ -19,7 +19,7 @@ from envkit.engine.protocol import ContainerEngine
 from envkit.engine.push import read_pushed
 from envkit.engine.store import ImageStore
 from envkit.errors import ProbeError
-from envkit.fleet.manifest import image_tar_path
+from envkit.fleet.run_plan import image_tar_path
 from envkit.probe.run import resolve_image
 
 __all__ = ["image_for_fleet", "pushed_ref"]

@@ -213,7 +213,7 @@ def emit_run(
     recorded digest); the nodes pull it from the registry, by digest.
     """
     from envkit.fleet.images import pushed_ref
-    from envkit.fleet.manifest import write_manifest
+    from envkit.fleet.run_plan import write_manifest
     from envkit.store import layout, runs
 
     ref = image if "@sha256:" in image else pushed_ref(root, image)

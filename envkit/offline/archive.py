@@ -17,7 +17,7 @@ from pathlib import Path
 
 from envkit.errors import PackMismatch
 from envkit.offline.collect import Collected, PackRequest, bootstrap_path, conda_path, requirement_hashes
-from envkit.offline.manifest import MANIFEST, PackManifest
+from envkit.offline.pack_manifest import MANIFEST, PackManifest
 from envkit.render.context import file_sha256
 
 __all__ = ["open_pack", "verify_against_lock"]

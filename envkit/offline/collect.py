@@ -24,7 +24,7 @@ from envkit.errors import PackError
 from envkit.lock.solver import CondaPackage
 from envkit.offline.fetch import Fetcher
 from envkit.offline.lock_names import check_conda_file
-from envkit.offline.manifest import PackFile, PackManifest
+from envkit.offline.pack_manifest import PackFile, PackManifest
 from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.render.context import file_sha256
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from envkit.errors import PackError
 from envkit.offline.collect import Collected
-from envkit.offline.manifest import MANIFEST
+from envkit.offline.pack_manifest import MANIFEST
 from envkit.render.context import FILE_MODE, file_sha256, tar_info
 
 __all__ = ["write_pack"]

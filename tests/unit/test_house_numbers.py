@@ -128,6 +128,8 @@ def test_one_name_per_concept() -> None:
     assert not generic, f"a generic name is back (name the concept: AuditFinding, CompareVerdict): {generic}"
     twice = {n: where for n, where in homes.items() if len(where) > 1 and n not in KNOWN_TWICE}
     assert not twice, f"one class name for two concepts: {twice}"
+    manifests = sorted(str(m.relative_to(PACKAGE)) for m in PACKAGE.rglob("manifest.py"))
+    assert manifests == ["store/manifest.py"], f"one manifest.py (the run's); name the others: {manifests}"
 
 
 def test_the_measures_see_what_they_count(tmp_path: Path) -> None:
