@@ -64,7 +64,7 @@ class ReplayVerdict:
     dump: str
     step: int
     recorded: dict[str, Any]
-    replays: list[dict[str, Any]]
+    replays: list[dict[str, object]]
     localization: dict[str, Any]
     causes: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -127,7 +127,7 @@ def _report(env: Any, source: str) -> ProbeReport:
     raw = env.get("info")
     if raw is not None and not isinstance(raw, dict):
         raise DumpError(f"{source}: info: expected an object", hint="the dump was edited")
-    info: dict[str, Any] = raw or {}
+    info: dict[str, object] = raw or {}
     switches = info.get("switches", {})
     if not isinstance(switches, dict):
         raise DumpError(f"{source}: info.switches: expected an object", hint="the dump was edited")
@@ -264,8 +264,8 @@ class _Step:
         localization["replayed_as"] = self._shape(group, results)
         return Replay(own.loss, norm, localization, error)
 
-    def _shape(self, group: RankDumps, results: dict[int, Replay] | None) -> dict[str, Any]:
-        shape: dict[str, Any] = {}
+    def _shape(self, group: RankDumps, results: dict[int, Replay] | None) -> dict[str, object]:
+        shape: dict[str, object] = {}
         split = self.split.get(group.rank)
         if split:
             shape["micro_batches"] = int(group.dumps[group.rank].manifest["backwards"])
@@ -313,7 +313,7 @@ def _bare(name: str) -> str:
     return name
 
 
-def align_names(saved: dict[str, Any], names: list[str]) -> dict[str, Any]:
+def align_names(saved: dict[str, object], names: list[str]) -> dict[str, object]:
     """``saved`` (a dump's model state) renamed to the entry's model's ``names`` when the two differ
     only by wrappers, either way: a DDP/FSDP dump (``module.…``) replayed with the bare model, or a
     bare dump with a wrapped model. Anything else is returned as it is (the adapter names the misfit)."""
@@ -404,7 +404,7 @@ def judge(
 
 def _verdict(
     dump: Dump, runs: list[Replay], loss: float, norm: float, here: HereReport, where: str
-) -> tuple[str, list[dict[str, Any]], list[str]]:
+) -> tuple[str, list[dict[str, object]], list[str]]:
     notes: list[str] = []
     first, second = runs
     raised = first.error or second.error
@@ -486,7 +486,7 @@ def _shape_notes(localization: dict[str, Any]) -> list[str]:
         )
         bad = localization.get("rank")
         if isinstance(bad, int):
-            row: dict[str, Any] = next((r for r in shape.get("ranks") or [] if r.get("rank") == bad), {})
+            row: dict[str, object] = next((r for r in shape.get("ranks") or [] if r.get("rank") == bad), {})
             batch = localization.get("nonfinite_batch")
             what = describe_nonfinite(batch) if isinstance(batch, dict) else f"its loss {row.get('loss')}"
             notes.append(
@@ -535,7 +535,7 @@ def _local_report(framework: str) -> ProbeReport:
     )
 
 
-def here_info(framework: str) -> dict[str, Any]:
+def here_info(framework: str) -> dict[str, object]:
     if framework == "torch":
         import torch
 

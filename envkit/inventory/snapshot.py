@@ -59,7 +59,7 @@ class LocalSource:
     def platform(self) -> str:
         return f"{sys.platform}-{platform.machine()}"
 
-    def conda_records(self) -> list[dict[str, Any]] | None:
+    def conda_records(self) -> list[dict[str, object]] | None:
         prefix = self.environ.get("CONDA_PREFIX")
         if not prefix:
             return None
@@ -97,7 +97,7 @@ def take_snapshot(source: EnvironmentSource) -> dict[str, Any]:
     }
 
 
-def _record(raw: Any, keep: tuple[str, ...]) -> dict[str, Any]:
+def _record(raw: Any, keep: tuple[str, ...]) -> dict[str, object]:
     """The fields kept of one conda record; credentials in channel URLs redacted (snapshots are shared)."""
     if not isinstance(raw, dict):
         raise EnvkitError(
@@ -112,11 +112,11 @@ def _record(raw: Any, keep: tuple[str, ...]) -> dict[str, Any]:
     return record
 
 
-def _key(record: dict[str, Any]) -> tuple[str, str]:
+def _key(record: dict[str, object]) -> tuple[str, str]:
     return (str(record.get("name")), str(record.get("version")))
 
 
-def write_snapshot(snapshot: dict[str, Any], path: Path) -> bool:
+def write_snapshot(snapshot: dict[str, object], path: Path) -> bool:
     """Write atomically (every string redacted once more); False when the file already held it."""
     return write_text_atomic(path, json.dumps(_redacted(snapshot), indent=2, sort_keys=True) + "\n")
 

@@ -161,7 +161,7 @@ def fingerprint_facts(facts: ReadinessFacts) -> dict[str, Any]:
     """The compact facts a probe fingerprint, an SBOM or `envkit diff` carries: per framework, the
     CUDA it was built for, the runtime and library versions loaded (and from where), and the GPU
     architectures of each library with GPU code."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, fw in facts.frameworks.items():
         loaded = {lib: format_version(lib, v) for lib, v in sorted(fw.loaded.versions.items())}
         files = sorted(

@@ -61,7 +61,7 @@ class WheelCode:
     linked: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, object]:
-        extra: dict[str, Any] = {} if self.linked is None else {"linked": list(self.linked)}
+        extra: dict[str, object] = {} if self.linked is None else {"linked": list(self.linked)}
         return {
             **extra,
             "name": self.name,
@@ -149,7 +149,7 @@ def _scan_member(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict[str, Any] | 
         return _scan_stream(member)
 
 
-def _scan_stream(member: IO[bytes]) -> dict[str, Any] | None:
+def _scan_stream(member: IO[bytes]) -> dict[str, object] | None:
     """:func:`_scan_member` of any readable stream (a zip member, a tar member)."""
     head = member.read(4)
     if head != b"\x7fELF":
@@ -163,7 +163,7 @@ def _scan_stream(member: IO[bytes]) -> dict[str, Any] | None:
                 return {"fatbins": 0, "problem": f"more than {MAX_MEMBER} bytes: not read"}
             tmp.write(chunk)
         tmp.seek(0)
-        raw: dict[str, Any] = _ELFSCAN.scan_stream(tmp, copied)
+        raw: dict[str, object] = _ELFSCAN.scan_stream(tmp, copied)
         return raw
 
 
