@@ -144,6 +144,19 @@ def params_sha256(adapter: Any, names: list[str], params: list[Any], dtype: str)
     return h.hexdigest()
 
 
+def _op_error_record(rec: dict[str, object], exc: BaseException) -> dict[str, object]:
+    """``rec`` for a step the framework's op-level check stopped: no loss, no update."""
+    rec.update(loss="nan", grad_norm="nan", finite={"loss": False, "grads": False, "params": True})
+    rec["op_error"] = summarize_error(exc)
+    rec["first_nonfinite_param"] = None
+    return rec
+
+
+def _first_nonfinite_grad(adapter: Any, names: list[str], params: Any) -> str | None:
+    """The first parameter whose gradient holds a NaN/Inf, checked one by one."""
+    return next((n for n, p in zip(names, params) if not adapter.grad_finite(p)), None)
+
+
 def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, object]:
     """Train ``cfg.steps`` steps; record per-step loss, grad norm and NaN/Inf flags. Never raises on NaN."""
     names = [spec[0] for spec in portable.param_specs(workload)]
@@ -166,10 +179,7 @@ def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, object]:
                 raise
             # The framework's op-level check stopped this step: report it, skip the update, go on.
             adapter.zero_grad(opt, params)
-            rec.update(loss="nan", grad_norm="nan", finite={"loss": False, "grads": False, "params": True})
-            rec["op_error"] = summarize_error(exc)
-            rec["first_nonfinite_param"] = None
-            steps.append(rec)
+            steps.append(_op_error_record(rec, exc))
             if nonfinite is None:
                 nonfinite = {"step": step, "what": "op", "parameter": None, "op_error": rec["op_error"]}
             continue
@@ -178,11 +188,7 @@ def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, object]:
         # a NaN/Inf element makes its tensor's norm (and the total) non-finite: a finite total proves
         # every gradient finite without a check per parameter; otherwise find the first one exactly
         finite_total = portable.is_finite(total)
-        bad_grad = (
-            None
-            if finite_total
-            else next((n for n, p in zip(names, params) if not adapter.grad_finite(p)), None)
-        )
+        bad_grad = None if finite_total else _first_nonfinite_grad(adapter, names, params)
         if step in (1, cfg.steps):
             grad_norms["first" if step == 1 else "last"] = {
                 n: portable.json_float(v) for n, v in zip(names, norms)

@@ -139,9 +139,9 @@ def _device_used(cfg: common.Config, frameworks: dict[str, object]) -> str:
     return used[0] if used else ("cpu" if cfg.device == "auto" else cfg.device)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    cfg = common.Config(
+def _config(args: argparse.Namespace) -> common.Config:
+    """The workloads' configuration from the command line (the budget counted from the payload's start)."""
+    return common.Config(
         seed=args.seed,
         steps=args.steps,
         mode=args.mode,
@@ -157,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.budget
         else 0.0,
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    cfg = _config(args)
     try:
         plant = perturb.planted(dict(os.environ), cfg.steps)
     except ValueError as e:
