@@ -70,8 +70,8 @@ def long_functions() -> list[tuple[int, str]]:
 
 
 def private_imports() -> list[str]:
-    """``from envkit.a import _name`` in a module other than ``envkit.a`` (a private module such as
-    ``envkit._proc`` imported whole is a module, not a private name, and is not counted)."""
+    """``from envkit.a import _name`` in a module other than ``envkit.a``, and ``from envkit.pkg._mod import
+    …`` outside ``envkit.pkg`` (the shared top-level modules such as ``envkit._proc`` are not counted)."""
     module_names = {name for name, _, _ in modules()}
     found = []
     for name, _, tree in modules():
@@ -81,6 +81,12 @@ def private_imports() -> list[str]:
                     private = alias.name.startswith("_") and not alias.name.startswith("__")
                     if private and f"{node.module}.{alias.name}" not in module_names and node.module != name:
                         found.append(f"{name} <- {node.module}.{alias.name}")
+                # a package's private module (envkit.inventory._collect) imported from another package
+                parts = node.module.split(".")
+                inner = [i for i, part in enumerate(parts) if i >= 2 and part.startswith("_")]
+                owner = ".".join(parts[: inner[0]]) if inner else ""
+                if inner and name != owner and not name.startswith(owner + "."):
+                    found.append(f"{name} <- {node.module}")
     return sorted(found)
 
 

@@ -150,7 +150,7 @@ def cuda_readiness(spec: dict[str, object]) -> dict[str, object]:
     try:
         import ready
 
-        return ready.summary(ready.report(spec, ready._sites()))
+        return ready.summary(ready.report(spec, ready.site_dirs()))
     except Exception as exc:  # the facts are extra: a broken scan must not lose the probe
         return {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
 

@@ -435,7 +435,8 @@ def summary(doc: dict[str, object]) -> dict[str, object]:
     return {"frameworks": frameworks, "gpu_code": dict(sorted(gpu_code.items()))}
 
 
-def _sites() -> list[str]:
+def site_dirs() -> list[str]:
+    """This interpreter's site-packages (and Debian's dist-packages) directories: where the scan looks."""
     return [p for p in sys.path if p and os.path.isdir(p) and ("site-packages" in p or "dist-packages" in p)]
 
 
@@ -466,7 +467,7 @@ def main(argv: list[str]) -> int:
         return 0
     spec = json.loads(args.spec)
     box = sandbox.Sandbox() if args.sandbox else None
-    print(json.dumps(report(spec, args.site or _sites(), box, args.caches), sort_keys=True))
+    print(json.dumps(report(spec, args.site or site_dirs(), box, args.caches), sort_keys=True))
     return 0
 
 
