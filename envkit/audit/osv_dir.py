@@ -43,7 +43,7 @@ _RESTORE = (
     "restore the advisory database (git checkout / envkit audit --update-db); records are never skipped"
 )
 
-__all__ = ["OSV_PYPI_URL", "OsvDirService", "Record", "affects", "parse_record"]
+__all__ = ["OSV_PYPI_URL", "OsvDirService", "OsvRecord", "affects", "parse_record"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 _MAX_VERSION_CHARS = 256  # as inventories (a longer one is not a version: ints past 4,300 digits fail)
@@ -69,7 +69,7 @@ class Affected:
 
 
 @dataclass(frozen=True)
-class Record:
+class OsvRecord:
     """One OSV advisory, parsed strictly: ids, severity, the affected versions, references."""
 
     id: str
@@ -214,7 +214,7 @@ def _check_fields(data: dict[str, Any]) -> None:
     _need(specific is None or isinstance(specific, dict), "database_specific is not a mapping")
 
 
-def parse_record(data: Any, source: str) -> Record:
+def parse_record(data: Any, source: str) -> OsvRecord:
     """Validate one OSV record's shape; raise AuditError naming ``source`` when it is broken."""
     try:
         _need(isinstance(data, dict), "the file is not an OSV record (no mapping)")
@@ -231,7 +231,7 @@ def parse_record(data: Any, source: str) -> Record:
             hint=_RESTORE,
         ) from e
     summary = short_summary(str(data.get("summary") or data.get("details") or ""))
-    return Record(
+    return OsvRecord(
         id=data["id"],
         summary=summary,
         aliases=tuple(sorted(str(a) for a in aliases)),
@@ -254,7 +254,7 @@ def _in_range(version: Version, events: tuple[tuple[str, Version], ...]) -> bool
     return affected
 
 
-def affects(record: Record, package: str, version: Version) -> bool:
+def affects(record: OsvRecord, package: str, version: Version) -> bool:
     """Whether ``record`` affects ``package`` at ``version`` (its local label ignored)."""
     if record.withdrawn:
         return False
@@ -334,7 +334,7 @@ class OsvDirService(VulnService):
         self.root = root
         self._vulns = vulns
         self._index: dict[str, list[Path]] | None = None
-        self._records: dict[str, list[Record]] = {}
+        self._records: dict[str, list[OsvRecord]] = {}
         self._answers: dict[tuple[str, str, str | None], tuple[Dep, list[Vuln]]] = {}
         self._advisory_index: AdvisoryIndex | None = None
         self._dated: tuple[tuple[str, str] | None] | None = None
@@ -355,7 +355,7 @@ class OsvDirService(VulnService):
             self._index = index
         return self._index
 
-    def records(self, package: str) -> list[Record]:
+    def records(self, package: str) -> list[OsvRecord]:
         """Every record filed under ``package`` (parsed once per run, or once per database: the index)."""
         name = canonicalize_name(package)
         if name not in self._records:
@@ -363,11 +363,11 @@ class OsvDirService(VulnService):
             self._records[name] = index.records(name) if index else self._read_package(name)
         return self._records[name]
 
-    def _readers(self) -> list[tuple[str, Callable[[], list[Record]]]]:
+    def _readers(self) -> list[tuple[str, Callable[[], list[OsvRecord]]]]:
         """What the advisory index is built from: every package folder's reader."""
         return [(name, partial(self._read_package, name)) for name in self._package_index()]
 
-    def _read_package(self, name: str) -> list[Record]:
+    def _read_package(self, name: str) -> list[OsvRecord]:
         found = []
         for folder in self._package_index().get(name, []):
             for path in sorted(folder.iterdir()):

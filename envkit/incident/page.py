@@ -19,7 +19,7 @@ from typing import Any
 
 from envkit.comparison.plots import COLORS, MAX_BUCKETS
 from envkit.errors import ReportError
-from envkit.incident.rows import Lines, StepRow, jsonl_rows, step_row
+from envkit.incident.rows import ReadStats, StepRow, jsonl_rows, step_row
 
 __all__ = ["Curves", "read_steps", "render_page"]
 
@@ -110,7 +110,7 @@ def read_steps(run: Path) -> Curves:
     """RUN/steps.jsonl streamed into :class:`Curves` (a regular file, never a FIFO or link; every
     field checked, naming file:line; memory bounded by the page's width, not by the run's length)."""
     path = run / "steps.jsonl"
-    curves, seen = Curves(), Lines()
+    curves, seen = Curves(), ReadStats()
     try:
         for where, value in jsonl_rows(path, MAX_STEPS_BYTES, seen):
             curves.add(step_row(value, where))

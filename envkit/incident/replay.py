@@ -41,7 +41,7 @@ from envkit.incident.ranks import RankDumps, rank_dumps, recorded_rank_losses
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
 __all__ = [
-    "Builder",
+    "ModelBuilder",
     "ReplayVerdict",
     "align_names",
     "here_info",
@@ -53,7 +53,7 @@ __all__ = [
     "suggest_entry",
 ]
 
-Builder = Callable[[], Any]
+ModelBuilder = Callable[[], Any]
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class ReplayVerdict:
         return dict(json_clean(self.__dict__))
 
 
-def load_entry(spec: str) -> Builder:
+def load_entry(spec: str) -> ModelBuilder:
     """``module:function`` (importable from the current directory) that builds model, optimizer, loss."""
     module_name, sep, func_name = spec.partition(":")
     if not sep or not module_name or not func_name.isidentifier():
@@ -91,7 +91,7 @@ def load_entry(spec: str) -> Builder:
         raise UsageError(
             f"--entry {spec}: {module_name} has no function {func_name}", hint="name the builder function"
         )
-    builder: Builder = func
+    builder: ModelBuilder = func
     return builder
 
 
@@ -106,7 +106,7 @@ def suggest_entry(path: Path) -> UsageError:
     )
 
 
-def _built(builder: Builder) -> tuple[Any, Any, Any]:
+def _built(builder: ModelBuilder) -> tuple[Any, Any, Any]:
     try:
         made = builder()
     except Exception as e:  # the user's entry: its error is a usage problem, said in one line
@@ -164,7 +164,7 @@ def _same(a: float, b: float) -> bool:
     return a.hex() == b.hex()
 
 
-def replay_runs(dump: Dump, builder: Builder) -> list[Replay]:
+def replay_runs(dump: Dump, builder: ModelBuilder) -> list[Replay]:
     """The dump's step replayed twice here with the entry's model, optimizer and loss.
 
     As the step ran: with the recorded loss scale and autocast (:mod:`envkit.incident.amp`); as its
@@ -368,7 +368,7 @@ def _check_layout(dump: Dump, mine: list[str] | None) -> None:
     )
 
 
-def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
+def replay_dump(path: Path, builder: ModelBuilder) -> ReplayVerdict:
     dump = read_dump(path)
     return judge(dump, replay_runs(dump, builder))
 

@@ -21,7 +21,7 @@ from typing import Any
 from envkit._io import open_regular
 from envkit.errors import ReportError
 from envkit.incident.rows import (
-    Lines,
+    ReadStats,
     StepRow,
     check_bool,
     check_count,
@@ -207,7 +207,7 @@ def _config(value: Any, where: str) -> dict[str, object]:
 
 def _from_live(folder: Path) -> RunView | None:
     """The summary from ``steps.jsonl``, ``incidents.jsonl``, the dumps and the ledger; None: none there."""
-    seen = Lines()
+    seen = ReadStats()
     rows = _live_steps(folder / "steps.jsonl", seen)
     incidents = _live_incidents(folder / "incidents.jsonl")
     dumps = _dumps(folder / "incidents")
@@ -258,7 +258,7 @@ def _lines_in(path: Path) -> int:
         return 0
 
 
-def _live_steps(path: Path, seen: Lines) -> tuple[int, list[Skip], int, int] | None:
+def _live_steps(path: Path, seen: ReadStats) -> tuple[int, list[Skip], int, int] | None:
     """Steps counted (streamed: never held), the guard's skips, the scaler's overflows, clipped steps."""
     count = overflows = clipped = 0
     skips: list[Skip] = []
