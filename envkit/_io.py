@@ -9,6 +9,8 @@ import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from envkit.errors import UsageError
+
 __all__ = [
     "NotRegular",
     "TooLarge",
@@ -21,8 +23,8 @@ __all__ = [
 ]
 
 
-class TooLarge(Exception):
-    """The file holds more than the limit allows."""
+class TooLarge(UsageError):
+    """The file holds more than the limit allows (exit 2 if it reaches the CLI; callers name its role)."""
 
     def __init__(self, path: Path, limit: int) -> None:
         super().__init__(f"{path}: larger than {limit} bytes")
@@ -56,8 +58,16 @@ def read_text_bounded(path: Path, limit: int) -> str:
     return read_bytes_bounded(path, limit).decode("utf-8").removeprefix("\ufeff")
 
 
-class NotRegular(OSError):
-    """The path is a link, a directory, a FIFO or a device where a regular file was expected."""
+class NotRegular(UsageError, OSError):
+    """The path is a link, a directory, a FIFO or a device where a regular file was expected.
+
+    Still an :class:`OSError` (``errno``, ``strerror``, ``filename`` and its ``str`` unchanged).
+    """
+
+    def __init__(self, code: int, strerror: str, filename: str) -> None:
+        OSError.__init__(self, code, strerror, filename)
+        self.message = f"{filename}: {strerror}"
+        self.hint = None
 
 
 def open_regular(path: Path, *, follow: bool = False) -> BinaryIO:

@@ -6,8 +6,12 @@ and exits with the error's :attr:`exit_code`::
 
     EnvkitError                      exit 3 unless said otherwise
     ├── UsageError                   exit 2  bad arguments, unknown names
-    │   └── SpecError                exit 2  invalid spec (all problems at once)
+    │   ├── SpecError                exit 2  invalid spec (all problems at once)
+    │   ├── _io.TooLarge             exit 2  a file over its size limit (callers name its role)
+    │   ├── _io.NotRegular           exit 2  a link, FIFO or device where a file is read; an OSError too
+    │   └── _yaml.YamlProblem        exit 2  YAML refused before it is parsed (aliases, depth, size)
     ├── CatalogError                 exit 3  broken catalog data (a bug in envkit)
+    │   └── catalog.conda_pypi.MappingInvalid  exit 3  a conda-to-PyPI name mapping copy (a ValueError too)
     ├── LockError                    exit 3
     │   ├── Unsatisfiable            exit 2  the spec's requirements conflict
     │   └── SolverFailed             exit 3  the solver or a channel failed

@@ -38,7 +38,7 @@ from envkit.adopt.sources import (
 from envkit.adopt.sources.requirements import MAX_TEXT_BYTES
 from envkit.drift.facts import FACTS
 from envkit.errors import InventoryError
-from envkit.inventory._collect import Collector
+from envkit.inventory import Collector
 from envkit.inventory.models import Inventory
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envkit.audit.service import SEVERITIES, Dep, Severity, Vuln, VulnService, severity_rank
+from envkit.audit.service import SEVERITIES, AuditSeverity, Dep, Vuln, VulnService, severity_rank
 from envkit.audit.testing import FakeVulnService
 
-__all__ = ["SEVERITIES", "Dep", "FakeVulnService", "Severity", "Vuln", "VulnService", "severity_rank"]
+__all__ = ["SEVERITIES", "AuditSeverity", "Dep", "FakeVulnService", "Vuln", "VulnService", "severity_rank"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from envkit.audit.service import Severity
+from envkit.audit.service import AuditSeverity
 
 __all__ = ["cvss3_score", "severity_of_score"]
 
@@ -43,7 +43,7 @@ def cvss3_score(vector: str) -> float | None:
     return _roundup(min(total, 10.0))
 
 
-def severity_of_score(score: float) -> Severity:
+def severity_of_score(score: float) -> AuditSeverity:
     if score >= 9.0:
         return "critical"
     if score >= 7.0:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from packaging.version import Version
 
 from envkit.audit.flavours import base_dep
-from envkit.audit.service import SEVERITIES, Dep, Severity, Vuln, VulnService, severity_rank
+from envkit.audit.service import SEVERITIES, AuditSeverity, Dep, Vuln, VulnService, severity_rank
 from envkit.errors import ExitCode
 from envkit.inventory.models import VCS_VERSION_PREFIX, Inventory, Package
 
@@ -18,8 +18,8 @@ if TYPE_CHECKING:  # the spec's pydantic models cost more to import than an audi
     from envkit.spec.models import AuditIgnore
 
 __all__ = [
+    "AuditFinding",
     "AuditReport",
-    "Finding",
     "NotChecked",
     "apply_ignores",
     "audit_inventory",
@@ -30,12 +30,12 @@ Kind = Literal["vulnerability", "policy"]
 
 
 @dataclass(frozen=True, order=True)
-class Finding:
+class AuditFinding:
     """One problem: an advisory affecting a package, or a failed policy check."""
 
     kind: Kind
     id: str  # advisory id or policy rule id
-    severity: Severity
+    severity: AuditSeverity
     message: str
     fix: str
     package: str | None = None
@@ -86,7 +86,7 @@ class AuditReport:
     target: str
     target_kind: str  # environment | inventory | image
     provenance: Mapping[str, str]
-    findings: tuple[Finding, ...]
+    findings: tuple[AuditFinding, ...]
     checked: int
     not_checked: tuple[NotChecked, ...] = ()
     not_covered: tuple[NotChecked, ...] = ()  # conda-only packages: no advisory feed covers them
@@ -94,10 +94,10 @@ class AuditReport:
     data_age: str = ""  # "advisory data as of 2024-10-10 (782 day(s) old, from README)" (data_age.py)
 
     @property
-    def active(self) -> list[Finding]:
+    def active(self) -> list[AuditFinding]:
         return [f for f in self.findings if f.ignored is None]
 
-    def failing(self, fail_on: str) -> list[Finding]:
+    def failing(self, fail_on: str) -> list[AuditFinding]:
         threshold = severity_rank(fail_on)
         return [f for f in self.active if severity_rank(f.severity) >= threshold]
 
@@ -138,11 +138,11 @@ def _fix_for(name: str, version: str, vuln: Vuln) -> str:
     return f"no fixed release of {name} is known: remove it, or ignore {vuln.id} in the spec with a reason"
 
 
-def vuln_finding(dep: Dep, vuln: Vuln, package: Package | None, location: str | None) -> Finding:
+def vuln_finding(dep: Dep, vuln: Vuln, package: Package | None, location: str | None) -> AuditFinding:
     via = f" [{vuln.via}]" if vuln.via else ""
     if package is not None and package.installer == "conda" and package.name != dep.name:
         via += f" [conda {package.name} is PyPI {dep.name}: matched through envkit's conda/PyPI name mapping]"
-    return Finding(
+    return AuditFinding(
         kind="vulnerability",
         id=vuln.id,
         severity=vuln.severity,
@@ -159,7 +159,7 @@ def vuln_finding(dep: Dep, vuln: Vuln, package: Package | None, location: str | 
 
 def audit_inventory(
     inventory: Inventory, service: VulnService, *, location: str | None = None
-) -> tuple[list[Finding], int, list[NotChecked], list[NotChecked]]:
+) -> tuple[list[AuditFinding], int, list[NotChecked], list[NotChecked]]:
     """Query ``service`` for every PyPI project in ``inventory``.
 
     Returns (findings, number checked, not checked, not covered). conda-only
@@ -183,7 +183,7 @@ def audit_inventory(
             )
             continue
         deps.setdefault(Dep(package.project, package.version), package)
-    findings: list[Finding] = []
+    findings: list[AuditFinding] = []
     checked = 0
     bases = {dep: mapped for dep in deps if (mapped := base_dep(dep)) is not None}
     asks = list(dict.fromkeys([*deps, *(b for b, _ in bases.values())]))
@@ -260,7 +260,7 @@ def _version_or_text(text: str) -> tuple[int, Version | str]:
         return (1, text)
 
 
-def apply_ignores(findings: Sequence[Finding], ignores: Sequence[AuditIgnore]) -> list[Finding]:
+def apply_ignores(findings: Sequence[AuditFinding], ignores: Sequence[AuditIgnore]) -> list[AuditFinding]:
     """Mark findings whose id or alias the spec ignores; they stay in the report with the reason."""
     reasons = {i.id: i.reason for i in ignores}
     marked = []

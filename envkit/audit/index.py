@@ -1,7 +1,7 @@
 """The advisory index: an OSV directory's parsed records, built once per database snapshot.
 
 Parsing the PyPA database's YAML costs seconds; the index keeps the parsed
-:class:`~envkit.audit.osv_dir.Record` values of every package folder as JSON in the cache
+:class:`~envkit.audit.osv_dir.OsvRecord` values of every package folder as JSON in the cache
 (``$ENVKIT_ADVISORY_INDEX``, default ``$XDG_CACHE_HOME/envkit/advisory-index``, never in the
 project), one file per database directory. It is opened on the first lookup and each package's
 records are decoded only when asked for.
@@ -45,7 +45,7 @@ from packaging.version import InvalidVersion, Version
 
 from envkit._atomic import write_bytes_atomic
 from envkit._io import NotRegular, TooLarge, open_regular, read_limited
-from envkit.audit.osv_dir import Affected, Record
+from envkit.audit.osv_dir import Affected, OsvRecord
 from envkit.errors import AuditError, EnvkitError
 
 __all__ = ["AdvisoryIndex", "decode_record", "default_index_dir", "encode_record"]
@@ -55,8 +55,8 @@ FORMAT = 1
 RACY_NS = 3_000_000_000  # timestamps this close to the build are checked by content
 MAX_INDEX_BYTES = 256 << 20  # the PyPA database snapshot's index is ~3 MB
 
-Entry = list[Record] | AuditError  # what reading one package folder gives
-Builder = Callable[[], Iterable[tuple[str, Callable[[], list[Record]]]]]
+FolderRead = list[OsvRecord] | AuditError  # what reading one package folder gives
+FolderLoaders = Callable[[], Iterable[tuple[str, Callable[[], list[OsvRecord]]]]]
 
 
 def default_index_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -146,7 +146,7 @@ def _not_own(st: os.stat_result) -> str | None:
     return None
 
 
-def _entry(read: Callable[[], list[Record]]) -> Entry:
+def _entry(read: Callable[[], list[OsvRecord]]) -> FolderRead:
     try:
         return read()
     except AuditError as e:
@@ -172,7 +172,7 @@ class AdvisoryIndex:
     records or raises the :class:`AuditError` reading them gives.
     """
 
-    def __init__(self, root: Path, vulns: Path, directory: Path, build: Builder) -> None:
+    def __init__(self, root: Path, vulns: Path, directory: Path, build: FolderLoaders) -> None:
         self._root = root
         self._vulns = vulns
         self._build = build
@@ -180,9 +180,9 @@ class AdvisoryIndex:
         self.rebuilt: str | None = None  # why this run rebuilt it ("missing", "changed", "corrupt: ...")
         self._names: dict[str, tuple[int, int]] | None = None
         self._body = b""
-        self._built: dict[str, Entry] = {}
+        self._built: dict[str, FolderRead] = {}
 
-    def records(self, name: str) -> list[Record]:
+    def records(self, name: str) -> list[OsvRecord]:
         """The records filed under canonical ``name`` ([] when the database has no such folder)."""
         if self._names is None:
             self._open()
@@ -200,7 +200,7 @@ class AdvisoryIndex:
         return self._raise_or(entry)
 
     @staticmethod
-    def _raise_or(entry: Entry) -> list[Record]:
+    def _raise_or(entry: FolderRead) -> list[OsvRecord]:
         if isinstance(entry, AuditError):
             raise AuditError(entry.message, hint=entry.hint)
         return list(entry)
@@ -249,7 +249,7 @@ class AdvisoryIndex:
             self._settle(header, body)
         return None
 
-    def _settle(self, header: dict[str, Any], body: bytes) -> None:
+    def _settle(self, header: dict[str, object], body: bytes) -> None:
         """The racy files were verified and are now older than the margin: stat alone will do."""
         self._write({**header, "racy": {}}, body)
 
@@ -292,17 +292,17 @@ class AdvisoryIndex:
         self._built, self._names, self._body = built, {}, b""
         self._write(header, body)
 
-    def _write(self, header: dict[str, Any], body: bytes) -> None:
+    def _write(self, header: dict[str, object], body: bytes) -> None:
         data = json.dumps(header, separators=(",", ":")).encode() + b"\n" + body
         with contextlib.suppress(EnvkitError):  # a read-only or full cache: this run keeps what it built
             write_bytes_atomic(self.path, data)
 
-    def _encode_entry(self, entry: Entry) -> dict[str, Any]:
+    def _encode_entry(self, entry: FolderRead) -> dict[str, object]:
         if isinstance(entry, AuditError):
             return {"error": {"message": entry.message, "hint": entry.hint}}
         return {"records": [encode_record(r) for r in entry]}
 
-    def _decode_entry(self, data: Any) -> Entry:
+    def _decode_entry(self, data: Any) -> FolderRead:
         _need(isinstance(data, dict), "an entry is not a mapping")
         if "error" in data:
             err = data["error"]
@@ -313,7 +313,7 @@ class AdvisoryIndex:
         return [decode_record(r) for r in data["records"]]
 
 
-def encode_record(r: Record) -> dict[str, Any]:
+def encode_record(r: OsvRecord) -> dict[str, object]:
     return {
         "id": r.id,
         "summary": r.summary,
@@ -373,7 +373,7 @@ def _affected(value: Any) -> Affected:
     )
 
 
-def decode_record(data: Any) -> Record:
+def decode_record(data: Any) -> OsvRecord:
     """One record as :func:`encode_record` wrote it; a wrong shape raises (the index is then rebuilt)."""
     _need(isinstance(data, dict), "a record is not a mapping")
     severity = data.get("severity")
@@ -381,7 +381,7 @@ def decode_record(data: Any) -> Record:
     _need(isinstance(data.get("withdrawn"), bool), "withdrawn is not a boolean")
     affected = data.get("affected")
     _need(isinstance(affected, list), "affected is not a list")
-    return Record(
+    return OsvRecord(
         id=_text(data.get("id"), "id"),
         summary=_text(data.get("summary"), "summary"),
         aliases=_texts(data.get("aliases"), "aliases"),

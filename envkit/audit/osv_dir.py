@@ -33,7 +33,7 @@ from envkit._pep503 import canonicalize_name
 from envkit._yaml import ALIAS_OR_DEEP, C_SAFE_LOADER, YamlProblem, load_bounded
 from envkit.audit.cvss import cvss3_score, severity_of_score
 from envkit.audit.data_age import data_date_of
-from envkit.audit.service import Dep, Severity, Vuln, VulnService, short_summary
+from envkit.audit.service import AuditSeverity, Dep, Vuln, VulnService, short_summary
 from envkit.errors import AuditError, UsageError
 
 if TYPE_CHECKING:
@@ -43,14 +43,14 @@ _RESTORE = (
     "restore the advisory database (git checkout / envkit audit --update-db); records are never skipped"
 )
 
-__all__ = ["OSV_PYPI_URL", "OsvDirService", "Record", "affects", "parse_record"]
+__all__ = ["OSV_PYPI_URL", "OsvDirService", "OsvRecord", "affects", "parse_record"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 _MAX_VERSION_CHARS = 256  # as inventories (a longer one is not a version: ints past 4,300 digits fail)
 # OSV's export of every PyPI record (envkit audit --update-db downloads it; the help names it)
 OSV_PYPI_URL = "https://osv-vulnerabilities.storage.googleapis.com/PyPI/all.zip"
 MAX_RECORD_BYTES = 4 * 1024 * 1024  # the largest PyPA record is ~60 KB; OSV's largest PyPI ones ~1 MB
-_GHSA_SEVERITY: dict[str, Severity] = {
+_GHSA_SEVERITY: dict[str, AuditSeverity] = {
     "LOW": "low",
     "MODERATE": "medium",
     "MEDIUM": "medium",
@@ -69,13 +69,13 @@ class Affected:
 
 
 @dataclass(frozen=True)
-class Record:
+class OsvRecord:
     """One OSV advisory, parsed strictly: ids, severity, the affected versions, references."""
 
     id: str
     summary: str
     aliases: tuple[str, ...]
-    severity: Severity
+    severity: AuditSeverity
     withdrawn: bool
     affected: tuple[Affected, ...]
     references: tuple[str, ...]
@@ -113,13 +113,13 @@ def _need(cond: bool, what: str) -> None:
         raise _Corrupt(what)
 
 
-def _severity(data: dict[str, Any]) -> Severity:
+def _severity(data: dict[str, Any]) -> AuditSeverity:
     specific = data.get("database_specific")
     if isinstance(specific, dict) and isinstance(specific.get("severity"), str):
         mapped = _GHSA_SEVERITY.get(specific["severity"].upper())
         if mapped:
             return mapped
-    best: Severity = "unknown"
+    best: AuditSeverity = "unknown"
     for entry in data.get("severity") or ():
         if isinstance(entry, dict) and isinstance(entry.get("score"), str):
             score = cvss3_score(entry["score"])
@@ -214,7 +214,7 @@ def _check_fields(data: dict[str, Any]) -> None:
     _need(specific is None or isinstance(specific, dict), "database_specific is not a mapping")
 
 
-def parse_record(data: Any, source: str) -> Record:
+def parse_record(data: Any, source: str) -> OsvRecord:
     """Validate one OSV record's shape; raise AuditError naming ``source`` when it is broken."""
     try:
         _need(isinstance(data, dict), "the file is not an OSV record (no mapping)")
@@ -231,7 +231,7 @@ def parse_record(data: Any, source: str) -> Record:
             hint=_RESTORE,
         ) from e
     summary = short_summary(str(data.get("summary") or data.get("details") or ""))
-    return Record(
+    return OsvRecord(
         id=data["id"],
         summary=summary,
         aliases=tuple(sorted(str(a) for a in aliases)),
@@ -254,7 +254,7 @@ def _in_range(version: Version, events: tuple[tuple[str, Version], ...]) -> bool
     return affected
 
 
-def affects(record: Record, package: str, version: Version) -> bool:
+def affects(record: OsvRecord, package: str, version: Version) -> bool:
     """Whether ``record`` affects ``package`` at ``version`` (its local label ignored)."""
     if record.withdrawn:
         return False
@@ -334,7 +334,7 @@ class OsvDirService(VulnService):
         self.root = root
         self._vulns = vulns
         self._index: dict[str, list[Path]] | None = None
-        self._records: dict[str, list[Record]] = {}
+        self._records: dict[str, list[OsvRecord]] = {}
         self._answers: dict[tuple[str, str, str | None], tuple[Dep, list[Vuln]]] = {}
         self._advisory_index: AdvisoryIndex | None = None
         self._dated: tuple[tuple[str, str] | None] | None = None
@@ -355,7 +355,7 @@ class OsvDirService(VulnService):
             self._index = index
         return self._index
 
-    def records(self, package: str) -> list[Record]:
+    def records(self, package: str) -> list[OsvRecord]:
         """Every record filed under ``package`` (parsed once per run, or once per database: the index)."""
         name = canonicalize_name(package)
         if name not in self._records:
@@ -363,11 +363,11 @@ class OsvDirService(VulnService):
             self._records[name] = index.records(name) if index else self._read_package(name)
         return self._records[name]
 
-    def _readers(self) -> list[tuple[str, Callable[[], list[Record]]]]:
+    def _readers(self) -> list[tuple[str, Callable[[], list[OsvRecord]]]]:
         """What the advisory index is built from: every package folder's reader."""
         return [(name, partial(self._read_package, name)) for name in self._package_index()]
 
-    def _read_package(self, name: str) -> list[Record]:
+    def _read_package(self, name: str) -> list[OsvRecord]:
         found = []
         for folder in self._package_index().get(name, []):
             for path in sorted(folder.iterdir()):

@@ -21,8 +21,8 @@ import yaml
 from packaging.version import InvalidVersion, Version
 
 from envkit._lines import logical_lines
-from envkit.audit.findings import Finding
-from envkit.audit.service import Severity
+from envkit.audit.findings import AuditFinding
+from envkit.audit.service import AuditSeverity
 from envkit.errors import CatalogError, LockError
 from envkit.inventory.models import Inventory
 
@@ -41,10 +41,10 @@ __all__ = [
     "run_policy",
 ]
 
-_KNOWN_BAD_SEVERITY: dict[str, Severity] = {"info": "low", "warning": "medium", "critical": "critical"}
+_KNOWN_BAD_SEVERITY: dict[str, AuditSeverity] = {"info": "low", "warning": "medium", "critical": "critical"}
 
 # rule id -> (severity, what it checks); known-bad rules are added as known-bad:<id>.
-RULES: dict[str, tuple[Severity, str]] = {
+RULES: dict[str, tuple[AuditSeverity, str]] = {
     "lock-missing": ("medium", "the environment has no lock file"),
     "lock-stale": ("high", "the lock was made from another version of the spec"),
     "lock-no-hashes": ("medium", "locked packages without hashes"),
@@ -88,9 +88,9 @@ class PolicyContext:
 
 
 def _finding(
-    rule: str, message: str, fix: str, location: str | None, *, severity: Severity | None = None
-) -> Finding:
-    return Finding(
+    rule: str, message: str, fix: str, location: str | None, *, severity: AuditSeverity | None = None
+) -> AuditFinding:
+    return AuditFinding(
         kind="policy",
         id=rule,
         severity=severity or RULES[rule][0],
@@ -112,7 +112,7 @@ def lock_files(lock: LockState, image_dir: Path) -> list[Path]:
     ]
 
 
-def check_lock(ctx: PolicyContext) -> list[Finding]:
+def check_lock(ctx: PolicyContext) -> list[AuditFinding]:
     if ctx.lock is None or ctx.image_dir is None or ctx.spec is None:
         return []
     from envkit.lock.lockfile import CONDA_LOCK
@@ -143,7 +143,7 @@ def check_lock(ctx: PolicyContext) -> list[Finding]:
     return found
 
 
-def _unhashed(path: Path, name: str) -> list[Finding]:
+def _unhashed(path: Path, name: str) -> list[AuditFinding]:
     from envkit.lock.lockfile import CONDA_LOCK, parse_conda_lock
 
     text = path.read_text("utf-8", errors="replace")
@@ -185,7 +185,7 @@ def _no_constraint(line: str) -> bool:
         return False
 
 
-def check_spec_unpinned(ctx: PolicyContext) -> list[Finding]:
+def check_spec_unpinned(ctx: PolicyContext) -> list[AuditFinding]:
     if ctx.spec is None:
         return []
     bare = [c for c in ctx.spec.conda if re.fullmatch(r"(?:[\w.\-/]+::)?[\w.\-]+", c)]
@@ -221,7 +221,7 @@ def _from_images(ctx: PolicyContext) -> list[str]:
     return []
 
 
-def check_base_image(ctx: PolicyContext) -> list[Finding]:
+def check_base_image(ctx: PolicyContext) -> list[AuditFinding]:
     loose = [ref for ref in _from_images(ctx) if "@sha256:" not in ref]
     where = str(ctx.image_dir / "Dockerfile") if ctx.image_dir else ctx.spec_path
     return [
@@ -235,8 +235,8 @@ def check_base_image(ctx: PolicyContext) -> list[Finding]:
     ]
 
 
-def check_installer(ctx: PolicyContext) -> list[Finding]:
-    found: list[Finding] = []
+def check_installer(ctx: PolicyContext) -> list[AuditFinding]:
+    found: list[AuditFinding] = []
     spec = ctx.spec
     if spec is not None and spec.installer.uses_conda:
         from envkit.spec.models import ARCHES
@@ -270,7 +270,7 @@ def check_installer(ctx: PolicyContext) -> list[Finding]:
 # -- image --------------------------------------------------------------------
 
 
-def check_image(ctx: PolicyContext) -> list[Finding]:
+def check_image(ctx: PolicyContext) -> list[AuditFinding]:
     if ctx.image is None:
         return []
     where = f"image:{ctx.image_ref or ctx.image.id}"
@@ -316,7 +316,7 @@ def _versions(ctx: PolicyContext) -> dict[str, str]:
     return {project.removeprefix("conda:"): p.version for project, p in ctx.inventory.primary().items()}
 
 
-def check_known_bad(ctx: PolicyContext) -> list[Finding]:
+def check_known_bad(ctx: PolicyContext) -> list[AuditFinding]:
     versions = _versions(ctx)
     location = ctx.inventory.path if ctx.inventory else None
     return [
@@ -353,7 +353,7 @@ def _cuda_version(ctx: PolicyContext) -> str | None:
     return None
 
 
-def check_cuda_driver(ctx: PolicyContext) -> list[Finding]:
+def check_cuda_driver(ctx: PolicyContext) -> list[AuditFinding]:
     cuda = _cuda_version(ctx)
     if not ctx.driver or not cuda:
         return []
@@ -410,7 +410,7 @@ def _python_version(ctx: PolicyContext) -> str | None:
     return None
 
 
-def check_python_eol(ctx: PolicyContext) -> list[Finding]:
+def check_python_eol(ctx: PolicyContext) -> list[AuditFinding]:
     python = _python_version(ctx)
     if python is None:
         return []
@@ -429,7 +429,7 @@ def check_python_eol(ctx: PolicyContext) -> list[Finding]:
     ]
 
 
-CHECKS: Sequence[Callable[[PolicyContext], list[Finding]]] = (
+CHECKS: Sequence[Callable[[PolicyContext], list[AuditFinding]]] = (
     check_lock,
     check_spec_unpinned,
     check_base_image,
@@ -441,8 +441,8 @@ CHECKS: Sequence[Callable[[PolicyContext], list[Finding]]] = (
 )
 
 
-def run_policy(ctx: PolicyContext) -> list[Finding]:
-    found: list[Finding] = []
+def run_policy(ctx: PolicyContext) -> list[AuditFinding]:
+    found: list[AuditFinding] = []
     for check in CHECKS:
         found += check(ctx)
     return found

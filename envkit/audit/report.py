@@ -9,7 +9,7 @@ from typing import Any
 
 from envkit import __version__, _json
 from envkit._safe import https_url, markdown_text, one_line
-from envkit.audit.findings import AuditReport, Finding
+from envkit.audit.findings import AuditFinding, AuditReport
 from envkit.audit.policy import RULES
 from envkit.audit.service import severity_rank
 
@@ -27,7 +27,7 @@ _SARIF_LEVEL = {
 _SECURITY_SEVERITY = {"critical": "9.5", "high": "8.0", "medium": "5.5", "unknown": "5.5", "low": "2.0"}
 
 
-def _ordered(findings: tuple[Finding, ...] | list[Finding]) -> list[Finding]:
+def _ordered(findings: tuple[AuditFinding, ...] | list[AuditFinding]) -> list[AuditFinding]:
     return sorted(
         findings,
         key=lambda f: (
@@ -129,10 +129,10 @@ def to_markdown(report: AuditReport, fail_on: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _rule(finding: Finding) -> dict[str, Any]:
+def _rule(finding: AuditFinding) -> dict[str, object]:
     base = finding.id.split(":")[0] if finding.kind == "policy" else None
     description = RULES[base][1] if base in RULES else finding.message
-    rule: dict[str, Any] = {
+    rule: dict[str, object] = {
         "id": finding.id,
         "shortDescription": {"text": description},
         "help": {"text": finding.fix},
@@ -144,11 +144,11 @@ def _rule(finding: Finding) -> dict[str, Any]:
     return rule
 
 
-def _result(finding: Finding, target: str) -> dict[str, Any]:
-    location: dict[str, Any] = {"artifactLocation": {"uri": finding.location or target}}
+def _result(finding: AuditFinding, target: str) -> dict[str, object]:
+    location: dict[str, object] = {"artifactLocation": {"uri": finding.location or target}}
     if finding.line:
         location["region"] = {"startLine": finding.line}
-    result: dict[str, Any] = {
+    result: dict[str, object] = {
         "ruleId": finding.id,
         "level": _SARIF_LEVEL[finding.severity],
         "message": {"text": f"{finding.message}. Fix: {finding.fix}"},

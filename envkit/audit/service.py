@@ -16,16 +16,16 @@ from envkit._pep503 import canonicalize_name
 
 __all__ = [
     "SEVERITIES",
+    "AuditSeverity",
     "Dep",
-    "Severity",
     "Vuln",
     "VulnService",
     "severity_rank",
     "short_summary",
 ]
 
-Severity = Literal["unknown", "low", "medium", "high", "critical"]
-SEVERITIES: tuple[Severity, ...] = ("low", "medium", "high", "critical")
+AuditSeverity = Literal["unknown", "low", "medium", "high", "critical"]
+SEVERITIES: tuple[AuditSeverity, ...] = ("low", "medium", "high", "critical")
 
 # An advisory without severity data counts as medium for --fail-on: most PyPA
 # records carry no CVSS vector, and ranking them lowest would let `--fail-on medium`
@@ -69,7 +69,7 @@ class Vuln:
     summary: str
     aliases: tuple[str, ...] = ()
     fixed_in: tuple[str, ...] = ()
-    severity: Severity = "unknown"
+    severity: AuditSeverity = "unknown"
     source: str | None = None  # the advisory file or service that said so
     references: tuple[str, ...] = field(default=(), compare=False)
     via: str | None = None  # how it was matched when not by the distribution's own name (flavours)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envkit.audit.data_age import DEFAULT_MAX_AGE_DAYS, age_line, age_warning
-from envkit.audit.findings import AuditReport, Finding, NotChecked, apply_ignores, audit_inventory
+from envkit.audit.findings import AuditFinding, AuditReport, NotChecked, apply_ignores, audit_inventory
 from envkit.audit.policy import PolicyCatalog, PolicyContext, lock_files, run_policy
 from envkit.audit.service import VulnService
 from envkit.errors import AuditError, UsageError
@@ -84,7 +84,7 @@ def _report(
     location: str | None = None,
 ) -> AuditReport:
     vulns, checked, not_checked, not_covered = audit_inventory(inventory, request.service, location=location)
-    findings: list[Finding] = vulns + run_policy(ctx)
+    findings: list[AuditFinding] = vulns + run_policy(ctx)
     if loaded is not None:
         findings = apply_ignores(findings, loaded.spec.audit.ignore)
     provenance = request.service.provenance()

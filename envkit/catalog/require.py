@@ -232,7 +232,7 @@ def _field(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
 
 
 def _framework_libraries(
-    wheel: Mapping[str, Any], where: str
+    wheel: Mapping[str, object], where: str
 ) -> list[tuple[str, list[tuple[list[str], int]], int]]:
     out = []
     for j, lib in enumerate(_field(wheel.get("libraries", []), list, f"{where}.libraries")):

@@ -11,7 +11,8 @@ import click
 from rich.markup import escape
 
 from envkit.build.bootstrap import DEFAULT_PACKAGES, bootstrap_image
-from envkit.build.builder import BuildOptions, BuildResult
+from envkit.build.builder import Builder, BuildOptions, BuildResult
+from envkit.build.debug import DebugResult
 from envkit.build.image_list import list_images
 from envkit.catalog import load_catalog
 from envkit.cli import cli
@@ -143,20 +144,7 @@ def build(
         find_links=_find_links(find_links), pack=pack.resolve() if pack else None,
     )  # fmt: skip
     builder = services().builder(root)
-    show_progress = err_console.is_terminal or bool(os.environ.get("ENVKIT_PROGRESS"))
-    debug = None
-    try:
-        with _progress(show_progress) as on_event:
-            if debug_image:
-                result, debug = debug_builder(builder).build(loaded, options, on_event)
-            else:
-                result = builder.build(loaded, options, on_event)
-    except BuildFailed as e:
-        if e.log_tail:
-            err_console.print("[bold]last lines of the build:[/]")
-            for line in e.log_tail[-15:]:
-                err_console.print(f"  {escape(shown(line))}", highlight=False)
-        raise
+    result, debug = _run_build(builder, loaded, options, debug_image=debug_image)
     data = result.to_json()
     warnings = list(loaded.warnings) + list(result.warnings)
     if debug is not None:
@@ -164,14 +152,37 @@ def build(
     if probe:
         data["probe"] = _probe(builder.engine, result, loaded, root)
     if registry is not None:
-        _, store = services().engine_and_store("envkit build --push")
-        pushed, record = push_image(store, root, result.name, result.tag, result.image_id, registry)
-        data["pushed"] = {"ref": pushed.ref, "digest": pushed.digest, "record": str(record),
-                          "layers_sent": pushed.layers_sent, "layers_present": pushed.layers_present,
-                          "bytes_sent": pushed.bytes_sent}  # fmt: skip
+        data["pushed"] = _push(root, result, registry)
     return CommandResult(
         "build", data, lambda: _build_text(result, data) + debug_text(debug), warnings=warnings
     )
+
+
+def _run_build(
+    builder: Builder, loaded: LoadedSpec, options: BuildOptions, *, debug_image: bool
+) -> tuple[BuildResult, DebugResult | None]:
+    """The build (and the debug image's, with ``debug_image``), with progress; a failure's last lines."""
+    show_progress = err_console.is_terminal or bool(os.environ.get("ENVKIT_PROGRESS"))
+    try:
+        with _progress(show_progress) as on_event:
+            if debug_image:
+                return debug_builder(builder).build(loaded, options, on_event)
+            return builder.build(loaded, options, on_event), None
+    except BuildFailed as e:
+        if e.log_tail:
+            err_console.print("[bold]last lines of the build:[/]")
+            for line in e.log_tail[-15:]:
+                err_console.print(f"  {escape(shown(line))}", highlight=False)
+        raise
+
+
+def _push(root: Path, result: BuildResult, registry: str) -> dict[str, object]:
+    """``--push``: the built image to ``registry``; what was sent, for the JSON."""
+    _, store = services().engine_and_store("envkit build --push")
+    pushed, record = push_image(store, root, result.name, result.tag, result.image_id, registry)
+    return {"ref": pushed.ref, "digest": pushed.digest, "record": str(record),
+            "layers_sent": pushed.layers_sent, "layers_present": pushed.layers_present,
+            "bytes_sent": pushed.bytes_sent}  # fmt: skip
 
 
 def _probe(engine: ContainerEngine, result: BuildResult, loaded: LoadedSpec, root: Path) -> dict[str, object]:

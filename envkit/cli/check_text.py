@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from envkit._safe import one_line
-from envkit.readiness.check import CheckResult
+from envkit.readiness.check import CheckResult, fingerprint_facts
 from envkit.readiness.lockcheck import LockVerdict
-from envkit.readiness.rules import Finding
+from envkit.readiness.rules import ReadinessFinding
 
 __all__ = ["MARK", "check_text", "verdict_lines", "verdict_table"]
 
@@ -22,7 +22,7 @@ class _Row:
         self.cells = (target, driver, status, reason)
 
 
-def _first_reason(findings: Sequence[Finding]) -> str:
+def _first_reason(findings: Sequence[ReadinessFinding]) -> str:
     for severity in ("error", "warning"):
         found = next((f for f in findings if f.severity == severity), None)
         if found is not None:
@@ -54,8 +54,8 @@ def _scope(hits: list[tuple[str, str | None]], rows: list[tuple[str, str | None]
 
 
 def verdict_table(
-    verdicts: Sequence[tuple[str, str | None, str, Sequence[Finding]]],
-    environment: Sequence[Finding] = (),
+    verdicts: Sequence[tuple[str, str | None, str, Sequence[ReadinessFinding]]],
+    environment: Sequence[ReadinessFinding] = (),
 ) -> list[str]:
     """``(target label, driver, status, findings)`` per target as a table, then each finding once
     (with the targets it concerns when not all of them). A target that fails only through
@@ -100,7 +100,7 @@ def verdict_lines(verdicts: Sequence[LockVerdict]) -> list[str]:
 
 def check_text(result: CheckResult, show_all: bool, sbom: Path | None = None) -> str:
     lines = [f"{result.where}:"]
-    summary = result.to_json()["summary"]
+    summary = fingerprint_facts(result.facts)
     for name, fw in summary["frameworks"].items():
         loaded = ", ".join(f"{k} {v}" for k, v in fw["loaded"].items()) or "nothing loaded"
         lines.append(

@@ -12,17 +12,17 @@ from envkit.comparison.many import ManyResult
 from envkit.comparison.nway import member_list
 from envkit.comparison.pairwise import PairComparison, fmt_rel
 from envkit.errors import ExitCode
-from envkit.probe.model import Verdict
+from envkit.probe.model import CompareVerdict
 from envkit.result import CommandResult, Lines
 
-__all__ = ["compare_refs", "nway_text", "pair_text"]
+__all__ = ["compare_command", "nway_text", "pair_text"]
 
 MAX_MEMBERS = 6
 MAX_OUTLIERS = 50
 MAX_CAUSES = 5
 
 
-def compare_refs(
+def compare_command(
     refs: Sequence[str], store: Path, *, label: str | None, bands: Bands, html: Path | None
 ) -> CommandResult:
     """``probe --compare``: one use case for two files, many, a run or runs; its text by what it was."""
@@ -79,7 +79,7 @@ def nway_text(done: ManyResult) -> Lines:
     if r.outliers:
         lines.append("outliers (suspects first):")
     for o in r.outliers[:MAX_OUTLIERS]:
-        band = f" (band {o.band})" if o.suspect and o.band is not Verdict.IDENTICAL else ""
+        band = f" (band {o.band})" if o.suspect and o.band is not CompareVerdict.IDENTICAL else ""
         lines.append(f"  {o.name}: {o.tag}{band}" + (f": {o.reason}" if o.reason else ""))
         lines += [f"    {i}. {c.message}" for i, c in enumerate(o.causes[:MAX_CAUSES], 1)]
         if len(o.causes) > MAX_CAUSES:

@@ -107,7 +107,7 @@ def replay(
         result = replay_in_image(services().engine(), image, dump, entry)
     else:
         result = replay_dump(dump, load_entry(entry))
-    data: dict[str, Any] = result.to_json()
+    data: dict[str, object] = result.to_json()
     code = ExitCode.OK if result.verdict == "reproducible" else ExitCode.FINDINGS
     return CommandResult("guard replay", data, lambda: render_replay(data), exit_code=code)
 

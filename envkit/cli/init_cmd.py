@@ -91,28 +91,16 @@ def init(
     carry and why, and never replaces an existing spec; --lock locks it at once and
     prints `envkit diff SOURCE images/NAME/conda-lock.yml`.
     """
+    _refuse_mixed(
+        from_source is not None,
+        starter=bool(framework or ci or force),
+        adopt=bool(lock_now or keep_defaults or environment),
+    )
     if from_source is not None:
-        if framework or ci or force:
-            raise UsageError(
-                "--framework, --ci and --force do not apply with --from",
-                hint="envkit init --from SOURCE [--name N] [--cuda X.Y] [--python 3.X] [--lock]",
-            )
         from envkit.cli.init_from import adopt_command
 
-        return adopt_command(
-            from_source,
-            name=name,
-            cuda=cuda,
-            python=python,
-            lock=lock_now,
-            keep_defaults=keep_defaults,
-            environment=environment,
-        )
-    if lock_now or keep_defaults or environment:
-        raise UsageError(
-            "--lock, --keep-defaults and --environment apply with --from only",
-            hint="envkit init --from SOURCE --lock",
-        )
+        return adopt_command(from_source, name=name, cuda=cuda, python=python, lock=lock_now,
+                             keep_defaults=keep_defaults, environment=environment)  # fmt: skip
     result = init_repo(
         project_root(),
         framework,
@@ -124,6 +112,20 @@ def init(
         source=envkit_source,
     )
     return CommandResult("init", result.to_json(), lambda: _text(result), warnings=result.warnings)
+
+
+def _refuse_mixed(adopting: bool, *, starter: bool, adopt: bool) -> None:
+    """Usage errors: a starter's options with ``--from``, or ``--from``'s options without it."""
+    if adopting and starter:
+        raise UsageError(
+            "--framework, --ci and --force do not apply with --from",
+            hint="envkit init --from SOURCE [--name N] [--cuda X.Y] [--python 3.X] [--lock]",
+        )
+    if not adopting and adopt:
+        raise UsageError(
+            "--lock, --keep-defaults and --environment apply with --from only",
+            hint="envkit init --from SOURCE --lock",
+        )
 
 
 def _text(result: InitResult) -> str:

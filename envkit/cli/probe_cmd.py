@@ -211,9 +211,9 @@ def _run(args: ProbeArgs) -> CommandResult:
 
 
 def _compare(args: ProbeArgs) -> CommandResult:
-    from envkit.cli.compare_cmd import compare_refs
+    from envkit.cli.compare_cmd import compare_command
 
-    return compare_refs(args.refs, _store(args), label=args.label, bands=args.bands(), html=args.html_out)
+    return compare_command(args.refs, _store(args), label=args.label, bands=args.bands(), html=args.html_out)
 
 
 __all__ = ["probe"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from envkit.probe.model import Verdict
+from envkit.probe.model import CompareVerdict
 
 __all__ = ["Bands", "judge", "onset_max"]
 
@@ -45,15 +45,15 @@ class Bands:
         if self.window < 1:
             raise ValueError("the onset window must be at least one step")
 
-    def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> Verdict:
+    def verdict(self, max_rel_diff: float, bitwise_equal: bool) -> CompareVerdict:
         """The band of one difference (fixed edges); see :func:`judge` for a series."""
         if bitwise_equal:
-            return Verdict.IDENTICAL
+            return CompareVerdict.IDENTICAL
         if max_rel_diff <= self.equivalent:
-            return Verdict.EQUIVALENT
+            return CompareVerdict.EQUIVALENT
         if max_rel_diff <= self.drift:
-            return Verdict.PRECISION_DRIFT
-        return Verdict.DIVERGED
+            return CompareVerdict.PRECISION_DRIFT
+        return CompareVerdict.DIVERGED
 
 
 def onset_max(diffs: Sequence[Diff], window: int) -> float | None:
@@ -64,18 +64,18 @@ def onset_max(diffs: Sequence[Diff], window: int) -> float | None:
 
 def judge(
     diffs: Sequence[Diff], *, bitwise: bool, workload_onset: float, edges: Bands, trajectory: bool = True
-) -> Verdict:
+) -> CompareVerdict:
     """The verdict of one metric: bands at onset, late growth tolerated unless beyond the drift edge.
 
     ``trajectory``: the metric is the loss or the global grad norm, judged on its own onset; a
     per-parameter metric (grad norms, final norms) takes its workload's onset band instead.
     """
     if bitwise:
-        return Verdict.IDENTICAL
+        return CompareVerdict.IDENTICAL
     early = onset_max(diffs, edges.window) if trajectory else None
     verdict = edges.verdict(early if early is not None else workload_onset, False)
     late = max((d for step, d in diffs if step > edges.window), default=0.0)
-    calm = edges.verdict(workload_onset, False) is Verdict.EQUIVALENT
-    if calm and verdict is Verdict.EQUIVALENT and late > edges.drift:
-        return Verdict.DIVERGED
+    calm = edges.verdict(workload_onset, False) is CompareVerdict.EQUIVALENT
+    if calm and verdict is CompareVerdict.EQUIVALENT and late > edges.drift:
+        return CompareVerdict.DIVERGED
     return verdict

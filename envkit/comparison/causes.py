@@ -120,7 +120,7 @@ def _readiness_pairs(a: ProbeReport, b: ProbeReport) -> Iterator[tuple[int, str,
             yield 82, "gpu-code", f"{lib} {key.upper()}", _archs(va), _archs(vb)
 
 
-def _mapping(value: Any) -> dict[str, Any]:
+def _mapping(value: Any) -> dict[str, object]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 

@@ -23,7 +23,7 @@ from envkit.comparison.causes import Cause, likely_causes
 from envkit.comparison.numbering import POSITIONS, StepNumbers
 from envkit.comparison.pairwise import PairComparison, check_comparable, compare_reports
 from envkit.errors import ReportError
-from envkit.probe.model import FrameworkRun, ProbeReport, Verdict, WorkloadRun
+from envkit.probe.model import CompareVerdict, FrameworkRun, ProbeReport, WorkloadRun
 
 __all__ = ["Group", "ManyComparison", "Outlier", "compare_many", "member_list", "numbers_key", "workload_key"]
 
@@ -64,7 +64,7 @@ class Group:
     index: int  # 1-based, largest first
     members: tuple[str, ...]
     majority: bool
-    verdict: Verdict  # against the majority (identical for the majority itself)
+    verdict: CompareVerdict  # against the majority (identical for the majority itself)
     max_rel_diff: float | None
     first_diff_step: int | None
 
@@ -82,7 +82,7 @@ class Outlier:
 
     name: str
     group: int
-    band: Verdict
+    band: CompareVerdict
     max_rel_diff: float | None
     first_diff_step: int | None
     causes: tuple[Cause, ...]
@@ -101,7 +101,7 @@ class Outlier:
     @property
     def severity(self) -> int:
         """Suspects first, then the worst band: 0 (suspect) … 5 (identical)."""
-        return 0 if self.suspect else len(Verdict) - self.band.rank
+        return 0 if self.suspect else len(CompareVerdict) - self.band.rank
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -180,6 +180,25 @@ def _group_reports(named: Sequence[tuple[str, ProbeReport]]) -> list[list[int]]:
     return sorted(buckets.values(), key=lambda idx: (-len(idx), named[idx[0]][0]))
 
 
+def _with_self_suspects(
+    named: Sequence[tuple[str, ProbeReport]], buckets: Sequence[Sequence[int]], outliers: list[Outlier]
+) -> list[Outlier]:
+    """``outliers`` and the reports suspect on their own (a majority member too), most severe first."""
+    for i in buckets[0]:
+        name, report = named[i]
+        why = _self_suspect(report)
+        if why:
+            outliers.append(Outlier(name, 1, CompareVerdict.IDENTICAL, None, None, (), True, why))
+    for i in (i for idx in buckets[1:] for i in idx):
+        why = _self_suspect(named[i][1])
+        if why:
+            outliers = [
+                o if o.name != named[i][0] else replace(o, suspect=True, reason=why) for o in outliers
+            ]
+    outliers.sort(key=lambda o: (o.severity, o.name))
+    return outliers
+
+
 def compare_many(
     named: Sequence[tuple[str, ProbeReport]],
     bands: Bands | None = None,
@@ -204,12 +223,14 @@ def compare_many(
     groups, outliers, pairs = [], [], []
     for gi, idx in enumerate(buckets, 1):
         if gi == 1:
-            groups.append(Group(1, tuple(named[i][0] for i in idx), not tie, Verdict.IDENTICAL, None, None))
+            groups.append(
+                Group(1, tuple(named[i][0] for i in idx), not tie, CompareVerdict.IDENTICAL, None, None)
+            )
             continue
         rep_name, rep = named[idx[0]]
         comparison = compare_reports(ref, rep, bands)
         pairs.append((ref_name, rep_name, comparison))
-        diffs = [c for c in comparison.comparisons if c.verdict is not Verdict.IDENTICAL]
+        diffs = [c for c in comparison.comparisons if c.verdict is not CompareVerdict.IDENTICAL]
         max_rel = max((c.max_rel_diff for c in diffs if c.max_rel_diff is not None), default=None)
         first_step = min((c.first_diff_step for c in diffs if c.first_diff_step is not None), default=None)
         groups.append(
@@ -218,25 +239,14 @@ def compare_many(
         for i in idx:
             name, report = named[i]
             causes = tuple(likely_causes(ref, report, (ref_name, name)))
-            suspect = _same_setup(causes, ref, report) and comparison.verdict is not Verdict.INVALID
+            suspect = _same_setup(causes, ref, report) and comparison.verdict is not CompareVerdict.INVALID
             reason = (
                 "same fingerprint and strict mode as the majority, different numbers" if suspect else None
             )
             outliers.append(
                 Outlier(name, gi, comparison.verdict, max_rel, first_step, causes, suspect, reason)
             )
-    for i in buckets[0]:
-        name, report = named[i]
-        why = _self_suspect(report)
-        if why:
-            outliers.append(Outlier(name, 1, Verdict.IDENTICAL, None, None, (), True, why))
-    for i in (i for idx in buckets[1:] for i in idx):
-        why = _self_suspect(named[i][1])
-        if why:
-            outliers = [
-                o if o.name != named[i][0] else replace(o, suspect=True, reason=why) for o in outliers
-            ]
-    outliers.sort(key=lambda o: (o.severity, o.name))
+    outliers = _with_self_suspects(named, buckets, outliers)
     return ManyComparison(
         tuple(n for n, _ in named),
         tuple(groups),

@@ -22,11 +22,11 @@ from envkit.comparison.bands import Bands, judge, onset_max
 from envkit.comparison.causes import Cause, likely_causes, side_names
 from envkit.comparison.numbering import POSITIONS, StepNumbers
 from envkit.errors import ReportError
-from envkit.probe.model import ProbeReport, Verdict, WorkloadRun
+from envkit.probe.model import CompareVerdict, ProbeReport, WorkloadRun
 
-__all__ = ["VERDICTS", "MetricComparison", "PairComparison", "Verdict", "compare_reports", "worst"]
+__all__ = ["VERDICTS", "CompareVerdict", "MetricComparison", "PairComparison", "compare_reports", "worst"]
 
-VERDICTS = tuple(Verdict)  # best to worst
+VERDICTS = tuple(CompareVerdict)  # best to worst
 METRICS = ("loss", "grad_norm", "param_grad_norms", "final_params")
 TRAJECTORY = ("loss", "grad_norm")  # judged on their own onset (envkit.comparison.bands)
 PARAM_FLOOR = 1e-3
@@ -40,7 +40,7 @@ class MetricComparison:
     workload: str
     mode: str
     metric: str
-    verdict: Verdict
+    verdict: CompareVerdict
     max_rel_diff: float | None
     first_diff_step: int | None
     detail: str | None = None
@@ -53,7 +53,7 @@ class MetricComparison:
 class PairComparison:
     """Two reports compared: the worst verdict, one per metric, the likely causes, notes."""
 
-    verdict: Verdict
+    verdict: CompareVerdict
     comparisons: tuple[MetricComparison, ...]
     causes: tuple[Cause, ...]
     names: tuple[str, str]
@@ -75,8 +75,8 @@ class PairComparison:
         return data
 
 
-def worst(verdicts: Sequence[Verdict]) -> Verdict:
-    return max(verdicts, key=lambda v: v.rank, default=Verdict.IDENTICAL)
+def worst(verdicts: Sequence[CompareVerdict]) -> CompareVerdict:
+    return max(verdicts, key=lambda v: v.rank, default=CompareVerdict.IDENTICAL)
 
 
 def rel_diff(a: float, b: float, floor: float = 0.0) -> float:
@@ -224,7 +224,10 @@ def _compare_workload(
                 steps.append(res.first_bad_step or 0)
     if problems or ra is None or rb is None:
         step = min(steps, default=None)
-        return [MetricComparison(*key, m, Verdict.INVALID, None, step, "; ".join(problems)) for m in METRICS]
+        return [
+            MetricComparison(*key, m, CompareVerdict.INVALID, None, step, "; ".join(problems))
+            for m in METRICS
+        ]
     onsets = [onset_max([(step, d) for d, step, _ in _diffs(ra, rb, m)[0]], bands.window) for m in TRAJECTORY]
     workload_onset = max((o for o in onsets if o is not None), default=0.0)
     return [_compare_metric(ra, rb, m, bands, key, workload_onset, numbering) for m in METRICS]
@@ -250,7 +253,7 @@ def compare_reports(a: ProbeReport, b: ProbeReport, bands: Bands | None = None) 
             notes += why
             if any(f is not None and f.status == "error" for _, f in bad):
                 comparisons += [
-                    MetricComparison(fw, wl, mode, "run", Verdict.INVALID, None, None, "; ".join(why))
+                    MetricComparison(fw, wl, mode, "run", CompareVerdict.INVALID, None, None, "; ".join(why))
                     for wl in sorted(a.config.workloads)
                 ]
             continue

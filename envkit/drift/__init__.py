@@ -8,11 +8,11 @@ from dataclasses import dataclass, replace
 from envkit.drift.diff import diff_packages, spread
 from envkit.drift.duplicates import duplicate_findings
 from envkit.drift.host import host_findings
-from envkit.drift.models import Finding, RuleSet, Severity, severity_rank
+from envkit.drift.models import DriftFinding, DriftSeverity, RuleSet, severity_rank
 from envkit.drift.rules import apply_rules, load_rules
 from envkit.inventory.models import Inventory
 
-__all__ = ["DriftReport", "Finding", "diff_inventories", "load_rules", "spread"]
+__all__ = ["DriftFinding", "DriftReport", "diff_inventories", "load_rules", "spread"]
 
 
 @dataclass(frozen=True)
@@ -20,10 +20,10 @@ class DriftReport:
     """Drift across inventories: the findings, the inputs and their labels."""
 
     inventories: tuple[Inventory, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[DriftFinding, ...]
 
     @property
-    def worst(self) -> Severity | None:
+    def worst(self) -> DriftSeverity | None:
         return max((f.severity for f in self.findings), key=severity_rank, default=None)
 
     def to_json(self) -> dict[str, object]:
@@ -49,10 +49,10 @@ def diff_inventories(inventories: Sequence[Inventory], rules: RuleSet | None = N
     packages = diff_packages(inventories, rules.policy)
     findings = _once(packages, apply_rules(inventories, rules), rules) + host_findings(inventories)
     findings += [f for inv in inventories for f in duplicate_findings(inv)]
-    return DriftReport(tuple(inventories), tuple(sorted(findings, key=Finding.sort_key)))
+    return DriftReport(tuple(inventories), tuple(sorted(findings, key=DriftFinding.sort_key)))
 
 
-def _once(packages: list[Finding], ruled: list[Finding], rules: RuleSet) -> list[Finding]:
+def _once(packages: list[DriftFinding], ruled: list[DriftFinding], rules: RuleSet) -> list[DriftFinding]:
     """Each outlier once: a ``differs_with`` rule (numpy under a framework) that repeats a version
     difference raises that finding's severity and adds its reason instead of a second finding."""
     merging = {r.id: r for r in rules.rules if r.check == "differs_with"}

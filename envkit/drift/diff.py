@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from packaging.version import Version
 
-from envkit.drift.models import DiffPolicy, Finding, Kind
+from envkit.drift.models import DiffPolicy, DriftFinding, Kind
 from envkit.inventory.models import Inventory, Package
 
 __all__ = ["INSTALLER_AWARE", "diff_packages", "no_majority", "spread"]
@@ -97,10 +97,10 @@ def _finding(
     policy: DiffPolicy,
     *,
     major: bool = False,
-) -> Finding:
+) -> DriftFinding:
     severity = policy.severity(kind, project, major=major)
     rule = policy.kinds[kind].rule
-    return Finding(project, kind, severity, rule, values, _message(project, kind, values, labels))
+    return DriftFinding(project, kind, severity, rule, values, _message(project, kind, values, labels))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -119,7 +119,7 @@ def _is_major(versions: Sequence[str]) -> bool:
 
 def _compare_project(
     project: str, present: dict[str, Package], inventories: Sequence[Inventory], policy: DiffPolicy
-) -> Finding | None:
+) -> DriftFinding | None:
     labels = [inv.label for inv in inventories]
     if len(present) < len(labels):
         values = {label: (present[label].version if label in present else None) for label in labels}
@@ -149,7 +149,7 @@ def _compare_project(
     return None
 
 
-def diff_packages(inventories: Sequence[Inventory], policy: DiffPolicy) -> list[Finding]:
+def diff_packages(inventories: Sequence[Inventory], policy: DiffPolicy) -> list[DriftFinding]:
     """Package differences across two or more inventories (one finding per project at most).
 
     A fleet's inventories mostly share their packages (one image, many hosts: one table, one
@@ -182,7 +182,7 @@ def diff_packages(inventories: Sequence[Inventory], policy: DiffPolicy) -> list[
 
 def _diff_by_label(
     inventories: Sequence[Inventory], tables: list[dict[str, Package]], policy: DiffPolicy
-) -> list[Finding]:
+) -> list[DriftFinding]:
     labelled = [(inv.label, table) for inv, table in zip(inventories, tables, strict=True)]
     projects: set[str] = set()
     for _, table in labelled:
@@ -203,7 +203,7 @@ def _compare_shared(
     groups: dict[int, tuple[dict[str, Package], int]],
     inventories: Sequence[Inventory],
     policy: DiffPolicy,
-) -> Finding | None:
+) -> DriftFinding | None:
     """:func:`_compare_project` decided on the distinct packages (labels are unique here)."""
     distinct: dict[int, Package] = {}
     count = 0

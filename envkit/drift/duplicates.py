@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Iterator
 
 from envkit._memo import by_identity
-from envkit.drift.models import Finding
+from envkit.drift.models import DriftFinding
 from envkit.inventory.models import Inventory, Package
 
 __all__ = ["DUPLICATE_RULE", "MAX_VARIANTS", "duplicate_findings", "duplicates", "variants"]
@@ -40,7 +40,7 @@ def _repeats(packages: tuple[Package, ...]) -> bool:
     return len({p.project for p in packages}) < len(packages)
 
 
-def duplicate_findings(inventory: Inventory) -> list[Finding]:
+def duplicate_findings(inventory: Inventory) -> list[DriftFinding]:
     findings = []
     for project, packages in sorted(duplicates(inventory).items()):
         rows = ", ".join(
@@ -53,7 +53,7 @@ def duplicate_findings(inventory: Inventory) -> list[Finding]:
             "rules were applied to each"
         )
         findings.append(
-            Finding(project, "rule", "warning", DUPLICATE_RULE, {inventory.label: versions}, message)
+            DriftFinding(project, "rule", "warning", DUPLICATE_RULE, {inventory.label: versions}, message)
         )
     return findings
 

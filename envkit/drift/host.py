@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from envkit.drift.diff import no_majority, spread
-from envkit.drift.models import Finding, Severity
+from envkit.drift.models import DriftFinding, DriftSeverity
 from envkit.inventory.models import Inventory
 
 __all__ = ["HOST_FACTS", "host_facts", "host_findings", "not_collected"]
@@ -69,7 +69,7 @@ def _part(value: str, parts: int) -> str:
     return match[1] if parts == 1 or match[2] is None else f"{match[1]}.{match[2]}"
 
 
-def _severity(fact: str, values: Sequence[str]) -> Severity:
+def _severity(fact: str, values: Sequence[str]) -> DriftSeverity:
     if fact == "cuda_runtime":
         if len({_part(v, 1) for v in values}) > 1:
             return "critical"
@@ -83,7 +83,7 @@ def _severity(fact: str, values: Sequence[str]) -> Severity:
 
 # GPU facts whose absence, in an input that records its host, means "none": a CPU box's collect_env
 # says "Could not collect" for the driver and GPU, its snapshot has no /proc/driver/nvidia.
-_ONE_SIDED: dict[str, tuple[str, Severity]] = {
+_ONE_SIDED: dict[str, tuple[str, DriftSeverity]] = {
     "gpu": ("no GPU", "warning"),
     "driver": ("none", "warning"),
     "cuda_runtime": ("none", "warning"),
@@ -99,7 +99,7 @@ def _gpu_shown(inv: Inventory, gpu: str) -> str:
     return f"{models[0]} ×{count}" if count and len(set(models)) == 1 else gpu
 
 
-def _uncollected(fact: str, known: dict[str, str], uncollected: list[str]) -> Finding:
+def _uncollected(fact: str, known: dict[str, str], uncollected: list[str]) -> DriftFinding:
     """A fact some inputs record and others could not collect: ``580.159.04 (a) vs not collected (b)``,
     never dropped (it may be the difference that matters; the other side cannot say)."""
     label = HOST_FACTS[fact][0]
@@ -107,12 +107,12 @@ def _uncollected(fact: str, known: dict[str, str], uncollected: list[str]) -> Fi
     names = ", ".join(list(known)[:10])
     message = f"{label}: {value} ({names}) vs not collected ({', '.join(uncollected[:10])})"
     values: dict[str, str | None] = {**known, **dict.fromkeys(uncollected)}
-    return Finding(fact, "host", "info", None, values, message)
+    return DriftFinding(fact, "host", "info", None, values, message)
 
 
 def _one_sided(
     fact: str, known: dict[str, str], missing: list[str], uncollected: Sequence[str] = ()
-) -> Finding:
+) -> DriftFinding:
     """A GPU fact some hosts have and others (that record their host) lack: ``NVIDIA H200 ×1 vs no GPU``."""
     label = HOST_FACTS[fact][0]
     none, severity = _ONE_SIDED[fact]
@@ -128,7 +128,7 @@ def _one_sided(
     if uncollected:
         message += f"; not collected ({', '.join(uncollected[:10])})"
     values: dict[str, str | None] = {**known, **dict.fromkeys(missing), **dict.fromkeys(uncollected)}
-    return Finding(fact, "host", severity, None, values, message)
+    return DriftFinding(fact, "host", severity, None, values, message)
 
 
 _LISTS = {"loaded", "gpu_code"}  # "; "-joined items: only the items that differ are shown
@@ -159,7 +159,7 @@ def not_collected(inv: Inventory) -> frozenset[str]:
     return frozenset(filter(None, inv.meta.get("not_collected", "").split(",")))
 
 
-def host_findings(inventories: Sequence[Inventory]) -> list[Finding]:
+def host_findings(inventories: Sequence[Inventory]) -> list[DriftFinding]:
     """One ``host`` finding per fact that differs among the inputs that record it; a GPU fact that
     some record and others (recording their host) lack is reported too (``driver 580 vs none``).
     A fact an input could not collect is unknown there: neither a value nor "none"."""
@@ -200,5 +200,5 @@ def host_findings(inventories: Sequence[Inventory]) -> list[Finding]:
                 else f"{label}: {no_majority(dict(known))}"
             )
         values: dict[str, str | None] = {name: known.get(name) for name, _ in tables}
-        findings.append(Finding(fact, "host", severity, None, values, message))
+        findings.append(DriftFinding(fact, "host", severity, None, values, message))
     return findings

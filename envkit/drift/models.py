@@ -9,17 +9,17 @@ from typing import Any, Literal
 __all__ = [
     "SEVERITIES",
     "DiffPolicy",
-    "Finding",
+    "DriftFinding",
+    "DriftSeverity",
     "Kind",
     "Rule",
     "RuleSet",
-    "Severity",
     "severity_rank",
 ]
 
-Severity = Literal["info", "warning", "critical"]
+DriftSeverity = Literal["info", "warning", "critical"]
 Kind = Literal["added", "removed", "version", "build", "channel", "installer", "rule", "host"]
-SEVERITIES: tuple[Severity, ...] = ("info", "warning", "critical")
+SEVERITIES: tuple[DriftSeverity, ...] = ("info", "warning", "critical")
 
 
 def severity_rank(severity: str) -> int:
@@ -27,12 +27,12 @@ def severity_rank(severity: str) -> int:
 
 
 @dataclass(frozen=True)
-class Finding:
+class DriftFinding:
     """One drift finding about a package across inventories: kind, severity, rule, the values seen."""
 
     package: str
     kind: Kind
-    severity: Severity
+    severity: DriftSeverity
     rule: str | None
     values: Mapping[str, str | None]  # input label -> value (None: absent)
     message: str
@@ -40,7 +40,7 @@ class Finding:
     def sort_key(self) -> tuple[int, str, str, str]:
         return (-severity_rank(self.severity), self.package, self.kind, self.rule or "")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "package": self.package,
             "kind": self.kind,
@@ -57,7 +57,7 @@ class Rule:
 
     id: str
     check: str
-    severity: Severity
+    severity: DriftSeverity
     message: str
     source: str
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -66,9 +66,9 @@ class Rule:
 
 @dataclass(frozen=True)
 class KindPolicy:
-    severity: Severity
-    key: Severity
-    major: Severity | None = None
+    severity: DriftSeverity
+    key: DriftSeverity
+    major: DriftSeverity | None = None
     rule: str | None = None
 
 
@@ -79,7 +79,7 @@ class DiffPolicy:
     key_projects: frozenset[str]
     kinds: Mapping[str, KindPolicy]
 
-    def severity(self, kind: str, project: str, *, major: bool = False) -> Severity:
+    def severity(self, kind: str, project: str, *, major: bool = False) -> DriftSeverity:
         policy = self.kinds[kind]
         if project in self.key_projects:
             return policy.key

@@ -20,7 +20,7 @@ from envkit.drift.cuda_wheels import cuda_majors
 from envkit.drift.diff import no_majority, spread
 from envkit.drift.duplicates import variants
 from envkit.drift.facts import FACTS, cuda_flavour, major_minor
-from envkit.drift.models import DiffPolicy, Finding, KindPolicy, Rule, RuleSet, Severity
+from envkit.drift.models import DiffPolicy, DriftFinding, DriftSeverity, KindPolicy, Rule, RuleSet
 from envkit.drift.torch_flavour import flavour_unknown
 from envkit.errors import CatalogError
 from envkit.inventory.collect_env import public_version
@@ -67,18 +67,18 @@ def load_rules() -> RuleSet:
     return RuleSet(policy, tuple(rules))
 
 
-Within = Callable[[Rule, Inventory, dict[str, Package]], list[Finding]]
-Across = Callable[[Rule, Sequence[Inventory], list[dict[str, Package]]], list[Finding]]
+Within = Callable[[Rule, Inventory, dict[str, Package]], list[DriftFinding]]
+Across = Callable[[Rule, Sequence[Inventory], list[dict[str, Package]]], list[DriftFinding]]
 
 
 def _one(
-    rule: Rule, package: str, inv: Inventory, value: str, detail: str, severity: Severity | None = None
-) -> Finding:
+    rule: Rule, package: str, inv: Inventory, value: str, detail: str, severity: DriftSeverity | None = None
+) -> DriftFinding:
     text = f"{inv.label}: {rule.message}: {detail}" + (f" (fix: {rule.fix})" if rule.fix else "")
-    return Finding(package, "rule", severity or rule.severity, rule.id, {inv.label: value}, text)
+    return DriftFinding(package, "rule", severity or rule.severity, rule.id, {inv.label: value}, text)
 
 
-def _known_bad(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+def _known_bad(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[DriftFinding]:
     """The catalog's known-bad combinations (the same matching as spec validation and the audit)."""
     found = []
     for bad in _bad_hits(pkgs):
@@ -94,7 +94,7 @@ def _bad_hits(pkgs: dict[str, Package]) -> list[KnownBadRule]:
     return load_catalog().known_bad_hits({project: package.version for project, package in pkgs.items()})
 
 
-def _companion_flavour(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+def _companion_flavour(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[DriftFinding]:
     base = pkgs.get(rule.params["base"])
     base_flavour = cuda_flavour(base) if base else None
     found = []
@@ -107,7 +107,7 @@ def _companion_flavour(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> 
     return found
 
 
-def _companion_release(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+def _companion_release(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[DriftFinding]:
     base = pkgs.get(rule.params["base"])
     expected = rule.params["pairs"].get(major_minor(base.version) or "") if base else None
     found = []
@@ -120,7 +120,7 @@ def _companion_release(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> 
     return found
 
 
-def _cuda_components(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+def _cuda_components(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[DriftFinding]:
     """Runtime components from different CUDA minors. The ``cuda-version`` metapackage is a
     constraint, not the runtime in use: it counts only when no runtime component is there."""
     present = [p for p in rule.params["projects"] if p in pkgs]
@@ -133,7 +133,7 @@ def _cuda_components(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> li
     return [_one(rule, "cuda", inv, " ".join(sorted(distinct)), detail)]
 
 
-def _cuda_majors(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+def _cuda_majors(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[DriftFinding]:
     """CUDA libraries of two or more CUDA majors (from wheel names or toolkit versions, any major)."""
     majors = _shared_majors(pkgs)
     if len(majors) <= 1:
@@ -166,7 +166,7 @@ def _listed_twice_by_conda(inv: Inventory, project: str) -> bool:
     return any(p.installer == "conda" for p in rows) and any(_pypi_row_of_conda_list(p) for p in rows)
 
 
-def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Finding]:
+def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[DriftFinding]:
     """pip and conda both installed one project. In collect_env, whose ``[pip]`` rows are pip's
     view of the same environment, only a different version is a second install; two separate
     environments (``meta["environments"]``) are not shadowing at all."""
@@ -192,7 +192,9 @@ def _shadowed(rule: Rule, inv: Inventory, pkgs: dict[str, Package]) -> list[Find
             if any(public_version(p.version) == public_version(pip.version) for p in others):
                 continue
         detail = f"conda {conda.name} {conda.version} and pip {pip.name} {pip.version}"
-        severity: Severity | None = "critical" if project in rule.params.get("critical_for", ()) else None
+        severity: DriftSeverity | None = (
+            "critical" if project in rule.params.get("critical_for", ()) else None
+        )
         found.append(_one(rule, project, inv, detail, detail, severity))
     return found
 
@@ -206,7 +208,7 @@ def _installers(packages: tuple[Package, ...]) -> frozenset[str]:
     return frozenset(p.installer for p in packages)
 
 
-def _across(rule: Rule, package: str, values: dict[str, str | None], what: str) -> list[Finding]:
+def _across(rule: Rule, package: str, values: dict[str, str | None], what: str) -> list[DriftFinding]:
     known = {label: v for label, v in values.items() if v is not None}
     if len(set(known.values())) <= 1:
         return []
@@ -219,12 +221,14 @@ def _across(rule: Rule, package: str, values: dict[str, str | None], what: str) 
             if len(known) - len(outliers) > 1
             else no_majority(dict(known))
         )
-    return [Finding(package, "rule", rule.severity, rule.id, values, f"{what}: {rule.message}: {detail}")]
+    return [
+        DriftFinding(package, "rule", rule.severity, rule.id, values, f"{what}: {rule.message}: {detail}")
+    ]
 
 
 def _fact_differs(
     rule: Rule, inventories: Sequence[Inventory], tables: list[dict[str, Package]]
-) -> list[Finding]:
+) -> list[DriftFinding]:
     fact = FACTS[rule.params["fact"]]
     values = {inv.label: fact(inv, table) for inv, table in zip(inventories, tables, strict=True)}
     return _across(rule, rule.params["package"], values, rule.params["package"])
@@ -232,7 +236,7 @@ def _fact_differs(
 
 def _differs_with(
     rule: Rule, inventories: Sequence[Inventory], tables: list[dict[str, Package]]
-) -> list[Finding]:
+) -> list[DriftFinding]:
     project, guards = rule.params["project"], rule.params["when_any"]
     values: dict[str, str | None] = {}
     for inv, table in zip(inventories, tables, strict=True):
@@ -256,11 +260,11 @@ ACROSS: dict[str, Across] = {
 }
 
 
-def apply_rules(inventories: Sequence[Inventory], rules: RuleSet) -> list[Finding]:
+def apply_rules(inventories: Sequence[Inventory], rules: RuleSet) -> list[DriftFinding]:
     """Within-input rules on every input, and across-input rules when there are two or more."""
     tables = [inv.primary() for inv in inventories]
     every = [list(variants(inv)) for inv in inventories]  # duplicated rows: each version present
-    findings: list[Finding] = []
+    findings: list[DriftFinding] = []
     seen: set[tuple[object, ...]] = set()  # each finding once (a duplicated row's tables repeat them)
     for rule in rules.rules:
         if rule.check in WITHIN:
@@ -277,6 +281,6 @@ def apply_rules(inventories: Sequence[Inventory], rules: RuleSet) -> list[Findin
     return findings
 
 
-def _identity(f: Finding) -> tuple[object, ...]:
-    """Equal for equal findings (``Finding`` holds a dict: not hashable itself)."""
+def _identity(f: DriftFinding) -> tuple[object, ...]:
+    """Equal for equal findings (``DriftFinding`` holds a dict: not hashable itself)."""
     return (f.package, f.kind, f.severity, f.rule, tuple(sorted(f.values.items())), f.message)

@@ -26,7 +26,7 @@ from packaging.version import Version
 
 from envkit._memo import by_identity
 from envkit.catalog import load_catalog
-from envkit.drift.models import Finding, Rule
+from envkit.drift.models import DriftFinding, Rule
 from envkit.inventory.models import Inventory, Package
 
 __all__ = ["flavour_unknown", "inferred_torch_flavour", "inventory_os"]
@@ -103,7 +103,7 @@ def inferred_torch_flavour(inv: Inventory, pkgs: Mapping[str, Package], torch: P
 
 def flavour_unknown(
     rule: Rule, inventories: Sequence[Inventory], tables: list[dict[str, Package]]
-) -> list[Finding]:
+) -> list[DriftFinding]:
     """torch present everywhere it matters, its flavour known on some inputs and unknown on others."""
     from envkit.drift.facts import FACTS  # facts imports this module
 
@@ -121,5 +121,7 @@ def flavour_unknown(
     shown = ", ".join(f"{v} ({label})" for label, v in sorted(known.items())[:5])
     detail = f"unknown on {', '.join(unknown[:10])}; known: {shown}"
     return [
-        Finding(project, "rule", rule.severity, rule.id, dict(values), f"{project}: {rule.message}: {detail}")
+        DriftFinding(
+            project, "rule", rule.severity, rule.id, dict(values), f"{project}: {rule.message}: {detail}"
+        )
     ]

@@ -371,7 +371,7 @@ class DockerEngine:
         binds = {m.source: {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in mounts}
         requests_ = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None
         seconds = run_timeout() if timeout_s is None else timeout_s
-        container: dict[str, Any] | None = None
+        container: dict[str, object] | None = None
         try:
             host_config = self.api.create_host_config(
                 binds=binds, network_mode=None if network else "none", device_requests=requests_
@@ -395,7 +395,7 @@ class DockerEngine:
                     self.api.remove_container(container, force=True)
         return RunResult(int(status.get("StatusCode", -1)), stdout, stderr)
 
-    def _wait(self, container: dict[str, Any], seconds: float, image: str, argv: Sequence[str]) -> Any:
+    def _wait(self, container: dict[str, object], seconds: float, image: str, argv: Sequence[str]) -> Any:
         """The container's exit status; :class:`ContainerTimedOut` when it runs past ``seconds``."""
         started = time.monotonic()
         try:

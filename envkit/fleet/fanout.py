@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from envkit import __version__
-from envkit.fleet.manifest import parse_layout, write_manifest
 from envkit.fleet.pyxis import enroot_uri, pyxis_argv, pyxis_mounts
+from envkit.fleet.run_plan import parse_layout, write_manifest
 from envkit.fleet.scheduler import JobRequest, JobState, JobStatus, Scheduler
 from envkit.probe.runner import ProbeOptions, payload_argv, thread_env
 from envkit.store import layout, runs

@@ -27,12 +27,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from envkit import __version__
 from envkit.errors import EnvkitError, FleetError, UsageError
 from envkit.fleet.fanout import FleetRun, Progress, follow
-from envkit.fleet.manifest import parse_layout
+from envkit.fleet.run_plan import parse_layout
 from envkit.fleet.scheduler import JobRequest, Scheduler
 from envkit.fleet.task import run_recorded, task_main
 from envkit.guard.dump import read_dump
@@ -88,7 +87,7 @@ class FleetReplay:
         found = [v.verdict for v in self.verdicts.values()]
         return next((v for v in found if v != "reproducible"), "reproducible" if found else "none")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "verdict": self.verdict,
             "fleet": self.run.to_json(),
@@ -182,7 +181,7 @@ def render_fleet_replay(result: FleetReplay) -> str:
     return "\n".join(lines)
 
 
-def _task_fields(raw: Mapping[str, Any], source: str) -> tuple[str, Path]:
+def _task_fields(raw: Mapping[str, object], source: str) -> tuple[str, Path]:
     """The entry and code directory the submitter named, in their shapes only."""
     if raw.get("kind") != KIND:
         raise FleetError(f"{source}: not a guard replay run (kind {str(raw.get('kind'))[:40]!r})", hint=_HINT)

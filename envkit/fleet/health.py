@@ -25,7 +25,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from envkit._safe import one_line
 from envkit.errors import EnvkitError
@@ -73,7 +72,7 @@ def node_name(environ: Mapping[str, str] | None = None) -> str:
     return env.get("SLURMD_NODENAME") or env.get("NODE_NAME") or socket.gethostname().split(".")[0]
 
 
-def _verdicts(path: Path) -> dict[str, Any] | str:
+def _verdicts(path: Path) -> dict[str, object] | str:
     """The verdicts file's nodes, or why it cannot be used."""
     try:
         data = read_store_json(path, limit=MAX_VERDICTS_BYTES, what="verdicts file")

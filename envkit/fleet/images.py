@@ -19,7 +19,7 @@ from envkit.engine.protocol import ContainerEngine
 from envkit.engine.push import read_pushed
 from envkit.engine.store import ImageStore
 from envkit.errors import ProbeError
-from envkit.fleet.manifest import image_tar_path
+from envkit.fleet.run_plan import image_tar_path
 from envkit.probe.run import resolve_image
 
 __all__ = ["image_for_fleet", "pushed_ref"]
@@ -28,7 +28,7 @@ __all__ = ["image_for_fleet", "pushed_ref"]
 def pushed_ref(root: Path, image: str) -> str | None:
     """The ``REPO@sha256:…`` that ``envkit build NAME --push`` recorded for ``image``, or None."""
     pushed = read_pushed(root, image.removeprefix("envkit/").split(":", 1)[0])
-    return str(pushed["ref"]) if pushed is not None else None
+    return pushed.ref if pushed is not None else None
 
 
 def image_for_fleet(
@@ -43,8 +43,8 @@ def image_for_fleet(
         raise ProbeError(f"image {image} does not exist here", hint=f"build it first: `envkit build {image}`")
     name = ref.split("/", 1)[-1].split(":", 1)[0] if ref.startswith("envkit/") else image
     pushed = read_pushed(root, name)
-    if pushed is not None and pushed.get("image_id") == info.id:
-        return {"ref": str(pushed["ref"]), "id": info.id, "name": image}
+    if pushed is not None and pushed.image_id == info.id:
+        return {"ref": pushed.ref, "id": info.id, "name": image}
     root = store.resolve()
     tar = image_tar_path(root, info.id)  # never resolved: a planted link there is replaced, not followed
     if not _ours(tar):

@@ -27,7 +27,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from envkit._safe import one_line
 from envkit.comparison.nway import PER_TASK, ManyComparison, compare_many, numbers_key
@@ -70,7 +69,7 @@ class Entry:
     reason: str | None = None
 
     @staticmethod
-    def from_json(data: Mapping[str, Any]) -> Entry:
+    def from_json(data: Mapping[str, object]) -> Entry:
         """An entry of a summary this user wrote (its texts were made one line when it was written)."""
 
         def text(key: str, limit: int = 2000) -> str | None:
@@ -97,7 +96,7 @@ class RunNumbers:
                 "entries": [asdict(e) for e in self.entries]}  # fmt: skip
 
     @staticmethod
-    def from_json(data: Mapping[str, Any]) -> RunNumbers:
+    def from_json(data: Mapping[str, object]) -> RunNumbers:
         entries = data.get("entries")
         created = data.get("created")
         if data.get("version") != VERSION or not isinstance(entries, list) or not isinstance(created, float):

@@ -32,7 +32,7 @@ _HINT = "pip install 'envkit-dl[ray]'; start a cluster (`ray start --head`) or g
 _OWN_ENV = ("CUDA_VISIBLE_DEVICES", "RAY_ADDRESS")  # Ray's to set per task, never the submitter's
 
 
-def node_names(nodes: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def node_names(nodes: Sequence[Mapping[str, object]]) -> dict[str, str]:
     """Node id -> name for the alive nodes: ``NodeName`` when distinct, else ``ray-<id[:12]>``."""
     alive = [n for n in nodes if n.get("Alive")]
     names = [str(n.get("NodeName") or "") for n in alive]
@@ -62,7 +62,7 @@ def _run_task(argv: Sequence[str], env: Mapping[str, str]) -> int:
 @dataclass
 class _Job:
     nodes: tuple[str, ...]
-    refs: dict[str, Any]  # task name -> Ray object ref
+    refs: dict[str, object]  # task name -> Ray object ref
     errors: dict[str, str] = field(default_factory=dict)
     codes: dict[str, int] = field(default_factory=dict)
     cancelled: bool = False
@@ -118,7 +118,7 @@ class RayScheduler:
         placement = self._placement(request)
         remote = self._ray.remote(_run_task)
         base = {k: v for k, v in os.environ.items() if k not in _OWN_ENV}
-        refs: dict[str, Any] = {}
+        refs: dict[str, object] = {}
         for node_id, node in placement:
             for local in range(request.tasks_per_node):
                 env = {**base, **request.env, "ENVKIT_NODE": node, "ENVKIT_LOCALID": str(local)}

@@ -7,7 +7,7 @@ through the node's Docker engine: pulled by digest, or loaded from the store's t
 by image id), writes ``<task>.json`` and records ``ok`` or ``failed`` with the error.
 With ``repeat`` > 1 the probe runs that many times and the report says whether the reruns agree bitwise.
 The manifest is trusted only when this user owns it and nobody else can write it, and only its
-allow-listed fields are used (:mod:`envkit.fleet.manifest`); an image tar is checked before it is
+allow-listed fields are used (:mod:`envkit.fleet.run_plan`); an image tar is checked before it is
 loaded (:mod:`envkit.fleet.image_tar`). Exit 0 when the report was written, 3 otherwise.
 """
 
@@ -25,8 +25,8 @@ from envkit._atomic import write_text_atomic
 from envkit._safe import one_line
 from envkit.errors import EnvkitError
 from envkit.fleet.image_tar import load_checked_tar
-from envkit.fleet.manifest import FleetImage, parse_manifest
 from envkit.fleet.repeat import repeat_summary
+from envkit.fleet.run_plan import FleetImage, parse_manifest
 from envkit.probe.additions import FleetInfo
 from envkit.probe.model import ProbeReport
 from envkit.probe.report import dump_report

@@ -159,7 +159,7 @@ def parse_side(data: object, where: str) -> dict[str, Any]:
     for name in ("localization", "fingerprint", "info"):
         if not isinstance(data.get(name), dict):
             raise _fail(where, f"a {name} that is not an object")
-    localization: dict[str, Any] = data["localization"]
+    localization: dict[str, object] = data["localization"]
     runs: list[Replay] = []
     for r in replays:
         error = r.get("error")

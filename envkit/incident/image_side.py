@@ -13,7 +13,6 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from envkit.errors import EnvkitError
 
@@ -21,7 +20,7 @@ KIND = "envkit-guard-image-replay"
 SCHEMA = 1
 
 
-def replay_document(path: Path, entry: str) -> dict[str, Any]:
+def replay_document(path: Path, entry: str) -> dict[str, object]:
     """The dump at ``path`` replayed twice here with ``entry``: this side's JSON (EnvkitError otherwise)."""
     if importlib.util.find_spec("safetensors") is None:
         from envkit.incident import st_reader

@@ -19,7 +19,7 @@ from typing import Any
 
 from envkit.comparison.plots import COLORS, MAX_BUCKETS
 from envkit.errors import ReportError
-from envkit.incident.rows import Lines, StepRow, jsonl_rows, step_row
+from envkit.incident.rows import ReadStats, StepRow, jsonl_rows, step_row
 
 __all__ = ["Curves", "read_steps", "render_page"]
 
@@ -110,7 +110,7 @@ def read_steps(run: Path) -> Curves:
     """RUN/steps.jsonl streamed into :class:`Curves` (a regular file, never a FIFO or link; every
     field checked, naming file:line; memory bounded by the page's width, not by the run's length)."""
     path = run / "steps.jsonl"
-    curves, seen = Curves(), Lines()
+    curves, seen = Curves(), ReadStats()
     try:
         for where, value in jsonl_rows(path, MAX_STEPS_BYTES, seen):
             curves.add(step_row(value, where))
@@ -118,6 +118,15 @@ def read_steps(run: Path) -> Curves:
         raise ReportError(f"{path}: cannot read the steps: no such file", hint="is RUN a guarded run?") from e
     curves.torn = len(seen.torn)
     return curves
+
+
+def _mark(number: int, xx: float) -> str:
+    """Incident ``number``'s dashed line at ``xx`` on a chart."""
+    return (
+        f'<line x1="{xx:.1f}" y1="{TOP}" x2="{xx:.1f}" y2="{TOP + PH}" stroke="{INCIDENT}" '
+        f'stroke-dasharray="3,2"/><text x="{xx + 2:.1f}" y="{TOP + 10}" font-size="10" '
+        f'fill="{INCIDENT}">#{number}</text>'
+    )
 
 
 def _chart(
@@ -164,15 +173,7 @@ def _chart(
     ]
     if log:
         parts.append(f'<text x="{LEFT + PW}" y="15" text-anchor="end" font-size="9">log scale</text>')
-    for number, step in marks:
-        if not first <= step <= last:
-            continue
-        xx = x(step)
-        parts.append(
-            f'<line x1="{xx:.1f}" y1="{TOP}" x2="{xx:.1f}" y2="{TOP + PH}" stroke="{INCIDENT}" '
-            f'stroke-dasharray="3,2"/><text x="{xx + 2:.1f}" y="{TOP + 10}" font-size="10" '
-            f'fill="{INCIDENT}">#{number}</text>'
-        )
+    parts += [_mark(number, x(step)) for number, step in marks if first <= step <= last]
     for k, (name, env) in enumerate(envs):
         color = SERIES[k % len(SERIES)]
         pts = " ".join(f"{x(step):.1f},{y(v):.1f}" for step, v in env.points())

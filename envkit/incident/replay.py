@@ -41,7 +41,7 @@ from envkit.incident.ranks import RankDumps, rank_dumps, recorded_rank_losses
 from envkit.probe.model import KIND, SCHEMA, ProbeReport, parse_report
 
 __all__ = [
-    "Builder",
+    "ModelBuilder",
     "ReplayVerdict",
     "align_names",
     "here_info",
@@ -53,7 +53,7 @@ __all__ = [
     "suggest_entry",
 ]
 
-Builder = Callable[[], Any]
+ModelBuilder = Callable[[], Any]
 
 
 @dataclass(frozen=True)
@@ -64,16 +64,16 @@ class ReplayVerdict:
     dump: str
     step: int
     recorded: dict[str, Any]
-    replays: list[dict[str, Any]]
+    replays: list[dict[str, object]]
     localization: dict[str, Any]
     causes: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return dict(json_clean(self.__dict__))
 
 
-def load_entry(spec: str) -> Builder:
+def load_entry(spec: str) -> ModelBuilder:
     """``module:function`` (importable from the current directory) that builds model, optimizer, loss."""
     module_name, sep, func_name = spec.partition(":")
     if not sep or not module_name or not func_name.isidentifier():
@@ -91,7 +91,7 @@ def load_entry(spec: str) -> Builder:
         raise UsageError(
             f"--entry {spec}: {module_name} has no function {func_name}", hint="name the builder function"
         )
-    builder: Builder = func
+    builder: ModelBuilder = func
     return builder
 
 
@@ -106,7 +106,7 @@ def suggest_entry(path: Path) -> UsageError:
     )
 
 
-def _built(builder: Builder) -> tuple[Any, Any, Any]:
+def _built(builder: ModelBuilder) -> tuple[Any, Any, Any]:
     try:
         made = builder()
     except Exception as e:  # the user's entry: its error is a usage problem, said in one line
@@ -127,7 +127,7 @@ def _report(env: Any, source: str) -> ProbeReport:
     raw = env.get("info")
     if raw is not None and not isinstance(raw, dict):
         raise DumpError(f"{source}: info: expected an object", hint="the dump was edited")
-    info: dict[str, Any] = raw or {}
+    info: dict[str, object] = raw or {}
     switches = info.get("switches", {})
     if not isinstance(switches, dict):
         raise DumpError(f"{source}: info.switches: expected an object", hint="the dump was edited")
@@ -164,7 +164,7 @@ def _same(a: float, b: float) -> bool:
     return a.hex() == b.hex()
 
 
-def replay_runs(dump: Dump, builder: Builder) -> list[Replay]:
+def replay_runs(dump: Dump, builder: ModelBuilder) -> list[Replay]:
     """The dump's step replayed twice here with the entry's model, optimizer and loss.
 
     As the step ran: with the recorded loss scale and autocast (:mod:`envkit.incident.amp`); as its
@@ -264,8 +264,8 @@ class _Step:
         localization["replayed_as"] = self._shape(group, results)
         return Replay(own.loss, norm, localization, error)
 
-    def _shape(self, group: RankDumps, results: dict[int, Replay] | None) -> dict[str, Any]:
-        shape: dict[str, Any] = {}
+    def _shape(self, group: RankDumps, results: dict[int, Replay] | None) -> dict[str, object]:
+        shape: dict[str, object] = {}
         split = self.split.get(group.rank)
         if split:
             shape["micro_batches"] = int(group.dumps[group.rank].manifest["backwards"])
@@ -313,7 +313,7 @@ def _bare(name: str) -> str:
     return name
 
 
-def align_names(saved: dict[str, Any], names: list[str]) -> dict[str, Any]:
+def align_names(saved: dict[str, object], names: list[str]) -> dict[str, object]:
     """``saved`` (a dump's model state) renamed to the entry's model's ``names`` when the two differ
     only by wrappers, either way: a DDP/FSDP dump (``module.…``) replayed with the bare model, or a
     bare dump with a wrapped model. Anything else is returned as it is (the adapter names the misfit)."""
@@ -368,7 +368,7 @@ def _check_layout(dump: Dump, mine: list[str] | None) -> None:
     )
 
 
-def replay_dump(path: Path, builder: Builder) -> ReplayVerdict:
+def replay_dump(path: Path, builder: ModelBuilder) -> ReplayVerdict:
     dump = read_dump(path)
     return judge(dump, replay_runs(dump, builder))
 
@@ -404,7 +404,7 @@ def judge(
 
 def _verdict(
     dump: Dump, runs: list[Replay], loss: float, norm: float, here: HereReport, where: str
-) -> tuple[str, list[dict[str, Any]], list[str]]:
+) -> tuple[str, list[dict[str, object]], list[str]]:
     notes: list[str] = []
     first, second = runs
     raised = first.error or second.error
@@ -486,7 +486,7 @@ def _shape_notes(localization: dict[str, Any]) -> list[str]:
         )
         bad = localization.get("rank")
         if isinstance(bad, int):
-            row: dict[str, Any] = next((r for r in shape.get("ranks") or [] if r.get("rank") == bad), {})
+            row: dict[str, object] = next((r for r in shape.get("ranks") or [] if r.get("rank") == bad), {})
             batch = localization.get("nonfinite_batch")
             what = describe_nonfinite(batch) if isinstance(batch, dict) else f"its loss {row.get('loss')}"
             notes.append(
@@ -535,7 +535,7 @@ def _local_report(framework: str) -> ProbeReport:
     )
 
 
-def here_info(framework: str) -> dict[str, Any]:
+def here_info(framework: str) -> dict[str, object]:
     if framework == "torch":
         import torch
 

@@ -23,7 +23,7 @@ from envkit.errors import ReportError
 
 __all__ = [
     "MAX_LINE",
-    "Lines",
+    "ReadStats",
     "StepRow",
     "check_bool",
     "check_count",
@@ -152,21 +152,21 @@ def step_row(value: Any, where: str) -> StepRow:
 
 
 @dataclass
-class Lines:
+class ReadStats:
     """What :func:`jsonl_rows` saw besides the rows: lines cut short (skipped), bytes read."""
 
     torn: list[int] = field(default_factory=list)
     bytes_read: int = 0
 
 
-def jsonl_rows(path: Path, limit: int, seen: Lines | None = None) -> Iterator[tuple[str, Any]]:
+def jsonl_rows(path: Path, limit: int, seen: ReadStats | None = None) -> Iterator[tuple[str, Any]]:
     """``(file:line, value)`` of each JSON line of ``path``, streamed (one line in memory at a time).
 
     FileNotFoundError passes through (the caller says what a missing file means); a link, a FIFO or
     a device, a line over :data:`MAX_LINE` bytes or a file over ``limit`` bytes is a ReportError.
-    Lines that are not JSON (a write cut short) go to ``seen.torn``.
+    ReadStats that are not JSON (a write cut short) go to ``seen.torn``.
     """
-    seen = seen if seen is not None else Lines()
+    seen = seen if seen is not None else ReadStats()
     try:
         fh = open_regular(path)
     except NotRegular as e:

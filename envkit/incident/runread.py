@@ -21,7 +21,7 @@ from typing import Any
 from envkit._io import open_regular
 from envkit.errors import ReportError
 from envkit.incident.rows import (
-    Lines,
+    ReadStats,
     StepRow,
     check_bool,
     check_count,
@@ -63,13 +63,13 @@ class RunView:
     skips: tuple[Skip, ...]
     overflows: int
     clipped_steps: int
-    incidents: tuple[dict[str, Any], ...]
-    config: dict[str, Any]
+    incidents: tuple[dict[str, object], ...]
+    config: dict[str, object]
     rank: int
     world_size: int
     notes: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         spikes = sum(1 for i in self.incidents if str(i["kind"]).endswith("-spike"))
         return {
             "run": self.run,
@@ -89,7 +89,7 @@ class RunView:
         }
 
 
-def check_incident(value: Any, where: str) -> dict[str, Any]:
+def check_incident(value: Any, where: str) -> dict[str, object]:
     """An incident record with every field ``guard show`` reads checked for its type."""
     if not isinstance(value, dict):
         raise ReportError(f"{where}: expected an incident (an object)", hint="the run folder was edited")
@@ -186,13 +186,13 @@ def _from_report(path: Path) -> RunView:
     )
 
 
-def _objects(value: Any, where: str) -> list[dict[str, Any]]:
+def _objects(value: Any, where: str) -> list[dict[str, object]]:
     if not isinstance(value, list) or not all(isinstance(i, dict) for i in value):
         raise ReportError(f"{where}: expected a list of objects", hint="the report was edited")
     return value
 
 
-def _config(value: Any, where: str) -> dict[str, Any]:
+def _config(value: Any, where: str) -> dict[str, object]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -207,7 +207,7 @@ def _config(value: Any, where: str) -> dict[str, Any]:
 
 def _from_live(folder: Path) -> RunView | None:
     """The summary from ``steps.jsonl``, ``incidents.jsonl``, the dumps and the ledger; None: none there."""
-    seen = Lines()
+    seen = ReadStats()
     rows = _live_steps(folder / "steps.jsonl", seen)
     incidents = _live_incidents(folder / "incidents.jsonl")
     dumps = _dumps(folder / "incidents")
@@ -258,7 +258,7 @@ def _lines_in(path: Path) -> int:
         return 0
 
 
-def _live_steps(path: Path, seen: Lines) -> tuple[int, list[Skip], int, int] | None:
+def _live_steps(path: Path, seen: ReadStats) -> tuple[int, list[Skip], int, int] | None:
     """Steps counted (streamed: never held), the guard's skips, the scaler's overflows, clipped steps."""
     count = overflows = clipped = 0
     skips: list[Skip] = []
@@ -275,7 +275,7 @@ def _live_steps(path: Path, seen: Lines) -> tuple[int, list[Skip], int, int] | N
     return count, skips, overflows, clipped
 
 
-def _live_incidents(path: Path) -> list[dict[str, Any]] | None:
+def _live_incidents(path: Path) -> list[dict[str, object]] | None:
     try:
         rows = jsonl_rows(path, MAX_INCIDENT_BYTES)
         return [check_incident(value, where) for where, value in rows][:MAX_INCIDENTS]

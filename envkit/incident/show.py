@@ -107,7 +107,7 @@ def _context(ctx: Any) -> list[str]:
     return [line]
 
 
-def _not_reproduced(inc: dict[str, Any]) -> list[str]:
+def _not_reproduced(inc: dict[str, object]) -> list[str]:
     """A non-finite step whose in-loop replay (the localization) came out finite: say it did not recur."""
     loc = inc.get("localization")
     if inc.get("kind") not in NONFINITE or not isinstance(loc, dict) or loc.get("error"):
@@ -132,7 +132,7 @@ def _not_reproduced(inc: dict[str, Any]) -> list[str]:
     ]
 
 
-def explain_incident(inc: dict[str, Any], run: str) -> list[str]:
+def explain_incident(inc: dict[str, object], run: str) -> list[str]:
     """What is known of an incident beyond its message: lr and update, the dump, the localization."""
     lines = _context(inc.get("context"))
     if inc.get("dump"):

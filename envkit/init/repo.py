@@ -29,7 +29,7 @@ from envkit.spec.models import NAME_RE
 
 __all__ = ["CI_TARGETS", "FileChange", "InitResult", "init_repo"]
 
-Status = Literal["created", "updated", "unchanged", "kept", "overwritten"]
+FileStatus = Literal["created", "updated", "unchanged", "kept", "overwritten"]
 CiKind = Literal["github", "gitlab"]
 
 # Where `--ci` writes each recipe, and the packaged template it comes from.
@@ -49,7 +49,7 @@ class FileChange:
     """What init did to one file (``path`` is relative to the repository root)."""
 
     path: str
-    status: Status
+    status: FileStatus
     note: str = ""
 
     def to_json(self) -> dict[str, str]:

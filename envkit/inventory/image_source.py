@@ -54,7 +54,7 @@ print(json.dumps({"host": socket.gethostname(), "python": platform.python_versio
 MAX_DEPTH = 8  # {"conda": [{"name": …}]}: 3 deep
 
 
-def _checked(data: Any, image: str) -> dict[str, Any]:
+def _checked(data: Any, image: str) -> dict[str, object]:
     """The script's output, shape-checked: an image's python may print anything (it is the image's)."""
 
     def bad(what: str) -> InventoryError:

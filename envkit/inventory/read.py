@@ -239,7 +239,7 @@ def _load_json(text: str, c: Collector) -> Any:
         raise c.error(None, f"invalid JSON: {(str(e).splitlines() or ['?'])[0]}") from e
 
 
-def _load_yaml(text: str, c: Collector) -> Mapping[str, Any]:
+def _load_yaml(text: str, c: Collector) -> Mapping[str, object]:
     from envkit._yaml import YamlProblem, load_bounded_fast
 
     try:
@@ -251,11 +251,11 @@ def _load_yaml(text: str, c: Collector) -> Mapping[str, Any]:
     return data
 
 
-def _load_toml(text: str, c: Collector) -> Mapping[str, Any]:
+def _load_toml(text: str, c: Collector) -> Mapping[str, object]:
     from envkit import _toml
 
     try:
-        data: dict[str, Any] = _toml.loads(text)
+        data: dict[str, object] = _toml.loads(text)
     except _toml.TOMLDecodeError as e:
         line = re.search(r"line (\d+)", str(e))
         raise c.error(int(line[1]) if line else None, f"invalid TOML: {str(e).split(' (at')[0]}") from e
@@ -273,7 +273,7 @@ def _json_list(text: str, c: Collector) -> list[Any]:
     return data
 
 
-def _json_obj(text: str, c: Collector) -> Mapping[str, Any]:
+def _json_obj(text: str, c: Collector) -> Mapping[str, object]:
     data = _load_json(text, c)
     if not isinstance(data, Mapping):
         raise c.error(1, "expected a JSON object")

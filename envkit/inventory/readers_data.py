@@ -87,7 +87,7 @@ def read_pip_json(data: Any, c: Collector) -> None:
         )
 
 
-def _flatten(data: Mapping[str, Any], prefix: str = "", depth: int = 0) -> dict[str, str]:
+def _flatten(data: Mapping[str, object], prefix: str = "", depth: int = 0) -> dict[str, str]:
     flat: dict[str, str] = {}
     for key, value in data.items():
         if key == "distributions":
@@ -122,7 +122,7 @@ def read_probe_report(data: Mapping[str, Any], c: Collector) -> None:
 _FRAMEWORK_DIST = {"torch": "torch", "paddle": "paddlepaddle-gpu"}
 
 
-def read_readiness(data: Mapping[str, Any], c: Collector) -> None:
+def read_readiness(data: Mapping[str, object], c: Collector) -> None:
     """``envkit check --json``: the frameworks (as packages), the CUDA libraries they load and the GPU
     code of each library (host facts ``loaded`` and ``gpu_code``, compared by ``envkit diff``)."""
     result = data.get("result")
@@ -138,7 +138,7 @@ def read_readiness(data: Mapping[str, Any], c: Collector) -> None:
         if isinstance(fw.get("version"), str):
             c.add(_FRAMEWORK_DIST.get(str(name), str(name)), fw["version"].split("+")[0], "pip", line=None)
         raw = fw.get("loaded")
-        libs: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        libs: Mapping[str, object] = raw if isinstance(raw, Mapping) else {}
         loaded.extend(f"{lib} {v}" for lib, v in sorted(libs.items()) if isinstance(v, str | int))
         for key, fact in (("cuda_runtime", "cuda_runtime"), ("cudnn", "cudnn")):
             value = fw.get(key) if key == "cuda_runtime" else libs.get("cudnn")
@@ -237,7 +237,7 @@ def _env_pip(req: str, line: int | None, c: Collector) -> None:
     c.add(match["name"], requirement_version(match), "pip", line=line, url=match["url"])
 
 
-def read_conda_lock(data: Mapping[str, Any], c: Collector) -> None:
+def read_conda_lock(data: Mapping[str, object], c: Collector) -> None:
     """``conda-lock.yml`` (v1): one platform's packages (``c.platform``, else this machine's,
     else linux-64, else the first); ``meta["selected"]`` names it among the lock's platforms.
 

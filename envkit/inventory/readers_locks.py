@@ -99,7 +99,7 @@ def _marker(c: Collector, marker: object, env: dict[str, str], what: str) -> boo
 # ---------------------------------------------------------------- pixi.lock
 
 
-def read_pixi_lock(data: Mapping[str, Any], c: Collector) -> None:
+def read_pixi_lock(data: Mapping[str, object], c: Collector) -> None:
     envs = data.get("environments")
     table = data.get("packages")
     if not isinstance(envs, Mapping) or not isinstance(table, list):
@@ -114,7 +114,7 @@ def read_pixi_lock(data: Mapping[str, Any], c: Collector) -> None:
     if not isinstance(per_platform, Mapping):
         raise c.error(None, f"environment {env_name!r} lists no packages")
     platform = _platform(c, sorted(per_platform))
-    by_url: dict[str, Mapping[str, Any]] = {}
+    by_url: dict[str, Mapping[str, object]] = {}
     for entry in table:
         if isinstance(entry, Mapping):
             # v6: conda:/pypi:; v4-v5: url: or, for a path (editable) PyPI package, path:
@@ -141,7 +141,9 @@ def _pixi_key(url: str) -> str:
     return path.rstrip("/") or "."
 
 
-def _pixi_package(item: Mapping[str, Any], by_url: Mapping[str, Mapping[str, Any]], c: Collector) -> None:
+def _pixi_package(
+    item: Mapping[str, object], by_url: Mapping[str, Mapping[str, object]], c: Collector
+) -> None:
     if "conda" in item:
         url = str(item["conda"])
         entry = by_url.get(_pixi_key(url), {})
@@ -173,7 +175,7 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
     platform = _platform(c)
     python = _python(data.get("requires-python"), c.python)
     env = marker_env(platform, python)
-    by_name: dict[str, list[Mapping[str, Any]]] = {}
+    by_name: dict[str, list[Mapping[str, object]]] = {}
     for package in packages:
         by_name.setdefault(package["name"], []).append(package)
     roots = [p for p in packages if _uv_local(p)]
@@ -208,12 +210,12 @@ def read_uv_lock(data: Mapping[str, Any], c: Collector) -> None:
     )
 
 
-def _uv_local(package: Mapping[str, Any]) -> bool:
+def _uv_local(package: Mapping[str, object]) -> bool:
     source = package.get("source")
     return isinstance(source, Mapping) and bool({"editable", "virtual"} & set(source))
 
 
-def _uv_editable_member(package: Mapping[str, Any]) -> bool:
+def _uv_editable_member(package: Mapping[str, object]) -> bool:
     """An editable package of the workspace other than the project itself (``editable = "."``):
     installed by ``uv sync``; a ``virtual`` one is not installed at all. Its version may be absent
     (a dynamic version)."""
@@ -226,7 +228,7 @@ def _uv_optional(package: Mapping[str, Any]) -> Mapping[str, Any]:
     return optional if isinstance(optional, Mapping) else {}
 
 
-def _uv_chosen_extras(roots: list[Mapping[str, Any]], c: Collector) -> tuple[str, ...]:
+def _uv_chosen_extras(roots: list[Mapping[str, object]], c: Collector) -> tuple[str, ...]:
     """The workspace extras ``--environment`` names (``cu126``, ``cpu,viz``), as ``uv sync --extra``."""
     if not c.environment:
         return ()
@@ -255,8 +257,8 @@ def _uv_edges(package: Mapping[str, Any], *, root: bool, extras: tuple[str, ...]
 
 
 def _uv_target(
-    dep: Mapping[str, Any], by_name: Mapping[str, list[Mapping[str, Any]]]
-) -> Mapping[str, Any] | None:
+    dep: Mapping[str, object], by_name: Mapping[str, list[Mapping[str, object]]]
+) -> Mapping[str, object] | None:
     candidates = by_name.get(str(dep.get("name")), [])
     if "version" in dep:
         candidates = [p for p in candidates if p.get("version") == dep["version"]] or candidates
@@ -266,12 +268,12 @@ def _uv_target(
 
 
 def _uv_extras(
-    target: Mapping[str, Any],
+    target: Mapping[str, object],
     dep: Mapping[str, Any],
-    by_name: Mapping[str, list[Mapping[str, Any]]],
+    by_name: Mapping[str, list[Mapping[str, object]]],
     env: dict[str, str],
     c: Collector,
-) -> list[Mapping[str, Any]]:
+) -> list[Mapping[str, object]]:
     """``{ name = "x", extra = ["y"] }``: x's optional dependencies for y come along."""
     optional = target.get("optional-dependencies")
     found = []
@@ -300,7 +302,7 @@ def _uv_add(package: Mapping[str, Any], c: Collector) -> None:
 # ---------------------------------------------------------------- pylock.toml (PEP 751)
 
 
-def read_pylock(data: Mapping[str, Any], c: Collector) -> None:
+def read_pylock(data: Mapping[str, object], c: Collector) -> None:
     packages = data.get("packages")
     if not isinstance(packages, list):
         raise c.error(None, "pylock.toml without [[packages]]")
@@ -332,7 +334,7 @@ def read_pylock(data: Mapping[str, Any], c: Collector) -> None:
 # ---------------------------------------------------------------- poetry.lock
 
 
-def read_poetry_lock(data: Mapping[str, Any], c: Collector) -> None:
+def read_poetry_lock(data: Mapping[str, object], c: Collector) -> None:
     """What ``poetry install`` installs on one platform (:mod:`envkit.inventory.readers_poetry`)."""
     packages = data.get("package")
     if not isinstance(packages, list):

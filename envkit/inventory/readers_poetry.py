@@ -91,7 +91,7 @@ def poetry_choice(text: str | None, c: Collector) -> PoetryChoice:
     )
 
 
-def _lock_extras(data: Mapping[str, Any]) -> dict[str, list[str]]:
+def _lock_extras(data: Mapping[str, object]) -> dict[str, list[str]]:
     """``[extras]``: extra -> package names (``"torch"``, older locks ``"torch (>=2.0)"``)."""
     table = data.get("extras")
     if not isinstance(table, Mapping):
@@ -105,7 +105,7 @@ def _lock_extras(data: Mapping[str, Any]) -> dict[str, list[str]]:
     return found
 
 
-def _groups_of(package: Mapping[str, Any], new_lock: bool) -> set[str]:
+def _groups_of(package: Mapping[str, object], new_lock: bool) -> set[str]:
     if new_lock:
         groups = package.get("groups")
         if isinstance(groups, list) and groups:
@@ -133,7 +133,7 @@ def _holds(marker: object, env: dict[str, str], extras: tuple[str, ...]) -> bool
     return None if all(r is None for r in results) else False
 
 
-def _dependency_names(package: Mapping[str, Any]) -> list[str]:
+def _dependency_names(package: Mapping[str, object]) -> list[str]:
     """The non-optional dependencies of a locked package (``[package.dependencies]``)."""
     deps = package.get("dependencies")
     if not isinstance(deps, Mapping):
@@ -147,7 +147,9 @@ def _dependency_names(package: Mapping[str, Any]) -> list[str]:
 
 
 def _extra_closure(
-    by_name: Mapping[str, list[Mapping[str, Any]]], extras: Mapping[str, list[str]], chosen: tuple[str, ...]
+    by_name: Mapping[str, list[Mapping[str, object]]],
+    extras: Mapping[str, list[str]],
+    chosen: tuple[str, ...],
 ) -> set[str]:
     """The packages the chosen extras need: the walk of ``get_extra_package_names``, less each package's
     own optional dependencies (Poetry walks ``package.requires``, which keeps them, so it can also
@@ -164,7 +166,7 @@ def _extra_closure(
     return seen
 
 
-def _source_url(package: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def _source_url(package: Mapping[str, object]) -> tuple[str | None, str | None]:
     """(URL to record, source type) of ``[package.source]``."""
     source = package.get("source")
     if not isinstance(source, Mapping):
@@ -179,11 +181,11 @@ def _source_url(package: Mapping[str, Any]) -> tuple[str | None, str | None]:
     return url, kind
 
 
-def _own_markers(packages: list[Mapping[str, Any]]) -> bool:
+def _own_markers(packages: list[Mapping[str, object]]) -> bool:
     return any("markers" in p or "marker" in p for p in packages)
 
 
-def edge_reach(by_name: Mapping[str, list[Mapping[str, Any]]], env: dict[str, str]) -> set[str]:
+def edge_reach(by_name: Mapping[str, list[Mapping[str, object]]], env: dict[str, str]) -> set[str]:
     """The packages of an old lock whose packages carry no marker of their own that Poetry installs here:
     all but those every dependency edge to which carries a marker (or ``python``) that fails here (issue
     34, class 19: ``pywin32``, reached only under ``platform_system == "Windows"``, is not installed on
@@ -237,12 +239,12 @@ def read_poetry_lock_installed(data: Mapping[str, Any], c: Collector, platform: 
     _check_choice(choice, extras, in_lock, new_lock, packages, lock_version, c)
     groups = choice.groups(in_lock)
     env = marker_env(platform, python)
-    by_name: dict[str, list[Mapping[str, Any]]] = {}
+    by_name: dict[str, list[Mapping[str, object]]] = {}
     for package in packages:
         by_name.setdefault(canonicalize_name(package["name"]), []).append(package)
     needed = set() if new_lock else _extra_closure(by_name, extras, choice.extras)
     reach = None if new_lock or _own_markers(packages) else edge_reach(by_name, env)
-    installed: dict[str, list[Mapping[str, Any]]] = {}
+    installed: dict[str, list[Mapping[str, object]]] = {}
     optional_left = 0
     for package in packages:
         chosen = _groups_of(package, new_lock) & groups
@@ -281,7 +283,7 @@ def _marker(c: Collector, marker: object, env: dict[str, str], extras: tuple[str
     return result
 
 
-def _files_fit(package: Mapping[str, Any], old_files: object, platform: str, c: Collector) -> bool:
+def _files_fit(package: Mapping[str, object], old_files: object, platform: str, c: Collector) -> bool:
     """Poetry's chooser takes a wheel whose platform tag fits, else an sdist it builds: with neither
     among the locked files, ``poetry install`` fails on that platform ("Unable to find installation
     candidates"): a warning, and False. Only the platform is checked: the Python the markers assume
@@ -328,7 +330,7 @@ def _platform_tag(filename: str) -> str:
 
 
 def _one_of(
-    name: str, entries: list[Mapping[str, Any]], locked: int, platform: str, c: Collector
+    name: str, entries: list[Mapping[str, object]], locked: int, platform: str, c: Collector
 ) -> Mapping[str, Any]:
     """One entry of a name locked several times (``entries``: those that can install here): the one from
     the project's own source, else the last."""
@@ -350,7 +352,7 @@ def _check_choice(
     extras: Mapping[str, list[str]],
     in_lock: set[str],
     new_lock: bool,
-    packages: list[Mapping[str, Any]],
+    packages: list[Mapping[str, object]],
     lock_version: str,
     c: Collector,
 ) -> None:

@@ -33,7 +33,7 @@ def is_spdx(data: Any) -> bool:
     return isinstance(data, Mapping) and str(data.get("spdxVersion", "")).startswith("SPDX-")
 
 
-def _components(data: Mapping[str, Any], c: Collector) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _components(data: Mapping[str, object], c: Collector) -> Iterator[tuple[str, Mapping[str, object]]]:
     """``(where, component)`` of every component, nested ones too (bounded, no recursion)."""
     stack: list[tuple[str, int, Any]] = [("components", 0, data.get("components"))]
     meta = data.get("metadata")
@@ -94,7 +94,7 @@ def _note_others(c: Collector, counts: dict[str, int]) -> None:
         c.meta["sbom.not-audited"] = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
 
 
-def read_cyclonedx(data: Mapping[str, Any], c: Collector) -> None:
+def read_cyclonedx(data: Mapping[str, object], c: Collector) -> None:
     c.meta["sbom.format"] = f"CycloneDX {data.get('specVersion', '?')}"
     counts: dict[str, int] = {}
     for where, component in _components(data, c):
@@ -102,7 +102,7 @@ def read_cyclonedx(data: Mapping[str, Any], c: Collector) -> None:
     _note_others(c, counts)
 
 
-def read_spdx(data: Mapping[str, Any], c: Collector) -> None:
+def read_spdx(data: Mapping[str, object], c: Collector) -> None:
     c.meta["sbom.format"] = str(data.get("spdxVersion"))
     packages = data.get("packages")
     if not isinstance(packages, list):

@@ -12,8 +12,9 @@ import os
 import platform
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from envkit import _proc
 from envkit._atomic import write_text_atomic
@@ -26,11 +27,25 @@ __all__ = [
     "SNAPSHOT_KIND",
     "EnvironmentSource",
     "LocalSource",
+    "Snapshot",
     "take_snapshot",
     "write_snapshot",
 ]
 
 SNAPSHOT_KIND = "envkit-snapshot"
+
+
+class Snapshot(TypedDict):
+    """``envkit snapshot``'s document: what ``envkit diff`` and ``init --from`` read back."""
+
+    kind: str  # SNAPSHOT_KIND
+    schema: int
+    host: str
+    python: str
+    platform: str
+    conda: list[dict[str, object]] | None  # None: not a conda environment
+    pip: list[dict[str, str]]
+    facts: dict[str, str]
 
 
 class EnvironmentSource(Protocol):
@@ -59,7 +74,7 @@ class LocalSource:
     def platform(self) -> str:
         return f"{sys.platform}-{platform.machine()}"
 
-    def conda_records(self) -> list[dict[str, Any]] | None:
+    def conda_records(self) -> list[dict[str, object]] | None:
         prefix = self.environ.get("CONDA_PREFIX")
         if not prefix:
             return None
@@ -82,7 +97,7 @@ class LocalSource:
         return snapshot_payload.host_facts()
 
 
-def take_snapshot(source: EnvironmentSource) -> dict[str, Any]:
+def take_snapshot(source: EnvironmentSource) -> Snapshot:
     conda = source.conda_records()
     keep = ("name", "version", "build_string", "channel", "platform")
     return {
@@ -97,7 +112,7 @@ def take_snapshot(source: EnvironmentSource) -> dict[str, Any]:
     }
 
 
-def _record(raw: Any, keep: tuple[str, ...]) -> dict[str, Any]:
+def _record(raw: Any, keep: tuple[str, ...]) -> dict[str, object]:
     """The fields kept of one conda record; credentials in channel URLs redacted (snapshots are shared)."""
     if not isinstance(raw, dict):
         raise EnvkitError(
@@ -112,11 +127,11 @@ def _record(raw: Any, keep: tuple[str, ...]) -> dict[str, Any]:
     return record
 
 
-def _key(record: dict[str, Any]) -> tuple[str, str]:
+def _key(record: dict[str, object]) -> tuple[str, str]:
     return (str(record.get("name")), str(record.get("version")))
 
 
-def write_snapshot(snapshot: dict[str, Any], path: Path) -> bool:
+def write_snapshot(snapshot: Mapping[str, object], path: Path) -> bool:
     """Write atomically (every string redacted once more); False when the file already held it."""
     return write_text_atomic(path, json.dumps(_redacted(snapshot), indent=2, sort_keys=True) + "\n")
 

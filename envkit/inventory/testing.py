@@ -28,7 +28,7 @@ class FakeSource:
     def platform(self) -> str:
         return self.platform_name
 
-    def conda_records(self) -> list[dict[str, Any]] | None:
+    def conda_records(self) -> list[dict[str, object]] | None:
         return self.conda
 
     def distributions(self) -> list[tuple[str, str]]:

@@ -69,7 +69,7 @@ class DebugLock:
     wheels: tuple[PipPackage, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)  # e.g. the one line about Nsight Systems
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "kind": LOCK_KIND,
             "schema": 1,
@@ -178,7 +178,7 @@ def _wheel(value: object, where: str) -> PipPackage:
 
 def _record(
     value: object, where: str, required: set[str], optional: frozenset[str] | set[str] = frozenset()
-) -> Mapping[str, Any]:
+) -> Mapping[str, object]:
     if not isinstance(value, dict):
         raise ValueError(f"{where}: expected an object, found {type(value).__name__}")
     missing = sorted(required - value.keys())

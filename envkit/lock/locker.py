@@ -139,25 +139,7 @@ def lock_environment(
     solved = _solve(
         inputs, [p for p in spec.platforms if p in wanted], previous, updates, conda_solver, pip_resolver
     )
-    conda: dict[str, tuple[CondaPackage, ...]] = {}
-    pip: dict[str, tuple[PipPackage, ...]] = {}
-    for platform in spec.platforms:
-        if platform in solved:
-            solution, pip[platform] = solved[platform]
-            if solution is not None:
-                conda[platform] = solution.packages
-                warnings += solution.warnings
-        elif same and previous is not None and platform in previous.platforms:
-            conda[platform] = previous.conda.get(platform, ())
-            pip[platform] = previous.pip.get(platform, ())
-        else:
-            warnings.append(f"{platform} is not locked: run `envkit lock {spec.name}` for every platform")
-    contents = LockContents(
-        platforms=tuple(p for p in spec.platforms if p in pip),
-        channels=inputs.channels,
-        conda={k: v for k, v in conda.items() if v},
-        pip={k: v for k, v in pip.items() if v},
-    )
+    contents = _merge(spec, inputs, solved, previous if same else None, warnings)
     check_variants(spec.cuda, contents.conda, contents.pip)  # a CPU build in a CUDA spec: exit 2
     texts = {
         CONDA_LOCK: conda_lock_yml(lock_header(loaded, inputs), contents, inputs.sha256, _source(loaded)),
@@ -171,6 +153,35 @@ def lock_environment(
     state = _verify(loaded, inputs, image_dir, files, manifest)
     return LockResult(
         image_dir, contents, tuple(changed), (*files, MANIFEST), tuple(warnings), set_digest(files), state
+    )
+
+
+def _merge(
+    spec: Spec,
+    inputs: LockInputs,
+    solved: Mapping[str, tuple[CondaSolution | None, tuple[PipPackage, ...]]],
+    kept: LockContents | None,
+    warnings: list[str],
+) -> LockContents:
+    """The platforms just solved, the others as ``kept`` locked them (the lock of these very inputs)."""
+    conda: dict[str, tuple[CondaPackage, ...]] = {}
+    pip: dict[str, tuple[PipPackage, ...]] = {}
+    for platform in spec.platforms:
+        if platform in solved:
+            solution, pip[platform] = solved[platform]
+            if solution is not None:
+                conda[platform] = solution.packages
+                warnings += solution.warnings
+        elif kept is not None and platform in kept.platforms:
+            conda[platform] = kept.conda.get(platform, ())
+            pip[platform] = kept.pip.get(platform, ())
+        else:
+            warnings.append(f"{platform} is not locked: run `envkit lock {spec.name}` for every platform")
+    return LockContents(
+        platforms=tuple(p for p in spec.platforms if p in pip),
+        channels=inputs.channels,
+        conda={k: v for k, v in conda.items() if v},
+        pip={k: v for k, v in pip.items() if v},
     )
 
 

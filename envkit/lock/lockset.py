@@ -42,9 +42,9 @@ from envkit.lock.lockfile import (
 __all__ = [
     "GPU_CODE",
     "MANIFEST",
+    "Freshness",
     "Lock",
     "LockState",
-    "Status",
     "manifest_bytes",
     "set_digest",
     "verify_lock",
@@ -53,7 +53,7 @@ __all__ = [
 MANIFEST = "lockset.json"
 GPU_CODE = "gpu-code.json"  # the locked wheels' GPU code (envkit.readiness.lockcheck writes and reads it)
 MANIFEST_VERSION = 1
-Status = Literal["fresh", "stale", "missing"]
+Freshness = Literal["fresh", "stale", "missing"]
 _HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 _HEX32 = re.compile(r"^[0-9a-f]{32}\Z")
 _MAX_MANIFEST = 64 * 1024
@@ -88,7 +88,7 @@ class Lock:
 class LockState:
     """Whether ``images/NAME`` holds a verified lock for the spec as it is now."""
 
-    status: Status
+    status: Freshness
     reason: str
     files: tuple[str, ...] = ()
     lock: Lock | None = field(default=None, compare=False)

@@ -7,7 +7,7 @@ Both ``envkit build --offline/--pack`` and ``envkit pack`` use it; neither impor
   collection, hash-checked, cached by content);
 - :mod:`~envkit.offline.archive`: reading a pack and verifying it against the lock;
 - :mod:`~envkit.offline.packed`: the build-context entries of an offline conda build;
-- :mod:`~envkit.offline.request`, :mod:`~envkit.offline.manifest`, :mod:`~envkit.offline.fetch`:
+- :mod:`~envkit.offline.request`, :mod:`~envkit.offline.pack_manifest`, :mod:`~envkit.offline.fetch`:
   what a pack must hold, its manifest, and how files are downloaded;
 - :mod:`~envkit.offline.debs`, :mod:`~envkit.offline.debug_fetch`: the debug image's locked .deb
   files and wheels (its lock: :mod:`envkit.lock.debug_tools`), fetched and hash-checked.

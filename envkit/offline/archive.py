@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 from envkit.errors import PackMismatch
-from envkit.offline.collect import Collected, PackRequest, bootstrap_path, conda_path, requirement_hashes
-from envkit.offline.manifest import MANIFEST, PackManifest
+from envkit.offline.collect import CollectedPack, PackRequest, bootstrap_path, conda_path, requirement_hashes
+from envkit.offline.pack_manifest import MANIFEST, PackManifest
 from envkit.render.context import file_sha256
 
 __all__ = ["open_pack", "verify_against_lock"]
@@ -25,7 +25,7 @@ __all__ = ["open_pack", "verify_against_lock"]
 _CHUNK = 1 << 20
 
 
-def open_pack(pack: Path, request: PackRequest, cache_root: Path) -> Collected:
+def open_pack(pack: Path, request: PackRequest, cache_root: Path) -> CollectedPack:
     """Extract ``pack`` (once, cached by its sha256) and verify it against ``request``'s lock."""
     if not pack.is_file():
         raise PackMismatch(f"{pack}: no such pack file", hint="make one with `envkit pack NAME -o FILE`")
@@ -49,7 +49,7 @@ def open_pack(pack: Path, request: PackRequest, cache_root: Path) -> Collected:
                 hint="make the pack again on the connected machine and carry it unchanged",
             )
         sources[entry.path] = path
-    return Collected(manifest, sources, 0, len(sources))
+    return CollectedPack(manifest, sources, 0, len(sources))
 
 
 def verify_against_lock(manifest: PackManifest, request: PackRequest, where: str) -> None:

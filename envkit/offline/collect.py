@@ -24,7 +24,7 @@ from envkit.errors import PackError
 from envkit.lock.solver import CondaPackage
 from envkit.offline.fetch import Fetcher
 from envkit.offline.lock_names import check_conda_file
-from envkit.offline.manifest import PackFile, PackManifest
+from envkit.offline.pack_manifest import PackFile, PackManifest
 from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.render.context import file_sha256
 
@@ -32,7 +32,7 @@ __all__ = [
     "CHANNEL",
     "INSTALLER",
     "WHEELS",
-    "Collected",
+    "CollectedPack",
     "PackProgress",
     "PackRequest",
     "bootstrap_path",
@@ -77,7 +77,7 @@ class PackProgress:
 
 
 @dataclass(frozen=True)
-class Collected:
+class CollectedPack:
     """Every file of a pack, verified, in the cache: the manifest and where each file lies."""
 
     manifest: PackManifest
@@ -115,7 +115,7 @@ def collect(
     *,
     pip_runner: _proc.Runner = _proc.run,
     on_progress: ProgressSink | None = None,
-) -> Collected:
+) -> CollectedPack:
     """Download (or reuse) every file of ``request`` into ``cache_root``, each checked; the manifest."""
     conda = _conda_files(request)
     bootstraps = {i.url: i for i in request.bootstraps.values()}
@@ -161,7 +161,7 @@ def collect(
         _report(on_progress, len(files), total, entry.path, fresh, entry.size)
     manifest = PackManifest(request.name, request.platforms, request.lock_sha256, __version__,
                             tuple(sorted(files, key=lambda f: f.path)))  # fmt: skip
-    return Collected(manifest, sources, downloaded, reused)
+    return CollectedPack(manifest, sources, downloaded, reused)
 
 
 def _conda_files(request: PackRequest) -> dict[str, CondaPackage]:

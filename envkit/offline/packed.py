@@ -20,7 +20,7 @@ from pathlib import Path
 
 from envkit import _proc
 from envkit.offline.archive import open_pack
-from envkit.offline.collect import INSTALLER, Collected, PackProgress, PackRequest, collect
+from envkit.offline.collect import INSTALLER, CollectedPack, PackProgress, PackRequest, collect
 from envkit.offline.fetch import Fetcher
 from envkit.render.context import ContextEntry
 
@@ -64,7 +64,7 @@ def packed_context(
     )
 
 
-def _entries(collected: Collected) -> list[ContextEntry]:
+def _entries(collected: CollectedPack) -> list[ContextEntry]:
     entries = [
         ContextEntry(f.path, f.sha256, f.size, source=collected.sources[f.path])
         for f in collected.manifest.files

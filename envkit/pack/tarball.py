@@ -14,14 +14,14 @@ import tempfile
 from pathlib import Path
 
 from envkit.errors import PackError
-from envkit.offline.collect import Collected
-from envkit.offline.manifest import MANIFEST
+from envkit.offline.collect import CollectedPack
+from envkit.offline.pack_manifest import MANIFEST
 from envkit.render.context import FILE_MODE, file_sha256, tar_info
 
 __all__ = ["write_pack"]
 
 
-def write_pack(collected: Collected, out: Path) -> str:
+def write_pack(collected: CollectedPack, out: Path) -> str:
     """Write the pack to ``out`` atomically; return the tarball's sha256."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")

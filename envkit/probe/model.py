@@ -27,6 +27,7 @@ from envkit.probe.additions import DriverCheck, FleetInfo, RepeatSummary
 __all__ = [
     "KIND",
     "SCHEMA",
+    "CompareVerdict",
     "FrameworkRun",
     "Gpu",
     "NonFinite",
@@ -34,9 +35,9 @@ __all__ = [
     "ProbeReport",
     "RunStatus",
     "Step",
-    "Verdict",
     "WorkloadRun",
     "parse_report",
+    "read_fingerprint",
 ]
 
 SCHEMA = 1
@@ -47,7 +48,7 @@ _NONFINITE = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.
 _NONFINITE["-infinity"] = -math.inf
 
 
-class Verdict(str, Enum):
+class CompareVerdict(str, Enum):
     """Compare verdicts, best to worst (the order is the severity)."""
 
     IDENTICAL = "identical"
@@ -61,11 +62,11 @@ class Verdict(str, Enum):
 
     @property
     def rank(self) -> int:
-        return list(Verdict).index(self)
+        return list(CompareVerdict).index(self)
 
     @property
     def ok(self) -> bool:
-        return self in (Verdict.IDENTICAL, Verdict.EQUIVALENT)
+        return self in (CompareVerdict.IDENTICAL, CompareVerdict.EQUIVALENT)
 
 
 class RunStatus(str, Enum):
@@ -436,6 +437,11 @@ def _fingerprint(r: _Reader, value: Any) -> dict[str, object]:
     if data.get("container") is not None:
         r.obj(data["container"], "fingerprint.container")
     return data
+
+
+def read_fingerprint(value: Any, source: str) -> dict[str, object]:
+    """A report's ``fingerprint`` section read alone (shared by many reports), checked as in a report."""
+    return _fingerprint(_Reader(source), value)
 
 
 def _readiness(r: _Reader, value: Any) -> None:

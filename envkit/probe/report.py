@@ -20,6 +20,7 @@ from envkit.store.reads import MAX_BYTES, read_report_text
 __all__ = [
     "KIND",
     "SCHEMA",
+    "check_depth",
     "dump_report",
     "load_report",
     "read_report",
@@ -31,7 +32,7 @@ MAX_DEPTH = 32  # the payload's reports nest 6 deep
 
 def report_from_json(data: Any, source: str) -> ProbeReport:
     """A loaded JSON document as :class:`ProbeReport`: bounded depth, parsed strictly once."""
-    _check_depth(data, source)
+    check_depth(data, source)
     return parse_report(data, source)
 
 
@@ -56,7 +57,8 @@ def read_report(text: str | bytes, source: str) -> ProbeReport:
     return report_from_json(data, source)
 
 
-def _check_depth(data: Any, source: str) -> None:
+def check_depth(data: Any, source: str) -> None:
+    """Refuse a document nested deeper than :data:`MAX_DEPTH` (before any field of it is read)."""
     if too_deep(data, MAX_DEPTH):
         raise ReportError(
             f"{source}: not a valid probe report: nested deeper than {MAX_DEPTH} levels",

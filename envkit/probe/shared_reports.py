@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from envkit.probe.model import ProbeReport, _fingerprint, _Reader
-from envkit.probe.report import MAX_DEPTH, _check_depth, read_report
+from envkit.probe.model import ProbeReport, read_fingerprint
+from envkit.probe.report import MAX_DEPTH, check_depth, read_report
 from envkit.store.reads import MAX_BYTES, read_report_text
 
 __all__ = ["SharedReader"]
@@ -111,8 +111,8 @@ class SharedReader:
         if stop != end:
             return None
         if text.count("{", ref.start, end) + text.count("[", ref.start, end) + 2 > MAX_DEPTH:
-            _check_depth({"fingerprint": value}, source)  # at the depth it has in the document
-        fingerprint = _fingerprint(_Reader(source), value)
+            check_depth({"fingerprint": value}, source)  # at the depth it has in the document
+        fingerprint = read_fingerprint(value, source)
         old = ref.report
         if isinstance(
             value, dict

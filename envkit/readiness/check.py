@@ -22,7 +22,7 @@ from envkit.readiness.facts import ReadinessFacts, parse_facts
 from envkit.readiness.packages import package_findings, walk_findings
 from envkit.readiness.requirements import requirement_findings
 from envkit.readiness.rules import (
-    Finding,
+    ReadinessFinding,
     arch_findings,
     driver_findings,
     driver_floors,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckResult",
-    "Verdict",
+    "TargetVerdict",
     "check",
     "facts_in_image",
     "facts_on_host",
@@ -112,14 +112,14 @@ def facts_on_host(
 
 
 @dataclass(frozen=True)
-class Verdict:
+class TargetVerdict:
     """One target's verdict: ready or will-fail, and the findings behind it."""
 
     target: Target
     status: str
-    findings: tuple[Finding, ...]
+    findings: tuple[ReadinessFinding, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         t = self.target
         cc = f"{t.cc[0]}.{t.cc[1]}" if t.cc else None
         return {
@@ -135,14 +135,14 @@ class CheckResult:
 
     where: str
     facts: ReadinessFacts
-    environment: tuple[Finding, ...]
-    verdicts: tuple[Verdict, ...]
+    environment: tuple[ReadinessFinding, ...]
+    verdicts: tuple[TargetVerdict, ...]
 
     @property
     def ok(self) -> bool:
         return all(v.status == "ready" for v in self.verdicts)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "where": self.where,
             "summary": fingerprint_facts(self.facts),
@@ -161,7 +161,7 @@ def fingerprint_facts(facts: ReadinessFacts) -> dict[str, Any]:
     """The compact facts a probe fingerprint, an SBOM or `envkit diff` carries: per framework, the
     CUDA it was built for, the runtime and library versions loaded (and from where), and the GPU
     architectures of each library with GPU code."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, fw in facts.frameworks.items():
         loaded = {lib: format_version(lib, v) for lib, v in sorted(fw.loaded.versions.items())}
         files = sorted(
@@ -202,7 +202,7 @@ def check(
             + tuple(requirement_findings(facts, target, catalog))
             + tuple(driver_findings(facts, target, catalog, gpu))
         )
-        verdicts.append(Verdict(target, summarize(findings), findings))
+        verdicts.append(TargetVerdict(target, summarize(findings), findings))
     return CheckResult(where, facts, env, tuple(verdicts))
 
 

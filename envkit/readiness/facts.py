@@ -145,7 +145,7 @@ def _bad(where: str, what: str) -> ReadinessError:
     )
 
 
-def _obj(value: Any, where: str) -> Mapping[str, Any]:
+def _obj(value: Any, where: str) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
         raise _bad(where, "is not an object")
     return value

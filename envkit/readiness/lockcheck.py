@@ -28,7 +28,7 @@ from envkit.errors import UsageError
 from envkit.lock.lockset import GPU_CODE
 from envkit.lock.solver import CondaPackage, PipPackage
 from envkit.readiness.facts import FrameworkFacts, Loaded, ReadinessError, ReadinessFacts, parse_library
-from envkit.readiness.rules import Finding, driver_findings, summarize
+from envkit.readiness.rules import ReadinessFinding, driver_findings, summarize
 from envkit.readiness.targets import Target
 from envkit.readiness.wheels import WheelCode, scan_conda, scan_wheel, wheel_findings
 
@@ -57,7 +57,7 @@ class LockGpuCode:
     wheels: tuple[WheelCode, ...]
     not_scanned: tuple[tuple[str, str, str], ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "kind": KIND,
             "version": VERSION,
@@ -74,9 +74,9 @@ class LockVerdict:
 
     target: Target
     status: str
-    findings: tuple[Finding, ...]
+    findings: tuple[ReadinessFinding, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "target": {"label": self.target.label, "gpu": self.target.gpu},
             "status": self.status,
@@ -153,7 +153,7 @@ def lock_verdicts(
         findings = list(wheel_findings(code.wheels, target, code.cuda))
         if arch.value and target.cc and not satisfies(arch.value, arch=f"{target.cc[0]}.{target.cc[1]}"):
             findings.append(
-                Finding(
+                ReadinessFinding(
                     "error",
                     "toolkit-requirement-unmet",
                     f"the image's {ARCH_ENV}={arch.value} (from {arch.source}) is not met here: the NVIDIA "
@@ -164,7 +164,9 @@ def lock_verdicts(
             )
         findings += driver_findings(facts, target, catalog, gpu)
         for name, version, why in code.not_scanned:
-            findings.append(Finding("note", "wheel-not-scanned", f"{name} {version}: not read ({why})"))
+            findings.append(
+                ReadinessFinding("note", "wheel-not-scanned", f"{name} {version}: not read ({why})")
+            )
         out.append(LockVerdict(target, summarize(findings), tuple(findings)))
     return tuple(out)
 

@@ -15,7 +15,7 @@ import re
 
 from envkit.readiness.facts import LibraryScan, Owner, ReadinessFacts
 from envkit.readiness.owners import package_of
-from envkit.readiness.rules import Finding, carried_text, ptx_text, runtime_cuda, split_fatbins
+from envkit.readiness.rules import ReadinessFinding, carried_text, ptx_text, runtime_cuda, split_fatbins
 from envkit.readiness.targets import Target
 
 __all__ = ["package_findings", "variant_skipped", "walk_findings"]
@@ -51,11 +51,11 @@ def variant_skipped(facts: ReadinessFacts, lib: LibraryScan, owner: Owner) -> bo
     return any((v := _VARIANT.search(_base(o.path))) and v.group(1) == tag for o in siblings)
 
 
-def _one(lib: LibraryScan, owner: Owner, sm: str, cc: tuple[int, int]) -> Finding | None:
+def _one(lib: LibraryScan, owner: Owner, sm: str, cc: tuple[int, int]) -> ReadinessFinding | None:
     sass, jit, none, ptx = split_fatbins(lib, cc)
     who, base = owner.label, _base(lib.path)
     if not sass and not jit:
-        return Finding(
+        return ReadinessFinding(
             "error",
             "package-no-kernel-image",
             f"{who}: no kernel image for {sm} in {base} (carries {carried_text(lib)}, {ptx_text(lib)})",
@@ -64,7 +64,7 @@ def _one(lib: LibraryScan, owner: Owner, sm: str, cc: tuple[int, int]) -> Findin
             owner.label,
         )
     if none:
-        return Finding(
+        return ReadinessFinding(
             "warning",
             "package-few-fatbins-without-code",
             f"{who}: {none} of {lib.fatbins} fatbins of {base} have no code for {sm} (carries "
@@ -75,7 +75,7 @@ def _one(lib: LibraryScan, owner: Owner, sm: str, cc: tuple[int, int]) -> Findin
         )
     if jit:
         best = max(ptx, key=lambda a: int(re.sub(r"\D", "", a) or 0))
-        return Finding(
+        return ReadinessFinding(
             "warning",
             "package-ptx-jit",
             f"{who}: no SASS for {sm} in {base} ({jit} of {lib.fatbins} fatbins); PTX {best} only: "
@@ -87,7 +87,7 @@ def _one(lib: LibraryScan, owner: Owner, sm: str, cc: tuple[int, int]) -> Findin
     return None
 
 
-def package_findings(facts: ReadinessFacts, target: Target) -> list[Finding]:
+def package_findings(facts: ReadinessFacts, target: Target) -> list[ReadinessFinding]:
     """Per library of every other package: code for the target, or why not."""
     if target.cc is None:
         return []
@@ -106,13 +106,13 @@ def package_findings(facts: ReadinessFacts, target: Target) -> list[Finding]:
     return out
 
 
-def walk_findings(facts: ReadinessFacts) -> list[Finding]:
+def walk_findings(facts: ReadinessFacts) -> list[ReadinessFinding]:
     """A walk over the environment's shared objects that stopped early (a bound) is said, once."""
     walk = facts.walk
     if walk is None or not walk.cut:
         return []
     return [
-        Finding(
+        ReadinessFinding(
             "warning",
             "walk-cut",
             f"read {walk.shared_objects} shared objects of the environment and stopped (at most "

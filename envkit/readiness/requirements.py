@@ -14,13 +14,13 @@ from envkit._safe import one_line
 from envkit.catalog import Catalog
 from envkit.catalog.require import driver_cuda, satisfies
 from envkit.readiness.facts import ReadinessFacts
-from envkit.readiness.rules import Finding
+from envkit.readiness.rules import ReadinessFinding
 from envkit.readiness.targets import Target
 
 __all__ = ["requirement_findings"]
 
 
-def requirement_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[Finding]:
+def requirement_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[ReadinessFinding]:
     if target.cc is None and target.driver is None:
         return []
     arch = f"{target.cc[0]}.{target.cc[1]}" if target.cc else None
@@ -31,11 +31,13 @@ def requirement_findings(facts: ReadinessFacts, target: Target, catalog: Catalog
         try:
             ok = satisfies(requirement, arch=arch, driver=target.driver, cuda=cuda)
         except ValueError as e:
-            out.append(Finding("warning", "toolkit-requirement-invalid", f"the image's {shown}: {e}"))
+            out.append(
+                ReadinessFinding("warning", "toolkit-requirement-invalid", f"the image's {shown}: {e}")
+            )
             continue
         if not ok:
             out.append(
-                Finding(
+                ReadinessFinding(
                     "error",
                     "toolkit-requirement-unmet",
                     f"the image's {shown} is not met here: the NVIDIA Container Toolkit refuses to start "

@@ -28,7 +28,7 @@ from envkit.readiness.owners import package_of
 from envkit.readiness.targets import Target
 
 __all__ = [
-    "Finding",
+    "ReadinessFinding",
     "arch_findings",
     "carried_text",
     "driver_findings",
@@ -48,7 +48,7 @@ def _base(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-Severity = Literal["error", "warning", "note"]
+ReadinessSeverity = Literal["error", "warning", "note"]
 _NAMES = {"paddle": "Paddle", "torch": "torch"}
 # The version calls' encodings: cuDNN 8 major*1000+minor*100+patch, cuDNN 9 major*10000+...
 _LABEL = {
@@ -63,10 +63,10 @@ _LABEL = {
 
 
 @dataclass(frozen=True)
-class Finding:
+class ReadinessFinding:
     """One fact that decides a verdict: ``error`` fails it, ``warning`` and ``note`` do not."""
 
-    severity: Severity
+    severity: ReadinessSeverity
     code: str
     message: str
     framework: str | None = None
@@ -127,7 +127,7 @@ def _loaded_at_import(fw: FrameworkFacts) -> set[str] | None:
     return seen
 
 
-def _link_findings(fw: FrameworkFacts) -> Iterable[Finding]:
+def _link_findings(fw: FrameworkFacts) -> Iterable[ReadinessFinding]:
     name = _NAMES.get(fw.name, fw.name)
     loaded = _loaded_at_import(fw)
     missing: dict[str, list[str]] = {}
@@ -138,12 +138,12 @@ def _link_findings(fw: FrameworkFacts) -> Iterable[Finding]:
             into.setdefault(link.name, []).append(_base(link.requester))
     for soname, who in sorted(missing.items()):
         by = ", ".join(sorted(set(who))[:3])
-        yield Finding(
+        yield ReadinessFinding(
             "error", "library-missing", f"{soname} missing: {name} fails to load ({by} links it)", fw.name, by
         )
     for soname, who in sorted(orphans.items()):  # e.g. torch 2.15's wheel ships libgfortran.so.5, unlinked
         by = ", ".join(sorted(set(who))[:3])
-        yield Finding(
+        yield ReadinessFinding(
             "warning",
             "library-missing-unloaded",
             f"{soname} missing for {by}, which {name} ships but does not load at import (nothing it "
@@ -152,7 +152,7 @@ def _link_findings(fw: FrameworkFacts) -> Iterable[Finding]:
             by,
         )
     for host in sorted({lk.name for lk in fw.links if lk.host}):
-        yield Finding(
+        yield ReadinessFinding(
             "note",
             "host-library",
             f"{host} comes from the host's NVIDIA driver (NVIDIA Container Toolkit)",
@@ -160,7 +160,7 @@ def _link_findings(fw: FrameworkFacts) -> Iterable[Finding]:
         )
 
 
-def _dynload_findings(fw: FrameworkFacts, gpu: GpuFacts) -> Iterable[Finding]:
+def _dynload_findings(fw: FrameworkFacts, gpu: GpuFacts) -> Iterable[ReadinessFinding]:
     name = _NAMES.get(fw.name, fw.name)
     major = (fw.cuda or "").split(".")[0]
     cudnn_major = (fw.cudnn or "").split(".")[0]
@@ -170,9 +170,9 @@ def _dynload_findings(fw: FrameworkFacts, gpu: GpuFacts) -> Iterable[Finding]:
             continue
         expected = spec.soname.replace("{cudnn_major}", cudnn_major)
         if row.to is None:
-            sev: Severity = "note" if spec.optional else "error"
+            sev: ReadinessSeverity = "note" if spec.optional else "error"
             tried = ", ".join(row.names)
-            yield Finding(
+            yield ReadinessFinding(
                 sev,
                 "dynload-missing",
                 f"{expected} missing: {name}'s dynload fails at {spec.first_use} (tried {tried})",
@@ -180,7 +180,7 @@ def _dynload_findings(fw: FrameworkFacts, gpu: GpuFacts) -> Iterable[Finding]:
                 expected,
             )
         elif row.soname and row.soname != expected and not spec.optional:
-            yield Finding(
+            yield ReadinessFinding(
                 "error",
                 "dynload-wrong-major",
                 f"{row.opened_as} opens {row.to} ({row.soname}) but {name} {fw.version} was built for "
@@ -190,16 +190,16 @@ def _dynload_findings(fw: FrameworkFacts, gpu: GpuFacts) -> Iterable[Finding]:
             )
 
 
-def _loaded_findings(fw: FrameworkFacts) -> Iterable[Finding]:
+def _loaded_findings(fw: FrameworkFacts) -> Iterable[ReadinessFinding]:
     for lib, error in sorted(fw.loaded.errors.items()):
         label = _LABEL.get(lib, lib)
-        yield Finding(
+        yield ReadinessFinding(
             "error", "load-failed", f"loading {label} fails, as it will at its first use: {error}", fw.name
         )
     for lib, value in sorted(fw.loaded.versions.items()):
         text = format_version(lib, value)
         where = next((p for p in fw.loaded.maps.get(lib, ()) if f"lib{lib}.so" in _base(p)), None)
-        yield Finding(
+        yield ReadinessFinding(
             "note",
             "loaded",
             f"loaded {_LABEL.get(lib, lib)} {text}" + (f" ({where})" if where else ""),
@@ -208,17 +208,17 @@ def _loaded_findings(fw: FrameworkFacts) -> Iterable[Finding]:
         )
 
 
-def environment_findings(facts: ReadinessFacts, gpu: GpuFacts) -> list[Finding]:
+def environment_findings(facts: ReadinessFacts, gpu: GpuFacts) -> list[ReadinessFinding]:
     """What holds on every GPU: libraries that resolve (or not), what loads, CPU-only builds."""
-    out: list[Finding] = []
+    out: list[ReadinessFinding] = []
     if not facts.frameworks:
-        out.append(Finding("error", "no-framework", "neither torch nor paddle is installed here"))
+        out.append(ReadinessFinding("error", "no-framework", "neither torch nor paddle is installed here"))
     for fw in facts.frameworks.values():
         name = _NAMES.get(fw.name, fw.name)
         if fw.cuda is None:
             if facts.cuda_present:
                 out.append(
-                    Finding(
+                    ReadinessFinding(
                         "error",
                         "cpu-only-build",
                         f"CPU-only {name} {fw.version} in a CUDA image ({len(facts.cuda_present)} CUDA "
@@ -229,7 +229,9 @@ def environment_findings(facts: ReadinessFacts, gpu: GpuFacts) -> list[Finding]:
                 )
             else:
                 out.append(
-                    Finding("note", "cpu-only-build", f"{name} {fw.version} is a CPU-only build", fw.name)
+                    ReadinessFinding(
+                        "note", "cpu-only-build", f"{name} {fw.version} is a CPU-only build", fw.name
+                    )
                 )
             continue
         out.extend(_link_findings(fw))
@@ -238,7 +240,7 @@ def environment_findings(facts: ReadinessFacts, gpu: GpuFacts) -> list[Finding]:
     for lib in facts.libraries.values():
         if lib.problem:
             problem = f"{lib.path}: {lib.problem}"
-            out.append(Finding("warning", "unreadable-library", problem, None, lib.path))
+            out.append(ReadinessFinding("warning", "unreadable-library", problem, None, lib.path))
     return out
 
 
@@ -272,7 +274,7 @@ def split_fatbins(lib: LibraryScan, cc: tuple[int, int]) -> tuple[int, int, int,
     return split_groups(lib.groups, cc)
 
 
-def toolkit_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[Finding]:
+def toolkit_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[ReadinessFinding]:
     """A GPU older than every target of the framework's CUDA release (CUDA 13 starts at sm_75): the
     image's ``NVIDIA_REQUIRE_ARCH`` (:func:`envkit.catalog.require.toolkit_arch_requirement`, the
     expression ``envkit render`` writes) evaluated as the NVIDIA Container Toolkit does at start."""
@@ -287,7 +289,7 @@ def toolkit_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) ->
         if release is not None and requirement and not satisfies(requirement, arch=arch):
             sm = f"sm_{target.cc[0]}{target.cc[1]}"
             out.append(
-                Finding(
+                ReadinessFinding(
                     "error",
                     "toolkit-drops-gpu",
                     f"CUDA {release.version} does not support {sm} (its targets: "
@@ -303,7 +305,7 @@ def _framework_of(facts: ReadinessFacts, lib: LibraryScan) -> FrameworkFacts | N
     return next((fw for fw in facts.frameworks.values() if lib.path.startswith(fw.directory + "/")), None)
 
 
-def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[Finding]:
+def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[ReadinessFinding]:
     """Per library with GPU code: SASS for the target, or PTX to JIT from, and can the driver JIT it.
 
     A framework's own library must have code in (nearly) every fatbin: a majority without is the
@@ -313,61 +315,71 @@ def arch_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> li
     """
     if target.cc is None:
         return []
-    cc = target.cc
-    sm = f"sm_{cc[0]}{cc[1]}"
-    out: list[Finding] = []
+    out: list[ReadinessFinding] = []
     for lib in facts.libraries.values():
         if lib.fatbins == 0 or package_of(facts, lib) is not None:  # other packages: readiness.packages
             continue
-        owner = _framework_of(facts, lib)
-        fw_name = owner.name if owner else None
-        who = _NAMES.get(owner.name, owner.name) if owner else "it"
-        base = lib.soname or _base(lib.path)
-        sass, jit, none, ptx = split_fatbins(lib, cc)
-        if owner is None:  # NVIDIA's: any code for this device will do
-            if sass:
-                continue
-            jit, none = (lib.fatbins, 0) if ptx else (0, lib.fatbins)
-        if bool(none) if owner is None else not framework_runs(lib.groups, lib.fatbins, cc):
-            msg = (
-                f"no kernel image for {sm} in {base} ({none} of {lib.fatbins} fatbins): "
-                f"{who} carries {carried_text(lib)} and {ptx_text(lib)}"
+        out.extend(_library_arch_findings(facts, lib, target, target.cc, catalog))
+    return out
+
+
+def _library_arch_findings(
+    facts: ReadinessFacts, lib: LibraryScan, target: Target, cc: tuple[int, int], catalog: Catalog
+) -> list[ReadinessFinding]:
+    """:func:`arch_findings` for one library with GPU code."""
+    sm = f"sm_{cc[0]}{cc[1]}"
+    out: list[ReadinessFinding] = []
+    owner = _framework_of(facts, lib)
+    fw_name = owner.name if owner else None
+    who = _NAMES.get(owner.name, owner.name) if owner else "it"
+    base = lib.soname or _base(lib.path)
+    sass, jit, none, ptx = split_fatbins(lib, cc)
+    if owner is None:  # NVIDIA's: any code for this device will do
+        if sass:
+            return out
+        jit, none = (lib.fatbins, 0) if ptx else (0, lib.fatbins)
+    if bool(none) if owner is None else not framework_runs(lib.groups, lib.fatbins, cc):
+        msg = (
+            f"no kernel image for {sm} in {base} ({none} of {lib.fatbins} fatbins): "
+            f"{who} carries {carried_text(lib)} and {ptx_text(lib)}"
+        )
+        if owner is None:  # NVIDIA's libraries may load kernels another way (cuFFT 12: one sm_75 fatbin)
+            msg += " (in its .nv_fatbin; an NVIDIA library may carry kernels elsewhere)"
+        out.append(
+            ReadinessFinding(
+                "warning" if owner is None else "error", "no-kernel-image", msg, fw_name, lib.path
             )
-            if owner is None:  # NVIDIA's libraries may load kernels another way (cuFFT 12: one sm_75 fatbin)
-                msg += " (in its .nv_fatbin; an NVIDIA library may carry kernels elsewhere)"
-            out.append(
-                Finding("warning" if owner is None else "error", "no-kernel-image", msg, fw_name, lib.path)
+        )
+        return out
+    if none:
+        stray = sorted(
+            {a for archs, _ in lib.groups for a in archs if not any(_runs(b, cc) for b in archs)},
+            key=_key,
+        )
+        out.append(
+            ReadinessFinding(
+                "warning",
+                "few-fatbins-without-code",
+                f"{none} of {lib.fatbins} fatbins of {base} have no code for {sm} (they carry "
+                f"{', '.join(stray)}): their kernels fail with 'no kernel image' if used",
+                fw_name,
+                lib.path,
             )
-            continue
-        if none:
-            stray = sorted(
-                {a for archs, _ in lib.groups for a in archs if not any(_runs(b, cc) for b in archs)},
-                key=_key,
-            )
-            out.append(
-                Finding(
-                    "warning",
-                    "few-fatbins-without-code",
-                    f"{none} of {lib.fatbins} fatbins of {base} have no code for {sm} (they carry "
-                    f"{', '.join(stray)}): their kernels fail with 'no kernel image' if used",
-                    fw_name,
-                    lib.path,
-                )
-            )
-        if jit:
-            best = max(ptx, key=_key)
-            msg = (
-                f"{base}: no SASS for {sm} in {jit} of {lib.fatbins} fatbins; PTX {best} only: kernels "
-                f"JIT-compile at first use, minutes (then cached in ~/.nv/ComputeCache)"
-            )
-            out.append(Finding("warning", "ptx-jit", msg, fw_name, lib.path))
-            out.extend(_jit_driver(lib, owner, target, catalog))
+        )
+    if jit:
+        best = max(ptx, key=_key)
+        msg = (
+            f"{base}: no SASS for {sm} in {jit} of {lib.fatbins} fatbins; PTX {best} only: kernels "
+            f"JIT-compile at first use, minutes (then cached in ~/.nv/ComputeCache)"
+        )
+        out.append(ReadinessFinding("warning", "ptx-jit", msg, fw_name, lib.path))
+        out.extend(_jit_driver(lib, owner, target, catalog))
     return out
 
 
 def _jit_driver(
     lib: LibraryScan, owner: FrameworkFacts | None, target: Target, catalog: Catalog
-) -> list[Finding]:
+) -> list[ReadinessFinding]:
     """PTX newer than the driver cannot JIT: a driver below the toolkit's own minimum fails here."""
     if target.driver is None or owner is None or owner.cuda is None:
         return []
@@ -375,7 +387,7 @@ def _jit_driver(
     if release is None or _key(target.driver) >= _key(release.min_driver):
         return []
     return [
-        Finding(
+        ReadinessFinding(
             "error",
             "ptx-too-new",
             f"{lib.soname or _base(lib.path)}: driver {target.driver} cannot JIT CUDA {release.version}'s "
@@ -417,10 +429,12 @@ def driver_floors(facts: ReadinessFacts, catalog: Catalog) -> dict[str, str]:
     return {}
 
 
-def driver_findings(facts: ReadinessFacts, target: Target, catalog: Catalog, gpu: GpuFacts) -> list[Finding]:
+def driver_findings(
+    facts: ReadinessFacts, target: Target, catalog: Catalog, gpu: GpuFacts
+) -> list[ReadinessFinding]:
     if target.driver is None:
         return []
-    out: list[Finding] = []
+    out: list[ReadinessFinding] = []
     drv = target.driver
     for fw in facts.frameworks.values():
         cuda = runtime_cuda(fw)
@@ -430,7 +444,9 @@ def driver_findings(facts: ReadinessFacts, target: Target, catalog: Catalog, gpu
         major = short.split(".")[0]
         if own and _key(drv) >= _key(own):
             out.append(
-                Finding("note", "driver-ok", f"driver {drv} >= {own}, CUDA {short}'s own driver", fw.name)
+                ReadinessFinding(
+                    "note", "driver-ok", f"driver {drv} >= {own}, CUDA {short}'s own driver", fw.name
+                )
             )
         elif floor and _key(drv) >= _key(floor):
             what = f"below CUDA {short}'s own {own}" if own else f"CUDA {short} is not in the catalog"
@@ -439,20 +455,22 @@ def driver_findings(facts: ReadinessFacts, target: Target, catalog: Catalog, gpu
                 f"driver {drv} is {what} but at or above {floor}, the floor of CUDA {major} "
                 f"minor-version compatibility: it runs, but {limits}"
             )
-            out.append(Finding("note", "minor-version-compat", msg, fw.name))
+            out.append(ReadinessFinding("note", "minor-version-compat", msg, fw.name))
         elif floor:
             out.append(_below_floor(facts, target, fw.name, drv, major, floor))
     return out
 
 
-def _below_floor(facts: ReadinessFacts, target: Target, fw: str, drv: str, major: str, floor: str) -> Finding:
+def _below_floor(
+    facts: ReadinessFacts, target: Target, fw: str, drv: str, major: str, floor: str
+) -> ReadinessFinding:
     msg = (
         f"driver {drv} on a CUDA {major}.x runtime: below the {floor} floor of CUDA {major} "
         "minor-version compatibility"
     )
     if facts.compat_libcuda and target.data_center is not False:
         where = facts.compat_libcuda[0]
-        return Finding(
+        return ReadinessFinding(
             "warning",
             "forward-compat",
             f"{msg}; runs only through the forward-compatibility libcuda in the image ({where}), "
@@ -466,8 +484,8 @@ def _below_floor(facts: ReadinessFacts, target: Target, fw: str, drv: str, major
         else " (a data-center GPU could run it with NVIDIA's cuda-compat forward-compatibility package; "
         "GeForce/RTX cannot)"
     )
-    return Finding("error", "driver-too-old", msg + extra, fw)
+    return ReadinessFinding("error", "driver-too-old", msg + extra, fw)
 
 
-def summarize(findings: Sequence[Finding]) -> Literal["ready", "will-fail"]:
+def summarize(findings: Sequence[ReadinessFinding]) -> Literal["ready", "will-fail"]:
     return "will-fail" if any(f.severity == "error" for f in findings) else "ready"

@@ -27,7 +27,7 @@ from envkit import payload
 from envkit.catalog.require import FRAMEWORK_DISTS, framework_runs
 from envkit.readiness.facts import LibraryScan, Owner
 from envkit.readiness.owners import is_nvidia
-from envkit.readiness.rules import Finding, carried_text, ptx_text, split_fatbins
+from envkit.readiness.rules import ReadinessFinding, carried_text, ptx_text, split_fatbins
 from envkit.readiness.targets import Target
 
 __all__ = ["FRAMEWORK_DISTS", "WheelCode", "scan_conda", "scan_wheel", "wheel_findings"]
@@ -60,8 +60,8 @@ class WheelCode:
     # known (another wheel, or a gpu-code.json written before it was recorded): every library counts
     linked: tuple[str, ...] | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {} if self.linked is None else {"linked": list(self.linked)}
+    def to_json(self) -> dict[str, object]:
+        extra: dict[str, object] = {} if self.linked is None else {"linked": list(self.linked)}
         return {
             **extra,
             "name": self.name,
@@ -149,7 +149,7 @@ def _scan_member(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict[str, Any] | 
         return _scan_stream(member)
 
 
-def _scan_stream(member: IO[bytes]) -> dict[str, Any] | None:
+def _scan_stream(member: IO[bytes]) -> dict[str, object] | None:
     """:func:`_scan_member` of any readable stream (a zip member, a tar member)."""
     head = member.read(4)
     if head != b"\x7fELF":
@@ -163,7 +163,7 @@ def _scan_stream(member: IO[bytes]) -> dict[str, Any] | None:
                 return {"fatbins": 0, "problem": f"more than {MAX_MEMBER} bytes: not read"}
             tmp.write(chunk)
         tmp.seek(0)
-        raw: dict[str, Any] = _ELFSCAN.scan_stream(tmp, copied)
+        raw: dict[str, object] = _ELFSCAN.scan_stream(tmp, copied)
         return raw
 
 
@@ -229,8 +229,8 @@ def _variant_skipped(lib: LibraryScan, wheel: WheelCode, cuda: str | None) -> bo
     return any(o.path == loaded for o in wheel.libraries)
 
 
-def _finding(severity: str, code: str, text: str, wheel: WheelCode, lib: LibraryScan) -> Finding:
-    return Finding(
+def _finding(severity: str, code: str, text: str, wheel: WheelCode, lib: LibraryScan) -> ReadinessFinding:
+    return ReadinessFinding(
         "error" if severity == "error" else "warning",
         code,
         f"{wheel.name} {wheel.version}: {text}",
@@ -240,13 +240,13 @@ def _finding(severity: str, code: str, text: str, wheel: WheelCode, lib: Library
     )
 
 
-def wheel_findings(wheels: Sequence[WheelCode], target: Target, cuda: str | None) -> list[Finding]:
+def wheel_findings(wheels: Sequence[WheelCode], target: Target, cuda: str | None) -> list[ReadinessFinding]:
     """What each wheel's GPU code means on ``target`` (nothing for a target with no GPU named)."""
     if target.cc is None:
         return []
     cc = target.cc
     sm = f"sm_{cc[0]}{cc[1]}"
-    out: list[Finding] = []
+    out: list[ReadinessFinding] = []
     for wheel in wheels:
         framework = wheel.name.lower() in FRAMEWORK_DISTS
         for lib in wheel.libraries:

@@ -50,7 +50,7 @@ def _props(**values: str) -> list[dict[str, str]]:
     return [{"name": f"envkit:{k.replace('_', '-')}", "value": v} for k, v in values.items()]
 
 
-def _deb(deb: DebComponent, suite: str) -> dict[str, Any]:
+def _deb(deb: DebComponent, suite: str) -> dict[str, object]:
     purl = deb_purl(deb, suite).to_string()
     return {
         "type": "library",
@@ -63,7 +63,7 @@ def _deb(deb: DebComponent, suite: str) -> dict[str, Any]:
     }
 
 
-def _wheel(wheel: PipPackage, prefix: str) -> dict[str, Any]:
+def _wheel(wheel: PipPackage, prefix: str) -> dict[str, object]:
     purl = pypi_purl(wheel).to_string()
     hashes = [{"alg": "SHA-256", "content": wheel.sha256}] if wheel.sha256 else []
     return {
@@ -100,7 +100,7 @@ def debug_sbom(
     ]
     components = [c for c in data.get("components", []) if c.get("bom-ref") != "base-image"]
     purl = docker_purl(runtime)
-    base: dict[str, Any] = {
+    base: dict[str, object] = {
         "type": "container",
         "name": runtime.ref,
         "bom-ref": "base-image",

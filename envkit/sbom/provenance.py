@@ -53,8 +53,8 @@ class Material:
     uri: str
     sha256: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"name": self.name, "uri": self.uri}
+    def to_json(self) -> dict[str, object]:
+        found: dict[str, object] = {"name": self.name, "uri": self.uri}
         if self.sha256:
             found["digest"] = {"sha256": self.sha256.removeprefix("sha256:")}
         return found
@@ -68,13 +68,13 @@ def provenance_statement(
     *,
     name: str,
     image_id: str,
-    external: Mapping[str, Any],
-    internal: Mapping[str, Any],
+    external: Mapping[str, object],
+    internal: Mapping[str, object],
     materials: Sequence[Material],
     byproducts: Sequence[Material],
     started: dt.datetime,
     finished: dt.datetime,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The statement for image ``envkit/NAME`` with ``image_id`` (``sha256:...``)."""
     envkit = Material("envkit", f"pkg:pypi/envkit@{__version__}")
     return {
@@ -149,7 +149,7 @@ def read_provenance(path: Path) -> dict[str, Any]:
     return data
 
 
-def _shape_problem(data: Mapping[str, Any]) -> str | None:
+def _shape_problem(data: Mapping[str, object]) -> str | None:
     """What is of the wrong shape in the fields verify reads (None: all fine)."""
     predicate = data.get("predicate")
     if not isinstance(predicate, dict):
@@ -172,7 +172,7 @@ def _shape_problem(data: Mapping[str, Any]) -> str | None:
     return None
 
 
-def materials_of(statement: Mapping[str, Any]) -> dict[str, str]:
+def materials_of(statement: Mapping[str, object]) -> dict[str, str]:
     """``name -> sha256`` of the statement's resolved dependencies (those with a digest).
 
     Tolerant of any shape (what :func:`read_provenance` refuses is simply no material here).

@@ -23,7 +23,7 @@ MAX_DEPTH = 64
 PREFIXES = ("envkit:gpu:", "envkit:cuda:driver-floor")
 
 
-def readiness_properties(summary: Mapping[str, Any], floors: Mapping[str, Any]) -> list[dict[str, str]]:
+def readiness_properties(summary: Mapping[str, object], floors: Mapping[str, object]) -> list[dict[str, str]]:
     """The facts as CycloneDX properties (name, value), sorted: per framework the CUDA it was built
     for and each library version it loads; per library with GPU code its fatbins, SASS and PTX;
     the driver floors of its CUDA runtime."""
@@ -48,7 +48,7 @@ def readiness_properties(summary: Mapping[str, Any], floors: Mapping[str, Any]) 
     return [{"name": k, "value": v} for k, v in sorted(props.items())]
 
 
-def with_readiness(sbom_text: str, summary: Mapping[str, Any], floors: Mapping[str, Any]) -> str:
+def with_readiness(sbom_text: str, summary: Mapping[str, object], floors: Mapping[str, object]) -> str:
     """``sbom_text`` (a CycloneDX JSON SBOM) with the readiness facts on its image component.
 
     ``ValueError`` (a short reason) when the text is not a CycloneDX document with an image
@@ -80,5 +80,5 @@ def with_readiness(sbom_text: str, summary: Mapping[str, Any], floors: Mapping[s
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def _obj(value: Any) -> dict[str, Any]:
+def _obj(value: Any) -> dict[str, object]:
     return dict(value) if isinstance(value, Mapping) else {}

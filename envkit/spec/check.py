@@ -45,44 +45,7 @@ def check_against_catalog(
             f"known: {', '.join(close or known)}, or cpu",
         )
 
-    for framework, version in spec.frameworks.items():
-        path = ("frameworks", framework)
-        release = catalog.framework_release(framework, version)
-        if release is None:
-            impossible = catalog.impossible(framework, version, spec.cuda, spec.python)
-            if impossible:
-                problem(path, impossible, f"pick a {framework} release, CUDA and Python that exist together")
-                continue
-            known = catalog.framework_versions(framework)
-            close = difflib.get_close_matches(version, known, n=3, cutoff=0.6)
-            message = (
-                f"{framework} {version} is not in the catalog: envkit cannot check its wheels; "
-                "`envkit catalog refresh` to update"
-            )
-            hint = f"closest known: {', '.join(close)}" if close else f"known: {known[0]} ... {known[-1]}"
-            if strict:
-                problem(path, message, hint)
-            else:
-                warnings.append(f"{spec.name}: {message} ({hint})")
-            continue
-        if release.yanked:
-            warnings.append(f"{spec.name}: {framework} {version} is yanked on PyPI; pick another release")
-        if spec.python not in release.python:
-            problem(
-                path,
-                f"{framework} {version} publishes no wheels for Python {spec.python} "
-                f"(it has wheels for Python {', '.join(release.python)})",
-                f"use python one of {', '.join(release.python)}, or another {framework} release",
-            )
-        if release.wheel_for(spec.cuda) is None:
-            flavours = ", ".join(w.cuda for w in release.wheels)
-            note = f" (catalog note: {release.note})" if release.note else ""
-            problem(
-                path,
-                f"{framework} {version} has no published wheels for CUDA {spec.cuda}",
-                f"available: {flavours}{note}",
-            )
-
+    _check_frameworks(spec, catalog, problem, warnings, strict=strict)
     _check_installers(spec, catalog, problem, warnings)
     _check_known_bad(spec, catalog, problem, warnings)
     _check_base_image(spec, catalog, problem, warnings)
@@ -169,6 +132,49 @@ def _rule_verdict(rule: KnownBadRule, pins: dict[str, SpecifierSet]) -> str | No
         if any(v not in bad_set for v in admitted):
             forced = False
     return "error" if forced else "warning"
+
+
+def _check_frameworks(
+    spec: Spec, catalog: Catalog, problem: _Reporter, warnings: list[str], *, strict: bool
+) -> None:
+    """Each framework release: in the catalog, with wheels for the spec's Python and CUDA."""
+    for framework, version in spec.frameworks.items():
+        path = ("frameworks", framework)
+        release = catalog.framework_release(framework, version)
+        if release is None:
+            impossible = catalog.impossible(framework, version, spec.cuda, spec.python)
+            if impossible:
+                problem(path, impossible, f"pick a {framework} release, CUDA and Python that exist together")
+                continue
+            known = catalog.framework_versions(framework)
+            close = difflib.get_close_matches(version, known, n=3, cutoff=0.6)
+            message = (
+                f"{framework} {version} is not in the catalog: envkit cannot check its wheels; "
+                "`envkit catalog refresh` to update"
+            )
+            hint = f"closest known: {', '.join(close)}" if close else f"known: {known[0]} ... {known[-1]}"
+            if strict:
+                problem(path, message, hint)
+            else:
+                warnings.append(f"{spec.name}: {message} ({hint})")
+            continue
+        if release.yanked:
+            warnings.append(f"{spec.name}: {framework} {version} is yanked on PyPI; pick another release")
+        if spec.python not in release.python:
+            problem(
+                path,
+                f"{framework} {version} publishes no wheels for Python {spec.python} "
+                f"(it has wheels for Python {', '.join(release.python)})",
+                f"use python one of {', '.join(release.python)}, or another {framework} release",
+            )
+        if release.wheel_for(spec.cuda) is None:
+            flavours = ", ".join(w.cuda for w in release.wheels)
+            note = f" (catalog note: {release.note})" if release.note else ""
+            problem(
+                path,
+                f"{framework} {version} has no published wheels for CUDA {spec.cuda}",
+                f"available: {flavours}{note}",
+            )
 
 
 def _check_installers(spec: Spec, catalog: Catalog, problem: _Reporter, warnings: list[str]) -> None:

@@ -2,7 +2,7 @@
 
 The store knows a run's id, its tasks per node and the tasks its result recorded; what a fleet
 probe or a guard replay keeps there besides (probe options, the image, an entry point) is theirs to
-parse (:mod:`envkit.fleet.manifest`): :attr:`RunManifest.document` holds the object read-only.
+parse (:mod:`envkit.fleet.run_plan`): :attr:`RunManifest.document` holds the object read-only.
 Every read is bounded and shape-checked (:func:`~envkit.store.reads.read_store_json`).
 """
 
@@ -57,7 +57,7 @@ class RunManifest:
     """``run.json``: the run id, its tasks per node, its recorded result, and the whole object (read-only).
 
     ``tasks_per_node`` is 1 unless the file says an integer: the strict checks of a fleet probe's
-    layout are :func:`envkit.fleet.manifest.parse_layout`'s.
+    layout are :func:`envkit.fleet.run_plan.parse_layout`'s.
     """
 
     run: str

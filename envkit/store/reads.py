@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from envkit._io import NotRegular, TooLarge, load_json_bounded, open_regular
 from envkit.errors import FleetError, ReportError
@@ -62,7 +62,7 @@ def _read_at_most(fh: BinaryIO, limit: int) -> bytes:
     return data
 
 
-def read_store_json(path: Path, *, limit: int, what: str) -> dict[str, Any]:
+def read_store_json(path: Path, *, limit: int, what: str) -> dict[str, object]:
     """A store file's JSON object, read bounded; :class:`FleetError` naming ``path`` otherwise.
 
     ``FileNotFoundError`` passes through (callers say what a missing file means).

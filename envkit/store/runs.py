@@ -71,7 +71,7 @@ class TaskRecord:
     report: str | None = None
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> TaskRecord:
+    def from_json(data: dict[str, object]) -> TaskRecord:
         task, state = data["task"], data["state"]
         if not (isinstance(task, str) and _TASK.fullmatch(task)) or state not in _STATES:
             raise ValueError("not a task record")

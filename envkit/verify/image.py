@@ -72,7 +72,7 @@ class VerifyResult:
         return self.equal and not self.findings
 
     def to_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {k: v for k, v in self.__dict__.items() if k not in ("diff", "diffoscope")}
+        found: dict[str, object] = {k: v for k, v in self.__dict__.items() if k not in ("diff", "diffoscope")}
         found["equal"], found["ok"] = self.equal, self.ok
         found["findings"] = list(self.findings)
         found["diff"] = self.diff.to_json() if self.diff else None

@@ -139,8 +139,8 @@ def test_the_environment_snapshot_equals_the_runtime_images(debug_image: dict[st
     engine = DockerEngine()
     runtime = take_snapshot(ImageSource(engine, debug_image["tag"]))
     debug = take_snapshot(ImageSource(engine, debug_image["debug"]["tag"]))
-    assert runtime.pop("host") != debug.pop("host")
-    assert debug == runtime
+    assert runtime["host"] != debug["host"]
+    assert {**debug, "host": ""} == {**runtime, "host": ""}
     assert any(p["name"] == "torch" for p in debug["pip"])
     assert not any(p["name"] in ("jupyterlab", "py-spy", "ipykernel") for p in debug["pip"])
 

@@ -163,7 +163,7 @@ def test_nodes_of_a_job_that_never_started_are_reported(
 
 def _hostile_run(tmp_path: Path, run_id: str, **fields: Any) -> Path:
     """A run directory made the way envkit makes it, with a manifest others could have edited."""
-    from envkit.fleet.manifest import options_to_json
+    from envkit.fleet.run_plan import options_to_json
 
     nodes, per_node = _layout()
     run_dir = runs.create_run_dir(tmp_path, run_id)
@@ -196,7 +196,7 @@ def _wait(scheduler: SlurmScheduler, job_id: str) -> None:
 def test_an_environment_in_run_json_runs_no_code_on_the_nodes(tmp_path: Path) -> None:
     """The PoC of issue 24: PYTHONPATH (sitecustomize.py) and LD_PRELOAD in run.json's options."""
     from envkit.fleet.fanout import follow
-    from envkit.fleet.manifest import options_to_json
+    from envkit.fleet.run_plan import options_to_json
 
     site, marker = evil_site(tmp_path)
     options = options_to_json(ProbeOptions(frameworks=("torch",), workloads=("bert",), steps=2))
@@ -275,7 +275,7 @@ def test_the_follow_loop_survives_hostile_task_records(tmp_path: Path) -> None:
 def test_a_store_tar_carrying_a_tagged_second_image_changes_no_tag_on_the_nodes(tmp_path: Path) -> None:
     """Two images in the tar, the second tagged like the node's own application image: refused unloaded."""
     from envkit.engine.docker_api import DockerEngine
-    from envkit.fleet.manifest import image_tar_path
+    from envkit.fleet.run_plan import image_tar_path
 
     engine = DockerEngine()
     tag = f"itest24-app-{os.getpid()}:latest"

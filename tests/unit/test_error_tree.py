@@ -25,10 +25,6 @@ OUTSIDE = {
     ("envkit.audit.index", "_Corrupt"): "private",
     ("envkit.inventory.read", "_Uncached"): "private",
     ("envkit.guard.dump", "_Duplicate"): "private",
-    # bounded reads: every caller catches them and names the file in its own error (OSError's
-    # errno and filename are part of NotRegular); left to envkit/_io.py's owners this round
-    ("envkit._io", "TooLarge"): "caught",
-    ("envkit._io", "NotRegular"): "caught",
 }
 
 
@@ -103,3 +99,23 @@ def test_an_invalid_mapping_is_a_catalog_error_and_still_a_value_error() -> None
     assert isinstance(caught.value, CatalogError) and isinstance(caught.value, ValueError)
     assert caught.value.exit_code == ExitCode.FAILURE
     assert str(caught.value) == caught.value.message == "not a JSON object of conda names (a list)"
+
+
+def test_the_bounded_reads_refusals_are_usage_errors_and_not_regular_is_still_an_os_error(
+    tmp_path: Path,
+) -> None:
+    from envkit._io import NotRegular, TooLarge, read_bytes_bounded
+
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 10)
+    with pytest.raises(TooLarge) as too_large:
+        read_bytes_bounded(big, 4)
+    assert isinstance(too_large.value, UsageError) and too_large.value.exit_code == ExitCode.USAGE
+    assert str(too_large.value) == too_large.value.message == f"{big}: larger than 4 bytes"
+    with pytest.raises(NotRegular) as not_regular:
+        read_bytes_bounded(tmp_path, 4)
+    error = not_regular.value
+    assert isinstance(error, UsageError) and isinstance(error, OSError)
+    assert error.filename == str(tmp_path) and error.errno is not None and error.strerror
+    assert error.strerror in str(error)
+    assert error.message == f"{tmp_path}: {error.strerror}" and error.hint is None

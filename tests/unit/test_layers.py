@@ -65,7 +65,7 @@ def test_the_tree_keeps_its_layers() -> None:
         ),
         (
             "store/runs.py",
-            "import envkit.fleet.manifest",
+            "import envkit.fleet.run_plan",
             "envkit.store is not allowed to import envkit.fleet",
         ),
         (

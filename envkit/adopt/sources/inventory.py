@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from importlib import metadata
 
 from envkit.adopt.evidence import AdoptError, Collected, CondaPin, PipPin, is_defaults
@@ -137,7 +138,7 @@ def _platform_of(inventory: Inventory) -> str | None:
     return None
 
 
-def snapshot_inventory(snapshot: dict[str, object], label: str) -> Inventory:
+def snapshot_inventory(snapshot: Mapping[str, object], label: str) -> Inventory:
     """A snapshot (``envkit snapshot`` of an image or this host) read by the inventory reader."""
     return parse_inventory(json.dumps(snapshot), path=label, label=label, format="snapshot")
 

@@ -42,7 +42,7 @@ def read_pixi_toml(source: SourceText) -> Read:
 def read_pixi_manifest(text: str, label: str, *, environment: str | None = None) -> Collected:
     """The pins of one environment of the manifest (``default`` unless ``environment``)."""
     try:
-        data: Mapping[str, Any] = loads(text)
+        data: Mapping[str, object] = loads(text)
     except TOMLDecodeError as e:
         raise AdoptError(f"{label}: not TOML ({e}); nothing was written", hint="check the file") from e
     pixi = _table(_table(data, "tool"), "pixi") if label.endswith("pyproject.toml") else data
@@ -77,7 +77,7 @@ def _has_framework(found: Collected) -> bool:
     return any(p.name in _FRAMEWORKS for p in found.conda) or any(p.name in _FRAMEWORKS for p in found.pip)
 
 
-def _refuse_frameworkless_default(pixi: Mapping[str, Any], label: str) -> None:
+def _refuse_frameworkless_default(pixi: Mapping[str, object], label: str) -> None:
     """The default environment has no framework while others do: which one is the team's is a choice."""
     declared = _table(pixi, "feature")
     with_framework = []
@@ -97,7 +97,7 @@ def _refuse_frameworkless_default(pixi: Mapping[str, Any], label: str) -> None:
 
 
 def _features(
-    pixi: Mapping[str, Any], environment: str | None, label: str, found: Collected
+    pixi: Mapping[str, object], environment: str | None, label: str, found: Collected
 ) -> list[tuple[str, Mapping[str, Any]]]:
     """The default feature (the top-level tables) and the features ``environment`` lists."""
     environments = _table(pixi, "environments")
@@ -112,7 +112,7 @@ def _features(
         )
     names = listed.get("features", []) if isinstance(listed, Mapping) else listed or []
     no_default = isinstance(listed, Mapping) and listed.get("no-default-feature") is True
-    features: list[tuple[str, Mapping[str, Any]]] = [] if no_default else [("default", pixi)]
+    features: list[tuple[str, Mapping[str, object]]] = [] if no_default else [("default", pixi)]
     for name in names:
         feature = declared.get(name)
         if not isinstance(feature, Mapping):
@@ -130,7 +130,7 @@ def _features(
     return features
 
 
-def _system(feature: Mapping[str, Any], where: str, found: Collected) -> None:
+def _system(feature: Mapping[str, object], where: str, found: Collected) -> None:
     cuda = _table(feature, "system-requirements").get("cuda")
     version = cuda.get("version") if isinstance(cuda, Mapping) else cuda
     if isinstance(version, (str, int, float)) and str(version).strip():

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
 
@@ -33,7 +32,7 @@ def is_pep621_project(name: str, text: str) -> bool:
     return name == "pyproject.toml"
 
 
-def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _table(data: Mapping[str, object], key: str) -> Mapping[str, object]:
     value = data.get(key)
     return value if isinstance(value, Mapping) else {}
 
@@ -45,7 +44,7 @@ def read_pyproject_uv(source: SourceText) -> Read:
 
 def read_pep621_project(text: str, label: str) -> Collected:
     try:
-        data: Mapping[str, Any] = loads(text)
+        data: Mapping[str, object] = loads(text)
     except TOMLDecodeError as e:
         raise AdoptError(f"{label}: not TOML ({e}); nothing was written", hint="check the file") from e
     project = _table(data, "project")
@@ -92,14 +91,14 @@ def _same(a: str, b: str) -> bool:
     return canonicalize_name(a) == canonicalize_name(head)
 
 
-def _python(project: Mapping[str, Any], label: str, found: Collected) -> None:
+def _python(project: Mapping[str, object], label: str, found: Collected) -> None:
     requires = str(project.get("requires-python") or "").replace(" ", "")
     one = re.fullmatch(r"(?:==|~=)(3\.\d{1,2})(?:\.\*|\.\d+)?", requires)
     if one:
         found.python, found.python_where = one[1], f"{label} project.requires-python ({requires})"
 
 
-def _indexes(uv: Mapping[str, Any], label: str, found: Collected) -> dict[str, str]:
+def _indexes(uv: Mapping[str, object], label: str, found: Collected) -> dict[str, str]:
     named: dict[str, str] = {}
     listed = uv.get("index") or []
     for number, index in enumerate(listed if isinstance(listed, list) else []):

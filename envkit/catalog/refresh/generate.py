@@ -46,7 +46,7 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
-def _represent_dict(dumper: yaml.SafeDumper, data: dict[str, Any]) -> yaml.Node:
+def _represent_dict(dumper: yaml.SafeDumper, data: dict[str, object]) -> yaml.Node:
     flow = all(not isinstance(v, (dict, list)) for v in data.values()) and "version" not in data
     return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=flow)
 
@@ -115,14 +115,14 @@ def _ref(page: Page) -> dict[str, str]:
 def build_frameworks(source: PageSource, families: dict[str, FamilySpec]) -> Refreshed:
     out = Refreshed(text="")
     reader = _Reader(source, out)
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
     for name, family in families.items():
         data[name] = _family(name, family, reader, out)
     out.text = HEADER + yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True)
     return out
 
 
-def _family(name: str, family: FamilySpec, reader: _Reader, out: Refreshed) -> dict[str, Any]:
+def _family(name: str, family: FamilySpec, reader: _Reader, out: Refreshed) -> dict[str, object]:
     pypi: dict[str, dict[Version, list[DistFile]]] = {}
     refs: dict[str, dict[str, str]] = {}
     for project in family.projects:
@@ -165,7 +165,7 @@ def _release(
     refs: dict[str, dict[str, str]],
     reader: _Reader,
     out: Refreshed,
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     files = [f for project in pypi.values() for f in project.get(version, [])]
     live = [f.wheel for f in files if not f.wheel.yanked]
     sources = [refs[p] for p in pypi if version in pypi[p] and pypi[p][version]]
@@ -190,7 +190,7 @@ def _release(
         return None
     if from_fallback:
         out.fallback.setdefault(name, []).append(str(version))
-    entry: dict[str, Any] = {"version": str(version), "python": pythons}
+    entry: dict[str, object] = {"version": str(version), "python": pythons}
     if files and all(f.wheel.yanked for f in files):
         entry["yanked"] = True
     entry["pypi_cuda"] = pypi_cuda or group.pypi_cuda
@@ -221,7 +221,7 @@ def _with_default_wheel(
     version: Version,
     cuda: str | None,
     pypi: dict[str, dict[Version, list[DistFile]]],
-    wheels: list[dict[str, Any]],
+    wheels: list[dict[str, object]],
 ) -> list[dict[str, Any]]:
     """The plain ``pip install torch==V`` wheel as a CUDA flavour of its own (the caller: when the
     flavour table has no CUDA row for the release, i.e. it is newer than the table; torch 2.15.0
@@ -270,7 +270,7 @@ def _flavour(
     pypi: dict[str, dict[Version, list[DistFile]]],
     reader: _Reader,
     sources: list[dict[str, str]],
-) -> tuple[dict[str, Any] | None, list[WheelFile], bool]:
+) -> tuple[dict[str, object] | None, list[WheelFile], bool]:
     """(wheel entry or None, index wheels of this flavour, whether it came from the fallback)."""
     pip_version = Version(spec.pip_version(version))
     on_pypi = pip_version in pypi.get(spec.package, {}) and bool(pypi[spec.package][pip_version])
@@ -294,7 +294,7 @@ def _flavour(
             if not found:
                 return None, [], False
             sources.append(_ref(page))
-    wheel: dict[str, Any] = {
+    wheel: dict[str, object] = {
         "cuda": spec.cuda,
         "package": spec.package,
         "pip_version": str(pip_version),

@@ -20,7 +20,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 _CHUNK = 1 << 20
 
@@ -51,7 +50,7 @@ def explicit_urls(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def checked_files(explicit: Path, known: dict[str, Any], root: Path) -> list[tuple[str, Path]]:
+def checked_files(explicit: Path, known: dict[str, object], root: Path) -> list[tuple[str, Path]]:
     """Every locked package's archive, verified; ``(url, path)`` in the explicit file's order."""
     found = []
     for url, md5 in explicit_urls(explicit.read_text("utf-8")):

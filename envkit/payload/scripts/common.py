@@ -64,7 +64,7 @@ def _timed_step(adapter: Any, workload: str, cfg: Config, clock: Callable[[], fl
 
 def budget_plan(
     adapter: Any, workloads: list[str], cfg: Config, clock: Callable[[], float] = time.monotonic
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """How many steps fit before ``cfg.budget_until``: one timed step per workload (a first step: the
     slowest, so the plan errs short), the largest ladder count that fits, never above ``cfg.steps``."""
     step_s = {w: _timed_step(adapter, w, cfg, clock) for w in workloads}
@@ -144,17 +144,30 @@ def params_sha256(adapter: Any, names: list[str], params: list[Any], dtype: str)
     return h.hexdigest()
 
 
-def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, Any]:
+def _op_error_record(rec: dict[str, object], exc: BaseException) -> dict[str, object]:
+    """``rec`` for a step the framework's op-level check stopped: no loss, no update."""
+    rec.update(loss="nan", grad_norm="nan", finite={"loss": False, "grads": False, "params": True})
+    rec["op_error"] = summarize_error(exc)
+    rec["first_nonfinite_param"] = None
+    return rec
+
+
+def _first_nonfinite_grad(adapter: Any, names: list[str], params: Any) -> str | None:
+    """The first parameter whose gradient holds a NaN/Inf, checked one by one."""
+    return next((n for n, p in zip(names, params) if not adapter.grad_finite(p)), None)
+
+
+def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, object]:
     """Train ``cfg.steps`` steps; record per-step loss, grad norm and NaN/Inf flags. Never raises on NaN."""
     names = [spec[0] for spec in portable.param_specs(workload)]
     params = adapter.make_params(workload, cfg)
     opt = adapter.make_optimizer(workload, params, lr_for(workload, cfg))
-    steps: list[dict[str, Any]] = []
-    grad_norms: dict[str, dict[str, Any]] = {}
-    nonfinite: dict[str, Any] | None = None
+    steps: list[dict[str, object]] = []
+    grad_norms: dict[str, dict[str, object]] = {}
+    nonfinite: dict[str, object] | None = None
     for step in range(1, cfg.steps + 1):
         poison = cfg.poison == "input" and step == cfg.poison_step
-        rec: dict[str, Any] = {"step": step, "op_error": None}
+        rec: dict[str, object] = {"step": step, "op_error": None}
         try:
             loss = adapter.forward_loss(workload, params, cfg, step, poison)
             loss_value = adapter.item(loss)
@@ -166,10 +179,7 @@ def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, Any]:
                 raise
             # The framework's op-level check stopped this step: report it, skip the update, go on.
             adapter.zero_grad(opt, params)
-            rec.update(loss="nan", grad_norm="nan", finite={"loss": False, "grads": False, "params": True})
-            rec["op_error"] = summarize_error(exc)
-            rec["first_nonfinite_param"] = None
-            steps.append(rec)
+            steps.append(_op_error_record(rec, exc))
             if nonfinite is None:
                 nonfinite = {"step": step, "what": "op", "parameter": None, "op_error": rec["op_error"]}
             continue
@@ -178,11 +188,7 @@ def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, Any]:
         # a NaN/Inf element makes its tensor's norm (and the total) non-finite: a finite total proves
         # every gradient finite without a check per parameter; otherwise find the first one exactly
         finite_total = portable.is_finite(total)
-        bad_grad = (
-            None
-            if finite_total
-            else next((n for n, p in zip(names, params) if not adapter.grad_finite(p)), None)
-        )
+        bad_grad = None if finite_total else _first_nonfinite_grad(adapter, names, params)
         if step in (1, cfg.steps):
             grad_norms["first" if step == 1 else "last"] = {
                 n: portable.json_float(v) for n, v in zip(names, norms)
@@ -213,12 +219,12 @@ def run_workload(adapter: Any, workload: str, cfg: Config) -> dict[str, Any]:
 
 
 def run_workloads(
-    adapter: Any, workloads: list[str], cfg: Config, applied: dict[str, Any], info: Callable[[], Any]
-) -> dict[str, Any]:
+    adapter: Any, workloads: list[str], cfg: Config, applied: dict[str, object], info: Callable[[], Any]
+) -> dict[str, object]:
     """A framework's part of the report: each workload's result (an error is reported, not raised).
     With a budget, the steps that fit are planned first and every workload runs that many."""
-    results: dict[str, Any] = {}
-    plan: dict[str, Any] | None = None
+    results: dict[str, object] = {}
+    plan: dict[str, object] | None = None
     if cfg.budget_until > 0:
         plan = budget_plan(adapter, workloads, cfg)
         cfg = replace(cfg, steps=int(plan["steps"]))
@@ -234,8 +240,8 @@ def run_workloads(
 STRICT_FLAGS = {"FLAGS_cudnn_deterministic": "1", "FLAGS_embedding_deterministic": "1"}
 
 
-def paddle_pre_import(cfg: Config) -> dict[str, Any]:
-    applied: dict[str, Any] = {}
+def paddle_pre_import(cfg: Config) -> dict[str, object]:
+    applied: dict[str, object] = {}
     if cfg.mode == "strict":
         for key, value in STRICT_FLAGS.items():
             if key not in os.environ:

@@ -21,7 +21,7 @@ import os
 import stat
 import struct
 import time
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 ELF_MAGIC = b"\x7fELF"
 FATBIN_MAGIC = 0xBA55ED50
@@ -101,7 +101,7 @@ def _sections(fh: BinaryIO, size: int) -> list[tuple[str, int, int, int, int]]:
     return out
 
 
-def _dynamic(fh: BinaryIO, size: int, sections: list[tuple[str, int, int, int, int]]) -> dict[str, Any]:
+def _dynamic(fh: BinaryIO, size: int, sections: list[tuple[str, int, int, int, int]]) -> dict[str, object]:
     dyn = next((s for s in sections if s[1] == 6), None)  # SHT_DYNAMIC
     if dyn is None:
         return {"needed": [], "soname": None, "rpath": [], "runpath": []}
@@ -116,7 +116,7 @@ def _dynamic(fh: BinaryIO, size: int, sections: list[tuple[str, int, int, int, i
         raise ElfProblem(
             f"the dynamic string table ({str_size} bytes at {str_off}) lies past the end of the file"
         )
-    out: dict[str, Any] = {"needed": [], "soname": None, "rpath": [], "runpath": []}
+    out: dict[str, object] = {"needed": [], "soname": None, "rpath": [], "runpath": []}
     for i in range(0, len(data), 16):
         tag, val = struct.unpack_from("<qQ", data, i)
         if tag == DT_NULL:
@@ -257,7 +257,7 @@ class _Walk:
             groups[signature] = groups.get(signature, 0) + 1
 
 
-def scan(path: str) -> dict[str, Any]:
+def scan(path: str) -> dict[str, object]:
     """One library: soname, needed, rpath/runpath, fatbins (counts per arch), problem (or None)."""
     try:
         # O_NONBLOCK: a FIFO planted where a library was found (or swapped in since) never blocks the
@@ -278,13 +278,13 @@ def scan(path: str) -> dict[str, Any]:
         return out
 
 
-def _empty() -> dict[str, Any]:
-    out: dict[str, Any] = {"soname": None, "needed": [], "rpath": [], "runpath": [], "fatbins": 0}
+def _empty() -> dict[str, object]:
+    out: dict[str, object] = {"soname": None, "needed": [], "rpath": [], "runpath": [], "fatbins": 0}
     out.update({"sass": {}, "ptx": {}, "elf_entries": {}, "groups": [], "problem": None, "size": None})
     return out
 
 
-def scan_stream(fh: BinaryIO, size: int) -> dict[str, Any]:
+def scan_stream(fh: BinaryIO, size: int) -> dict[str, object]:
     """:func:`scan` of an open, seekable binary stream of ``size`` bytes (a file, a wheel's member)."""
     out = _empty()
     out["size"] = size
@@ -307,7 +307,7 @@ def scan_stream(fh: BinaryIO, size: int) -> dict[str, Any]:
     return out
 
 
-def _merge(out: dict[str, Any], walk: _Walk) -> None:
+def _merge(out: dict[str, object], walk: _Walk) -> None:
     out["fatbins"] += walk.fatbins
     for key, counts in (("sass", walk.sass), ("ptx", walk.ptx), ("elf_entries", walk.elf_entries)):
         merged = dict(out[key])

@@ -142,7 +142,7 @@ def in_container() -> bool:
         return False
 
 
-def cuda_readiness(spec: dict[str, Any]) -> dict[str, Any]:
+def cuda_readiness(spec: dict[str, object]) -> dict[str, object]:
     """The GPU readiness facts of this environment (``ready.py``'s report, compacted): the CUDA
     libraries loaded and their versions, the SASS/PTX targets of every library with GPU code.
     ``spec`` is the host's catalog extract (dynload tables, driver libraries). Needs no GPU; a
@@ -150,14 +150,14 @@ def cuda_readiness(spec: dict[str, Any]) -> dict[str, Any]:
     try:
         import ready
 
-        return ready.summary(ready.report(spec, ready._sites()))
+        return ready.summary(ready.report(spec, ready.site_dirs()))
     except Exception as exc:  # the facts are extra: a broken scan must not lose the probe
         return {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
 
 
-def collect(readiness: dict[str, Any] | None = None) -> dict[str, Any]:
+def collect(readiness: dict[str, object] | None = None) -> dict[str, object]:
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    container: dict[str, Any] | None = None
+    container: dict[str, object] | None = None
     if in_container() or os.environ.get("ENVKIT_IMAGE_ID"):
         tags = os.environ.get("ENVKIT_IMAGE_TAGS", "")
         container = {

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import time
-from typing import Any
 
 import elfscan
 
@@ -66,9 +65,9 @@ def _real(path: str) -> str:
         return path
 
 
-def owners(sites: list[str]) -> dict[str, dict[str, Any]]:
+def owners(sites: list[str]) -> dict[str, dict[str, object]]:
     """Real path of each file a distribution installed -> {name, version, via}."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for site in sites:
         for info in sorted(glob.glob(os.path.join(glob.escape(site), "*.dist-info"))):
             name, version = _dist_name(info)
@@ -126,7 +125,7 @@ def shared_objects(roots: list[str], limit: int | None = None) -> tuple[list[str
     return found, False
 
 
-def cache_owner(path: str, caches: list[str]) -> dict[str, Any] | None:
+def cache_owner(path: str, caches: list[str]) -> dict[str, object] | None:
     """A file in a JIT cache: the entry it sits in (``torch_extensions/py311_cu128/fused_adam/x.so``
     -> ``fused_adam``)."""
     for cache in caches:
@@ -152,8 +151,8 @@ def env_roots(sites: list[str], caches: list[str]) -> list[str]:
 
 
 def every_library(
-    sites: list[str], caches: list[str], libraries: dict[str, dict[str, Any]]
-) -> dict[str, Any]:
+    sites: list[str], caches: list[str], libraries: dict[str, dict[str, object]]
+) -> dict[str, object]:
     """Scan every shared object of the environment into ``libraries`` (those with GPU code or an
     ELF problem); the owner of each library with GPU code, and what was walked."""
     roots = env_roots(sites, caches)
@@ -172,7 +171,7 @@ def every_library(
             libraries[path] = info
             known[_real(path)] = path
     own = owners(sites)
-    attributed: dict[str, Any] = {}
+    attributed: dict[str, object] = {}
     for path, info in libraries.items():
         if info.get("fatbins"):
             owner = own.get(_real(path)) or cache_owner(path, caches)

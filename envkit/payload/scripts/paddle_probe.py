@@ -20,8 +20,8 @@ def _core() -> Any:
     return getattr(paddle, "base", None) and paddle.base.core
 
 
-def switches() -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def switches() -> dict[str, object]:
+    out: dict[str, object] = {}
     core = _core()
     for name in ("get_cublas_switch", "get_cudnn_switch"):
         fn = getattr(core, name, None)
@@ -42,8 +42,8 @@ def switches() -> dict[str, Any]:
     return out
 
 
-def info() -> dict[str, Any]:
-    data: dict[str, Any] = {
+def info() -> dict[str, object]:
+    data: dict[str, object] = {
         "version": paddle.__version__,
         "commit": getattr(paddle.version, "commit", None),
         "cuda_runtime": None,
@@ -80,8 +80,8 @@ def auto_device() -> str:
     return "cuda" if seen else "cpu"
 
 
-def configure(cfg: common.Config) -> dict[str, Any]:
-    applied: dict[str, Any] = {}
+def configure(cfg: common.Config) -> dict[str, object]:
+    applied: dict[str, object] = {}
     paddle.set_device("gpu" if cfg.device == "cuda" else "cpu")
     core = _core()
     if cfg.mode == "strict" or cfg.tf32:
@@ -212,6 +212,6 @@ def _linear(x: Any, w: Any, b: Any) -> Any:
     return y if b is None else y + b
 
 
-def run(workloads: list[str], cfg: common.Config) -> dict[str, Any]:
+def run(workloads: list[str], cfg: common.Config) -> dict[str, object]:
     applied = configure(cfg)
     return common.run_workloads(Adapter(cfg), workloads, cfg, applied, info)

@@ -22,7 +22,6 @@ import os
 import socket
 import struct
 from dataclasses import dataclass
-from typing import Any
 
 ENV = "ENVKIT_TEST_PERTURB"
 _KEYS = ("p", "seed", "task", "node", "gpu", "threads")
@@ -96,7 +95,7 @@ class Planted:
     step: int | None
     threads: int | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"spec": self.plant.spec, "fired": self.fired, "step": self.step, "threads": self.threads}
 
 

@@ -80,9 +80,9 @@ def _dist_version(names: tuple[str, ...], site: str) -> tuple[str | None, str | 
     return None, None
 
 
-def find_frameworks(sites: list[str]) -> dict[str, dict[str, Any]]:
+def find_frameworks(sites: list[str]) -> dict[str, dict[str, object]]:
     """torch and paddle in these site directories: version, CUDA build, the libraries to start from."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[str, object]] = {}
     for site in sites:
         torch_dir = os.path.join(site, "torch")
         if "torch" not in found and os.path.isdir(os.path.join(torch_dir, "lib")):
@@ -155,14 +155,14 @@ class Loader:
                 dirs.append(line)
         return dirs
 
-    def search_dirs(self, origin: str, info: dict[str, Any]) -> list[str]:
+    def search_dirs(self, origin: str, info: dict[str, object]) -> list[str]:
         def expand(paths: list[str]) -> list[str]:
             return [p.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for p in paths]
 
         rpath = expand(info.get("rpath") or []) if not info.get("runpath") else []
         return rpath + self.ld_library_path + expand(info.get("runpath") or [])
 
-    def resolve(self, name: str, origin: str, info: dict[str, Any]) -> str | None:
+    def resolve(self, name: str, origin: str, info: dict[str, object]) -> str | None:
         if "/" in name:
             return name if os.path.isfile(name) else None
         for d in self.search_dirs(origin, info):
@@ -186,14 +186,14 @@ def _key(path: str) -> str:
 
 
 def walk(
-    roots: list[str], loader: Loader, host_libs: list[str], libraries: dict[str, dict[str, Any]]
-) -> list[dict[str, Any]]:
+    roots: list[str], loader: Loader, host_libs: list[str], libraries: dict[str, dict[str, object]]
+) -> list[dict[str, object]]:
     """Scan roots and everything they need; return the links (from, name, to) with unresolved ones.
 
     As the loader does, a needed name that is the soname of an object already loaded (walked
     before it, breadth first) is that object, wherever the requester's own paths point.
     """
-    links: list[dict[str, Any]] = []
+    links: list[dict[str, object]] = []
     seen: set[str] = set()
     loaded: dict[str, str] = {}
     for root in roots:  # each root's closure in turn, breadth first, as one process loads them
@@ -219,8 +219,8 @@ def walk(
 
 
 def dynload(
-    fw: dict[str, Any], table: dict[str, Any], loader: Loader, libraries: dict[str, dict[str, Any]]
-) -> list[dict[str, Any]]:
+    fw: dict[str, object], table: dict[str, object], loader: Loader, libraries: dict[str, dict[str, object]]
+) -> list[dict[str, object]]:
     """The libraries ``fw`` opens at run time (dlopen from its core library), resolved here."""
     cuda = fw.get("cuda")
     if not cuda:
@@ -258,11 +258,11 @@ def cuda_present(sites: list[str], loader: Loader) -> list[str]:
     return sorted(found)
 
 
-def child_load(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+def child_load(pairs: list[tuple[str, str]]) -> dict[str, object]:
     """In this (child) process: open each library, call its version function, read the maps."""
     import ctypes
 
-    versions: dict[str, Any] = {}
+    versions: dict[str, object] = {}
     errors: dict[str, str] = {}
     for key, path in pairs:
         try:
@@ -305,7 +305,7 @@ def child_load(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     return {"versions": versions, "errors": errors, "maps": maps}
 
 
-def _load_one(key: str, path: str, box: sandbox.Sandbox | None) -> dict[str, Any]:
+def _load_one(key: str, path: str, box: sandbox.Sandbox | None) -> dict[str, object]:
     argv = [sys.executable, os.path.abspath(__file__), "--load", json.dumps([[key, path]])]
     try:
         if box is not None:
@@ -323,11 +323,11 @@ def _load_one(key: str, path: str, box: sandbox.Sandbox | None) -> dict[str, Any
 
 
 def load_versions(
-    dyn: list[dict[str, Any]], extra: list[tuple[str, str]], box: sandbox.Sandbox | None = None
-) -> dict[str, Any]:
+    dyn: list[dict[str, object]], extra: list[tuple[str, str]], box: sandbox.Sandbox | None = None
+) -> dict[str, object]:
     """Each library opened in its own child process (one that aborts takes no other with it)."""
     pairs = [(row["lib"], row["to"]) for row in dyn if row["to"]] + extra
-    out: dict[str, Any] = {"versions": {}, "errors": {}, "maps": {}}
+    out: dict[str, object] = {"versions": {}, "errors": {}, "maps": {}}
     for key, path in pairs:
         one = _load_one(key, path, box)
         out["versions"].update(one.get("versions", {}))
@@ -337,17 +337,17 @@ def load_versions(
 
 
 def report(
-    spec: dict[str, Any],
+    spec: dict[str, object],
     sites: list[str],
     box: sandbox.Sandbox | None = None,
     caches: list[str] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The facts; with ``caches`` (a list, maybe empty) every shared object of the environment too."""
     loader = Loader()
     host_libs = list(spec.get("host_libraries", []))
     frameworks = find_frameworks(sites)
-    libraries: dict[str, dict[str, Any]] = {}
-    out_fw: dict[str, Any] = {}
+    libraries: dict[str, dict[str, object]] = {}
+    out_fw: dict[str, object] = {}
     for name, fw in sorted(frameworks.items()):
         links = walk(fw["roots"], loader, host_libs, libraries)
         dyn = dynload(fw, spec.get("dynload", {}).get(name, {}), loader, libraries)
@@ -404,11 +404,11 @@ def _version_text(lib: str, value: Any) -> Any:
     return str(value)
 
 
-def summary(doc: dict[str, Any]) -> dict[str, Any]:
+def summary(doc: dict[str, object]) -> dict[str, object]:
     """The compact facts a probe fingerprint carries (the host's ``readiness.check.fingerprint_facts``
     of the same report; a test holds them equal): per framework its CUDA build, the runtime and
     library versions loaded (and from where); per library with GPU code its SASS and PTX targets."""
-    frameworks: dict[str, Any] = {}
+    frameworks: dict[str, object] = {}
     for name, fw in sorted(doc.get("frameworks", {}).items()):
         loaded = fw.get("loaded", {})
         versions = {k: _version_text(k, v) for k, v in sorted(loaded.get("versions", {}).items())}
@@ -435,7 +435,8 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
     return {"frameworks": frameworks, "gpu_code": dict(sorted(gpu_code.items()))}
 
 
-def _sites() -> list[str]:
+def site_dirs() -> list[str]:
+    """This interpreter's site-packages (and Debian's dist-packages) directories: where the scan looks."""
     return [p for p in sys.path if p and os.path.isdir(p) and ("site-packages" in p or "dist-packages" in p)]
 
 
@@ -466,7 +467,7 @@ def main(argv: list[str]) -> int:
         return 0
     spec = json.loads(args.spec)
     box = sandbox.Sandbox() if args.sandbox else None
-    print(json.dumps(report(spec, args.site or _sites(), box, args.caches), sort_keys=True))
+    print(json.dumps(report(spec, args.site or site_dirs(), box, args.caches), sort_keys=True))
     return 0
 
 

@@ -44,7 +44,7 @@ def _csv(allowed: tuple[str, ...]) -> Any:
     return parse
 
 
-def _json_object(text: str) -> dict[str, Any]:
+def _json_object(text: str) -> dict[str, object]:
     try:
         value = json.loads(text)
     except ValueError as e:
@@ -107,19 +107,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def budget_steps(frameworks: dict[str, Any]) -> int | None:
+def budget_steps(frameworks: dict[str, object]) -> int | None:
     """The steps a budget run planned (one framework), or None without a budget plan."""
     plans = [e["budget"] for e in frameworks.values() if isinstance(e.get("budget"), dict)]
     return int(plans[0]["steps"]) if plans else None
 
 
-def run_frameworks(args: argparse.Namespace, cfg: common.Config) -> dict[str, Any]:
-    frameworks: dict[str, Any] = {}
+def run_frameworks(args: argparse.Namespace, cfg: common.Config) -> dict[str, object]:
+    frameworks: dict[str, object] = {}
     for name in args.frameworks:
         if importlib.util.find_spec(name) is None:
             frameworks[name] = {"status": "skipped", "reason": f"{name} is not installed"}
             continue
-        pre: dict[str, Any] = common.paddle_pre_import(cfg) if name == "paddle" else {}
+        pre: dict[str, object] = common.paddle_pre_import(cfg) if name == "paddle" else {}
         try:
             module = __import__(f"{name}_probe")
             used = dataclasses.replace(cfg, device=module.auto_device()) if cfg.device == "auto" else cfg
@@ -133,15 +133,15 @@ def run_frameworks(args: argparse.Namespace, cfg: common.Config) -> dict[str, An
     return frameworks
 
 
-def _device_used(cfg: common.Config, frameworks: dict[str, Any]) -> str:
+def _device_used(cfg: common.Config, frameworks: dict[str, object]) -> str:
     """The device the frameworks ran on (``auto`` resolved); the first framework's when they differ."""
     used = [e["device"] for e in frameworks.values() if e.get("device")]
     return used[0] if used else ("cpu" if cfg.device == "auto" else cfg.device)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    cfg = common.Config(
+def _config(args: argparse.Namespace) -> common.Config:
+    """The workloads' configuration from the command line (the budget counted from the payload's start)."""
+    return common.Config(
         seed=args.seed,
         steps=args.steps,
         mode=args.mode,
@@ -157,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.budget
         else 0.0,
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    cfg = _config(args)
     try:
         plant = perturb.planted(dict(os.environ), cfg.steps)
     except ValueError as e:

@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import Any
 
 PROBE_TIMEOUT = 10
 
@@ -59,7 +58,7 @@ class Sandbox:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         kept = ", ".join(sorted(self.env)) or "nothing"
         return {
             "environment": f"emptied (kept: {kept})",

@@ -24,9 +24,9 @@ def _get(obj: Any, attr: str) -> Any:
     return value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
 
 
-def switches() -> dict[str, Any]:
+def switches() -> dict[str, object]:
     """The knobs that move torch's numbers (read, never changed here)."""
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "cuda.matmul.allow_tf32": _get(torch.backends.cuda.matmul, "allow_tf32"),
         "cudnn.allow_tf32": _get(torch.backends.cudnn, "allow_tf32"),
         "cudnn.deterministic": _get(torch.backends.cudnn, "deterministic"),
@@ -48,12 +48,12 @@ def switches() -> dict[str, Any]:
     return out
 
 
-def info() -> dict[str, Any]:
+def info() -> dict[str, object]:
     cfg = torch.__config__.show()
     blas = sorted(
         {part.split("=", 1)[1] for part in cfg.replace(",", " ").split() if part.startswith("BLAS_INFO=")}
     )
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "version": torch.__version__,
         "git_version": getattr(torch.version, "git_version", None),
         "cuda_runtime": torch.version.cuda,
@@ -78,9 +78,9 @@ def info() -> dict[str, Any]:
     return data
 
 
-def configure(cfg: common.Config) -> dict[str, Any]:
+def configure(cfg: common.Config) -> dict[str, object]:
     """Apply the mode; return what was set."""
-    applied: dict[str, Any] = {}
+    applied: dict[str, object] = {}
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
         applied["num_threads"] = cfg.threads
@@ -224,7 +224,7 @@ def auto_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def run(workloads: list[str], cfg: common.Config) -> dict[str, Any]:
+def run(workloads: list[str], cfg: common.Config) -> dict[str, object]:
     applied = configure(cfg)
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("--device cuda: torch sees no CUDA device")

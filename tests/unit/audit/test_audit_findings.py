@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.audit.findings import AuditReport, Finding, apply_ignores, audit_inventory
+from envkit.audit.findings import AuditFinding, AuditReport, apply_ignores, audit_inventory
 from envkit.audit.service import Dep, Vuln
 from envkit.audit.testing import FakeVulnService
 from envkit.errors import ExitCode
@@ -117,8 +117,8 @@ def test_aliases_are_deduplicated_and_fix_is_the_next_release() -> None:
     assert findings[0].fix == "upgrade pillow to 9.3.0 or later"
 
 
-def _finding(fid: str, severity: str, aliases: tuple[str, ...] = ()) -> Finding:
-    return Finding("vulnerability", fid, severity, "m", "f", aliases=aliases)  # type: ignore[arg-type]
+def _finding(fid: str, severity: str, aliases: tuple[str, ...] = ()) -> AuditFinding:
+    return AuditFinding("vulnerability", fid, severity, "m", "f", aliases=aliases)  # type: ignore[arg-type]
 
 
 def test_ignores_keep_the_finding_with_its_reason() -> None:

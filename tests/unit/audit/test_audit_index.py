@@ -14,7 +14,7 @@ import pytest
 
 from envkit.audit import index as index_module
 from envkit.audit.index import AdvisoryIndex, decode_record, default_index_dir, encode_record
-from envkit.audit.osv_dir import OsvDirService, Record
+from envkit.audit.osv_dir import OsvDirService, OsvRecord
 from envkit.audit.service import Dep, Vuln
 from envkit.cli import main
 from envkit.errors import AuditError, ExitCode
@@ -206,9 +206,9 @@ def test_where_the_index_lives() -> None:
 
 
 def test_every_record_field_is_kept(osv_db: Path) -> None:
-    """A field added to Record must be added to the index's encoding (and its FORMAT bumped)."""
+    """A field added to OsvRecord must be added to the index's encoding (and its FORMAT bumped)."""
     records = OsvDirService(osv_db).records("demo")
-    assert set(encode_record(records[0])) == {f.name for f in dataclasses.fields(Record)}
+    assert set(encode_record(records[0])) == {f.name for f in dataclasses.fields(OsvRecord)}
     assert [decode_record(encode_record(r)) for r in records] == records
 
 

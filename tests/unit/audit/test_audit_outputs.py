@@ -15,7 +15,7 @@ from packaging.version import Version
 from pip_audit._service import ConnectionError as PAConnectionError
 from pip_audit._service import SkippedDependency, VulnerabilityResult
 
-from envkit.audit.findings import AuditReport, Finding
+from envkit.audit.findings import AuditFinding, AuditReport
 from envkit.audit.osv_dir import OsvDirService
 from envkit.audit.pip_audit_service import PipAuditService
 from envkit.audit.report import render, to_sarif
@@ -83,7 +83,7 @@ validate_sarif = fastjsonschema.compile(SARIF_REQUIRED)
 
 def sample_report() -> AuditReport:
     findings = (
-        Finding(
+        AuditFinding(
             "vulnerability",
             "PYSEC-1",
             "high",
@@ -96,8 +96,8 @@ def sample_report() -> AuditReport:
             line=4,
             references=("https://example.invalid/1",),
         ),
-        Finding("policy", "python-eol", "medium", "Python 3.9 ...", "move", location="env.yml"),
-        Finding(
+        AuditFinding("policy", "python-eol", "medium", "Python 3.9 ...", "move", location="env.yml"),
+        AuditFinding(
             "vulnerability", "PYSEC-2", "low", "x 1: y", "z", package="x", version="1", ignored="not used"
         ),
     )

@@ -13,7 +13,7 @@ from envkit.comparison.nway import compare_many
 from envkit.comparison.nway_html import render_nway_html
 from envkit.comparison.pairwise import compare_reports
 from envkit.comparison.plots import LEFT, MAX_BUCKETS, PLOT_W, envelope
-from envkit.probe.model import ProbeReport, Verdict, parse_report
+from envkit.probe.model import CompareVerdict, ProbeReport, parse_report
 from tests.unit.probe.long_runs import long_report
 
 STEPS = 100_000
@@ -72,7 +72,7 @@ def test_a_single_step_spike_is_judged_on_every_step_and_still_drawn() -> None:
     comparison = compare_reports(a, b)
     loss = next(c for c in comparison.comparisons if c.metric == "loss")
     # identical at onset, a difference beyond the drift edge late: diverged, at the spike's step only
-    assert loss.verdict is Verdict.DIVERGED and loss.first_diff_step == SPIKE
+    assert loss.verdict is CompareVerdict.DIVERGED and loss.first_diff_step == SPIKE
     assert loss.max_rel_diff is not None and math.isclose(loss.max_rel_diff, 1e-2 / 1.01)
     diffs = step_diffs(
         a.frameworks["torch"].workloads["exp1"], b.frameworks["torch"].workloads["exp1"], "loss"
@@ -91,7 +91,7 @@ def test_a_single_step_spike_is_judged_on_every_step_and_still_drawn() -> None:
 def test_the_100k_step_page_stays_light_and_collapses_identical_parameters() -> None:
     a, b = pair("noise")
     comparison = compare_reports(a, b)
-    assert comparison.verdict is Verdict.EQUIVALENT  # 1e-6 at the end: within the equivalent edge
+    assert comparison.verdict is CompareVerdict.EQUIVALENT  # 1e-6 at the end: within the equivalent edge
     page = render_html(a, b, comparison)
     assert len(page.encode()) < PAGE_LIMIT
     for svg in _svgs(page):
@@ -107,7 +107,7 @@ def test_the_100k_step_page_stays_light_and_collapses_identical_parameters() -> 
 def test_identical_runs_draw_no_difference_plot() -> None:
     a, b = pair("same")
     comparison = compare_reports(a, b)
-    assert comparison.verdict is Verdict.IDENTICAL
+    assert comparison.verdict is CompareVerdict.IDENTICAL
     page = render_html(a, b, comparison)
     assert "bitwise identical at all 100,000 steps" in page
     assert "100 of 100 parameters identical" in page and "per-parameter relative difference" not in page

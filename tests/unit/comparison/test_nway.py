@@ -12,7 +12,7 @@ import pytest
 from envkit.cli import main
 from envkit.comparison.nway import compare_many, numbers_key
 from envkit.errors import ReportError
-from envkit.probe.model import ProbeReport, Verdict
+from envkit.probe.model import CompareVerdict, ProbeReport
 from envkit.store import runs
 from tests.unit.probe.conftest import make_report, parsed
 
@@ -46,7 +46,7 @@ def test_a_thread_count_outlier_is_named_with_its_cause() -> None:
     (outlier,) = result.outliers
     assert (outlier.name, outlier.band, outlier.suspect, outlier.group) == (
         "n3",
-        Verdict.EQUIVALENT,
+        CompareVerdict.EQUIVALENT,
         False,
         2,
     )
@@ -62,10 +62,10 @@ def test_a_flipped_low_bit_with_the_same_fingerprint_is_suspect_and_first() -> N
     result = compare_many([node("n1"), node("n2"), node("n3"), ("n4", parsed(bad)), drift])
     assert [o.name for o in result.outliers] == ["n4", "n5"]
     suspect = result.outliers[0]
-    assert suspect.suspect and suspect.band is Verdict.EQUIVALENT and suspect.first_diff_step == 4
+    assert suspect.suspect and suspect.band is CompareVerdict.EQUIVALENT and suspect.first_diff_step == 4
     assert suspect.to_json()["verdict"] == "suspect" and suspect.to_json()["band"] == "equivalent"
     assert suspect.causes == () and "same fingerprint" in str(suspect.reason)
-    assert result.outliers[1].band is Verdict.PRECISION_DRIFT and not result.outliers[1].suspect
+    assert result.outliers[1].band is CompareVerdict.PRECISION_DRIFT and not result.outliers[1].suspect
     assert not result.ok
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from envkit.engine.push import check_registry, push_image, read_pushed
+from envkit.engine.push import PushRecord, check_registry, push_image, read_pushed
 from envkit.engine.testing import FakeEngine, FakeImageStore
 from envkit.errors import ProbeError, UsageError
 from envkit.fleet.images import image_for_fleet
@@ -20,11 +21,15 @@ def test_push_records_the_digest_and_the_fleet_runs_it_by_digest(tmp_path: Path)
         image_store, tmp_path, "demo", "envkit/demo:0123456789ab", info.id, "127.0.0.1:5000"
     )
     assert pushed.ref.startswith("127.0.0.1:5000/envkit/demo@sha256:") and record.is_file()
-    assert read_pushed(tmp_path, "demo") == {
+    expected = {
         "name": "demo", "image": "envkit/demo:0123456789ab", "image_id": info.id,
         "repository": "127.0.0.1:5000/envkit/demo", "tag": "0123456789ab", "digest": pushed.digest,
         "ref": pushed.ref,
     }  # fmt: skip
+    assert json.loads(record.read_text()) == expected
+    assert record.read_text() == json.dumps(expected, indent=1, sort_keys=True) + "\n"
+    read = read_pushed(tmp_path, "demo")
+    assert read is not None and read.to_json() == expected
     image = image_for_fleet(engine, image_store, "demo", tmp_path / "store", tmp_path)
     assert image == {"ref": pushed.ref, "id": info.id, "name": "demo"}
 
@@ -55,3 +60,13 @@ def test_registry_names_are_checked(bad: str) -> None:
     with pytest.raises(UsageError):
         check_registry(bad)
     assert check_registry("http://127.0.0.1:5000/") == "127.0.0.1:5000"
+
+
+def test_a_push_record_without_a_ref_string_is_no_record(tmp_path: Path) -> None:
+    path = tmp_path / ".envkit" / "pushed" / "demo.json"
+    path.parent.mkdir(parents=True)
+    for text in ("[]", '{"ref": ""}', '{"ref": 5}', "{"):
+        path.write_text(text)
+        assert read_pushed(tmp_path, "demo") is None, text
+    path.write_text('{"ref": "r@sha256:1", "image_id": 3}')
+    assert read_pushed(tmp_path, "demo") == PushRecord("r@sha256:1", None)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import ProbeError
-from envkit.fleet.manifest import FleetImage, options_from_json
 from envkit.fleet.repeat import repeat_summary
+from envkit.fleet.run_plan import FleetImage, options_from_json
 from envkit.fleet.task import Probe, run_task, task_identity
 from envkit.probe.additions import RepeatSummary
 from envkit.probe.runner import ProbeOptions

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from envkit import _safe
 from envkit._safe import REDACTED, redact
-from envkit.audit.findings import AuditReport, Finding
+from envkit.audit.findings import AuditFinding, AuditReport
 from envkit.audit.report import render
 
 BOUNDED = settings(max_examples=400, deadline=None, derandomize=True)
@@ -172,7 +172,7 @@ def test_the_audit_reports_take_the_line_path(fmt: str) -> None:
     """The reports ``envkit audit -o`` writes (and the table it prints), with URLs and a planted
     secret in the advisories: the line path is taken and gives the whole-text scrub's bytes."""
     findings = tuple(
-        Finding(
+        AuditFinding(
             kind="vulnerability",
             id=f"PYSEC-2024-{i}",
             severity="high" if i % 3 else "unknown",

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from envkit.audit.findings import AuditReport, Finding, NotChecked
+from envkit.audit.findings import AuditFinding, AuditReport, NotChecked
 from envkit.audit.report import render, to_markdown, to_sarif
 from envkit.errors import EnvkitError, InventoryError
 
@@ -34,8 +34,8 @@ HOSTILE = [
 
 
 def _report(text: str, references: tuple[str, ...] = ()) -> AuditReport:
-    finding = Finding("vulnerability", f"PYSEC-{text[:5]}", "high", text, text, package=text, version=text,
-                      ignored=None, references=references)  # fmt: skip
+    finding = AuditFinding("vulnerability", f"PYSEC-{text[:5]}", "high", text, text, package=text,
+                           version=text, ignored=None, references=references)  # fmt: skip
     return AuditReport(
         target=text,
         target_kind="inventory",

@@ -21,7 +21,7 @@ import pytest
 from envkit.errors import EnvkitError, FleetError, UsageError
 from envkit.fleet.fanout import FleetOptions, fan_out, follow
 from envkit.fleet.local import LocalScheduler
-from envkit.fleet.manifest import options_from_json, options_to_json, parse_manifest
+from envkit.fleet.run_plan import options_from_json, options_to_json, parse_manifest
 from envkit.fleet.scheduler import JobState, JobStatus
 from envkit.probe.runner import ProbeOptions
 from envkit.store import layout, runs

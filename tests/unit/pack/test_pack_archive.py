@@ -14,7 +14,7 @@ from envkit.errors import ExitCode, PackError, PackMismatch
 from envkit.lock.fresh import EnvLocker, ensure_fresh_lock
 from envkit.offline.archive import open_pack
 from envkit.offline.fetch import UrlFetcher
-from envkit.offline.manifest import MANIFEST, PackManifest
+from envkit.offline.pack_manifest import MANIFEST, PackManifest
 from envkit.offline.request import pack_request
 from envkit.offline.testing import FakeFetcher
 from envkit.pack.packer import PackOptions, PackResult, pack_environment

@@ -20,7 +20,7 @@ import pytest
 
 from envkit.cli import main
 from envkit.errors import FleetError
-from envkit.fleet.manifest import options_from_json, options_to_json
+from envkit.fleet.run_plan import options_from_json, options_to_json
 from envkit.payload import PAYLOAD_DIR
 from envkit.probe.runner import ProbeOptions, payload_argv, run_on_host
 

@@ -22,7 +22,7 @@ from envkit.cli import main
 from envkit.comparison.pairwise import compare_reports
 from envkit.errors import ExitCode, ReportError
 from envkit.probe import report as report_module
-from envkit.probe.model import Verdict
+from envkit.probe.model import CompareVerdict
 from envkit.probe.report import load_report, read_report
 from tests.unit.probe.conftest import make_report, parsed, typed_report
 
@@ -56,9 +56,9 @@ def test_nonfinite_numbers_compare_invalid_whatever_the_marker(tmp_path: Path, c
     assert _rnn(bad)["nonfinite"] is None or case == "a marker on finite numbers"
     text = json.dumps(bad)  # allow_nan: NaN/Infinity literals as a careless writer emits them
     result = compare_reports(typed_report(), read_report(text, "b.json"))
-    assert result.verdict is Verdict.INVALID
+    assert result.verdict is CompareVerdict.INVALID
     rnn = [c for c in result.comparisons if c.workload == "rnn"]
-    assert rnn and all(c.verdict is Verdict.INVALID and "host-b" in (c.detail or "") for c in rnn)
+    assert rnn and all(c.verdict is CompareVerdict.INVALID and "host-b" in (c.detail or "") for c in rnn)
     assert main(["probe", "--compare", *_write(tmp_path, make_report(), text)]) == ExitCode.FINDINGS
 
 
@@ -79,16 +79,16 @@ def test_same_params_digest_with_different_norms_is_never_identical(factor: floa
         for c in compare_reports(parsed(a), parsed(b)).comparisons
         if c.workload == "rnn" and c.metric == "final_params"
     )
-    assert final.verdict is not Verdict.IDENTICAL
+    assert final.verdict is not CompareVerdict.IDENTICAL
     assert "inconsistent" in (final.detail or "")
     if factor == 1000.0:
-        assert final.verdict is Verdict.DIVERGED
+        assert final.verdict is CompareVerdict.DIVERGED
 
 
 def test_one_changed_loss_bit_is_not_identical() -> None:
     a, b = make_report(), make_report(host="host-b")
     _rnn(b)["steps"][2]["loss"] = 0.8000000000000002
-    assert compare_reports(parsed(a), parsed(b)).verdict is Verdict.EQUIVALENT
+    assert compare_reports(parsed(a), parsed(b)).verdict is CompareVerdict.EQUIVALENT
 
 
 # -- 16.15 (reports): strict validation, exit 2 naming the field --------------------------------

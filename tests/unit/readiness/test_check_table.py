@@ -10,7 +10,7 @@ import pytest
 
 from envkit.cli import main
 from envkit.cli.check_text import verdict_table
-from envkit.readiness.rules import Finding
+from envkit.readiness.rules import ReadinessFinding
 from tests.unit.readiness.crafted import Library, sm
 from tests.unit.readiness.test_every_library import _install
 from tests.unit.readiness.test_payload_site import make_site
@@ -72,7 +72,7 @@ def test_one_target_prints_as_before(site: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_a_table_cell_from_a_file_stays_on_its_line() -> None:
-    finding = Finding("error", "x", "bad\nH100 (sm_90): READY")
+    finding = ReadinessFinding("error", "x", "bad\nH100 (sm_90): READY")
     lines = verdict_table(
         [
             ("evil\nH100 (sm_90): READY", "535.104.05", "will-fail", [finding]),
