@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from envkit.catalog import Catalog
-from envkit.catalog.gpu import GpuFacts
 from envkit.catalog.require import (
     ARCH_ENV,
     framework_runs,
@@ -160,12 +159,12 @@ def _link_findings(fw: FrameworkFacts) -> Iterable[ReadinessFinding]:
         )
 
 
-def _dynload_findings(fw: FrameworkFacts, gpu: GpuFacts) -> Iterable[ReadinessFinding]:
+def _dynload_findings(fw: FrameworkFacts, catalog: Catalog) -> Iterable[ReadinessFinding]:
     name = _NAMES.get(fw.name, fw.name)
     major = (fw.cuda or "").split(".")[0]
     cudnn_major = (fw.cudnn or "").split(".")[0]
     for row in fw.opened:
-        spec = gpu.dynload_row(fw.name, major, row.lib)
+        spec = catalog.gpu.dynload_row(fw.name, major, row.lib)
         if spec is None:
             continue
         expected = spec.soname.replace("{cudnn_major}", cudnn_major)
@@ -235,7 +234,7 @@ def environment_findings(facts: ReadinessFacts, catalog: Catalog) -> list[Readin
                 )
             continue
         out.extend(_link_findings(fw))
-        out.extend(_dynload_findings(fw, catalog.gpu))
+        out.extend(_dynload_findings(fw, catalog))
         out.extend(_loaded_findings(fw))
     for lib in facts.libraries.values():
         if lib.problem:
