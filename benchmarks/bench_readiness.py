@@ -39,7 +39,7 @@ def _walk_cost(site: str) -> None:
     payload's report without and with the walk, in this process, warm page cache."""
     import importlib.util
 
-    from envkit.catalog.gpu import load_gpu_facts
+    from envkit.catalog import load_catalog
 
     payload = ROOT / "envkit" / "payload" / "scripts"
     sys.path.insert(0, str(payload))  # its modules import each other by name
@@ -48,7 +48,7 @@ def _walk_cost(site: str) -> None:
     ready = importlib.util.module_from_spec(found)
     found.loader.exec_module(ready)
 
-    spec = load_gpu_facts().payload_spec()
+    spec = load_catalog().gpu.payload_spec()
     ready.report(spec, [site], None, None)  # warm the page cache
     took = []
     options: tuple[list[str] | None, ...] = (None, [])

@@ -21,6 +21,7 @@ from envkit.catalog.known_bad import KnownBadRule, known_bad_hits, load_known_ba
 from envkit.errors import CatalogError
 
 if TYPE_CHECKING:  # the pydantic models load with the catalog (load_catalog), not with this package
+    from envkit.catalog.gpu import GpuFacts
     from envkit.catalog.models import (
         BaseImage,
         CudaRelease,
@@ -105,6 +106,14 @@ class Catalog:
     os_libraries: dict[str, OsLibraries] = field(default_factory=dict)
     cuda_wheel_sets: tuple[CudaWheelSet, ...] = ()
     pypi_runtime_base: str = "envkit/debian-python:bookworm"  # where `cuda_runtime: pypi` wheels go
+
+    @property
+    def gpu(self) -> GpuFacts:
+        """``gpu.yaml``'s facts (GPUs, their rules, the container toolkit, dynload tables): loaded on
+        first use and cached, so a command that needs no GPU fact never parses it."""
+        from envkit.catalog.gpu import load_gpu_facts
+
+        return load_gpu_facts()
 
     def libraries_for(self, frameworks: Iterable[str]) -> list[tuple[str, OsLibrary]]:
         """(framework, library) pairs the frameworks' wheels need from the OS, sorted by soname."""

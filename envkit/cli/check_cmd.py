@@ -9,7 +9,6 @@ import click
 from envkit._atomic import write_text_atomic
 from envkit._safe import one_line
 from envkit.catalog import load_catalog
-from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
 from envkit.cli._app import command, services, working
 from envkit.cli.check_text import check_text, verdict_lines
@@ -119,18 +118,17 @@ def check_cmd(
             "--sbom needs an IMAGE (the SBOM is the image's)", hint="envkit check IMAGE --sbom FILE"
         )
     catalog = load_catalog()
-    gpu = load_gpu_facts()
     targets = _targets(gpus, drivers, hosts)
     if image is not None:
         with working(f"checking {image}"):
-            facts = facts_in_image(services().engine(), image, gpu, caches)
+            facts = facts_in_image(services().engine(), image, catalog, caches)
         where = image
     else:
         facts = facts_on_host(
-            [str(s) for s in sites], gpu, caches=[str(Path(c).expanduser()) for c in caches]
+            [str(s) for s in sites], catalog, caches=[str(Path(c).expanduser()) for c in caches]
         )
         where = ", ".join(str(s) for s in sites)
-    result = check(facts, targets, catalog, gpu, where=where)
+    result = check(facts, targets, catalog, where=where)
     data = result.to_json()
     if sbom_out is not None and image is not None:
         write_text_atomic(sbom_out, readiness_sbom(services().engine(), image, facts, catalog))
@@ -143,10 +141,10 @@ def _check_lock(
     path: Path, gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path, ...]
 ) -> CommandResult:
     code = read_gpu_code(path)
-    targets = _targets(gpus, drivers, hosts) or [gpu_target(g, load_gpu_facts()) for g in code.gpus]
+    targets = _targets(gpus, drivers, hosts) or [gpu_target(g, load_catalog()) for g in code.gpus]
     if not any(t.cc for t in targets):
         raise UsageError(f"{path}: name a GPU to check the lock for", hint="--gpu H100")
-    verdicts = lock_verdicts(code, targets, load_catalog(), load_gpu_facts())
+    verdicts = lock_verdicts(code, targets, load_catalog())
     data = {
         "where": str(path),
         "wheels_read": len(code.wheels),
@@ -164,16 +162,16 @@ def _check_lock(
 
 
 def _targets(gpus: tuple[str, ...], drivers: tuple[str, ...], hosts: tuple[Path, ...]) -> list[Target]:
-    facts = load_gpu_facts()
+    catalog = load_catalog()
     parsed = [parse_driver(d) for d in drivers]
     out: list[Target] = []
     for name in gpus:
         if parsed:
-            out.extend(gpu_target(name, facts, d) for d in parsed)
+            out.extend(gpu_target(name, catalog, d) for d in parsed)
         else:
-            out.append(gpu_target(name, facts))
+            out.append(gpu_target(name, catalog))
     if not gpus:
         out.extend(Target(f"driver {d}", driver=d) for d in parsed)
     for host in hosts:
-        out.extend(host_targets(host, facts))
+        out.extend(host_targets(host, catalog))
     return out

@@ -10,7 +10,6 @@ import click
 from envkit._atomic import write_text_atomic
 from envkit._safe import one_line
 from envkit.catalog import load_catalog
-from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import cli
 from envkit.cli._app import command, project_root, services, working
 from envkit.cli.check_text import verdict_lines
@@ -144,7 +143,7 @@ def _gpu_check(
     spec = loaded.spec
     if not spec.gpus and not spec.drivers and not (record and spec.is_gpu):
         return ()
-    facts = load_gpu_facts()
+    catalog = load_catalog()
     platforms = result.contents.platforms
     platform = "linux-64" if "linux-64" in platforms else next(iter(platforms), None)
     packages: list[CondaPackage | PipPackage] = []
@@ -155,9 +154,9 @@ def _gpu_check(
         code = lock_gpu_code(packages, None if spec.cuda == "cpu" else spec.cuda, spec.gpus, dirs)
     write_text_atomic(result.directory / GPU_CODE, dump(code))
     drivers: list[str | None] = list(spec.drivers) or [None]
-    targets = [gpu_target(g, facts, d) for g in spec.gpus for d in drivers]
+    targets = [gpu_target(g, catalog, d) for g in spec.gpus for d in drivers]
     targets += [Target(f"driver {d}", driver=d) for d in spec.drivers if not spec.gpus]
-    verdicts = lock_verdicts(code, targets, load_catalog(), facts)
+    verdicts = lock_verdicts(code, targets, catalog)
     data["gpu_code"] = {
         "file": str(result.directory / GPU_CODE),
         "wheels_read": len(code.wheels),

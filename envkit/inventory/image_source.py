@@ -1,13 +1,13 @@
 """``envkit snapshot --image``: the environment inside an image, read by a stdlib script in a container.
 
-The image needs only ``python`` on its PATH: the script reads ``conda-meta/*.json`` of
+The script is the payload's ``snapshot.py``, the same functions that read this host. The image
+needs only ``python`` on its PATH: the script reads ``conda-meta/*.json`` of
 ``sys.prefix`` (what ``conda list --json`` reports, without needing a conda binary: images whose
 conda packages py-rattler installed have none) and the distributions importlib.metadata sees.
 """
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
 
 from envkit import payload
@@ -16,40 +16,7 @@ from envkit.engine.in_image import InImage
 from envkit.engine.protocol import ContainerEngine
 from envkit.errors import InventoryError
 
-__all__ = ["SCRIPT", "ImageSource"]
-
-# The host facts (OS, libc, CPU, NVIDIA driver and GPUs) come from snapshot_payload's functions,
-# sent along: one implementation for the host and for images.
-_PAYLOAD = resources.files("envkit.inventory").joinpath("snapshot_payload.py").read_text("utf-8")
-SCRIPT = (
-    _PAYLOAD
-    + """
-import json, platform, socket, sys
-from importlib import metadata
-from pathlib import Path
-conda = None
-meta = Path(sys.prefix) / "conda-meta"
-if meta.is_dir():
-    conda = []
-    for path in sorted(meta.glob("*.json")):
-        try:
-            r = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        conda.append({"name": r.get("name"), "version": r.get("version"), "build_string": r.get("build"),
-                      "channel": str(r.get("channel") or "") or None,
-                      "platform": r.get("subdir")})
-pip = {}
-for dist in metadata.distributions():
-    name = dist.metadata["Name"]
-    if name:
-        pip.setdefault(name, dist.version)
-print(json.dumps({"host": socket.gethostname(), "python": platform.python_version(),
-                  "platform": sys.platform + "-" + platform.machine(), "conda": conda,
-                  "pip": sorted(pip.items()), "facts": host_facts()}))
-"""
-)
-
+__all__ = ["ImageSource"]
 
 MAX_DEPTH = 8  # {"conda": [{"name": …}]}: 3 deep
 
@@ -81,12 +48,12 @@ def _checked(data: Any, image: str) -> dict[str, object]:
 
 
 class ImageSource:
-    """An ``EnvironmentSource`` over one run of :data:`SCRIPT` in ``image``."""
+    """An ``EnvironmentSource`` over one run of the payload's ``snapshot.py`` in ``image``."""
 
     def __init__(self, engine: ContainerEngine, image: str) -> None:
         self.image = image
         # python3 or python, whichever the image has (a Debian base image has only python3)
-        result = payload.run(InImage(engine, image), ("-c", SCRIPT), [])
+        result = payload.run(InImage(engine, image), "snapshot.py", [])
         if result.code != 0:
             raise InventoryError(
                 f"cannot read the environment in {image}: python exited {result.code}: "

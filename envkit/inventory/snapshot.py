@@ -7,6 +7,7 @@ conda env, pip's view via importlib.metadata, Python, platform, host);
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -14,13 +15,13 @@ import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol, TypedDict
 
-from envkit import _proc
+from envkit import _proc, payload
 from envkit._atomic import write_text_atomic
 from envkit._safe import redact
 from envkit.errors import EnvkitError
-from envkit.inventory import snapshot_payload
 from envkit.inventory._collect import channel_from_url
 
 __all__ = [
@@ -91,10 +92,18 @@ class LocalSource:
         return data if isinstance(data, list) else None
 
     def distributions(self) -> list[tuple[str, str]]:
-        return snapshot_payload.distributions()
+        found: list[tuple[str, str]] = _facts_script().distributions()
+        return found
 
     def facts(self) -> dict[str, str]:
-        return snapshot_payload.host_facts()
+        found: dict[str, str] = _facts_script().host_facts()
+        return found
+
+
+@functools.cache
+def _facts_script() -> ModuleType:
+    """The payload's ``snapshot.py``: the same functions this host and an image run."""
+    return payload.load("snapshot")
 
 
 def take_snapshot(source: EnvironmentSource) -> Snapshot:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from envkit import _proc, payload
 from envkit.catalog import Catalog
-from envkit.catalog.gpu import GpuFacts
 from envkit.errors import ProbeError, SbomNotCarried, UsageError
 from envkit.readiness.facts import ReadinessFacts, parse_facts
 from envkit.readiness.packages import package_findings, walk_findings
@@ -59,7 +58,7 @@ PAYLOAD_TIMEOUT = 900
 
 
 def facts_in_image(
-    engine: ContainerEngine, image: str, gpu: GpuFacts, caches: Sequence[str] = ()
+    engine: ContainerEngine, image: str, catalog: Catalog, caches: Sequence[str] = ()
 ) -> ReadinessFacts:
     """Run the payload inside ``image`` (no GPU, no network), the payload directory mounted read-only;
     ``caches``: JIT cache directories inside the image to read too."""
@@ -67,7 +66,7 @@ def facts_in_image(
 
     if engine.inspect(image) is None:
         raise ProbeError(f"image {image} does not exist", hint=f"build it first: `envkit build {image}`")
-    argv = ["--spec", json.dumps(gpu.payload_spec())]
+    argv = ["--spec", json.dumps(catalog.gpu.payload_spec())]
     for cache in caches:
         argv += ["--cache", cache]
     result = payload.run(InImage(engine, image, env={"PYTHONDONTWRITEBYTECODE": "1"}), "ready.py", argv)
@@ -82,7 +81,7 @@ def facts_in_image(
 
 def facts_on_host(
     sites: Sequence[str],
-    gpu: GpuFacts,
+    catalog: Catalog,
     *,
     python: str | None = None,
     env: Mapping[str, str] | None = None,
@@ -94,7 +93,7 @@ def facts_on_host(
     Opening the libraries runs their constructors (the code of whoever made ``sites``): the payload
     opens each in a child with an emptied environment, a scratch directory and no network where
     ``unshare`` allows (``--sandbox``; ``facts.load_sandbox`` says what held)."""
-    argv = ["--sandbox", "--spec", json.dumps(gpu.payload_spec())]
+    argv = ["--sandbox", "--spec", json.dumps(catalog.gpu.payload_spec())]
     for site in sites:
         argv += ["--site", site]
     for cache in caches:
@@ -187,11 +186,9 @@ def fingerprint_facts(facts: ReadinessFacts) -> dict[str, Any]:
     return {"frameworks": out, "gpu_code": dict(sorted(archs.items()))}
 
 
-def check(
-    facts: ReadinessFacts, targets: Sequence[Target], catalog: Catalog, gpu: GpuFacts, *, where: str
-) -> CheckResult:
+def check(facts: ReadinessFacts, targets: Sequence[Target], catalog: Catalog, *, where: str) -> CheckResult:
     """A verdict per target (one for the environment alone when no target is given)."""
-    env = tuple(environment_findings(facts, gpu)) + tuple(walk_findings(facts))
+    env = tuple(environment_findings(facts, catalog)) + tuple(walk_findings(facts))
     verdicts = []
     for target in targets or [Target("the environment (no GPU or driver named)")]:
         findings = (
@@ -200,7 +197,7 @@ def check(
             + tuple(arch_findings(facts, target, catalog))
             + tuple(package_findings(facts, target))
             + tuple(requirement_findings(facts, target, catalog))
-            + tuple(driver_findings(facts, target, catalog, gpu))
+            + tuple(driver_findings(facts, target, catalog))
         )
         verdicts.append(TargetVerdict(target, summarize(findings), findings))
     return CheckResult(where, facts, env, tuple(verdicts))

@@ -22,7 +22,6 @@ from urllib.parse import unquote, urlsplit
 
 from envkit._io import TooLarge, load_json_bounded, read_text_bounded
 from envkit.catalog import Catalog
-from envkit.catalog.gpu import GpuFacts
 from envkit.catalog.require import ARCH_ENV, ArchRequirement, gpu_code_arch_requirement, satisfies
 from envkit.errors import UsageError
 from envkit.lock.lockset import GPU_CODE
@@ -142,9 +141,7 @@ def _as_facts(code: LockGpuCode) -> ReadinessFacts:
     return ReadinessFacts(None, {"the lock": fw} if code.cuda else {}, {}, (), ())
 
 
-def lock_verdicts(
-    code: LockGpuCode, targets: Sequence[Target], catalog: Catalog, gpu: GpuFacts
-) -> tuple[LockVerdict, ...]:
+def lock_verdicts(code: LockGpuCode, targets: Sequence[Target], catalog: Catalog) -> tuple[LockVerdict, ...]:
     """Each target's verdict: the wheels' GPU code, and its driver by `envkit check`'s own rules."""
     facts = _as_facts(code)
     arch = image_arch_requirement(code)
@@ -162,7 +159,7 @@ def lock_verdicts(
                     GPU_CODE,
                 )
             )
-        findings += driver_findings(facts, target, catalog, gpu)
+        findings += driver_findings(facts, target, catalog)
         for name, version, why in code.not_scanned:
             findings.append(
                 ReadinessFinding("note", "wheel-not-scanned", f"{name} {version}: not read ({why})")

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from envkit.catalog import Catalog
-from envkit.catalog.gpu import GpuFacts
 from envkit.catalog.require import (
     ARCH_ENV,
     framework_runs,
@@ -160,12 +159,12 @@ def _link_findings(fw: FrameworkFacts) -> Iterable[ReadinessFinding]:
         )
 
 
-def _dynload_findings(fw: FrameworkFacts, gpu: GpuFacts) -> Iterable[ReadinessFinding]:
+def _dynload_findings(fw: FrameworkFacts, catalog: Catalog) -> Iterable[ReadinessFinding]:
     name = _NAMES.get(fw.name, fw.name)
     major = (fw.cuda or "").split(".")[0]
     cudnn_major = (fw.cudnn or "").split(".")[0]
     for row in fw.opened:
-        spec = gpu.dynload_row(fw.name, major, row.lib)
+        spec = catalog.gpu.dynload_row(fw.name, major, row.lib)
         if spec is None:
             continue
         expected = spec.soname.replace("{cudnn_major}", cudnn_major)
@@ -208,7 +207,7 @@ def _loaded_findings(fw: FrameworkFacts) -> Iterable[ReadinessFinding]:
         )
 
 
-def environment_findings(facts: ReadinessFacts, gpu: GpuFacts) -> list[ReadinessFinding]:
+def environment_findings(facts: ReadinessFacts, catalog: Catalog) -> list[ReadinessFinding]:
     """What holds on every GPU: libraries that resolve (or not), what loads, CPU-only builds."""
     out: list[ReadinessFinding] = []
     if not facts.frameworks:
@@ -235,7 +234,7 @@ def environment_findings(facts: ReadinessFacts, gpu: GpuFacts) -> list[Readiness
                 )
             continue
         out.extend(_link_findings(fw))
-        out.extend(_dynload_findings(fw, gpu))
+        out.extend(_dynload_findings(fw, catalog))
         out.extend(_loaded_findings(fw))
     for lib in facts.libraries.values():
         if lib.problem:
@@ -429,9 +428,7 @@ def driver_floors(facts: ReadinessFacts, catalog: Catalog) -> dict[str, str]:
     return {}
 
 
-def driver_findings(
-    facts: ReadinessFacts, target: Target, catalog: Catalog, gpu: GpuFacts
-) -> list[ReadinessFinding]:
+def driver_findings(facts: ReadinessFacts, target: Target, catalog: Catalog) -> list[ReadinessFinding]:
     if target.driver is None:
         return []
     out: list[ReadinessFinding] = []
@@ -450,7 +447,7 @@ def driver_findings(
             )
         elif floor and _key(drv) >= _key(floor):
             what = f"below CUDA {short}'s own {own}" if own else f"CUDA {short} is not in the catalog"
-            limits = gpu.rule("minor-version-compatibility").text.split(": ", 1)[-1]
+            limits = catalog.gpu.rule("minor-version-compatibility").text.split(": ", 1)[-1]
             msg = (
                 f"driver {drv} is {what} but at or above {floor}, the floor of CUDA {major} "
                 f"minor-version compatibility: it runs, but {limits}"

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit._io import TooLarge, read_text_bounded
-from envkit.catalog.gpu import GpuFacts, parse_cc
+from envkit.catalog import Catalog
+from envkit.catalog.gpu import parse_cc
 from envkit.errors import EnvkitError, UsageError
 
 __all__ = ["Target", "gpu_target", "host_targets", "parse_driver"]
@@ -49,11 +50,12 @@ def parse_driver(text: str) -> str:
     return value
 
 
-def gpu_target(text: str, facts: GpuFacts, driver: str | None = None) -> Target:
+def gpu_target(text: str, catalog: Catalog, driver: str | None = None) -> Target:
     """``H100`` (a catalog name), ``sm_90`` / ``9.0`` (a capability)."""
     cc = parse_cc(text)
     if cc is not None:
         return Target(f"sm_{cc[0]}{cc[1]}", gpu=None, cc=cc, data_center=None, driver=driver)
+    facts = catalog.gpu
     gpu = facts.gpu(text)
     if gpu is None:
         names = ", ".join(g.name for g in facts.gpus.list)
@@ -82,7 +84,7 @@ def _from_inventory(path: Path) -> tuple[list[str], str | None]:
     return names, facts.get("driver")
 
 
-def host_targets(path: Path, facts: GpuFacts) -> list[Target]:
+def host_targets(path: Path, catalog: Catalog) -> list[Target]:
     """One target per distinct GPU model the report names (or one driver-only target)."""
     try:
         text = read_text_bounded(path, MAX_HOST_REPORT)
@@ -105,7 +107,7 @@ def host_targets(path: Path, facts: GpuFacts) -> list[Target]:
         )
     out: list[Target] = []
     for name in dict.fromkeys(gpus):
-        gpu = facts.gpu(name)
+        gpu = catalog.gpu.gpu(name)
         cc = gpu.capability if gpu else None
         out.append(
             Target(

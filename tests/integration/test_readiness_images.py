@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from envkit.catalog import load_catalog
-from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
 from envkit.readiness.check import CheckResult, check, facts_in_image
@@ -54,7 +53,7 @@ def flagship(request: pytest.FixtureRequest, engine: DockerEngine) -> str:
 
 @pytest.fixture(scope="module")
 def flagship_facts(engine: DockerEngine, flagship: str) -> ReadinessFacts:
-    return facts_in_image(engine, flagship, load_gpu_facts())
+    return facts_in_image(engine, flagship, load_catalog())
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +91,7 @@ def site(facts: ReadinessFacts) -> str:
 
 
 def verdicts(facts: ReadinessFacts, *targets: Target) -> CheckResult:
-    return check(facts, list(targets), load_catalog(), load_gpu_facts(), where="image")
+    return check(facts, list(targets), load_catalog(), where="image")
 
 
 def messages(result: CheckResult, severity: str = "error", i: int = 0) -> list[str]:
@@ -110,8 +109,8 @@ def test_flagship_resolves_every_library_and_names_what_loads(flagship_facts: Re
 
 
 def test_flagship_on_h100_names_sm90_and_on_a100_is_ready(flagship_facts: ReadinessFacts) -> None:
-    gpu = load_gpu_facts()
-    result = verdicts(flagship_facts, gpu_target("H100", gpu), gpu_target("A100", gpu))
+    catalog = load_catalog()
+    result = verdicts(flagship_facts, gpu_target("H100", catalog), gpu_target("A100", catalog))
     assert result.verdicts[0].status == "will-fail"
     assert any(
         m.startswith("no kernel image for sm_90 in libphi.so (665 of 666 fatbins)") for m in messages(result)
@@ -120,7 +119,7 @@ def test_flagship_on_h100_names_sm90_and_on_a100_is_ready(flagship_facts: Readin
 
 
 def test_a_newer_gpu_without_ptx_fails_and_ptx_only_libraries_warn(flagship_facts: ReadinessFacts) -> None:
-    result = verdicts(flagship_facts, gpu_target("RTX5090", load_gpu_facts()))
+    result = verdicts(flagship_facts, gpu_target("RTX5090", load_catalog()))
     assert any(m.startswith("no kernel image for sm_120 in libphi.so (666 of 666") for m in messages(result))
     jit = messages(result, "warning")
     assert any(
@@ -138,8 +137,8 @@ def test_host_reports_below_the_floor_and_between_floors(
     )
     mid = tmp_path / "mid-smi.txt"
     mid.write_text("name, driver_version\nNVIDIA A100-SXM4-80GB, 470.82.01\n")
-    gpu = load_gpu_facts()
-    result = verdicts(flagship_facts, *host_targets(old, gpu), *host_targets(mid, gpu))
+    catalog = load_catalog()
+    result = verdicts(flagship_facts, *host_targets(old, catalog), *host_targets(mid, catalog))
     assert result.verdicts[0].status == "will-fail"
     assert any(
         m.startswith("driver 418.87.01 on a CUDA 11.x runtime: below the 450.80.02 floor")
@@ -155,7 +154,7 @@ def test_cudnn_removed(
     engine: DockerEngine, flagship: str, flagship_facts: ReadinessFacts, derived: list[str]
 ) -> None:
     tag = derive(engine, derived, flagship, "no-cudnn", f"RUN rm -rf {site(flagship_facts)}/nvidia/cudnn", {})
-    result = verdicts(facts_in_image(engine, tag, load_gpu_facts()), gpu_target("A100", load_gpu_facts()))
+    result = verdicts(facts_in_image(engine, tag, load_catalog()), gpu_target("A100", load_catalog()))
     assert result.verdicts[0].status == "will-fail"
     assert any(
         m.startswith("libcudnn.so.8 missing: Paddle's dynload fails at the first conv")
@@ -170,7 +169,7 @@ def test_paddle_cu118_without_cuda11_cublas(
     tag = derive(
         engine, derived, flagship, "no-cublas11", f"RUN rm -rf {site(flagship_facts)}/nvidia/cublas", {}
     )
-    found = messages(verdicts(facts_in_image(engine, tag, load_gpu_facts())))
+    found = messages(verdicts(facts_in_image(engine, tag, load_catalog())))
     assert any(
         m.startswith("libcublas.so.11 missing: Paddle's dynload fails at the first matmul") for m in found
     )
@@ -186,7 +185,7 @@ def test_a_cpu_torch_in_the_cuda_image(
             for n in ("torch/version.py", "torch/lib/libc10.so", "torch/lib/libtorch_global_deps.so")
         }
     tag = derive(engine, derived, flagship, "cpu-torch", f"COPY torch {site(flagship_facts)}/torch", files)
-    found = messages(verdicts(facts_in_image(engine, tag, load_gpu_facts())))
+    found = messages(verdicts(facts_in_image(engine, tag, load_catalog())))
     assert any(m.startswith("CPU-only torch 2.13.0+cpu in a CUDA image") for m in found)
 
 

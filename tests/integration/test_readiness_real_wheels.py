@@ -14,7 +14,6 @@ from types import ModuleType
 import pytest
 
 from envkit.catalog import load_catalog
-from envkit.catalog.gpu import load_gpu_facts
 from envkit.payload import PAYLOAD_DIR
 from envkit.readiness.check import check, facts_on_host
 from envkit.readiness.facts import ReadinessFacts
@@ -111,7 +110,7 @@ def _paddle_site(
 
 def _facts(tmp_path: Path, **layout: bool) -> ReadinessFacts:
     site, env = _paddle_site(tmp_path, **layout)
-    return facts_on_host([site], load_gpu_facts(), env=env)
+    return facts_on_host([site], load_catalog(), env=env)
 
 
 def test_paddle_flagship_libraries_on_h100_and_a100(tmp_path: Path) -> None:
@@ -123,8 +122,8 @@ def test_paddle_flagship_libraries_on_h100_and_a100(tmp_path: Path) -> None:
     assert any(
         p.endswith("libcudnn_ops_infer.so.8") for p in paddle.loaded.maps["cudnn"]
     )  # what cudnn opened
-    gpu = load_gpu_facts()
-    result = check(facts, [gpu_target("H100", gpu), gpu_target("A100", gpu)], load_catalog(), gpu, where="t")
+    catalog = load_catalog()
+    result = check(facts, [gpu_target("H100", catalog), gpu_target("A100", catalog)], catalog, where="t")
     h100 = [f for f in result.verdicts[0].findings if f.code == "no-kernel-image"]
     a100 = [f for f in result.verdicts[1].findings if f.code == "no-kernel-image"]
     assert any(

@@ -180,10 +180,10 @@ def test_audit_db_with_a_fifo_record_exits_3_naming_it(
 
 def test_a_host_report_that_is_a_fifo_is_a_usage_error(fifo: Path) -> None:
     """``envkit check --host FILE`` reads the report through the helper too."""
-    from envkit.catalog.gpu import load_gpu_facts
+    from envkit.catalog import load_catalog
     from envkit.errors import UsageError
     from envkit.readiness.targets import host_targets
 
-    facts = load_gpu_facts()
-    error = returns_or_raises(lambda: host_targets(fifo, facts), fifo)
+    catalog = load_catalog()
+    error = returns_or_raises(lambda: host_targets(fifo, catalog), fifo)
     assert isinstance(error, UsageError) and "a FIFO, not a regular file" in error.message

@@ -9,19 +9,21 @@ from pathlib import Path
 
 import pytest
 
+from envkit import payload
 from envkit.engine.protocol import RunResult
 from envkit.engine.testing import FakeEngine, FakeRun
 from envkit.errors import InventoryError
-from envkit.inventory.image_source import SCRIPT, ImageSource
+from envkit.inventory.image_source import ImageSource
 from envkit.inventory.snapshot import take_snapshot
 
 
 def _run_script(prefix: Path | None):  # type: ignore[no-untyped-def]
     def handler(run: FakeRun) -> RunResult:
         assert run.argv[:2] == ("sh", "-c") and "python3" in run.argv[2] and run.network is False
-        assert run.argv[3:] == ("-c", SCRIPT)  # launched by envkit.payload.run
-        script = SCRIPT if prefix is None else SCRIPT.replace("Path(sys.prefix)", f"Path({str(prefix)!r})")
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+        assert run.argv[3:] == (payload.container_path("snapshot.py"),)  # launched by envkit.payload.run
+        script = [str(payload.PAYLOAD_DIR / run.argv[3].rsplit("/", 1)[-1])]
+        where = [] if prefix is None else ["--prefix", str(prefix)]
+        done = subprocess.run([sys.executable, *script, *where], capture_output=True, text=True, check=False)
         return RunResult(done.returncode, done.stdout, done.stderr)
 
     return handler

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from envkit.catalog.gpu import load_gpu_facts
+from envkit.catalog import load_catalog
 from envkit.catalog.require import (
     fatbin_arch_requirement,
     framework_runs,
@@ -18,7 +18,7 @@ from envkit.catalog.require import (
     satisfies,
 )
 
-GPU = load_gpu_facts()
+GPU = load_catalog().gpu
 # every capability from 3.0 to 13.9: the catalog's GPUs and the ones between
 CAPABILITIES = [(major, minor) for major in range(3, 14) for minor in range(10)]
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from envkit.catalog import load_catalog
-from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import main
 from envkit.inventory.read import detect_format, read_inventory
 from envkit.readiness.check import check
@@ -18,7 +17,7 @@ from tests.unit.readiness.test_rules import paddle_doc
 
 
 def _check_json(tmp_path: Path, name: str, doc: dict[str, object]) -> Path:
-    result = check(parse_facts(json.dumps(doc), name), [], load_catalog(), load_gpu_facts(), where=name)
+    result = check(parse_facts(json.dumps(doc), name), [], load_catalog(), where=name)
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(envelope(CommandResult("check", result.to_json(), ""))))
     return path

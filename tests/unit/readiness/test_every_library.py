@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from envkit.catalog import load_catalog
-from envkit.catalog.gpu import load_gpu_facts
 from envkit.cli import main
 from envkit.readiness.check import check, facts_on_host
 from envkit.readiness.targets import gpu_target
@@ -33,10 +32,8 @@ def _install(site: Path, dist: str, version: str, files: dict[str, bytes]) -> No
 
 
 def _verdict(site: Path, gpu: str, caches: tuple[str, ...] = ()) -> list[tuple[str, str, str | None]]:
-    facts = facts_on_host([str(site)], load_gpu_facts(), caches=list(caches))
-    (verdict,) = check(
-        facts, [gpu_target(gpu, load_gpu_facts())], load_catalog(), load_gpu_facts(), where="t"
-    ).verdicts
+    facts = facts_on_host([str(site)], load_catalog(), caches=list(caches))
+    (verdict,) = check(facts, [gpu_target(gpu, load_catalog())], load_catalog(), where="t").verdicts
     return [(f.severity, f.code, f.package) for f in verdict.findings if f.package]
 
 
@@ -162,7 +159,7 @@ def test_a_walk_that_hits_its_bound_says_so(tmp_path: Path, monkeypatch: pytest.
     }
     from envkit.readiness.facts import parse_facts
 
-    result = check(parse_facts(json.dumps(doc), "t"), [], load_catalog(), load_gpu_facts(), where="t")
+    result = check(parse_facts(json.dumps(doc), "t"), [], load_catalog(), where="t")
     assert [f.code for f in result.environment if f.code == "walk-cut"] == ["walk-cut"]
 
 

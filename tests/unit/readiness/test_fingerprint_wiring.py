@@ -185,16 +185,15 @@ def _torch_with_orphan(linked: bool) -> dict[str, Any]:
 
 def test_a_missing_library_of_a_shipped_but_unloaded_file_is_a_warning_not_a_failure() -> None:
     from envkit.catalog import load_catalog
-    from envkit.catalog.gpu import load_gpu_facts
     from envkit.readiness.check import check
 
-    catalog, gpu = load_catalog(), load_gpu_facts()
-    orphan = check(parse_facts(json.dumps(_torch_with_orphan(False)), "t"), [], catalog, gpu, where="t")
+    catalog = load_catalog()
+    orphan = check(parse_facts(json.dumps(_torch_with_orphan(False)), "t"), [], catalog, where="t")
     found = {f.code: f for f in orphan.environment}
     assert "library-missing" not in found and found["library-missing-unloaded"].severity == "warning"
     assert "libquadmath.so.0 missing for libgfortran.so.5" in found["library-missing-unloaded"].message
     assert orphan.ok
-    linked = check(parse_facts(json.dumps(_torch_with_orphan(True)), "t"), [], catalog, gpu, where="t")
+    linked = check(parse_facts(json.dumps(_torch_with_orphan(True)), "t"), [], catalog, where="t")
     errors = [f for f in linked.environment if f.code == "library-missing"]
     assert errors and "libquadmath.so.0 missing: torch fails to load" in errors[0].message
     assert not linked.ok

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from envkit.catalog.gpu import load_gpu_facts
+from envkit.catalog import load_catalog
 from envkit.cli import main
 from envkit.readiness.facts import ReadinessError, parse_facts
 from envkit.readiness.targets import host_targets
@@ -40,7 +40,7 @@ def test_a_gpu_name_in_an_nvidia_smi_table_prints_no_line_of_its_own(
 ) -> None:
     report = tmp_path / "smi.txt"
     report.write_text(_smi_with_row(row), newline="")
-    for target in host_targets(report, load_gpu_facts()):
+    for target in host_targets(report, load_catalog()):
         assert target.gpu is None or ("\n" not in target.gpu and "\r" not in target.gpu)
     code = main(["check", "--site", str(make_site(tmp_path)), "--host", str(report)])
     out = capsys.readouterr().out

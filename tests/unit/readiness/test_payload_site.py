@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.catalog.gpu import load_gpu_facts
+from envkit.catalog import load_catalog
 from envkit.cli import main
 from envkit.readiness.check import facts_on_host
 from envkit.readiness.targets import host_targets
@@ -49,7 +49,7 @@ def make_site(root: Path, *, sparselt: bool = True, loop: bool = False) -> Path:
 
 
 def test_links_resolve_through_each_librarys_run_path(tmp_path: Path) -> None:
-    facts = facts_on_host([str(make_site(tmp_path))], load_gpu_facts(), env={"LD_LIBRARY_PATH": ""})
+    facts = facts_on_host([str(make_site(tmp_path))], load_catalog(), env={"LD_LIBRARY_PATH": ""})
     torch = facts.frameworks["torch"]
     assert (torch.version, torch.cuda) == ("2.15.0+cu132", "13.2")
     links = {(Path(lk.requester).name, lk.name): lk for lk in torch.links}
@@ -66,7 +66,7 @@ def test_links_resolve_through_each_librarys_run_path(tmp_path: Path) -> None:
 
 def test_loops_and_non_elf_files_are_findings_not_tracebacks(tmp_path: Path) -> None:
     site = make_site(tmp_path, loop=True)
-    facts = facts_on_host([str(site)], load_gpu_facts(), env={"LD_LIBRARY_PATH": ""})
+    facts = facts_on_host([str(site)], load_catalog(), env={"LD_LIBRARY_PATH": ""})
     problems = {Path(p).name: lib.problem for p, lib in facts.libraries.items() if lib.problem}
     assert "unreadable" in (problems["libloop_a.so"] or "")
     assert problems["libnot_elf.so"] == "not an ELF file"
@@ -119,13 +119,13 @@ Tue Dec  1 10:00:00 2026
 def test_host_reports_nvidia_smi_table_and_csv(tmp_path: Path) -> None:
     table = tmp_path / "smi.txt"
     table.write_text(SMI)
-    (t,) = host_targets(table, load_gpu_facts())
+    (t,) = host_targets(table, load_catalog())
     assert (t.gpu, t.cc, t.driver, t.data_center) == ("NVIDIA H100 80GB HBM3", (9, 0), "535.104.05", True)
     csv = tmp_path / "q.csv"
     csv.write_text(
         "name, driver_version\nNVIDIA GeForce RTX 5090, 570.86.10\nNVIDIA A100-SXM4-80GB, 570.86.10\n"
     )
-    targets = host_targets(csv, load_gpu_facts())
+    targets = host_targets(csv, load_catalog())
     assert [(x.cc, x.driver) for x in targets] == [((12, 0), "570.86.10"), ((8, 0), "570.86.10")]
 
 

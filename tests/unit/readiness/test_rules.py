@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from envkit.catalog import load_catalog
-from envkit.catalog.gpu import load_gpu_facts
 from envkit.readiness.check import CheckResult, check, fingerprint_facts
 from envkit.readiness.facts import ReadinessError, parse_facts
 from envkit.readiness.rules import format_version
@@ -158,11 +157,11 @@ def torch_doc(cuda: str | None = "13.2", groups: list[dict[str, Any]] | None = N
 
 def run(doc: dict[str, Any], *targets: Target) -> CheckResult:
     facts = parse_facts(json.dumps(doc), "test")
-    return check(facts, list(targets), load_catalog(), load_gpu_facts(), where="test")
+    return check(facts, list(targets), load_catalog(), where="test")
 
 
 def gpu(name: str, driver: str | None = None) -> Target:
-    return gpu_target(name, load_gpu_facts(), driver)
+    return gpu_target(name, load_catalog(), driver)
 
 
 def errors(result: CheckResult, i: int = 0) -> list[str]:

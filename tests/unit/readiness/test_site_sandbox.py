@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.catalog.gpu import load_gpu_facts
+from envkit.catalog import load_catalog
 from envkit.cli import main
 from envkit.readiness.check import facts_on_host
 from tests.unit.readiness.test_payload_site import make_site
@@ -78,7 +78,7 @@ def test_library_constructors_run_without_the_users_environment_cwd_or_network(
     site, record = _spy_site(tmp_path, listener.getsockname()[1])
     monkeypatch.setenv("ENVKIT_CANARY", "s3cret-token")
     monkeypatch.chdir(tmp_path)
-    facts = facts_on_host([str(site)], load_gpu_facts())
+    facts = facts_on_host([str(site)], load_catalog())
     seen = json.loads(record.read_text())
     assert seen["canary"] == "" and seen["home"] == ""  # the environment was emptied
     assert seen["cwd"] != str(tmp_path) and "envkit-load-" in seen["cwd"]

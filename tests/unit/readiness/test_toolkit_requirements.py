@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from envkit.catalog import load_catalog
-from envkit.catalog.gpu import load_gpu_facts
 from envkit.catalog.models import CudaRelease
 from envkit.catalog.require import (
     ARCH_ENV,
@@ -29,7 +28,7 @@ from envkit.render.dockerfile import nvidia_contract
 from envkit.spec.resolve import ResolvedSpec
 
 CATALOG = load_catalog()
-GPU = load_gpu_facts()
+GPU = CATALOG.gpu
 RELEASES = [r for r in CATALOG.cuda if r.archs]
 DRIVERS = sorted(
     {d for r in CATALOG.cuda for d in (r.min_driver, r.compat_driver)},
@@ -44,7 +43,7 @@ def _facts(cuda: str) -> Any:
 
 
 def _errors(cuda: str, target: Target, code: str) -> list[str]:
-    (verdict,) = check(_facts(cuda), [target], CATALOG, GPU, where="t").verdicts
+    (verdict,) = check(_facts(cuda), [target], CATALOG, where="t").verdicts
     return [f.message for f in verdict.findings if f.severity == "error" and f.code == code]
 
 
@@ -150,7 +149,7 @@ def test_check_evaluates_the_requirements_the_image_carries(tmp_path: Any) -> No
     ]
     unmet = {
         v.target.label: [f.message for f in v.findings if f.code == "toolkit-requirement-unmet"]
-        for v in check(facts, targets, CATALOG, GPU, where="img").verdicts
+        for v in check(facts, targets, CATALOG, where="img").verdicts
     }
     assert unmet["V100"] == [
         "the image's NVIDIA_REQUIRE_ARCH=arch>=7.5 is not met here: the NVIDIA Container Toolkit refuses "
@@ -162,7 +161,7 @@ def test_check_evaluates_the_requirements_the_image_carries(tmp_path: Any) -> No
 
 def test_a_hostile_requirement_is_a_warning_on_one_line(tmp_path: Any) -> None:
     facts = _in_image(tmp_path, {"NVIDIA_REQUIRE_X": "arch~7\nH100 (sm_90): READY"})
-    (verdict,) = check(facts, [Target("H100", gpu="H100", cc=(9, 0))], CATALOG, GPU, where="img").verdicts
+    (verdict,) = check(facts, [Target("H100", gpu="H100", cc=(9, 0))], CATALOG, where="img").verdicts
     (warning,) = [f.message for f in verdict.findings if f.code == "toolkit-requirement-invalid"]
     assert "\n" not in warning and "NVIDIA_REQUIRE_X=arch~7\\nH100" in warning
 
@@ -242,7 +241,7 @@ def test_the_image_constraints_from_fatbins_agree_with_check_on_every_gpu_and_dr
     assert require[ARCH_ENV] == derived.value, "re-render: `envkit render NAME`"
     code = read_gpu_code(folder)
     pairs = [(gpu, driver) for gpu in GPU.gpus.list for driver in DRIVERS]
-    verdicts = lock_verdicts(code, [gpu_target(g.name, GPU, d) for g, d in pairs], CATALOG, GPU)
+    verdicts = lock_verdicts(code, [gpu_target(g.name, CATALOG, d) for g, d in pairs], CATALOG)
     refused = set()
     for (gpu, driver), verdict in zip(pairs, verdicts, strict=True):
         arch_ok = satisfies(require[ARCH_ENV], arch=gpu.cc)

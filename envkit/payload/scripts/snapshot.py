@@ -1,6 +1,8 @@
 """What ``envkit snapshot`` records about the machine, with the standard library only: it runs in
-this process and, unchanged, inside any image (:mod:`envkit.inventory.image_source` prepends this
-file's source to the script it runs there).
+this process (``envkit.payload.load("snapshot")``) and, unchanged, inside any image, where
+:mod:`envkit.inventory.image_source` runs it as a script: ``snapshot.py [--prefix DIR]`` prints one
+JSON object, :func:`collect`'s facts and the conda records of ``DIR/conda-meta`` (``sys.prefix``'s by
+default: what ``conda list --json`` reports, without needing a conda binary).
 
 Facts are the host's: OS (``/etc/os-release``), C library, CPU model, NVIDIA driver
 (``/proc/driver/nvidia/version``) and GPU models (``/proc/driver/nvidia/gpus/*/information``).
@@ -9,6 +11,7 @@ Each is left out when the machine does not have it.
 
 from __future__ import annotations
 
+import json
 import platform
 import re
 import socket
@@ -16,7 +19,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["collect", "distributions", "host_facts"]
+__all__ = ["collect", "conda_records", "distributions", "host_facts"]
 
 
 def _read(path: str) -> str:
@@ -74,3 +77,28 @@ def collect() -> dict[str, object]:
         "pip": [[name, version] for name, version in distributions()],
         "facts": host_facts(),
     }
+
+
+def conda_records(prefix: str) -> list[dict[str, object]] | None:
+    """The records of ``prefix/conda-meta/*.json`` as ``conda list --json`` names them; None without
+    a ``conda-meta`` directory (not a conda environment)."""
+    meta = Path(prefix) / "conda-meta"
+    if not meta.is_dir():
+        return None
+    out: list[dict[str, object]] = []
+    for path in sorted(meta.glob("*.json")):
+        try:
+            r = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(r, dict):
+            channel = str(r.get("channel") or "") or None
+            out.append({"name": r.get("name"), "version": r.get("version"), "build_string": r.get("build"),
+                        "channel": channel, "platform": r.get("subdir")})  # fmt: skip
+    return out
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    where = args[args.index("--prefix") + 1] if "--prefix" in args[:-1] else sys.prefix
+    print(json.dumps({**collect(), "conda": conda_records(where)}))
