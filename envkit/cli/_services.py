@@ -9,10 +9,10 @@ test-only option is visible to users.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envkit.errors import EngineError
 
@@ -84,11 +84,20 @@ def _scheduler(name: str, address: str | None = None) -> Scheduler:
     return SlurmScheduler()
 
 
-def _pip_run(*args: Any, **kwargs: Any) -> ProcResult:
-    """:func:`envkit._proc.run` (subprocess loads when a build runs pip, not for every command)."""
+def _pip_run(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    check: bool = True,
+    timeout: float | None = None,
+    hint: str | None = None,
+) -> ProcResult:
+    """:func:`envkit._proc.run`, its parameters named (subprocess loads when a build runs pip, not for
+    every command)."""
     from envkit import _proc
 
-    return _proc.run(*args, **kwargs)
+    return _proc.run(argv, env=env, cwd=cwd, check=check, timeout=timeout, hint=hint)
 
 
 @dataclass
