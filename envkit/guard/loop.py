@@ -23,18 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envkit._safe import one_line
 from envkit.errors import GuardStopped
 from envkit.guard.adapter import Adapter, make_adapter
 from envkit.guard.checks import WARNINGS, DumpBudget, rank_outliers
-from envkit.guard.flight import write_dump
 from envkit.guard.ledger import Ledger, LedgerEntry, batch_digest
-from envkit.guard.localize import (
-    describe_nonfinite,
-    largest_update,
-    localize_on_twin,
-    module_layout,
-)
 from envkit.guard.options import Grouped, Limits, ReadOptions, RunlogOptions, SpikeOptions, fold_legacy
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
 from envkit.guard.schedules import LrWatch
@@ -406,6 +398,8 @@ class Guard:
 
     def _said_skipped(self, rec: StepRecord) -> None:
         """Each skip on the ``envkit.guard`` logger; the first non-overflow one on stderr too."""
+        from envkit._safe import one_line  # a skip only (its patterns cost ~3 ms to import)
+
         text = f"envkit.guard: step {rec.step} skipped: {one_line(rec.skipped or '')}"
         _log.info("%s", text)
         if not (self.said_skip or rec.overflow):
@@ -424,6 +418,8 @@ class Guard:
         *,
         exact: bool = True,
     ) -> Incident:
+        from envkit.guard.localize import describe_nonfinite  # an incident's modules: imported by one
+
         incident = Incident(rec.step, kind, message, action, ranks=ranks)
         if kind not in WARNINGS or action != "warned":
             self.dead.bad_step(rec.step)  # a dead run is looked for after the latest bad step
@@ -448,6 +444,8 @@ class Guard:
         self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool, incident: Incident
     ) -> None:
         """The incident's gradient norms, dump and localization (the caller catches any failure)."""
+        from envkit.guard.localize import largest_update, localize_on_twin
+
         a = self.adapter
         grad_norms = a.param_norms()
         incident.param_grad_norms = {k: json_float(v) for k, v in grad_norms.items()}
@@ -475,6 +473,9 @@ class Guard:
             incident.localization = {**(incident.localization or {}), "largest_update": update}
 
     def _dump(self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool) -> str:
+        from envkit.guard.flight import write_dump
+        from envkit.guard.localize import module_layout
+
         name = f"step-{rec.step}" if self.world_size == 1 else f"step-{rec.step}-rank-{self.rank}"
         relative = f"incidents/{name}"
         write_dump(
