@@ -4,6 +4,7 @@ secret-scrubbing patterns) come in with the first incident, not with ``import en
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -37,3 +38,10 @@ def test_importing_the_guard_leaves_the_incident_modules_out() -> None:
     loaded = set(json.loads(out))
     assert "envkit.guard.loop" in loaded
     assert loaded.isdisjoint(INCIDENT_ONLY), sorted(loaded & set(INCIDENT_ONLY))
+
+
+def test_a_step_does_not_import_its_guard() -> None:
+    """``guard/step.py`` talks to the guard through ``StepOwner`` (no loop ⇄ step import circle)."""
+    tree = ast.parse((Path(envkit.__file__).parent / "guard" / "step.py").read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "envkit.guard.loop" not in imported
