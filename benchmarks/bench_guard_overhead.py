@@ -86,6 +86,8 @@ class Overhead:
     low: float
     high: float
     wall: float
+    mean_plain: float  # the means beside the medians: on a loaded machine a pair's spread is wide
+    mean_guarded: float
 
     @property
     def overhead(self) -> float:
@@ -108,7 +110,7 @@ def measure(name: str, args: list[str], repeats: int, tmp: Path) -> Overhead:
     every = plain + guarded
     return Overhead(
         statistics.median(plain), statistics.median(guarded), pairs, min(every), max(every),
-        statistics.median(walls),
+        statistics.median(walls), statistics.mean(plain), statistics.mean(guarded),
     )  # fmt: skip
 
 
@@ -138,6 +140,11 @@ def main() -> None:
                 f"{verdict}"
             )
             pairs = ", ".join(f"{100 * p:+.1f} %" for p in r.pairs)
+            print(
+                f"     means: unguarded {r.mean_plain:.2f} s, guarded {r.mean_guarded:.2f} s: "
+                f"{100 * (r.mean_guarded / r.mean_plain - 1):+.1f} %; the pairs' median "
+                f"{100 * statistics.median(r.pairs):+.1f} %, mean {100 * statistics.mean(r.pairs):+.1f} %"
+            )
             print(
                 f"     per repetition (guarded / the unguarded run beside it): {pairs}; runs "
                 f"{r.low:.2f}-{r.high:.2f} s CPU, {r.wall:.1f} s wall each"
