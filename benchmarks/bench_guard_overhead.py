@@ -10,6 +10,12 @@ pays them. Overhead = median guarded / median unguarded − 1 over the repetitio
 repetition's pair and the spread, and the load average of the machine (a shared one: the figures
 say so). Target (issue 44): ≤ 3 %. ``--smoke``: one script, one short run of each kind.
 
+Every process may write and read bytecode in a cache of the bench's own (``PYTHONPYCACHEPREFIX``),
+filled by one untimed run of each kind first: an installed envkit has its ``.pyc`` (pip compiles
+them), and so do the frameworks here. Without it, a shell that sets ``PYTHONDONTWRITEBYTECODE``
+(this machine's does) made every guarded process compile envkit's ~35 modules from source (~45 ms CPU,
+0.7 % of paddle_vit's process) while Paddle and torch came from their site-packages' ``.pyc``.
+
 ``python -m benchmarks guard_overhead`` (``ENVKIT_BENCH_REPEATS=N`` to change the repetitions;
 ``ENVKIT_BENCH_OVERHEAD_SCRIPTS=mnist,paddle_vit`` to choose scripts).
 """
@@ -45,9 +51,13 @@ SIZES: dict[str, tuple[str, list[str]]] = {
 TINY: dict[str, list[str]] = {"word_language_model": ["--epochs", "1", "--nhid", "20", "--emsize", "20"]}
 
 
-def cpu_of(name: str, args: list[str], run: Path | None) -> tuple[float, float]:
+def cpu_of(name: str, args: list[str], run: Path | None, pycache: Path) -> tuple[float, float]:
     """One process of ``name``: its CPU seconds (user + system, reaped children included) and wall."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    env = {
+        **os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore",
+        "PYTHONPYCACHEPREFIX": str(pycache),
+    }  # fmt: skip
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("ENVKIT_GC_FAULT", None)
     env.pop("ENVKIT_GC_RUN", None)
     if run is not None:
@@ -76,6 +86,8 @@ class Overhead:
     low: float
     high: float
     wall: float
+    mean_plain: float  # the means beside the medians: on a loaded machine a pair's spread is wide
+    mean_guarded: float
 
     @property
     def overhead(self) -> float:
@@ -86,16 +98,19 @@ def measure(name: str, args: list[str], repeats: int, tmp: Path) -> Overhead:
     plain: list[float] = []
     guarded: list[float] = []
     walls: list[float] = []
+    pycache = tmp / "pycache"
+    for guard in [False, True]:  # untimed: fills the bytecode cache both kinds read
+        cpu_of(name, args, tmp / f"{name}-warm" if guard else None, pycache)
     for i in range(repeats):
         for guard in [False, True] if i % 2 == 0 else [True, False]:
-            cpu, wall = cpu_of(name, args, tmp / f"{name}-{i}" if guard else None)
+            cpu, wall = cpu_of(name, args, tmp / f"{name}-{i}" if guard else None, pycache)
             (guarded if guard else plain).append(cpu)
             walls.append(wall)
     pairs = sorted(g / p - 1 for g, p in zip(guarded, plain, strict=True))
     every = plain + guarded
     return Overhead(
         statistics.median(plain), statistics.median(guarded), pairs, min(every), max(every),
-        statistics.median(walls),
+        statistics.median(walls), statistics.mean(plain), statistics.mean(guarded),
     )  # fmt: skip
 
 
@@ -125,6 +140,11 @@ def main() -> None:
                 f"{verdict}"
             )
             pairs = ", ".join(f"{100 * p:+.1f} %" for p in r.pairs)
+            print(
+                f"     means: unguarded {r.mean_plain:.2f} s, guarded {r.mean_guarded:.2f} s: "
+                f"{100 * (r.mean_guarded / r.mean_plain - 1):+.1f} %; the pairs' median "
+                f"{100 * statistics.median(r.pairs):+.1f} %, mean {100 * statistics.mean(r.pairs):+.1f} %"
+            )
             print(
                 f"     per repetition (guarded / the unguarded run beside it): {pairs}; runs "
                 f"{r.low:.2f}-{r.high:.2f} s CPU, {r.wall:.1f} s wall each"

@@ -23,25 +23,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envkit._safe import one_line
 from envkit.errors import GuardStopped
-from envkit.guard.adapter import Adapter, make_adapter
-from envkit.guard.checks import WARNINGS, DumpBudget, rank_outliers
-from envkit.guard.flight import write_dump
-from envkit.guard.ledger import Ledger, LedgerEntry, batch_digest
-from envkit.guard.localize import (
-    describe_nonfinite,
-    largest_update,
-    localize_on_twin,
-    module_layout,
-)
+from envkit.guard.adapter import Adapter
+from envkit.guard.checks import WARNINGS, rank_outliers
+from envkit.guard.ledger import LedgerEntry, batch_digest
 from envkit.guard.options import Grouped, Limits, ReadOptions, RunlogOptions, SpikeOptions, fold_legacy
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
-from envkit.guard.schedules import LrWatch
 from envkit.guard.step import GuardStep, PendingStep
-from envkit.guard.updates import UpdateTracker
 from envkit.guard.watch import DeadRunWatch, OverflowMemory, causes, overflow_cause
-from envkit.guard.wiring import checked_policy, make_runlog, make_spikes, read_every, run_config
+from envkit.guard.wiring import build
 
 __all__ = ["Guard", "GuardStep"]
 
@@ -77,21 +67,19 @@ class Guard:
         )
         if message is not None:
             warnings.warn(message, DeprecationWarning, stacklevel=2)
-        spikes, reads, limits, log = grouped.spikes, grouped.reads, grouped.limits, grouped.log
-        self.policy = checked_policy(policy, clip)
-        self.spike_policy = None if spikes is None else Policy(spikes.policy)
-        sp = spikes or SpikeOptions()
-        self.limits = limits
-        self.adapter: Adapter = make_adapter(model, optimizer, scaler)
-        self.adapter.clipping = clip is not None
+        parts = build(
+            model, optimizer, run=run, policy=policy, clip=clip, scaler=scaler, scheduler=scheduler,
+            entry=entry, grouped=grouped,
+        )  # fmt: skip
+        self.policy, self.spike_policy, self.limits = parts.policy, parts.spike_policy, grouped.limits
+        self.adapter: Adapter = parts.adapter
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.clip = clip
-        self.rank, self.world_size = self.adapter.world()
-        self.check_every = read_every(self.adapter, reads, scaler, self.world_size)
+        self.rank, self.world_size = parts.rank, parts.world_size
+        self.check_every = parts.check_every
         self.loss_fn, self.entry = loss_fn, entry
-        self.spikes = make_spikes(sp)
-        self.updates = UpdateTracker(sp.update_factor, sp.warmup)
-        self.recent: deque[StepRecord] = deque(maxlen=log.keep)
+        self.spikes, self.updates = parts.spikes, parts.updates
+        self.recent: deque[StepRecord] = deque(maxlen=grouped.log.keep)
         self.pending: list[PendingStep] = []
         self.count = 0
         self.consecutive_skips = 0
@@ -99,17 +87,12 @@ class Guard:
         self.dead = DeadRunWatch()
         self.previous: tuple[int, Any] = (-1, None)  # the last step's batch: an incident compares with it
         self.overflowed = OverflowMemory()  # the batches whose gradients overflowed
-        # per kind: warnings never starve incidents
-        self.dumps = DumpBudget(limits.max_dumps, limits.max_spike_dumps)
-        self.lr_watch = LrWatch(optimizer, scheduler)
+        self.dumps = parts.dumps  # per kind: warnings never starve incidents
+        self.lr_watch = parts.lr_watch
         self.said_skip = False  # the first skip goes to stderr too
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
-        self.log = make_runlog(run, self.adapter, log, self.rank, self.world_size)
-        self.ledger = Ledger(self.log.root / "ledger.jsonl", log.ledger)  # the batches incidents skipped
+        self.log, self.ledger = parts.log, parts.ledger  # the ledger: the batches incidents skipped
         self.ledger_hits: list[dict[str, Any]] = []
-        self.log.config = run_config(
-            self.policy, self.spike_policy, clip, self.check_every, reads, scaler, entry, log
-        )
 
     # -- the public API ------------------------------------------------------------------------
     def step(self, step: int, batch: Any) -> GuardStep:
@@ -163,6 +146,18 @@ class Guard:
         self.close()
 
     # -- one step ------------------------------------------------------------------------------
+    def finish_step(self, g: GuardStep) -> bool:
+        """The end of the step ``g`` (its ``g.optimizer_step()``): check, clip, step (or skip/stop);
+        True when the update was applied. Its batch is then the one the next incident compares with."""
+        try:
+            return self._finish(g)
+        finally:
+            self.previous = (g.step, g.batch)
+
+    def step_raised(self, g: GuardStep, exc: Exception) -> None:
+        """The step ``g`` raised ``exc`` (its ``with`` block): recorded and dumped; the caller re-raises."""
+        self._raised(g, exc)
+
     def _finish(self, g: GuardStep) -> bool:
         a = self.adapter
         if a.scaler is not None:
@@ -406,6 +401,8 @@ class Guard:
 
     def _said_skipped(self, rec: StepRecord) -> None:
         """Each skip on the ``envkit.guard`` logger; the first non-overflow one on stderr too."""
+        from envkit._safe import one_line  # a skip only (its patterns cost ~3 ms to import)
+
         text = f"envkit.guard: step {rec.step} skipped: {one_line(rec.skipped or '')}"
         _log.info("%s", text)
         if not (self.said_skip or rec.overflow):
@@ -424,6 +421,8 @@ class Guard:
         *,
         exact: bool = True,
     ) -> Incident:
+        from envkit.guard.localize import describe_nonfinite  # an incident's modules: imported by one
+
         incident = Incident(rec.step, kind, message, action, ranks=ranks)
         if kind not in WARNINGS or action != "warned":
             self.dead.bad_step(rec.step)  # a dead run is looked for after the latest bad step
@@ -448,6 +447,8 @@ class Guard:
         self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool, incident: Incident
     ) -> None:
         """The incident's gradient norms, dump and localization (the caller catches any failure)."""
+        from envkit.guard.localize import largest_update, localize_on_twin
+
         a = self.adapter
         grad_norms = a.param_norms()
         incident.param_grad_norms = {k: json_float(v) for k, v in grad_norms.items()}
@@ -475,6 +476,9 @@ class Guard:
             incident.localization = {**(incident.localization or {}), "largest_update": update}
 
     def _dump(self, g: GuardStep, rec: StepRecord, kind: IncidentKind, exact: bool) -> str:
+        from envkit.guard.flight import write_dump
+        from envkit.guard.localize import module_layout
+
         name = f"step-{rec.step}" if self.world_size == 1 else f"step-{rec.step}-rank-{self.rank}"
         relative = f"incidents/{name}"
         write_dump(

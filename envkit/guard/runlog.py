@@ -28,18 +28,22 @@ import io
 import json
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from envkit._atomic import write_text_atomic
-from envkit._safe import one_line
 from envkit.guard.adapter import Adapter
 from envkit.guard.files import append_text, real_dir
 from envkit.guard.records import Incident, StepRecord, json_float
 from envkit.guard.tb import MISSING, TB_OFF, TensorBoardLog, open_tensorboard
-from envkit.probe.model import KIND, SCHEMA
 
-__all__ = ["GUARD_SCHEMA", "RunLog"]
+__all__ = ["GUARD_SCHEMA", "KIND", "SCHEMA", "RunLog"]
+
+# envkit.probe.model's SCHEMA and KIND (a test checks): that module and its report classes cost ~7 ms
+# to import, a guarded run's whole start, for two constants (the probe payload keeps its own too)
+SCHEMA = 1
+KIND = "envkit-probe-report"
 
 GUARD_SCHEMA = 1
 MAX_ERRORS = 20  # recording errors kept (and warned about); later ones are counted
@@ -121,6 +125,8 @@ class RunLog:
 
     def failed(self, what: str, exc: BaseException) -> str:
         """Say that the guard's own recording of ``what`` failed (logger ``envkit.guard``); the text."""
+        from envkit._safe import one_line  # a failure only
+
         text = f"{what}: {type(exc).__name__}: {one_line(str(exc))[:300]}"
         self._failures += 1
         if len(self.recording_errors) < MAX_ERRORS:
@@ -166,7 +172,8 @@ class RunLog:
             }
         return self._env
 
-    def report(self) -> dict[str, Any]:
+    def report(self, rows: Sequence[Mapping[str, object]] | None = None) -> dict[str, Any]:
+        """The report; ``rows``: each record's ``to_json()`` when the caller made them already."""
         env = self.env()
         info = env["info"]
         steps = [
@@ -225,7 +232,7 @@ class RunLog:
             "frameworks": {
                 self.adapter.name: {"status": "ok", "info": info, "workloads": {self.name: workload}}
             },
-            "guard": self.guard_part(),
+            "guard": self.guard_part(rows),
         }
 
     def _first_step(self) -> dict[str, int]:
@@ -240,14 +247,14 @@ class RunLog:
             return {}
         return {"first_step": first}
 
-    def guard_part(self) -> dict[str, Any]:
+    def guard_part(self, rows: Sequence[Mapping[str, object]] | None = None) -> dict[str, Any]:
         clipped = sum(1 for r in self.records if r.clipped_norm is not None and r.clipped_norm < r.grad_norm)
         return {
             "schema": GUARD_SCHEMA,
             "config": self.config,
             "rank": self.rank,
             "world_size": self.world,
-            "steps": [r.to_json() for r in self.records],
+            "steps": [r.to_json() for r in self.records] if rows is None else rows,
             "skips": [{"step": r.step, "reason": r.skipped} for r in self.records if r.skipped],
             "incidents": [i.to_json() for i in self.incidents],
             "clipped_steps": clipped,
@@ -273,17 +280,17 @@ class RunLog:
         path = root / "report.json"
         if not self.records:
             return path
-        report = self.report()
+        rows = [r.to_json() for r in self.records]  # once for the three files
+        report = self.report(rows)
         write_text_atomic(path, json.dumps(report, indent=1, sort_keys=True, allow_nan=False) + "\n")
-        write_text_atomic(root / "steps.jsonl", _lines(self.records))
+        write_text_atomic(root / "steps.jsonl", _json_lines(rows))
         self._flushed = len(self.records)
         if self.incidents:
             write_text_atomic(root / "incidents.jsonl", _lines(self.incidents))
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
         writer.writeheader()
-        for r in self.records:
-            row = r.to_json()
+        for row in rows:
             writer.writerow(
                 {
                     k: "" if row[k] is None else (repr(row[k]) if isinstance(row[k], float) else row[k])
@@ -309,4 +316,8 @@ class RunLog:
 
 
 def _lines(items: list[Any]) -> str:
-    return "".join(json.dumps(i.to_json(), sort_keys=True, allow_nan=False) + "\n" for i in items)
+    return _json_lines([i.to_json() for i in items])
+
+
+def _json_lines(rows: Sequence[Mapping[str, object]]) -> str:
+    return "".join(json.dumps(row, sort_keys=True, allow_nan=False) + "\n" for row in rows)

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from envkit.errors import GuardError
-from envkit.guard.adapter import RngState, Tensors
+from envkit.guard.adapter import Adapter, RngState, Tensors
 
-if TYPE_CHECKING:
-    from envkit.guard.loop import Guard
+__all__ = ["GuardStep", "PendingStep", "StepOwner"]
 
-__all__ = ["GuardStep", "PendingStep"]
+
+class StepOwner(Protocol):
+    """What a step needs of its guard (``envkit.guard.loop.Guard``, which this module never imports)."""
+
+    adapter: Adapter
+
+    def finish_step(self, g: GuardStep) -> bool: ...
+
+    def step_raised(self, g: GuardStep, exc: Exception) -> None: ...
 
 
 @dataclass
@@ -39,7 +46,7 @@ class GuardStep:
 
     __slots__ = ("backwards", "batch", "buffers", "done", "guard", "loss", "rng", "step")
 
-    def __init__(self, guard: Guard, step: int, batch: Any, rng: RngState = _NOT_READ) -> None:
+    def __init__(self, guard: StepOwner, step: int, batch: Any, rng: RngState = _NOT_READ) -> None:
         self.guard, self.step, self.batch, self.rng = guard, step, batch, rng
         self.buffers: Tensors = {}
         self.loss: Any = None
@@ -71,16 +78,13 @@ class GuardStep:
         if self.loss is None:
             raise GuardError("g.optimizer_step() before g.backward(loss)", hint="call g.backward(loss) first")
         self.done = True
-        try:
-            return self.guard._finish(self)
-        finally:
-            self.guard.previous = (self.step, self.batch)
+        return self.guard.finish_step(self)
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if exc is not None and isinstance(exc, Exception) and not isinstance(exc, GuardError):
-            self.guard._raised(self, exc)
+            self.guard.step_raised(self, exc)
             return
         if exc is None and not self.done:
             raise GuardError(

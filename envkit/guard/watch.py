@@ -9,8 +9,6 @@ from typing import Any
 
 from envkit.guard.adapter import Adapter
 from envkit.guard.checks import dead_run, lr_trend
-from envkit.guard.inputs import input_outlier
-from envkit.guard.localize import batch_nonfinite
 from envkit.guard.records import IncidentKind, StepRecord
 from envkit.guard.spikes import Spike
 
@@ -67,6 +65,9 @@ def causes(
 ) -> dict[str, Any]:
     """The incident's causes beside its numbers: a non-finite batch, a batch out of scale (``before``:
     the last step's batch, or None), the lr's trend. A batch the checks cannot read is said, never raised."""
+    from envkit.guard.inputs import input_outlier  # an incident's: not imported by a healthy run
+    from envkit.guard.localize import batch_nonfinite
+
     out: dict[str, Any] = {}
     if kind in _NONFINITE:
         try:

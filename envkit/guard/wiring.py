@@ -1,21 +1,87 @@
 """``Guard``'s wiring: its arguments checked, its read cadence, and the parts it is built from (the
-spike detectors, the update tracker's options, the run log and the config the report states). The
-loop's own state starts in ``Guard.__init__``; nothing here keeps state."""
+spike detectors, the update tracker, the run log and the config the report states, the ledger):
+:func:`build`. The loop's own state starts in ``Guard.__init__``; nothing here keeps state."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envkit.errors import GuardError
-from envkit.guard.adapter import Adapter
-from envkit.guard.options import ReadOptions, RunlogOptions, SpikeOptions
+from envkit.guard.adapter import Adapter, make_adapter
+from envkit.guard.checks import DumpBudget
+from envkit.guard.ledger import Ledger
+from envkit.guard.options import Grouped, ReadOptions, RunlogOptions, SpikeOptions
 from envkit.guard.records import Policy
 from envkit.guard.runlog import RunLog
+from envkit.guard.schedules import LrWatch
 from envkit.guard.spikes import SpikeDetector, Spikes
+from envkit.guard.updates import UpdateTracker
 
-__all__ = ["checked_policy", "make_runlog", "make_spikes", "read_every", "run_config"]
+__all__ = ["Parts", "build", "checked_policy", "make_runlog", "make_spikes", "read_every", "run_config"]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a ``Guard`` is built from (:func:`build`)."""
+
+    policy: Policy
+    spike_policy: Policy | None  # None: spike checks off
+    adapter: Adapter
+    rank: int
+    world_size: int
+    check_every: int
+    spikes: Spikes
+    updates: UpdateTracker
+    dumps: DumpBudget  # per kind: warnings never starve incidents
+    lr_watch: LrWatch
+    log: RunLog
+    ledger: Ledger  # the batches incidents skipped
+
+
+def build(
+    model: Any,
+    optimizer: Any,
+    *,
+    run: str | os.PathLike[str],
+    policy: str,
+    clip: float | None,
+    scaler: Any,
+    scheduler: Any,
+    entry: str | None,
+    grouped: Grouped,
+) -> Parts:
+    """The parts of a ``Guard`` of ``model`` and ``optimizer``, its arguments checked first (a
+    GuardError before any file is made); the run log states the config."""
+    spikes, reads, limits, log = grouped.spikes, grouped.reads, grouped.limits, grouped.log
+    checked = checked_policy(policy, clip)
+    spike_policy = None if spikes is None else Policy(spikes.policy)
+    sp = spikes or SpikeOptions()
+    adapter = make_adapter(model, optimizer, scaler)
+    adapter.clipping = clip is not None
+    rank, world_size = adapter.world()
+    check_every = read_every(adapter, reads, scaler, world_size)
+    detectors, updates = make_spikes(sp), UpdateTracker(sp.update_factor, sp.warmup)
+    dumps, lr_watch = DumpBudget(limits.max_dumps, limits.max_spike_dumps), LrWatch(optimizer, scheduler)
+    runlog = make_runlog(run, adapter, log, rank, world_size)
+    ledger = Ledger(runlog.root / "ledger.jsonl", log.ledger)
+    runlog.config = run_config(checked, spike_policy, clip, check_every, reads, scaler, entry, log)
+    return Parts(
+        policy=checked,
+        spike_policy=spike_policy,
+        adapter=adapter,
+        rank=rank,
+        world_size=world_size,
+        check_every=check_every,
+        spikes=detectors,
+        updates=updates,
+        dumps=dumps,
+        lr_watch=lr_watch,
+        log=runlog,
+        ledger=ledger,
+    )
 
 
 def checked_policy(policy: str, clip: float | None) -> Policy:
