@@ -26,7 +26,7 @@ from envkit.sbom.provenance import provenance_path, read_provenance
 from envkit.spec.load import load_spec
 from envkit.verify.attestations import check_provenance, check_sbom
 from tests.unit.build.conftest import write_spec
-from tests.unit.sbom.test_sbom_attestations import IMAGE, _lock, _statement
+from tests.unit.verify.test_attestations import IMAGE, _lock, _statement
 
 REPO = Path(__file__).resolve().parents[3]
 CAP = 512 * 1024 * 1024
@@ -48,7 +48,7 @@ def test_a_sparse_3_gb_sbom_is_a_finding_under_a_512_mib_cap(tmp_path: Path) -> 
     code = (
         "import sys; from pathlib import Path; "
         "from envkit.verify.attestations import check_sbom; "
-        "from tests.unit.sbom.test_sbom_attestations import _lock; "
+        "from tests.unit.verify.test_attestations import _lock; "
         f"print(check_sbom(Path({str(tmp_path)!r}), {{}}, _lock()))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
