@@ -31,11 +31,9 @@ NOT_IMAGES = {
     ("comparison/many.py", "reader"),  # probe reports
     ("guard/loop.py", "self.log"),  # the guard's run log
     ("guard/runlog.py", "self"),
-    ("readiness/wheels.py", "payload"),
-    (
-        "reproduce/normalize.py",
-        "memo",
-    ),  # the layer memo (a JSON of diff_id pairs)  # the readiness payload's JSON
+    ("inventory/snapshot.py", "payload"),  # the payload's snapshot.py, imported on the host
+    ("readiness/wheels.py", "payload"),  # the payload's fatbin reader, imported on the host
+    ("reproduce/normalize.py", "memo"),  # the layer memo (a JSON of diff_id pairs)
 }
 
 
