@@ -37,13 +37,9 @@ from envkit.guard.adapter import Adapter
 from envkit.guard.files import append_text, real_dir
 from envkit.guard.records import Incident, StepRecord, json_float
 from envkit.guard.tb import MISSING, TB_OFF, TensorBoardLog, open_tensorboard
+from envkit.probe.schema import KIND, SCHEMA  # not probe.model: its report classes cost a guarded start ~7 ms
 
 __all__ = ["GUARD_SCHEMA", "KIND", "SCHEMA", "RunLog"]
-
-# envkit.probe.model's SCHEMA and KIND (a test checks): that module and its report classes cost ~7 ms
-# to import, a guarded run's whole start, for two constants (the probe payload keeps its own too)
-SCHEMA = 1
-KIND = "envkit-probe-report"
 
 GUARD_SCHEMA = 1
 MAX_ERRORS = 20  # recording errors kept (and warned about); later ones are counted

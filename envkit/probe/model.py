@@ -23,6 +23,7 @@ from typing import Any
 from envkit._safe import one_line
 from envkit.errors import ReportError
 from envkit.probe.additions import DriverCheck, FleetInfo, RepeatSummary
+from envkit.probe.schema import KIND, SCHEMA
 
 __all__ = [
     "KIND",
@@ -40,8 +41,6 @@ __all__ = [
     "read_fingerprint",
 ]
 
-SCHEMA = 1
-KIND = "envkit-probe-report"
 MAX_STEPS = 1_000_000
 MAX_INT = 2**63
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf}
