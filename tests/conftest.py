@@ -88,15 +88,20 @@ def slurm_available() -> bool:
     return done.returncode == 0 and bool(done.stdout.strip())
 
 
+def registry_answers(address: str, timeout: float = 3) -> bool:
+    """Whether a Docker registry answers its API root (``/v2/``) at ``address``."""
+    try:
+        with urllib.request.urlopen(f"http://{address}/v2/", timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 @functools.cache
 def registry_address() -> str | None:
     """A Docker registry on the loopback (``.ci/registry.sh start``), or None."""
     address = os.environ.get("ENVKIT_REGISTRY", "127.0.0.1:5000")
-    try:
-        with urllib.request.urlopen(f"http://{address}/v2/", timeout=3):
-            return address
-    except OSError:
-        return None
+    return address if registry_answers(address) else None
 
 
 @functools.cache

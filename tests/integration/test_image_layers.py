@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import pytest
 
 from envkit.cli import main
 from envkit.engine.docker_api import DockerEngine
+from tests.conftest import registry_answers
 from tests.integration.conftest import debian_base, remove_images_of
 
 pytestmark = pytest.mark.docker
@@ -57,11 +57,9 @@ def empty_registry(tmp_path: Path) -> Iterator[str]:
     )
     try:
         for _ in range(60):
-            try:
-                with urllib.request.urlopen(f"http://{address}/v2/", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.25)
+            if registry_answers(address, timeout=2):
+                break
+            time.sleep(0.25)
         else:
             pytest.fail(f"docker-registry did not answer on {address}")
         yield address
