@@ -14,9 +14,10 @@ with ``--frozen``.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -36,13 +37,14 @@ from envkit.offline.request import pack_request
 from envkit.offline.wheelhouse import Wheelhouse, WheelhouseRequest, fill_wheelhouse
 from envkit.render import render_image
 from envkit.render.context import ContextEntry, ContextFiles
-from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs
+from envkit.render.dockerfile import LOCK_LABEL, SPEC_LABEL, DockerfileInputs, LayerRecipe, top_copies
 from envkit.render.layers import LayerGroup, reuse_stages
 from envkit.sbom.cyclonedx import SBOM_LABEL, SBOM_NAME, ImageRef, check_sbom, sbom_sha256, spec_sbom
 from envkit.spec.load import LoadedSpec, image_dir
 
 if TYPE_CHECKING:
     from envkit.engine.store import ImageStore
+    from envkit.reproduce.normalize import TopLayer
 
 __all__ = [
     "CACHE_TAG",
@@ -393,7 +395,8 @@ class Builder:
                 log.write("# a kept layer stage is gone; building with every group's wheels\n")
                 job = replace(job, context=prepared.context)
                 pruned = stream_build(self.engine, self.root, job, log, log_path, on_event)
-            normalized = self._normalize(prepared, base, existing, log, options.nocache)
+            tops = () if options.nocache else self._tops(prepared, loaded, base, keep, log, log_path)
+            normalized = self._normalize(prepared, base, existing, log, options.nocache, tops)
         info = self.engine.inspect(prepared.tag)
         if info is None:
             raise BuildFailed(f"the engine reported success but {prepared.tag} does not exist",
@@ -457,7 +460,13 @@ class Builder:
         )
 
     def _normalize(
-        self, prepared: BuildPlan, base: str, existing: ImageInfo | None, log: TextIO, nocache: bool = False
+        self,
+        prepared: BuildPlan,
+        base: str,
+        existing: ImageInfo | None,
+        log: TextIO,
+        nocache: bool = False,
+        tops: Sequence[TopLayer] = (),
     ) -> dict[str, object] | None:
         """Rewrite the built image reproducibly (:mod:`envkit.reproduce.normalize`); no tag on failure."""
         if self.store is None:
@@ -474,7 +483,7 @@ class Builder:
             try:
                 done = normalize_image(
                     self.engine, self.store, prepared.tag, base, tag=prepared.tag, memo=memo,
-                    present=self._chains(), keep_original=keep,
+                    present=self._chains(), keep_original=keep, tops=tops,
                 )  # fmt: skip
             except EngineError as e:  # a chain that went away meanwhile: every layer in the archive
                 log.write(f"# normalizing with the layer memo failed ({e.message}); again without it\n")
@@ -494,6 +503,47 @@ class Builder:
             f"{done.layers_reused} of {done.own_layers} layers known, {done.bytes_loaded:,} bytes loaded)\n"
         )
         return done.to_json()
+
+    def _tops(
+        self,
+        plan: BuildPlan,
+        loaded: LoadedSpec,
+        base: str,
+        keep: frozenset[str],
+        log: TextIO,
+        log_path: Path,
+    ) -> list[TopLayer]:
+        """The image's top layers, each made again alone from this build's kept layer stages
+        (:func:`envkit.render.dockerfile.top_copies`): normalizing a rebuild then saves only those."""
+        sbom = (SBOM_NAME, plan.sbom.encode("utf-8")) if plan.sbom is not None else None
+        stages = self._cached_stages(plan, base) if plan.layers else {}
+        recipes = top_copies(plan.layers, loaded.resolved.runtime.pypi_cuda, stages, sbom)
+        store = self.store
+        if store is None:  # not normalized
+            return []
+        return [functools.partial(self._save_top, store, plan.name, r, keep, log, log_path) for r in recipes]
+
+    def _save_top(
+        self,
+        store: ImageStore,
+        name: str,
+        recipe: LayerRecipe,
+        keep: frozenset[str],
+        log: TextIO,
+        log_path: Path,
+        path: Path,
+    ) -> None:
+        """Build ``recipe`` (a one-layer image), save it to ``path``, remove it."""
+        files = {"Dockerfile": recipe.dockerfile.encode("utf-8"), **dict(recipe.files)}
+        context = ContextFiles.build(files)
+        tag = f"{image_repo(name)}:layer-recipe-{context.digest[:12]}"
+        try:
+            stream_build(self.engine, self.root, BuildJob(context, tag, {}, name, keep=keep), log, log_path)
+            store.save(tag, path)
+        except BuildFailed as e:
+            raise EngineError(f"a one-layer image of a top layer: {e.message}", hint=e.hint) from e
+        finally:
+            self.engine.remove(tag)
 
     def _drop_originals(self, name: str, current: str, log: TextIO) -> None:
         """Remove the engine-made originals of ``name``'s earlier builds (untagged, kept as this

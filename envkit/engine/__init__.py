@@ -2,7 +2,7 @@
 
 Two interfaces: :mod:`~envkit.engine.protocol` (``ContainerEngine``: build, inspect, images, tag,
 remove, prune_builder_images, free_bytes, import_image, run; and its values, one ``ImageInfo``) and
-:mod:`~envkit.engine.store` (``ImageStore``: push, pull, save, load; the one door for image bytes).
+:mod:`~envkit.engine.store` (``ImageStore``: push, pull, save, load, describe; the one door for image bytes).
 Their Docker adapters are :mod:`~envkit.engine.docker_api` and :mod:`~envkit.engine.docker_store`;
 :mod:`~envkit.engine.push` (the push record a fleet probe reads), :mod:`~envkit.engine.testing` (the
 in-memory engine and store of the unit tests), :mod:`~envkit.engine.in_image` (an image as the place

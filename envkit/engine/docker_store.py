@@ -107,6 +107,41 @@ class DockerImageStore:
         except SDK_ERRORS as e:
             raise translate_error(e, what=f"saving {image}") from e
 
+    def describe(self, image: str) -> dict[str, Any] | None:
+        """From the engine's inspect and history: its ``Config`` is the config's ``config`` (one Go
+        struct, marshalled alike). The history API does not say which entries made a layer: a
+        ``#(nop)`` step of Docker's classic builder makes none but ``COPY`` and ``ADD``, a step with
+        bytes makes one, and a ``RUN`` that changed nothing (0 bytes) makes none; a ``RUN`` of 0 bytes
+        may also have made a layer of directories only, so such steps are told apart by the layer count,
+        and the image is not described (None: normalizing then saves it whole) when that leaves a doubt,
+        or for an image of another builder (BuildKit's history reads otherwise)."""
+        try:
+            data = self.api.inspect_image(image)
+            entries = list(reversed(self.api.history(image) or ()))  # the API lists the newest first
+        except docker.errors.NotFound:
+            return None
+        except SDK_ERRORS as e:
+            raise translate_error(e, what=f"describing {image}") from e
+        diff_ids = [str(d) for d in ((data.get("RootFS") or {}).get("Layers") or ())]
+        steps = [(str(e.get("CreatedBy") or ""), _step_layer(e)) for e in entries]
+        layers, doubts = sum(m is True for _, m in steps), sum(m is None for _, m in steps)
+        if layers == len(diff_ids):  # every 0-byte RUN changed nothing
+            empty = [m is not True for _, m in steps]
+        elif layers + doubts == len(diff_ids):  # every one made a layer (of directories)
+            empty = [m is False for _, m in steps]
+        else:
+            return None
+        if not isinstance(data.get("Config"), dict):
+            return None
+        history = [{"created_by": by, "empty_layer": e} for (by, _), e in zip(steps, empty, strict=True)]
+        described: dict[str, Any] = {"architecture": data.get("Architecture"), "os": data.get("Os"),
+                                     "config": data["Config"], "history": history,
+                                     "rootfs": {"type": "layers", "diff_ids": diff_ids}}  # fmt: skip
+        for key, field in (("variant", "Variant"), ("os.version", "OsVersion")):
+            if data.get(field):
+                described[key] = data[field]
+        return described
+
     def load(self, archive: Path | BinaryIO) -> tuple[str, ...]:
         if not isinstance(archive, Path):  # an open file: the one that was checked, streamed as it is
             name = getattr(archive, "name", None)  # an int for a file opened from its descriptor
@@ -134,3 +169,14 @@ class DockerImageStore:
             raise
         except SDK_ERRORS as e:
             raise translate_error(e, what=f"loading {source}") from e
+
+
+def _step_layer(entry: dict[str, Any]) -> bool | None:
+    """Whether a classic-builder history entry made a layer: not a ``#(nop)`` step but a copy; a step
+    with bytes did; a ``RUN`` of 0 bytes is in doubt (None): an empty change makes no layer, a change of
+    directories only makes one."""
+    by = str(entry.get("CreatedBy") or "")
+    _, nop, step = by.partition("#(nop) ")
+    if nop and not step.lstrip().startswith(("COPY ", "ADD ")):
+        return False
+    return True if entry.get("Size") != 0 or not by else None

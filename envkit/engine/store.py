@@ -3,7 +3,8 @@
 A fleet probe runs the same image on every node, by digest: ``envkit build NAME --push REGISTRY``
 pushes it and records the registry's manifest digest; without a registry the image is saved once
 into the shared store and loaded on each node, checked by its image id (the sha256 of its config).
-Normalizing a built image saves it and loads it back; ``envkit verify`` saves two images.
+Normalizing a built image saves it (or, after a rebuild that changed only its top layers, describes
+it and saves one-layer images of those) and loads it back; ``envkit verify`` saves two images.
 :class:`envkit.engine.docker_store.DockerImageStore` is the Engine API adapter;
 :class:`envkit.engine.testing.FakeImageStore` serves unit tests.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 __all__ = ["ImageStore", "Pushed"]
 
@@ -34,7 +35,7 @@ class Pushed:
 
 
 class ImageStore(Protocol):
-    """Image bytes in and out of the engine: four operations (push, pull, save, load)."""
+    """Image bytes in and out of the engine: five operations (push, pull, save, load, describe)."""
 
     def push(self, image: str, repository: str, tag: str) -> Pushed:
         """Tag ``image`` as ``repository:tag`` and push it; return the digest the registry answered."""
@@ -51,4 +52,12 @@ class ImageStore(Protocol):
     def load(self, archive: Path | BinaryIO) -> tuple[str, ...]:
         """Load a ``docker save`` tar (a path, or an open file read from where it stands: the one that
         was checked); return the ids of the images it held."""
+        ...
+
+    def describe(self, image: str) -> dict[str, Any] | None:
+        """The parts of ``image``'s config that normalizing keeps, without saving it (None: not
+        described here, or not an image of a builder whose history says which steps made layers):
+        ``architecture``, ``os`` (and ``variant``, ``os.version``, ``os.features`` when set),
+        ``config``, ``rootfs``, and ``history`` with each entry's ``created_by`` and ``empty_layer``
+        only (no dates: those of the base's entries come from the base's own config)."""
         ...

@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from envkit.engine.protocol import (
     BUILDER_OF_LABEL,
@@ -247,6 +247,9 @@ class FakeImageStore:
         image_id = data.decode().strip()
         self.images[image_id] = image_id
         return (image_id,)
+
+    def describe(self, image: str) -> dict[str, Any] | None:
+        return None  # normalizing then saves the whole image
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ field cannot inject a line.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,11 +36,13 @@ __all__ = [
     "USER_NAME",
     "USER_UID",
     "DockerfileInputs",
+    "LayerRecipe",
     "cuda_link_step",
     "docker_word",
     "dockerfile",
     "labels",
     "nvidia_contract",
+    "top_copies",
 ]
 
 ENV_PREFIX = "/opt/env"
@@ -420,11 +423,8 @@ def _runtime_stage(
         f" && useradd -l --uid {USER_UID} --gid {USER_UID} --create-home --shell /bin/bash {USER_NAME}\n"
         f"{os_step}"
         f"COPY --from=builder {ENV_PREFIX} {ENV_PREFIX}\n"
-        + "".join(
-            f"COPY --from=layer-{g.name} {_STAGE}/ {ENV_PREFIX}/\n" for g in inputs.layers if g.name != "venv"
-        )
-        + f"{_ldconfig_step() if base.pypi_cuda else ''}"
-        f"{_sbom_step(inputs)}"
+        + "".join(_group_copies(inputs, base.pypi_cuda))
+        + f"{_sbom_step(inputs)}"
         # the labels (the lock's digest and date among them) after the steps: a changed lock must not
         # miss Docker's cache for the user's and the unchanged groups' steps above
         f"LABEL {label_lines}\n"
@@ -485,6 +485,58 @@ def cuda_link_step(resolved: ResolvedSpec) -> str:
     )
 
 
+def _group_copies(inputs: DockerfileInputs, pypi_cuda: bool) -> list[str]:
+    """The runtime stage's group copies, bottom first; with NVIDIA's wheels the ``ldconfig`` step
+    right after the ``cuda`` group's (what it indexes is that group's alone): a change to a group
+    above then leaves it, and every layer below, as the engine has them (:func:`top_copies`)."""
+    steps: list[str] = []
+    for group in inputs.layers:
+        if group.name == "venv":
+            continue
+        steps.append(f"COPY --from=layer-{group.name} {_STAGE}/ {ENV_PREFIX}/\n")
+        if pypi_cuda and group.name == "cuda":
+            steps.append(_ldconfig_step())
+    if pypi_cuda and not any(g.name == "cuda" for g in inputs.layers):
+        steps.append(_ldconfig_step())
+    return steps
+
+
+@dataclass(frozen=True)
+class LayerRecipe:
+    """One of the runtime stage's top layers made again on its own: a build context (a Dockerfile
+    ``FROM scratch`` of that one ``COPY``, and the file it copies) whose image's one layer normalizes
+    to the same layer as that step of the image (:mod:`envkit.reproduce.normalize`)."""
+
+    dockerfile: str
+    files: tuple[tuple[str, bytes], ...] = ()
+
+
+def top_copies(
+    layers: Sequence[LayerGroup], pypi_cuda: bool, stages: Mapping[str, str], sbom: tuple[str, bytes] | None
+) -> tuple[LayerRecipe, ...]:
+    """Recipes of the runtime stage's own layers above its last ``RUN``, bottom first: the copies of
+    ``layers`` above the ``ldconfig`` step (every group's without one), from ``stages`` (group -> the
+    image ID of the layer stage the builder kept), and the SBOM's (``sbom``: its name and bytes). They
+    stop below a group with no kept stage: only layers above every such one can be made again alone."""
+    groups = [g.name for g in layers if g.name != "venv"]
+    if pypi_cuda:
+        groups = groups[groups.index("cuda") + 1 :] if "cuda" in groups else []
+    recipes: list[LayerRecipe | None] = [
+        LayerRecipe(
+            f"FROM {stages[name]} AS source\nFROM scratch\nCOPY --from=source {_STAGE}/ {ENV_PREFIX}/\n"
+        )
+        if name in stages
+        else None
+        for name in groups
+    ]
+    if sbom is not None:
+        recipes.append(LayerRecipe(f"FROM scratch\n{_sbom_copy(sbom[0])}", (sbom,)))
+    kept = len(recipes)
+    while kept and recipes[kept - 1] is not None:
+        kept -= 1
+    return tuple(r for r in recipes[kept:] if r is not None)
+
+
 def _ldconfig_step() -> str:
     """Tell the loader about :data:`CUDA_LIB_DIR` (the NVIDIA toolkit reruns ldconfig when it injects
     the driver); ldconfig's auxiliary cache records inode times, so it is not kept."""
@@ -495,9 +547,11 @@ def _ldconfig_step() -> str:
 
 
 def _sbom_step(inputs: DockerfileInputs) -> str:
-    if not inputs.sbom:
-        return ""
-    return f"COPY {inputs.sbom} {ENV_PREFIX}/share/envkit/{inputs.sbom}\n"
+    return _sbom_copy(inputs.sbom) if inputs.sbom else ""
+
+
+def _sbom_copy(name: str) -> str:
+    return f"COPY {name} {ENV_PREFIX}/share/envkit/{name}\n"
 
 
 def _env_words(resolved: ResolvedSpec, inputs: DockerfileInputs) -> dict[str, str]:

@@ -37,22 +37,26 @@ import re
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from envkit.engine.protocol import ContainerEngine
+from envkit._atomic import write_bytes_atomic
+from envkit._io import read_bytes_bounded
+from envkit.engine.protocol import ContainerEngine, ImageInfo
 from envkit.engine.store import ImageStore
-from envkit.errors import EngineError
+from envkit.errors import EngineError, EnvkitError
 from envkit.lock.epoch import EPOCH_LABEL, LAYER_EPOCH, epoch_rfc3339
 from envkit.reproduce.layer_memo import LayerMemo, chain_ids
 from envkit.reproduce.layers import BLOCK, RECORD, LayerPlan
 
-__all__ = ["NormalizeResult", "normalize_image", "normalized_config", "read_saved"]
+__all__ = ["NormalizeResult", "TopLayer", "normalize_image", "normalized_config", "read_saved"]
 
 _KEEP = ("architecture", "os", "os.version", "os.features", "variant", "config")
 _CONTENT_HASH = re.compile(r"\b(file|dir|multi):[0-9a-f]{64}\b")
 _MAX_JSON = 64 << 20
+TopLayer = Callable[[Path], None]  # writes a `docker save` tar of a one-layer image of one top layer
 
 
 @dataclass(frozen=True)
@@ -142,13 +146,17 @@ def normalize_image(
     memo: LayerMemo | None = None,
     present: frozenset[str] = frozenset(),
     keep_original: bool = False,
+    tops: Sequence[TopLayer] = (),
 ) -> NormalizeResult:
     """Normalize ``image`` (built ``FROM base``) (saved and loaded back as ``tag``
     through ``store``); remove the original from ``engine``.
 
     With ``memo``, a layer it knows is not rewritten; such a layer whose normalized chain ID is in
     ``present`` (the chains of the engine's images) is left out of the load archive. With
-    ``keep_original`` the engine's image is left (untagged): its chain is the next build's cache."""
+    ``keep_original`` the engine's image is left (untagged): its chain is the next build's cache.
+    ``tops``: one per top own layer of the image (bottom first), each writing a one-layer image of
+    that layer to a path; when every layer below them is known and present, the image is not saved: it
+    is described, and only those layers are made again (:func:`_assemble`)."""
     start = time.monotonic()
     facts = engine.inspect(image)
     base_facts = engine.inspect(base, history=True)
@@ -169,25 +177,20 @@ def normalize_image(
     if facts.diff_ids[:k] != base_facts.diff_ids:
         raise EngineError(f"{image} does not start with the layers of {base}",
                           hint="was the base image replaced during the build? rebuild")  # fmt: skip
+    base_chain = chain_ids(base_facts.diff_ids)[-1] if k else ""
     with tempfile.TemporaryDirectory(prefix="envkit-normalize-", dir=workdir) as tmp:
-        saved_path, load_path = Path(tmp) / "saved.tar", Path(tmp) / "load.tar"
-        store.save(image, saved_path)
-        stages = {"save": time.monotonic() - start}
-        with tarfile.open(saved_path, "r:") as saved, load_path.open("wb") as out:
-            _, layers, config = read_saved(saved)
-            if len(layers) != len(facts.diff_ids):
-                raise EngineError(f"docker save of {image}: {len(layers)} layers, inspect says "
-                                  f"{len(facts.diff_ids)}", hint="retry the build")  # fmt: skip
+        load_path = Path(tmp) / "load.tar"
+        with load_path.open("wb") as out:
             writer = _ArchiveWriter(out)
-            base_chain = chain_ids(base_facts.diff_ids)[-1] if k else ""
-            own, sizes, counts = _own_layers(
-                saved,
-                list(zip(facts.diff_ids[k:], layers[k:], strict=True)),
-                base_chain,
-                writer,
-                memo,
-                present,
-            )
+            built = _Built(image, facts, base, base_facts, base_chain)
+            stages: dict[str, float] = {}
+            parts = None
+            if memo is not None and tops:
+                parts = _assemble(store, built, writer, memo, present, tops, Path(tmp))
+                stages["assemble"] = time.monotonic() - start
+            if parts is None:
+                parts = _from_save(store, built, writer, memo, present, Path(tmp), stages)
+            config, own, sizes, counts = parts
             rewritten, reused, loaded_bytes = counts
             diff_ids = [*base_facts.diff_ids, *own]
             config_bytes = normalized_config(
@@ -199,7 +202,6 @@ def normalize_image(
                          "Layers": [f"{d.split(':', 1)[1]}/layer.tar" for d in diff_ids]}]  # fmt: skip
             writer.add("manifest.json", json.dumps(manifest, separators=(",", ":")).encode())
             writer.close()
-        saved_path.unlink()
         stages["rewrite"] = time.monotonic() - start - sum(stages.values())
         new_id = f"sha256:{config_name}"
         if new_id != facts.id:
@@ -222,6 +224,147 @@ def normalize_image(
         new_id, facts.id, epoch, tuple(diff_ids), len(own), rewritten, seconds, spent, tuple(sizes),
         reused, loaded_bytes,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Built:
+    """The image to normalize and the base it was built on, as the engine described them."""
+
+    image: str
+    facts: ImageInfo
+    base: str
+    base_facts: ImageInfo
+    base_chain: str  # the chain ID of the base's top layer ("" for none)
+
+
+_Parts = tuple[dict[str, Any], list[str], list[int], tuple[int, int, int]]
+
+
+def _from_save(
+    store: ImageStore,
+    built: _Built,
+    writer: _ArchiveWriter,
+    memo: LayerMemo | None,
+    present: frozenset[str],
+    tmp: Path,
+    stages: dict[str, float],
+) -> _Parts:
+    """The whole image saved: its config, and each own layer normalized into ``writer`` (or not)."""
+    saved_path = tmp / "saved.tar"
+    began = time.monotonic()
+    store.save(built.image, saved_path)
+    stages["save"] = time.monotonic() - began
+    k = len(built.base_facts.diff_ids)
+    with tarfile.open(saved_path, "r:") as saved:
+        _, layers, config = read_saved(saved)
+        if len(layers) != len(built.facts.diff_ids):
+            raise EngineError(f"docker save of {built.image}: {len(layers)} layers, inspect says "
+                              f"{len(built.facts.diff_ids)}", hint="retry the build")  # fmt: skip
+        own, sizes, counts = _own_layers(
+            saved,
+            list(zip(built.facts.diff_ids[k:], layers[k:], strict=True)),
+            built.base_chain,
+            writer,
+            memo,
+            present,
+        )
+    saved_path.unlink()
+    return config, own, sizes, counts
+
+
+def _assemble(
+    store: ImageStore,
+    built: _Built,
+    writer: _ArchiveWriter,
+    memo: LayerMemo,
+    present: frozenset[str],
+    tops: Sequence[TopLayer],
+    tmp: Path,
+) -> _Parts | None:
+    """The image without saving it, or None when that cannot be done here (nothing written then).
+
+    The own layers from the bottom that ``memo`` knows and whose normalized chain the engine holds
+    need no bytes; every layer above them must be one of ``tops``: each gives a one-layer image of its
+    layer (the builder's: ``FROM scratch``, the step's ``COPY``), saved (that layer alone: kilobytes to
+    a few hundred MB, not the whole image) and normalized into ``writer``; a layer ``memo`` knew must come out
+    as it remembered (else an error: the caller normalizes again without the memo). The config is the
+    engine's description (``ImageStore.describe``) with the base's history entries as the base's own
+    config has them (saved once per base, then kept beside the memo, checked by its sha256)."""
+    own_raw = list(built.facts.diff_ids[len(built.base_facts.diff_ids) :])
+    chain, known = built.base_chain, []
+    for raw in own_raw:
+        hit = memo.get(raw)
+        if hit is None or chain_ids([hit[0]], chain)[-1] not in present:
+            break
+        chain = chain_ids([hit[0]], chain)[-1]
+        known.append(hit)
+    need = len(own_raw) - len(known)
+    if need > len(tops):
+        return None
+    config = store.describe(built.image)
+    if config is None or config["rootfs"]["diff_ids"] != list(built.facts.diff_ids):
+        return None
+    base_config = _base_config(store, built, memo.path.parent / "image-configs", tmp)
+    count = built.base_facts.history or 0
+    base_history = list(base_config.get("history") or []) if base_config else []
+    described = config["history"][:count]
+    if len(base_history) != count or [h.get("created_by", "") for h in base_history] != [
+        h["created_by"] for h in described
+    ]:
+        return None
+    config["history"][:count] = base_history
+    own = [diff_id for diff_id, _ in known]
+    sizes = [size for _, size in known]
+    rewritten = loaded = 0
+    for raw, top in zip(own_raw[len(known) :], tops[len(tops) - need :], strict=True):
+        saved_path = tmp / "top.tar"
+        top(saved_path)
+        with tarfile.open(saved_path, "r:") as saved:
+            _, layers, _ = read_saved(saved)
+            if len(layers) != 1:
+                raise EngineError(f"a one-layer image of {built.image}'s top had {len(layers)} layers",
+                                  hint="retry the build")  # fmt: skip
+            diff_id, size = _normalize_member(saved, layers[0], LAYER_EPOCH, writer)
+            rewritten += saved.getmember(layers[0]).size
+        saved_path.unlink()
+        remembered = memo.get(raw)
+        if remembered is not None and remembered != (diff_id, size):
+            raise EngineError(
+                f"the one-layer image of {built.image}'s layer {raw} gave {diff_id}, the memo says "
+                f"{remembered[0]}",
+                hint="normalizing again from the whole image",
+            )
+        own.append(diff_id)
+        sizes.append(size)
+        loaded += size
+    return config, own, sizes, (rewritten, len(known), loaded)
+
+
+def _base_config(store: ImageStore, built: _Built, cache: Path, tmp: Path) -> dict[str, Any] | None:
+    """The base image's own config (its ID is the sha256 of these bytes): kept in ``cache``, else
+    saved from the engine once; None when neither gives those bytes."""
+    hexid = built.base_facts.id.split(":", 1)[-1]
+    kept = cache / f"{hexid}.json"
+    try:
+        data = read_bytes_bounded(kept, _MAX_JSON)
+    except (OSError, EnvkitError):
+        data = b""
+    if hashlib.sha256(data).hexdigest() != hexid:
+        saved_path = tmp / "base.tar"
+        store.save(built.base, saved_path)
+        with tarfile.open(saved_path, "r:") as saved:
+            entry, _, _ = read_saved(saved)
+            data = _member_bytes(saved, str(entry.get("Config")))
+        saved_path.unlink()
+        if hashlib.sha256(data).hexdigest() != hexid:
+            return None
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            write_bytes_atomic(kept, data)
+        except (OSError, EnvkitError):
+            pass  # kept next time, or saved again
+    config = json.loads(data)
+    return config if isinstance(config, dict) else None
 
 
 def _normalize_member(

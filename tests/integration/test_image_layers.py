@@ -3,8 +3,9 @@
 An offline venv spec with a compiled package (numpy: the ``native`` layer) and pure-Python ones
 (six, idna: the ``python`` layer) is built, one pure-Python pin changed, relocked and rebuilt:
 every layer but the ``python`` one and the SBOM's keeps its diff_id, the ``native`` group's pip
-install comes from Docker's cache (its layer stage was kept), and the image runs the new pin with
-its files where they belong (``/opt/env``, .pyc compiled for that path).
+install comes from Docker's cache (its layer stage was kept), the rebuilt image is assembled from
+those two layers alone (not saved whole) and is the image a build without any cache makes, and it
+runs the new pin with its files where they belong (``/opt/env``, .pyc compiled for that path).
 """
 
 from __future__ import annotations
@@ -114,6 +115,12 @@ def test_a_pure_python_pin_changes_its_layer_only(
         run = engine.run(second["tag"], ["python", "-c", show])
         assert run.exit_code == 0, run.stderr
         assert run.stdout.split() == ["3.8", "/opt/env/lib/python3.11/site-packages/idna/core.py"]
+        # the rebuild was not saved whole: described, and its two new layers made again alone; the
+        # image is the one a build that reuses nothing makes (the whole image saved and normalized)
+        assert "assemble" in second["normalized"]["stages"] and "save" not in second["normalized"]["stages"]
+        third = _build(monkeypatch, capsys, tmp_path, "--no-cache")
+        assert "save" in third["normalized"]["stages"]
+        assert third["image_id"] == second["image_id"]
     finally:
         remove_images_of(engine, NAME)
 

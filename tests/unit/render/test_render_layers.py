@@ -224,3 +224,43 @@ def test_reuse_stages_starts_a_layer_stage_from_a_kept_image() -> None:
     assert "RUN pip install six" in out and "COPY --from=layer-cuda /stage/ /opt/env/" in out
     with pytest.raises(ValueError, match="no layer stage framework"):
         reuse_stages(text, {"framework": "sha256:b"})
+
+
+def test_ldconfig_follows_the_cuda_group_and_the_recipes_cover_the_groups_above() -> None:
+    """The ``ldconfig`` step right after the ``cuda`` group's copy (it indexes that group's links only):
+    a change to a group above leaves it and everything below as the engine has them, and each layer
+    above has a recipe that makes it again alone (issue 47: the flagship's one-pin rebuild saved the
+    whole 6.8 GB image to normalize its few changed MB)."""
+    from envkit.render.dockerfile import top_copies
+
+    loaded, _ = _flagship()
+    state = current_lock(loaded, REPO / "images" / loaded.spec.name)
+    inputs = DockerfileInputs.from_lock(loaded.sha256, state, wheelhouse="wheels", resolved=loaded.resolved)
+    inputs = replace(inputs, sbom="sbom.cdx.json")
+    runtime = render_image(loaded, inputs).files["Dockerfile"].decode().rsplit("\nFROM ", 1)[1]
+    steps = [line.split(" \\")[0] for line in runtime.splitlines() if line[:4] in ("COPY", "RUN ")]
+    assert steps[-6:] == [
+        "COPY --from=layer-cuda /stage/ /opt/env/",
+        "RUN printf '%s\\n' /opt/env/lib/cuda > /etc/ld.so.conf.d/envkit-cuda.conf",
+        "COPY --from=layer-framework /stage/ /opt/env/",
+        "COPY --from=layer-native /stage/ /opt/env/",
+        "COPY --from=layer-python /stage/ /opt/env/",
+        "COPY sbom.cdx.json /opt/env/share/envkit/sbom.cdx.json",
+    ]
+    stages = {"cuda": "sha256:" + "c" * 64, "framework": "sha256:" + "f" * 64, "native": "sha256:" + "a" * 64,
+              "python": "sha256:" + "b" * 64}  # fmt: skip
+    sbom = ("sbom.cdx.json", b"{}")
+    recipes = top_copies(inputs.layers, True, stages, sbom)
+    assert [r.dockerfile.splitlines()[0] for r in recipes] == [
+        f"FROM {stages['framework']} AS source",
+        f"FROM {stages['native']} AS source",
+        f"FROM {stages['python']} AS source",
+        "FROM scratch",
+    ]
+    assert all(r.dockerfile.count("\nCOPY ") == 1 and "FROM scratch\n" in r.dockerfile for r in recipes)
+    assert recipes[-1].files == (sbom,)
+    # a group without a kept stage: only the layers above it can be made alone
+    without_native = {k: v for k, v in stages.items() if k != "native"}
+    assert len(top_copies(inputs.layers, True, without_native, sbom)) == 2
+    # without NVIDIA's wheels (no ldconfig step) every group's copy is a top layer
+    assert len(top_copies(inputs.layers, False, stages, None)) == 4
