@@ -1,0 +1,110 @@
+"""Each step's input scale: the largest |x| of every floating-point tensor of the batch, one reduction on
+the device read with the step's own numbers, against the median of the batches before it.
+
+A finite input far outside that scale (one raw 16-bit image, values up to 2e5, in a normalized batch)
+is an ``input-outlier`` warning even when the step's loss and gradients look normal (a ViT's
+LayerNorms absorb it): the step is applied (its numbers did no harm), the input is named. Integer
+tensors (token ids, labels) are not read; a non-finite value is the non-finite checks' (never kept).
+Standard library only: the adapter does the tensor work.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from envkit.guard.adapter import Adapter, walk
+
+__all__ = ["FACTOR", "HISTORY", "LEAST", "InputScale", "Measured", "ScaleFinding"]
+
+# the batch's largest |x| over the median of the batches before: the corpus's healthy runs reach
+# at most ~1.6× (docs/performance.md), one 16-bit image in a normalized batch ~5e4×, noise ×50 ~50×
+FACTOR = 20.0
+HISTORY = 32  # the batches the median is taken over (per tensor)
+LEAST = 4  # batches seen before one is judged: a first batch has nothing to be out of scale with
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A step's device scalars: per floating tensor (its place, ``batch[0]``) those whose largest |·|
+    is its largest |x| (``widths``: how many of ``values`` each has)."""
+
+    places: tuple[str, ...] = ()
+    values: tuple[Any, ...] = ()
+    widths: tuple[int, ...] = ()
+
+
+NOTHING = Measured()
+
+
+@dataclass(frozen=True)
+class ScaleFinding:
+    """A tensor of the batch out of scale: its largest |x|, the median of the batches before, the ratio."""
+
+    place: str
+    max_abs: float
+    reference: float
+    ratio: float
+
+    @property
+    def text(self) -> str:
+        return (
+            f"{self.place} reaches |x| = {self.max_abs:.4g}, {self.ratio:,.0f}× the batches before "
+            f"(the median of their largest |x|: {self.reference:.4g})"
+        )
+
+
+def _place(path: str) -> str:
+    return "batch" + path if path.startswith("[") or not path else path
+
+
+class InputScale:
+    """The running reference per tensor place and the largest healthy ratio seen (the evidence a
+    threshold is read from: ``largest``, ``(ratio, place, step)``)."""
+
+    def __init__(self, factor: float = FACTOR, history: int = HISTORY, least: int = LEAST) -> None:
+        self.factor, self.history, self.least = factor, history, least
+        self.seen: dict[str, deque[float]] = {}
+        self.largest: tuple[float, str, int] | None = None
+
+    def measure(self, adapter: Adapter, batch: Any) -> Measured:
+        """The batch's floating tensors' reductions (on the device; nothing read here)."""
+        places, values, widths = [], [], []
+        for path, t in walk(batch, adapter.is_tensor):
+            found = adapter.input_scale(t)
+            if found:
+                places.append(_place(path))
+                values.extend(found)
+                widths.append(len(found))
+        return Measured(tuple(places), tuple(values), tuple(widths)) if places else NOTHING
+
+    def judge(self, step: int, measured: Measured, floats: list[float]) -> ScaleFinding | None:
+        """The first tensor out of scale (not kept in the reference), else None; every finite value
+        in scale joins its tensor's reference."""
+        found: ScaleFinding | None = None
+        at = 0
+        for place, width in zip(measured.places, measured.widths, strict=True):
+            value = max(abs(v) for v in floats[at : at + width])
+            at += width
+            if not math.isfinite(value):
+                continue  # NaN/Inf: the non-finite checks' (and never a reference)
+            seen = self.seen.get(place)
+            if seen is None:
+                seen = self.seen[place] = deque(maxlen=self.history)
+            reference = statistics.median(seen) if len(seen) >= self.least else 0.0
+            ratio = value / reference if reference > 0 else 0.0
+            if ratio > self.factor:
+                found = found or ScaleFinding(place, value, reference, ratio)
+                continue
+            if self.largest is None or ratio > self.largest[0]:
+                self.largest = (ratio, place, step)
+            seen.append(value)
+        return found
+
+    def summary(self) -> dict[str, Any]:
+        """For the run's report: the threshold and the largest ratio judged in scale."""
+        ratio, place, step = self.largest or (0.0, None, None)
+        return {"factor": self.factor, "largest_ratio": ratio, "place": place, "step": step}
