@@ -175,10 +175,9 @@ class Guard:
         if self.pending:
             self._drain(g)
         groups = a.group_norms()
-        measured, n = self._measure(g.batch), len(groups)
+        measured = self._measure(g.batch)  # one 0-d value each, read last (a group norm may be a vector)
         if self.world_size > 1:
-            groups = a.read([*groups, *measured.values])
-            groups, scales = groups[:n], groups[n:]
+            groups, scales = _split(a.read([*groups, *measured.values]), len(measured.values))
             ranks = a.gather([g.loss, total])
             losses, norms = [r[0] for r in ranks], [r[1] for r in ranks]
             loss, norm = losses[self.rank], norms[self.rank]
@@ -188,7 +187,7 @@ class Guard:
             ]
         else:
             loss, norm, *groups = a.read([g.loss, total, *groups, *measured.values])
-            groups, scales = groups[:n], groups[n:]
+            groups, scales = _split(groups, len(measured.values))
             losses = norms = None  # type: ignore[assignment]
             bad_ranks = [] if math.isfinite(loss) and math.isfinite(norm) else [0]
         scale = None if a.scaler is None else a.loss_scale()
@@ -540,6 +539,11 @@ class Guard:
             },
         )
         return relative
+
+
+def _split(floats: list[float], last: int) -> tuple[list[float], list[float]]:
+    """``floats`` less its ``last`` values, and those."""
+    return (floats[:-last], floats[-last:]) if last else (floats, [])
 
 
 def _message(kind: IncidentKind, rec: StepRecord) -> str:

@@ -94,7 +94,8 @@ def test_nan_and_inf_are_left_to_the_nonfinite_checks_and_never_kept() -> None:
         x = normalized(70)
         x[0, 0, 0, 0] = bad
         assert one_step(scale, adapter, 10, (x,)) is None
-    assert all(math.isfinite(v) for v in scale.seen["batch[0]"]) and len(scale.seen["batch[0]"]) == 10
+    window = scale.seen["batch[0]"]
+    assert all(math.isfinite(v) for v in window.order) and len(window) == 10
     assert scale.largest is not None and scale.largest[0] < 2.0
 
 
@@ -177,3 +178,32 @@ def test_deferred_reads_find_it_at_the_later_read(tmp_path: Path) -> None:
         report = train(tmp_path / "run", plant=13, reads=ReadOptions(check_every=4, defer=True))
     (incident,) = report["incidents"]
     assert (incident["step"], incident["kind"], incident["action"]) == (13, "input-outlier", "warned")
+
+
+def test_the_check_changes_no_number_of_a_run_with_two_parameter_groups(tmp_path: Path) -> None:
+    """The group norms are read as vectors (one per group) beside the batch's 0-d scales: every
+    record (losses, norms, update ratios per group) is the same with the check and without."""
+    from envkit.guard import Guard
+    from envkit.guard.options import SpikeOptions
+
+    def records(run: Path, spikes: SpikeOptions) -> list[dict[str, Any]]:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 8), torch.nn.Linear(8, 3))
+        groups = [{"params": model[1].parameters(), "lr": 0.01}, {"params": model[2].parameters()}]
+        opt = torch.optim.SGD(groups, lr=0.1)
+        with Guard(model, opt, run=run, spikes=spikes) as g:
+            for step in range(12):
+                x, y = (
+                    normalized(step),
+                    torch.randint(0, 3, (16,), generator=torch.Generator().manual_seed(step)),
+                )
+                with g.step(step, (x, y)) as s:
+                    s.backward(torch.nn.functional.cross_entropy(model(x), y))
+                    s.optimizer_step()
+        return [r.to_json() for r in g.records]
+
+    on, off = (
+        records(tmp_path / "on", SpikeOptions()),
+        records(tmp_path / "off", SpikeOptions(input_factor=None)),
+    )
+    assert on == off and len(on[-1]["update_ratios"]) == 2
