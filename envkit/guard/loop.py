@@ -175,7 +175,8 @@ class Guard:
         if self.pending:
             self._drain(g)
         groups = a.group_norms()
-        measured = self._measure(g.batch)  # one 0-d value each, read last (a group norm may be a vector)
+        measured = self.measure_batch(g.batch) if g.measured is None else g.measured
+        # the scales are 0-d and read last (a group's gradient norm may be a vector)
         if self.world_size > 1:
             groups, scales = _split(a.read([*groups, *measured.values]), len(measured.values))
             ranks = a.gather([g.loss, total])
@@ -241,7 +242,8 @@ class Guard:
         if self.scheduler is not None:
             self.scheduler.step()
         a.zero_grad()
-        self.pending.append(PendingStep(g.step, values, g.batch, g.rng, lr, ok, self._measure(g.batch)))
+        measured = self.measure_batch(g.batch) if g.measured is None else g.measured
+        self.pending.append(PendingStep(g.step, values, g.batch, g.rng, lr, ok, measured))
         return True
 
     def _drain(self, current: GuardStep | None) -> None:
@@ -373,7 +375,7 @@ class Guard:
         except Exception as exc:  # noqa: BLE001 the guard's own recording never stops the training
             self.log.failed(f"step {g.step}: the bad-batch ledger", exc)
 
-    def _measure(self, batch: Any) -> Measured:
+    def measure_batch(self, batch: Any) -> Measured:
         """The batch's scale on the device (nothing read); a batch the check cannot read turns it off."""
         if self.scale is None:
             return NOTHING

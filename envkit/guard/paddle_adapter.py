@@ -73,6 +73,21 @@ def _scalar64(value: Any) -> Any:
     return value.detach().astype("float64").reshape([])
 
 
+_FAST_MAX_ABS = {
+    "on": True
+}  # the eager ops called directly (~5 µs less); off for good if this Paddle refuses
+
+
+def _max_abs(x: Any) -> Any:
+    """``max(abs(x))`` as a 0-d tensor: the eager ops themselves, or the public API."""
+    if _FAST_MAX_ABS["on"]:
+        try:
+            return _OPS.max(_OPS.abs(x), [], False)
+        except (AttributeError, TypeError, ValueError):
+            _FAST_MAX_ABS["on"] = False
+    return paddle.max(paddle.abs(x))
+
+
 def _is_tensor(value: Any) -> bool:
     return isinstance(value, paddle.Tensor)
 
@@ -495,7 +510,9 @@ class PaddleAdapter(Adapter):
         if value.dtype not in _REAL or 0 in value.shape:  # (``size`` is an op of its own: ~14 µs)
             return []
         x = value if value.stop_gradient else value.detach()
-        return [paddle.max(paddle.abs(x if x.dtype in EXACT else x.astype("float32")))]
+        found = _max_abs(x if x.dtype in EXACT else x.astype("float32"))
+        # a host batch of a device model: the value where the step's one read stacks the others
+        return [found if self._host or not found.place.is_cpu_place() else found.cuda()]
 
     def from_numpy(self, value: Any) -> Any:
         return paddle.to_tensor(value.copy())

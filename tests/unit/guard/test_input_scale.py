@@ -207,3 +207,32 @@ def test_the_check_changes_no_number_of_a_run_with_two_parameter_groups(tmp_path
         records(tmp_path / "off", SpikeOptions(input_factor=None)),
     )
     assert on == off and len(on[-1]["update_ratios"]) == 2
+
+
+def test_paddle_eager_ops_and_the_public_api_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    paddle = pytest.importorskip("paddle")
+    from envkit.guard import paddle_adapter
+
+    x = paddle.to_tensor(normalized(3, n=4).numpy())
+    x[2, 1, 3, 3] = -4.0e3  # the largest |x| is a negative value
+    fast = float(paddle_adapter._max_abs(x))
+    monkeypatch.setitem(paddle_adapter._FAST_MAX_ABS, "on", False)
+    assert fast == float(paddle_adapter._max_abs(x)) == 4.0e3
+
+
+def test_a_batch_the_check_cannot_reduce_turns_it_off_and_training_goes_on(tmp_path: Path) -> None:
+    from envkit.guard import Guard
+
+    sparse = torch.randn(4, 4).to_sparse()  # floating point, but aminmax has no sparse kernel
+    with pytest.raises(Exception):  # noqa: B017 whatever torch raises for it
+        torch.aminmax(sparse)
+    model = torch.nn.Linear(4, 2)
+    with Guard(model, torch.optim.SGD(model.parameters(), lr=0.1), run=tmp_path / "run") as g:
+        for step in range(3):
+            x = torch.randn(4, 4)
+            with g.step(step, (x, sparse)) as s:
+                s.backward(model(x).sum())
+                assert s.optimizer_step()
+    report = json.loads((tmp_path / "run" / "report.json").read_text())["guard"]
+    assert len(report["steps"]) == 3 and "input_scale" not in report["config"]
+    assert any("input-scale check" in e for e in report["recording_errors"])
