@@ -43,7 +43,7 @@ class SpikeOptions:
     loss_factor: float = 1.5
     floor: float = 0.01
     update_factor: float | None = 10.0
-    input_factor: float | None = 20.0
+    input_factor: float | None = 50.0
 
     def __post_init__(self) -> None:
         if self.policy not in _POLICIES:

@@ -20,9 +20,10 @@ from envkit.guard.adapter import Adapter, walk
 
 __all__ = ["FACTOR", "HISTORY", "LEAST", "InputScale", "Measured", "ScaleFinding"]
 
-# the batch's largest |x| over the median of the batches before: the corpus's healthy runs reach
-# at most ~1.6× (docs/performance.md), one 16-bit image in a normalized batch ~5e4×, noise ×50 ~50×
-FACTOR = 20.0
+# the batch's largest |x| over the median of the batches before, as envkit.guard.inputs.FACTOR: the
+# guard corpus's healthy runs stay far below (the evidence: docs/performance.md, "The guard's
+# input-scale check"); one 16-bit image in a normalized batch is ~1e5×, a raw 0–255 batch ~100–250×
+FACTOR = 50.0
 HISTORY = 32  # the batches the median is taken over (per tensor)
 LEAST = 4  # batches seen before one is judged: a first batch has nothing to be out of scale with
 
@@ -79,6 +80,9 @@ class _Window:
         bisect.insort(self.sorted, value)
 
 
+_INDEX = tuple(f"batch[{i}]" for i in range(16))  # a flat batch's places, made once
+
+
 def _place(path: str) -> str:
     return "batch" + path if path.startswith("[") or not path else path
 
@@ -93,14 +97,25 @@ class InputScale:
         self.largest: tuple[float, str, int] | None = None
 
     def measure(self, adapter: Adapter, batch: Any) -> Measured:
-        """The batch's floating tensors' reductions (on the device; nothing read here)."""
+        """The batch's floating tensors' reductions (on the device; nothing read here). Right after a
+        step every Python line runs cold (~3–5× its cost in a loop): most batches, a flat tuple or
+        list of tensors, take no generator and no string made per step."""
         places, values, widths = [], [], []
-        for path, t in walk(batch, adapter.is_tensor):
-            found = adapter.input_scale(t)
-            if found:
-                places.append(_place(path))
-                values.extend(found)
-                widths.append(len(found))
+        flat = isinstance(batch, list | tuple) and len(batch) <= len(_INDEX)
+        if flat and all(map(adapter.is_tensor, batch)):
+            for i, t in enumerate(batch):
+                found = adapter.input_scale(t)
+                if found:
+                    places.append(_INDEX[i])
+                    values += found
+                    widths.append(len(found))
+        else:
+            for path, t in walk(batch, adapter.is_tensor):
+                found = adapter.input_scale(t)
+                if found:
+                    places.append(_place(path))
+                    values += found
+                    widths.append(len(found))
         return Measured(tuple(places), tuple(values), tuple(widths)) if places else NOTHING
 
     def judge(self, step: int, measured: Measured, floats: list[float]) -> ScaleFinding | None:
@@ -109,10 +124,12 @@ class InputScale:
         found: ScaleFinding | None = None
         at = 0
         for place, width in zip(measured.places, measured.widths, strict=True):
-            value = max(abs(v) for v in floats[at : at + width])
+            first = floats[at]
+            last = floats[at + width - 1]  # one value (max |x|) or two (min, max)
             at += width
-            if not math.isfinite(value):
+            if not math.isfinite(first + last):
                 continue  # NaN/Inf: the non-finite checks' (and never a reference)
+            value = max(abs(first), abs(last))
             seen = self.seen.get(place)
             if seen is None:
                 seen = self.seen[place] = _Window(self.history)

@@ -22,8 +22,6 @@ class StepOwner(Protocol):
 
     def step_raised(self, g: GuardStep, exc: Exception) -> None: ...
 
-    def measure_batch(self, batch: Any) -> Measured: ...
-
 
 @dataclass
 class PendingStep:
@@ -48,7 +46,7 @@ class GuardStep:
     The generators and buffers are read on entering (a plain class: no per-step defaults made only
     to be replaced)."""
 
-    __slots__ = ("backwards", "batch", "buffers", "done", "guard", "loss", "measured", "rng", "step")
+    __slots__ = ("backwards", "batch", "buffers", "done", "guard", "loss", "rng", "step")
 
     def __init__(self, guard: StepOwner, step: int, batch: Any, rng: RngState = _NOT_READ) -> None:
         self.guard, self.step, self.batch, self.rng = guard, step, batch, rng
@@ -56,15 +54,11 @@ class GuardStep:
         self.loss: Any = None
         self.backwards = 0  # the losses this step saw (more than one: gradient accumulation, or a GAN's)
         self.done = False
-        self.measured: Measured | None = None  # the batch's scale, taken on entering (None: not entered)
 
     def __enter__(self) -> GuardStep:
         adapter = self.guard.adapter
         self.rng = adapter.rng_state()
         self.buffers = adapter.buffers()
-        # the batch's scale now, before the forward: the batch is fresh from the loader and no kernel
-        # has run since the last step (after the backward the same reduction costs ~2× on Paddle)
-        self.measured = self.guard.measure_batch(self.batch)
         return self
 
     def backward(self, loss: Any) -> None:
