@@ -21,8 +21,8 @@ from envkit.guard.adapter import Adapter, walk
 __all__ = ["FACTOR", "HISTORY", "LEAST", "InputScale", "Measured", "ScaleFinding"]
 
 # the batch's largest |x| over the median of the batches before, as envkit.guard.inputs.FACTOR: the
-# guard corpus's healthy runs stay far below (the evidence: docs/performance.md, "The guard's
-# input-scale check"); one 16-bit image in a normalized batch is ~1e5×, a raw 0–255 batch ~100–250×
+# guard corpus's healthy runs stay far below it and paddle_vit's 16-bit image is ~2e5× (the evidence:
+# docs/performance.md, "The guard's input-scale check")
 FACTOR = 50.0
 HISTORY = 32  # the batches the median is taken over (per tensor)
 LEAST = 4  # batches seen before one is judged: a first batch has nothing to be out of scale with
