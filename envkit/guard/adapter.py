@@ -469,6 +469,12 @@ class Adapter:
     def is_tensor(self, value: Any) -> bool:
         raise NotImplementedError
 
+    def input_scale(self, value: Any) -> list[Any]:
+        """One or two device scalars (max |x|, or min and max) whose largest |·| is the largest |x| of
+        ``value``, a tensor of the batch: one reduction, no host copy; empty for an integer or boolean
+        tensor (token ids, labels) or an empty one."""
+        raise NotImplementedError
+
     def to_numpy(self, value: Any) -> Any:
         return value.detach().cpu().numpy()
 

@@ -18,7 +18,8 @@ DEAD_STEPS = 100  # finite steps after a blow-up with the loss not moving: a dea
 
 # incidents that only warn by default: they have their own, smaller dump budget
 WARNINGS = (
-    IncidentKind.LOSS_SPIKE, IncidentKind.GRAD_SPIKE, IncidentKind.RANK_MISMATCH, IncidentKind.DEAD_RUN
+    IncidentKind.LOSS_SPIKE, IncidentKind.GRAD_SPIKE, IncidentKind.RANK_MISMATCH, IncidentKind.DEAD_RUN,
+    IncidentKind.INPUT_OUTLIER,
 )  # fmt: skip
 
 

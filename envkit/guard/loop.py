@@ -29,6 +29,7 @@ from envkit.guard.checks import WARNINGS, rank_outliers
 from envkit.guard.ledger import LedgerEntry, batch_digest
 from envkit.guard.options import Grouped, Limits, ReadOptions, RunlogOptions, SpikeOptions, fold_legacy
 from envkit.guard.records import Incident, IncidentKind, Policy, StepRecord, json_float
+from envkit.guard.scale import NOTHING, Measured, ScaleFinding
 from envkit.guard.step import GuardStep, PendingStep
 from envkit.guard.watch import DeadRunWatch, OverflowMemory, causes, overflow_cause
 from envkit.guard.wiring import build
@@ -93,6 +94,7 @@ class Guard:
         self.unhealthy = False  # the last applied step was not finite: no checkpoint now
         self.log, self.ledger = parts.log, parts.ledger  # the ledger: the batches incidents skipped
         self.ledger_hits: list[dict[str, Any]] = []
+        self.scale = parts.scale  # each batch's largest |x| against the batches before (None: off)
 
     # -- the public API ------------------------------------------------------------------------
     def step(self, step: int, batch: Any) -> GuardStep:
@@ -137,6 +139,8 @@ class Guard:
     def close(self) -> Path:
         """Read what is pending and write RUN/report.json, steps.jsonl and steps.csv."""
         self._drain(None)
+        if self.scale is not None:
+            self.log.config["input_scale"] = self.scale.summary()
         return self.log.close()
 
     def __enter__(self) -> Guard:
@@ -171,8 +175,11 @@ class Guard:
         if self.pending:
             self._drain(g)
         groups = a.group_norms()
+        # after the gradient norms' ops (the first op after a backward pays ~75 µs on the CPU, whatever
+        # it is: here the norms pay it); the scales are 0-d and read last (a group norm may be a vector)
+        measured = self.measure_batch(g.batch)
         if self.world_size > 1:
-            groups = a.read(groups)
+            groups, scales = _split(a.read([*groups, *measured.values]), len(measured.values))
             ranks = a.gather([g.loss, total])
             losses, norms = [r[0] for r in ranks], [r[1] for r in ranks]
             loss, norm = losses[self.rank], norms[self.rank]
@@ -181,12 +188,14 @@ class Guard:
                 i for i, nv in enumerate(norms) if not math.isfinite(nv)
             ]
         else:
-            loss, norm, *groups = a.read([g.loss, total, *groups])
+            loss, norm, *groups = a.read([g.loss, total, *groups, *measured.values])
+            groups, scales = _split(groups, len(measured.values))
             losses = norms = None  # type: ignore[assignment]
             bad_ranks = [] if math.isfinite(loss) and math.isfinite(norm) else [0]
         scale = None if a.scaler is None else a.loss_scale()
         rec = StepRecord(g.step, loss, norm, lr=lr, loss_scale=scale, rank_losses=losses, rank_norms=norms)
         self.updates.record(rec, a.group_lrs(lr), groups, self.clip)
+        outlier = self._judge(rec.step, measured, scales)  # kept out of the reference even if bad
         if bad_ranks:
             return self._bad(g, rec, grads, total, bad_ranks)
         self.consecutive_overflows = 0
@@ -203,6 +212,7 @@ class Guard:
             self._record_incident(g, rec, spike[0], spike[1], "warned", [])
         if norms is not None:
             self._rank_check(g, rec)
+        self._input_outlier(g, rec, outlier, exact=True)
         self._apply(rec, grads, total)
         return rec.skipped is None
 
@@ -233,7 +243,7 @@ class Guard:
         if self.scheduler is not None:
             self.scheduler.step()
         a.zero_grad()
-        self.pending.append(PendingStep(g.step, values, g.batch, g.rng, lr, ok))
+        self.pending.append(PendingStep(g.step, values, g.batch, g.rng, lr, ok, self.measure_batch(g.batch)))
         return True
 
     def _drain(self, current: GuardStep | None) -> None:
@@ -241,12 +251,14 @@ class Guard:
         if not self.pending:
             return
         a = self.adapter
-        flat = a.read([v for p in self.pending for v in p.values])
-        width = len(self.pending[0].values)
+        flat = a.read([v for p in self.pending for v in (*p.values, *p.measured.values)])
         pending, self.pending = self.pending, []
-        for i, p in enumerate(pending):
-            vals = flat[i * width : (i + 1) * width]
+        at = 0
+        for p in pending:
+            width, at = len(p.values), at + len(p.values) + len(p.measured.values)
+            vals = flat[at - width - len(p.measured.values) : at]
             rec = StepRecord(p.step, vals[0], vals[1], clipped_norm=vals[2] if width > 2 else None, lr=p.lr)
+            outlier = self._judge(p.step, p.measured, vals[width:])
             if not rec.finite:
                 rec.skipped = "non-finite (found at a later read: its gradients were zeroed on the device)"
                 kind = (
@@ -260,9 +272,10 @@ class Guard:
                 continue
             spike = self._spike(rec)
             self._store(rec)
+            probe = GuardStep(self, p.step, p.batch, p.rng)
             if spike is not None:
-                probe = GuardStep(self, p.step, p.batch, p.rng)
                 self._record_incident(probe, rec, spike[0], spike[1], "warned", [], exact=False)
+            self._input_outlier(probe, rec, outlier, exact=False)
 
     def _bad(self, g: GuardStep, rec: StepRecord, grads: list[Any], total: Any, ranks: list[int]) -> bool:
         a = self.adapter
@@ -361,6 +374,29 @@ class Guard:
             self.ledger.add(LedgerEntry(g.step, str(kind), digest, self.log.run.name))
         except Exception as exc:  # noqa: BLE001 the guard's own recording never stops the training
             self.log.failed(f"step {g.step}: the bad-batch ledger", exc)
+
+    def measure_batch(self, batch: Any) -> Measured:
+        """The batch's scale on the device (nothing read); a batch the check cannot read turns it off."""
+        if self.scale is None:
+            return NOTHING
+        try:
+            return self.scale.measure(self.adapter, batch)
+        except Exception as exc:  # noqa: BLE001 the guard's own check never stops the training
+            self.scale = None
+            self.log.failed("the input-scale check (off for the rest of the run)", exc)
+            return NOTHING
+
+    def _judge(self, step: int, measured: Measured, scales: list[float]) -> ScaleFinding | None:
+        return None if self.scale is None or not measured.places else self.scale.judge(step, measured, scales)
+
+    def _input_outlier(
+        self, g: GuardStep, rec: StepRecord, found: ScaleFinding | None, *, exact: bool
+    ) -> None:
+        """A batch out of scale on a step no other check caught: a warning (the step is applied)."""
+        if found is None or (self.log.incidents and self.log.incidents[-1].step == rec.step):
+            return
+        text = f"{found.text}: the input is out of scale; its loss and gradients look normal (applied)"
+        self._record_incident(g, rec, IncidentKind.INPUT_OUTLIER, text, "warned", [], exact=exact)
 
     def _spike(self, rec: StepRecord) -> tuple[IncidentKind, str] | None:
         return None if self.spike_policy is None else self.spikes.check(rec.loss, rec.grad_norm)
@@ -468,7 +504,8 @@ class Guard:
                         f"(0·log 0, log 0, a division by 0?); the gradients were {grads}"
                     )
         ctx, loc = incident.context, incident.localization or {}
-        if ctx.get("nonfinite_batch") or "text" in ctx.get("input_outlier", {}) or loc.get("loss_made_it"):
+        outlier = kind is IncidentKind.INPUT_OUTLIER or "text" in ctx.get("input_outlier", {})
+        if ctx.get("nonfinite_batch") or outlier or loc.get("loss_made_it"):
             loc.pop("largest_grad", None)  # the input or the loss made it: no parameter named (the
             return  # per-parameter norms stay in param_grad_norms)
         update = largest_update(grad_norms, a.weight_norms(), a.param_lrs())
@@ -504,6 +541,11 @@ class Guard:
             },
         )
         return relative
+
+
+def _split(floats: list[float], last: int) -> tuple[list[float], list[float]]:
+    """``floats`` less its ``last`` values, and those."""
+    return (floats[:-last], floats[-last:]) if last else (floats, [])
 
 
 def _message(kind: IncidentKind, rec: StepRecord) -> str:

@@ -31,7 +31,9 @@ class SpikeOptions:
     after ``warmup`` steps) *and* ``factor × median`` (gradient norm) or ``loss_factor × median``
     (loss), *and* ``floor`` × the largest value of the warm-up (the run's own scale: a loss that went
     to ~0 on a memorized batch has a median and MAD so small that dropout noise clears both). An
-    update ``update_factor`` × larger than any healthy one before is an update-spike (``None``: off)."""
+    update ``update_factor`` × larger than any healthy one before is an update-spike (``None``: off). A
+    batch tensor whose largest |x| is ``input_factor`` × the median of the batches before is an
+    input-outlier warning (``None``: off; ``envkit/guard/scale.py``)."""
 
     policy: str = "warn"
     window: int = 100
@@ -41,6 +43,7 @@ class SpikeOptions:
     loss_factor: float = 1.5
     floor: float = 0.01
     update_factor: float | None = 10.0
+    input_factor: float | None = 50.0
 
     def __post_init__(self) -> None:
         if self.policy not in _POLICIES:
@@ -53,6 +56,8 @@ class SpikeOptions:
             raise GuardError("SpikeOptions: 0 <= floor <= 1", hint=_HINT)
         if self.update_factor is not None and not self.update_factor > 0:
             raise GuardError("SpikeOptions: update_factor > 0 (or None: off)", hint=_HINT)
+        if self.input_factor is not None and not self.input_factor > 1:
+            raise GuardError("SpikeOptions: input_factor > 1 (or None: off)", hint=_HINT)
 
 
 @dataclass(frozen=True)

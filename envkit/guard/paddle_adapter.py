@@ -39,6 +39,7 @@ __all__ = ["PaddleAdapter"]
 
 FLOATS = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 EXACT = (paddle.float32, paddle.float64)  # a Python float holds every value of these exactly
+_REAL = (*EXACT, paddle.float16, paddle.bfloat16)  # the batch's tensors whose scale is read
 _P_NORM = getattr(_C_ops, "p_norm", None)
 # ClipGradByGlobalNorm's kernel: Σx² of a float32/float64 tensor, ~30× faster than p_norm on the CPU
 # (1.5 ms → 0.05 ms for the 8 gradients of tests/data/guard_scripts/paddle_cnn.py, Paddle 3.3)
@@ -70,6 +71,20 @@ def _scalar64(value: Any) -> Any:
     if isinstance(value, float):
         return paddle.to_tensor(value, "float64")
     return value.detach().astype("float64").reshape([])
+
+
+# max(abs(x)) through the eager ops themselves (2–5 µs less a call); off for good if this Paddle refuses
+_FAST_MAX_ABS = {"on": True}
+
+
+def _max_abs(x: Any) -> Any:
+    """``max(abs(x))`` as a 0-d tensor: the eager ops themselves, or the public API."""
+    if _FAST_MAX_ABS["on"]:
+        try:
+            return _OPS.max(_OPS.abs(x), [], False)
+        except (AttributeError, TypeError, ValueError):
+            _FAST_MAX_ABS["on"] = False
+    return paddle.max(paddle.abs(x))
 
 
 def _is_tensor(value: Any) -> bool:
@@ -487,6 +502,16 @@ class PaddleAdapter(Adapter):
 
     def is_tensor(self, value: Any) -> bool:
         return _is_tensor(value)
+
+    def input_scale(self, value: Any) -> list[Any]:
+        """``max(abs(x))`` (~10 µs for a 32×3×16×16 batch on the CPU, in a loop); a half-precision
+        tensor as float32 first (Paddle has no float16 ``abs`` on the CPU, and the read stays exact)."""
+        if value.dtype not in _REAL or 0 in value.shape:  # (``size`` is an op of its own: ~14 µs)
+            return []
+        x = value if value.stop_gradient else value.detach()
+        found = _max_abs(x if x.dtype in EXACT else x.astype("float32"))
+        # a host batch of a device model: the value where the step's one read stacks the others
+        return [found if self._host or not found.place.is_cpu_place() else found.cuda()]
 
     def from_numpy(self, value: Any) -> Any:
         return paddle.to_tensor(value.copy())

@@ -41,6 +41,7 @@ class IncidentKind(str, Enum):
     UPDATE_SPIKE = "update-spike"  # the update (lr · gradient) far larger than any before it
     RANK_MISMATCH = "rank-mismatch"  # replicas disagree on the all-reduced gradient norm
     DEAD_RUN = "dead-run"  # after a blow-up, the loss has stopped moving (one warning a run)
+    INPUT_OUTLIER = "input-outlier"  # a finite batch tensor far outside the scale of the batches before
 
     def __str__(self) -> str:
         return self.value

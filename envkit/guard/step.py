@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from envkit.errors import GuardError
 from envkit.guard.adapter import Adapter, RngState, Tensors
+from envkit.guard.scale import NOTHING, Measured
 
 __all__ = ["GuardStep", "PendingStep", "StepOwner"]
 
@@ -32,6 +33,7 @@ class PendingStep:
     rng: RngState
     lr: float | None
     ok: Any
+    measured: Measured = NOTHING  # its batch's scale (device scalars), read with ``values``
 
 
 # a step never entered (no ``with``) read no generator: its dump holds none (this is never written to)

@@ -378,6 +378,17 @@ class TorchAdapter(Adapter):
     def is_tensor(self, value: Any) -> bool:
         return _is_tensor(value)
 
+    def input_scale(self, value: Any) -> list[Any]:
+        """``aminmax``: one pass, no |x| copy; on the parameters' device (a CPU batch of a CUDA model:
+        the two 0-d results copied there, so that the step's one read stacks them)."""
+        if not value.is_floating_point() or value.numel() == 0:
+            return []
+        found = list(torch.aminmax(value.detach()))
+        if value.device.type == "cpu" and not self._cpu:
+            device = next(p.device for _, p in self._named)
+            return [v.to(device, non_blocking=True) for v in found]
+        return found
+
     def from_numpy(self, value: Any) -> Any:
         return torch.from_numpy(value.copy())
 

@@ -16,6 +16,7 @@ from envkit.guard.ledger import Ledger
 from envkit.guard.options import Grouped, ReadOptions, RunlogOptions, SpikeOptions
 from envkit.guard.records import Policy
 from envkit.guard.runlog import RunLog
+from envkit.guard.scale import InputScale
 from envkit.guard.schedules import LrWatch
 from envkit.guard.spikes import SpikeDetector, Spikes
 from envkit.guard.updates import UpdateTracker
@@ -39,6 +40,7 @@ class Parts:
     lr_watch: LrWatch
     log: RunLog
     ledger: Ledger  # the batches incidents skipped
+    scale: InputScale | None  # each batch's scale against the batches before (None: off)
 
 
 def build(
@@ -81,6 +83,7 @@ def build(
         lr_watch=lr_watch,
         log=runlog,
         ledger=ledger,
+        scale=None if spikes is None or sp.input_factor is None else InputScale(sp.input_factor),
     )
 
 
