@@ -12,7 +12,7 @@ become :class:`~envkit.errors.EngineError` with the registry's words and a hint.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,7 +21,7 @@ import requests.exceptions
 
 from envkit._atomic import atomic_writer
 from envkit.engine.docker_api import DockerEngine, patient, translate_error
-from envkit.engine.store import Pushed
+from envkit.engine.store import ImageConfig, Pushed
 from envkit.errors import EngineError
 
 __all__ = ["DockerImageStore", "push_counts"]
@@ -107,7 +107,7 @@ class DockerImageStore:
         except SDK_ERRORS as e:
             raise translate_error(e, what=f"saving {image}") from e
 
-    def describe(self, image: str) -> dict[str, Any] | None:
+    def describe(self, image: str) -> ImageConfig | None:
         """From the engine's inspect and history: its ``Config`` is the config's ``config`` (one Go
         struct, marshalled alike). The history API does not say which entries made a layer: a
         ``#(nop)`` step of Docker's classic builder makes none but ``COPY`` and ``ADD``, a step with
@@ -134,7 +134,7 @@ class DockerImageStore:
         if not isinstance(data.get("Config"), dict):
             return None
         history = [{"created_by": by, "empty_layer": e} for (by, _), e in zip(steps, empty, strict=True)]
-        described: dict[str, Any] = {"architecture": data.get("Architecture"), "os": data.get("Os"),
+        described: ImageConfig = {"architecture": data.get("Architecture"), "os": data.get("Os"),
                                      "config": data["Config"], "history": history,
                                      "rootfs": {"type": "layers", "diff_ids": diff_ids}}  # fmt: skip
         for key, field in (("variant", "Variant"), ("os.version", "OsVersion")):
@@ -171,7 +171,7 @@ class DockerImageStore:
             raise translate_error(e, what=f"loading {source}") from e
 
 
-def _step_layer(entry: dict[str, Any]) -> bool | None:
+def _step_layer(entry: Mapping[str, object]) -> bool | None:
     """Whether a classic-builder history entry made a layer: not a ``#(nop)`` step but a copy; a step
     with bytes did; a ``RUN`` of 0 bytes is in doubt (None): an empty change makes no layer, a change of
     directories only makes one."""

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-__all__ = ["ImageStore", "Pushed"]
+__all__ = ["ImageConfig", "ImageStore", "Pushed"]
+
+# an image's config as JSON (the object whose sha256 is the image ID): what ``docker save`` holds, and
+# what :meth:`ImageStore.describe` gives the parts of that normalizing keeps
+ImageConfig = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class ImageStore(Protocol):
         was checked); return the ids of the images it held."""
         ...
 
-    def describe(self, image: str) -> dict[str, Any] | None:
+    def describe(self, image: str) -> ImageConfig | None:
         """The parts of ``image``'s config that normalizing keeps, without saving it (None: not
         described here, or not an image of a builder whose history says which steps made layers):
         ``architecture``, ``os`` (and ``variant``, ``os.version``, ``os.features`` when set),

@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from envkit.engine.protocol import (
     BUILDER_OF_LABEL,
@@ -25,7 +25,7 @@ from envkit.engine.protocol import (
     Mount,
     RunResult,
 )
-from envkit.engine.store import Pushed
+from envkit.engine.store import ImageConfig, Pushed
 from envkit.errors import BuildFailed, EngineError, EngineUnavailable
 
 __all__ = ["FakeBuild", "FakeEngine", "FakeImageStore", "FakeRun", "failing"]
@@ -248,7 +248,7 @@ class FakeImageStore:
         self.images[image_id] = image_id
         return (image_id,)
 
-    def describe(self, image: str) -> dict[str, Any] | None:
+    def describe(self, image: str) -> ImageConfig | None:
         return None  # normalizing then saves the whole image
 
 

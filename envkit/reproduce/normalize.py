@@ -45,7 +45,7 @@ from typing import IO, Any
 from envkit._atomic import write_bytes_atomic
 from envkit._io import read_bytes_bounded
 from envkit.engine.protocol import ContainerEngine, ImageInfo
-from envkit.engine.store import ImageStore
+from envkit.engine.store import ImageConfig, ImageStore
 from envkit.errors import EngineError, EnvkitError
 from envkit.lock.epoch import EPOCH_LABEL, LAYER_EPOCH, epoch_rfc3339
 from envkit.reproduce.layer_memo import LayerMemo, chain_ids
@@ -79,7 +79,7 @@ class NormalizeResult:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
-def read_saved(saved: tarfile.TarFile) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+def read_saved(saved: tarfile.TarFile) -> tuple[ImageConfig, list[str], ImageConfig]:
     """``(manifest entry, layer paths, config)`` of a ``docker save`` archive of one image."""
     manifest = json.loads(_member_bytes(saved, "manifest.json"))
     if not isinstance(manifest, list) or len(manifest) != 1 or not isinstance(manifest[0], dict):
@@ -106,11 +106,11 @@ def _member_bytes(tar: tarfile.TarFile, name: str) -> bytes:
 
 
 def normalized_config(
-    config: dict[str, Any], *, base_history: int, base_layers: int, diff_ids: list[str], epoch: int
+    config: ImageConfig, *, base_history: int, base_layers: int, diff_ids: list[str], epoch: int
 ) -> bytes:
     """The config bytes of the normalized image (its ID is their sha256)."""
     created = epoch_rfc3339(epoch)
-    out: dict[str, Any] = {k: config[k] for k in _KEEP if k in config}
+    out: ImageConfig = {k: config[k] for k in _KEEP if k in config}
     inner = dict(out.get("config") or {})
     for key in ("Image", "Hostname"):
         if key in inner:
@@ -237,7 +237,7 @@ class _Built:
     base_chain: str  # the chain ID of the base's top layer ("" for none)
 
 
-_Parts = tuple[dict[str, Any], list[str], list[int], tuple[int, int, int]]
+_Parts = tuple[ImageConfig, list[str], list[int], tuple[int, int, int]]
 
 
 def _from_save(
@@ -286,10 +286,8 @@ def _assemble(
     The own layers from the bottom that ``memo`` knows and whose normalized chain the engine holds
     need no bytes; every layer above them must be one of ``tops``: each gives a one-layer image of its
     layer (the builder's: ``FROM scratch``, the step's ``COPY``), saved (that layer alone: kilobytes to
-    a few hundred MB, not the whole image) and normalized into ``writer``; a layer ``memo`` knew must come out
-    as it remembered (else an error: the caller normalizes again without the memo). The config is the
-    engine's description (``ImageStore.describe``) with the base's history entries as the base's own
-    config has them (saved once per base, then kept beside the memo, checked by its sha256)."""
+    a few hundred MB, not the whole image) and normalized into ``writer``; a layer ``memo`` knew must
+    come out as it remembered (else an error: the caller normalizes again without the memo)."""
     own_raw = list(built.facts.diff_ids[len(built.base_facts.diff_ids) :])
     chain, known = built.base_chain, []
     for raw in own_raw:
@@ -299,34 +297,14 @@ def _assemble(
         chain = chain_ids([hit[0]], chain)[-1]
         known.append(hit)
     need = len(own_raw) - len(known)
-    if need > len(tops):
+    config = _described(store, built, memo.path.parent / "image-configs", tmp) if need <= len(tops) else None
+    if config is None:
         return None
-    config = store.describe(built.image)
-    if config is None or config["rootfs"]["diff_ids"] != list(built.facts.diff_ids):
-        return None
-    base_config = _base_config(store, built, memo.path.parent / "image-configs", tmp)
-    count = built.base_facts.history or 0
-    base_history = list(base_config.get("history") or []) if base_config else []
-    described = config["history"][:count]
-    if len(base_history) != count or [h.get("created_by", "") for h in base_history] != [
-        h["created_by"] for h in described
-    ]:
-        return None
-    config["history"][:count] = base_history
     own = [diff_id for diff_id, _ in known]
     sizes = [size for _, size in known]
-    rewritten = loaded = 0
+    rewritten = 0
     for raw, top in zip(own_raw[len(known) :], tops[len(tops) - need :], strict=True):
-        saved_path = tmp / "top.tar"
-        top(saved_path)
-        with tarfile.open(saved_path, "r:") as saved:
-            _, layers, _ = read_saved(saved)
-            if len(layers) != 1:
-                raise EngineError(f"a one-layer image of {built.image}'s top had {len(layers)} layers",
-                                  hint="retry the build")  # fmt: skip
-            diff_id, size = _normalize_member(saved, layers[0], LAYER_EPOCH, writer)
-            rewritten += saved.getmember(layers[0]).size
-        saved_path.unlink()
+        diff_id, size, read = _top_layer(top, tmp / "top.tar", writer)
         remembered = memo.get(raw)
         if remembered is not None and remembered != (diff_id, size):
             raise EngineError(
@@ -336,11 +314,41 @@ def _assemble(
             )
         own.append(diff_id)
         sizes.append(size)
-        loaded += size
-    return config, own, sizes, (rewritten, len(known), loaded)
+        rewritten += read
+    return config, own, sizes, (rewritten, len(known), sum(sizes[len(known) :]))
 
 
-def _base_config(store: ImageStore, built: _Built, cache: Path, tmp: Path) -> dict[str, Any] | None:
+def _top_layer(top: TopLayer, path: Path, writer: _ArchiveWriter) -> tuple[str, int, int]:
+    """The one layer of ``top``'s image normalized into ``writer``: (diff_id, size, bytes read)."""
+    top(path)
+    with tarfile.open(path, "r:") as saved:
+        _, layers, _ = read_saved(saved)
+        if len(layers) != 1:
+            raise EngineError(f"a one-layer image of a top layer had {len(layers)} layers",
+                              hint="retry the build")  # fmt: skip
+        diff_id, size = _normalize_member(saved, layers[0], LAYER_EPOCH, writer)
+        read = saved.getmember(layers[0]).size
+    path.unlink()
+    return diff_id, size, read
+
+
+def _described(store: ImageStore, built: _Built, cache: Path, tmp: Path) -> ImageConfig | None:
+    """The config of ``built.image`` as the engine describes it (``ImageStore.describe``), its base's
+    history entries as the base's own config has them (:func:`_base_config`); None if not described."""
+    config = store.describe(built.image)
+    if config is None or config["rootfs"]["diff_ids"] != list(built.facts.diff_ids):
+        return None
+    base_config = _base_config(store, built, cache, tmp)
+    count = built.base_facts.history or 0
+    base_history = list(base_config.get("history") or []) if base_config else []
+    steps = [h.get("created_by", "") for h in base_history]
+    if len(base_history) != count or steps != [h["created_by"] for h in config["history"][:count]]:
+        return None
+    config["history"][:count] = base_history
+    return config
+
+
+def _base_config(store: ImageStore, built: _Built, cache: Path, tmp: Path) -> ImageConfig | None:
     """The base image's own config (its ID is the sha256 of these bytes): kept in ``cache``, else
     saved from the engine once; None when neither gives those bytes."""
     hexid = built.base_facts.id.split(":", 1)[-1]
