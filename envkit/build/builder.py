@@ -515,12 +515,12 @@ class Builder:
     ) -> list[TopLayer]:
         """The image's top layers, each made again alone from this build's kept layer stages
         (:func:`envkit.render.dockerfile.top_copies`): normalizing a rebuild then saves only those."""
-        sbom = (SBOM_NAME, plan.sbom.encode("utf-8")) if plan.sbom is not None else None
-        stages = self._cached_stages(plan, base) if plan.layers else {}
-        recipes = top_copies(plan.layers, loaded.resolved.runtime.pypi_cuda, stages, sbom)
         store = self.store
         if store is None:  # not normalized
             return []
+        sbom = (SBOM_NAME, plan.sbom.encode("utf-8")) if plan.sbom is not None else None
+        stages = self._cached_stages(plan, base) if plan.layers else {}
+        recipes = top_copies(plan.layers, loaded.resolved.runtime.pypi_cuda, stages, sbom)
         return [functools.partial(self._save_top, store, plan.name, r, keep, log, log_path) for r in recipes]
 
     def _save_top(
