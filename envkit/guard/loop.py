@@ -255,8 +255,8 @@ class Guard:
         pending, self.pending = self.pending, []
         at = 0
         for p in pending:
-            width, at = len(p.values), at + len(p.values) + len(p.measured.values)
-            vals = flat[at - width - len(p.measured.values) : at]
+            width, end = len(p.values), at + len(p.values) + len(p.measured.values)
+            vals, at = flat[at:end], end
             rec = StepRecord(p.step, vals[0], vals[1], clipped_norm=vals[2] if width > 2 else None, lr=p.lr)
             outlier = self._judge(p.step, p.measured, vals[width:])
             if not rec.finite:
@@ -272,6 +272,8 @@ class Guard:
                 continue
             spike = self._spike(rec)
             self._store(rec)
+            if spike is None and outlier is None:
+                continue  # a healthy step: no incident to record
             probe = GuardStep(self, p.step, p.batch, p.rng)
             if spike is not None:
                 self._record_incident(probe, rec, spike[0], spike[1], "warned", [], exact=False)

@@ -79,7 +79,7 @@ class NormalizeResult:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
-def read_saved(saved: tarfile.TarFile) -> tuple[ImageConfig, list[str], ImageConfig]:
+def read_saved(saved: tarfile.TarFile) -> tuple[dict[str, Any], list[str], ImageConfig]:
     """``(manifest entry, layer paths, config)`` of a ``docker save`` archive of one image."""
     manifest = json.loads(_member_bytes(saved, "manifest.json"))
     if not isinstance(manifest, list) or len(manifest) != 1 or not isinstance(manifest[0], dict):
@@ -292,9 +292,10 @@ def _assemble(
     chain, known = built.base_chain, []
     for raw in own_raw:
         hit = memo.get(raw)
-        if hit is None or chain_ids([hit[0]], chain)[-1] not in present:
+        above = chain_ids([hit[0]], chain)[-1] if hit is not None else ""
+        if hit is None or above not in present:
             break
-        chain = chain_ids([hit[0]], chain)[-1]
+        chain = above
         known.append(hit)
     need = len(own_raw) - len(known)
     config = _described(store, built, memo.path.parent / "image-configs", tmp) if need <= len(tops) else None
